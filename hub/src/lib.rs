@@ -1,0 +1,1 @@
+//! hubload-hub: a WebSub reference hub with proxy-style fault injection.

@@ -1,0 +1,3 @@
+//! The standalone reference hub.
+
+fn main() {}

@@ -1,0 +1,13 @@
+//! Reports: the `Report` model, the `Reporter` trait and one reporter per file.
+
+mod model;
+
+pub use model::{EventSummary, LatencyUs, LevelReport, PhaseReport, Report, TimeoutSplit};
+
+/// One output format. Renders bytes from the report; the manager does the IO.
+pub trait Reporter {
+    /// The file name this reporter writes under the output directory (e.g. "aggregate.csv").
+    fn file_name(&self) -> &'static str;
+    /// Render the whole report.
+    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>>;
+}

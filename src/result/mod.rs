@@ -1,0 +1,6 @@
+//! Per-request results: the closed set of outcome classes and the pure classifier.
+
+pub mod classify;
+mod outcome;
+
+pub use outcome::{Attempt, Class, ConnErrorKind, Outcome, TimeoutKind};

@@ -1,0 +1,352 @@
+//! `LevelStats`: everything measured in one level, recorded worker-locally and merged with `+=`.
+
+use std::collections::BTreeMap;
+use std::ops::AddAssign;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::{new_histogram, Clock, Histogram};
+use crate::result::{Attempt, Class};
+
+/// Counts per [`Class`], indexed by [`Class::index`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts(pub [u64; Class::COUNT]);
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts([0; Class::COUNT])
+    }
+}
+
+impl Counts {
+    /// The count of one class.
+    pub fn get(&self, c: Class) -> u64 {
+        self.0[c.index()]
+    }
+    /// Add one to a class.
+    pub fn bump(&mut self, c: Class) {
+        self.0[c.index()] += 1;
+    }
+    /// Sum over all classes.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+    /// Sum over the classes for which `f` is true.
+    pub fn sum_where(&self, f: impl Fn(Class) -> bool) -> u64 {
+        Class::ALL
+            .iter()
+            .filter(|c| f(**c))
+            .map(|c| self.get(*c))
+            .sum()
+    }
+    /// Counts as a `name → count` map, every class present (zeros included).
+    pub fn to_map(&self) -> BTreeMap<String, u64> {
+        Class::ALL
+            .iter()
+            .map(|c| (c.name().to_string(), self.get(*c)))
+            .collect()
+    }
+}
+
+impl AddAssign<&Counts> for Counts {
+    fn add_assign(&mut self, rhs: &Counts) {
+        for (a, b) in self.0.iter_mut().zip(rhs.0.iter()) {
+            *a += b;
+        }
+    }
+}
+
+/// One second of a level: enough for a latency-over-time chart, and mergeable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineBucket {
+    /// Attempts that ended in this second.
+    pub count: u64,
+    /// Of those, the ones not accepted.
+    pub errors: u64,
+    /// Sum of their latencies, µs.
+    pub sum_us: u64,
+    /// Largest latency, µs.
+    pub max_us: u64,
+}
+
+/// Everything measured in one level. Plain data: no IO, no locks; workers each own one and
+/// the driver merges them with `+=`. Memory is bounded by the number of topics and seconds,
+/// never by the number of requests.
+#[derive(Debug, Clone)]
+pub struct LevelStats {
+    /// Latency of every attempt, actual start → end, µs.
+    pub latency: Histogram,
+    /// Latency of every attempt from its *intended* start (open model; equals `latency` in the closed model), µs.
+    pub corrected: Histogram,
+    /// Latency of accepted attempts only, µs.
+    pub accepted_latency: Histogram,
+    /// Latency of whole events (first attempt's start → last attempt's end, retries included), µs.
+    pub event_latency: Histogram,
+    /// Attempts per outcome class.
+    pub counts: Counts,
+    /// Attempts per HTTP status code for every non-2xx status seen.
+    pub status_codes: BTreeMap<u16, u64>,
+    /// Events (an event is one or more attempts).
+    pub events: u64,
+    /// Events whose every attempt failed.
+    pub events_failed: u64,
+    /// Attempts that were retries of an earlier failed attempt.
+    pub retries: u64,
+    /// Scheduled sends skipped because the in-flight bound was reached (open model).
+    pub dropped: u64,
+    /// Request bytes written (request line, headers, body).
+    pub bytes_sent: u64,
+    /// Response bytes read (status line, headers, body).
+    pub bytes_received: u64,
+    /// Exact sum of attempt latencies, µs (for an exact average).
+    pub sum_us: u64,
+    /// Exact smallest attempt latency, µs.
+    pub min_us: Option<u64>,
+    /// Exact largest attempt latency, µs.
+    pub max_us: Option<u64>,
+    /// Earliest attempt start, µs since the Unix epoch.
+    pub first_start_us: Option<u64>,
+    /// Latest attempt end, µs since the Unix epoch.
+    pub last_end_us: Option<u64>,
+    /// Attempts per topic index.
+    pub topic_attempts: Vec<u64>,
+    /// Accepted attempts per topic index.
+    pub topic_accepted: Vec<u64>,
+    /// One bucket per second since the level started.
+    pub timeline: Vec<TimelineBucket>,
+}
+
+impl Default for LevelStats {
+    fn default() -> Self {
+        LevelStats {
+            latency: new_histogram(),
+            corrected: new_histogram(),
+            accepted_latency: new_histogram(),
+            event_latency: new_histogram(),
+            counts: Counts::default(),
+            status_codes: BTreeMap::new(),
+            events: 0,
+            events_failed: 0,
+            retries: 0,
+            dropped: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            sum_us: 0,
+            min_us: None,
+            max_us: None,
+            first_start_us: None,
+            last_end_us: None,
+            topic_attempts: Vec::new(),
+            topic_accepted: Vec::new(),
+            timeline: Vec::new(),
+        }
+    }
+}
+
+/// The longest timeline kept, in seconds; later attempts land in the last bucket.
+const MAX_TIMELINE_SECS: usize = 24 * 3600;
+
+/// Times of one attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptTimes {
+    /// When the level started (timeline origin).
+    pub level_start: Instant,
+    /// When the attempt should have started (the open model's schedule; `start` in the closed model).
+    pub intended: Instant,
+    /// When it actually started.
+    pub start: Instant,
+    /// When it ended.
+    pub end: Instant,
+}
+
+impl LevelStats {
+    /// Attempts recorded.
+    pub fn attempts(&self) -> u64 {
+        self.counts.total()
+    }
+
+    /// Record one attempt against topic index `topic`.
+    pub fn record_attempt(&mut self, clock: &Clock, t: AttemptTimes, a: &Attempt, topic: usize) {
+        let us = t.end.saturating_duration_since(t.start).as_micros() as u64;
+        let corrected_us = t.end.saturating_duration_since(t.intended).as_micros() as u64;
+        let class = a.outcome.class();
+        self.counts.bump(class);
+        // `auto(true)` makes record infallible for any u64; saturate just in case.
+        self.latency.saturating_record(us.max(1));
+        self.corrected.saturating_record(corrected_us.max(1));
+        if class == Class::Accepted {
+            self.accepted_latency.saturating_record(us.max(1));
+        }
+        if let Some(code) = a.outcome.status() {
+            *self.status_codes.entry(code).or_insert(0) += 1;
+        }
+        self.bytes_sent += a.bytes_sent;
+        self.bytes_received += a.bytes_received;
+        self.sum_us += us;
+        self.min_us = Some(self.min_us.map_or(us, |m| m.min(us)));
+        self.max_us = Some(self.max_us.map_or(us, |m| m.max(us)));
+        let s = clock.unix_us(t.start);
+        let e = clock.unix_us(t.end);
+        self.first_start_us = Some(self.first_start_us.map_or(s, |m| m.min(s)));
+        self.last_end_us = Some(self.last_end_us.map_or(e, |m| m.max(e)));
+        if self.topic_attempts.len() <= topic {
+            self.topic_attempts.resize(topic + 1, 0);
+            self.topic_accepted.resize(topic + 1, 0);
+        }
+        self.topic_attempts[topic] += 1;
+        if class == Class::Accepted {
+            self.topic_accepted[topic] += 1;
+        }
+        let sec = (t.end.saturating_duration_since(t.level_start).as_secs() as usize)
+            .min(MAX_TIMELINE_SECS);
+        if self.timeline.len() <= sec {
+            self.timeline.resize(sec + 1, TimelineBucket::default());
+        }
+        let b = &mut self.timeline[sec];
+        b.count += 1;
+        b.errors += u64::from(class != Class::Accepted);
+        b.sum_us += us;
+        b.max_us = b.max_us.max(us);
+    }
+
+    /// Record one finished event: `attempts` attempts from `first_start` to `end`, `ok` if one was accepted.
+    pub fn record_event(&mut self, first_start: Instant, end: Instant, attempts: u32, ok: bool) {
+        self.events += 1;
+        self.events_failed += u64::from(!ok);
+        self.retries += u64::from(attempts.saturating_sub(1));
+        let us = end.saturating_duration_since(first_start).as_micros() as u64;
+        self.event_latency.saturating_record(us.max(1));
+    }
+
+    /// Record a scheduled send that was skipped because the generator was saturated.
+    pub fn record_drop(&mut self) {
+        self.dropped += 1;
+    }
+
+    /// Span from the first start to the last end, in seconds (0 when nothing was recorded).
+    pub fn span_secs(&self) -> f64 {
+        match (self.first_start_us, self.last_end_us) {
+            (Some(s), Some(e)) if e > s => (e - s) as f64 / 1e6,
+            _ => 0.0,
+        }
+    }
+}
+
+fn merge_opt(a: &mut Option<u64>, b: Option<u64>, f: fn(u64, u64) -> u64) {
+    *a = match (*a, b) {
+        (Some(x), Some(y)) => Some(f(x, y)),
+        (x, None) => x,
+        (None, y) => y,
+    };
+}
+
+fn add_vec(a: &mut Vec<u64>, b: &[u64]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+impl AddAssign<&LevelStats> for LevelStats {
+    fn add_assign(&mut self, rhs: &LevelStats) {
+        // Same layout everywhere, so `add` cannot fail on bounds; auto-resize covers ranges.
+        self.latency
+            .add(&rhs.latency)
+            .expect("same histogram layout");
+        self.corrected
+            .add(&rhs.corrected)
+            .expect("same histogram layout");
+        self.accepted_latency
+            .add(&rhs.accepted_latency)
+            .expect("same histogram layout");
+        self.event_latency
+            .add(&rhs.event_latency)
+            .expect("same histogram layout");
+        self.counts += &rhs.counts;
+        for (k, v) in &rhs.status_codes {
+            *self.status_codes.entry(*k).or_insert(0) += v;
+        }
+        self.events += rhs.events;
+        self.events_failed += rhs.events_failed;
+        self.retries += rhs.retries;
+        self.dropped += rhs.dropped;
+        self.bytes_sent += rhs.bytes_sent;
+        self.bytes_received += rhs.bytes_received;
+        self.sum_us += rhs.sum_us;
+        merge_opt(&mut self.min_us, rhs.min_us, u64::min);
+        merge_opt(&mut self.max_us, rhs.max_us, u64::max);
+        merge_opt(&mut self.first_start_us, rhs.first_start_us, u64::min);
+        merge_opt(&mut self.last_end_us, rhs.last_end_us, u64::max);
+        add_vec(&mut self.topic_attempts, &rhs.topic_attempts);
+        add_vec(&mut self.topic_accepted, &rhs.topic_accepted);
+        if self.timeline.len() < rhs.timeline.len() {
+            self.timeline
+                .resize(rhs.timeline.len(), TimelineBucket::default());
+        }
+        for (a, b) in self.timeline.iter_mut().zip(&rhs.timeline) {
+            a.count += b.count;
+            a.errors += b.errors;
+            a.sum_us += b.sum_us;
+            a.max_us = a.max_us.max(b.max_us);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{Outcome, TimeoutKind};
+    use std::time::Duration;
+
+    fn attempt(outcome: Outcome) -> Attempt {
+        Attempt {
+            outcome,
+            status: 0,
+            bytes_sent: 100,
+            bytes_received: 20,
+        }
+    }
+
+    #[test]
+    fn merge_equals_single_recorder() {
+        let clock = Clock::new();
+        let t0 = clock.anchor();
+        let mut single = LevelStats::default();
+        let mut parts = [LevelStats::default(), LevelStats::default()];
+        for i in 0..1000u64 {
+            let start = t0 + Duration::from_micros(i * 37);
+            let end = start + Duration::from_micros(100 + (i * 7919) % 50_000);
+            let o = match i % 5 {
+                0 => Outcome::Http503,
+                1 => Outcome::Timeout(TimeoutKind::PoolWait),
+                _ => Outcome::Accepted,
+            };
+            let t = AttemptTimes {
+                level_start: t0,
+                intended: start,
+                start,
+                end,
+            };
+            single.record_attempt(&clock, t, &attempt(o), (i % 7) as usize);
+            parts[(i % 2) as usize].record_attempt(&clock, t, &attempt(o), (i % 7) as usize);
+        }
+        let mut merged = LevelStats::default();
+        for p in &parts {
+            merged += p;
+        }
+        assert_eq!(merged.latency, single.latency);
+        assert_eq!(merged.counts, single.counts);
+        assert_eq!(merged.min_us, single.min_us);
+        assert_eq!(merged.max_us, single.max_us);
+        assert_eq!(merged.first_start_us, single.first_start_us);
+        assert_eq!(merged.last_end_us, single.last_end_us);
+        assert_eq!(merged.topic_attempts, single.topic_attempts);
+        assert_eq!(merged.timeline, single.timeline);
+        assert_eq!(merged.status_codes, single.status_codes);
+        assert_eq!(merged.counts.get(Class::Http503), 200);
+        assert_eq!(merged.status_codes[&503], 200);
+    }
+}

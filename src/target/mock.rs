@@ -1,0 +1,1 @@
+//! A mock target for deterministic engine tests.

@@ -1,0 +1,51 @@
+//! The `Target` trait: what the engine needs from a protocol (prepare topics, send one attempt).
+//!
+//! The engine knows nothing of HTTP or AMQP. One implementation per protocol, plus a mock.
+
+pub mod mock;
+pub mod websub;
+
+use std::future::Future;
+
+use crate::result::{Attempt, Class};
+use crate::stats::Counts;
+use crate::workload::{Event, Topic};
+
+/// Outcome of a phase that touches every topic once (registration, deregistration).
+#[derive(Debug, Clone, Default)]
+pub struct PhaseResult {
+    /// Topics attempted.
+    pub topics: u64,
+    /// Outcome class per attempt (a 409 on register is counted in `already_registered`, not here).
+    pub counts: Counts,
+    /// Register answered 409: the topic already existed, which is fine.
+    pub already_registered: u64,
+    /// Wall-clock duration of the phase, seconds.
+    pub duration_s: f64,
+    /// The first failure, as one line, when any topic failed.
+    pub first_error: Option<String>,
+}
+
+impl PhaseResult {
+    /// Topics that are usable afterwards: accepted or already registered.
+    pub fn ok(&self) -> u64 {
+        self.counts.get(Class::Accepted) + self.already_registered
+    }
+    /// Topics that failed.
+    pub fn failed(&self) -> u64 {
+        self.topics - self.ok()
+    }
+}
+
+/// A protocol hubload can load. Implementations are cheap to share (`&self` everywhere) and
+/// apply the client model (timeouts, pool, no retries: the engine retries) themselves.
+pub trait Target: Send + Sync + 'static {
+    /// Register every topic before the load (bounded concurrency inside).
+    fn prepare(&self, topics: &[Topic]) -> impl Future<Output = PhaseResult> + Send;
+
+    /// One attempt to publish `event` to `topic`. Never fails: failures are classified data.
+    fn send(&self, topic: &Topic, event: &Event) -> impl Future<Output = Attempt> + Send;
+
+    /// Deregister every topic after the load (`--deregister`).
+    fn teardown(&self, topics: &[Topic]) -> impl Future<Output = PhaseResult> + Send;
+}

@@ -1,0 +1,1 @@
+//! The WebSub hub target (Ballerina/WSO2 dialect).

@@ -1,0 +1,1 @@
+//! hubload's integration tests: one binary, one module per area.
