@@ -1,5 +1,6 @@
 //! hubload: a load tester for WebSub hubs and the Azure Service Bus behind them.
 
+pub mod engine;
 pub mod report;
 pub mod result;
 pub mod stats;

@@ -6,4 +6,5 @@ mod rng;
 mod topics;
 
 pub use event::{Distribution, Event, Workload, WorkloadConfig};
+pub use rng::SplitMix64;
 pub use topics::{build_topics, tenant_name, Topic, TopicLayout};
