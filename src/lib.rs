@@ -1,6 +1,9 @@
 //! hubload: a load tester for WebSub hubs and the Azure Service Bus behind them.
 
+pub mod cli;
+pub mod config;
 pub mod engine;
+pub mod judge;
 pub mod report;
 pub mod result;
 pub mod stats;

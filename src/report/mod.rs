@@ -1,6 +1,11 @@
 //! Reports: the `Report` model, the `Reporter` trait and one reporter per file.
 
+pub mod build;
+pub mod csv;
+pub mod json;
 mod model;
+pub mod table;
+pub mod writer;
 
 pub use model::{EventSummary, LatencyUs, LevelReport, PhaseReport, Report, TimeoutSplit};
 
