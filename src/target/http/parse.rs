@@ -276,3 +276,205 @@ pub(crate) fn append_capped(out: &mut Vec<u8>, data: &[u8], cap: usize) {
     let room = cap.saturating_sub(out.len());
     out.extend_from_slice(&data[..data.len().min(room)]);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(bytes: &[u8], head_request: bool) -> Result<Option<Head>, &'static str> {
+        parse_head(bytes, head_request, &mut None)
+    }
+
+    fn framing(bytes: &[u8]) -> (Framing, bool) {
+        let h = head(bytes, false).unwrap().unwrap();
+        (h.framing, h.keep_alive)
+    }
+
+    #[test]
+    fn framing_table() {
+        let cases: &[(&[u8], Framing, bool)] = &[
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+                Framing::Length(5),
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\ncontent-length:  7 \r\n\r\n",
+                Framing::Length(7),
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+                Framing::Length(5),
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n",
+                Framing::Chunked,
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+                Framing::UntilClose,
+                false,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+                Framing::Chunked,
+                false,
+            ),
+            (b"HTTP/1.1 200 OK\r\n\r\n", Framing::UntilClose, false),
+            (
+                b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n",
+                Framing::Length(0),
+                false,
+            ),
+            (b"HTTP/1.1 204 No Content\r\n\r\n", Framing::Empty, true),
+            (
+                b"HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\n\r\n",
+                Framing::Empty,
+                true,
+            ),
+            (b"HTTP/1.1 100 Continue\r\n\r\n", Framing::Empty, true),
+            (
+                b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n",
+                Framing::Length(2),
+                false,
+            ),
+            (
+                b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n",
+                Framing::Length(2),
+                true,
+            ),
+            (b"HTTP/1.0 200 OK\r\n\r\n", Framing::UntilClose, false),
+        ];
+        for (bytes, want, keep) in cases {
+            assert_eq!(
+                framing(bytes),
+                (*want, *keep),
+                "{}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+    }
+
+    #[test]
+    fn head_request_has_no_body() {
+        let h = head(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.framing, Framing::Empty);
+    }
+
+    #[test]
+    fn head_errors_and_partial() {
+        assert_eq!(head(b"HTTP/1.1 200 OK\r\nContent-Len", false), Ok(None));
+        assert_eq!(head(b"", false), Ok(None));
+        assert!(head(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            false
+        )
+        .is_err());
+        assert!(head(b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", false).is_err());
+        assert!(head(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
+            false
+        )
+        .is_err());
+        assert!(head(b"garbage\r\n\r\n", false).is_err());
+        let many: Vec<u8> = [
+            &b"HTTP/1.1 200 OK\r\n"[..],
+            &b"X: y\r\n".repeat(65),
+            b"\r\n",
+        ]
+        .concat();
+        assert_eq!(head(&many, false), Err("too many response headers"));
+    }
+
+    #[test]
+    fn content_type_is_kept_for_final_responses_only() {
+        let mut ct = Some(b"old".to_vec());
+        parse_head(
+            b"HTTP/1.1 100 Continue\r\nContent-Type: x\r\n\r\n",
+            false,
+            &mut ct,
+        )
+        .unwrap();
+        assert_eq!(ct.as_deref(), Some(&b"old"[..]));
+        parse_head(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n",
+            false,
+            &mut ct,
+        )
+        .unwrap();
+        assert_eq!(ct.as_deref(), Some(&b"text/plain"[..]));
+        parse_head(b"HTTP/1.1 200 OK\r\n\r\n", false, &mut ct).unwrap();
+        assert_eq!(ct, None);
+    }
+
+    const BODY: &[u8] = b"5;name=value\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\nY: 2\r\n\r\nNEXT";
+
+    /// Decode `input` fed in the given pieces; returns (body, bytes consumed).
+    fn decode_pieces(pieces: &[&[u8]]) -> (Vec<u8>, usize) {
+        let mut dec = Chunked::default();
+        let mut out = Vec::new();
+        let mut used = 0;
+        for p in pieces {
+            let n = dec.decode(p, &mut out, usize::MAX).unwrap();
+            used += n;
+            if dec.is_done() {
+                break;
+            }
+            assert_eq!(n, p.len(), "a piece is consumed whole before the end");
+        }
+        assert!(dec.is_done());
+        (out, used)
+    }
+
+    #[test]
+    fn chunked_every_split_and_byte_by_byte() {
+        let want = (b"helloabcdefghijklmnopqrstuvwxyz".to_vec(), BODY.len() - 4);
+        assert_eq!(decode_pieces(&[BODY]), want);
+        for i in 0..BODY.len() {
+            let (a, b) = BODY.split_at(i);
+            assert_eq!(decode_pieces(&[a, b]), want, "split at {i}");
+        }
+        let bytes: Vec<&[u8]> = BODY.chunks(1).collect();
+        assert_eq!(decode_pieces(&bytes), want);
+    }
+
+    #[test]
+    fn chunked_bare_lf_and_no_trailers() {
+        assert_eq!(decode_pieces(&[b"3\nabc\n0\n\n"]), (b"abc".to_vec(), 9));
+        assert_eq!(decode_pieces(&[b"0\r\n\r\n"]), (Vec::new(), 5));
+    }
+
+    #[test]
+    fn chunked_cap_drops_but_consumes() {
+        let mut dec = Chunked::default();
+        let mut out = Vec::new();
+        let n = dec.decode(BODY, &mut out, 7).unwrap();
+        assert_eq!(
+            (out.as_slice(), n, dec.is_done()),
+            (&b"helloab"[..], BODY.len() - 4, true)
+        );
+    }
+
+    #[test]
+    fn chunked_errors() {
+        for bad in [
+            &b"x\r\n"[..],
+            b"\r\n",
+            b"3\r\nabcX",
+            b"3\rX",
+            b"0\r\n\rX",
+            b"11111111111111111\r\n",
+        ] {
+            let mut dec = Chunked::default();
+            assert!(
+                dec.decode(bad, &mut Vec::new(), usize::MAX).is_err(),
+                "{bad:?}"
+            );
+        }
+    }
+}
