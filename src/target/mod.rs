@@ -2,6 +2,7 @@
 //!
 //! The engine knows nothing of HTTP or AMQP. One implementation per protocol, plus a mock.
 
+pub mod http;
 pub mod mock;
 pub mod websub;
 

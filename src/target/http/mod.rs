@@ -1,0 +1,223 @@
+//! A lean HTTP/1.1 client for the publish hot path: one connection pool per host, capped
+//! with a wait timeout, sending pre-rendered requests over owned keep-alive connections.
+//!
+//! Why not reqwest or hyper: on the 543-byte publish POST, reqwest reached 0.3–0.4× of wrk
+//! and hyper's pooled client 0.55×, while a hand-written request parsed with `httparse`
+//! reached wrk (DESIGN.md "Client"). Neither has a per-host cap with a wait timeout.
+//!
+//! The model (issue 2 §5):
+//! - at most `max_conns` exchanges (and so connections) per host, through a semaphore;
+//!   a task that cannot get a permit within `pool_timeout` (or before its deadline) fails
+//!   with [`TimeoutKind::PoolWait`];
+//! - idle connections are kept for reuse (keep-alive), most recently used first;
+//! - a connect beyond `connect_timeout` fails with [`TimeoutKind::Connect`]; a response not
+//!   complete by the deadline fails with [`TimeoutKind::Response`] and its connection is
+//!   dropped, never reused;
+//! - **one transparent retry:** a *reused* connection that fails on write, or reaches EOF or
+//!   a reset before a single byte of the response arrived, was most likely closed by the
+//!   server while idle. The request is then sent once more on a fresh connection, as
+//!   browsers, Go's `net/http` and hyper do. Once any response byte has been read, nothing
+//!   is retried: the failure is classified. (A server that processed the request and then
+//!   died without answering can thus see it twice; the engine's `--retries` are separate.)
+
+mod conn;
+mod parse;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::time::{timeout_at, Instant};
+
+use crate::result::{ConnErrorKind, Outcome, TimeoutKind};
+use conn::{io_error, Conn};
+use stream::Stream;
+
+/// Most body bytes kept in [`Response::body`]; the rest is read and counted, not stored.
+pub const BODY_CAP: usize = 64 * 1024;
+
+/// Limits of one host's pool.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// Connections to this host at most (`--pool-per-host`). Zero is treated as one.
+    pub max_conns: usize,
+    /// Longest TCP connect (`--connect-timeout`).
+    pub connect_timeout: Duration,
+    /// Longest wait for a free or permitted connection (`--pool-timeout`).
+    pub pool_timeout: Duration,
+}
+
+/// One complete response.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Response {
+    /// Status code of the final (non-1xx) response.
+    pub status: u16,
+    /// The `Content-Type` header value, as sent.
+    pub content_type: Option<Vec<u8>>,
+    /// The decoded body (chunk framing removed), at most [`BODY_CAP`] bytes.
+    pub body: Vec<u8>,
+    /// Bytes read off the wire for this response: status line, headers (of any skipped 1xx
+    /// responses too), body with its chunk framing and trailers.
+    pub bytes_received: u64,
+}
+
+impl Response {
+    /// Classify this response (PROTOCOL.md §2: a body saying `hub.mode=denied` wins).
+    pub fn outcome(&self) -> Outcome {
+        crate::result::classify::classify_http(
+            self.status,
+            self.content_type.as_deref(),
+            &self.body,
+        )
+    }
+}
+
+/// Why an attempt produced no response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    /// A deadline ran out: pool wait, connect or response.
+    #[error("timeout ({0:?})")]
+    Timeout(TimeoutKind),
+    /// The connection was refused, reset, or closed before the response was complete.
+    #[error("connection error ({0:?})")]
+    Conn(ConnErrorKind),
+    /// The server's bytes are not a valid HTTP/1.x response.
+    #[error("protocol error: {0}")]
+    Protocol(&'static str),
+    /// Any other socket error (for example no free local port).
+    #[error("I/O error: {0}")]
+    Io(std::io::ErrorKind),
+}
+
+impl TransportError {
+    /// The outcome class this error is counted in.
+    pub fn outcome(&self) -> Outcome {
+        match *self {
+            TransportError::Timeout(kind) => Outcome::Timeout(kind),
+            TransportError::Conn(kind) => Outcome::ConnError(kind),
+            TransportError::Protocol(_) | TransportError::Io(_) => Outcome::Other,
+        }
+    }
+}
+
+/// The connection pool for one host. `Send + Sync`: share it by `&` or `Arc`.
+#[derive(Debug)]
+pub struct HttpPool {
+    addr: SocketAddr,
+    cfg: PoolConfig,
+    /// One permit per exchange in flight, so at most `max_conns` connections are in use.
+    permits: Semaphore,
+    /// Idle keep-alive connections, most recently used last. The lock is never held
+    /// across an await: only a push or a pop.
+    idle: Mutex<Vec<Conn>>,
+}
+
+impl HttpPool {
+    /// A pool for the host at `addr`. Nothing is connected until the first send.
+    pub fn new(addr: SocketAddr, cfg: PoolConfig) -> Self {
+        let max = cfg.max_conns.max(1);
+        Self {
+            addr,
+            permits: Semaphore::new(max),
+            idle: Mutex::new(Vec::with_capacity(max)),
+            cfg,
+        }
+    }
+
+    /// One request/response exchange. `request` is the complete pre-rendered request (head
+    /// and body). `deadline` bounds the whole attempt (pool wait, connect, write, read); the
+    /// pool wait is further bounded by `pool_timeout` and the connect by `connect_timeout`.
+    pub async fn send(
+        &self,
+        request: &[u8],
+        deadline: Instant,
+    ) -> Result<Response, TransportError> {
+        let mut resp = Response::default();
+        self.send_into(request, deadline, &mut resp).await?;
+        Ok(resp)
+    }
+
+    /// [`send`](Self::send) into a caller-owned `Response`, reusing its body and
+    /// content-type allocations: the allocation-free form for the hot path.
+    pub async fn send_into(
+        &self,
+        request: &[u8],
+        deadline: Instant,
+        resp: &mut Response,
+    ) -> Result<(), TransportError> {
+        let _permit = self.acquire(deadline).await?;
+        let mut conn = match self.pop_idle() {
+            Some(conn) => conn,
+            None => self.connect(deadline).await?,
+        };
+        loop {
+            match timeout_at(deadline, conn.exchange(request, resp)).await {
+                Err(_) => return Err(TransportError::Timeout(TimeoutKind::Response)),
+                Ok(Ok(keep_alive)) => {
+                    if keep_alive {
+                        conn.reused = true;
+                        self.push_idle(conn);
+                    }
+                    return Ok(());
+                }
+                Ok(Err(failure)) => {
+                    if !(conn.reused && failure.nothing_received) {
+                        return Err(failure.error);
+                    }
+                    // A stale keep-alive connection: one retry on a fresh one (see the
+                    // module docs). The fresh connection is not `reused`, so this loop
+                    // runs at most twice.
+                    drop(conn);
+                    conn = self.connect(deadline).await?;
+                }
+            }
+        }
+    }
+
+    /// Idle connections currently kept (for tests and diagnostics).
+    pub fn idle_count(&self) -> usize {
+        self.lock_idle().len()
+    }
+
+    async fn acquire(&self, deadline: Instant) -> Result<SemaphorePermit<'_>, TransportError> {
+        // Fast path: no timer when a permit is free.
+        if let Ok(permit) = self.permits.try_acquire() {
+            return Ok(permit);
+        }
+        let limit = deadline.min(Instant::now() + self.cfg.pool_timeout);
+        match timeout_at(limit, self.permits.acquire()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            // The semaphore is never closed; treat it like a wait that never ends.
+            Ok(Err(_)) | Err(_) => Err(TransportError::Timeout(TimeoutKind::PoolWait)),
+        }
+    }
+
+    async fn connect(&self, deadline: Instant) -> Result<Conn, TransportError> {
+        let limit = deadline.min(Instant::now() + self.cfg.connect_timeout);
+        let stream = match timeout_at(limit, TcpStream::connect(self.addr)).await {
+            Err(_) => return Err(TransportError::Timeout(TimeoutKind::Connect)),
+            Ok(Err(e)) => return Err(io_error(&e)),
+            Ok(Ok(s)) => s,
+        };
+        stream.set_nodelay(true).map_err(|e| io_error(&e))?;
+        Ok(Conn::new(Stream::Plain(stream)))
+    }
+
+    fn pop_idle(&self) -> Option<Conn> {
+        self.lock_idle().pop()
+    }
+
+    fn push_idle(&self, conn: Conn) {
+        self.lock_idle().push(conn);
+    }
+
+    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<Conn>> {
+        // A panic while holding this lock cannot leave the Vec inconsistent.
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,480 @@
+//! HTTP/1.1 response framing: the head (via `httparse`) and a chunked-body decoder, both
+//! tolerant of any split of the input across reads.
+//!
+//! Pure functions on byte slices; the socket loop lives in `conn.rs`.
+
+/// Most headers a response may carry; more is a protocol error.
+const MAX_HEADERS: usize = 64;
+
+/// How the body of a response is delimited (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// No body: 1xx, 204, 304, or the answer to a HEAD request.
+    Empty,
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: …, chunked`.
+    Chunked,
+    /// Neither: the body ends when the server closes the connection.
+    UntilClose,
+}
+
+/// The parts of a response head the client acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Head {
+    /// Status code.
+    pub status: u16,
+    /// Bytes of the head, status line through the blank line.
+    pub len: usize,
+    /// How the body is delimited.
+    pub framing: Framing,
+    /// Whether the connection may carry another request afterwards.
+    pub keep_alive: bool,
+}
+
+/// Parse a response head at the start of `buf`.
+///
+/// `Ok(None)` means the head is not complete yet. For a final (non-1xx) response the
+/// `Content-Type` value is copied into `content_type`, reusing its allocation.
+pub(crate) fn parse_head(
+    buf: &[u8],
+    head_request: bool,
+    content_type: &mut Option<Vec<u8>>,
+) -> Result<Option<Head>, &'static str> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err("too many response headers"),
+        Err(_) => return Err("malformed response head"),
+    };
+    let status = resp.code.unwrap_or(0);
+    let http11 = resp.version == Some(1);
+
+    let mut keep_alive = http11;
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    let mut transfer_encoding = false;
+    let mut ct: Option<&[u8]> = None;
+    for h in resp.headers.iter() {
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let n = parse_length(h.value).ok_or("invalid Content-Length")?;
+            if length.is_some_and(|old| old != n) {
+                return Err("conflicting Content-Length headers");
+            }
+            length = Some(n);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            transfer_encoding = true;
+            // Only the last coding decides: `gzip, chunked` is chunked, `chunked, gzip` is not.
+            chunked = last_token_is(h.value, b"chunked");
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            if has_token(h.value, b"close") {
+                keep_alive = false;
+            } else if !http11 && has_token(h.value, b"keep-alive") {
+                keep_alive = true;
+            }
+        } else if name.eq_ignore_ascii_case(b"content-type") {
+            ct = Some(h.value);
+        }
+    }
+
+    let framing = if (100..200).contains(&status) || status == 204 || status == 304 || head_request
+    {
+        Framing::Empty
+    } else if transfer_encoding {
+        if length.is_some() {
+            // RFC 9112 §6.3: both present is a smuggling risk; honour TE, then close.
+            keep_alive = false;
+        }
+        if chunked {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
+        }
+    } else if let Some(n) = length {
+        Framing::Length(n)
+    } else {
+        Framing::UntilClose
+    };
+    if framing == Framing::UntilClose {
+        keep_alive = false;
+    }
+    if !(100..200).contains(&status) {
+        match ct {
+            Some(value) => {
+                let mut v = content_type.take().unwrap_or_default();
+                v.clear();
+                v.extend_from_slice(value);
+                *content_type = Some(v);
+            }
+            None => *content_type = None,
+        }
+    }
+    Ok(Some(Head {
+        status,
+        len,
+        framing,
+        keep_alive,
+    }))
+}
+
+fn parse_length(value: &[u8]) -> Option<u64> {
+    let v = value.trim_ascii();
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(v.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
+}
+
+fn has_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+fn last_token_is(value: &[u8], token: &[u8]) -> bool {
+    value
+        .rsplit(|&b| b == b',')
+        .next()
+        .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChunkState {
+    /// Reading the hex size.
+    Size,
+    /// Inside a chunk extension, up to the end of the size line.
+    Ext,
+    /// Saw CR after the size; expecting LF.
+    SizeLf,
+    /// Inside chunk data.
+    Data,
+    /// After chunk data; expecting CR (or a bare LF).
+    DataCr,
+    /// After chunk data and CR; expecting LF.
+    DataLf,
+    /// At the start of a trailer line (or of the final blank line).
+    TrailerStart,
+    /// Inside a trailer field line.
+    TrailerLine,
+    /// Saw CR on the final blank line; expecting LF.
+    EndLf,
+    /// The body is complete.
+    Done,
+}
+
+/// Incremental decoder for a `Transfer-Encoding: chunked` body, trailers included.
+#[derive(Debug, Clone)]
+pub(crate) struct Chunked {
+    state: ChunkState,
+    /// The size being read, then the data left in the current chunk.
+    size: u64,
+    digits: u8,
+}
+
+impl Default for Chunked {
+    fn default() -> Self {
+        Self {
+            state: ChunkState::Size,
+            size: 0,
+            digits: 0,
+        }
+    }
+}
+
+impl Chunked {
+    /// Whether the terminating chunk and trailers have been read.
+    pub(crate) fn is_done(&self) -> bool {
+        self.state == ChunkState::Done
+    }
+
+    /// Decode as much of `input` as possible, appending data to `out` while `out` is shorter
+    /// than `cap` (the rest is read and dropped). Returns the bytes consumed; it stops right
+    /// after the end of the body, so any further bytes are not part of it.
+    pub(crate) fn decode(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        cap: usize,
+    ) -> Result<usize, &'static str> {
+        let mut i = 0;
+        while i < input.len() && self.state != ChunkState::Done {
+            if self.state == ChunkState::Data {
+                let n = (input.len() - i).min(usize::try_from(self.size).unwrap_or(usize::MAX));
+                append_capped(out, &input[i..i + n], cap);
+                i += n;
+                self.size -= n as u64;
+                if self.size == 0 {
+                    self.state = ChunkState::DataCr;
+                }
+                continue;
+            }
+            let b = input[i];
+            i += 1;
+            self.state = match (self.state, b) {
+                (ChunkState::Size, b) if b.is_ascii_hexdigit() => {
+                    if self.size > u64::MAX >> 4 {
+                        return Err("chunk size overflow");
+                    }
+                    self.size = self.size << 4 | u64::from(hex_value(b));
+                    self.digits = self.digits.saturating_add(1);
+                    ChunkState::Size
+                }
+                (ChunkState::Size, b';' | b' ' | b'\t') => ChunkState::Ext,
+                (ChunkState::Size, b'\r') => ChunkState::SizeLf,
+                (ChunkState::Size | ChunkState::Ext | ChunkState::SizeLf, b'\n') => {
+                    self.end_of_size_line()?
+                }
+                (ChunkState::Size, _) => return Err("invalid chunk size"),
+                (ChunkState::Ext, _) => ChunkState::Ext,
+                (ChunkState::SizeLf, _) => return Err("invalid chunk size line"),
+                (ChunkState::DataCr, b'\r') => ChunkState::DataLf,
+                (ChunkState::DataCr | ChunkState::DataLf, b'\n') => {
+                    self.size = 0;
+                    self.digits = 0;
+                    ChunkState::Size
+                }
+                (ChunkState::DataCr | ChunkState::DataLf, _) => {
+                    return Err("missing CRLF after chunk data")
+                }
+                (ChunkState::TrailerStart, b'\r') => ChunkState::EndLf,
+                (ChunkState::TrailerStart | ChunkState::EndLf, b'\n') => ChunkState::Done,
+                (ChunkState::TrailerLine, b'\n') => ChunkState::TrailerStart,
+                (ChunkState::TrailerStart | ChunkState::TrailerLine, _) => ChunkState::TrailerLine,
+                (ChunkState::EndLf, _) => return Err("invalid chunked trailer"),
+                // Data is copied in bulk above and the loop stops at Done.
+                (ChunkState::Data | ChunkState::Done, _) => self.state,
+            };
+        }
+        Ok(i)
+    }
+
+    fn end_of_size_line(&mut self) -> Result<ChunkState, &'static str> {
+        if self.digits == 0 {
+            return Err("missing chunk size");
+        }
+        Ok(if self.size == 0 {
+            ChunkState::TrailerStart
+        } else {
+            ChunkState::Data
+        })
+    }
+}
+
+fn hex_value(b: u8) -> u8 {
+    match b {
+        b'0'..=b'9' => b - b'0',
+        b'a'..=b'f' => b - b'a' + 10,
+        _ => b - b'A' + 10,
+    }
+}
+
+/// Append `data` to `out`, keeping at most `cap` bytes in `out`.
+pub(crate) fn append_capped(out: &mut Vec<u8>, data: &[u8], cap: usize) {
+    let room = cap.saturating_sub(out.len());
+    out.extend_from_slice(&data[..data.len().min(room)]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(bytes: &[u8], head_request: bool) -> Result<Option<Head>, &'static str> {
+        parse_head(bytes, head_request, &mut None)
+    }
+
+    fn framing(bytes: &[u8]) -> (Framing, bool) {
+        let h = head(bytes, false).unwrap().unwrap();
+        (h.framing, h.keep_alive)
+    }
+
+    #[test]
+    fn framing_table() {
+        let cases: &[(&[u8], Framing, bool)] = &[
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+                Framing::Length(5),
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\ncontent-length:  7 \r\n\r\n",
+                Framing::Length(7),
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+                Framing::Length(5),
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n",
+                Framing::Chunked,
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+                Framing::UntilClose,
+                false,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+                Framing::Chunked,
+                false,
+            ),
+            (b"HTTP/1.1 200 OK\r\n\r\n", Framing::UntilClose, false),
+            (
+                b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n",
+                Framing::Length(0),
+                false,
+            ),
+            (b"HTTP/1.1 204 No Content\r\n\r\n", Framing::Empty, true),
+            (
+                b"HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\n\r\n",
+                Framing::Empty,
+                true,
+            ),
+            (b"HTTP/1.1 100 Continue\r\n\r\n", Framing::Empty, true),
+            (
+                b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n",
+                Framing::Length(2),
+                false,
+            ),
+            (
+                b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n",
+                Framing::Length(2),
+                true,
+            ),
+            (b"HTTP/1.0 200 OK\r\n\r\n", Framing::UntilClose, false),
+        ];
+        for (bytes, want, keep) in cases {
+            assert_eq!(
+                framing(bytes),
+                (*want, *keep),
+                "{}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+    }
+
+    #[test]
+    fn head_request_has_no_body() {
+        let h = head(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.framing, Framing::Empty);
+    }
+
+    #[test]
+    fn head_errors_and_partial() {
+        assert_eq!(head(b"HTTP/1.1 200 OK\r\nContent-Len", false), Ok(None));
+        assert_eq!(head(b"", false), Ok(None));
+        assert!(head(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            false
+        )
+        .is_err());
+        assert!(head(b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", false).is_err());
+        assert!(head(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
+            false
+        )
+        .is_err());
+        assert!(head(b"garbage\r\n\r\n", false).is_err());
+        let many: Vec<u8> = [
+            &b"HTTP/1.1 200 OK\r\n"[..],
+            &b"X: y\r\n".repeat(65),
+            b"\r\n",
+        ]
+        .concat();
+        assert_eq!(head(&many, false), Err("too many response headers"));
+    }
+
+    #[test]
+    fn content_type_is_kept_for_final_responses_only() {
+        let mut ct = Some(b"old".to_vec());
+        parse_head(
+            b"HTTP/1.1 100 Continue\r\nContent-Type: x\r\n\r\n",
+            false,
+            &mut ct,
+        )
+        .unwrap();
+        assert_eq!(ct.as_deref(), Some(&b"old"[..]));
+        parse_head(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n",
+            false,
+            &mut ct,
+        )
+        .unwrap();
+        assert_eq!(ct.as_deref(), Some(&b"text/plain"[..]));
+        parse_head(b"HTTP/1.1 200 OK\r\n\r\n", false, &mut ct).unwrap();
+        assert_eq!(ct, None);
+    }
+
+    const BODY: &[u8] = b"5;name=value\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\nY: 2\r\n\r\nNEXT";
+
+    /// Decode `input` fed in the given pieces; returns (body, bytes consumed).
+    fn decode_pieces(pieces: &[&[u8]]) -> (Vec<u8>, usize) {
+        let mut dec = Chunked::default();
+        let mut out = Vec::new();
+        let mut used = 0;
+        for p in pieces {
+            let n = dec.decode(p, &mut out, usize::MAX).unwrap();
+            used += n;
+            if dec.is_done() {
+                break;
+            }
+            assert_eq!(n, p.len(), "a piece is consumed whole before the end");
+        }
+        assert!(dec.is_done());
+        (out, used)
+    }
+
+    #[test]
+    fn chunked_every_split_and_byte_by_byte() {
+        let want = (b"helloabcdefghijklmnopqrstuvwxyz".to_vec(), BODY.len() - 4);
+        assert_eq!(decode_pieces(&[BODY]), want);
+        for i in 0..BODY.len() {
+            let (a, b) = BODY.split_at(i);
+            assert_eq!(decode_pieces(&[a, b]), want, "split at {i}");
+        }
+        let bytes: Vec<&[u8]> = BODY.chunks(1).collect();
+        assert_eq!(decode_pieces(&bytes), want);
+    }
+
+    #[test]
+    fn chunked_bare_lf_and_no_trailers() {
+        assert_eq!(decode_pieces(&[b"3\nabc\n0\n\n"]), (b"abc".to_vec(), 9));
+        assert_eq!(decode_pieces(&[b"0\r\n\r\n"]), (Vec::new(), 5));
+    }
+
+    #[test]
+    fn chunked_cap_drops_but_consumes() {
+        let mut dec = Chunked::default();
+        let mut out = Vec::new();
+        let n = dec.decode(BODY, &mut out, 7).unwrap();
+        assert_eq!(
+            (out.as_slice(), n, dec.is_done()),
+            (&b"helloab"[..], BODY.len() - 4, true)
+        );
+    }
+
+    #[test]
+    fn chunked_errors() {
+        for bad in [
+            &b"x\r\n"[..],
+            b"\r\n",
+            b"3\r\nabcX",
+            b"3\rX",
+            b"0\r\n\rX",
+            b"11111111111111111\r\n",
+        ] {
+            let mut dec = Chunked::default();
+            assert!(
+                dec.decode(bad, &mut Vec::new(), usize::MAX).is_err(),
+                "{bad:?}"
+            );
+        }
+    }
+}

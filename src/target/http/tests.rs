@@ -1,0 +1,514 @@
+//! Tests of the pool against raw-TCP servers on 127.0.0.1:0 whose bytes are scripted here.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+use super::*;
+
+/// A scripted server: counts accepted and concurrently open connections.
+struct Server {
+    addr: SocketAddr,
+    accepted: Arc<AtomicUsize>,
+    max_open: Arc<AtomicUsize>,
+}
+
+impl Server {
+    fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+    fn max_open(&self) -> usize {
+        self.max_open.load(Ordering::SeqCst)
+    }
+}
+
+/// Start a server running `handler` on every accepted connection.
+async fn serve<F, Fut>(handler: F) -> Server
+where
+    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let open = Arc::new(AtomicUsize::new(0));
+    let max_open = Arc::new(AtomicUsize::new(0));
+    let (acc, mx) = (accepted.clone(), max_open.clone());
+    tokio::spawn(async move {
+        let handler = Arc::new(handler);
+        while let Ok((sock, _)) = listener.accept().await {
+            sock.set_nodelay(true).unwrap();
+            acc.fetch_add(1, Ordering::SeqCst);
+            let now = open.fetch_add(1, Ordering::SeqCst) + 1;
+            mx.fetch_max(now, Ordering::SeqCst);
+            let (h, open) = (handler.clone(), open.clone());
+            tokio::spawn(async move {
+                h(sock).await;
+                open.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    Server {
+        addr,
+        accepted,
+        max_open,
+    }
+}
+
+/// Read one request (head and Content-Length body). `false` on EOF.
+async fn read_request(sock: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut req = httparse::Request::new(&mut headers);
+        if let httparse::Status::Complete(head) = req.parse(&buf).unwrap() {
+            let len: usize = req
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .map(|h| std::str::from_utf8(h.value).unwrap().parse().unwrap())
+                .unwrap_or(0);
+            if buf.len() >= head + len {
+                return true;
+            }
+        }
+        match sock.read(&mut chunk).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// Answer every request on the connection with `reply`.
+async fn answer_all(mut sock: TcpStream, reply: &'static [u8]) {
+    while read_request(&mut sock).await {
+        if sock.write_all(reply).await.is_err() {
+            return;
+        }
+    }
+}
+
+const ACCEPTED: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 17\r\n\r\nhub.mode=accepted";
+const REQUEST: &[u8] = b"POST /hub?hub.mode=publish&hub.topic=t HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+
+fn cfg(max_conns: usize) -> PoolConfig {
+    PoolConfig {
+        max_conns,
+        connect_timeout: Duration::from_secs(5),
+        pool_timeout: Duration::from_secs(5),
+    }
+}
+
+fn in_secs(s: u64) -> Instant {
+    Instant::now() + Duration::from_secs(s)
+}
+
+#[tokio::test]
+async fn content_length_and_keep_alive_reuse() {
+    let server = serve(|s| answer_all(s, ACCEPTED)).await;
+    let pool = HttpPool::new(server.addr, cfg(4));
+    for _ in 0..20 {
+        let resp = pool.send(REQUEST, in_secs(5)).await.unwrap();
+        assert_eq!(resp.status, 200);
+        assert_eq!(resp.body, b"hub.mode=accepted");
+        assert_eq!(
+            resp.content_type.as_deref(),
+            Some(&b"application/x-www-form-urlencoded"[..])
+        );
+        assert_eq!(resp.bytes_received, ACCEPTED.len() as u64);
+        assert_eq!(resp.outcome(), Outcome::Accepted);
+    }
+    assert_eq!(
+        server.accepted(),
+        1,
+        "20 sequential requests, one connection"
+    );
+    assert_eq!(pool.idle_count(), 1);
+}
+
+/// Write `bytes` one byte per write, pausing so that the client sees one byte per read.
+async fn trickle(sock: &mut TcpStream, bytes: &[u8]) {
+    for b in bytes {
+        sock.write_all(std::slice::from_ref(b)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n4;ext=1\r\nhub.\r\nd\r\nmode=accepted\r\n0\r\nX-Trailer: yes\r\n\r\n";
+
+#[tokio::test]
+async fn chunked_one_byte_per_read_then_reuse() {
+    let server = serve(|mut s| async move {
+        while read_request(&mut s).await {
+            trickle(&mut s, CHUNKED).await;
+        }
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    for _ in 0..2 {
+        let resp = pool.send(REQUEST, in_secs(10)).await.unwrap();
+        assert_eq!(resp.status, 200);
+        assert_eq!(resp.body, b"hub.mode=accepted");
+        assert_eq!(resp.bytes_received, CHUNKED.len() as u64);
+        assert_eq!(resp.outcome(), Outcome::Accepted);
+    }
+    assert_eq!(
+        server.accepted(),
+        1,
+        "the chunked body was consumed exactly"
+    );
+}
+
+#[tokio::test]
+async fn content_length_split_across_reads() {
+    let server = serve(|mut s| async move {
+        while read_request(&mut s).await {
+            trickle(&mut s, ACCEPTED).await;
+        }
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    for _ in 0..2 {
+        let resp = pool.send(REQUEST, in_secs(10)).await.unwrap();
+        assert_eq!(resp.body, b"hub.mode=accepted");
+        assert_eq!(resp.bytes_received, ACCEPTED.len() as u64);
+    }
+    assert_eq!(server.accepted(), 1);
+}
+
+#[tokio::test]
+async fn connection_close_is_not_reused() {
+    const CLOSE: &[u8] =
+        b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 4\r\n\r\nbusy";
+    let server = serve(|mut s| async move {
+        if read_request(&mut s).await {
+            s.write_all(CLOSE).await.unwrap();
+        }
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    for _ in 0..3 {
+        let resp = pool.send(REQUEST, in_secs(5)).await.unwrap();
+        assert_eq!((resp.status, &resp.body[..]), (503, &b"busy"[..]));
+        assert_eq!(resp.outcome(), Outcome::Http503);
+        assert_eq!(pool.idle_count(), 0);
+    }
+    assert_eq!(server.accepted(), 3);
+}
+
+#[tokio::test]
+async fn http10_body_until_close() {
+    const OLD: &[u8] = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nold server";
+    let server = serve(|mut s| async move {
+        if read_request(&mut s).await {
+            s.write_all(OLD).await.unwrap();
+        }
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    for _ in 0..2 {
+        let resp = pool.send(REQUEST, in_secs(5)).await.unwrap();
+        assert_eq!((resp.status, &resp.body[..]), (200, &b"old server"[..]));
+        assert_eq!(resp.bytes_received, OLD.len() as u64);
+    }
+    assert_eq!(server.accepted(), 2);
+    assert_eq!(pool.idle_count(), 0);
+}
+
+#[tokio::test]
+async fn http10_keep_alive_with_length_is_reused() {
+    const OLD: &[u8] = b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok";
+    let server = serve(|s| answer_all(s, OLD)).await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    for _ in 0..3 {
+        assert_eq!(pool.send(REQUEST, in_secs(5)).await.unwrap().body, b"ok");
+    }
+    assert_eq!(server.accepted(), 1);
+}
+
+#[tokio::test]
+async fn continue_skipped_and_204_has_no_body() {
+    const REPLY: &[u8] =
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n";
+    let server = serve(|s| answer_all(s, REPLY)).await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    for _ in 0..3 {
+        let resp = pool.send(REQUEST, in_secs(5)).await.unwrap();
+        assert_eq!(resp.status, 204);
+        assert!(resp.body.is_empty());
+        assert_eq!(resp.bytes_received, REPLY.len() as u64);
+    }
+    assert_eq!(server.accepted(), 1);
+}
+
+#[tokio::test]
+async fn denied_in_a_200_is_denied() {
+    const DENIED: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 29\r\n\r\nhub.mode=denied&hub.reason=x.";
+    let server = serve(|s| answer_all(s, DENIED)).await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    let resp = pool.send(REQUEST, in_secs(5)).await.unwrap();
+    assert_eq!(resp.outcome(), Outcome::Denied);
+}
+
+/// A server that holds each request for `delay` before answering.
+async fn slow_server(delay: Duration) -> Server {
+    serve(move |mut s| async move {
+        while read_request(&mut s).await {
+            tokio::time::sleep(delay).await;
+            if s.write_all(ACCEPTED).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn pool_cap_bounds_connections() {
+    let server = slow_server(Duration::from_millis(50)).await;
+    let pool = Arc::new(HttpPool::new(server.addr, cfg(2)));
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.send(REQUEST, in_secs(10)).await })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap().unwrap().status, 200);
+    }
+    assert_eq!(server.accepted(), 2);
+    assert_eq!(server.max_open(), 2);
+    assert_eq!(pool.idle_count(), 2);
+}
+
+#[tokio::test]
+async fn pool_wait_times_out_exactly_for_the_excess() {
+    let server = slow_server(Duration::from_millis(800)).await;
+    let pool = Arc::new(HttpPool::new(
+        server.addr,
+        PoolConfig {
+            pool_timeout: Duration::from_millis(100),
+            ..cfg(2)
+        },
+    ));
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.send(REQUEST, in_secs(10)).await })
+        })
+        .collect();
+    let (mut ok, mut pool_wait) = (0, 0);
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(resp) if resp.status == 200 => ok += 1,
+            Err(TransportError::Timeout(TimeoutKind::PoolWait)) => pool_wait += 1,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((ok, pool_wait), (2, 8));
+    assert_eq!(server.accepted(), 2);
+}
+
+#[tokio::test]
+async fn pool_wait_is_bounded_by_the_deadline() {
+    let server = slow_server(Duration::from_millis(800)).await;
+    let pool = Arc::new(HttpPool::new(server.addr, cfg(1)));
+    let first = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.send(REQUEST, in_secs(10)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let start = Instant::now();
+    let second = pool
+        .send(REQUEST, Instant::now() + Duration::from_millis(150))
+        .await;
+    assert_eq!(
+        second.unwrap_err(),
+        TransportError::Timeout(TimeoutKind::PoolWait)
+    );
+    assert!(start.elapsed() < Duration::from_millis(600));
+    assert_eq!(first.await.unwrap().unwrap().status, 200);
+}
+
+#[tokio::test]
+async fn response_timeout_drops_the_connection() {
+    let server = serve(|mut s| async move {
+        read_request(&mut s).await;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    let start = Instant::now();
+    let err = pool
+        .send(REQUEST, Instant::now() + Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert_eq!(err, TransportError::Timeout(TimeoutKind::Response));
+    assert!(start.elapsed() >= Duration::from_millis(200));
+    assert!(start.elapsed() < Duration::from_secs(3));
+    assert_eq!(pool.idle_count(), 0);
+}
+
+#[tokio::test]
+async fn connect_timeout_on_a_full_backlog() {
+    // A listener that never accepts, with a backlog of 0: once its accept queue is full the
+    // kernel drops further SYNs, so a loopback connect stalls.
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = sock.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut fillers = Vec::new();
+    for _ in 0..8 {
+        match tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => fillers.push(s),
+            _ => break,
+        }
+    }
+    assert!(fillers.len() < 8, "the backlog never filled up");
+    let pool = HttpPool::new(
+        addr,
+        PoolConfig {
+            connect_timeout: Duration::from_millis(200),
+            ..cfg(1)
+        },
+    );
+    let start = Instant::now();
+    let err = pool.send(REQUEST, in_secs(10)).await.unwrap_err();
+    assert_eq!(err, TransportError::Timeout(TimeoutKind::Connect));
+    assert!(start.elapsed() >= Duration::from_millis(200));
+    assert!(start.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn reset_by_peer() {
+    let server = serve(|mut s| async move {
+        read_request(&mut s).await;
+        s.set_zero_linger().unwrap();
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    let err = pool.send(REQUEST, in_secs(5)).await.unwrap_err();
+    assert_eq!(err, TransportError::Conn(ConnErrorKind::Reset));
+    assert_eq!(server.accepted(), 1, "a fresh connection is never retried");
+}
+
+#[tokio::test]
+async fn eof_mid_body_is_closed() {
+    let server = serve(|mut s| async move {
+        read_request(&mut s).await;
+        s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten..")
+            .await
+            .unwrap();
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    let err = pool.send(REQUEST, in_secs(5)).await.unwrap_err();
+    assert_eq!(err, TransportError::Conn(ConnErrorKind::Closed));
+    assert_eq!(err.outcome(), Outcome::ConnError(ConnErrorKind::Closed));
+}
+
+#[tokio::test]
+async fn eof_before_any_byte_is_closed() {
+    let server = serve(|mut s| async move {
+        read_request(&mut s).await;
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    let err = pool.send(REQUEST, in_secs(5)).await.unwrap_err();
+    assert_eq!(err, TransportError::Conn(ConnErrorKind::Closed));
+    assert_eq!(server.accepted(), 1);
+}
+
+#[tokio::test]
+async fn refused() {
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let pool = HttpPool::new(addr, cfg(1));
+    let err = pool.send(REQUEST, in_secs(5)).await.unwrap_err();
+    assert_eq!(err, TransportError::Conn(ConnErrorKind::Refused));
+    assert_eq!(err.outcome(), Outcome::ConnError(ConnErrorKind::Refused));
+}
+
+#[tokio::test]
+async fn stale_keep_alive_is_retried_once_on_a_fresh_connection() {
+    // Answers one request per connection without saying `Connection: close`, then closes:
+    // the client keeps the connection and finds it dead on the next send.
+    let server = serve(|mut s| async move {
+        if read_request(&mut s).await {
+            s.write_all(ACCEPTED).await.unwrap();
+        }
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    for i in 1..=3 {
+        let resp = pool.send(REQUEST, in_secs(5)).await.unwrap();
+        assert_eq!(resp.outcome(), Outcome::Accepted);
+        assert_eq!(server.accepted(), i);
+        // Let the server's close reach the client before the next send.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn no_retry_once_a_response_byte_arrived() {
+    let served = Arc::new(AtomicUsize::new(0));
+    let count = served.clone();
+    let server = serve(move |mut s| {
+        let count = count.clone();
+        async move {
+            while read_request(&mut s).await {
+                if count.fetch_add(1, Ordering::SeqCst) == 0 {
+                    s.write_all(ACCEPTED).await.unwrap();
+                } else {
+                    s.write_all(b"HTTP/1.1 200 OK\r\n").await.unwrap();
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    assert_eq!(pool.send(REQUEST, in_secs(5)).await.unwrap().status, 200);
+    let err = pool.send(REQUEST, in_secs(5)).await.unwrap_err();
+    assert_eq!(err, TransportError::Conn(ConnErrorKind::Closed));
+    assert_eq!(server.accepted(), 1);
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn garbage_is_a_protocol_error() {
+    let server = serve(|s| answer_all(s, b"SSH-2.0-OpenSSH\r\n\r\n")).await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    let err = pool.send(REQUEST, in_secs(5)).await.unwrap_err();
+    assert!(matches!(err, TransportError::Protocol(_)), "{err:?}");
+    assert_eq!(err.outcome(), Outcome::Other);
+}
+
+#[tokio::test]
+async fn send_into_reuses_the_response() {
+    let server = serve(|s| answer_all(s, ACCEPTED)).await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    let mut resp = Response::default();
+    pool.send_into(REQUEST, in_secs(5), &mut resp)
+        .await
+        .unwrap();
+    let (body_ptr, ct_ptr) = (
+        resp.body.as_ptr(),
+        resp.content_type.as_ref().unwrap().as_ptr(),
+    );
+    pool.send_into(REQUEST, in_secs(5), &mut resp)
+        .await
+        .unwrap();
+    assert_eq!(resp.body, b"hub.mode=accepted");
+    assert_eq!(resp.body.as_ptr(), body_ptr);
+    assert_eq!(resp.content_type.as_ref().unwrap().as_ptr(), ct_ptr);
+}
