@@ -9,7 +9,12 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 /// Load-test a WebSub hub (or the Azure Service Bus behind it) with a multi-tenant publishing
 /// workload, level by level, and report what a spreadsheet needs.
 #[derive(Debug, Parser)]
-#[command(name = "hubload", version, args_override_self = true, max_term_width = 100)]
+#[command(
+    name = "hubload",
+    version,
+    args_override_self = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -67,13 +72,23 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL", help_heading = "Target")]
     pub hub_url: Option<String>,
     /// Bearer token for hubs that require one (or HUBLOAD_HUB_TOKEN).
-    #[arg(long, env = "HUBLOAD_HUB_TOKEN", hide_env_values = true, help_heading = "Target")]
+    #[arg(
+        long,
+        env = "HUBLOAD_HUB_TOKEN",
+        hide_env_values = true,
+        help_heading = "Target"
+    )]
     pub hub_token: Option<String>,
     /// What to load: websub, servicebus, or websub,servicebus for a side-by-side run [default: websub].
     #[arg(long, help_heading = "Target")]
     pub target: Option<String>,
     /// Service Bus connection string (or HUBLOAD_SB_CONNECTION_STRING); none starts the emulator.
-    #[arg(long, env = "HUBLOAD_SB_CONNECTION_STRING", hide_env_values = true, help_heading = "Target")]
+    #[arg(
+        long,
+        env = "HUBLOAD_SB_CONNECTION_STRING",
+        hide_env_values = true,
+        help_heading = "Target"
+    )]
     pub sb_connection_string: Option<String>,
     /// Service Bus topic mapping: per-topic, or single:NAME [default: per-topic].
     #[arg(long, help_heading = "Target")]

@@ -22,7 +22,11 @@ use crate::workload::{Distribution, TopicLayout, WorkloadConfig};
 pub enum ConfigError {
     /// A flag or profile value is wrong.
     #[error("invalid --{field} `{value}`: {message}")]
-    Invalid { field: String, value: String, message: String },
+    Invalid {
+        field: String,
+        value: String,
+        message: String,
+    },
     /// A combination of settings is wrong.
     #[error("{0}")]
     Conflict(String),
@@ -182,12 +186,20 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
         sps: opt(&a.sps).map_or(Ok(10), |s| count32("sps", s, 1))?,
         users: opt(&a.users).map_or(Ok(10), |s| count32("users", s, 1))?,
         channels: match opt(&a.channels) {
-            None => ["login", "registration", "credential", "session"].map(String::from).to_vec(),
+            None => ["login", "registration", "credential", "session"]
+                .map(String::from)
+                .to_vec(),
             Some(s) => list("channels", s, |f, c| {
-                if c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+                if c.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                {
                     Ok(c.to_string())
                 } else {
-                    Err(ConfigError::invalid(f, c, "channel names are letters, digits, - and _"))
+                    Err(ConfigError::invalid(
+                        f,
+                        c,
+                        "channel names are letters, digits, - and _",
+                    ))
                 }
             })?,
         },
@@ -196,11 +208,16 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
             .map(|s| count("payload-bytes", s, 1).map(|n| n as usize))
             .transpose()?,
         seed: opt(&a.seed).map_or(Ok(1), |s| count("seed", s, 0))?,
-        distribution: opt(&a.distribution).map_or(Ok(Distribution::Uniform), |s| value("distribution", s))?,
+        distribution: opt(&a.distribution)
+            .map_or(Ok(Distribution::Uniform), |s| value("distribution", s))?,
     };
     if let Some(p) = workload.payload_bytes {
         if p > 16 << 20 {
-            return Err(ConfigError::invalid("payload-bytes", &p.to_string(), "must be at most 16 MiB"));
+            return Err(ConfigError::invalid(
+                "payload-bytes",
+                &p.to_string(),
+                "must be at most 16 MiB",
+            ));
         }
     }
 
@@ -212,7 +229,13 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
             let t = Duration::from_millis(300);
             (t, Some(t), Some(t), Some(2), 2)
         }
-        other => return Err(ConfigError::invalid("client", other, "is not default or identity-publisher")),
+        other => {
+            return Err(ConfigError::invalid(
+                "client",
+                other,
+                "is not default or identity-publisher",
+            ))
+        }
     };
     if let Some(s) = opt(&a.timeout) {
         timeout = positive_duration("timeout", s)?;
@@ -242,8 +265,12 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
     };
 
     // Levels.
-    let requests = opt(&a.requests).map(|s| count("requests", s, 1)).transpose()?;
-    let duration_flag = opt(&a.duration).map(|s| positive_duration("duration", s)).transpose()?;
+    let requests = opt(&a.requests)
+        .map(|s| count("requests", s, 1))
+        .transpose()?;
+    let duration_flag = opt(&a.duration)
+        .map(|s| positive_duration("duration", s))
+        .transpose()?;
     let level_duration = match (duration_flag, requests) {
         (Some(d), _) => Some(d),
         (None, Some(_)) => None,
@@ -252,47 +279,103 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
     let warmup = opt(&a.warmup).map_or(Ok(Duration::ZERO), |s| duration("warmup", s))?;
     let ramp_up = opt(&a.ramp_up).map_or(Ok(Duration::ZERO), |s| duration("ramp-up", s))?;
     if level_duration.is_some_and(|d| ramp_up > d) {
-        return Err(ConfigError::Conflict("--ramp-up must not be longer than --duration".into()));
+        return Err(ConfigError::Conflict(
+            "--ramp-up must not be longer than --duration".into(),
+        ));
     }
     let arrivals = opt(&a.arrivals).map_or(Ok(Arrivals::Constant), |s| value("arrivals", s))?;
-    let max_inflight = opt(&a.max_inflight).map(|s| count32("max-inflight", s, 1)).transpose()?;
+    let max_inflight = opt(&a.max_inflight)
+        .map(|s| count32("max-inflight", s, 1))
+        .transpose()?;
     let open_inflight = |rate: f64| {
-        max_inflight.unwrap_or_else(|| ((rate * client.timeout.as_secs_f64()).ceil() as u32).clamp(64, 20_000))
+        max_inflight.unwrap_or_else(|| {
+            ((rate * client.timeout.as_secs_f64()).ceil() as u32).clamp(64, 20_000)
+        })
     };
     if a.rate.is_some() && a.concurrency.is_some() {
-        return Err(ConfigError::Conflict("give --concurrency (closed model) or --rate (open model), not both".into()));
+        return Err(ConfigError::Conflict(
+            "give --concurrency (closed model) or --rate (open model), not both".into(),
+        ));
     }
-    let stop = Stop { duration: level_duration, requests };
-    let level = |load| LevelSpec { load, stop, warmup, ramp_up };
+    let stop = Stop {
+        duration: level_duration,
+        requests,
+    };
+    let level = |load| LevelSpec {
+        load,
+        stop,
+        warmup,
+        ramp_up,
+    };
     let (model, levels): (&'static str, Vec<LevelSpec>) = if let Some(plan) = opt(&a.plan) {
         if a.rate.is_some() || a.concurrency.is_some() {
-            return Err(ConfigError::Conflict("--plan replaces --concurrency and --rate; give only one".into()));
+            return Err(ConfigError::Conflict(
+                "--plan replaces --concurrency and --rate; give only one".into(),
+            ));
         }
-        let steps = PlanStep::parse_plan(plan).map_err(|e| ConfigError::invalid("plan", plan, e))?;
+        let steps =
+            PlanStep::parse_plan(plan).map_err(|e| ConfigError::invalid("plan", plan, e))?;
         let levels = steps
             .iter()
             .map(|s| {
                 let load = if a.open {
-                    Load::Open { rate: s.value, max_inflight: open_inflight(s.value) }
+                    Load::Open {
+                        rate: s.value,
+                        max_inflight: open_inflight(s.value),
+                    }
                 } else {
-                    Load::Closed { concurrency: s.value.round().max(1.0) as u32 }
+                    Load::Closed {
+                        concurrency: s.value.round().max(1.0) as u32,
+                    }
                 };
-                LevelSpec { load, stop: Stop { duration: Some(s.duration), requests }, warmup, ramp_up }
+                LevelSpec {
+                    load,
+                    stop: Stop {
+                        duration: Some(s.duration),
+                        requests,
+                    },
+                    warmup,
+                    ramp_up,
+                }
             })
             .collect();
         (if a.open { "open" } else { "closed" }, levels)
     } else if let Some(r) = opt(&a.rate) {
         let rates = list("rate", r, rate)?;
-        ("open", rates.into_iter().map(|r| level(Load::Open { rate: r, max_inflight: open_inflight(r) })).collect())
+        (
+            "open",
+            rates
+                .into_iter()
+                .map(|r| {
+                    level(Load::Open {
+                        rate: r,
+                        max_inflight: open_inflight(r),
+                    })
+                })
+                .collect(),
+        )
     } else {
-        let cs = opt(&a.concurrency).map_or(Ok(vec![20]), |s| list("concurrency", s, |f, v| count32(f, v, 1)))?;
+        let cs = opt(&a.concurrency).map_or(Ok(vec![20]), |s| {
+            list("concurrency", s, |f, v| count32(f, v, 1))
+        })?;
         if let Some(c) = cs.iter().find(|c| **c > 100_000) {
-            return Err(ConfigError::invalid("concurrency", &c.to_string(), "must be at most 100000"));
+            return Err(ConfigError::invalid(
+                "concurrency",
+                &c.to_string(),
+                "must be at most 100000",
+            ));
         }
-        ("closed", cs.into_iter().map(|c| level(Load::Closed { concurrency: c })).collect())
+        (
+            "closed",
+            cs.into_iter()
+                .map(|c| level(Load::Closed { concurrency: c }))
+                .collect(),
+        )
     };
     if model == "closed" && a.max_inflight.is_some() {
-        return Err(ConfigError::Conflict("--max-inflight applies to the open model (--rate)".into()));
+        return Err(ConfigError::Conflict(
+            "--max-inflight applies to the open model (--rate)".into(),
+        ));
     }
 
     // Target.
@@ -309,7 +392,11 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
             let u = url::Url::parse(s.trim()).map_err(|e| ConfigError::invalid("hub-url", s, e))?;
             match u.scheme() {
                 "http" | "https" if u.host().is_some() => Ok(u),
-                _ => Err(ConfigError::invalid("hub-url", s, "must be an http:// or https:// URL with a host")),
+                _ => Err(ConfigError::invalid(
+                    "hub-url",
+                    s,
+                    "must be an http:// or https:// URL with a host",
+                )),
             }
         })
         .transpose()?;
@@ -317,7 +404,13 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
         None | Some("per-topic") => SbTopics::PerTopic,
         Some(s) => match s.strip_prefix("single:") {
             Some(name) if !name.trim().is_empty() => SbTopics::Single(name.trim().to_string()),
-            _ => return Err(ConfigError::invalid("sb-topics", s, "is not per-topic or single:NAME")),
+            _ => {
+                return Err(ConfigError::invalid(
+                    "sb-topics",
+                    s,
+                    "is not per-topic or single:NAME",
+                ))
+            }
         },
     };
     let target = TargetConfig {
@@ -326,36 +419,55 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
         hub_token: a.hub_token.clone().map(Secret::new),
         sb_connection_string: a.sb_connection_string.clone().map(Secret::new),
         sb_topics,
-        sb_connections: opt(&a.sb_connections).map_or(Ok(4), |s| count32("sb-connections", s, 1))?,
+        sb_connections: opt(&a.sb_connections)
+            .map_or(Ok(4), |s| count32("sb-connections", s, 1))?,
     };
 
     // Judging.
     let thresholds = a
         .threshold
         .iter()
-        .map(|t| t.parse::<Threshold>().map_err(|e| ConfigError::invalid("threshold", t, e)))
+        .map(|t| {
+            t.parse::<Threshold>()
+                .map_err(|e| ConfigError::invalid("threshold", t, e))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let capacity = if a.find_capacity {
-        let slo = opt(&a.slo).ok_or_else(|| ConfigError::Conflict("--find-capacity needs --slo, e.g. --slo 'p99<300ms,errors<1%'".into()))?;
-        let slo = list("slo", slo, |f, t| t.parse::<Threshold>().map_err(|e| ConfigError::invalid(f, t, e)))?;
+        let slo = opt(&a.slo).ok_or_else(|| {
+            ConfigError::Conflict(
+                "--find-capacity needs --slo, e.g. --slo 'p99<300ms,errors<1%'".into(),
+            )
+        })?;
+        let slo = list("slo", slo, |f, t| {
+            t.parse::<Threshold>()
+                .map_err(|e| ConfigError::invalid(f, t, e))
+        })?;
         let max = opt(&a.capacity_max).map_or(Ok(4096.0), |s| rate("capacity-max", s))?;
         Some(CapacityConfig { slo, max })
     } else {
         if a.slo.is_some() {
-            return Err(ConfigError::Conflict("--slo is used by --find-capacity; add --find-capacity or use --threshold".into()));
+            return Err(ConfigError::Conflict(
+                "--slo is used by --find-capacity; add --find-capacity or use --threshold".into(),
+            ));
         }
         None
     };
-    let what_if = opt(&a.what_if_timeouts)
-        .map_or(Ok(["100ms", "300ms", "1s", "5s"].iter().map(|s| humantime::parse_duration(s).expect("valid")).collect()), |s| {
-            list("what-if-timeouts", s, positive_duration)
-        })?;
+    let what_if = opt(&a.what_if_timeouts).map_or(
+        Ok(["100ms", "300ms", "1s", "5s"]
+            .iter()
+            .map(|s| humantime::parse_duration(s).expect("valid"))
+            .collect()),
+        |s| list("what-if-timeouts", s, positive_duration),
+    )?;
 
     let out_dir = a.out.clone().unwrap_or_else(|| {
-        let ts = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace(':', "");
+        let ts = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .replace(':', "");
         PathBuf::from("reports").join(ts)
     });
-    let register_concurrency = opt(&a.register_concurrency).map_or(Ok(16), |s| count32("register-concurrency", s, 1))?;
+    let register_concurrency =
+        opt(&a.register_concurrency).map_or(Ok(16), |s| count32("register-concurrency", s, 1))?;
     let mut cfg = RunConfig {
         workload,
         model,
@@ -365,7 +477,11 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
         target,
         register_concurrency,
         deregister: a.deregister,
-        output: OutputConfig { out_dir, jtl: a.jtl.clone(), quiet: a.quiet },
+        output: OutputConfig {
+            out_dir,
+            jtl: a.jtl.clone(),
+            quiet: a.quiet,
+        },
         thresholds,
         capacity,
         what_if,

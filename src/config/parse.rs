@@ -26,7 +26,11 @@ pub fn count(field: &str, raw: &str, min: u64) -> Result<u64, ConfigError> {
         ConfigError::invalid(field, raw, what)
     })?;
     if n < min {
-        return Err(ConfigError::invalid(field, raw, format!("must be at least {min}")));
+        return Err(ConfigError::invalid(
+            field,
+            raw,
+            format!("must be at least {min}"),
+        ));
     }
     Ok(n)
 }
@@ -59,7 +63,11 @@ pub fn list<T>(
     raw: &str,
     item: impl Fn(&str, &str) -> Result<T, ConfigError>,
 ) -> Result<Vec<T>, ConfigError> {
-    let items: Vec<&str> = raw.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    let items: Vec<&str> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
     if items.is_empty() {
         return Err(ConfigError::invalid(field, raw, "is empty"));
     }
@@ -73,7 +81,11 @@ pub fn rate(field: &str, raw: &str) -> Result<f64, ConfigError> {
         .parse()
         .map_err(|_| ConfigError::invalid(field, raw, "is not a number"))?;
     if !(r.is_finite() && r > 0.0) {
-        return Err(ConfigError::invalid(field, raw, "must be a positive number"));
+        return Err(ConfigError::invalid(
+            field,
+            raw,
+            "must be a positive number",
+        ));
     }
     Ok(r)
 }
@@ -85,21 +97,48 @@ mod tests {
     #[test]
     fn errors_name_the_field_and_value() {
         let cases: Vec<(Result<(), ConfigError>, &str)> = vec![
-            (count("tenants", "0", 1).map(drop), "invalid --tenants `0`: must be at least 1"),
-            (count("tenants", "-3", 1).map(drop), "invalid --tenants `-3`: must not be negative"),
-            (count("users", "many", 1).map(drop), "invalid --users `many`: is not a whole number"),
-            (duration("duration", "soon").map(drop), "invalid --duration `soon`: is not a duration"),
-            (positive_duration("timeout", "0s").map(drop), "invalid --timeout `0s`: must be longer than zero"),
-            (list("concurrency", ",", |f, s| count(f, s, 1)).map(drop), "invalid --concurrency `,`: is empty"),
-            (list("concurrency", "1,x", |f, s| count(f, s, 1)).map(drop), "invalid --concurrency `x`"),
-            (rate("rate", "-1").map(drop), "invalid --rate `-1`: must be a positive number"),
+            (
+                count("tenants", "0", 1).map(drop),
+                "invalid --tenants `0`: must be at least 1",
+            ),
+            (
+                count("tenants", "-3", 1).map(drop),
+                "invalid --tenants `-3`: must not be negative",
+            ),
+            (
+                count("users", "many", 1).map(drop),
+                "invalid --users `many`: is not a whole number",
+            ),
+            (
+                duration("duration", "soon").map(drop),
+                "invalid --duration `soon`: is not a duration",
+            ),
+            (
+                positive_duration("timeout", "0s").map(drop),
+                "invalid --timeout `0s`: must be longer than zero",
+            ),
+            (
+                list("concurrency", ",", |f, s| count(f, s, 1)).map(drop),
+                "invalid --concurrency `,`: is empty",
+            ),
+            (
+                list("concurrency", "1,x", |f, s| count(f, s, 1)).map(drop),
+                "invalid --concurrency `x`",
+            ),
+            (
+                rate("rate", "-1").map(drop),
+                "invalid --rate `-1`: must be a positive number",
+            ),
         ];
         for (r, want) in cases {
             let e = r.unwrap_err().to_string();
             assert!(e.starts_with(want), "{e} vs {want}");
             assert!(!e.contains('\n'));
         }
-        assert_eq!(list("c", "1, 20 ,50", |f, s| count(f, s, 1)).unwrap(), vec![1, 20, 50]);
+        assert_eq!(
+            list("c", "1, 20 ,50", |f, s| count(f, s, 1)).unwrap(),
+            vec![1, 20, 50]
+        );
         assert_eq!(duration("d", "1m30s").unwrap(), Duration::from_secs(90));
     }
 }

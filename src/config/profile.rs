@@ -14,7 +14,11 @@ pub fn locate(p: &Path) -> Result<PathBuf, ConfigError> {
         return Ok(p.to_path_buf());
     }
     let name = p.to_string_lossy();
-    let file = if name.ends_with(".toml") { name.to_string() } else { format!("{name}.toml") };
+    let file = if name.ends_with(".toml") {
+        name.to_string()
+    } else {
+        format!("{name}.toml")
+    };
     for dir in ["profiles", "/etc/hubload/profiles"] {
         let c = Path::new(dir).join(&file);
         if c.is_file() {
@@ -111,7 +115,10 @@ mod tests {
         for (text, msg) in [
             ("tenents = 3", "unknown key `tenents`"),
             ("deregister = 3", "`deregister` must be true or false"),
-            ("tenants = { a = 1 }", "`tenants` must be a string or a number"),
+            (
+                "tenants = { a = 1 }",
+                "`tenants` must be a string or a number",
+            ),
             ("tenants = ", "profile"),
         ] {
             let f = write(text);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::result::Class;
-use crate::stats::{new_histogram, Counts, Histogram};
+use crate::stats::{new_histogram, record, Counts, Histogram};
 
 /// How often a worker flushes into [`Live`].
 pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(200);
@@ -81,7 +81,7 @@ impl LiveDelta {
     /// Note one attempt; flush when due.
     pub fn note(&mut self, live: &Live, class: Class, us: u64, now: Instant) {
         self.counts.bump(class);
-        self.hist.saturating_record(us.max(1));
+        record(&mut self.hist, us);
         if now.duration_since(self.last) >= FLUSH_EVERY {
             self.flush(live, now);
         }

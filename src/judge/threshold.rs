@@ -135,7 +135,12 @@ impl FromStr for Threshold {
             }
             Metric::Errors | Metric::Timeouts => match value.strip_suffix('%') {
                 Some(p) => (p.trim().parse().map_err(|_| bad("bad percentage"))?, true),
-                None => (value.parse().map_err(|_| bad("the bound must be N or N%"))?, false),
+                None => (
+                    value
+                        .parse()
+                        .map_err(|_| bad("the bound must be N or N%"))?,
+                    false,
+                ),
             },
             Metric::Rate => (
                 value
@@ -149,7 +154,14 @@ impl FromStr for Threshold {
         if !f64::is_finite(value) || value < 0.0 {
             return Err(bad("the bound must be a non-negative number"));
         }
-        Ok(Threshold { text, scope, metric, op, value, percent })
+        Ok(Threshold {
+            text,
+            scope,
+            metric,
+            op,
+            value,
+            percent,
+        })
     }
 }
 
@@ -159,7 +171,11 @@ impl Threshold {
         let ms = |us: u64| us as f64 / 1000.0;
         let share = |n: u64| {
             if self.percent {
-                if row.samples == 0 { 0.0 } else { n as f64 * 100.0 / row.samples as f64 }
+                if row.samples == 0 {
+                    0.0
+                } else {
+                    n as f64 * 100.0 / row.samples as f64
+                }
             } else {
                 n as f64
             }
@@ -173,7 +189,9 @@ impl Threshold {
             Metric::P(_) => ms(row.latency_us.p999),
             Metric::Max => ms(row.latency_us.max),
             Metric::Errors => share(row.samples - row.counts.get("accepted").copied().unwrap_or(0)),
-            Metric::Timeouts => share(row.timeouts.connect + row.timeouts.pool_wait + row.timeouts.response),
+            Metric::Timeouts => {
+                share(row.timeouts.connect + row.timeouts.pool_wait + row.timeouts.response)
+            }
             Metric::Rate => row.throughput,
         }
     }
@@ -201,7 +219,7 @@ impl Threshold {
 }
 
 /// One threshold judged on one row.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
     pub threshold: String,
     pub level: String,
@@ -211,7 +229,11 @@ pub struct Verdict {
 }
 
 /// Judge every threshold on the rows it applies to.
-pub fn judge(thresholds: &[Threshold], levels: &[LevelReport], total: Option<&LevelReport>) -> Vec<Verdict> {
+pub fn judge(
+    thresholds: &[Threshold],
+    levels: &[LevelReport],
+    total: Option<&LevelReport>,
+) -> Vec<Verdict> {
     let mut out = Vec::new();
     for t in thresholds {
         match t.scope {
@@ -229,19 +251,86 @@ mod tests {
     #[test]
     fn parse_table() {
         let ok: &[(&str, Scope, Metric, Op, f64, bool)] = &[
-            ("p99<300ms", Scope::EachLevel, Metric::P(99), Op::Lt, 300.0, false),
-            ("total:p95<=1s", Scope::Total, Metric::P(95), Op::Le, 1000.0, false),
-            ("errors<1%", Scope::EachLevel, Metric::Errors, Op::Lt, 1.0, true),
-            ("errors<=0", Scope::EachLevel, Metric::Errors, Op::Le, 0.0, false),
-            ("rate>=500", Scope::EachLevel, Metric::Rate, Op::Ge, 500.0, false),
-            ("throughput > 99.5/s", Scope::EachLevel, Metric::Rate, Op::Gt, 99.5, false),
-            ("timeouts<0.5%", Scope::EachLevel, Metric::Timeouts, Op::Lt, 0.5, true),
-            ("avg<50ms", Scope::EachLevel, Metric::Avg, Op::Lt, 50.0, false),
-            ("p99.9<2s", Scope::EachLevel, Metric::P(999), Op::Lt, 2000.0, false),
+            (
+                "p99<300ms",
+                Scope::EachLevel,
+                Metric::P(99),
+                Op::Lt,
+                300.0,
+                false,
+            ),
+            (
+                "total:p95<=1s",
+                Scope::Total,
+                Metric::P(95),
+                Op::Le,
+                1000.0,
+                false,
+            ),
+            (
+                "errors<1%",
+                Scope::EachLevel,
+                Metric::Errors,
+                Op::Lt,
+                1.0,
+                true,
+            ),
+            (
+                "errors<=0",
+                Scope::EachLevel,
+                Metric::Errors,
+                Op::Le,
+                0.0,
+                false,
+            ),
+            (
+                "rate>=500",
+                Scope::EachLevel,
+                Metric::Rate,
+                Op::Ge,
+                500.0,
+                false,
+            ),
+            (
+                "throughput > 99.5/s",
+                Scope::EachLevel,
+                Metric::Rate,
+                Op::Gt,
+                99.5,
+                false,
+            ),
+            (
+                "timeouts<0.5%",
+                Scope::EachLevel,
+                Metric::Timeouts,
+                Op::Lt,
+                0.5,
+                true,
+            ),
+            (
+                "avg<50ms",
+                Scope::EachLevel,
+                Metric::Avg,
+                Op::Lt,
+                50.0,
+                false,
+            ),
+            (
+                "p99.9<2s",
+                Scope::EachLevel,
+                Metric::P(999),
+                Op::Lt,
+                2000.0,
+                false,
+            ),
         ];
         for (s, scope, metric, op, value, percent) in ok {
             let t: Threshold = s.parse().unwrap();
-            assert_eq!((t.scope, t.metric, t.op, t.value, t.percent), (*scope, *metric, *op, *value, *percent), "{s}");
+            assert_eq!(
+                (t.scope, t.metric, t.op, t.value, t.percent),
+                (*scope, *metric, *op, *value, *percent),
+                "{s}"
+            );
         }
         for (s, msg) in [
             ("p99", "has no < or >"),

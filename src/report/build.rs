@@ -49,14 +49,22 @@ pub fn level_report(
         concurrency,
         rate,
         samples,
-        average_ms: if samples == 0 { 0 } else { s.sum_us / samples / 1000 },
+        average_ms: if samples == 0 {
+            0
+        } else {
+            s.sum_us / samples / 1000
+        },
         median_ms: ms(lat.p50),
         p90_ms: ms(lat.p90),
         p95_ms: ms(lat.p95),
         p99_ms: ms(lat.p99),
         min_ms: ms(lat.min),
         max_ms: ms(lat.max),
-        error_pct: if samples == 0 { 0.0 } else { (samples - accepted) as f64 * 100.0 / samples as f64 },
+        error_pct: if samples == 0 {
+            0.0
+        } else {
+            (samples - accepted) as f64 * 100.0 / samples as f64
+        },
         throughput: per_sec(samples as f64),
         received_kb_per_sec: per_sec(s.bytes_received as f64 / 1024.0),
         sent_kb_per_sec: per_sec(s.bytes_sent as f64 / 1024.0),
@@ -67,7 +75,11 @@ pub fn level_report(
             response: s.counts.get(Class::TimeoutResponse),
         },
         connection_errors: s.counts.sum_where(Class::is_conn_error),
-        status_codes: s.status_codes.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        status_codes: s
+            .status_codes
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
         events: EventSummary {
             total: s.events,
             succeeded: s.events - s.events_failed,
@@ -103,9 +115,28 @@ mod tests {
         for i in 1..=1000u64 {
             let start = t0 + Duration::from_millis(i - 1);
             let end = start + Duration::from_millis(i);
-            let outcome = if i % 500 == 0 { Outcome::Http503 } else { Outcome::Accepted };
-            let a = Attempt { outcome, status: 200, bytes_sent: 1024, bytes_received: 512 };
-            s.record_attempt(&clock, AttemptTimes { level_start: t0, intended: start, start, end }, &a, 0);
+            let outcome = if i % 500 == 0 {
+                Outcome::Http503
+            } else {
+                Outcome::Accepted
+            };
+            let a = Attempt {
+                outcome,
+                status: 200,
+                bytes_sent: 1024,
+                bytes_received: 512,
+            };
+            s.record_attempt(
+                &clock,
+                AttemptTimes {
+                    level_start: t0,
+                    intended: start,
+                    start,
+                    end,
+                },
+                &a,
+                0,
+            );
         }
         let r = level_report("50", Some(50), None, &s, false);
         assert_eq!(r.samples, 1000);
@@ -117,7 +148,11 @@ mod tests {
         assert_eq!(r.p99_ms, 990);
         assert!((r.error_pct - 0.2).abs() < 1e-9);
         // span: first start t0 → last end t0 + 999 + 1000 ms = 1.999 s
-        assert!((r.throughput - 1000.0 / 1.999).abs() < 0.01, "{}", r.throughput);
+        assert!(
+            (r.throughput - 1000.0 / 1.999).abs() < 0.01,
+            "{}",
+            r.throughput
+        );
         assert!((r.sent_kb_per_sec - 1000.0 / 1.999).abs() < 0.01);
         assert_eq!(r.counts["http_503"], 2);
         assert_eq!(r.status_codes["503"], 2);

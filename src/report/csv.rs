@@ -7,16 +7,53 @@ use super::{LevelReport, Report, Reporter};
 
 /// The exact WebSub header.
 pub const WEBSUB_HEADER: &[&str] = &[
-    "Concurrency", "# Samples", "Average", "Median", "90% Line", "95% Line", "99% Line", "Min", "Max",
-    "Error %", "Throughput", "Received KB/sec", "Sent KB/sec", "Accepted", "Denied", "4xx", "502", "503",
-    "504", "Other 5xx", "Timeouts", "Connection errors",
+    "Concurrency",
+    "# Samples",
+    "Average",
+    "Median",
+    "90% Line",
+    "95% Line",
+    "99% Line",
+    "Min",
+    "Max",
+    "Error %",
+    "Throughput",
+    "Received KB/sec",
+    "Sent KB/sec",
+    "Accepted",
+    "Denied",
+    "4xx",
+    "502",
+    "503",
+    "504",
+    "Other 5xx",
+    "Timeouts",
+    "Connection errors",
 ];
 
 /// The Service Bus header: same aggregate columns, the broker's classes.
 pub const SERVICEBUS_HEADER: &[&str] = &[
-    "Concurrency", "# Samples", "Average", "Median", "90% Line", "95% Line", "99% Line", "Min", "Max",
-    "Error %", "Throughput", "Received KB/sec", "Sent KB/sec", "Accepted", "Throttled", "Rejected",
-    "Unauthorized", "Not found", "Too large", "Timeouts", "Connection errors",
+    "Concurrency",
+    "# Samples",
+    "Average",
+    "Median",
+    "90% Line",
+    "95% Line",
+    "99% Line",
+    "Min",
+    "Max",
+    "Error %",
+    "Throughput",
+    "Received KB/sec",
+    "Sent KB/sec",
+    "Accepted",
+    "Throttled",
+    "Rejected",
+    "Unauthorized",
+    "Not found",
+    "Too large",
+    "Timeouts",
+    "Connection errors",
 ];
 
 /// Writes `aggregate.csv`.
@@ -46,9 +83,24 @@ fn class_fields(r: &LevelReport, servicebus: bool) -> Vec<String> {
     let c = |k: &str| r.counts.get(k).copied().unwrap_or(0);
     let timeouts = r.timeouts.connect + r.timeouts.pool_wait + r.timeouts.response;
     let classes: Vec<u64> = if servicebus {
-        vec![c("accepted"), c("throttled"), c("rejected"), c("unauthorized"), c("not_found"), c("too_large")]
+        vec![
+            c("accepted"),
+            c("throttled"),
+            c("rejected"),
+            c("unauthorized"),
+            c("not_found"),
+            c("too_large"),
+        ]
     } else {
-        vec![c("accepted"), c("denied"), c("http_4xx"), c("http_502"), c("http_503"), c("http_504"), c("http_5xx")]
+        vec![
+            c("accepted"),
+            c("denied"),
+            c("http_4xx"),
+            c("http_502"),
+            c("http_503"),
+            c("http_504"),
+            c("http_5xx"),
+        ]
     };
     classes
         .into_iter()
@@ -60,7 +112,12 @@ fn class_fields(r: &LevelReport, servicebus: bool) -> Vec<String> {
 /// Render rows (levels then TOTAL) with a header; `first_column` replaces "Concurrency" for rate runs.
 pub fn render_rows(report: &Report) -> anyhow::Result<Vec<u8>> {
     let servicebus = report.target == "servicebus";
-    let mut header: Vec<&str> = if servicebus { SERVICEBUS_HEADER } else { WEBSUB_HEADER }.to_vec();
+    let mut header: Vec<&str> = if servicebus {
+        SERVICEBUS_HEADER
+    } else {
+        WEBSUB_HEADER
+    }
+    .to_vec();
     if report.model == "open" {
         header[0] = "Rate";
     }

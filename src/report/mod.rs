@@ -7,7 +7,9 @@ mod model;
 pub mod table;
 pub mod writer;
 
-pub use model::{EventSummary, LatencyUs, LevelReport, PhaseReport, Report, TimeoutSplit};
+pub use model::{
+    EventSummary, LatencyUs, LevelReport, PhaseReport, RateCheck, Report, TimeoutSplit,
+};
 
 /// One output format. Renders bytes from the report; the manager does the IO.
 pub trait Reporter {

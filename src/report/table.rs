@@ -10,7 +10,18 @@ use super::{Report, Reporter};
 pub struct TableReporter;
 
 const HEAD: &[&str] = &[
-    "Level", "Samples", "Avg", "Med", "p90", "p95", "p99", "Min", "Max", "Error %", "Req/s", "Recv KB/s",
+    "Level",
+    "Samples",
+    "Avg",
+    "Med",
+    "p90",
+    "p95",
+    "p99",
+    "Min",
+    "Max",
+    "Error %",
+    "Req/s",
+    "Recv KB/s",
     "Sent KB/s",
 ];
 
@@ -18,18 +29,37 @@ const HEAD: &[&str] = &[
 pub fn render_table(report: &Report) -> String {
     let servicebus = report.target == "servicebus";
     let class_head: &[&str] = if servicebus {
-        &["Acc", "Throt", "Rej", "Unauth", "NotFnd", "TooBig", "TO conn", "TO pool", "TO resp", "ConnErr"]
+        &[
+            "Acc", "Throt", "Rej", "Unauth", "NotFnd", "TooBig", "TO conn", "TO pool", "TO resp",
+            "ConnErr",
+        ]
     } else {
-        &["Acc", "Denied", "4xx", "502", "503", "504", "5xx", "TO conn", "TO pool", "TO resp", "ConnErr"]
+        &[
+            "Acc", "Denied", "4xx", "502", "503", "504", "5xx", "TO conn", "TO pool", "TO resp",
+            "ConnErr",
+        ]
     };
-    let mut rows: Vec<Vec<String>> = vec![HEAD.iter().chain(class_head).map(|s| s.to_string()).collect()];
+    let mut rows: Vec<Vec<String>> = vec![HEAD
+        .iter()
+        .chain(class_head)
+        .map(|s| s.to_string())
+        .collect()];
     for r in report.levels.iter().chain(report.total.as_ref()) {
         let mut row = aggregate_fields(r);
         let c = |k: &str| r.counts.get(k).copied().unwrap_or(0).to_string();
         let classes: &[&str] = if servicebus {
-            &["accepted", "throttled", "rejected", "unauthorized", "not_found", "too_large"]
+            &[
+                "accepted",
+                "throttled",
+                "rejected",
+                "unauthorized",
+                "not_found",
+                "too_large",
+            ]
         } else {
-            &["accepted", "denied", "http_4xx", "http_502", "http_503", "http_504", "http_5xx"]
+            &[
+                "accepted", "denied", "http_4xx", "http_502", "http_503", "http_504", "http_5xx",
+            ]
         };
         row.extend(classes.iter().map(|k| c(k)));
         row.extend([

@@ -16,15 +16,24 @@ pub struct ReportWriter {
 
 impl std::fmt::Debug for ReportWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReportWriter").field("dir", &self.dir).finish_non_exhaustive()
+        f.debug_struct("ReportWriter")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
     }
 }
 
 impl ReportWriter {
     /// A writer for `dir` (created if missing).
-    pub fn new(dir: &Path, reporters: Vec<Box<dyn Reporter + Send + Sync>>) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create report directory {}", dir.display()))?;
-        Ok(ReportWriter { dir: dir.to_path_buf(), reporters })
+    pub fn new(
+        dir: &Path,
+        reporters: Vec<Box<dyn Reporter + Send + Sync>>,
+    ) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create report directory {}", dir.display()))?;
+        Ok(ReportWriter {
+            dir: dir.to_path_buf(),
+            reporters,
+        })
     }
 
     /// The directory.
@@ -35,7 +44,9 @@ impl ReportWriter {
     /// Render and write every report.
     pub fn write_all(&self, report: &Report) -> anyhow::Result<()> {
         for r in &self.reporters {
-            let bytes = r.render(report).with_context(|| format!("rendering {}", r.file_name()))?;
+            let bytes = r
+                .render(report)
+                .with_context(|| format!("rendering {}", r.file_name()))?;
             write_atomic(&self.dir.join(r.file_name()), &bytes)?;
         }
         Ok(())
