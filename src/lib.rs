@@ -2,6 +2,7 @@
 
 pub mod report;
 pub mod result;
+pub mod shard;
 pub mod stats;
 pub mod target;
 pub mod workload;
