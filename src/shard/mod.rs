@@ -1,9 +1,9 @@
 //! Scale-out as shards: the environment contract of an Indexed Job, the per-shard artifact
 //! (file and stdout lines), and the exact merge of a run's shards.
 //!
-//! A shard runs its slice of the workload ([`env`]), writes a [`ShardArtifact`] to its output
+//! A shard runs its slice of the workload ([`mod@env`]), writes a [`ShardArtifact`] to its output
 //! directory and prints it as `HUBLOAD-SHARD` lines ([`logs`]); `hubload merge` reads the
-//! files or a `kubectl logs` dump ([`files`]) and [`merge`]s them into one run whose reports
+//! files or a `kubectl logs` dump ([`files`]) and [`merge()`]s them into one run whose reports
 //! equal a single process's. Shards never judge thresholds: only the merged run is judged.
 
 pub mod artifact;
