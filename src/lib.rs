@@ -8,6 +8,7 @@ pub mod judge;
 pub mod report;
 pub mod result;
 pub mod run;
+pub mod shard;
 pub mod stats;
 pub mod target;
 pub mod workload;
