@@ -2,7 +2,7 @@
 //!
 //! Order for each request: count it under the mode in its query string (or its form body),
 //! apply the faults (in-flight limit, 502, 503, reset, latency, stall), then check the
-//! mode, the bearer token and the body size, and dispatch to register, deregister, publish
+//! declared body size, the mode, the bearer token and the actual body size, and dispatch to register, deregister, publish
 //! or (un)subscribe. Each request's answer is counted once, when it is decided.
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -117,6 +117,13 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
     let broker_latency = Duration::from_millis(faults.cfg.broker_latency_ms);
     drop(faults);
 
+    if too_large {
+        tally.decide(Verdict::TooLarge);
+        return params::plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is larger than {limit} bytes"),
+        );
+    }
     let mode = tally.mode();
     if mode == Mode::Other {
         tally.decide(Verdict::BadRequest);
@@ -133,13 +140,6 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
             header::HeaderValue::from_static("Bearer"),
         );
         return r;
-    }
-    if too_large {
-        tally.decide(Verdict::TooLarge);
-        return params::plain(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the body is larger than {limit} bytes"),
-        );
     }
     let (bytes, from_body) = match body {
         BodyState::Read(b) => (b, true),

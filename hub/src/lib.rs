@@ -23,7 +23,7 @@ use axum::routing::get;
 use axum::Router;
 
 pub use config::{HubConfig, RetryPolicy};
-pub use faults::{FaultConfig, FaultError};
+pub use faults::{Action as FaultAction, FaultConfig, FaultError};
 pub use serve::serve;
 pub use state::HubState;
 pub use stats::{DistributionStats, ModeCounts, StatsSnapshot, TopicStats};
