@@ -13,6 +13,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
     name = "hubload",
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     max_term_width = 100
 )]
 pub struct Cli {

@@ -1,1 +1,7 @@
 //! hubload's integration tests: one binary, one module per area.
+
+mod cli_errors;
+mod profiles;
+mod schema;
+mod reconcile;
+mod util;
