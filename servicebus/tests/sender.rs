@@ -24,6 +24,19 @@ fn config(cs: ConnectionString, connections: usize) -> SenderConfig {
     }
 }
 
+/// An emulator with `cfg`, and a validated sender on it with `connections` and `tweak` applied.
+async fn start(
+    cfg: EmulatorConfig,
+    connections: usize,
+    tweak: impl FnOnce(&mut SenderConfig),
+) -> (EmulatorHandle, SbSender) {
+    let emu = emulator(cfg).await;
+    let mut sc = config(emu.connection_string().parse().unwrap(), connections);
+    tweak(&mut sc);
+    let sender = SbSender::connect(sc).await.unwrap();
+    (emu, sender)
+}
+
 fn msg<'a>(body: &'a [u8], id: &'a str) -> OutgoingMessage<'a> {
     OutgoingMessage {
         body,
@@ -83,9 +96,8 @@ async fn blast(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sent_counts_reconcile_with_emulator_per_topic() {
-    let emu = emulator(EmulatorConfig::default()).await;
-    let cs: ConnectionString = emu.connection_string().parse().unwrap();
-    let sender = Arc::new(SbSender::connect(config(cs, 4)).await.unwrap());
+    let (emu, sender) = start(EmulatorConfig::default(), 4, |_| {}).await;
+    let sender = Arc::new(sender);
     let topics = ["orders", "users", "billing"];
     let got = blast(&sender, &topics, 200, 32).await;
     let counts = emu.counts();
@@ -152,13 +164,12 @@ async fn wrong_key_is_unauthorized_at_connect_and_on_every_send() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throttling_every_tenth_is_counted_exactly() {
-    let emu = emulator(EmulatorConfig {
+    let every = EmulatorConfig {
         throttle_every: Some(10),
         ..EmulatorConfig::default()
-    })
-    .await;
-    let cs: ConnectionString = emu.connection_string().parse().unwrap();
-    let sender = Arc::new(SbSender::connect(config(cs, 3)).await.unwrap());
+    };
+    let (emu, sender) = start(every, 3, |_| {}).await;
+    let sender = Arc::new(sender);
     let got = blast(&sender, &["a", "b"], 250, 16).await;
     let throttled = got.get("Throttled").copied().unwrap_or(0);
     let accepted = got.get("accepted:a").unwrap_or(&0) + got.get("accepted:b").unwrap_or(&0);
@@ -176,15 +187,16 @@ async fn throttling_every_tenth_is_counted_exactly() {
 
 #[tokio::test]
 async fn too_large_and_timeout_are_classified() {
-    let emu = emulator(EmulatorConfig {
-        latency: Duration::from_millis(400),
-        ..EmulatorConfig::default()
-    })
+    let latency = Duration::from_millis(400);
+    let (emu, sender) = start(
+        EmulatorConfig {
+            latency,
+            ..EmulatorConfig::default()
+        },
+        1,
+        |c| c.send_timeout = Duration::from_millis(100),
+    )
     .await;
-    let cs: ConnectionString = emu.connection_string().parse().unwrap();
-    let mut cfg = config(cs, 1);
-    cfg.send_timeout = Duration::from_millis(100);
-    let sender = SbSender::connect(cfg).await.unwrap();
     let big = vec![b'x'; 300 * 1024];
     let r = sender.send("t", msg(&big, "big")).await;
     assert_eq!(r.outcome, SendOutcome::TooLarge);
@@ -200,9 +212,7 @@ async fn too_large_and_timeout_are_classified() {
 
 #[tokio::test]
 async fn dropped_connections_are_reopened_and_counted() {
-    let emu = emulator(EmulatorConfig::default()).await;
-    let cs: ConnectionString = emu.connection_string().parse().unwrap();
-    let sender = SbSender::connect(config(cs, 2)).await.unwrap();
+    let (emu, sender) = start(EmulatorConfig::default(), 2, |_| {}).await;
     let mut accepted = 0u64;
     for i in 0..10 {
         let r = sender.send("t", msg(b"{}", &format!("a{i}"))).await;
@@ -233,11 +243,10 @@ async fn dropped_connections_are_reopened_and_counted() {
 
 #[tokio::test]
 async fn short_lived_tokens_are_refreshed() {
-    let emu = emulator(EmulatorConfig::default()).await;
-    let cs: ConnectionString = emu.connection_string().parse().unwrap();
-    let mut cfg = config(cs, 1);
-    cfg.token_ttl = Duration::from_secs(2);
-    let sender = SbSender::connect(cfg).await.unwrap();
+    let (emu, sender) = start(EmulatorConfig::default(), 1, |c| {
+        c.token_ttl = Duration::from_secs(2)
+    })
+    .await;
     let start = std::time::Instant::now();
     let mut n = 0u64;
     // The emulator rejects transfers whose token has expired, so without refresh the sends

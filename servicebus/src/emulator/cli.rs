@@ -142,3 +142,33 @@ async fn log_counts(emu: Arc<EmulatorHandle>, every: u64) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Debug, Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: EmulatorArgs,
+    }
+
+    #[test]
+    fn verify_cli() {
+        Wrapper::command().debug_assert();
+        let w = Wrapper::try_parse_from([
+            "x",
+            "--listen",
+            "127.0.0.1:0",
+            "--throttle-every",
+            "10",
+            "--latency",
+            "5ms",
+        ])
+        .unwrap();
+        assert_eq!(w.args.throttle_every, Some(10));
+        assert_eq!(w.args.latency, Duration::from_millis(5));
+        assert!(Wrapper::try_parse_from(["x", "--latency", "soon"]).is_err());
+    }
+}
