@@ -272,3 +272,74 @@ async fn short_lived_tokens_are_refreshed() {
     sender.close().await;
     emu.shutdown().await;
 }
+
+#[tokio::test]
+async fn connect_failures_are_clear_and_classified() {
+    // Nothing listening: refused.
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let cs = ConnectionString::new("127.0.0.1", Some(port), "n", "c2VjcmV0", true);
+    let err = SbSender::connect(config(cs, 1)).await.unwrap_err();
+    assert!(matches!(err, SbError::Connect { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("127.0.0.1:{port}")) && !text.contains("c2VjcmV0"),
+        "{text}"
+    );
+
+    // Production mode (TLS first) against the plain emulator: the handshake fails.
+    let emu = emulator(EmulatorConfig::default()).await;
+    let mut tls = emu.connection_string_parsed();
+    tls.use_development_emulator = false;
+    let err = SbSender::connect(config(tls, 1)).await.unwrap_err();
+    assert!(
+        matches!(err, SbError::Connect { ref reason, .. } if reason.starts_with("TLS")),
+        "{err:?}"
+    );
+
+    // A sender whose broker goes away: the in-flight connection errors, then sends cannot
+    // reconnect and are classified Connect.
+    let sender = SbSender::connect(config(emu.connection_string().parse().unwrap(), 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        sender.send("t", msg(b"{}", "x")).await.outcome,
+        SendOutcome::Accepted
+    );
+    emu.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let first = sender.send("t", msg(b"{}", "y")).await.outcome;
+    assert!(
+        matches!(first, SendOutcome::ConnectionError | SendOutcome::Connect),
+        "{first:?}"
+    );
+    for i in 0..3 {
+        let r = sender.send("t", msg(b"{}", &format!("z{i}"))).await;
+        assert_eq!(r.outcome, SendOutcome::Connect);
+    }
+    sender.close().await;
+}
+
+#[tokio::test]
+async fn prepare_opens_every_link_up_front() {
+    let (emu, sender) = start(EmulatorConfig::default(), 2, |_| {}).await;
+    let validation = emu.counts().cbs_ok;
+    assert_eq!(validation, 1);
+    for t in ["a", "b", "c"] {
+        assert_eq!(sender.prepare(t).await, SendOutcome::Accepted);
+    }
+    // One put-token per (connection, topic); preparing again changes nothing.
+    assert_eq!(emu.counts().cbs_ok, 1 + 2 * 3);
+    assert_eq!(sender.prepare("a").await, SendOutcome::Accepted);
+    for i in 0..12 {
+        let t = ["a", "b", "c"][i % 3];
+        let r = sender.send(t, msg(b"{}", &format!("p{i}"))).await;
+        assert_eq!(r.outcome, SendOutcome::Accepted);
+    }
+    let c = emu.counts();
+    assert_eq!(c.cbs_ok, 1 + 2 * 3);
+    assert_eq!(c.accepted, 12);
+    sender.close().await;
+    emu.shutdown().await;
+}

@@ -173,22 +173,8 @@ impl SbSender {
         let Ok(mut guard) = timeout_at(deadline, link.lock()).await else {
             return fail(SendOutcome::Timeout);
         };
-        if guard.sender.is_none() {
-            let first = guard.generation == 0;
-            match timeout(inner.shared.connect_timeout, conn.attach(topic)).await {
-                Ok(Ok(s)) => {
-                    guard.sender = Some(s);
-                    guard.generation += 1;
-                    if !first {
-                        inner.reconnects.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                Ok(Err(f)) => return fail(f.outcome),
-                Err(_) => {
-                    conn.mark_broken();
-                    return fail(SendOutcome::Connect);
-                }
-            }
+        if let Err(o) = inner.ensure_link(&conn, &mut guard, topic).await {
+            return fail(o);
         }
         let generation = guard.generation;
         let message = msg.to_amqp();
@@ -221,6 +207,26 @@ impl SbSender {
             outcome,
             bytes_sent,
         }
+    }
+
+    /// Open `topic`'s sender link (token put, link attached) on every pooled connection, so
+    /// the first sends do not pay for it. `Accepted` when all are ready, else the first
+    /// failure's class.
+    pub async fn prepare(&self, topic: &str) -> SendOutcome {
+        let inner = &self.inner;
+        for slot in &inner.slots {
+            let conn = match timeout(inner.shared.connect_timeout, inner.conn(slot)).await {
+                Ok(Ok(c)) => c,
+                Ok(Err(f)) => return f.outcome,
+                Err(_) => return SendOutcome::Connect,
+            };
+            let link = conn.link_slot(topic);
+            let mut guard = link.lock().await;
+            if let Err(o) = inner.ensure_link(&conn, &mut guard, topic).await {
+                return o;
+            }
+        }
+        SendOutcome::Accepted
     }
 
     /// Links re-attached plus connections reopened after a drop.
@@ -264,6 +270,33 @@ fn drop_broken(conn: &PooledConn, guard: &mut conn::LinkState, recovery: ErrorRe
 }
 
 impl Inner {
+    /// Attach the topic's link if it has none (a re-attach counts as a reconnect).
+    async fn ensure_link(
+        &self,
+        conn: &PooledConn,
+        guard: &mut conn::LinkState,
+        topic: &str,
+    ) -> Result<(), SendOutcome> {
+        if guard.sender.is_some() {
+            return Ok(());
+        }
+        match timeout(self.shared.connect_timeout, conn.attach(topic)).await {
+            Ok(Ok(s)) => {
+                guard.sender = Some(s);
+                if guard.generation > 0 {
+                    self.reconnects.fetch_add(1, Ordering::Relaxed);
+                }
+                guard.generation += 1;
+                Ok(())
+            }
+            Ok(Err(f)) => Err(f.outcome),
+            Err(_) => {
+                conn.mark_broken();
+                Err(SendOutcome::Connect)
+            }
+        }
+    }
+
     /// The slot's live connection, opening a new one if it has none or it broke.
     async fn conn(&self, slot: &Slot) -> Result<Arc<PooledConn>, Fail> {
         let live = |s: &Slot| {
