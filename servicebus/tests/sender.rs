@@ -115,6 +115,8 @@ async fn sent_counts_reconcile_with_emulator_per_topic() {
     // One validation put-token, then one per (connection, topic) link: at most 1 + 4 × 3.
     assert!(counts.cbs_ok >= 4 && counts.cbs_ok <= 13, "{counts:?}");
     assert_eq!(sender.reconnects(), 0);
+    let dbg = format!("{sender:?}");
+    assert!(!dbg.contains(hubload_servicebus::emulator::DEV_KEY) && dbg.contains("<redacted>"));
     Arc::try_unwrap(sender).unwrap().close().await;
     emu.shutdown().await;
 }
