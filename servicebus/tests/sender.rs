@@ -212,8 +212,9 @@ async fn too_large_and_timeout_are_classified() {
     emu.shutdown().await;
 }
 
-#[tokio::test]
-async fn dropped_connections_are_reopened_and_counted() {
+/// Send 10, inject `fault`, send 40 more: each of the 2 pooled connections fails at most one
+/// send, recovers once (a reconnect), and the emulator's count matches the client's.
+async fn fault_then_recover(fault: impl FnOnce(&EmulatorHandle), connections_after: u64) {
     let (emu, sender) = start(EmulatorConfig::default(), 2, |_| {}).await;
     let mut accepted = 0u64;
     for i in 0..10 {
@@ -221,7 +222,7 @@ async fn dropped_connections_are_reopened_and_counted() {
         assert_eq!(r.outcome, SendOutcome::Accepted);
         accepted += 1;
     }
-    emu.drop_connections();
+    fault(&emu);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut errors = 0u64;
     for i in 0..40 {
@@ -232,15 +233,24 @@ async fn dropped_connections_are_reopened_and_counted() {
             other => panic!("unexpected {other:?}"),
         }
     }
-    // At most one failed send per pooled connection, then each is reopened once.
     assert!(errors <= 2, "errors {errors}");
     assert_eq!(accepted + errors, 50);
     assert_eq!(sender.reconnects(), 2);
     let c = emu.counts();
     assert_eq!(c.accepted, accepted);
-    assert_eq!(c.connections, 4);
+    assert_eq!(c.connections, connections_after);
     sender.close().await;
     emu.shutdown().await;
+}
+
+#[tokio::test]
+async fn dropped_connections_are_reopened_and_counted() {
+    fault_then_recover(EmulatorHandle::drop_connections, 4).await;
+}
+
+#[tokio::test]
+async fn detached_links_are_reattached_on_the_same_connections() {
+    fault_then_recover(EmulatorHandle::drop_links, 2).await;
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use fe2o3_amqp::acceptor::{
     SessionAcceptor,
 };
 use fe2o3_amqp::link::delivery::DeliveryInfo;
-use fe2o3_amqp::types::definitions::{self, AmqpError, ConnectionError, ErrorCondition};
+use fe2o3_amqp::types::definitions::{self, AmqpError, ConnectionError, ErrorCondition, LinkError};
 use fe2o3_amqp::types::messaging::{
     AmqpValue, ApplicationProperties, Body, Message, Properties, TargetArchetype,
 };
@@ -179,6 +179,7 @@ async fn topic_receiver(
     let latency = shared.cfg.latency;
     // Constant latency keeps settlements in arrival order, so a queue is enough.
     let mut pending: VecDeque<(Instant, DeliveryInfo, Decision)> = VecDeque::new();
+    let mut link_drops = shared.link_drops.subscribe();
     loop {
         let next_due = pending.front().map(|p| p.0);
         tokio::select! {
@@ -188,6 +189,15 @@ async fn topic_receiver(
                 if settle(&receiver, info, d, &topic, &shared).await.is_err() {
                     break;
                 }
+            }
+            _ = link_drops.changed() => {
+                let err = definitions::Error::new(
+                    LinkError::DetachForced,
+                    Some("the emulator detached the link".to_string()),
+                    None,
+                );
+                let _ = receiver.close_with_error(err).await;
+                return;
             }
             got = receiver.recv::<Body<Value>>() => {
                 let Ok(delivery) = got else { break };

@@ -99,6 +99,8 @@ pub(crate) struct Shared {
     pub counts: Mutex<EmulatorCounts>,
     /// Transfers that reached the throttling decision, numbered from 1.
     pub seq: AtomicU64,
+    /// Bumped to detach every topic link with `amqp:link:detach-forced`.
+    pub link_drops: watch::Sender<u64>,
 }
 
 impl Shared {
@@ -161,6 +163,7 @@ impl Emulator {
             cfg,
             counts: Mutex::new(EmulatorCounts::default()),
             seq: AtomicU64::new(0),
+            link_drops: watch::channel(0).0,
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (drop_conns, drop_rx) = watch::channel(0u64);
@@ -236,6 +239,12 @@ impl EmulatorHandle {
         self.drop_conns.send_modify(|n| *n += 1);
     }
 
+    /// Detach every open topic link with `amqp:link:detach-forced`; connections stay open.
+    /// For link re-attach tests.
+    pub fn drop_links(&self) {
+        self.shared.link_drops.send_modify(|n| *n += 1);
+    }
+
     /// Stop accepting, drop every connection and wait for the tasks to end.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
@@ -257,6 +266,7 @@ mod tests {
             },
             counts: Mutex::new(EmulatorCounts::default()),
             seq: AtomicU64::new(0),
+            link_drops: watch::channel(0).0,
         }
     }
 
