@@ -1,1 +1,22 @@
 //! hubload-servicebus: an Azure Service Bus sender over AMQP 1.0, and a local emulator.
+//!
+//! - [`ConnectionString`]: the parsed, validated connection string (key redacted in `Debug`).
+//! - [`sas`]: SAS tokens (HMAC-SHA256), made by the sender and checked by the emulator.
+//! - [`SbSender`]: a pool of AMQP connections with CBS auth, token refresh and reconnects.
+//! - [`emulator`]: a Service Bus stand-in on fe2o3-amqp's acceptor, for tests and demos.
+//!
+//! See PROTOCOL.md §6 for the wire facts and README.md for why not `azure_messaging_servicebus`.
+
+pub mod connection_string;
+pub mod emulator;
+mod error;
+mod message;
+pub mod outcome;
+pub mod sas;
+mod sender;
+
+pub use connection_string::{ConnStrError, ConnectionString};
+pub use error::SbError;
+pub use message::OutgoingMessage;
+pub use outcome::{SendOutcome, SendResult};
+pub use sender::{SbSender, SenderConfig};

@@ -1,0 +1,510 @@
+//! Parse an Azure Service Bus connection string into a validated [`ConnectionString`].
+//!
+//! Format (PROTOCOL.md §6): `Endpoint=sb://<host>[:port]/;SharedAccessKeyName=<name>;
+//! SharedAccessKey=<key>[;EntityPath=<topic>][;UseDevelopmentEmulator=true]`. No Rust crate
+//! parses it, so this does. Errors are one line, name the field and never contain a value
+//! (a typo can put the key anywhere); `Debug` redacts the key.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Default AMQP port of the development emulator (plain TCP).
+pub const EMULATOR_PORT: u16 = 5672;
+/// Default AMQPS port of Azure Service Bus (TLS, no AMQP TLS header).
+pub const TLS_PORT: u16 = 5671;
+
+/// A validated Service Bus connection string. The key is private: read it with [`Self::key`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConnectionString {
+    /// Host of `Endpoint`, e.g. `myns.servicebus.windows.net` or `127.0.0.1`.
+    pub host: String,
+    /// Port given in `Endpoint`, if any.
+    pub port: Option<u16>,
+    /// `SharedAccessKeyName`.
+    pub key_name: String,
+    key: String,
+    /// `EntityPath`: the entity the key is scoped to, if any.
+    pub entity_path: Option<String>,
+    /// `UseDevelopmentEmulator=true`: plain AMQP on port 5672 (or the `Endpoint` port).
+    pub use_development_emulator: bool,
+}
+
+/// Why a connection string was refused. The message names the field, never a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnStrError {
+    /// Nothing but whitespace and separators.
+    #[error("connection string is empty")]
+    Empty,
+    /// A `;`-separated part without `=`.
+    #[error("connection string part {0} is not Key=Value")]
+    NotKeyValue(usize),
+    /// A key this parser does not know (by part number: a stray key could be the "name").
+    #[error("connection string part {0} has an unknown field name (expected Endpoint, SharedAccessKeyName, SharedAccessKey, EntityPath or UseDevelopmentEmulator)")]
+    UnknownField(usize),
+    /// A field given twice.
+    #[error("connection string field {0} is given twice")]
+    Duplicate(&'static str),
+    /// A required field is missing.
+    #[error("connection string is missing {0}")]
+    Missing(&'static str),
+    /// A field is present but empty.
+    #[error("connection string field {0} is empty")]
+    EmptyValue(&'static str),
+    /// A field's value is malformed; the reason never quotes the value.
+    #[error("connection string field {field}: {reason}")]
+    Invalid {
+        /// The field name.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// `SharedAccessSignature=` (a pre-made token) is not supported.
+    #[error("connection string field SharedAccessSignature is not supported; give SharedAccessKeyName and SharedAccessKey")]
+    SignatureUnsupported,
+}
+
+impl ConnectionString {
+    /// The shared access key (the HMAC key of SAS tokens). Never log it.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Whether connections use TLS (`amqps`, production) or plain TCP (the emulator).
+    pub fn uses_tls(&self) -> bool {
+        !self.use_development_emulator
+    }
+
+    /// TCP port to connect to: the `Endpoint` port, else 5672 (emulator) or 5671 (TLS).
+    pub fn amqp_port(&self) -> u16 {
+        self.port.unwrap_or(if self.use_development_emulator {
+            EMULATOR_PORT
+        } else {
+            TLS_PORT
+        })
+    }
+
+    /// `amqps://host` in production, `amqp://host:port` for the emulator: the prefix of every
+    /// CBS audience and link target.
+    pub fn amqp_base(&self) -> String {
+        if self.uses_tls() {
+            match self.port {
+                Some(p) if p != TLS_PORT => format!("amqps://{}:{p}", self.host),
+                _ => format!("amqps://{}", self.host),
+            }
+        } else {
+            format!("amqp://{}:{}", self.host, self.amqp_port())
+        }
+    }
+
+    /// The full address of an entity, used as both the CBS audience and the link target
+    /// (PROTOCOL.md §6: the target is the full URL, not the bare name).
+    pub fn entity_address(&self, entity: &str) -> String {
+        format!("{}/{}", self.amqp_base(), entity)
+    }
+
+    /// The audience of the validating put-token at connect: `EntityPath` if the key is
+    /// scoped to one entity, else the namespace.
+    pub fn validation_audience(&self) -> String {
+        match &self.entity_path {
+            Some(e) => self.entity_address(e),
+            None => format!("{}/", self.amqp_base()),
+        }
+    }
+
+    /// The connection string with the key replaced by `<redacted>`, for logs and reports.
+    pub fn redacted(&self) -> String {
+        let mut s = format!("Endpoint=sb://{}", self.host);
+        if let Some(p) = self.port {
+            s.push_str(&format!(":{p}"));
+        }
+        s.push_str(&format!(
+            "/;SharedAccessKeyName={};SharedAccessKey=<redacted>",
+            self.key_name
+        ));
+        if let Some(e) = &self.entity_path {
+            s.push_str(&format!(";EntityPath={e}"));
+        }
+        if self.use_development_emulator {
+            s.push_str(";UseDevelopmentEmulator=true");
+        }
+        s
+    }
+
+    /// Build one (used by the emulator to print its own connection string).
+    pub fn new(
+        host: impl Into<String>,
+        port: Option<u16>,
+        key_name: impl Into<String>,
+        key: impl Into<String>,
+        use_development_emulator: bool,
+    ) -> Self {
+        ConnectionString {
+            host: host.into(),
+            port,
+            key_name: key_name.into(),
+            key: key.into(),
+            entity_path: None,
+            use_development_emulator,
+        }
+    }
+
+    /// The full connection string, key included (the inverse of `parse`). Only for the
+    /// emulator's own dev key, or for handing the string to a child process.
+    pub fn expose(&self) -> String {
+        self.redacted().replace("<redacted>", &self.key)
+    }
+}
+
+impl fmt::Debug for ConnectionString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionString")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("key_name", &self.key_name)
+            .field("key", &"<redacted>")
+            .field("entity_path", &self.entity_path)
+            .field("use_development_emulator", &self.use_development_emulator)
+            .finish()
+    }
+}
+
+impl FromStr for ConnectionString {
+    type Err = ConnStrError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut endpoint = None;
+        let mut key_name = None;
+        let mut key = None;
+        let mut entity_path = None;
+        let mut emulator = None;
+        let mut any = false;
+        for (i, part) in s.split(';').enumerate() {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            any = true;
+            let (k, v) = part
+                .split_once('=')
+                .ok_or(ConnStrError::NotKeyValue(i + 1))?;
+            let (k, v) = (k.trim(), v.trim());
+            // Field names are case-insensitive, as in the Azure SDKs.
+            let (name, slot): (&'static str, &mut Option<&str>) =
+                match k.to_ascii_lowercase().as_str() {
+                    "endpoint" => ("Endpoint", &mut endpoint),
+                    "sharedaccesskeyname" => ("SharedAccessKeyName", &mut key_name),
+                    "sharedaccesskey" => ("SharedAccessKey", &mut key),
+                    "entitypath" => ("EntityPath", &mut entity_path),
+                    "usedevelopmentemulator" => ("UseDevelopmentEmulator", &mut emulator),
+                    "sharedaccesssignature" => return Err(ConnStrError::SignatureUnsupported),
+                    _ => return Err(ConnStrError::UnknownField(i + 1)),
+                };
+            if slot.is_some() {
+                return Err(ConnStrError::Duplicate(name));
+            }
+            if v.is_empty() {
+                return Err(ConnStrError::EmptyValue(name));
+            }
+            *slot = Some(v);
+        }
+        if !any {
+            return Err(ConnStrError::Empty);
+        }
+        let endpoint = endpoint.ok_or(ConnStrError::Missing("Endpoint"))?;
+        let key_name = key_name.ok_or(ConnStrError::Missing("SharedAccessKeyName"))?;
+        let key = key.ok_or(ConnStrError::Missing("SharedAccessKey"))?;
+        let (host, port) = parse_endpoint(endpoint)?;
+        let use_development_emulator = match emulator.map(str::to_ascii_lowercase).as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                return Err(ConnStrError::Invalid {
+                    field: "UseDevelopmentEmulator",
+                    reason: "must be true or false",
+                })
+            }
+        };
+        if let Some(e) = entity_path {
+            if e.contains(['/', '?', '#', ' ']) {
+                return Err(ConnStrError::Invalid {
+                    field: "EntityPath",
+                    reason: "must be a bare entity name (no '/', '?', '#' or spaces)",
+                });
+            }
+        }
+        Ok(ConnectionString {
+            host,
+            port,
+            key_name: key_name.to_string(),
+            key: key.to_string(),
+            entity_path: entity_path.map(str::to_string),
+            use_development_emulator,
+        })
+    }
+}
+
+fn parse_endpoint(v: &str) -> Result<(String, Option<u16>), ConnStrError> {
+    let invalid = |reason| ConnStrError::Invalid {
+        field: "Endpoint",
+        reason,
+    };
+    let (scheme, rest) = v
+        .split_once("://")
+        .ok_or(invalid("must look like sb://<host>/"))?;
+    if !scheme.eq_ignore_ascii_case("sb") {
+        return Err(invalid("scheme must be sb://"));
+    }
+    let authority = match rest.split_once('/') {
+        Some((a, "")) => a,
+        Some(_) => {
+            return Err(invalid(
+                "must not have a path (put the entity in EntityPath)",
+            ))
+        }
+        None => rest,
+    };
+    if authority.contains('@') || authority.contains(['?', '#']) {
+        return Err(invalid(
+            "must be sb://<host>[:port]/ with no user, query or fragment",
+        ));
+    }
+    if authority.matches(':').count() > 1 {
+        return Err(invalid("IPv6 literal hosts are not supported"));
+    }
+    let (host, port) = match authority.split_once(':') {
+        Some((h, p)) => match p.parse::<u16>() {
+            Ok(port) if port > 0 => (h, Some(port)),
+            _ => return Err(invalid("port must be 1-65535")),
+        },
+        None => (authority, None),
+    };
+    if host.is_empty() {
+        return Err(invalid("host is empty"));
+    }
+    let ok_host = host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    if !ok_host {
+        return Err(invalid("host has characters a host name cannot have"));
+    }
+    Ok((host.to_string(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "c2VjcmV0LWtleS1ub3QtcmVhbA==";
+
+    #[test]
+    fn parses_production_string() {
+        let s = format!(
+            "Endpoint=sb://myns.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={KEY};EntityPath=events"
+        );
+        let c: ConnectionString = s.parse().unwrap();
+        assert_eq!(c.host, "myns.servicebus.windows.net");
+        assert_eq!(c.port, None);
+        assert_eq!(c.key_name, "RootManageSharedAccessKey");
+        assert_eq!(c.key(), KEY);
+        assert_eq!(c.entity_path.as_deref(), Some("events"));
+        assert!(c.uses_tls());
+        assert_eq!(c.amqp_port(), 5671);
+        assert_eq!(
+            c.entity_address("t1"),
+            "amqps://myns.servicebus.windows.net/t1"
+        );
+        assert_eq!(
+            c.validation_audience(),
+            "amqps://myns.servicebus.windows.net/events"
+        );
+        assert_eq!(c.expose().parse::<ConnectionString>().unwrap(), c);
+    }
+
+    #[test]
+    fn parses_emulator_string_case_insensitively() {
+        let s = format!(
+            " endpoint = sb://127.0.0.1:40123 ; sharedaccesskeyname=dev;SHAREDACCESSKEY={KEY};UseDevelopmentEmulator=True;"
+        );
+        let c: ConnectionString = s.parse().unwrap();
+        assert_eq!(c.host, "127.0.0.1");
+        assert_eq!(c.port, Some(40123));
+        assert!(c.use_development_emulator);
+        assert!(!c.uses_tls());
+        assert_eq!(c.entity_address("a/b"), "amqp://127.0.0.1:40123/a/b");
+        assert_eq!(c.validation_audience(), "amqp://127.0.0.1:40123/");
+        let d: ConnectionString = "Endpoint=sb://localhost;SharedAccessKeyName=n;SharedAccessKey=k;UseDevelopmentEmulator=true"
+            .parse()
+            .unwrap();
+        assert_eq!(d.amqp_base(), "amqp://localhost:5672");
+    }
+
+    #[test]
+    fn debug_and_redacted_hide_the_key() {
+        let s = format!("Endpoint=sb://h/;SharedAccessKeyName=n;SharedAccessKey={KEY}");
+        let c: ConnectionString = s.parse().unwrap();
+        let dbg = format!("{c:?}");
+        assert!(!dbg.contains(KEY), "{dbg}");
+        assert!(dbg.contains("<redacted>"));
+        assert!(!c.redacted().contains(KEY));
+        assert!(c.expose().contains(KEY));
+    }
+
+    #[test]
+    fn malformed_table() {
+        use ConnStrError::*;
+        let ok_tail = format!("SharedAccessKeyName=n;SharedAccessKey={KEY}");
+        let cases: Vec<(String, ConnStrError, &str)> = vec![
+            (String::new(), Empty, "empty"),
+            (" ; ;".into(), Empty, "empty"),
+            ("Endpoint=sb://h/;justtext".into(), NotKeyValue(2), "part 2"),
+            // A bare base64 key splits at its padding '=': its text must not be echoed.
+            (format!("Endpoint=sb://h/;{KEY}"), UnknownField(2), "part 2"),
+            (
+                format!("Endpoint=sb://h/;{ok_tail};Foo=1"),
+                UnknownField(4),
+                "part 4",
+            ),
+            (
+                format!("Endpoint=sb://h/;Endpoint=sb://g/;{ok_tail}"),
+                Duplicate("Endpoint"),
+                "Endpoint",
+            ),
+            (
+                format!("{ok_tail};SharedAccessKey={KEY}x;Endpoint=sb://h/"),
+                Duplicate("SharedAccessKey"),
+                "twice",
+            ),
+            (
+                format!("SharedAccessKeyName=n;SharedAccessKey={KEY}"),
+                Missing("Endpoint"),
+                "missing Endpoint",
+            ),
+            (
+                format!("Endpoint=sb://h/;SharedAccessKey={KEY}"),
+                Missing("SharedAccessKeyName"),
+                "SharedAccessKeyName",
+            ),
+            (
+                "Endpoint=sb://h/;SharedAccessKeyName=n".into(),
+                Missing("SharedAccessKey"),
+                "missing SharedAccessKey",
+            ),
+            (
+                format!("Endpoint=;{ok_tail}"),
+                EmptyValue("Endpoint"),
+                "empty",
+            ),
+            (
+                "Endpoint=sb://h/;SharedAccessKeyName=n;SharedAccessKey=".into(),
+                EmptyValue("SharedAccessKey"),
+                "empty",
+            ),
+            (
+                format!("Endpoint=https://h/;{ok_tail}"),
+                Invalid {
+                    field: "Endpoint",
+                    reason: "scheme must be sb://",
+                },
+                "sb://",
+            ),
+            (
+                format!("Endpoint=h.servicebus.windows.net;{ok_tail}"),
+                Invalid {
+                    field: "Endpoint",
+                    reason: "must look like sb://<host>/",
+                },
+                "Endpoint",
+            ),
+            (
+                format!("Endpoint=sb:///;{ok_tail}"),
+                Invalid {
+                    field: "Endpoint",
+                    reason: "host is empty",
+                },
+                "host",
+            ),
+            (
+                format!("Endpoint=sb://h:99999/;{ok_tail}"),
+                Invalid {
+                    field: "Endpoint",
+                    reason: "port must be 1-65535",
+                },
+                "port",
+            ),
+            (
+                format!("Endpoint=sb://h:0/;{ok_tail}"),
+                Invalid {
+                    field: "Endpoint",
+                    reason: "port must be 1-65535",
+                },
+                "port",
+            ),
+            (
+                format!("Endpoint=sb://h:x/;{ok_tail}"),
+                Invalid {
+                    field: "Endpoint",
+                    reason: "port must be 1-65535",
+                },
+                "port",
+            ),
+            (
+                format!("Endpoint=sb://h/topic;{ok_tail}"),
+                Invalid {
+                    field: "Endpoint",
+                    reason: "must not have a path (put the entity in EntityPath)",
+                },
+                "EntityPath",
+            ),
+            (
+                format!("Endpoint=sb://u:p@h/;{ok_tail}"),
+                Invalid {
+                    field: "Endpoint",
+                    reason: "must be sb://<host>[:port]/ with no user, query or fragment",
+                },
+                "user",
+            ),
+            (
+                format!("Endpoint=sb://h h/;{ok_tail}"),
+                Invalid {
+                    field: "Endpoint",
+                    reason: "host has characters a host name cannot have",
+                },
+                "host",
+            ),
+            (
+                format!("Endpoint=sb://h/;{ok_tail};UseDevelopmentEmulator=yes"),
+                Invalid {
+                    field: "UseDevelopmentEmulator",
+                    reason: "must be true or false",
+                },
+                "true or false",
+            ),
+            (
+                format!("Endpoint=sb://h/;{ok_tail};EntityPath=a/b"),
+                Invalid {
+                    field: "EntityPath",
+                    reason: "must be a bare entity name (no '/', '?', '#' or spaces)",
+                },
+                "EntityPath",
+            ),
+            (
+                format!(
+                    "Endpoint=sb://h/;SharedAccessSignature=SharedAccessSignature sr=x&sig={KEY}"
+                ),
+                SignatureUnsupported,
+                "SharedAccessSignature",
+            ),
+        ];
+        for (input, want, needle) in cases {
+            let err = input.parse::<ConnectionString>().unwrap_err();
+            assert_eq!(err, want, "input {input:?}");
+            let msg = err.to_string();
+            assert!(!msg.contains('\n'), "multi-line error: {msg}");
+            assert!(
+                !msg.contains(KEY) && !msg.contains("c2VjcmV0"),
+                "key leaked: {msg}"
+            );
+            assert!(msg.contains(needle), "{msg:?} should mention {needle:?}");
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! `servicebus-emulator` command: flags, start the emulator, print its connection string,
+//! serve `/counts` over HTTP and log the counts until Ctrl-C.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use rand::RngCore as _;
+
+use super::{Emulator, EmulatorConfig, EmulatorHandle, DEV_KEY_NAME};
+
+/// Run a local Azure Service Bus stand-in (AMQP 1.0 with CBS) for tests and demos.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EmulatorArgs {
+    /// Address to listen on (plain AMQP).
+    #[arg(long, default_value = "127.0.0.1:5672")]
+    pub listen: SocketAddr,
+    /// SAS key name tokens must carry.
+    #[arg(long, default_value = DEV_KEY_NAME)]
+    pub key_name: String,
+    /// SAS key tokens must be signed with. Without it a random key is made for this run and
+    /// printed in the connection string; a key you give is never printed.
+    #[arg(long, env = "HUBLOAD_SB_EMULATOR_KEY", hide_env_values = true)]
+    pub key: Option<String>,
+    /// Reject every Nth transfer with com.microsoft:server-busy.
+    #[arg(long)]
+    pub throttle_every: Option<u64>,
+    /// Reject this fraction (0-1) of transfers with com.microsoft:server-busy.
+    #[arg(long, default_value_t = 0.0)]
+    pub throttle_ratio: f64,
+    /// Delay before each settlement, e.g. 5ms.
+    #[arg(long, default_value = "0ms", value_parser = humantime::parse_duration)]
+    pub latency: Duration,
+    /// Seed of the throttling choice (--throttle-ratio).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Serve the counts as JSON at http://ADDR/counts.
+    #[arg(long)]
+    pub counts_addr: Option<SocketAddr>,
+    /// Log the counts every this many seconds while they change (0 = never).
+    #[arg(long, default_value_t = 10)]
+    pub log_every: u64,
+}
+
+/// Run until Ctrl-C, then print the final counts as JSON on stdout.
+pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
+    if !(0.0..=1.0).contains(&args.throttle_ratio) {
+        anyhow::bail!("--throttle-ratio must be between 0 and 1");
+    }
+    let (key, generated) = match args.key {
+        Some(k) if !k.is_empty() => (k, false),
+        Some(_) => anyhow::bail!("--key is empty"),
+        None => {
+            let mut bytes = [0u8; 32];
+            rand::thread_rng().fill_bytes(&mut bytes);
+            (
+                base64::engine::general_purpose::STANDARD.encode(bytes),
+                true,
+            )
+        }
+    };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let cfg = EmulatorConfig {
+        key_name: args.key_name,
+        key,
+        throttle_every: args.throttle_every,
+        throttle_ratio: args.throttle_ratio,
+        latency: args.latency,
+        seed: args.seed,
+    };
+    let emu = Arc::new(Emulator::start(listener, cfg).await?);
+    let cs = emu.connection_string_parsed();
+    if generated {
+        println!("connection string (a dev key made for this run):");
+        println!("{}", cs.expose());
+    } else {
+        println!("connection string (your key is not printed):");
+        println!("{}", cs.redacted());
+    }
+    let http = match args.counts_addr {
+        Some(addr) => Some(serve_counts(addr, emu.clone()).await?),
+        None => None,
+    };
+    let logger = tokio::spawn(log_counts(emu.clone(), args.log_every));
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    logger.abort();
+    if let Some(h) = http {
+        h.abort();
+    }
+    println!("{}", serde_json::to_string_pretty(&emu.counts())?);
+    if let Ok(emu) = Arc::try_unwrap(emu) {
+        emu.shutdown().await;
+    }
+    Ok(())
+}
+
+async fn serve_counts(
+    addr: SocketAddr,
+    emu: Arc<EmulatorHandle>,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} for /counts"))?;
+    println!("counts at http://{}/counts", listener.local_addr()?);
+    let app = axum::Router::new().route(
+        "/counts",
+        axum::routing::get(move || {
+            let emu = emu.clone();
+            async move { axum::Json(emu.counts()) }
+        }),
+    );
+    Ok(tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    }))
+}
+
+async fn log_counts(emu: Arc<EmulatorHandle>, every: u64) {
+    if every == 0 {
+        return;
+    }
+    let mut last = emu.counts();
+    loop {
+        tokio::time::sleep(Duration::from_secs(every)).await;
+        let now = emu.counts();
+        if now != last {
+            tracing::info!(
+                accepted = now.accepted,
+                throttled = now.throttled,
+                unauthorized = now.unauthorized,
+                cbs_ok = now.cbs_ok,
+                cbs_denied = now.cbs_denied,
+                connections = now.connections,
+                "emulator counts"
+            );
+            last = now;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Debug, Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: EmulatorArgs,
+    }
+
+    #[test]
+    fn verify_cli() {
+        Wrapper::command().debug_assert();
+        let w = Wrapper::try_parse_from([
+            "x",
+            "--listen",
+            "127.0.0.1:0",
+            "--throttle-every",
+            "10",
+            "--latency",
+            "5ms",
+        ])
+        .unwrap();
+        assert_eq!(w.args.throttle_every, Some(10));
+        assert_eq!(w.args.latency, Duration::from_millis(5));
+        assert!(Wrapper::try_parse_from(["x", "--latency", "soon"]).is_err());
+    }
+}

@@ -1,0 +1,300 @@
+//! A local Service Bus stand-in speaking real AMQP 1.0 (fe2o3-amqp's acceptor), for tests
+//! and demos: plain TCP with TCP_NODELAY, SASL ANONYMOUS, CBS put-token answered 202 or 401,
+//! transfers to topic addresses settled *accepted* and counted per topic, with optional
+//! `server-busy` injection and added latency.
+//!
+//! Generic brokers cannot stand in: they do not answer CBS (PROTOCOL.md §6).
+
+pub mod cli;
+mod conn;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fe2o3_amqp::acceptor::{ConnectionAcceptor, SaslAnonymousMechanism};
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::connection_string::ConnectionString;
+
+/// Key name the emulator accepts unless told otherwise.
+pub const DEV_KEY_NAME: &str = "RootManageSharedAccessKey";
+/// A development key for tests (never a real secret).
+pub const DEV_KEY: &str = "aHVibG9hZC1lbXVsYXRvci1kZXYta2V5LW5vdC1hLXNlY3JldA==";
+/// Largest message the emulator's links accept, bytes (the Standard tier's 256 KiB).
+pub const MAX_MESSAGE_SIZE: u64 = 256 * 1024;
+
+/// How the emulator behaves.
+#[derive(Clone)]
+pub struct EmulatorConfig {
+    /// The SAS key name tokens must carry (`skn`).
+    pub key_name: String,
+    /// The SAS key tokens must be signed with.
+    pub key: String,
+    /// Reject every Nth transfer (counted over all topics, from 1) with `server-busy`.
+    pub throttle_every: Option<u64>,
+    /// Reject this fraction (0–1) of the other transfers with `server-busy`, chosen by a hash
+    /// of (`seed`, transfer number), so a run is repeatable.
+    pub throttle_ratio: f64,
+    /// Delay before each settlement (deliveries still pipeline).
+    pub latency: Duration,
+    /// Seed of the throttling hash.
+    pub seed: u64,
+}
+
+impl Default for EmulatorConfig {
+    fn default() -> Self {
+        EmulatorConfig {
+            key_name: DEV_KEY_NAME.to_string(),
+            key: DEV_KEY.to_string(),
+            throttle_every: None,
+            throttle_ratio: 0.0,
+            latency: Duration::ZERO,
+            seed: 0,
+        }
+    }
+}
+
+impl std::fmt::Debug for EmulatorConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmulatorConfig")
+            .field("key_name", &self.key_name)
+            .field("key", &"<redacted>")
+            .field("throttle_every", &self.throttle_every)
+            .field("throttle_ratio", &self.throttle_ratio)
+            .field("latency", &self.latency)
+            .field("seed", &self.seed)
+            .finish()
+    }
+}
+
+/// What the emulator has seen: the server-side truth tests reconcile against.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EmulatorCounts {
+    /// Transfers settled *accepted*, per topic (the address path after the host).
+    pub accepted_per_topic: BTreeMap<String, u64>,
+    /// Transfers settled *accepted*.
+    pub accepted: u64,
+    /// Transfers rejected with `com.microsoft:server-busy`.
+    pub throttled: u64,
+    /// Transfers rejected with `amqp:unauthorized-access` (no valid token for the address).
+    pub unauthorized: u64,
+    /// CBS put-tokens answered 202.
+    pub cbs_ok: u64,
+    /// CBS put-tokens answered 401.
+    pub cbs_denied: u64,
+    /// AMQP connections accepted.
+    pub connections: u64,
+}
+
+/// State shared by every connection task.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub cfg: EmulatorConfig,
+    pub counts: Mutex<EmulatorCounts>,
+    /// Transfers that reached the throttling decision, numbered from 1.
+    pub seq: AtomicU64,
+    /// Bumped to detach every topic link with `amqp:link:detach-forced`.
+    pub link_drops: watch::Sender<u64>,
+}
+
+impl Shared {
+    /// Whether transfer number `n` (from 1) is throttled.
+    pub fn throttle(&self, n: u64) -> bool {
+        if let Some(k) = self.cfg.throttle_every {
+            if k > 0 && n % k == 0 {
+                return true;
+            }
+        }
+        self.cfg.throttle_ratio > 0.0 && unit_hash(self.cfg.seed, n) < self.cfg.throttle_ratio
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub fn count(&self, f: impl FnOnce(&mut EmulatorCounts)) {
+        f(&mut self.counts.lock().expect("counts lock"));
+    }
+}
+
+/// splitmix64 of (seed, n) mapped to [0, 1).
+fn unit_hash(seed: u64, n: u64) -> f64 {
+    let mut z = seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The emulator: [`Emulator::start`] it on a bound listener.
+#[derive(Debug)]
+pub struct Emulator;
+
+/// A running emulator.
+#[derive(Debug)]
+pub struct EmulatorHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    drop_conns: watch::Sender<u64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Emulator {
+    /// Serve AMQP on `listener` until [`EmulatorHandle::shutdown`].
+    pub async fn start(
+        listener: TcpListener,
+        cfg: EmulatorConfig,
+    ) -> std::io::Result<EmulatorHandle> {
+        if !(0.0..=1.0).contains(&cfg.throttle_ratio) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "throttle_ratio must be between 0 and 1",
+            ));
+        }
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            cfg,
+            counts: Mutex::new(EmulatorCounts::default()),
+            seq: AtomicU64::new(0),
+            link_drops: watch::channel(0).0,
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let (drop_conns, drop_rx) = watch::channel(0u64);
+        let task = tokio::spawn(accept_loop(listener, shared.clone(), shutdown_rx, drop_rx));
+        Ok(EmulatorHandle {
+            addr,
+            shared,
+            shutdown,
+            drop_conns,
+            task,
+        })
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+    drop_rx: watch::Receiver<u64>,
+) {
+    let acceptor = Arc::new(
+        ConnectionAcceptor::builder()
+            .container_id("hubload-servicebus-emulator")
+            .sasl_acceptor(SaslAnonymousMechanism::new())
+            .build(),
+    );
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                conns.spawn(conn::serve(stream, acceptor.clone(), shared.clone(), drop_rx.clone()));
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
+
+impl EmulatorHandle {
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A connection string for this emulator (`UseDevelopmentEmulator=true`, its own key).
+    pub fn connection_string(&self) -> String {
+        self.connection_string_parsed().expose()
+    }
+
+    /// [`Self::connection_string`], parsed.
+    pub fn connection_string_parsed(&self) -> ConnectionString {
+        ConnectionString::new(
+            self.addr.ip().to_string(),
+            Some(self.addr.port()),
+            self.shared.cfg.key_name.clone(),
+            self.shared.cfg.key.clone(),
+            true,
+        )
+    }
+
+    /// A snapshot of the counts.
+    pub fn counts(&self) -> EmulatorCounts {
+        self.shared.counts.lock().expect("counts lock").clone()
+    }
+
+    /// Close every open connection with `amqp:connection:forced` (as Azure does on
+    /// maintenance); new connections are still accepted. For reconnect tests.
+    pub fn drop_connections(&self) {
+        self.drop_conns.send_modify(|n| *n += 1);
+    }
+
+    /// Detach every open topic link with `amqp:link:detach-forced`; connections stay open.
+    /// For link re-attach tests.
+    pub fn drop_links(&self) {
+        self.shared.link_drops.send_modify(|n| *n += 1);
+    }
+
+    /// Stop accepting, drop every connection and wait for the tasks to end.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.task.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(every: Option<u64>, ratio: f64, seed: u64) -> Shared {
+        Shared {
+            cfg: EmulatorConfig {
+                throttle_every: every,
+                throttle_ratio: ratio,
+                seed,
+                ..EmulatorConfig::default()
+            },
+            counts: Mutex::new(EmulatorCounts::default()),
+            seq: AtomicU64::new(0),
+            link_drops: watch::channel(0).0,
+        }
+    }
+
+    #[test]
+    fn throttle_every_nth() {
+        let s = shared(Some(10), 0.0, 0);
+        let hits: Vec<u64> = (1..=35).filter(|&n| s.throttle(n)).collect();
+        assert_eq!(hits, vec![10, 20, 30]);
+        assert!(!(1..=100).any(|n| shared(None, 0.0, 0).throttle(n)));
+    }
+
+    #[test]
+    fn throttle_ratio_is_seeded_and_close() {
+        let a = shared(None, 0.25, 7);
+        let b = shared(None, 0.25, 7);
+        let c = shared(None, 0.25, 8);
+        let pick = |s: &Shared| (1..=20_000).filter(|&n| s.throttle(n)).collect::<Vec<_>>();
+        let (pa, pb, pc) = (pick(&a), pick(&b), pick(&c));
+        assert_eq!(pa, pb);
+        assert_ne!(pa, pc);
+        // 20,000 draws at p = 0.25: sd ≈ 61, so ±600 is a ~10 sd margin.
+        assert!((4_400..=5_600).contains(&pa.len()), "{}", pa.len());
+        assert_eq!(pick(&shared(None, 1.0, 1)).len(), 20_000);
+    }
+
+    #[test]
+    fn debug_redacts_key() {
+        let d = format!("{:?}", EmulatorConfig::default());
+        assert!(!d.contains(DEV_KEY));
+    }
+}

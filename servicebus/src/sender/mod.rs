@@ -1,0 +1,325 @@
+//! [`SbSender`]: a pool of AMQP connections that sends messages to Service Bus topics.
+//!
+//! Each connection has one session, one CBS client and a sender link per topic, created
+//! lazily and cached. Sends round-robin over the pool; many tasks share one link: the
+//! transfer is written under the link's lock and its settlement awaited outside it, so
+//! deliveries pipeline. A dropped link is re-attached and a dropped connection reopened on
+//! the next send; both count as reconnects. Per-send failures are [`SendOutcome`]s.
+
+mod conn;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use fe2o3_amqp::link::ErrorRecovery;
+use tokio::sync::Mutex;
+use tokio::time::{timeout, timeout_at, Instant};
+use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
+use tokio_rustls::TlsConnector;
+
+use crate::connection_string::ConnectionString;
+use crate::error::SbError;
+use crate::message::OutgoingMessage;
+use crate::outcome::{classify_send_error, classify_settlement, SendOutcome, SendResult};
+use conn::{refresh_loop, Fail, PooledConn, Shared};
+
+/// How to connect and how long to wait.
+#[derive(Debug, Clone)]
+pub struct SenderConfig {
+    /// Where to connect, and the SAS key.
+    pub connection: ConnectionString,
+    /// Connections in the pool (≥ 1).
+    pub connections: usize,
+    /// Bound on opening a connection, a CBS put-token or a link attach.
+    pub connect_timeout: Duration,
+    /// Bound on one send: waiting for the link, writing the transfer and its settlement.
+    pub send_timeout: Duration,
+    /// Lifetime of each SAS token (≥ 1 s); tokens are put again every `token_ttl / 2`.
+    pub token_ttl: Duration,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    current: StdMutex<Option<Arc<PooledConn>>>,
+    /// Serialises (re)opening so one failure does not open many connections.
+    opening: Mutex<()>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    shared: Arc<Shared>,
+    slots: Vec<Slot>,
+    next: AtomicUsize,
+    reconnects: AtomicU64,
+    conn_ids: AtomicU64,
+    send_timeout: Duration,
+}
+
+/// A pooled Service Bus sender. Cheap to share by reference across tasks.
+#[derive(Debug)]
+pub struct SbSender {
+    inner: Arc<Inner>,
+}
+
+fn tls_connector() -> Result<TlsConnector, SbError> {
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| SbError::Config(format!("TLS set-up: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(TlsConnector::from(Arc::new(config)))
+}
+
+impl SbSender {
+    /// Open every connection of the pool and validate the key with one CBS put-token
+    /// (for `EntityPath`, or the namespace). A 401 is [`SbError::Unauthorized`].
+    pub async fn connect(cfg: SenderConfig) -> Result<SbSender, SbError> {
+        let sender = Self::open(cfg).await?;
+        sender.validate().await?;
+        Ok(sender)
+    }
+
+    /// Open every connection of the pool without validating the key: a wrong key then
+    /// shows as [`SendOutcome::Unauthorized`] on every send. Prefer [`Self::connect`].
+    pub async fn open(cfg: SenderConfig) -> Result<SbSender, SbError> {
+        if cfg.connections == 0 {
+            return Err(SbError::Config("connections must be at least 1".into()));
+        }
+        if cfg.token_ttl < Duration::from_secs(1) {
+            return Err(SbError::Config("token TTL must be at least 1 s".into()));
+        }
+        if cfg.connect_timeout.is_zero() || cfg.send_timeout.is_zero() {
+            return Err(SbError::Config("timeouts must be above zero".into()));
+        }
+        let tls = if cfg.connection.uses_tls() {
+            Some(tls_connector()?)
+        } else {
+            None
+        };
+        let endpoint = format!("{}:{}", cfg.connection.host, cfg.connection.amqp_port());
+        let inner = Arc::new(Inner {
+            shared: Arc::new(Shared {
+                cs: cfg.connection,
+                tls,
+                connect_timeout: cfg.connect_timeout,
+                token_ttl: cfg.token_ttl,
+            }),
+            slots: (0..cfg.connections).map(|_| Slot::default()).collect(),
+            next: AtomicUsize::new(0),
+            reconnects: AtomicU64::new(0),
+            conn_ids: AtomicU64::new(0),
+            send_timeout: cfg.send_timeout,
+        });
+        for slot in &inner.slots {
+            let opened = timeout(inner.shared.connect_timeout, inner.conn(slot)).await;
+            let reason = match opened {
+                Ok(Ok(_)) => continue,
+                Ok(Err(f)) => f.reason,
+                Err(_) => format!("timed out after {:?}", inner.shared.connect_timeout),
+            };
+            return Err(SbError::Connect { endpoint, reason });
+        }
+        Ok(SbSender { inner })
+    }
+
+    /// One CBS put-token for the validation audience on the first connection.
+    async fn validate(&self) -> Result<(), SbError> {
+        let inner = &self.inner;
+        let endpoint = format!("{}:{}", inner.shared.cs.host, inner.shared.cs.amqp_port());
+        let first = inner.slots[0]
+            .current
+            .lock()
+            .expect("slot lock")
+            .clone()
+            .expect("opened above");
+        let audience = inner.shared.cs.validation_audience();
+        if let Err(f) = first.put_token(&audience).await {
+            return Err(match (f.outcome, f.status) {
+                (SendOutcome::Unauthorized, status) => SbError::Unauthorized {
+                    audience,
+                    status: status.unwrap_or(401),
+                },
+                (SendOutcome::NotFound, _) => SbError::NotFound { audience },
+                (SendOutcome::Connect, _) => SbError::Connect {
+                    endpoint,
+                    reason: f.reason,
+                },
+                _ => SbError::Amqp(f.reason),
+            });
+        }
+        Ok(())
+    }
+
+    /// Send one message to `topic` and wait for its settlement. Never panics; every failure
+    /// is a classified [`SendOutcome`].
+    pub async fn send(&self, topic: &str, msg: OutgoingMessage<'_>) -> SendResult {
+        let inner = &self.inner;
+        let fail = |outcome| SendResult {
+            outcome,
+            bytes_sent: 0,
+        };
+        let slot = &inner.slots[inner.next.fetch_add(1, Ordering::Relaxed) % inner.slots.len()];
+        let conn = match timeout(inner.shared.connect_timeout, inner.conn(slot)).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(f)) => return fail(f.outcome),
+            Err(_) => return fail(SendOutcome::Connect),
+        };
+        let deadline = Instant::now() + inner.send_timeout;
+        let link = conn.link_slot(topic);
+        let Ok(mut guard) = timeout_at(deadline, link.lock()).await else {
+            return fail(SendOutcome::Timeout);
+        };
+        if let Err(o) = inner.ensure_link(&conn, &mut guard, topic).await {
+            return fail(o);
+        }
+        let generation = guard.generation;
+        let message = msg.to_amqp();
+        let sender = guard.sender.as_mut().expect("attached above");
+        let written = match timeout_at(deadline, sender.send_batchable(message)).await {
+            Err(_) => return fail(SendOutcome::Timeout),
+            Ok(Err(e)) => {
+                let outcome = classify_send_error(&e);
+                drop_broken(&conn, &mut guard, e.recovery());
+                return fail(outcome);
+            }
+            Ok(Ok(fut)) => fut,
+        };
+        drop(guard);
+        let bytes_sent = msg.body.len() as u64;
+        let outcome = match timeout_at(deadline, written).await {
+            Err(_) => SendOutcome::Timeout,
+            Ok(Ok(settled)) => classify_settlement(&settled),
+            Ok(Err(e)) => {
+                let outcome = classify_send_error(&e);
+                let mut guard = link.lock().await;
+                // Another send may already have replaced the link.
+                if guard.generation == generation {
+                    drop_broken(&conn, &mut guard, e.recovery());
+                }
+                outcome
+            }
+        };
+        SendResult {
+            outcome,
+            bytes_sent,
+        }
+    }
+
+    /// Open `topic`'s sender link (token put, link attached) on every pooled connection, so
+    /// the first sends do not pay for it. `Accepted` when all are ready, else the first
+    /// failure's class.
+    pub async fn prepare(&self, topic: &str) -> SendOutcome {
+        let inner = &self.inner;
+        for slot in &inner.slots {
+            let conn = match timeout(inner.shared.connect_timeout, inner.conn(slot)).await {
+                Ok(Ok(c)) => c,
+                Ok(Err(f)) => return f.outcome,
+                Err(_) => return SendOutcome::Connect,
+            };
+            let link = conn.link_slot(topic);
+            let mut guard = link.lock().await;
+            if let Err(o) = inner.ensure_link(&conn, &mut guard, topic).await {
+                return o;
+            }
+        }
+        SendOutcome::Accepted
+    }
+
+    /// Links re-attached plus connections reopened after a drop.
+    pub fn reconnects(&self) -> u64 {
+        self.inner.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// CBS put-tokens done by the connections currently in the pool (first puts and
+    /// refreshes).
+    pub fn token_puts(&self) -> u64 {
+        self.inner
+            .slots
+            .iter()
+            .filter_map(|s| s.current.lock().expect("slot lock").clone())
+            .map(|c| c.puts.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Close every connection (each step bounded to a second).
+    pub async fn close(self) {
+        for slot in &self.inner.slots {
+            let c = slot.current.lock().expect("slot lock").take();
+            if let Some(c) = c {
+                c.mark_broken();
+                c.close().await;
+            }
+        }
+    }
+}
+
+/// After a failed send, forget the link (and the connection if its session stopped).
+fn drop_broken(conn: &PooledConn, guard: &mut conn::LinkState, recovery: ErrorRecovery) {
+    match recovery {
+        ErrorRecovery::UseLink => {}
+        ErrorRecovery::ReconnectSession | ErrorRecovery::ReconnectConnection => {
+            guard.sender = None;
+            conn.mark_broken();
+        }
+        _ => guard.sender = None,
+    }
+}
+
+impl Inner {
+    /// Attach the topic's link if it has none (a re-attach counts as a reconnect).
+    async fn ensure_link(
+        &self,
+        conn: &PooledConn,
+        guard: &mut conn::LinkState,
+        topic: &str,
+    ) -> Result<(), SendOutcome> {
+        if guard.sender.is_some() {
+            return Ok(());
+        }
+        match timeout(self.shared.connect_timeout, conn.attach(topic)).await {
+            Ok(Ok(s)) => {
+                guard.sender = Some(s);
+                if guard.generation > 0 {
+                    self.reconnects.fetch_add(1, Ordering::Relaxed);
+                }
+                guard.generation += 1;
+                Ok(())
+            }
+            Ok(Err(f)) => Err(f.outcome),
+            Err(_) => {
+                conn.mark_broken();
+                Err(SendOutcome::Connect)
+            }
+        }
+    }
+
+    /// The slot's live connection, opening a new one if it has none or it broke.
+    async fn conn(&self, slot: &Slot) -> Result<Arc<PooledConn>, Fail> {
+        let live = |s: &Slot| {
+            s.current
+                .lock()
+                .expect("slot lock")
+                .clone()
+                .filter(|c| !c.is_broken())
+        };
+        if let Some(c) = live(slot) {
+            return Ok(c);
+        }
+        let _opening = slot.opening.lock().await;
+        if let Some(c) = live(slot) {
+            return Ok(c);
+        }
+        let id = self.conn_ids.fetch_add(1, Ordering::Relaxed);
+        let c = PooledConn::open(id, self.shared.clone()).await?;
+        let old = slot.current.lock().expect("slot lock").replace(c.clone());
+        if old.is_some() {
+            self.reconnects.fetch_add(1, Ordering::Relaxed);
+        }
+        tokio::spawn(refresh_loop(Arc::downgrade(&c), self.shared.token_ttl / 2));
+        Ok(c)
+    }
+}
