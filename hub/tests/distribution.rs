@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use hubload_hub::{HubConfig, RetryPolicy};
 
-use crate::util::{eventually, subscribe, subscribers, Hub, Subscriber};
+use crate::util::{eventually, hub_with_subscriber, subscribe, subscribers, Subscriber};
 
 const JSON: &str = "application/json";
 
@@ -21,9 +21,7 @@ fn fast_retries(max_attempts: u32) -> HubConfig {
 
 #[tokio::test]
 async fn gone_410_removes_the_subscription() {
-    let hub = Hub::start(fast_retries(5)).await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
+    let (hub, sub) = hub_with_subscriber(fast_retries(5)).await;
     subscribe(&hub, "t", &sub.callback("cb"), &[]).await;
     sub.answer(&[410]);
     assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
@@ -43,9 +41,7 @@ async fn gone_410_removes_the_subscription() {
 
 #[tokio::test]
 async fn failures_are_retried_then_delivered_or_given_up() {
-    let hub = Hub::start(fast_retries(3)).await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
+    let (hub, sub) = hub_with_subscriber(fast_retries(3)).await;
     subscribe(&hub, "t", &sub.callback("cb"), &[]).await;
     // two failures, then success: delivered after 2 retries
     sub.answer(&[500, 503]);
@@ -75,14 +71,12 @@ async fn failures_are_retried_then_delivered_or_given_up() {
 
 #[tokio::test]
 async fn queue_overflow_is_counted_and_publish_never_waits() {
-    let hub = Hub::start(HubConfig {
+    let (hub, slow) = hub_with_subscriber(HubConfig {
         queue_size: 2,
         ..HubConfig::default()
     })
     .await;
-    let slow = Subscriber::start().await;
     let fast = Subscriber::start().await;
-    hub.register("t").await;
     subscribe(&hub, "t", &slow.callback("slow"), &[]).await;
     subscribe(&hub, "t", &fast.callback("fast"), &[]).await;
     eventually("two subscribers", || subscribers(&hub, "t") == 2).await;
@@ -129,9 +123,7 @@ async fn queue_overflow_is_counted_and_publish_never_waits() {
 
 #[tokio::test]
 async fn an_expired_lease_ends_delivery() {
-    let hub = Hub::default().await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
+    let (hub, sub) = hub_with_subscriber(HubConfig::default()).await;
     subscribe(
         &hub,
         "t",
@@ -151,13 +143,11 @@ async fn an_expired_lease_ends_delivery() {
 
 #[tokio::test]
 async fn lease_is_capped_at_the_maximum() {
-    let hub = Hub::start(HubConfig {
+    let (hub, sub) = hub_with_subscriber(HubConfig {
         lease_max: Duration::from_secs(60),
         ..HubConfig::default()
     })
     .await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
     subscribe(
         &hub,
         "t",
@@ -172,9 +162,7 @@ async fn lease_is_capped_at_the_maximum() {
 
 #[tokio::test]
 async fn deregister_ends_subscriptions() {
-    let hub = Hub::default().await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
+    let (hub, sub) = hub_with_subscriber(HubConfig::default()).await;
     subscribe(&hub, "t", &sub.callback("cb"), &[]).await;
     assert_eq!(
         hub.form(&[("hub.mode", "deregister"), ("hub.topic", "t")])

@@ -3,7 +3,9 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::util::{eventually, subscribe, subscribers, Hub, Subscriber};
+use hubload_hub::HubConfig;
+
+use crate::util::{eventually, hub_with_subscriber, subscribe, subscribers, Hub, Subscriber};
 
 const JSON: &str = "application/json";
 
@@ -59,9 +61,7 @@ async fn t100_plain_subscription_gets_an_unsigned_delivery() {
 
 #[tokio::test]
 async fn t101_delivery_with_a_secret_is_signed() {
-    let hub = Hub::default().await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
+    let (hub, sub) = hub_with_subscriber(HubConfig::default()).await;
     let secret = "a-secret-under-200-bytes";
     subscribe(&hub, "t", &sub.callback("cb"), &[("hub.secret", secret)]).await;
     let body = br#"{"iss":"x","jti":"1"}"#;
@@ -79,9 +79,7 @@ async fn t101_delivery_with_a_secret_is_signed() {
 
 #[tokio::test]
 async fn t102_extra_parameters_are_ignored() {
-    let hub = Hub::default().await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
+    let (hub, sub) = hub_with_subscriber(HubConfig::default()).await;
     let extra = [
         ("foo", "bar"),
         ("hub.unknown", "x"),
@@ -98,9 +96,7 @@ async fn t102_extra_parameters_are_ignored() {
 
 #[tokio::test]
 async fn t103_resubscription_updates_and_does_not_duplicate() {
-    let hub = Hub::default().await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
+    let (hub, sub) = hub_with_subscriber(HubConfig::default()).await;
     let cb = sub.callback("cb");
     subscribe(&hub, "t", &cb, &[("hub.secret", "one")]).await;
     assert_eq!(
@@ -133,9 +129,7 @@ async fn t103_resubscription_updates_and_does_not_duplicate() {
 
 #[tokio::test]
 async fn t104_unsubscribed_gets_nothing() {
-    let hub = Hub::default().await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
+    let (hub, sub) = hub_with_subscriber(HubConfig::default()).await;
     let cb = sub.callback("cb");
     subscribe(&hub, "t", &cb, &[]).await;
     publish_and_check(&hub, &sub, "t", JSON, b"{}").await;
@@ -162,9 +156,7 @@ async fn t104_unsubscribed_gets_nothing() {
 
 #[tokio::test]
 async fn t105_text_plain_topic() {
-    let hub = Hub::default().await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
+    let (hub, sub) = hub_with_subscriber(HubConfig::default()).await;
     subscribe(&hub, "t", &sub.callback("cb"), &[]).await;
     publish_and_check(
         &hub,
@@ -179,9 +171,7 @@ async fn t105_text_plain_topic() {
 
 #[tokio::test]
 async fn t106_json_topic() {
-    let hub = Hub::default().await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
+    let (hub, sub) = hub_with_subscriber(HubConfig::default()).await;
     subscribe(&hub, "t", &sub.callback("cb"), &[]).await;
     let event = br#"{"iss":"https://api.asgardeo.io/t/acme","jti":"6f1c","events":{"login":{"user":{"id":"u1"}}}}"#;
     publish_and_check(&hub, &sub, "t", "application/json; charset=utf-8", event).await;
