@@ -32,7 +32,9 @@ LUA
 wait_http() { for _ in $(seq 100); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 2; }
 stat() { curl -fs "$HUB/stats" | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"; }
 
-printf "%-12s %12s %10s %10s %10s %10s %8s\n" subscribers "publish/s" accepted delivered dropped pending errors
+# wrk-done: responses wrk counted; accepted: the hub's own count (it also counts the requests still
+# in flight when wrk stopped, at most one per connection).
+printf "%-12s %12s %10s %10s %10s %10s %10s %8s\n" subscribers "publish/s" wrk-done accepted delivered dropped pending errors
 for SUBS in 0 1 10; do
   RUST_LOG=warn "$BIN/hubload-hub" --listen "127.0.0.1:$HUB_PORT" & HUB_PID=$!
   wait_http "$HUB/stats"
@@ -45,9 +47,10 @@ for SUBS in 0 1 10; do
   done
   OUT=$(wrk -t1 -c"$CONNS" -d"$DURATION" -s "$WORK/post.lua" "$HUB/hub?hub.mode=publish&hub.topic=$TOPIC")
   RPS=$(echo "$OUT" | awk '/Requests\/sec/ {print $2}')
+  DONE=$(echo "$OUT" | awk '/requests in/ {print $1}')
   ERRS=$(echo "$OUT" | awk '/Non-2xx|Socket errors/ {n++} END {print n+0}')
   sleep 1
   read -r ACC DEL DROP PEND < <(stat "s['publish']['accepted'], s['distribution']['delivered'], s['distribution']['dropped'], s['distribution']['pending']" | tr -d '(),')
-  printf "%-12s %12s %10s %10s %10s %10s %8s\n" "$SUBS" "$RPS" "$ACC" "$DEL" "$DROP" "$PEND" "$ERRS"
+  printf "%-12s %12s %10s %10s %10s %10s %10s %8s\n" "$SUBS" "$RPS" "$DONE" "$ACC" "$DEL" "$DROP" "$PEND" "$ERRS"
   kill -INT "$HUB_PID"; wait "$HUB_PID" || true
 done
