@@ -22,7 +22,7 @@ pub struct HubArgs {
     /// Require `Authorization: Bearer <TOKEN>` for register, deregister, publish and subscribe.
     #[arg(long, env = "HUBLOAD_HUB_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Hub URL written in distributions' `Link: <…>; rel="hub"` (default: http://<listen>/).
+    /// Hub URL written in distributions' `Link: <…>; rel="hub"` (default: `http://<listen>/`).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
     /// Largest request body, in bytes (larger gets 413).

@@ -87,35 +87,41 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
         BodyState::Unread(body)
     };
 
-    let faults = inner.faults.load();
-    if faults.active {
-        let seq = faults.seq.fetch_add(1, Relaxed) + 1;
-        match faults.cfg.decide(seq, inflight) {
-            Action::Fail502 => {
-                tally.decide(Verdict::Fault502);
-                return params::proxy_error(StatusCode::BAD_GATEWAY);
-            }
-            Action::Fail503 => {
-                tally.decide(Verdict::Fault503);
-                return params::proxy_error(StatusCode::SERVICE_UNAVAILABLE);
-            }
-            Action::Reset => {
-                tally.decide(Verdict::FaultReset);
-                return reset(&parts).await;
-            }
-            Action::Pass { delay } => {
-                if delay > Duration::ZERO {
-                    tokio::time::sleep(delay).await;
-                }
-            }
+    // The fault settings are read in short borrows: no guard is held across an await.
+    let (action, broker_latency) = {
+        let faults = inner.faults.load();
+        let action = faults.active.then(|| {
+            let seq = faults.seq.fetch_add(1, Relaxed) + 1;
+            faults.cfg.decide(seq, inflight)
+        });
+        let broker = Duration::from_millis(faults.cfg.broker_latency_ms);
+        (action, broker)
+    };
+    match action {
+        None => {}
+        Some(Action::Fail502) => {
+            tally.decide(Verdict::Fault502);
+            return params::proxy_error(StatusCode::BAD_GATEWAY);
         }
-        if let Some(end) = faults.cfg.stall_end(inner.now_ms()) {
-            inner.counters.stalled.fetch_add(1, Relaxed);
-            tokio::time::sleep_until(inner.at_ms(end)).await;
+        Some(Action::Fail503) => {
+            tally.decide(Verdict::Fault503);
+            return params::proxy_error(StatusCode::SERVICE_UNAVAILABLE);
+        }
+        Some(Action::Reset) => {
+            tally.decide(Verdict::FaultReset);
+            return reset(&parts).await;
+        }
+        Some(Action::Pass { delay }) => {
+            if delay > Duration::ZERO {
+                tokio::time::sleep(delay).await;
+            }
+            let stall_end = inner.faults.load().cfg.stall_end(inner.now_ms());
+            if let Some(end) = stall_end {
+                inner.counters.stalled.fetch_add(1, Relaxed);
+                tokio::time::sleep_until(inner.at_ms(end)).await;
+            }
         }
     }
-    let broker_latency = Duration::from_millis(faults.cfg.broker_latency_ms);
-    drop(faults);
 
     if too_large {
         tally.decide(Verdict::TooLarge);

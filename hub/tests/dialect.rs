@@ -176,3 +176,31 @@ async fn concurrent_publishes_are_all_counted() {
     assert_eq!(s.requests, 1001);
     hub.stop().await;
 }
+
+#[tokio::test]
+async fn shutdown_lets_open_requests_finish() {
+    let hub = Hub::default().await;
+    hub.register("t").await;
+    hub.state.set_faults(hubload_hub::FaultConfig {
+        broker_latency_ms: 300,
+        ..Default::default()
+    });
+    let (client, url) = (hub.client.clone(), hub.url.clone());
+    let open = tokio::spawn(async move {
+        let r = client
+            .post(format!("{url}?hub.mode=publish&hub.topic=t"))
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    });
+    let state = hub.state.clone();
+    crate::util::eventually("the publish in flight", || state.inflight() == 1).await;
+    let addr = hub.addr;
+    hub.stop().await;
+    assert_eq!(open.await.unwrap(), (200, "hub.mode=accepted".into()));
+    assert_eq!(state.stats().publish.accepted, 1);
+    // and it no longer accepts connections
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}

@@ -178,16 +178,16 @@ async fn latency_and_broker_latency_are_added() {
     let hub = Hub::default().await;
     hub.register("t").await;
     hub.state.set_faults(FaultConfig {
-        latency_ms: 60,
+        latency_ms: 50,
         jitter_ms: 20,
-        broker_latency_ms: 50,
+        broker_latency_ms: 300,
         ..FaultConfig::default()
     });
     for _ in 0..3 {
         let t = Instant::now();
         assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
         let ms = t.elapsed().as_millis();
-        assert!((110..400).contains(&ms), "publish took {ms} ms");
+        assert!((350..1000).contains(&ms), "publish took {ms} ms");
     }
     // broker latency is inside publish only
     let t = Instant::now();
@@ -198,7 +198,7 @@ async fn latency_and_broker_latency_are_added() {
         200
     );
     let ms = t.elapsed().as_millis();
-    assert!((60..105).contains(&ms), "register took {ms} ms");
+    assert!((50..350).contains(&ms), "register took {ms} ms");
     hub.stop().await;
 }
 
@@ -208,7 +208,7 @@ async fn stall_window_holds_requests_and_counts_abandoned() {
     hub.register("t").await;
     let now = hub.state.uptime().as_millis() as u64;
     hub.state.set_faults(FaultConfig {
-        stall_windows: vec![[now + 150, now + 650]],
+        stall_windows: vec![[now + 150, now + 1150]],
         ..FaultConfig::default()
     });
     assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200); // before the window
@@ -228,7 +228,7 @@ async fn stall_window_holds_requests_and_counts_abandoned() {
     let t = Instant::now();
     assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
     let waited = t.elapsed().as_millis();
-    assert!((150..600).contains(&waited), "held for {waited} ms");
+    assert!((150..1000).contains(&waited), "held for {waited} ms");
     eventually("the quitter counted abandoned", || {
         hub.state.stats().publish.abandoned == 1
     })

@@ -1,7 +1,9 @@
 //! Integration tests of the reference hub: real sockets on 127.0.0.1, exact counts.
 
 mod dialect;
+mod distribution;
 mod faults;
 mod limits;
 mod oneshot;
 mod util;
+mod websub;

@@ -294,6 +294,14 @@ pub async fn subscribe(hub: &Hub, topic: &str, callback: &str, extra: &[(&str, &
     .await;
 }
 
+/// A hub with these settings, a subscriber, and the topic "t" registered.
+pub async fn hub_with_subscriber(cfg: HubConfig) -> (Hub, Subscriber) {
+    let hub = Hub::start(cfg).await;
+    let sub = Subscriber::start().await;
+    hub.register("t").await;
+    (hub, sub)
+}
+
 /// Active subscribers of `topic` now.
 pub fn subscribers(hub: &Hub, topic: &str) -> u64 {
     hub.state
