@@ -1,7 +1,9 @@
 //! Reports: the `Report` model, the `Reporter` trait and one reporter per file.
 
+pub mod html;
 mod model;
 
+pub use html::HtmlReporter;
 pub use model::{EventSummary, LatencyUs, LevelReport, PhaseReport, Report, TimeoutSplit};
 
 /// One output format. Renders bytes from the report; the manager does the IO.
