@@ -66,6 +66,10 @@ tbody tr:nth-child(even) td { background: #fafbfc; }
 td.worse { color: #b3261e; font-weight: 600; }
 td.better { color: #1d7a3a; font-weight: 600; }
 td.flag { color: #8a5a00; font-style: italic; }
+.metrics { display: grid; grid-template-columns: repeat(auto-fit, minmax(460px, 1fr)); gap: 8px 32px; }
+.metrics h3 { font-size: 15px; margin: 6px 0; }
+table.compare { width: 100%; }
+table.compare thead th { white-space: nowrap; max-width: none; }
 table.kv td:first-child { color: var(--muted); }
 table.kv td { white-space: normal; word-break: break-word; }
 .cols { display: flex; flex-wrap: wrap; gap: 28px; align-items: flex-start; }

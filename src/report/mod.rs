@@ -1,5 +1,6 @@
 //! Reports: the `Report` model, the `Reporter` trait and one reporter per file.
 
+pub mod compare;
 pub mod html;
 mod model;
 
