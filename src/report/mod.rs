@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod html;
+pub mod jtl;
 mod model;
 
 pub use html::HtmlReporter;

@@ -122,7 +122,7 @@ pub fn latency(report: &Report) -> String {
         per_level(report, |l| ms(l.latency_us.max)),
     );
     max.dashed = true;
-    let series = vec![
+    let mut series = vec![
         line(
             "median",
             "#2e9d5b",
@@ -145,6 +145,26 @@ pub fn latency(report: &Report) -> String {
         ),
         max,
     ];
+    // Open model: the p99 measured from the intended start (coordinated omission corrected).
+    if report
+        .levels
+        .iter()
+        .any(|l| l.corrected_latency_us.is_some())
+    {
+        let points = report
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                l.corrected_latency_us
+                    .as_ref()
+                    .map(|c| (i as f64, ms(c.p99)))
+            })
+            .collect();
+        let mut corrected = line("p99 from intended start", "#7f3c8d", points);
+        corrected.dashed = true;
+        series.push(corrected);
+    }
     let log_y = spans_decades(&series);
     LineChart {
         id: "chart-latency".into(),

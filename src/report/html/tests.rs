@@ -220,6 +220,26 @@ fn service_bus_classes_appear_when_counted() {
 }
 
 #[test]
+fn open_model_adds_the_corrected_p99() {
+    let mut report = sample();
+    assert!(!render(&report).contains("p99 from intended start"));
+    report.model = "open".into();
+    for (i, l) in report.levels.iter_mut().enumerate() {
+        l.label = format!("{}/s", (i + 1) * 100);
+        let mut c = l.latency_us.clone();
+        c.p99 *= 3;
+        l.corrected_latency_us = Some(c);
+    }
+    let html = render(&report);
+    let doc = parse(&html);
+    let latency = by_id(&doc, "chart-latency");
+    assert_eq!(count_tag(latency, "polyline"), 6);
+    assert_eq!(count_tag(latency, "circle"), 6 * report.levels.len());
+    assert!(html.contains("Rate (events/s)"));
+    assert!(html.contains(">rate=500/s<"));
+}
+
+#[test]
 fn empty_run_renders() {
     let mut report = sample();
     report.levels.clear();
