@@ -1,12 +1,16 @@
 //! Reports: the `Report` model, the `Reporter` trait and one reporter per file.
 
 pub mod build;
+pub mod compare;
 pub mod csv;
+pub mod html;
 pub mod json;
+pub mod jtl;
 mod model;
 pub mod table;
 pub mod writer;
 
+pub use html::HtmlReporter;
 pub use model::{
     EventSummary, LatencyUs, LevelReport, PhaseReport, RateCheck, Report, TimeoutSplit,
 };

@@ -1,0 +1,221 @@
+//! Text (terminal) and CSV (`compare.csv`) renderings of a [`Comparison`], and the number formats they share.
+
+use std::fmt::Write;
+
+use super::{Comparison, FailIf, LevelComparison, Metric, Presence, Violation};
+
+/// `v` with `decimals` places and an explicit sign; never "-0.0".
+fn signed(v: f64, decimals: usize) -> String {
+    let scale = 10f64.powi(decimals as i32);
+    // Adding +0.0 turns a rounded -0.0 into +0.0.
+    let r = (v * scale).round() / scale + 0.0;
+    format!("{r:+.decimals$}")
+}
+
+/// A value with its unit, for people: "12.3 ms", "0.500%", "2000.0/s".
+pub fn value(m: Metric, v: f64) -> String {
+    match m {
+        Metric::ErrorPct => format!("{v:.3}%"),
+        Metric::Throughput => format!("{v:.1}/s"),
+        _ => format!("{v:.1} ms"),
+    }
+}
+
+/// An absolute delta with its unit: "+1.0 ms", "+1.000 pp", "-200.0/s".
+pub fn delta_abs(m: Metric, d: f64) -> String {
+    match m {
+        Metric::ErrorPct => format!("{} pp", signed(d, 3)),
+        Metric::Throughput => format!("{}/s", signed(d, 1)),
+        _ => format!("{} ms", signed(d, 1)),
+    }
+}
+
+/// A relative delta: "+10.00%", or "n/a" from a zero baseline.
+pub fn delta_pct(p: Option<f64>) -> String {
+    p.map_or_else(|| "n/a".to_string(), plain_pct)
+}
+
+/// One line of the text table.
+enum Line {
+    Cells([String; 6]),
+    Note(String, String),
+    Rule,
+}
+
+fn level_lines(row: &LevelComparison, out: &mut Vec<Line>) {
+    match (row.presence(), &row.baseline, &row.candidate) {
+        (Presence::Both, Some(b), Some(c)) => {
+            for (i, m) in Metric::ALL.iter().enumerate() {
+                let d = row.delta(*m).expect("both sides present");
+                out.push(Line::Cells([
+                    if i == 0 {
+                        row.label.clone()
+                    } else {
+                        String::new()
+                    },
+                    m.name().to_string(),
+                    value(*m, b.get(*m)),
+                    value(*m, c.get(*m)),
+                    delta_abs(*m, d.abs),
+                    delta_pct(d.pct),
+                ]));
+            }
+        }
+        (p, b, c) => {
+            let samples = b.or(*c).map_or(0, |m| m.samples);
+            out.push(Line::Note(
+                row.label.clone(),
+                format!("only in the {} run ({samples} samples)", side(p)),
+            ));
+        }
+    }
+    out.push(Line::Rule);
+}
+
+fn side(p: Presence) -> &'static str {
+    match p {
+        Presence::CandidateOnly => "candidate",
+        _ => "baseline",
+    }
+}
+
+/// The comparison as an aligned table for the terminal, then the threshold verdict
+/// (when `rules` is not empty).
+pub fn render_text(cmp: &Comparison, rules: &[FailIf], violations: &[Violation]) -> String {
+    let mut lines = vec![
+        Line::Cells([
+            cmp.level_title.clone(),
+            "Metric".into(),
+            "Baseline".into(),
+            "Candidate".into(),
+            "Δ".into(),
+            "Δ %".into(),
+        ]),
+        Line::Rule,
+    ];
+    for row in cmp.rows() {
+        level_lines(row, &mut lines);
+    }
+    let mut widths = [0usize; 6];
+    for l in &lines {
+        if let Line::Cells(cells) = l {
+            for (w, c) in widths.iter_mut().zip(cells) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+    }
+    let total_w = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+    let mut out = String::new();
+    let _ = writeln!(out, "Baseline:  {}", cmp.baseline_name);
+    let _ = writeln!(out, "Candidate: {}", cmp.candidate_name);
+    out.push('\n');
+    for l in &lines {
+        match l {
+            Line::Cells(cells) => {
+                let mut s = String::new();
+                for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+                    if i > 0 {
+                        s.push_str("  ");
+                    }
+                    let pad = w - c.chars().count();
+                    if i < 2 {
+                        s.push_str(c);
+                        s.push_str(&" ".repeat(pad));
+                    } else {
+                        s.push_str(&" ".repeat(pad));
+                        s.push_str(c);
+                    }
+                }
+                let _ = writeln!(out, "{}", s.trim_end());
+            }
+            Line::Note(label, text) => {
+                let _ = writeln!(out, "{label:<w$}  {text}", w = widths[0]);
+            }
+            Line::Rule => {
+                let _ = writeln!(out, "{}", "-".repeat(total_w));
+            }
+        }
+    }
+    if !rules.is_empty() {
+        out.push('\n');
+        if violations.is_empty() {
+            let names: Vec<String> = rules.iter().map(ToString::to_string).collect();
+            let _ = writeln!(out, "PASS: no level breaks {}", names.join(", "));
+        } else {
+            let _ = writeln!(out, "FAIL: {} threshold violation(s):", violations.len());
+            for v in violations {
+                let _ = writeln!(out, "  {v}");
+            }
+        }
+    }
+    out
+}
+
+/// A plain number for the CSV and the HTML table (units live in the header).
+pub(super) fn plain_value(m: Metric, v: f64) -> String {
+    match m {
+        Metric::ErrorPct => format!("{v:.3}%"),
+        _ => format!("{v:.1}"),
+    }
+}
+
+/// A plain signed delta for the CSV and the HTML table.
+pub(super) fn plain_delta(m: Metric, d: f64) -> String {
+    match m {
+        Metric::ErrorPct => signed(d, 3),
+        _ => signed(d, 1),
+    }
+}
+
+/// A relative delta without "n/a": "+10.00%".
+pub(super) fn plain_pct(p: f64) -> String {
+    format!("{}%", signed(p, 2))
+}
+
+/// The header of `compare.csv`: the level, where it exists, then per metric the baseline,
+/// the candidate, the absolute delta and the relative delta.
+pub fn csv_header() -> Vec<String> {
+    let mut h = vec!["Level".to_string(), "Present in".to_string()];
+    for m in Metric::ALL {
+        let (name, unit) = (m.name(), m.unit());
+        let delta_unit = m.delta_unit();
+        if m == Metric::ErrorPct {
+            h.push(format!("{name} baseline"));
+            h.push(format!("{name} candidate"));
+        } else {
+            h.push(format!("{name} baseline ({unit})"));
+            h.push(format!("{name} candidate ({unit})"));
+        }
+        h.push(format!("{name} delta ({delta_unit})"));
+        h.push(format!("{name} delta %"));
+    }
+    h
+}
+
+/// `compare.csv`: one row per level and TOTAL, wide, ready for a spreadsheet. Cells of a
+/// missing side are empty; a relative delta from a zero baseline is empty.
+pub fn render_csv(cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(csv_header())?;
+    for row in cmp.rows() {
+        let mut rec = vec![row.label.clone(), row.presence().as_str().to_string()];
+        for m in Metric::ALL {
+            let side =
+                |s: Option<super::Metrics>| s.map_or(String::new(), |s| plain_value(m, s.get(m)));
+            rec.push(side(row.baseline));
+            rec.push(side(row.candidate));
+            match row.delta(m) {
+                Some(d) => {
+                    rec.push(plain_delta(m, d.abs));
+                    rec.push(
+                        d.pct
+                            .map_or(String::new(), |p| format!("{}%", signed(p, 2))),
+                    );
+                }
+                None => rec.extend([String::new(), String::new()]),
+            }
+        }
+        w.write_record(&rec)?;
+    }
+    Ok(w.into_inner()?)
+}

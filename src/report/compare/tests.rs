@@ -1,0 +1,490 @@
+//! Exact tests of `compare` on two crafted summaries (tests/fixtures/reports/compare-*.json).
+//!
+//! Baseline levels 1, 20, 50; candidate levels 20, 50, 100; both have TOTAL. The numbers are
+//! chosen so every delta is a round value (see the expectations below).
+
+use std::path::PathBuf;
+
+use super::gate::{Op, Unit};
+use super::render::{render_csv, render_text};
+use super::*;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/reports/{name}"))
+}
+
+fn pair() -> Comparison {
+    let b = load_report(&fixture("compare-baseline.json")).unwrap();
+    let c = load_report(&fixture("compare-candidate.json")).unwrap();
+    compare(&b, &c)
+}
+
+fn row<'a>(cmp: &'a Comparison, label: &str) -> &'a LevelComparison {
+    cmp.rows().find(|r| r.label == label).unwrap()
+}
+
+/// (metric, baseline, candidate, Δ, Δ %) for one level.
+fn assert_level(cmp: &Comparison, label: &str, want: &[(Metric, f64, f64, f64, f64)]) {
+    let r = row(cmp, label);
+    for (m, b, c, abs, pct) in want {
+        assert_eq!(r.baseline.unwrap().get(*m), *b, "{label} {m:?} baseline");
+        assert_eq!(r.candidate.unwrap().get(*m), *c, "{label} {m:?} candidate");
+        let d = r.delta(*m).unwrap();
+        assert_eq!(d.abs, *abs, "{label} {m:?} Δ");
+        let p = d.pct.unwrap();
+        assert!((p - pct).abs() < 1e-9, "{label} {m:?} Δ% {p} != {pct}");
+    }
+}
+
+#[test]
+fn levels_are_matched_by_label_and_flagged() {
+    let cmp = pair();
+    let labels: Vec<&str> = cmp.levels.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, ["1", "20", "50", "100"]);
+    let presence: Vec<Presence> = cmp.levels.iter().map(|r| r.presence()).collect();
+    assert_eq!(
+        presence,
+        [
+            Presence::BaselineOnly,
+            Presence::Both,
+            Presence::Both,
+            Presence::CandidateOnly
+        ]
+    );
+    assert_eq!(row(&cmp, "1").delta(Metric::P99), None);
+    assert_eq!(cmp.total.as_ref().unwrap().presence(), Presence::Both);
+    assert_eq!(cmp.level_title, "Concurrency");
+    assert_eq!(
+        cmp.baseline_name,
+        "websub run of 2026-11-30T01:00:00Z against http://127.0.0.1:8080/hub"
+    );
+}
+
+#[test]
+fn deltas_are_exact() {
+    use Metric::*;
+    let cmp = pair();
+    assert_level(
+        &cmp,
+        "20",
+        &[
+            (Average, 10.0, 11.0, 1.0, 10.0),
+            (Median, 8.0, 8.0, 0.0, 0.0),
+            (P95, 20.0, 25.0, 5.0, 25.0),
+            (P99, 40.0, 38.0, -2.0, -5.0),
+            (ErrorPct, 0.5, 1.5, 1.0, 200.0),
+            (Throughput, 2000.0, 1800.0, -200.0, -10.0),
+        ],
+    );
+    assert_level(
+        &cmp,
+        "50",
+        &[
+            (Average, 20.0, 19.0, -1.0, -5.0),
+            (P95, 50.0, 45.0, -5.0, -10.0),
+            (P99, 100.0, 130.0, 30.0, 30.0),
+            (ErrorPct, 2.0, 2.0, 0.0, 0.0),
+            (Throughput, 2500.0, 2750.0, 250.0, 10.0),
+        ],
+    );
+    assert_level(
+        &cmp,
+        "TOTAL",
+        &[
+            (Average, 15.0, 16.0, 1.0, 100.0 / 15.0),
+            (Median, 10.0, 12.0, 2.0, 20.0),
+            (P99, 80.0, 120.0, 40.0, 50.0),
+            (ErrorPct, 1.25, 1.75, 0.5, 40.0),
+            (Throughput, 2250.0, 2000.0, -250.0, -1000.0 / 90.0),
+        ],
+    );
+}
+
+#[test]
+fn zero_baseline_has_no_relative_delta() {
+    assert_eq!(
+        Delta::between(0.0, 2.0),
+        Delta {
+            abs: 2.0,
+            pct: None
+        }
+    );
+    assert_eq!(Delta::between(0.0, 0.0).pct, Some(0.0));
+    let rule: FailIf = "errors>+1%".parse().unwrap();
+    assert!(rule.fails(Delta::between(0.0, 1.5)), "points, not relative");
+    assert!(!rule.fails(Delta::between(0.0, 0.5)));
+    let rel: FailIf = "p99>+10%".parse().unwrap();
+    assert!(
+        rel.fails(Delta::between(0.0, 0.001)),
+        "from zero is infinitely worse"
+    );
+}
+
+#[test]
+fn fail_if_parses() {
+    use Metric::*;
+    let cases: &[(&str, Metric, Op, f64, Unit, &str)] = &[
+        (
+            "p99>+10%",
+            P99,
+            Op::Greater,
+            10.0,
+            Unit::Percent,
+            "p99>+10%",
+        ),
+        ("avg>+5ms", Average, Op::Greater, 5.0, Unit::Ms, "avg>+5ms"),
+        (
+            "errors>+1%",
+            ErrorPct,
+            Op::Greater,
+            1.0,
+            Unit::Percent,
+            "errors>+1%",
+        ),
+        (
+            "throughput<-10%",
+            Throughput,
+            Op::Less,
+            -10.0,
+            Unit::Percent,
+            "throughput<-10%",
+        ),
+        (
+            " P95 > 20 ms ",
+            P95,
+            Op::Greater,
+            20.0,
+            Unit::Ms,
+            "p95>+20ms",
+        ),
+        (
+            "mean>0.5ms",
+            Average,
+            Op::Greater,
+            0.5,
+            Unit::Ms,
+            "avg>+0.5ms",
+        ),
+        (
+            "tps<-100/s",
+            Throughput,
+            Op::Less,
+            -100.0,
+            Unit::PerSec,
+            "throughput<-100/s",
+        ),
+        (
+            "errors>+0.25pp",
+            ErrorPct,
+            Op::Greater,
+            0.25,
+            Unit::Percent,
+            "errors>+0.25%",
+        ),
+        (
+            "p50>+5%",
+            Median,
+            Op::Greater,
+            5.0,
+            Unit::Percent,
+            "median>+5%",
+        ),
+    ];
+    for (text, metric, op, threshold, unit, canonical) in cases {
+        let r: FailIf = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(
+            r,
+            FailIf {
+                metric: *metric,
+                op: *op,
+                threshold: *threshold,
+                unit: *unit
+            },
+            "{text}"
+        );
+        assert_eq!(r.to_string(), *canonical);
+    }
+}
+
+#[test]
+fn fail_if_errors_name_the_bad_part() {
+    let cases = [
+        (
+            "p99=10%",
+            r#"--fail-if "p99=10%": missing '>' or '<' (expected e.g. p99>+10%)"#,
+        ),
+        (
+            "",
+            r#"--fail-if "": missing '>' or '<' (expected e.g. p99>+10%)"#,
+        ),
+        (
+            "p98>+10%",
+            r#"--fail-if "p98>+10%": unknown metric "p98" (expected avg, median, p95, p99, errors or throughput)"#,
+        ),
+        (
+            "p99>+ten%",
+            r#"--fail-if "p99>+ten%": bad threshold "+ten%" (expected a signed number and a unit, e.g. +10% or +5ms)"#,
+        ),
+        (
+            "p99>=10%",
+            r#"--fail-if "p99>=10%": bad threshold "=10%" (expected a signed number and a unit, e.g. +10% or +5ms)"#,
+        ),
+        (
+            "p99>+10",
+            r#"--fail-if "p99>+10": missing unit after the threshold (use % or ms)"#,
+        ),
+        (
+            "errors>+1ms",
+            r#"--fail-if "errors>+1ms": unit "ms" does not apply to errors (use % or pp, percentage points)"#,
+        ),
+        (
+            "throughput<-10ms",
+            r#"--fail-if "throughput<-10ms": unit "ms" does not apply to throughput (use % or /s)"#,
+        ),
+        (
+            "p99>+10/s",
+            r#"--fail-if "p99>+10/s": unit "/s" does not apply to p99 (use % or ms)"#,
+        ),
+    ];
+    for (text, want) in cases {
+        let err = text.parse::<FailIf>().unwrap_err().to_string();
+        assert_eq!(err, want);
+        assert!(!err.contains('\n'));
+    }
+}
+
+fn rules(list: &[&str]) -> Vec<FailIf> {
+    list.iter().map(|r| r.parse().unwrap()).collect()
+}
+
+#[test]
+fn check_finds_exactly_the_broken_levels() {
+    let cmp = pair();
+    let found = |list: &[&str]| -> Vec<String> {
+        check(&cmp, &rules(list))
+            .iter()
+            .map(|v| format!("{} @ {}", v.rule, v.label))
+            .collect()
+    };
+    assert_eq!(found(&["p99>+10%"]), ["p99>+10% @ 50", "p99>+10% @ TOTAL"]);
+    assert_eq!(
+        found(&["avg>+0.5ms"]),
+        ["avg>+0.5ms @ 20", "avg>+0.5ms @ TOTAL"]
+    );
+    // Thresholds are strict: +1.0 points is not more than +1 %; -10 % is not less than -10 %.
+    assert!(found(&["errors>+1%"]).is_empty());
+    assert_eq!(found(&["errors>+0.5%"]), ["errors>+0.5% @ 20"]);
+    assert_eq!(found(&["throughput<-10%"]), ["throughput<-10% @ TOTAL"]);
+    assert_eq!(found(&["throughput<-200/s"]), ["throughput<-200/s @ TOTAL"]);
+    assert_eq!(found(&["p99<-4%"]), ["p99<-4% @ 20"]);
+    assert!(found(&["avg>+5ms", "p95>+30%"]).is_empty());
+    // Levels on one side only are never checked.
+    assert!(found(&["p99>+0ms"])
+        .iter()
+        .all(|v| !v.ends_with("@ 1") && !v.ends_with("@ 100")));
+    let v = &check(&cmp, &rules(&["p99>+10%"]))[0];
+    assert_eq!(
+        v.to_string(),
+        "p99>+10%: level 50: 100.0 ms → 130.0 ms (+30.0 ms, +30.00%)"
+    );
+}
+
+#[test]
+fn text_table() {
+    let cmp = pair();
+    let r = rules(&["p99>+10%", "errors>+1%"]);
+    let text = render_text(&cmp, &r, &check(&cmp, &r));
+    let lines: Vec<&str> = text.lines().collect();
+    let expected_start = [
+        "Baseline:  websub run of 2026-11-30T01:00:00Z against http://127.0.0.1:8080/hub",
+        "Candidate: websub run of 2026-11-30T02:00:00Z against http://127.0.0.1:8080/hub",
+        "",
+        "Concurrency  Metric      Baseline  Candidate          Δ       Δ %",
+        "-----------------------------------------------------------------",
+        "1            only in the baseline run (4000 samples)",
+        "-----------------------------------------------------------------",
+        "20           Average      10.0 ms    11.0 ms    +1.0 ms   +10.00%",
+        "             Median        8.0 ms     8.0 ms    +0.0 ms    +0.00%",
+        "             95% Line     20.0 ms    25.0 ms    +5.0 ms   +25.00%",
+        "             99% Line     40.0 ms    38.0 ms    -2.0 ms    -5.00%",
+        "             Error %       0.500%     1.500%  +1.000 pp  +200.00%",
+        "             Throughput  2000.0/s   1800.0/s   -200.0/s   -10.00%",
+        "-----------------------------------------------------------------",
+    ];
+    assert_eq!(&lines[..expected_start.len()], expected_start, "\n{text}");
+    assert!(lines.contains(&"100          only in the candidate run (30000 samples)"));
+    assert!(lines.contains(&"TOTAL        Average      15.0 ms    16.0 ms    +1.0 ms    +6.67%"));
+    assert_eq!(lines[lines.len() - 3], "FAIL: 2 threshold violation(s):");
+    assert_eq!(
+        lines[lines.len() - 1],
+        "  p99>+10%: level TOTAL: 80.0 ms → 120.0 ms (+40.0 ms, +50.00%)"
+    );
+    let pass = render_text(&cmp, &rules(&["errors>+1%"]), &[]);
+    assert!(pass.ends_with("\nPASS: no level breaks errors>+1%\n"));
+    assert!(!render_text(&cmp, &[], &[]).contains("PASS"));
+}
+
+#[test]
+fn csv_is_wide_and_exact() {
+    let cmp = pair();
+    let csv = String::from_utf8(render_csv(&cmp).unwrap()).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 6, "header, 4 levels, TOTAL");
+    assert_eq!(
+        lines[0],
+        "Level,Present in,\
+         Average baseline (ms),Average candidate (ms),Average delta (ms),Average delta %,\
+         Median baseline (ms),Median candidate (ms),Median delta (ms),Median delta %,\
+         95% Line baseline (ms),95% Line candidate (ms),95% Line delta (ms),95% Line delta %,\
+         99% Line baseline (ms),99% Line candidate (ms),99% Line delta (ms),99% Line delta %,\
+         Error % baseline,Error % candidate,Error % delta (pp),Error % delta %,\
+         Throughput baseline (/s),Throughput candidate (/s),Throughput delta (/s),Throughput delta %"
+    );
+    assert_eq!(
+        lines[1],
+        "1,baseline only,2.0,,,,2.0,,,,3.0,,,,4.0,,,,0.000%,,,,400.0,,,"
+    );
+    assert_eq!(
+        lines[2],
+        "20,both,10.0,11.0,+1.0,+10.00%,8.0,8.0,+0.0,+0.00%,20.0,25.0,+5.0,+25.00%,\
+         40.0,38.0,-2.0,-5.00%,0.500%,1.500%,+1.000,+200.00%,2000.0,1800.0,-200.0,-10.00%"
+    );
+    assert_eq!(
+        lines[4],
+        "100,candidate only,,40.0,,,,30.0,,,,90.0,,,,200.0,,,,4.000%,,,,3000.0,,"
+    );
+    assert!(lines[5].starts_with("TOTAL,both,15.0,16.0,+1.0,+6.67%,"));
+    assert!(lines[5].ends_with(",2250.0,2000.0,-250.0,-11.11%"));
+}
+
+#[test]
+fn html_page() {
+    let cmp = pair();
+    let r = rules(&["p99>+10%"]);
+    let violations = check(&cmp, &r);
+    let html = html::render_html(&cmp, &r, &violations);
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&html, opts).unwrap();
+    let ids: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "svg")
+        .filter_map(|n| n.attribute("id"))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "chart-p99",
+            "chart-median",
+            "chart-throughput",
+            "chart-errors"
+        ]
+    );
+    let verdict = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("verdict"))
+        .unwrap();
+    assert_eq!(verdict.attribute("class"), Some("banner fail"));
+    let items: Vec<&str> = verdict
+        .descendants()
+        .filter(|n| n.tag_name().name() == "li")
+        .filter_map(|n| n.text())
+        .collect();
+    assert_eq!(
+        items,
+        [
+            "p99>+10%: level 50: 100.0 ms → 130.0 ms (+30.0 ms, +30.00%)",
+            "p99>+10%: level TOTAL: 80.0 ms → 120.0 ms (+40.0 ms, +50.00%)"
+        ]
+    );
+    // The p99 of level 50 rose 30 %: coloured worse; throughput rose 10 %: better.
+    assert!(html.contains(
+        "<tr><td>50</td><td class=\"num\">100.0</td><td class=\"num\">130.0</td>\
+         <td class=\"num worse\">+30.0</td><td class=\"num worse\">+30.00%</td></tr>"
+    ));
+    assert!(html.contains(
+        "<tr><td>50</td><td class=\"num\">2500.0</td><td class=\"num\">2750.0</td>\
+         <td class=\"num better\">+250.0</td><td class=\"num better\">+10.00%</td></tr>"
+    ));
+    // Small changes are not coloured.
+    assert!(html.contains(
+        "<tr><td>20</td><td class=\"num\">8.0</td><td class=\"num\">8.0</td>\
+         <td class=\"num\">+0.0</td><td class=\"num\">+0.00%</td></tr>"
+    ));
+    // One table per metric, each with a header row, four levels and TOTAL.
+    let tables: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("compare"))
+        .collect();
+    assert_eq!(tables.len(), 6);
+    for t in &tables {
+        let rows: Vec<_> = t
+            .descendants()
+            .filter(|n| n.tag_name().name() == "tr")
+            .collect();
+        assert_eq!(rows.len(), 6);
+        let flag = rows[4].last_element_child().unwrap();
+        assert_eq!(flag.text(), Some("only in the candidate run"));
+        assert_eq!(flag.attribute("colspan"), Some("4"));
+    }
+    // Baseline points are missing where the baseline has no level: the dashed line breaks.
+    let p99 = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("chart-p99"))
+        .unwrap();
+    let circles = p99
+        .descendants()
+        .filter(|n| n.tag_name().name() == "circle")
+        .count();
+    assert_eq!(circles, 3 + 3);
+}
+
+#[test]
+fn load_report_accepts_a_directory_and_names_bad_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("compare-baseline.json"),
+        dir.path().join("summary.json"),
+    )
+    .unwrap();
+    let r = load_report(dir.path()).unwrap();
+    assert_eq!(r.levels.len(), 3);
+
+    let empty = tempfile::tempdir().unwrap();
+    let err = format!("{:#}", load_report(empty.path()).unwrap_err());
+    assert!(
+        err.starts_with(&format!(
+            "cannot read {}",
+            empty.path().join("summary.json").display()
+        )),
+        "{err}"
+    );
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, br#"{"tool":"hubload"}"#).unwrap();
+    let err = format!("{:#}", load_report(&bad).unwrap_err());
+    assert!(
+        err.starts_with(&format!(
+            "{} is not a hubload summary.json: missing field",
+            bad.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains('\n'));
+}
+
+/// Writes the compare page of the two fixtures for a screenshot (scripts/screenshot-report.sh):
+/// `HUBLOAD_SAMPLE_COMPARE_HTML=/tmp/compare.html cargo test -p hubload --lib write_sample_compare_html -- --ignored`.
+#[test]
+#[ignore = "writes a file for the screenshot script"]
+fn write_sample_compare_html() {
+    let path = std::env::var_os("HUBLOAD_SAMPLE_COMPARE_HTML")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("hubload-sample-compare.html"));
+    let cmp = pair();
+    let r = rules(&["p99>+10%", "throughput<-10%"]);
+    std::fs::write(&path, html::render_html(&cmp, &r, &check(&cmp, &r))).unwrap();
+    println!("{}", path.display());
+}

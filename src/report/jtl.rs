@@ -1,0 +1,302 @@
+//! `--jtl FILE`: one row per attempt in JMeter's default CSV (JTL) format, streamed to disk.
+//!
+//! The file is readable by `jmeter -g file.jtl -o dir`: the header is JMeter's default
+//! (PROTOCOL.md §4), HTTP results carry their status and reason phrase, and transport failures
+//! use JMeter's own convention (`Non HTTP response code: <exception class>`) with the Java
+//! exception JMeter's Apache HttpClient sampler would have reported for the same failure.
+//!
+//! Rows go to disk through a `BufWriter` as they come; nothing of the run is kept in memory.
+//! Workers share one writer through [`channel_writer`]: a bounded queue to one thread.
+
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::path::Path;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use tokio::sync::mpsc;
+
+use crate::result::{ConnErrorKind, Outcome, TimeoutKind};
+
+/// JMeter's default JTL CSV header, exactly.
+pub const JTL_HEADER: &str = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect";
+
+/// Rows the queue of [`channel_writer`] holds before senders wait (about 10 MB of rows).
+pub const JTL_QUEUE_ROWS: usize = 65_536;
+
+/// The `BufWriter` capacity in front of the file.
+const FILE_BUFFER: usize = 256 * 1024;
+
+/// One attempt, as a JTL row. The shared strings are `Arc`s so a worker clones them per row
+/// without allocating.
+#[derive(Debug, Clone)]
+pub struct JtlRow {
+    /// When the attempt started, ms since the Unix epoch (JMeter `timeStamp`).
+    pub timestamp_ms: u64,
+    /// Start to end, ms (`elapsed`).
+    pub elapsed_ms: u64,
+    /// The level and channel, e.g. `c200 login` (see [`sample_label`]).
+    pub label: Arc<str>,
+    /// What the attempt ended in.
+    pub outcome: Outcome,
+    /// The HTTP status, or 0 when no response head was read.
+    pub status: u16,
+    /// The worker, JMeter style (see [`thread_name`]).
+    pub thread_name: Arc<str>,
+    /// Bytes received: status line, headers and body.
+    pub bytes: u64,
+    /// Bytes sent: request line, headers and body.
+    pub sent_bytes: u64,
+    /// Active workers in this level (`grpThreads`).
+    pub grp_threads: u32,
+    /// Active workers in the whole run (`allThreads`).
+    pub all_threads: u32,
+    /// The request URL (never carrying a secret).
+    pub url: Arc<str>,
+    /// Start to the first response byte, ms (`Latency`); 0 when nothing was received.
+    pub latency_ms: u64,
+    /// Time spent connecting, ms (`Connect`); 0 on a reused connection.
+    pub connect_ms: u64,
+}
+
+/// The short name of a level in JTL labels and thread names: `c200` (concurrency 200,
+/// closed model) or `r500` (500 events/s, open model).
+pub fn level_tag(concurrency: Option<u64>, rate: Option<f64>) -> String {
+    match (concurrency, rate) {
+        (Some(c), _) => format!("c{c}"),
+        (None, Some(r)) => format!("r{r}"),
+        (None, None) => "level".to_string(),
+    }
+}
+
+/// The JTL label of a level and channel: `c200 login`.
+pub fn sample_label(level_tag: &str, channel: &str) -> String {
+    format!("{level_tag} {channel}")
+}
+
+/// A JMeter-style thread name, `<group> 1-<n>`, with the level as the thread group, so
+/// JMeter's dashboard shows active threads per level. `worker` counts from 0.
+pub fn thread_name(level_tag: &str, worker: usize) -> String {
+    format!("{level_tag} 1-{}", worker + 1)
+}
+
+/// The response columns of a row: code, message, success, failure message.
+#[derive(Debug, PartialEq, Eq)]
+struct Response {
+    code: String,
+    message: String,
+    success: bool,
+    failure: &'static str,
+}
+
+/// A JMeter transport failure: the exception class and its message.
+fn non_http(exception: &str, message: &str, failure: &'static str) -> Response {
+    Response {
+        code: format!("Non HTTP response code: {exception}"),
+        message: format!("Non HTTP response message: {message}"),
+        success: false,
+        failure,
+    }
+}
+
+fn reason(status: u16) -> String {
+    http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Map an outcome to JMeter's response columns.
+fn response(outcome: Outcome, status: u16) -> Response {
+    let status = if status != 0 {
+        status
+    } else {
+        outcome.status().unwrap_or(0)
+    };
+    let http = |success: bool, failure: &'static str| Response {
+        code: status.to_string(),
+        message: reason(status),
+        success,
+        failure,
+    };
+    match outcome {
+        // Service Bus settles without a status: JMeter's generic "OK" (SampleResult.setResponseCodeOK).
+        Outcome::Accepted if status == 0 => Response {
+            code: "200".into(),
+            message: "OK".into(),
+            success: true,
+            failure: "",
+        },
+        Outcome::Accepted => http(true, ""),
+        Outcome::Denied => http(false, "hub.mode=denied"),
+        Outcome::Http4xx(_)
+        | Outcome::Http502
+        | Outcome::Http503
+        | Outcome::Http504
+        | Outcome::Http5xx(_) => http(false, ""),
+        Outcome::Other if status != 0 => http(false, "unexpected response (no hub.mode=accepted)"),
+        Outcome::Timeout(TimeoutKind::Response) => {
+            non_http("java.net.SocketTimeoutException", "Read timed out", "")
+        }
+        Outcome::Timeout(TimeoutKind::PoolWait) => non_http(
+            "org.apache.http.conn.ConnectionPoolTimeoutException",
+            "Timeout waiting for connection from pool",
+            "",
+        ),
+        Outcome::Timeout(TimeoutKind::Connect) => non_http(
+            "org.apache.http.conn.ConnectTimeoutException",
+            "Connect timed out",
+            "",
+        ),
+        Outcome::ConnError(ConnErrorKind::Refused) => {
+            non_http("java.net.ConnectException", "Connection refused", "")
+        }
+        Outcome::ConnError(ConnErrorKind::Reset) => {
+            non_http("java.net.SocketException", "Connection reset", "")
+        }
+        Outcome::ConnError(ConnErrorKind::Closed) => non_http(
+            "org.apache.http.NoHttpResponseException",
+            "The target server failed to respond",
+            "",
+        ),
+        // Service Bus: the AMQP condition stands in for the exception class.
+        Outcome::Throttled => non_http(
+            "com.microsoft:server-busy",
+            "The request was throttled",
+            "throttled",
+        ),
+        Outcome::Rejected => non_http("amqp:rejected", "The message was rejected", ""),
+        Outcome::Unauthorized => non_http("amqp:unauthorized-access", "Unauthorized access", ""),
+        Outcome::NotFound => non_http("amqp:not-found", "The entity was not found", ""),
+        Outcome::TooLarge => non_http(
+            "amqp:link:message-size-exceeded",
+            "The message is too large",
+            "",
+        ),
+        Outcome::Other => non_http("java.io.IOException", "Unexpected error", ""),
+    }
+}
+
+fn write_row<W: io::Write>(w: &mut csv::Writer<W>, row: &JtlRow) -> csv::Result<()> {
+    let r = response(row.outcome, row.status);
+    let mut buf = itoa::Buffer::new();
+    let mut num = |w: &mut csv::Writer<W>, v: u64| w.write_field(buf.format(v));
+    num(w, row.timestamp_ms)?;
+    num(w, row.elapsed_ms)?;
+    w.write_field(&*row.label)?;
+    w.write_field(&r.code)?;
+    w.write_field(&r.message)?;
+    w.write_field(&*row.thread_name)?;
+    w.write_field("text")?;
+    w.write_field(if r.success { "true" } else { "false" })?;
+    w.write_field(r.failure)?;
+    num(w, row.bytes)?;
+    num(w, row.sent_bytes)?;
+    num(w, u64::from(row.grp_threads))?;
+    num(w, u64::from(row.all_threads))?;
+    w.write_field(&*row.url)?;
+    num(w, row.latency_ms)?;
+    // IdleTime: hubload never pauses inside a sample.
+    num(w, 0)?;
+    num(w, row.connect_ms)?;
+    w.write_record(None::<&[u8]>)
+}
+
+fn csv_to_io(e: csv::Error) -> io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        other => io::Error::other(format!("{other:?}")),
+    }
+}
+
+/// Writes a JTL file row by row. Call [`JtlWriter::finish`] to flush; a dropped writer
+/// flushes too, but cannot report an error.
+#[derive(Debug)]
+pub struct JtlWriter {
+    csv: csv::Writer<BufWriter<File>>,
+    rows: u64,
+}
+
+impl JtlWriter {
+    /// Create (or truncate) `path` and write the header.
+    pub fn create(path: &Path) -> io::Result<Self> {
+        let file = BufWriter::with_capacity(FILE_BUFFER, File::create(path)?);
+        let mut csv = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(file);
+        csv.write_record(JTL_HEADER.split(',')).map_err(csv_to_io)?;
+        Ok(JtlWriter { csv, rows: 0 })
+    }
+
+    /// Append one row.
+    pub fn write(&mut self, row: &JtlRow) -> io::Result<()> {
+        write_row(&mut self.csv, row).map_err(csv_to_io)?;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Flush everything to the file and close it; returns the rows written.
+    pub fn finish(self) -> io::Result<u64> {
+        let rows = self.rows;
+        let file = self
+            .csv
+            .into_inner()
+            .map_err(|e| io::Error::other(e.error().to_string()))?;
+        // Flushes the BufWriter; the file closes when dropped.
+        file.into_inner().map_err(|e| e.into_error())?;
+        Ok(rows)
+    }
+}
+
+/// The workers' handle on a shared JTL writer. Cheap to clone (one per worker).
+#[derive(Debug, Clone)]
+pub struct JtlSender {
+    tx: mpsc::Sender<JtlRow>,
+}
+
+impl JtlSender {
+    /// Queue a row. When the queue is full this waits: a disk slower than the load throttles
+    /// the load instead of losing rows or growing memory. Returns false when the writer has
+    /// stopped (an IO error, reported by its join handle); the row is then dropped.
+    pub async fn send(&self, row: JtlRow) -> bool {
+        self.tx.send(row).await.is_ok()
+    }
+
+    /// [`send`](Self::send) for code outside the async runtime (never inside it: it blocks).
+    pub fn blocking_send(&self, row: JtlRow) -> bool {
+        self.tx.blocking_send(row).is_ok()
+    }
+}
+
+/// One writer thread fed by a bounded queue of [`JTL_QUEUE_ROWS`] rows.
+///
+/// Backpressure: a full queue makes `JtlSender::send` wait rather than drop rows or buffer
+/// without bound. The queue absorbs bursts (64 Ki rows is seconds of load at the rates one
+/// process reaches), and the writer thread sustains far more rows per second than a worker
+/// pool produces (see the `throughput` test), so in practice senders never wait; when the
+/// disk truly cannot keep up, the run slows down visibly instead of lying.
+///
+/// The thread ends when every sender is dropped; join it for the row count or the first IO
+/// error (after an error it stops reading, and later sends return false).
+pub fn channel_writer(path: &Path) -> io::Result<(JtlSender, JoinHandle<io::Result<u64>>)> {
+    let mut writer = JtlWriter::create(path)?;
+    let (tx, mut rx) = mpsc::channel::<JtlRow>(JTL_QUEUE_ROWS);
+    let handle = std::thread::Builder::new()
+        .name("hubload-jtl".into())
+        .spawn(move || {
+            while let Some(row) = rx.blocking_recv() {
+                writer.write(&row)?;
+            }
+            writer.finish()
+        })?;
+    Ok((JtlSender { tx }, handle))
+}
+
+#[cfg(test)]
+mod tests;
