@@ -141,16 +141,21 @@ async fn trickle(sock: &mut TcpStream, bytes: &[u8]) {
     }
 }
 
+/// A server answering every request with `reply`, one byte per read.
+async fn trickle_server(reply: &'static [u8]) -> Server {
+    serve(move |mut s| async move {
+        while read_request(&mut s).await {
+            trickle(&mut s, reply).await;
+        }
+    })
+    .await
+}
+
 const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n4;ext=1\r\nhub.\r\nd\r\nmode=accepted\r\n0\r\nX-Trailer: yes\r\n\r\n";
 
 #[tokio::test]
 async fn chunked_one_byte_per_read_then_reuse() {
-    let server = serve(|mut s| async move {
-        while read_request(&mut s).await {
-            trickle(&mut s, CHUNKED).await;
-        }
-    })
-    .await;
+    let server = trickle_server(CHUNKED).await;
     let pool = HttpPool::new(server.addr, cfg(1));
     for _ in 0..2 {
         let resp = pool.send(REQUEST, in_secs(10)).await.unwrap();
@@ -168,12 +173,7 @@ async fn chunked_one_byte_per_read_then_reuse() {
 
 #[tokio::test]
 async fn content_length_split_across_reads() {
-    let server = serve(|mut s| async move {
-        while read_request(&mut s).await {
-            trickle(&mut s, ACCEPTED).await;
-        }
-    })
-    .await;
+    let server = trickle_server(ACCEPTED).await;
     let pool = HttpPool::new(server.addr, cfg(1));
     for _ in 0..2 {
         let resp = pool.send(REQUEST, in_secs(10)).await.unwrap();
