@@ -25,6 +25,7 @@ mod parse;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Mutex;
@@ -37,6 +38,7 @@ use tokio::time::{timeout_at, Instant};
 use crate::result::{ConnErrorKind, Outcome, TimeoutKind};
 use conn::{io_error, Conn};
 use stream::Stream;
+pub use tls::{Tls, TlsError};
 
 /// Most body bytes kept in [`Response::body`]; the rest is read and counted, not stored.
 pub const BODY_CAP: usize = 64 * 1024;
@@ -115,10 +117,12 @@ pub struct HttpPool {
     /// Idle keep-alive connections, most recently used last. The lock is never held
     /// across an await: only a push or a pop.
     idle: Mutex<Vec<Conn>>,
+    /// `Some` for an `https://` host.
+    tls: Option<Tls>,
 }
 
 impl HttpPool {
-    /// A pool for the host at `addr`. Nothing is connected until the first send.
+    /// A pool for the `http://` host at `addr`. Nothing is connected until the first send.
     pub fn new(addr: SocketAddr, cfg: PoolConfig) -> Self {
         let max = cfg.max_conns.max(1);
         Self {
@@ -126,6 +130,17 @@ impl HttpPool {
             permits: Semaphore::new(max),
             idle: Mutex::new(Vec::with_capacity(max)),
             cfg,
+            tls: None,
+        }
+    }
+
+    /// A pool for the `https://` host at `addr`. The TLS handshake is part of the connect
+    /// and bounded by `connect_timeout`; a failed handshake (bad certificate, wrong name) is
+    /// [`TransportError::Protocol`].
+    pub fn new_tls(addr: SocketAddr, cfg: PoolConfig, tls: Tls) -> Self {
+        Self {
+            tls: Some(tls),
+            ..Self::new(addr, cfg)
         }
     }
 
@@ -199,13 +214,29 @@ impl HttpPool {
 
     async fn connect(&self, deadline: Instant) -> Result<Conn, TransportError> {
         let limit = deadline.min(Instant::now() + self.cfg.connect_timeout);
-        let stream = match timeout_at(limit, TcpStream::connect(self.addr)).await {
-            Err(_) => return Err(TransportError::Timeout(TimeoutKind::Connect)),
-            Ok(Err(e)) => return Err(io_error(&e)),
-            Ok(Ok(s)) => s,
+        match timeout_at(limit, self.open()).await {
+            Err(_) => Err(TransportError::Timeout(TimeoutKind::Connect)),
+            Ok(result) => result.map(Conn::new),
+        }
+    }
+
+    /// TCP connect with `TCP_NODELAY`, then the TLS handshake for an https host.
+    async fn open(&self) -> Result<Stream, TransportError> {
+        let tcp = TcpStream::connect(self.addr)
+            .await
+            .map_err(|e| io_error(&e))?;
+        tcp.set_nodelay(true).map_err(|e| io_error(&e))?;
+        let Some(tls) = &self.tls else {
+            return Ok(Stream::Plain(tcp));
         };
-        stream.set_nodelay(true).map_err(|e| io_error(&e))?;
-        Ok(Conn::new(Stream::Plain(stream)))
+        match tls.connector.connect(tls.server_name.clone(), tcp).await {
+            Ok(s) => Ok(Stream::Tls(Box::new(s))),
+            // rustls reports certificate and handshake failures as InvalidData.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                Err(TransportError::Protocol("TLS handshake failed"))
+            }
+            Err(e) => Err(io_error(&e)),
+        }
     }
 
     fn pop_idle(&self) -> Option<Conn> {
