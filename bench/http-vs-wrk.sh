@@ -58,6 +58,7 @@ http {
     keepalive_requests 100000000;
     server {
         listen 127.0.0.1:$PORT;
+        location = /nginx_status { stub_status; }
         location /hub {
             default_type application/x-www-form-urlencoded;
             return 200 "hub.mode=accepted";
@@ -91,6 +92,15 @@ LUA
 echo "body $(wc -c <"$BODY_FILE") B, concurrency $CONCURRENCY, ${DURATION}s, nginx 1 worker, $(nproc) cores"
 
 rps() { awk '/^Requests\/sec:/ { print $2 }'; }
+# Requests the client says it completed (`N requests in …`, as wrk prints).
+count() { awk '/ requests in / { print $1; exit }'; }
+# nginx's own request count (stub_status); this request itself is counted in it.
+served() {
+    exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+    printf 'GET /nginx_status HTTP/1.0\r\nHost: bench\r\n\r\n' >&3
+    awk 'f { print $3; exit } /accepts handled requests/ { f = 1 }' <&3
+    exec 3<&-
+}
 
 # Run a command, keep its stdout in $OUT and its CPU seconds (user + sys) in $CPU.
 measure() {
@@ -102,17 +112,31 @@ measure() {
 # CPU µs per request, from CPU seconds and req/s over DURATION.
 per_req() { awk -v c="$1" -v r="$2" -v d="$DURATION" 'BEGIN { printf "%.1f", c * 1e6 / (r * d) }'; }
 
+BEFORE=$(served)
 measure wrk -t1 -c"$CONCURRENCY" -d"${DURATION}s" -s "$WORK/post.lua" "$URL"
 WRK_RPS=$(rps <<<"$OUT")
 if grep -q "Non-2xx" <<<"$OUT"; then grep "Non-2xx" <<<"$OUT" >&2; fi
+WRK_SERVED=$(($(served) - BEFORE - 1))
 printf '%-22s %10.0f req/s   %5s µs CPU/req\n' "wrk -t1" "$WRK_RPS" "$(per_req "$CPU" "$WRK_RPS")"
+# wrk does not count the requests still in flight when it stops: nginx may see up to C more.
+echo "  wrk counted $(count <<<"$OUT"), nginx served $WRK_SERVED"
 
+STATUS=0
 for RUNTIME in $RUNTIMES; do
     export URL CONCURRENCY DURATION BODY_FILE RUNTIME BENCH_BIN
+    BEFORE=$(served)
     measure eval "$HUBLOAD_CMD"
+    SERVED=$(($(served) - BEFORE - 1))
     HL_RPS=$(rps <<<"$OUT")
     if grep -q "[1-9][0-9]* not accepted" <<<"$OUT"; then head -1 <<<"$OUT" >&2; fi
     printf '%-22s %10.0f req/s   %5s µs CPU/req   ratio %.2fx wrk\n' "hubload ($RUNTIME)" \
         "$HL_RPS" "$(per_req "$CPU" "$HL_RPS")" \
         "$(awk -v a="$HL_RPS" -v b="$WRK_RPS" 'BEGIN { print a / b }')"
+    # Every request the client counts must be one nginx served, and the other way round.
+    echo "  hubload counted $(count <<<"$OUT"), nginx served $SERVED"
+    if [[ $(count <<<"$OUT") != "$SERVED" ]]; then
+        echo "MISMATCH: the client's count does not reconcile with nginx's" >&2
+        STATUS=1
+    fi
 done
+exit "$STATUS"
