@@ -8,9 +8,10 @@
 # Usage: bench/http-vs-wrk.sh            (from the repo root)
 # Knobs (environment):
 #   CONCURRENCY=50 DURATION=10 RUNTIMES="current"   ("current multi2 per-core" compares layouts)
-#   HUBLOAD_CMD   the command measured against wrk. It gets the URL, concurrency, duration and
-#                 body file in $URL $CONCURRENCY $DURATION $BODY_FILE and $RUNTIME, and must
-#                 print a line `Requests/sec: N` (as wrk does). Default: the http_bench example.
+#   HUBLOAD_CMD   the command measured against wrk (eval'ed; see bench/README.md). It gets
+#                 $URL $CONCURRENCY $DURATION $BODY_FILE $RUNTIME and must print, as wrk
+#                 does, `N requests in …` and `Requests/sec: N`. Default: the http_bench example.
+# Exit status: 0, or 1 when hubload's request count does not match nginx's.
 set -euo pipefail
 
 CONCURRENCY=${CONCURRENCY:-50}
