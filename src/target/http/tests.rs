@@ -512,3 +512,58 @@ async fn send_into_reuses_the_response() {
     assert_eq!(resp.body.as_ptr(), body_ptr);
     assert_eq!(resp.content_type.as_ref().unwrap().as_ptr(), ct_ptr);
 }
+
+#[tokio::test]
+async fn churn_loses_and_duplicates_nothing() {
+    // Each connection serves 3 requests, then closes: with `Connection: close` on the third
+    // answer on even connections, silently on odd ones (so the client meets stale
+    // connections and retries). nginx-style churn, many tasks, a small pool.
+    let served = Arc::new(AtomicUsize::new(0));
+    let conns = Arc::new(AtomicUsize::new(0));
+    let (count, ids) = (served.clone(), conns.clone());
+    const CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 17\r\n\r\nhub.mode=accepted";
+    let server = serve(move |mut s| {
+        let (count, id) = (count.clone(), ids.fetch_add(1, Ordering::SeqCst));
+        async move {
+            for i in 0..3 {
+                if !read_request(&mut s).await {
+                    return;
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                let reply = if i == 2 && id % 2 == 0 {
+                    CLOSE
+                } else {
+                    ACCEPTED
+                };
+                if s.write_all(reply).await.is_err() {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    let pool = Arc::new(HttpPool::new(server.addr, cfg(3)));
+    let tasks: Vec<_> = (0..30)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut resp = Response::default();
+                for _ in 0..20 {
+                    pool.send_into(REQUEST, in_secs(10), &mut resp)
+                        .await
+                        .unwrap();
+                    assert_eq!(resp.outcome(), Outcome::Accepted);
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(served.load(Ordering::SeqCst), 600);
+    assert!(
+        server.accepted() >= 200,
+        "{} connections",
+        server.accepted()
+    );
+}
