@@ -1,7 +1,14 @@
 //! hubload: a load tester for WebSub hubs and the Azure Service Bus behind them.
 
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod judge;
 pub mod report;
 pub mod result;
+pub mod run;
+pub mod shard;
 pub mod stats;
 pub mod target;
 pub mod workload;

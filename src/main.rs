@@ -1,3 +1,5 @@
-//! The `hubload` binary: parse, run, map the result to an exit code.
+//! The `hubload` binary: everything happens in `hubload::app::main`.
 
-fn main() {}
+fn main() -> std::process::ExitCode {
+    hubload::app::main()
+}

@@ -1,1 +1,44 @@
 //! hubload-hub: a WebSub reference hub with proxy-style fault injection.
+//!
+//! It speaks W3C WebSub (subscriptions with verified intent, signed distribution) and the
+//! Ballerina/WSO2 publisher dialect (register, deregister, publish, thin ping), counts every
+//! request exactly once in `GET /stats` so a load generator can reconcile with it, and
+//! injects the faults a proxy in front of a real hub produces. Embed it with [`router`] or
+//! [`serve`]; run it alone with the `hubload-hub` binary ([`cli`]).
+
+mod admin;
+pub mod cli;
+mod config;
+mod distribute;
+mod faults;
+mod handlers;
+mod metrics;
+mod params;
+mod serve;
+mod state;
+mod stats;
+mod subscribe;
+
+use axum::routing::get;
+use axum::Router;
+
+pub use config::{HubConfig, RetryPolicy};
+pub use faults::{Action as FaultAction, FaultConfig, FaultError};
+pub use serve::serve;
+pub use state::HubState;
+pub use stats::{DistributionStats, ModeCounts, StatsSnapshot, TopicStats};
+
+/// The hub's routes: `/stats`, `/metrics`, `/admin/faults` (GET, PUT), and the hub itself
+/// on every other path. Usable without a socket (e.g. with `tower::ServiceExt::oneshot`);
+/// connection resets need [`serve`].
+pub fn router(state: HubState) -> Router {
+    Router::new()
+        .route("/stats", get(admin::stats))
+        .route("/metrics", get(admin::prometheus))
+        .route(
+            "/admin/faults",
+            get(admin::get_faults).put(admin::put_faults),
+        )
+        .fallback(handlers::hub)
+        .with_state(state)
+}

@@ -1,8 +1,15 @@
 //! Reports: the `Report` model, the `Reporter` trait and one reporter per file.
 
+pub mod build;
+pub mod csv;
+pub mod json;
 mod model;
+pub mod table;
+pub mod writer;
 
-pub use model::{EventSummary, LatencyUs, LevelReport, PhaseReport, Report, TimeoutSplit};
+pub use model::{
+    EventSummary, LatencyUs, LevelReport, PhaseReport, RateCheck, Report, TimeoutSplit,
+};
 
 /// One output format. Renders bytes from the report; the manager does the IO.
 pub trait Reporter {

@@ -2,14 +2,16 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::judge::Verdict;
 use crate::result::Class;
 use crate::stats::{LevelStats, TimelineBucket};
 use crate::target::PhaseResult;
 
 /// A whole run: metadata, phases, one row per level and the total.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
     /// Always "hubload".
     pub tool: String,
@@ -39,10 +41,33 @@ pub struct Report {
     pub levels: Vec<LevelReport>,
     /// All levels merged (`TOTAL` row); throughput over the whole span.
     pub total: Option<LevelReport>,
+    /// Thresholds judged (empty when none were given).
+    #[serde(default)]
+    pub verdicts: Vec<Verdict>,
+    /// Open model: achieved vs target rate per level.
+    #[serde(default)]
+    pub rate_checks: Vec<RateCheck>,
+}
+
+/// Open model: how close a level came to its target rate.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RateCheck {
+    /// Level label.
+    pub level: String,
+    /// Target rate, events/s.
+    pub target: f64,
+    /// Events actually sent per second of measured time.
+    pub achieved: f64,
+    /// Sends scheduled (sent + dropped).
+    pub scheduled: u64,
+    /// Dropped because `--max-inflight` was reached.
+    pub dropped: u64,
+    /// Achieved below 95% of the target.
+    pub below_target: bool,
 }
 
 /// The outcome of a registration or deregistration phase.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PhaseReport {
     /// Topics attempted.
     pub topics: u64,
@@ -75,7 +100,7 @@ impl From<&PhaseResult> for PhaseReport {
 }
 
 /// Latency summary in µs, from the HdrHistogram (percentiles) and exact counters (min, max, mean).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatencyUs {
     pub mean: f64,
     pub min: u64,
@@ -88,7 +113,7 @@ pub struct LatencyUs {
 }
 
 /// Client-side timeouts by the deadline they hit.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TimeoutSplit {
     pub connect: u64,
     pub pool_wait: u64,
@@ -96,7 +121,7 @@ pub struct TimeoutSplit {
 }
 
 /// Events (one or more attempts each, with retries) as opposed to attempts.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EventSummary {
     pub total: u64,
     pub succeeded: u64,
@@ -106,7 +131,7 @@ pub struct EventSummary {
 }
 
 /// One row of the aggregate table, plus what the JSON adds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct LevelReport {
     /// Row label: the concurrency ("200"), the rate ("500/s"), or "TOTAL".
     pub label: String,

@@ -59,9 +59,12 @@ mod tests {
     const FORM: Option<&[u8]> = Some(b"application/x-www-form-urlencoded");
     const JSON: Option<&[u8]> = Some(b"application/json");
 
+    /// (status, content type, body, expected outcome)
+    type Case<'a> = (u16, Option<&'a [u8]>, &'a [u8], Outcome);
+
     #[test]
     fn table() {
-        let cases: &[(u16, Option<&[u8]>, &[u8], Outcome)] = &[
+        let cases: &[Case] = &[
             (200, FORM, b"hub.mode=accepted", Outcome::Accepted),
             (202, FORM, b"hub.mode=accepted", Outcome::Accepted),
             (200, None, b"", Outcome::Accepted),

@@ -8,10 +8,41 @@ pub const HIST_LOWEST_US: u64 = 1;
 /// Significant decimal digits kept.
 pub const HIST_SIGFIG: u8 = 3;
 
+/// Initial highest trackable value: 60 s. Larger values grow the histogram (auto-resize);
+/// the layout (lowest value, precision) is what makes histograms addable, not this bound.
+const INITIAL_HIGH_US: u64 = 60_000_000;
+
 /// A new empty histogram with the fixed layout (1 µs, 3 significant digits, auto-resize).
 pub fn new_histogram() -> Histogram {
-    let mut h = Histogram::new_with_bounds(HIST_LOWEST_US, 2 * HIST_LOWEST_US, HIST_SIGFIG)
+    let mut h = Histogram::new_with_bounds(HIST_LOWEST_US, INITIAL_HIGH_US, HIST_SIGFIG)
         .expect("fixed histogram layout is valid");
     h.auto(true);
     h
+}
+
+/// Record `us` (at least 1). `saturating_record` would clamp at the current high bound
+/// instead of growing, so use `record`, which auto-resizes.
+pub fn record(h: &mut Histogram, us: u64) {
+    if h.record(us.max(1)).is_err() {
+        h.saturating_record(us.max(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_beyond_the_initial_bound_exactly_enough() {
+        let mut h = new_histogram();
+        record(&mut h, 5);
+        record(&mut h, 3_600_000_000); // one hour
+        assert_eq!(h.len(), 2);
+        assert!(
+            h.max() >= 3_600_000_000 && h.max() < 3_604_000_000,
+            "{}",
+            h.max()
+        );
+        assert_eq!(h.min(), 5);
+    }
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{new_histogram, Clock, Histogram};
+use super::{new_histogram, record, Clock, Histogram};
 use crate::result::{Attempt, Class};
 
 /// Counts per [`Class`], indexed by [`Class::index`].
@@ -58,7 +58,9 @@ impl AddAssign<&Counts> for Counts {
 }
 
 /// One second of a level: enough for a latency-over-time chart, and mergeable.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TimelineBucket {
     /// Attempts that ended in this second.
     pub count: u64,
@@ -173,10 +175,10 @@ impl LevelStats {
         let class = a.outcome.class();
         self.counts.bump(class);
         // `auto(true)` makes record infallible for any u64; saturate just in case.
-        self.latency.saturating_record(us.max(1));
-        self.corrected.saturating_record(corrected_us.max(1));
+        record(&mut self.latency, us);
+        record(&mut self.corrected, corrected_us);
         if class == Class::Accepted {
-            self.accepted_latency.saturating_record(us.max(1));
+            record(&mut self.accepted_latency, us);
         }
         if let Some(code) = a.outcome.status() {
             *self.status_codes.entry(code).or_insert(0) += 1;
@@ -216,7 +218,7 @@ impl LevelStats {
         self.events_failed += u64::from(!ok);
         self.retries += u64::from(attempts.saturating_sub(1));
         let us = end.saturating_duration_since(first_start).as_micros() as u64;
-        self.event_latency.saturating_record(us.max(1));
+        record(&mut self.event_latency, us);
     }
 
     /// Record a scheduled send that was skipped because the generator was saturated.

@@ -5,5 +5,5 @@ mod histogram;
 mod level;
 
 pub use clock::Clock;
-pub use histogram::{new_histogram, Histogram, HIST_LOWEST_US, HIST_SIGFIG};
+pub use histogram::{new_histogram, record, Histogram, HIST_LOWEST_US, HIST_SIGFIG};
 pub use level::{AttemptTimes, Counts, LevelStats, TimelineBucket};

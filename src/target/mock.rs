@@ -1,1 +1,86 @@
-//! A mock target for deterministic engine tests.
+//! A mock target: a scripted outcome sequence and latency, with its own exact counts, for
+//! deterministic engine tests (hyperfine's MockExecutor idea).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::{PhaseResult, Target};
+use crate::result::{Attempt, Class, Outcome};
+use crate::stats::Counts;
+use crate::workload::{Event, Topic};
+
+/// Answers attempt n (0-based, in arrival order) with `script[n % script.len()]` after `latency`.
+#[derive(Debug)]
+pub struct MockTarget {
+    script: Vec<Outcome>,
+    latency: Duration,
+    sent: AtomicU64,
+    counts: Mutex<Counts>,
+    per_topic: Mutex<Vec<u64>>,
+}
+
+impl MockTarget {
+    /// A mock answering by `script` (must not be empty) after `latency`.
+    pub fn new(script: Vec<Outcome>, latency: Duration) -> Self {
+        assert!(!script.is_empty(), "mock script must not be empty");
+        MockTarget {
+            script,
+            latency,
+            sent: AtomicU64::new(0),
+            counts: Mutex::new(Counts::default()),
+            per_topic: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// What the mock itself answered, per class.
+    pub fn counts(&self) -> Counts {
+        *self.counts.lock().expect("mock counts")
+    }
+
+    /// Attempts received per topic index.
+    pub fn per_topic(&self) -> Vec<u64> {
+        self.per_topic.lock().expect("mock per-topic").clone()
+    }
+}
+
+impl Target for MockTarget {
+    async fn prepare(&self, topics: &[Topic]) -> PhaseResult {
+        let mut counts = Counts::default();
+        topics.iter().for_each(|_| counts.bump(Class::Accepted));
+        PhaseResult {
+            topics: topics.len() as u64,
+            counts,
+            ..PhaseResult::default()
+        }
+    }
+
+    async fn send(&self, topic: &Topic, event: &Event) -> Attempt {
+        let n = self.sent.fetch_add(1, Ordering::Relaxed);
+        let outcome = self.script[(n % self.script.len() as u64) as usize];
+        if !self.latency.is_zero() {
+            tokio::time::sleep(self.latency).await;
+        }
+        self.counts
+            .lock()
+            .expect("mock counts")
+            .bump(outcome.class());
+        {
+            let mut pt = self.per_topic.lock().expect("mock per-topic");
+            if pt.len() <= topic.index {
+                pt.resize(topic.index + 1, 0);
+            }
+            pt[topic.index] += 1;
+        }
+        Attempt {
+            outcome,
+            status: outcome.status().unwrap_or(200),
+            bytes_sent: event.body.len() as u64 + 100,
+            bytes_received: 40,
+        }
+    }
+
+    async fn teardown(&self, topics: &[Topic]) -> PhaseResult {
+        self.prepare(topics).await
+    }
+}

@@ -1,1 +1,248 @@
-//! The WebSub hub target (Ballerina/WSO2 dialect).
+//! The WebSub hub target, in the Ballerina/WSO2 dialect (PROTOCOL.md §2–3): register topics,
+//! then `POST hub?hub.mode=publish&hub.topic=T` with the event as a JSON body.
+//!
+//! Requests are pre-rendered per topic; a publish only appends the correlation id, the length
+//! and the body, and goes out on the lean HTTP/1.1 pool.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures_util::future::join_all;
+use tokio::time::Instant;
+
+use super::http::{HttpPool, PoolConfig};
+use super::{PhaseResult, Target};
+use crate::config::Secret;
+use crate::result::{Attempt, Class, Outcome};
+use crate::workload::{Event, Topic};
+
+/// Where the hub is and how to reach it.
+#[derive(Debug, Clone)]
+pub struct HubEndpoint {
+    /// Resolved socket address.
+    pub addr: SocketAddr,
+    /// `Host` header value.
+    pub host: String,
+    /// Path (and existing query) of the hub URL, e.g. `/hub`.
+    pub path: String,
+    /// Whether the path already has a query string.
+    pub has_query: bool,
+}
+
+impl HubEndpoint {
+    /// Resolve a hub URL. Errors are one line naming the URL's host.
+    pub async fn resolve(url: &url::Url) -> anyhow::Result<Self> {
+        if url.scheme() != "http" {
+            anyhow::bail!("invalid --hub-url `{url}`: only http:// is supported on the publish path (put TLS on a sidecar or proxy)");
+        }
+        let host = url.host_str().unwrap_or_default().to_string();
+        let port = url.port_or_known_default().unwrap_or(80);
+        let addr =
+            tokio::net::lookup_host((host.trim_start_matches('[').trim_end_matches(']'), port))
+                .await
+                .ok()
+                .and_then(|mut a| a.next())
+                .ok_or_else(|| {
+                    anyhow::anyhow!("invalid --hub-url: cannot resolve host `{host}`")
+                })?;
+        let host_header = match url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.clone(),
+        };
+        Ok(HubEndpoint {
+            addr,
+            host: host_header,
+            path: url.path().to_string()
+                + url
+                    .query()
+                    .map(|q| format!("?{q}"))
+                    .as_deref()
+                    .unwrap_or(""),
+            has_query: url.query().is_some(),
+        })
+    }
+}
+
+/// Percent-encode a query value (RFC 3986 unreserved kept).
+fn enc(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// The client settings the target applies.
+#[derive(Debug, Clone)]
+pub struct WebSubClient {
+    /// Whole-attempt bound.
+    pub timeout: Duration,
+    /// Connect bound.
+    pub connect_timeout: Duration,
+    /// Pool-wait bound.
+    pub pool_timeout: Duration,
+    /// Connections to the hub at most.
+    pub max_conns: usize,
+    /// Bearer token.
+    pub token: Option<Secret>,
+    /// Concurrency of registration/deregistration.
+    pub phase_concurrency: usize,
+}
+
+/// A WebSub hub.
+#[derive(Debug)]
+pub struct WebSubTarget {
+    pool: HttpPool,
+    timeout: Duration,
+    /// Per topic: the publish request up to (not including) the `activityid` value.
+    publish_heads: Vec<Vec<u8>>,
+    hub: HubEndpoint,
+    token: Option<Secret>,
+    phase_concurrency: usize,
+}
+
+impl WebSubTarget {
+    /// A target for `topics` at `hub`.
+    pub fn new(hub: HubEndpoint, topics: &[Topic], client: &WebSubClient) -> Self {
+        let pool = HttpPool::new(
+            hub.addr,
+            PoolConfig {
+                max_conns: client.max_conns,
+                connect_timeout: client.connect_timeout,
+                pool_timeout: client.pool_timeout,
+            },
+        );
+        let mut t = WebSubTarget {
+            pool,
+            timeout: client.timeout,
+            publish_heads: Vec::new(),
+            hub,
+            token: client.token.clone(),
+            phase_concurrency: client.phase_concurrency.max(1),
+        };
+        t.publish_heads = topics
+            .iter()
+            .map(|topic| {
+                let mut h = t.head("publish", &topic.name, "application/json");
+                h.extend_from_slice(b"Accept: application/json\r\nactivityid: ");
+                h
+            })
+            .collect();
+        t
+    }
+
+    /// `POST {path}?hub.mode=M&hub.topic=T HTTP/1.1` plus the common headers, open for more.
+    fn head(&self, mode: &str, topic: &str, content_type: &str) -> Vec<u8> {
+        let sep = if self.hub.has_query { '&' } else { '?' };
+        let mut h = format!(
+            "POST {}{sep}hub.mode={mode}&hub.topic={} HTTP/1.1\r\nHost: {}\r\nUser-Agent: hubload/{}\r\nContent-Type: {content_type}\r\n",
+            self.hub.path,
+            enc(topic),
+            self.hub.host,
+            env!("CARGO_PKG_VERSION"),
+        );
+        if let Some(t) = &self.token {
+            h.push_str("Authorization: Bearer ");
+            h.push_str(t.expose());
+            h.push_str("\r\n");
+        }
+        h.into_bytes()
+    }
+
+    async fn exchange(&self, request: &[u8]) -> Attempt {
+        let deadline = Instant::now() + self.timeout;
+        match self.pool.send(request, deadline).await {
+            Ok(resp) => Attempt {
+                outcome: resp.outcome(),
+                status: resp.status,
+                bytes_sent: request.len() as u64,
+                bytes_received: resp.bytes_received,
+            },
+            Err(e) => Attempt {
+                outcome: e.outcome(),
+                status: 0,
+                bytes_sent: request.len() as u64,
+                bytes_received: 0,
+            },
+        }
+    }
+
+    /// One register/deregister over every topic, with bounded concurrency.
+    async fn phase(&self, topics: &[Topic], mode: &str) -> PhaseResult {
+        let started = std::time::Instant::now();
+        // N lanes pulling topic indices: bounded concurrency without spawning.
+        let next = AtomicUsize::new(0);
+        let lanes = (0..self.phase_concurrency.min(topics.len().max(1))).map(|_| async {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(topic) = topics.get(i) else { break };
+                let mut req = self.head(mode, &topic.name, "application/json");
+                req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+                done.push((self.exchange(&req).await, topic.name.to_string()));
+            }
+            done
+        });
+        let results: Vec<(Attempt, String)> = join_all(lanes).await.into_iter().flatten().collect();
+        let mut p = PhaseResult {
+            topics: topics.len() as u64,
+            ..PhaseResult::default()
+        };
+        for (a, topic) in results {
+            if mode == "register" && a.outcome == Outcome::Http4xx(409) {
+                p.already_registered += 1;
+                continue;
+            }
+            p.counts.bump(a.outcome.class());
+            if a.outcome.class() != Class::Accepted && p.first_error.is_none() {
+                p.first_error = Some(format!("{mode} `{topic}`: {}", describe(&a)));
+            }
+        }
+        p.duration_s = started.elapsed().as_secs_f64();
+        p
+    }
+}
+
+/// A human description of a failed attempt, for the registration error line.
+pub fn describe(a: &Attempt) -> String {
+    match a.outcome {
+        Outcome::ConnError(k) => format!("connection {}", format!("{k:?}").to_lowercase()),
+        Outcome::Timeout(k) => format!("{} timeout", format!("{k:?}").to_lowercase()),
+        Outcome::Denied => format!("denied (HTTP {})", a.status),
+        o => match o.status() {
+            Some(s) => format!("HTTP {s}"),
+            None if a.status != 0 => format!("unexpected reply (HTTP {})", a.status),
+            None => format!("{:?}", o.class()).to_lowercase(),
+        },
+    }
+}
+
+impl Target for WebSubTarget {
+    async fn prepare(&self, topics: &[Topic]) -> PhaseResult {
+        self.phase(topics, "register").await
+    }
+
+    async fn send(&self, _topic: &Topic, event: &Event) -> Attempt {
+        let head = &self.publish_heads[event.topic];
+        let mut req = Vec::with_capacity(head.len() + 64 + event.body.len());
+        req.extend_from_slice(head);
+        req.extend_from_slice(
+            event
+                .jti
+                .as_hyphenated()
+                .encode_lower(&mut uuid::Uuid::encode_buffer())
+                .as_bytes(),
+        );
+        req.extend_from_slice(b"\r\nContent-Length: ");
+        req.extend_from_slice(itoa(event.body.len()).as_bytes());
+        req.extend_from_slice(b"\r\n\r\n");
+        req.extend_from_slice(&event.body);
+        self.exchange(&req).await
+    }
+
+    async fn teardown(&self, topics: &[Topic]) -> PhaseResult {
+        self.phase(topics, "deregister").await
+    }
+}
+
+fn itoa(n: usize) -> String {
+    n.to_string()
+}

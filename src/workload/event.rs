@@ -1,32 +1,257 @@
-//! One event and the seeded generator that produces the event stream.
+//! One event, and the `Workload` that produces event `seq` deterministically from the seed.
 
+use std::str::FromStr;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-/// One event to publish. Deterministic from (seed, sequence number).
+use super::body::{self, BodyFields};
+use super::rng::SplitMix64;
+use super::topics::{build_topics, tenant_name, Topic, TopicLayout};
+
+/// One event to publish. Everything but `iat` is a pure function of (seed, seq).
 #[derive(Debug, Clone)]
 pub struct Event {
     /// Sequence number within the run (0-based), unique across workers and shards.
     pub seq: u64,
     /// Tenant index.
     pub tenant: u32,
-    /// Tenant domain name, e.g. "tenant-0007".
-    pub tenant_name: Arc<str>,
     /// Service provider (application) index within the tenant.
     pub application: u32,
     /// User index within the tenant.
     pub user: u32,
-    /// Channel name, e.g. "login".
-    pub channel: Arc<str>,
+    /// Channel index into the workload's channel list.
+    pub channel: usize,
     /// Index of the topic it is published to.
     pub topic: usize,
-    /// The event's unique `jti` (a UUID string).
-    pub jti: String,
+    /// The event's unique `jti`.
+    pub jti: uuid::Uuid,
+    /// The application's id (a UUID, stable per tenant and SP).
+    pub application_id: uuid::Uuid,
     /// The JSON body.
     pub body: Bytes,
 }
 
-/// Placeholder until the workload lands.
+/// How the next (tenant, SP, user, channel) is picked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distribution {
+    /// Every tenant, SP, user and channel equally likely.
+    Uniform,
+    /// Tenants by Zipf (s = 1): a few tenants produce most events, as in real multi-tenant systems.
+    Zipf,
+}
+
+impl FromStr for Distribution {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "uniform" => Ok(Distribution::Uniform),
+            "zipf" => Ok(Distribution::Zipf),
+            _ => Err(format!("`{s}` is not uniform or zipf")),
+        }
+    }
+}
+
+/// The workload's shape, validated by the config layer.
+#[derive(Debug, Clone)]
+pub struct WorkloadConfig {
+    /// Tenants (≥ 1).
+    pub tenants: u32,
+    /// Service providers (applications) per tenant (≥ 1).
+    pub sps: u32,
+    /// Users per tenant (≥ 1).
+    pub users: u32,
+    /// Channel names (≥ 1), each `[A-Za-z0-9_-]+`.
+    pub channels: Vec<String>,
+    /// Topic fan-in.
+    pub layout: TopicLayout,
+    /// Pad bodies to at least this many bytes.
+    pub payload_bytes: Option<usize>,
+    /// Seed of the whole stream.
+    pub seed: u64,
+    /// How publishers are picked.
+    pub distribution: Distribution,
+}
+
+/// Topics plus the deterministic event generator. Cheap to share (`&self` only).
 #[derive(Debug)]
-pub struct EventGenerator;
+pub struct Workload {
+    cfg: WorkloadConfig,
+    topics: Vec<Topic>,
+    tenant_names: Vec<Arc<str>>,
+    channels: Vec<Arc<str>>,
+    /// Cumulative Zipf weights over tenants (empty for uniform).
+    zipf_cdf: Vec<f64>,
+}
+
+/// A stable id for (seed, kind, a, b): org ids, application ids and user ids.
+fn stable_uuid(seed: u64, kind: u64, a: u32, b: u32) -> uuid::Uuid {
+    let key = (kind << 56) ^ (u64::from(a) << 24) ^ u64::from(b);
+    SplitMix64::for_event(seed ^ 0x5eed_0000_0000_0000, key).uuid()
+}
+
+impl Workload {
+    /// Build topics and the generator.
+    pub fn new(cfg: WorkloadConfig) -> Self {
+        let seed = cfg.seed;
+        let topics = build_topics(cfg.layout, cfg.tenants, &cfg.channels, |t| {
+            stable_uuid(seed, 1, t, 0).to_string()
+        });
+        let tenant_names = (0..cfg.tenants).map(|t| tenant_name(t).into()).collect();
+        let channels = cfg.channels.iter().map(|c| c.as_str().into()).collect();
+        let zipf_cdf = match cfg.distribution {
+            Distribution::Uniform => Vec::new(),
+            Distribution::Zipf => {
+                let mut acc = 0.0;
+                let mut cdf: Vec<f64> = (1..=cfg.tenants)
+                    .map(|k| {
+                        acc += 1.0 / f64::from(k);
+                        acc
+                    })
+                    .collect();
+                let total = acc;
+                cdf.iter_mut().for_each(|c| *c /= total);
+                cdf
+            }
+        };
+        Workload {
+            cfg,
+            topics,
+            tenant_names,
+            channels,
+            zipf_cdf,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WorkloadConfig {
+        &self.cfg
+    }
+
+    /// Every topic, in index order.
+    pub fn topics(&self) -> &[Topic] {
+        &self.topics
+    }
+
+    /// Tenant domain name.
+    pub fn tenant_name(&self, tenant: u32) -> &Arc<str> {
+        &self.tenant_names[tenant as usize]
+    }
+
+    /// Channel name.
+    pub fn channel_name(&self, channel: usize) -> &Arc<str> {
+        &self.channels[channel]
+    }
+
+    fn pick_tenant(&self, rng: &mut SplitMix64) -> u32 {
+        if self.zipf_cdf.is_empty() {
+            rng.below(u64::from(self.cfg.tenants)) as u32
+        } else {
+            let u = rng.unit();
+            let i = self.zipf_cdf.partition_point(|c| *c <= u);
+            i.min(self.zipf_cdf.len() - 1) as u32
+        }
+    }
+
+    /// Event number `seq`, stamped with `iat_ms` (wall clock, ms since the Unix epoch).
+    pub fn event(&self, seq: u64, iat_ms: u64) -> Event {
+        let mut rng = SplitMix64::for_event(self.cfg.seed, seq);
+        let tenant = self.pick_tenant(&mut rng);
+        let application = rng.below(u64::from(self.cfg.sps)) as u32;
+        let user = rng.below(u64::from(self.cfg.users)) as u32;
+        let channel = rng.below(self.channels.len() as u64) as usize;
+        let failed = rng.below(10) == 0;
+        let jti = rng.uuid();
+        let topic = self
+            .cfg
+            .layout
+            .topic_of(tenant, channel, self.channels.len());
+        let application_id = stable_uuid(self.cfg.seed, 2, tenant, application);
+        let body = body::render(&BodyFields {
+            tenant_name: &self.tenant_names[tenant as usize],
+            tenant_id: tenant,
+            channel: &self.channels[channel],
+            jti,
+            iat_ms,
+            user_id: stable_uuid(self.cfg.seed, 3, tenant, user),
+            application_id,
+            application,
+            user,
+            failed,
+            pad_to: self.cfg.payload_bytes,
+        });
+        Event {
+            seq,
+            tenant,
+            application,
+            user,
+            channel,
+            topic,
+            jti,
+            application_id,
+            body: Bytes::from(body),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(distribution: Distribution) -> WorkloadConfig {
+        WorkloadConfig {
+            tenants: 100,
+            sps: 10,
+            users: 10,
+            channels: ["login", "registration", "credential", "session"]
+                .map(String::from)
+                .to_vec(),
+            layout: TopicLayout::PerTenantChannel,
+            payload_bytes: None,
+            seed: 42,
+            distribution,
+        }
+    }
+
+    #[test]
+    fn the_stream_is_deterministic_for_a_seed() {
+        let a = Workload::new(cfg(Distribution::Uniform));
+        let b = Workload::new(cfg(Distribution::Uniform));
+        assert_eq!(a.topics(), b.topics());
+        for seq in 0..200 {
+            let (x, y) = (a.event(seq, 1), b.event(seq, 1));
+            assert_eq!(
+                (x.tenant, x.application, x.user, x.channel, x.jti),
+                (y.tenant, y.application, y.user, y.channel, y.jti)
+            );
+            assert_eq!(x.body, y.body);
+        }
+        let mut other = cfg(Distribution::Uniform);
+        other.seed = 43;
+        let c = Workload::new(other);
+        assert_ne!(a.event(0, 1).jti, c.event(0, 1).jti);
+    }
+
+    #[test]
+    fn uniform_covers_every_topic_and_jtis_are_unique() {
+        let w = Workload::new(cfg(Distribution::Uniform));
+        let mut hits = vec![0u32; w.topics().len()];
+        let mut jtis = std::collections::HashSet::new();
+        for seq in 0..40_000 {
+            let e = w.event(seq, 0);
+            hits[e.topic] += 1;
+            assert!(jtis.insert(e.jti));
+            assert!(e.tenant < 100 && e.application < 10 && e.user < 10);
+        }
+        // 100 per topic expected; every topic is hit and none wildly over.
+        assert!(hits.iter().all(|h| (40..200).contains(h)), "{hits:?}");
+    }
+
+    #[test]
+    fn zipf_skews_towards_the_first_tenants() {
+        let w = Workload::new(cfg(Distribution::Zipf));
+        let first = (0..10_000).filter(|s| w.event(*s, 0).tenant == 0).count();
+        // P(tenant 0) = 1 / H(100) ≈ 0.193.
+        assert!((1_700..2_200).contains(&first), "{first}");
+    }
+}

@@ -1,7 +1,10 @@
 //! The workload: tenants × SPs × users × channels → topics and a seeded, deterministic event stream.
 
+mod body;
 mod event;
+mod rng;
 mod topics;
 
-pub use event::{Event, EventGenerator};
-pub use topics::{Topic, TopicLayout};
+pub use event::{Distribution, Event, Workload, WorkloadConfig};
+pub use rng::SplitMix64;
+pub use topics::{build_topics, tenant_name, Topic, TopicLayout};

@@ -1,0 +1,290 @@
+//! The hub's command line (`hubload-hub …`, and `hubload hub …` which embeds the same args).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use tracing_subscriber::EnvFilter;
+
+use crate::{FaultConfig, HubConfig, HubState, RetryPolicy};
+
+/// Run the reference WebSub hub.
+#[derive(Clone, clap::Args)]
+pub struct HubArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    pub listen: SocketAddr,
+    /// TOML file of fault settings (the keys of the `/admin/faults` JSON); flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Require `Authorization: Bearer <TOKEN>` for register, deregister, publish and subscribe.
+    #[arg(long, env = "HUBLOAD_HUB_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Hub URL written in distributions' `Link: <…>; rel="hub"` (default: http://<listen>/).
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Largest request body, in bytes (larger gets 413).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_body_bytes: usize,
+    /// Deliveries queued per subscriber before they are dropped.
+    #[arg(long, default_value_t = 1024)]
+    pub queue_size: usize,
+    /// Lease granted when a subscriber asks for none, in seconds.
+    #[arg(long, default_value_t = 864_000)]
+    pub lease_default_secs: u64,
+    /// Longest lease granted, in seconds.
+    #[arg(long, default_value_t = 2_592_000)]
+    pub lease_max_secs: u64,
+    /// Delivery attempts per publish and subscriber, the first included.
+    #[arg(long, default_value_t = 5)]
+    pub retry_attempts: u32,
+    /// Wait before the first delivery retry, in ms (doubles each retry).
+    #[arg(long, default_value_t = 200)]
+    pub retry_initial_ms: u64,
+    /// Longest wait between delivery retries, in ms.
+    #[arg(long, default_value_t = 10_000)]
+    pub retry_max_ms: u64,
+    #[command(flatten)]
+    pub faults: FaultFlags,
+}
+
+impl fmt::Debug for HubArgs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HubArgs")
+            .field("listen", &self.listen)
+            .field("config", &self.config)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("public_url", &self.public_url)
+            .field("faults", &self.faults)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Fault flags; each overrides the same key of `--config`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct FaultFlags {
+    /// Answer 503 to requests beyond this many in flight.
+    #[arg(long)]
+    pub max_inflight: Option<u64>,
+    /// Fraction (0..1) of requests answered 502.
+    #[arg(long)]
+    pub fail_502_ratio: Option<f64>,
+    /// Answer 502 to every Nth request.
+    #[arg(long)]
+    pub fail_502_every: Option<u64>,
+    /// Fraction (0..1) of requests answered 503.
+    #[arg(long)]
+    pub fail_503_ratio: Option<f64>,
+    /// Answer 503 to every Nth request.
+    #[arg(long)]
+    pub fail_503_every: Option<u64>,
+    /// Fraction (0..1) of requests whose connection is reset.
+    #[arg(long)]
+    pub reset_ratio: Option<f64>,
+    /// Reset the connection of every Nth request.
+    #[arg(long)]
+    pub reset_every: Option<u64>,
+    /// Extra latency before answering, in ms.
+    #[arg(long)]
+    pub latency_ms: Option<u64>,
+    /// Extra random latency, uniform in 0..N ms.
+    #[arg(long)]
+    pub jitter_ms: Option<u64>,
+    /// Latency inside publish (the broker round trip), in ms.
+    #[arg(long)]
+    pub broker_latency_ms: Option<u64>,
+    /// Start a stall every N ms (with --stall-for-ms).
+    #[arg(long)]
+    pub stall_every_ms: Option<u64>,
+    /// Length of each periodic stall, in ms.
+    #[arg(long)]
+    pub stall_for_ms: Option<u64>,
+    /// An explicit stall window START-END in ms after hub start (repeatable).
+    #[arg(long, value_parser = parse_window)]
+    pub stall_window: Vec<[u64; 2]>,
+    /// Seed for the fault ratios and jitter.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+fn parse_window(s: &str) -> Result<[u64; 2], String> {
+    let (a, b) = s
+        .split_once('-')
+        .ok_or_else(|| format!("stall window {s:?}: expected START-END in ms"))?;
+    let n = |x: &str| {
+        x.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("stall window {s:?}: {x:?} is not a number of ms"))
+    };
+    Ok([n(a)?, n(b)?])
+}
+
+impl FaultFlags {
+    /// `base` with every flag that was given applied over it.
+    pub fn apply(&self, mut base: FaultConfig) -> FaultConfig {
+        macro_rules! over {
+            ($($field:ident),*) => { $( if let Some(v) = self.$field { base.$field = v; } )* };
+        }
+        over!(
+            fail_502_ratio,
+            fail_503_ratio,
+            reset_ratio,
+            latency_ms,
+            jitter_ms,
+            broker_latency_ms,
+            stall_for_ms,
+            seed
+        );
+        macro_rules! over_opt {
+            ($($field:ident),*) => { $( if self.$field.is_some() { base.$field = self.$field; } )* };
+        }
+        over_opt!(
+            max_inflight,
+            fail_502_every,
+            fail_503_every,
+            reset_every,
+            stall_every_ms
+        );
+        if !self.stall_window.is_empty() {
+            base.stall_windows = self.stall_window.clone();
+        }
+        base
+    }
+}
+
+impl HubArgs {
+    /// The validated hub settings: `--config` file, then flags.
+    pub fn to_config(&self) -> anyhow::Result<HubConfig> {
+        let file = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("--config {}", path.display()))?;
+                toml::from_str(&text).with_context(|| format!("--config {}", path.display()))?
+            }
+            None => FaultConfig::default(),
+        };
+        let faults = self.faults.apply(file);
+        faults.validate()?;
+        if self.lease_default_secs == 0 || self.lease_max_secs == 0 {
+            anyhow::bail!("--lease-default-secs and --lease-max-secs must be at least 1");
+        }
+        if self.queue_size == 0 {
+            anyhow::bail!("--queue-size must be at least 1");
+        }
+        Ok(HubConfig {
+            max_body_bytes: self.max_body_bytes,
+            bearer_token: self.token.clone().filter(|t| !t.is_empty()),
+            public_url: self.public_url.clone(),
+            queue_size: self.queue_size,
+            lease_default: Duration::from_secs(self.lease_default_secs),
+            lease_max: Duration::from_secs(self.lease_max_secs),
+            retry: RetryPolicy {
+                max_attempts: self.retry_attempts.max(1),
+                initial_backoff: Duration::from_millis(self.retry_initial_ms),
+                max_backoff: Duration::from_millis(self.retry_max_ms),
+            },
+            faults,
+            ..HubConfig::default()
+        })
+    }
+}
+
+/// Run the hub until Ctrl-C or SIGTERM.
+pub async fn run(args: HubArgs) -> anyhow::Result<()> {
+    // The embedding program may already have set a subscriber; then keep it.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .try_init();
+    let cfg = args.to_config()?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("--listen {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, faults = ?cfg.faults, "hubload-hub listening");
+    let state = HubState::new(cfg);
+    crate::serve(listener, state, shutdown_signal()).await?;
+    tracing::info!("hubload-hub stopped");
+    Ok(())
+}
+
+/// Completes on Ctrl-C or (on Unix) SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        hub: HubArgs,
+    }
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let dir = std::env::temp_dir().join(format!("hubload-hub-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("faults.toml");
+        std::fs::write(&file, "fail_502_every = 5\nlatency_ms = 10\n").unwrap();
+        let cli = Cli::try_parse_from([
+            "x",
+            "--config",
+            file.to_str().unwrap(),
+            "--latency-ms",
+            "3",
+            "--stall-window",
+            "100-200",
+            "--token",
+            "tok-secret",
+        ])
+        .unwrap();
+        let cfg = cli.hub.to_config().unwrap();
+        assert_eq!(cfg.faults.fail_502_every, Some(5));
+        assert_eq!(cfg.faults.latency_ms, 3);
+        assert_eq!(cfg.faults.stall_windows, vec![[100, 200]]);
+        assert_eq!(cfg.bearer_token.as_deref(), Some("tok-secret"));
+        assert!(!format!("{:?}", cli.hub).contains("tok-secret"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_input_names_the_problem() {
+        let bad = Cli::try_parse_from(["x", "--reset-ratio", "2"]).unwrap();
+        let err = bad.hub.to_config().unwrap_err().to_string();
+        assert!(err.contains("reset_ratio"), "{err}");
+        assert!(Cli::try_parse_from(["x", "--stall-window", "5"]).is_err());
+        let missing = Cli::try_parse_from(["x", "--config", "/nonexistent/f.toml"]).unwrap();
+        let err = format!("{:#}", missing.hub.to_config().unwrap_err());
+        assert!(err.contains("--config /nonexistent/f.toml"), "{err}");
+    }
+}

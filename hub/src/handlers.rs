@@ -1,0 +1,279 @@
+//! The hub endpoint: accounting, the proxy-style fault layer, then the hub dialect.
+//!
+//! Order for each request: count it under the mode in its query string (or its form body),
+//! apply the faults (in-flight limit, 502, 503, reset, latency, stall), then check the
+//! declared body size, the mode, the bearer token and the actual body size, and dispatch to register, deregister, publish
+//! or (un)subscribe. Each request's answer is counted once, when it is decided.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, request::Parts, Method, StatusCode};
+use axum::response::Response;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+
+use crate::distribute::Delivery;
+use crate::faults::Action;
+use crate::params::{self, HubParams};
+use crate::serve::ConnHandle;
+use crate::state::{HubState, Inner, RegistryResult};
+use crate::stats::{Mode, Tally, Verdict};
+use crate::subscribe;
+
+/// The body, as far as it has been read.
+enum BodyState {
+    Unread(Body),
+    Read(Bytes),
+}
+
+/// Why a body could not be read.
+enum BodyError {
+    TooLarge,
+    /// The client broke off (counted as abandoned).
+    Broken,
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, BodyError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(BodyError::TooLarge),
+        Err(_) => Err(BodyError::Broken),
+    }
+}
+
+fn declared_len(parts: &Parts) -> Option<usize> {
+    parts
+        .headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// The hub endpoint (every path but the admin ones).
+pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response {
+    let inner = &state.inner;
+    let (parts, body) = req.into_parts();
+    let query = parts.uri.query().unwrap_or("").as_bytes();
+    let qmode = HubParams::parse(query).mode.map(|m| Mode::parse(Some(&m)));
+    let (mut tally, inflight) = Tally::enter(inner.counters.clone(), qmode.unwrap_or(Mode::Other));
+
+    if parts.method != Method::POST {
+        tally.decide(Verdict::BadRequest);
+        return params::plain(StatusCode::METHOD_NOT_ALLOWED, "the hub takes POST");
+    }
+
+    // Without a mode in the query string, a form body names it: read it now so that even a
+    // faulted request is counted under its mode.
+    let limit = inner.cfg.max_body_bytes;
+    let form = params::is_form(parts.headers.get(header::CONTENT_TYPE));
+    let mut too_large = declared_len(&parts).is_some_and(|n| n > limit);
+    let body = if qmode.is_none() && form && !too_large {
+        match read_body(body, limit).await {
+            Ok(bytes) => {
+                tally.set_mode(Mode::parse(HubParams::parse(&bytes).mode.as_deref()));
+                BodyState::Read(bytes)
+            }
+            Err(BodyError::TooLarge) => {
+                too_large = true;
+                BodyState::Read(Bytes::new())
+            }
+            Err(BodyError::Broken) => return params::plain(StatusCode::BAD_REQUEST, "broken body"),
+        }
+    } else {
+        BodyState::Unread(body)
+    };
+
+    let faults = inner.faults.load();
+    if faults.active {
+        let seq = faults.seq.fetch_add(1, Relaxed) + 1;
+        match faults.cfg.decide(seq, inflight) {
+            Action::Fail502 => {
+                tally.decide(Verdict::Fault502);
+                return params::proxy_error(StatusCode::BAD_GATEWAY);
+            }
+            Action::Fail503 => {
+                tally.decide(Verdict::Fault503);
+                return params::proxy_error(StatusCode::SERVICE_UNAVAILABLE);
+            }
+            Action::Reset => {
+                tally.decide(Verdict::FaultReset);
+                return reset(&parts).await;
+            }
+            Action::Pass { delay } => {
+                if delay > Duration::ZERO {
+                    tokio::time::sleep(delay).await;
+                }
+            }
+        }
+        if let Some(end) = faults.cfg.stall_end(inner.now_ms()) {
+            inner.counters.stalled.fetch_add(1, Relaxed);
+            tokio::time::sleep_until(inner.at_ms(end)).await;
+        }
+    }
+    let broker_latency = Duration::from_millis(faults.cfg.broker_latency_ms);
+    drop(faults);
+
+    if too_large {
+        tally.decide(Verdict::TooLarge);
+        return params::plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is larger than {limit} bytes"),
+        );
+    }
+    let mode = tally.mode();
+    if mode == Mode::Other {
+        tally.decide(Verdict::BadRequest);
+        return params::plain(
+            StatusCode::BAD_REQUEST,
+            "hub.mode must be one of register, deregister, publish, subscribe, unsubscribe",
+        );
+    }
+    if !authorized(inner, &parts) {
+        tally.decide(Verdict::Unauthorized);
+        let mut r = params::plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+        return r;
+    }
+    let (bytes, from_body) = match body {
+        BodyState::Read(b) => (b, true),
+        BodyState::Unread(b) => match read_body(b, limit).await {
+            Ok(b) => (b, false),
+            Err(BodyError::TooLarge) => {
+                tally.decide(Verdict::TooLarge);
+                return params::plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the body is larger than {limit} bytes"),
+                );
+            }
+            Err(BodyError::Broken) => return params::plain(StatusCode::BAD_REQUEST, "broken body"),
+        },
+    };
+    // The query string names the operation; a form body adds what it lacks. A publish with a
+    // query mode carries content in its body; a publish named in a form body is a thin ping.
+    let body_params = if form {
+        HubParams::parse(&bytes)
+    } else {
+        HubParams::default()
+    };
+    let p = HubParams::parse(query).or(body_params);
+    let (verdict, response) = match mode {
+        Mode::Register | Mode::Deregister => topic_op(inner, mode, &p),
+        Mode::Publish => {
+            let content = (!from_body).then(|| Delivery {
+                body: bytes.clone(),
+                content_type: parts.headers.get(header::CONTENT_TYPE).cloned(),
+            });
+            if broker_latency > Duration::ZERO {
+                tokio::time::sleep(broker_latency).await;
+            }
+            publish(inner, &p, content)
+        }
+        Mode::Subscribe => subscribe::handle(inner, &p),
+        Mode::Other => unreachable!("answered above"),
+    };
+    tally.decide(verdict);
+    response
+}
+
+/// Reset the connection this request came on (TCP RST, no answer). Without a connection
+/// (the router driven directly, as in unit tests) the answer is an empty 500.
+async fn reset(parts: &Parts) -> Response {
+    match parts.extensions.get::<ConnHandle>() {
+        Some(conn) => {
+            conn.reset();
+            // The connection task drops this future with the connection.
+            std::future::pending().await
+        }
+        None => {
+            let mut r = Response::new(Body::empty());
+            *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            r
+        }
+    }
+}
+
+fn authorized(inner: &Inner, parts: &Parts) -> bool {
+    let Some(token) = inner.cfg.bearer_token.as_deref() else {
+        return true;
+    };
+    let given = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+    // Compare without an early exit so the time taken says nothing about the token.
+    given.is_some_and(|g| {
+        g.len() == token.len()
+            && g.iter()
+                .zip(token.as_bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    })
+}
+
+/// Check `hub.topic`: present and not too long; `Err` is the 400 reason.
+fn topic<'p>(inner: &Inner, p: &'p HubParams<'_>) -> Result<&'p str, String> {
+    let max = inner.cfg.max_topic_len;
+    match p.topic.as_deref() {
+        None | Some("") => Err("hub.topic is required".to_owned()),
+        Some(t) if t.len() > max => Err(format!("hub.topic is longer than {max} bytes")),
+        Some(t) => Ok(t),
+    }
+}
+
+fn bad_request(reason: String) -> (Verdict, Response) {
+    (
+        Verdict::BadRequest,
+        params::plain(StatusCode::BAD_REQUEST, reason),
+    )
+}
+
+fn topic_op(inner: &Inner, mode: Mode, p: &HubParams<'_>) -> (Verdict, Response) {
+    let t = match topic(inner, p) {
+        Ok(t) => t,
+        Err(reason) => return bad_request(reason),
+    };
+    let result = if mode == Mode::Register {
+        inner.register(t)
+    } else {
+        Some(inner.deregister(t))
+    };
+    match (mode, result) {
+        (_, Some(RegistryResult::Ok)) => (Verdict::Accepted, params::accepted()),
+        (Mode::Register, Some(_)) => (
+            Verdict::Conflict,
+            params::refused(
+                StatusCode::CONFLICT,
+                &format!("Topic [{t}] is already registered with the Hub"),
+            ),
+        ),
+        (Mode::Register, None) => (
+            Verdict::BadRequest,
+            params::plain(StatusCode::BAD_REQUEST, "the hub keeps no more topics"),
+        ),
+        _ => (
+            Verdict::NotFound,
+            params::refused(StatusCode::NOT_FOUND, &params::not_registered(t)),
+        ),
+    }
+}
+
+fn publish(inner: &Inner, p: &HubParams<'_>, content: Option<Delivery>) -> (Verdict, Response) {
+    let t = match topic(inner, p) {
+        Ok(t) => t,
+        Err(reason) => return bad_request(reason),
+    };
+    match inner.publish(t, content) {
+        RegistryResult::Ok => (Verdict::Accepted, params::accepted()),
+        _ => (
+            Verdict::Denied,
+            params::denied(StatusCode::NOT_FOUND, &params::not_registered(t)),
+        ),
+    }
+}

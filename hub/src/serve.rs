@@ -1,0 +1,129 @@
+//! The accept loop: one hyper HTTP/1.1 connection task per socket, keep-alive and
+//! TCP_NODELAY, graceful shutdown, and the hook that lets the fault layer reset a connection.
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+
+use crate::state::HubState;
+
+/// How long open connections may take to finish their requests after shutdown is asked.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// Put in every request's extensions by [`serve`]: lets a handler reset its connection.
+#[derive(Clone, Debug)]
+pub(crate) struct ConnHandle(Arc<Notify>);
+
+impl ConnHandle {
+    /// Ask the connection task to reset the connection (SO_LINGER 0, then close: a TCP RST).
+    pub fn reset(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// Serve the hub on `listener` until `shutdown` completes, then let open requests finish
+/// (for up to 5 s) and return.
+pub async fn serve(
+    listener: TcpListener,
+    state: HubState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        let _ = state.inner.bound_url.set(format!("http://{addr}/"));
+    }
+    let router = crate::router(state);
+    let graceful = CancellationToken::new();
+    let force = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            _ = &mut shutdown => break,
+            r = listener.accept() => match r {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, or a connection that died in the backlog:
+                    // keep serving the others.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        tracker.spawn(connection(
+            stream,
+            router.clone(),
+            graceful.clone(),
+            force.clone(),
+        ));
+    }
+    drop(listener);
+    graceful.cancel();
+    tracker.close();
+    if tokio::time::timeout(GRACE, tracker.wait()).await.is_err() {
+        force.cancel();
+        tracker.wait().await;
+    }
+    Ok(())
+}
+
+async fn connection(
+    stream: TcpStream,
+    router: Router,
+    graceful: CancellationToken,
+    force: CancellationToken,
+) {
+    let _ = stream.set_nodelay(true);
+    // A second descriptor of the same socket: once hyper owns the stream, this is how a
+    // reset can still set SO_LINGER 0 on it.
+    let dup = match socket2::SockRef::from(&stream).try_clone() {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot duplicate the socket");
+            return;
+        }
+    };
+    let handle = ConnHandle(Arc::new(Notify::new()));
+    let for_requests = handle.clone();
+    let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+        req.extensions_mut().insert(for_requests.clone());
+        router.clone().oneshot(req.map(Body::new))
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                break;
+            }
+            _ = handle.0.notified() => {
+                let _ = dup.set_linger(Some(Duration::ZERO));
+                break;
+            }
+            _ = graceful.cancelled(), if !draining => {
+                conn.as_mut().graceful_shutdown();
+                draining = true;
+            }
+            _ = force.cancelled() => break,
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! The hub's shared state: settings, counters, fault settings, and the topic registry.
+//!
+//! Nothing here takes a global lock on the publish path: topics live in a sharded map,
+//! counters are atomics, and the fault settings are read through an `ArcSwap`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use dashmap::DashMap;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::HubConfig;
+use crate::distribute::{Delivery, Subscription};
+use crate::faults::FaultConfig;
+use crate::stats::{Counters, Mode, StatsSnapshot, TopicCounters, TopicStats};
+
+/// The hub's state, cheap to clone (an `Arc` inside).
+#[derive(Clone, Debug)]
+pub struct HubState {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// Fault settings in force, with the request sequence they number.
+#[derive(Debug)]
+pub(crate) struct FaultRuntime {
+    pub cfg: FaultConfig,
+    /// Whether the front fault layer has anything to do.
+    pub active: bool,
+    /// Requests seen since these settings were set (the `every N` counter).
+    pub seq: AtomicU64,
+}
+
+impl FaultRuntime {
+    fn new(cfg: FaultConfig) -> Self {
+        FaultRuntime {
+            active: cfg.is_active(),
+            cfg,
+            seq: AtomicU64::new(0),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub cfg: HubConfig,
+    pub counters: Arc<Counters>,
+    pub faults: ArcSwap<FaultRuntime>,
+    pub topics: DashMap<String, Arc<Topic>>,
+    topic_count: AtomicUsize,
+    /// Hub start: stall windows and leases are measured from here.
+    pub started: Instant,
+    /// `http://<bound address>/`, set by `serve`.
+    pub bound_url: OnceLock<String>,
+    /// Outgoing client for verification and distribution (built once).
+    pub client: reqwest::Client,
+    /// Cancelled when the hub state goes away: stops every delivery worker.
+    pub stop_all: CancellationToken,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop_all.cancel();
+    }
+}
+
+/// One topic: registered or not (a publish to an unknown topic still gets counted here),
+/// its counters, and its subscribers.
+#[derive(Debug)]
+pub(crate) struct Topic {
+    pub name: String,
+    pub registered: AtomicBool,
+    pub counters: TopicCounters,
+    pub subs: RwLock<Vec<Arc<Subscription>>>,
+}
+
+/// Result of a register, deregister or publish on the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RegistryResult {
+    Ok,
+    /// Register: already registered.
+    Exists,
+    /// Deregister or publish: not registered.
+    Unknown,
+}
+
+impl HubState {
+    /// A hub with these settings and no topics. Needs no runtime.
+    pub fn new(cfg: HubConfig) -> Self {
+        let client = reqwest::Client::builder()
+            .timeout(cfg.delivery_timeout.max(cfg.verify_timeout))
+            .build()
+            .unwrap_or_default();
+        HubState {
+            inner: Arc::new(Inner {
+                faults: ArcSwap::from_pointee(FaultRuntime::new(cfg.faults.clone())),
+                cfg,
+                counters: Arc::default(),
+                topics: DashMap::new(),
+                topic_count: AtomicUsize::new(0),
+                started: Instant::now(),
+                bound_url: OnceLock::new(),
+                client,
+                stop_all: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// The settings the hub was built with (faults as at start).
+    pub fn config(&self) -> &HubConfig {
+        &self.inner.cfg
+    }
+
+    /// Replace the fault settings now; the `every N` counters restart at this request.
+    pub fn set_faults(&self, f: FaultConfig) {
+        self.inner.faults.store(Arc::new(FaultRuntime::new(f)));
+    }
+
+    /// The fault settings in force.
+    pub fn faults(&self) -> FaultConfig {
+        self.inner.faults.load().cfg.clone()
+    }
+
+    /// Everything `GET /stats` shows.
+    pub fn stats(&self) -> StatsSnapshot {
+        let c = &self.inner.counters;
+        let now = self.inner.now_ms();
+        let topics: BTreeMap<String, TopicStats> = self
+            .inner
+            .topics
+            .iter()
+            .map(|e| (e.key().clone(), e.value().snapshot(now)))
+            .collect();
+        StatsSnapshot {
+            requests: c.requests.load(Relaxed),
+            publish: c.mode_counts(Mode::Publish),
+            register: c.mode_counts(Mode::Register),
+            deregister: c.mode_counts(Mode::Deregister),
+            subscribe: c.mode_counts(Mode::Subscribe),
+            other: c.mode_counts(Mode::Other),
+            stalled: c.stalled.load(Relaxed),
+            topics,
+            distribution: c.distribution(),
+        }
+    }
+
+    /// Time since the hub state was created (stall windows are measured from there).
+    pub fn uptime(&self) -> Duration {
+        self.inner.started.elapsed()
+    }
+
+    /// Requests in flight now (the gauge `max_inflight` is checked against).
+    pub fn inflight(&self) -> u64 {
+        self.inner.counters.inflight.load(Relaxed)
+    }
+}
+
+impl Inner {
+    /// Milliseconds since hub start.
+    pub fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// The instant `ms` milliseconds after hub start.
+    pub fn at_ms(&self, ms: u64) -> Instant {
+        self.started + Duration::from_millis(ms)
+    }
+
+    /// The URL written as `rel="hub"` in distributions.
+    pub fn hub_url(&self) -> &str {
+        self.cfg
+            .public_url
+            .as_deref()
+            .or(self.bound_url.get().map(String::as_str))
+            .unwrap_or("http://localhost/")
+    }
+
+    /// The topic, if it has an entry (registered or not).
+    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics.get(name).map(|e| e.value().clone())
+    }
+
+    /// The topic's entry, created (unregistered) if there is room.
+    fn topic_or_create(&self, name: &str) -> Option<Arc<Topic>> {
+        if let Some(t) = self.topic(name) {
+            return Some(t);
+        }
+        if self.topic_count.load(Relaxed) >= self.cfg.max_topics {
+            return None;
+        }
+        let entry = self.topics.entry(name.to_owned()).or_insert_with(|| {
+            self.topic_count.fetch_add(1, Relaxed);
+            Arc::new(Topic {
+                name: name.to_owned(),
+                registered: AtomicBool::new(false),
+                counters: TopicCounters::default(),
+                subs: RwLock::new(Vec::new()),
+            })
+        });
+        Some(entry.value().clone())
+    }
+
+    /// Register a topic. `None` when the hub keeps no more topics.
+    pub fn register(&self, name: &str) -> Option<RegistryResult> {
+        let t = self.topic_or_create(name)?;
+        Some(if t.registered.swap(true, Relaxed) {
+            RegistryResult::Exists
+        } else {
+            RegistryResult::Ok
+        })
+    }
+
+    /// Deregister a topic; its subscriptions end (their queued deliveries count as dropped).
+    pub fn deregister(&self, name: &str) -> RegistryResult {
+        match self.topic(name) {
+            Some(t) if t.registered.swap(false, Relaxed) => {
+                let subs = std::mem::take(&mut *t.subs.write().unwrap_or_else(|e| e.into_inner()));
+                for s in subs {
+                    s.stop();
+                }
+                RegistryResult::Ok
+            }
+            _ => RegistryResult::Unknown,
+        }
+    }
+
+    /// Publish to a topic: count it, and offer the content to every active subscriber.
+    /// Never waits on delivery.
+    pub fn publish(&self, name: &str, delivery: Option<Delivery>) -> RegistryResult {
+        let topic = match self.topic(name) {
+            Some(t) if t.registered.load(Relaxed) => t,
+            other => {
+                if let Some(t) = other.or_else(|| self.topic_or_create(name)) {
+                    t.counters.denied.fetch_add(1, Relaxed);
+                }
+                return RegistryResult::Unknown;
+            }
+        };
+        topic.counters.published.fetch_add(1, Relaxed);
+        self.counters.published.fetch_add(1, Relaxed);
+        if let Some(d) = delivery {
+            topic.fan_out(d, self.now_ms(), &self.counters);
+        }
+        RegistryResult::Ok
+    }
+}
+
+impl Topic {
+    /// Offer a delivery to every active subscriber; expired ones are removed.
+    fn fan_out(&self, d: Delivery, now_ms: u64, counters: &Counters) {
+        let mut expired = false;
+        {
+            let subs = self.subs.read().unwrap_or_else(|e| e.into_inner());
+            for s in subs.iter() {
+                if s.is_active(now_ms) {
+                    s.offer(d.clone(), &self.counters, counters);
+                } else {
+                    expired = true;
+                }
+            }
+        }
+        if expired {
+            self.remove_where(|s| !s.is_active(now_ms));
+        }
+    }
+
+    /// Remove (and stop) the subscriptions matching `pred`; returns how many.
+    pub fn remove_where(&self, pred: impl Fn(&Subscription) -> bool) -> usize {
+        let mut subs = self.subs.write().unwrap_or_else(|e| e.into_inner());
+        let before = subs.len();
+        subs.retain(|s| {
+            let gone = pred(s);
+            if gone {
+                s.stop();
+            }
+            !gone
+        });
+        before - subs.len()
+    }
+
+    fn snapshot(&self, now_ms: u64) -> TopicStats {
+        let c = &self.counters;
+        let subscribers = self
+            .subs
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|s| s.is_active(now_ms))
+            .count() as u64;
+        TopicStats {
+            published: c.published.load(Relaxed),
+            denied: c.denied.load(Relaxed),
+            subscribers,
+            delivered: c.delivered.load(Relaxed),
+            retried: c.retried.load(Relaxed),
+            failed: c.failed.load(Relaxed),
+            dropped: c.dropped.load(Relaxed),
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! Subscription requests (WebSub §5.1) and their asynchronous intent verification (§5.3).
+//!
+//! A valid request is answered 202 at once; a task then sends the callback a GET with a
+//! one-time challenge, and only an exact echo (2xx, body == challenge) makes the
+//! subscription active (or removes it, for `unsubscribe`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use crate::distribute;
+use crate::params::{self, HubParams};
+use crate::state::Inner;
+use crate::stats::Verdict;
+
+/// Secrets of this many bytes or more are refused (WebSub §5.1).
+const MAX_SECRET: usize = 200;
+
+/// A checked subscription request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SubRequest {
+    pub subscribe: bool,
+    pub topic: String,
+    pub callback: String,
+    pub lease: Duration,
+    pub secret: Option<Arc<[u8]>>,
+}
+
+/// Check a subscribe/unsubscribe request; `Err` is the 400 reason.
+pub(crate) fn check(inner: &Inner, p: &HubParams<'_>) -> Result<SubRequest, String> {
+    let cfg = &inner.cfg;
+    let subscribe = p.mode.as_deref() == Some("subscribe");
+    let topic = p.topic.as_deref().filter(|t| !t.is_empty());
+    let topic = topic.ok_or("hub.topic is required")?;
+    if topic.len() > cfg.max_topic_len {
+        return Err(format!(
+            "hub.topic is longer than {} bytes",
+            cfg.max_topic_len
+        ));
+    }
+    let callback = p.callback.as_deref().filter(|c| !c.is_empty());
+    let callback = callback.ok_or("hub.callback is required")?;
+    if callback.len() > cfg.max_callback_len {
+        return Err(format!(
+            "hub.callback is longer than {} bytes",
+            cfg.max_callback_len
+        ));
+    }
+    match url::Url::parse(callback) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+        _ => return Err("hub.callback must be an http or https URL".into()),
+    }
+    let secret = match p.secret.as_deref() {
+        Some(s) if s.len() >= MAX_SECRET => {
+            return Err(format!(
+                "hub.secret must be shorter than {MAX_SECRET} bytes"
+            ))
+        }
+        Some("") | None => None,
+        Some(s) => Some(Arc::from(s.as_bytes())),
+    };
+    let lease = match p.lease_seconds.as_deref() {
+        None | Some("") => cfg.lease_default,
+        Some(s) => match s.parse::<u64>() {
+            Ok(n) if n > 0 => Duration::from_secs(n),
+            _ => return Err("hub.lease_seconds must be a positive integer".into()),
+        },
+    }
+    .min(cfg.lease_max);
+    Ok(SubRequest {
+        subscribe,
+        topic: topic.to_owned(),
+        callback: callback.to_owned(),
+        lease,
+        secret,
+    })
+}
+
+/// Handle a subscribe/unsubscribe request: answer it, and start the verification if valid.
+pub(crate) fn handle(inner: &Arc<Inner>, p: &HubParams<'_>) -> (Verdict, Response) {
+    let req = match check(inner, p) {
+        Ok(r) => r,
+        Err(reason) => {
+            return (
+                Verdict::BadRequest,
+                params::plain(StatusCode::BAD_REQUEST, reason),
+            )
+        }
+    };
+    let registered = inner
+        .topic(&req.topic)
+        .is_some_and(|t| t.registered.load(std::sync::atomic::Ordering::Relaxed));
+    if req.subscribe && !registered {
+        let reason = params::not_registered(&req.topic);
+        return (
+            Verdict::Denied,
+            params::denied(StatusCode::NOT_FOUND, &reason),
+        );
+    }
+    tokio::spawn(verify(inner.clone(), req));
+    (Verdict::Accepted, params::accepted_for_verification())
+}
+
+/// A fresh 128-bit challenge, hex.
+fn challenge() -> String {
+    hex::encode(rand::random::<[u8; 16]>())
+}
+
+/// The verification URL: the callback with the hub's parameters appended to its query.
+pub(crate) fn verification_url(req: &SubRequest, challenge: &str) -> String {
+    let mut q = url::form_urlencoded::Serializer::new(String::new());
+    q.append_pair(
+        "hub.mode",
+        if req.subscribe {
+            "subscribe"
+        } else {
+            "unsubscribe"
+        },
+    )
+    .append_pair("hub.topic", &req.topic)
+    .append_pair("hub.challenge", challenge);
+    if req.subscribe {
+        q.append_pair("hub.lease_seconds", &req.lease.as_secs().to_string());
+    }
+    let sep = if req.callback.contains('?') { '&' } else { '?' };
+    format!("{}{sep}{}", req.callback, q.finish())
+}
+
+async fn verify(inner: Arc<Inner>, req: SubRequest) {
+    let challenge = challenge();
+    let url = verification_url(&req, &challenge);
+    let echoed = match inner
+        .client
+        .get(&url)
+        .timeout(inner.cfg.verify_timeout)
+        .send()
+        .await
+    {
+        Ok(r) if r.status().is_success() => r.bytes().await.is_ok_and(|b| b == challenge),
+        Ok(_) | Err(_) => false,
+    };
+    if !echoed {
+        tracing::debug!(callback = %req.callback, topic = %req.topic, "intent not verified");
+        return;
+    }
+    let Some(topic) = inner.topic(&req.topic) else {
+        return;
+    };
+    if req.subscribe {
+        if !topic.registered.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let expires = inner.now_ms() + req.lease.as_millis() as u64;
+        distribute::upsert(&inner, &topic, &req.callback, req.secret, expires);
+        tracing::debug!(callback = %req.callback, topic = %req.topic, "subscribed");
+    } else {
+        topic.remove_where(|s| s.callback == req.callback);
+        tracing::debug!(callback = %req.callback, topic = %req.topic, "unsubscribed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{HubConfig, HubState};
+
+    fn checked(body: &str) -> Result<SubRequest, String> {
+        let st = HubState::new(HubConfig {
+            lease_max: Duration::from_secs(1000),
+            lease_default: Duration::from_secs(100),
+            ..HubConfig::default()
+        });
+        check(&st.inner, &HubParams::parse(body.as_bytes()))
+    }
+
+    #[test]
+    fn valid_requests_and_leases() {
+        let r = checked("hub.mode=subscribe&hub.topic=t&hub.callback=http://127.0.0.1:1/cb&x=1")
+            .unwrap();
+        assert!(r.subscribe);
+        assert_eq!(r.lease, Duration::from_secs(100));
+        assert!(r.secret.is_none());
+        let r = checked(
+            "hub.mode=unsubscribe&hub.topic=t&hub.callback=https://h/cb&hub.lease_seconds=5000&hub.secret=abc",
+        )
+        .unwrap();
+        assert!(!r.subscribe);
+        assert_eq!(r.lease, Duration::from_secs(1000));
+        assert_eq!(r.secret.as_deref(), Some(&b"abc"[..]));
+    }
+
+    #[test]
+    fn invalid_requests_name_the_field() {
+        let cb = "hub.mode=subscribe&hub.topic=t&hub.callback=";
+        for (body, field) in [
+            ("hub.mode=subscribe&hub.callback=http://h/", "hub.topic"),
+            ("hub.mode=subscribe&hub.topic=t", "hub.callback"),
+            (&format!("{cb}ftp://h/x"), "hub.callback"),
+            (&format!("{cb}javascript:alert(1)"), "hub.callback"),
+            (
+                &format!("{cb}http://h/&hub.lease_seconds=-3"),
+                "hub.lease_seconds",
+            ),
+            (
+                &format!("{cb}http://h/&hub.secret={}", "s".repeat(200)),
+                "hub.secret",
+            ),
+        ] {
+            let err = checked(body).unwrap_err();
+            assert!(err.starts_with(field), "{body}: {err}");
+        }
+        assert!(checked(&format!("{cb}http://h/&hub.secret={}", "s".repeat(199))).is_ok());
+    }
+
+    #[test]
+    fn verification_url_keeps_the_callback_query() {
+        let mut r =
+            checked("hub.mode=subscribe&hub.topic=a b&hub.callback=http://h/cb?x=1").unwrap();
+        assert_eq!(
+            verification_url(&r, "C"),
+            "http://h/cb?x=1&hub.mode=subscribe&hub.topic=a+b&hub.challenge=C&hub.lease_seconds=100"
+        );
+        r.subscribe = false;
+        r.callback = "http://h/cb".into();
+        assert_eq!(
+            verification_url(&r, "C"),
+            "http://h/cb?hub.mode=unsubscribe&hub.topic=a+b&hub.challenge=C"
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! Every fault mode, reconciled exactly with `/stats`.
+
+use std::time::{Duration, Instant};
+
+use hubload_hub::{FaultConfig, HubConfig};
+
+use crate::util::{eventually, raw, Hub};
+
+const JSON: &str = "application/json";
+
+async fn put_faults(hub: &Hub, json: &str) -> u16 {
+    hub.client
+        .put(format!("http://{}/admin/faults", hub.addr))
+        .header("content-type", JSON)
+        .body(json.to_owned())
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Publish `n` times in sequence; how many got each status.
+async fn publish_n(hub: &Hub, n: usize) -> std::collections::BTreeMap<u16, u64> {
+    let mut seen = std::collections::BTreeMap::new();
+    for _ in 0..n {
+        *seen
+            .entry(hub.publish("t", JSON, b"{}").await.0)
+            .or_default() += 1;
+    }
+    seen
+}
+
+#[tokio::test]
+async fn fail_502_every_5() {
+    let hub = Hub::default().await;
+    hub.register("t").await;
+    assert_eq!(put_faults(&hub, r#"{"fail_502_every": 5}"#).await, 200);
+    let seen = publish_n(&hub, 100).await;
+    assert_eq!(seen, [(200, 80), (502, 20)].into());
+    let r = hub
+        .client
+        .post(format!("{}?hub.mode=publish&hub.topic=t", hub.url))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200); // the 101st
+    let s = hub.stats().await;
+    assert_eq!((s.publish.accepted, s.publish.fault_502), (81, 20));
+    assert_eq!(s.requests, 102);
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn fail_503_every_4_set_in_process_and_body_is_html() {
+    let hub = Hub::default().await;
+    hub.register("t").await;
+    hub.state.set_faults(FaultConfig {
+        fail_503_every: Some(4),
+        ..FaultConfig::default()
+    });
+    let seen = publish_n(&hub, 100).await;
+    assert_eq!(seen, [(200, 75), (503, 25)].into());
+    hub.state.set_faults(FaultConfig {
+        fail_502_every: Some(1),
+        ..FaultConfig::default()
+    });
+    let (status, body) = hub.publish("t", JSON, b"{}").await;
+    assert_eq!(status, 502);
+    assert!(body.contains("<h1>502 Bad Gateway</h1>"));
+    let s = hub.stats().await;
+    assert_eq!(
+        (s.publish.accepted, s.publish.fault_503, s.publish.fault_502),
+        (75, 25, 1)
+    );
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn reset_every_10() {
+    let hub = Hub::default().await;
+    hub.register("t").await;
+    hub.state.set_faults(FaultConfig {
+        reset_every: Some(10),
+        ..FaultConfig::default()
+    });
+    let (mut ok, mut resets) = (0, 0);
+    for _ in 0..50 {
+        match raw(
+            hub.addr,
+            "POST",
+            "/hub?hub.mode=publish&hub.topic=t",
+            &[],
+            b"{}",
+        )
+        .await
+        {
+            Ok((200, _)) => ok += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => resets += 1,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((ok, resets), (45, 5));
+    let s = hub.stats().await;
+    assert_eq!((s.publish.accepted, s.publish.fault_reset), (45, 5));
+    assert_eq!(s.publish.abandoned, 0);
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn ratios_are_reproducible_and_reconcile() {
+    let hub = Hub::default().await;
+    hub.register("t").await;
+    let f = FaultConfig {
+        fail_502_ratio: 0.2,
+        fail_503_ratio: 0.1,
+        seed: 9,
+        ..FaultConfig::default()
+    };
+    hub.state.set_faults(f.clone());
+    let seen = publish_n(&hub, 300).await;
+    // the hub's own decision function is the oracle for which requests are hit
+    let (mut want502, mut want503) = (0, 0);
+    for seq in 1..=300 {
+        match f.decide(seq, 1) {
+            hubload_hub::FaultAction::Fail502 => want502 += 1,
+            hubload_hub::FaultAction::Fail503 => want503 += 1,
+            _ => {}
+        }
+    }
+    assert!((40..80).contains(&want502), "{want502}");
+    assert_eq!(seen.get(&502).copied().unwrap_or(0), want502);
+    assert_eq!(seen.get(&503).copied().unwrap_or(0), want503);
+    let s = hub.stats().await;
+    assert_eq!(s.publish.fault_502, want502);
+    assert_eq!(s.publish.fault_503, want503);
+    assert_eq!(s.publish.accepted, 300 - want502 - want503);
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn max_inflight_answers_503() {
+    let hub = Hub::default().await;
+    hub.register("t").await;
+    hub.state.set_faults(FaultConfig {
+        max_inflight: Some(2),
+        broker_latency_ms: 400,
+        ..FaultConfig::default()
+    });
+    let first: Vec<_> = (0..2)
+        .map(|_| {
+            let (c, u) = (hub.client.clone(), hub.url.clone());
+            tokio::spawn(async move {
+                c.post(format!("{u}?hub.mode=publish&hub.topic=t"))
+                    .body("{}")
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            })
+        })
+        .collect();
+    eventually("two requests in flight", || hub.state.inflight() == 2).await;
+    let seen = publish_n(&hub, 4).await;
+    assert_eq!(seen, [(503, 4)].into());
+    for t in first {
+        assert_eq!(t.await.unwrap(), 200);
+    }
+    let s = hub.stats().await;
+    assert_eq!((s.publish.accepted, s.publish.fault_503), (2, 4));
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn latency_and_broker_latency_are_added() {
+    let hub = Hub::default().await;
+    hub.register("t").await;
+    hub.state.set_faults(FaultConfig {
+        latency_ms: 60,
+        jitter_ms: 20,
+        broker_latency_ms: 50,
+        ..FaultConfig::default()
+    });
+    for _ in 0..3 {
+        let t = Instant::now();
+        assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
+        let ms = t.elapsed().as_millis();
+        assert!((110..400).contains(&ms), "publish took {ms} ms");
+    }
+    // broker latency is inside publish only
+    let t = Instant::now();
+    assert_eq!(
+        hub.form(&[("hub.mode", "register"), ("hub.topic", "u")])
+            .await
+            .0,
+        200
+    );
+    let ms = t.elapsed().as_millis();
+    assert!((60..105).contains(&ms), "register took {ms} ms");
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn stall_window_holds_requests_and_counts_abandoned() {
+    let hub = Hub::default().await;
+    hub.register("t").await;
+    let now = hub.state.uptime().as_millis() as u64;
+    hub.state.set_faults(FaultConfig {
+        stall_windows: vec![[now + 150, now + 650]],
+        ..FaultConfig::default()
+    });
+    assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200); // before the window
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // a client that gives up during the stall
+    let quitter = reqwest::Client::builder()
+        .timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let r = quitter
+        .post(format!("{}?hub.mode=publish&hub.topic=t", hub.url))
+        .body("{}")
+        .send()
+        .await;
+    assert!(r.unwrap_err().is_timeout());
+    // a patient one is answered when the window ends
+    let t = Instant::now();
+    assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
+    let waited = t.elapsed().as_millis();
+    assert!((150..600).contains(&waited), "held for {waited} ms");
+    eventually("the quitter counted abandoned", || {
+        hub.state.stats().publish.abandoned == 1
+    })
+    .await;
+    let s = hub.stats().await;
+    assert_eq!(s.stalled, 2);
+    assert_eq!((s.publish.accepted, s.publish.abandoned), (2, 1));
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_that_times_out_during_broker_latency_is_abandoned() {
+    let hub = Hub::default().await;
+    hub.register("t").await;
+    hub.state.set_faults(FaultConfig {
+        broker_latency_ms: 400,
+        ..FaultConfig::default()
+    });
+    let quitter = reqwest::Client::builder()
+        .timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        let r = quitter
+            .post(format!("{}?hub.mode=publish&hub.topic=t", hub.url))
+            .header("content-type", JSON)
+            .body("{}")
+            .send()
+            .await;
+        assert!(r.unwrap_err().is_timeout());
+    }
+    eventually("three abandoned publishes", || {
+        hub.state.stats().publish.abandoned == 3
+    })
+    .await;
+    let s = hub.stats().await;
+    assert_eq!(s.publish.accepted, 0);
+    assert_eq!(s.topics["t"].published, 0);
+    assert_eq!(s.publish.total(), 3);
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn faulted_form_requests_count_under_their_mode() {
+    let hub = Hub::default().await;
+    hub.register("t").await;
+    hub.state.set_faults(FaultConfig {
+        fail_502_every: Some(1),
+        ..FaultConfig::default()
+    });
+    assert_eq!(
+        hub.form(&[("hub.mode", "publish"), ("hub.topic", "t")])
+            .await
+            .0,
+        502
+    );
+    assert_eq!(
+        hub.form(&[("hub.mode", "deregister"), ("hub.topic", "t")])
+            .await
+            .0,
+        502
+    );
+    assert_eq!(hub.post("", JSON, b"{}").await.0, 502);
+    let s = hub.stats().await;
+    assert_eq!(
+        (
+            s.publish.fault_502,
+            s.deregister.fault_502,
+            s.other.fault_502
+        ),
+        (1, 1, 1)
+    );
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn settings_from_the_start_apply() {
+    let hub = Hub::start(HubConfig {
+        faults: FaultConfig {
+            fail_503_every: Some(2),
+            ..FaultConfig::default()
+        },
+        ..HubConfig::default()
+    })
+    .await;
+    // request 1 (register) passes, request 2 is a 503
+    hub.register("t").await;
+    assert_eq!(hub.publish("t", JSON, b"{}").await.0, 503);
+    hub.stop().await;
+}

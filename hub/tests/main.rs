@@ -1,0 +1,7 @@
+//! Integration tests of the reference hub: real sockets on 127.0.0.1, exact counts.
+
+mod dialect;
+mod faults;
+mod limits;
+mod oneshot;
+mod util;

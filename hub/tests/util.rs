@@ -1,0 +1,304 @@
+//! Test helpers: a hub on 127.0.0.1 port 0, a raw HTTP/1.1 client, and a test subscriber.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::get;
+use axum::Router;
+use hubload_hub::{HubConfig, HubState, StatsSnapshot};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// A hub served on a fresh loopback port.
+pub struct Hub {
+    pub addr: SocketAddr,
+    /// `http://127.0.0.1:<port>/hub`
+    pub url: String,
+    pub state: HubState,
+    pub client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl Hub {
+    pub async fn start(cfg: HubConfig) -> Hub {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = HubState::new(cfg);
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(hubload_hub::serve(listener, state.clone(), async move {
+            let _ = rx.await;
+        }));
+        Hub {
+            addr,
+            url: format!("http://{addr}/hub"),
+            state,
+            client: reqwest::Client::new(),
+            stop: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    pub async fn default() -> Hub {
+        Hub::start(HubConfig::default()).await
+    }
+
+    /// POST with a query string, a content type and a body; (status, body).
+    pub async fn post(&self, query: &str, content_type: &str, body: &[u8]) -> (u16, String) {
+        let r = self
+            .client
+            .post(format!("{}?{query}", self.url))
+            .header("content-type", content_type)
+            .body(body.to_vec())
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    /// POST a form body; (status, body).
+    pub async fn form(&self, pairs: &[(&str, &str)]) -> (u16, String) {
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(pairs)
+            .finish();
+        self.post("", "application/x-www-form-urlencoded", body.as_bytes())
+            .await
+    }
+
+    /// Publish content the identity-publisher way.
+    pub async fn publish(&self, topic: &str, content_type: &str, body: &[u8]) -> (u16, String) {
+        let q = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("hub.mode", "publish")
+            .append_pair("hub.topic", topic)
+            .finish();
+        self.post(&q, content_type, body).await
+    }
+
+    /// Register a topic the identity-publisher way, and insist it worked.
+    pub async fn register(&self, topic: &str) {
+        let q = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("hub.mode", "register")
+            .append_pair("hub.topic", topic)
+            .finish();
+        let r = self.post(&q, "application/json", b"").await;
+        assert_eq!(r, (200, "hub.mode=accepted".to_owned()), "register {topic}");
+    }
+
+    /// `GET /stats` over HTTP.
+    pub async fn stats(&self) -> StatsSnapshot {
+        let body = self
+            .client
+            .get(format!("http://{}/stats", self.addr))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    /// Stop serving and wait for `serve` to return.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.unwrap().unwrap();
+        }
+    }
+}
+
+/// One request on a fresh connection (`Connection: close`), read to the end.
+/// `Err` is the transport error (a reset shows as `ConnectionReset`).
+pub async fn raw(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(addr).await?;
+    let mut req = format!(
+        "{method} {target} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).await?;
+    s.write_all(body).await?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await?;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text
+        .get(9..12)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no status line in {text:?}")))?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+/// Poll `cond` every 10 ms for up to 5 s.
+pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+/// One delivery a subscriber received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+#[derive(Default)]
+struct SubInner {
+    deliveries: Mutex<Vec<Received>>,
+    verifications: Mutex<Vec<Vec<(String, String)>>>,
+    /// Answer verifications with a wrong challenge.
+    wrong_echo: AtomicBool,
+    /// Statuses for the next deliveries (then 200).
+    answers: Mutex<VecDeque<u16>>,
+    /// Delivery POSTs that have arrived (held ones included).
+    arrived: AtomicUsize,
+}
+
+/// A WebSub subscriber on a fresh loopback port: echoes verification challenges and
+/// records deliveries. Deliveries can be held (`hold`) until released.
+pub struct Subscriber {
+    pub addr: SocketAddr,
+    inner: Arc<SubInner>,
+    gate: watch::Sender<bool>,
+}
+
+impl Subscriber {
+    pub async fn start() -> Subscriber {
+        let inner = Arc::new(SubInner::default());
+        let (gate, gate_rx) = watch::channel(true);
+        let app = Router::new()
+            .route("/{*path}", get(verify).post(deliver))
+            .with_state((inner.clone(), gate_rx));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Subscriber { addr, inner, gate }
+    }
+
+    /// A callback URL on this subscriber.
+    pub fn callback(&self, path: &str) -> String {
+        format!("http://{}/{path}", self.addr)
+    }
+
+    pub fn deliveries(&self) -> Vec<Received> {
+        self.inner.deliveries.lock().unwrap().clone()
+    }
+
+    pub fn delivered(&self) -> usize {
+        self.inner.deliveries.lock().unwrap().len()
+    }
+
+    pub fn arrived(&self) -> usize {
+        self.inner.arrived.load(SeqCst)
+    }
+
+    pub fn verifications(&self) -> Vec<Vec<(String, String)>> {
+        self.inner.verifications.lock().unwrap().clone()
+    }
+
+    pub fn wrong_echo(&self, on: bool) {
+        self.inner.wrong_echo.store(on, SeqCst);
+    }
+
+    /// The next deliveries get these statuses, in order (then 200).
+    pub fn answer(&self, statuses: &[u16]) {
+        self.inner.answers.lock().unwrap().extend(statuses);
+    }
+
+    /// Hold (true) or release (false) deliveries.
+    pub fn hold(&self, on: bool) {
+        self.gate.send_replace(!on);
+    }
+}
+
+type SubState = (Arc<SubInner>, watch::Receiver<bool>);
+
+async fn verify(
+    State((inner, _)): State<SubState>,
+    Query(q): Query<Vec<(String, String)>>,
+) -> (StatusCode, String) {
+    let challenge = q
+        .iter()
+        .find(|(k, _)| k == "hub.challenge")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    inner.verifications.lock().unwrap().push(q);
+    if inner.wrong_echo.load(SeqCst) {
+        (StatusCode::OK, format!("{challenge}x"))
+    } else {
+        (StatusCode::OK, challenge)
+    }
+}
+
+async fn deliver(
+    State((inner, mut gate)): State<SubState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    inner.arrived.fetch_add(1, SeqCst);
+    let _ = gate.wait_for(|open| *open).await;
+    let status = inner.answers.lock().unwrap().pop_front().unwrap_or(200);
+    if status == 200 {
+        inner
+            .deliveries
+            .lock()
+            .unwrap()
+            .push(Received { headers, body });
+    }
+    StatusCode::from_u16(status).unwrap()
+}
+
+/// Subscribe `callback` to `topic` (extra form fields appended) and wait until the topic has
+/// an active subscriber.
+pub async fn subscribe(hub: &Hub, topic: &str, callback: &str, extra: &[(&str, &str)]) {
+    let mut pairs = vec![
+        ("hub.mode", "subscribe"),
+        ("hub.topic", topic),
+        ("hub.callback", callback),
+    ];
+    pairs.extend_from_slice(extra);
+    let (status, _) = hub.form(&pairs).await;
+    assert_eq!(status, 202, "subscribe {callback}");
+    eventually("the subscription to become active", || {
+        subscribers(hub, topic) >= 1
+    })
+    .await;
+}
+
+/// Active subscribers of `topic` now.
+pub fn subscribers(hub: &Hub, topic: &str) -> u64 {
+    hub.state
+        .stats()
+        .topics
+        .get(topic)
+        .map_or(0, |t| t.subscribers)
+}

@@ -1,0 +1,141 @@
+//! The program around the library: parse (profile + flags), dispatch, print, map to exit codes.
+//!
+//! Exit codes: 0 ran and met its thresholds; 1 a threshold (or `--fail-if`) failed;
+//! 2 bad usage, bad configuration or a runtime error before/while loading; 3 a shard missed its
+//! start window; 4 `merge` is missing shards; 130 interrupted (reports written, marked partial).
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{Cli, Command};
+use crate::config::{self, profile};
+use crate::run::{run_load, signals};
+
+/// Exit code: thresholds failed.
+pub const EXIT_THRESHOLDS: u8 = 1;
+/// Exit code: usage, configuration or runtime error.
+pub const EXIT_ERROR: u8 = 2;
+/// Exit code: interrupted by a signal.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Print one error line and return exit code 2.
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("hubload: error: {msg}");
+    ExitCode::from(EXIT_ERROR)
+}
+
+/// Parse the command line, inserting a profile's settings before the flags so flags win.
+fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
+    let first = parse_once(&args)?;
+    let Some(p) = &first.run.profile else {
+        return Ok(first);
+    };
+    let path = profile::locate(p).map_err(fail)?;
+    let prof = profile::to_args(&path).map_err(fail)?;
+    let mut all: Vec<OsString> = args.iter().take(1).cloned().collect();
+    all.extend(prof.into_iter().map(OsString::from));
+    all.extend(args.iter().skip(1).cloned());
+    let mut cli = parse_once(&all)?;
+    cli.run.profile = Some(path);
+    Ok(cli)
+}
+
+fn parse_once(args: &[OsString]) -> Result<Cli, ExitCode> {
+    Cli::try_parse_from(args).map_err(|e| {
+        use clap::error::ErrorKind;
+        match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                let _ = e.print();
+                ExitCode::SUCCESS
+            }
+            _ => {
+                // clap's message, first line only: one clear line, no usage dump.
+                let text = e.render().to_string();
+                let line = text
+                    .lines()
+                    .next()
+                    .unwrap_or("invalid arguments")
+                    .trim_start_matches("error: ");
+                fail(format!("{line} (see hubload --help)"))
+            }
+        }
+    })
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+/// The whole program: `main` calls this.
+pub fn main() -> ExitCode {
+    init_tracing();
+    let cli = match parse(std::env::args_os().collect()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start the runtime: {e}")),
+    };
+    rt.block_on(dispatch(cli))
+}
+
+async fn dispatch(cli: Cli) -> ExitCode {
+    match cli.command {
+        None => load(cli).await,
+        Some(Command::Report { .. })
+        | Some(Command::Compare { .. })
+        | Some(Command::Merge { .. }) => fail("this subcommand is not available in this build"),
+    }
+}
+
+async fn load(cli: Cli) -> ExitCode {
+    let cfg = match config::resolve(&cli.run) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let cancel = CancellationToken::new();
+    signals::install(cancel.clone());
+    let outcome = match run_load(&cfg, cancel).await {
+        Ok(o) => o,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    if !cfg.output.quiet {
+        print!("{}", crate::report::table::render_table(&outcome.report));
+        for v in &outcome.report.verdicts {
+            println!(
+                "{} {:<20} level {:<8} actual {:>12}  bound {}",
+                if v.passed { "PASS" } else { "FAIL" },
+                v.threshold,
+                v.level,
+                v.actual,
+                v.bound
+            );
+        }
+    }
+    eprintln!(
+        "hubload: reports written to {}",
+        cfg.output.out_dir.display()
+    );
+    if outcome.interrupted {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if outcome.thresholds_failed {
+        ExitCode::from(EXIT_THRESHOLDS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

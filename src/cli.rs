@@ -1,0 +1,262 @@
+//! The command line, as clap derive structs. No logic: `config::resolve` turns it into a `RunConfig`.
+//!
+//! Every run flag is optional here so that a profile can supply it; defaults live in `config`.
+
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+/// Load-test a WebSub hub (or the Azure Service Bus behind it) with a multi-tenant publishing
+/// workload, level by level, and report what a spreadsheet needs.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hubload",
+    version,
+    args_override_self = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Subcommands besides the default (a load run).
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Render report.html (and the other reports) again from a summary.json.
+    Report {
+        /// A summary.json, or a report directory holding one.
+        summary: PathBuf,
+        /// Where to write (default: beside the summary).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Compare two runs level by level (Δ ms and Δ %).
+    Compare {
+        /// Baseline: summary.json or report directory.
+        baseline: PathBuf,
+        /// Candidate: summary.json or report directory.
+        candidate: PathBuf,
+        /// Fail (exit 1) when a delta crosses a bound, e.g. `p99>+10%` (repeatable).
+        #[arg(long = "fail-if")]
+        fail_if: Vec<String>,
+        /// Directory for compare.csv and compare.html.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Merge shard results (files, or a `kubectl logs` dump) into one report.
+    Merge {
+        /// Shard artifact files, directories or log dumps.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// Output directory (default: reports/<UTC timestamp>-merged).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Thresholds judged on the merged data (repeatable).
+        #[arg(long)]
+        threshold: Vec<String>,
+    },
+}
+
+/// A load run. Flags override the profile; the profile overrides the defaults.
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    /// A profile (TOML with the same keys as these flags): a path, or a name in ./profiles.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+
+    // ---- target
+    /// The hub to load (default: start the embedded reference hub on 127.0.0.1).
+    #[arg(long, value_name = "URL", help_heading = "Target")]
+    pub hub_url: Option<String>,
+    /// Bearer token for hubs that require one (or HUBLOAD_HUB_TOKEN).
+    #[arg(
+        long,
+        env = "HUBLOAD_HUB_TOKEN",
+        hide_env_values = true,
+        help_heading = "Target"
+    )]
+    pub hub_token: Option<String>,
+    /// What to load: websub, servicebus, or websub,servicebus for a side-by-side run [default: websub].
+    #[arg(long, help_heading = "Target")]
+    pub target: Option<String>,
+    /// Service Bus connection string (or HUBLOAD_SB_CONNECTION_STRING); none starts the emulator.
+    #[arg(
+        long,
+        env = "HUBLOAD_SB_CONNECTION_STRING",
+        hide_env_values = true,
+        help_heading = "Target"
+    )]
+    pub sb_connection_string: Option<String>,
+    /// Service Bus topic mapping: per-topic, or single:NAME [default: per-topic].
+    #[arg(long, help_heading = "Target")]
+    pub sb_topics: Option<String>,
+    /// AMQP connections to Service Bus [default: 4].
+    #[arg(long, help_heading = "Target")]
+    pub sb_connections: Option<String>,
+
+    // ---- workload
+    /// Tenants [default: 10].
+    #[arg(long, help_heading = "Workload")]
+    pub tenants: Option<String>,
+    /// Service providers (applications) per tenant [default: 10].
+    #[arg(long, help_heading = "Workload")]
+    pub sps: Option<String>,
+    /// Users per tenant [default: 10].
+    #[arg(long, help_heading = "Workload")]
+    pub users: Option<String>,
+    /// Channels, comma-separated [default: login,registration,credential,session].
+    #[arg(long, help_heading = "Workload")]
+    pub channels: Option<String>,
+    /// Topic fan-in: per-tenant-channel, per-tenant, shared, or a number N [default: per-tenant-channel].
+    #[arg(long, help_heading = "Workload")]
+    pub topics: Option<String>,
+    /// Pad every event body to at least this many bytes.
+    #[arg(long, help_heading = "Workload")]
+    pub payload_bytes: Option<String>,
+    /// Seed of the event stream [default: 1].
+    #[arg(long, help_heading = "Workload")]
+    pub seed: Option<String>,
+    /// How the next publisher is picked: uniform or zipf [default: uniform].
+    #[arg(long, help_heading = "Workload")]
+    pub distribution: Option<String>,
+
+    // ---- load
+    /// Closed model: concurrency levels, comma-separated, run in order [default: 20].
+    #[arg(long, help_heading = "Load")]
+    pub concurrency: Option<String>,
+    /// Open model: arrival rates (events/s), comma-separated, run in order.
+    #[arg(long, help_heading = "Load")]
+    pub rate: Option<String>,
+    /// Open model: most events in flight; beyond it scheduled sends are dropped and counted.
+    #[arg(long, help_heading = "Load")]
+    pub max_inflight: Option<String>,
+    /// Open model: constant or poisson [default: constant].
+    #[arg(long, help_heading = "Load")]
+    pub arrivals: Option<String>,
+    /// Load plan: `LOAD,DURATION` steps, e.g. "20,30s;50,1m" (concurrency, or rate with --open).
+    #[arg(long, help_heading = "Load")]
+    pub plan: Option<String>,
+    /// With --plan: the steps are rates (open model) rather than concurrencies.
+    #[arg(long, help_heading = "Load")]
+    pub open: bool,
+    /// Measured time per level [default: 30s, or unlimited with --requests].
+    #[arg(long, help_heading = "Load")]
+    pub duration: Option<String>,
+    /// Exactly this many measured events per level.
+    #[arg(long, help_heading = "Load")]
+    pub requests: Option<String>,
+    /// Unmeasured warm-up before each level [default: 0s].
+    #[arg(long, help_heading = "Load")]
+    pub warmup: Option<String>,
+    /// Linear ramp to the full load at the start of each level [default: 0s].
+    #[arg(long, help_heading = "Load")]
+    pub ramp_up: Option<String>,
+
+    // ---- client
+    /// Client preset: default, or identity-publisher (300 ms timeouts, 2 per host, 2 retries).
+    #[arg(long, help_heading = "Client")]
+    pub client: Option<String>,
+    /// Whole-attempt timeout [default: 5s].
+    #[arg(long, help_heading = "Client")]
+    pub timeout: Option<String>,
+    /// Connect timeout [default: the timeout].
+    #[arg(long, help_heading = "Client")]
+    pub connect_timeout: Option<String>,
+    /// Most connections to one host [default: the level's concurrency].
+    #[arg(long, help_heading = "Client")]
+    pub pool_per_host: Option<String>,
+    /// Longest wait for a pooled connection [default: the timeout].
+    #[arg(long, help_heading = "Client")]
+    pub pool_timeout: Option<String>,
+    /// Immediate retries on a 5xx, a timeout or an I/O error [default: 0].
+    #[arg(long, help_heading = "Client")]
+    pub retries: Option<String>,
+
+    // ---- phases
+    /// Concurrency of the topic registration phase [default: 16].
+    #[arg(long, help_heading = "Phases")]
+    pub register_concurrency: Option<String>,
+    /// Deregister every topic at the end.
+    #[arg(long, help_heading = "Phases")]
+    pub deregister: bool,
+
+    // ---- judging
+    /// Pass/fail bound, e.g. 'p99<300ms', 'errors<1%', 'rate>=500', 'timeouts<0.5%';
+    /// prefix 'total:' to judge the TOTAL row only (repeatable). Failing → exit 1.
+    #[arg(long, help_heading = "Judging")]
+    pub threshold: Vec<String>,
+    /// Find the highest level that meets --slo (steps up geometrically, then bisects).
+    #[arg(long, help_heading = "Judging")]
+    pub find_capacity: bool,
+    /// The SLO for --find-capacity, e.g. 'p99<300ms,errors<1%'.
+    #[arg(long, help_heading = "Judging")]
+    pub slo: Option<String>,
+    /// Upper bound of the capacity search (concurrency or rate) [default: 4096].
+    #[arg(long, help_heading = "Judging")]
+    pub capacity_max: Option<String>,
+    /// Timeout what-if table: share of attempts that would exceed each timeout [default: 100ms,300ms,1s,5s].
+    #[arg(long, help_heading = "Judging")]
+    pub what_if_timeouts: Option<String>,
+
+    // ---- output
+    /// Report directory [default: reports/<UTC timestamp>].
+    #[arg(long, help_heading = "Output")]
+    pub out: Option<PathBuf>,
+    /// Also stream every attempt to this JMeter JTL file.
+    #[arg(long, help_heading = "Output")]
+    pub jtl: Option<PathBuf>,
+    /// No progress display and no table on stdout.
+    #[arg(long, short, help_heading = "Output")]
+    pub quiet: bool,
+}
+
+/// Long flag names of a run, and whether each may repeat (profiles use the same keys).
+pub fn run_flags() -> Vec<(String, FlagKind)> {
+    let cmd = Cli::command();
+    cmd.get_arguments()
+        .filter_map(|a| {
+            let long = a.get_long()?.to_string();
+            let kind = match a.get_action() {
+                clap::ArgAction::SetTrue => FlagKind::Switch,
+                clap::ArgAction::Append => FlagKind::Repeated,
+                _ => FlagKind::Value,
+            };
+            Some((long, kind))
+        })
+        .filter(|(l, _)| l != "help" && l != "version")
+        .collect()
+}
+
+/// How a flag takes its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagKind {
+    /// `--flag` with no value.
+    Switch,
+    /// `--flag VALUE`, once.
+    Value,
+    /// `--flag VALUE`, repeatable.
+    Repeated,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn flag_kinds() {
+        let f = run_flags();
+        let kind = |n: &str| f.iter().find(|(l, _)| l == n).map(|(_, k)| *k);
+        assert_eq!(kind("deregister"), Some(FlagKind::Switch));
+        assert_eq!(kind("threshold"), Some(FlagKind::Repeated));
+        assert_eq!(kind("tenants"), Some(FlagKind::Value));
+        assert_eq!(kind("help"), None);
+    }
+}

@@ -1,0 +1,317 @@
+//! Runs one level: starts the workers (and the pacer for the open model), waits, merges their stats.
+//!
+//! Level boundaries lose nothing: with `--requests N` exactly N measured events are issued; with
+//! a duration, no event starts after the deadline, and events already in flight are awaited and
+//! counted in this level (each attempt is bounded by the client timeout).
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::driver::{run_pacer, Driver, OpenParams, Seqs, Window};
+use super::live::Live;
+use super::pacer::Arrivals;
+use super::plan::{LevelSpec, Load};
+use super::worker::{worker_loop, AttemptObserver};
+use crate::stats::{Clock, LevelStats};
+use crate::target::Target;
+use crate::workload::Workload;
+
+/// What every level of a run shares.
+pub struct LevelContext<T> {
+    /// Where the load goes.
+    pub target: Arc<T>,
+    /// Topics and the event generator.
+    pub workload: Arc<Workload>,
+    /// Maps instants to wall-clock µs.
+    pub clock: Clock,
+    /// Immediate retries after a retryable failure.
+    pub retries: u32,
+    /// Open model: inter-arrival law.
+    pub arrivals: Arrivals,
+    /// This process's shard index and the shard count (0, 1 when not sharded).
+    pub shard: (u64, u64),
+    /// Cancelled on Ctrl-C / SIGTERM: no new events, no more retries.
+    pub cancel: CancellationToken,
+    /// Live counts for the progress display.
+    pub live: Arc<Live>,
+    /// Sees every measured attempt (JTL).
+    pub observer: Option<Arc<dyn AttemptObserver>>,
+}
+
+impl<T> std::fmt::Debug for LevelContext<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LevelContext")
+            .field("retries", &self.retries)
+            .field("shard", &self.shard)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The result of one level.
+#[derive(Debug)]
+pub struct LevelRun {
+    /// The merged statistics of every worker.
+    pub stats: LevelStats,
+    /// Open model: measured sends scheduled (sent + dropped).
+    pub scheduled: Option<u64>,
+    /// Measured time from its start to the last worker's end.
+    pub elapsed: Duration,
+    /// True when the level was cut short by cancellation.
+    pub interrupted: bool,
+}
+
+/// Run `spec` as level number `index`. `seq_base` is the first event sequence number of the level.
+pub async fn run_level<T: Target>(
+    ctx: Arc<LevelContext<T>>,
+    spec: &LevelSpec,
+    index: u64,
+    seq_base: u64,
+) -> LevelRun {
+    ctx.live.reset();
+    let (shard, shards) = ctx.shard;
+    let seqs = Seqs::striped(seq_base, spec.stop.requests, shard, shards);
+    // Warm-up events come from their own sequence space so they never shift the measured stream.
+    let warm_base = (1u64 << 62) + (index << 40);
+    let warm_seqs = Seqs::striped(warm_base, None, shard, shards);
+    let begin = Instant::now();
+    let measured_start = begin + spec.warmup;
+    let window = Window {
+        measured_start,
+        deadline: spec.stop.duration.map(|d| measured_start + d),
+    };
+    let label: Arc<str> = spec.load.label().into();
+    let mut pacer = None;
+    let (driver, workers) = match spec.load {
+        Load::Closed { concurrency } => (
+            Driver::Closed {
+                window,
+                seqs,
+                warm_seqs,
+                issued: AtomicU64::new(0),
+                warm_issued: AtomicU64::new(0),
+                cancel: ctx.cancel.clone(),
+            },
+            concurrency as usize,
+        ),
+        Load::Open { rate, max_inflight } => {
+            let (tx, rx) = async_channel::bounded(max_inflight as usize);
+            let p = OpenParams {
+                rate,
+                max_inflight,
+                arrivals: ctx.arrivals,
+                ramp_up: spec.ramp_up,
+                seed: seq_base ^ index,
+            };
+            pacer = Some(tokio::spawn(run_pacer(
+                p,
+                window,
+                begin,
+                seqs,
+                warm_seqs,
+                tx,
+                ctx.cancel.clone(),
+            )));
+            (Driver::Open { rx }, max_inflight as usize)
+        }
+    };
+    let driver = Arc::new(driver);
+    let ramp = match spec.load {
+        Load::Closed { .. } => spec.ramp_up,
+        Load::Open { .. } => Duration::ZERO, // the pacer ramps the rate
+    };
+    let mut handles = Vec::with_capacity(workers);
+    for w in 0..workers {
+        let (ctx, driver, label) = (ctx.clone(), driver.clone(), label.clone());
+        // Closed-model ramp: worker w joins at w/C of the ramp, after the warm-up.
+        let delay = ramp.mul_f64(w as f64 / workers as f64);
+        handles.push(tokio::spawn(async move {
+            if !delay.is_zero() {
+                tokio::select! {
+                    _ = ctx.cancel.cancelled() => return LevelStats::default(),
+                    _ = tokio::time::sleep_until(measured_start + delay) => {}
+                }
+            }
+            worker_loop(ctx, driver, w, measured_start, label).await
+        }));
+    }
+    let mut stats = LevelStats::default();
+    let scheduled = match pacer {
+        Some(p) => {
+            let (scheduled, dropped) = p.await.unwrap_or((0, 0));
+            stats.dropped += dropped;
+            Some(scheduled)
+        }
+        None => None,
+    };
+    for h in handles {
+        // A worker panic is a bug; surface it rather than silently losing its counts.
+        let part = h.await.expect("worker task panicked");
+        stats += &part;
+    }
+    LevelRun {
+        stats,
+        scheduled,
+        elapsed: Instant::now().saturating_duration_since(measured_start),
+        interrupted: ctx.cancel.is_cancelled(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::plan::Stop;
+    use crate::result::{Class, Outcome, TimeoutKind};
+    use crate::target::mock::MockTarget;
+    use crate::workload::{Distribution, TopicLayout, WorkloadConfig};
+
+    fn ctx(mock: MockTarget, retries: u32, shard: (u64, u64)) -> Arc<LevelContext<MockTarget>> {
+        let workload = Workload::new(WorkloadConfig {
+            tenants: 5,
+            sps: 2,
+            users: 3,
+            channels: vec!["login".into(), "registration".into()],
+            layout: TopicLayout::PerTenantChannel,
+            payload_bytes: None,
+            seed: 9,
+            distribution: Distribution::Uniform,
+        });
+        Arc::new(LevelContext {
+            target: Arc::new(mock),
+            workload: Arc::new(workload),
+            clock: Clock::new(),
+            retries,
+            arrivals: Arrivals::Constant,
+            shard,
+            cancel: CancellationToken::new(),
+            live: Arc::new(Live::default()),
+            observer: None,
+        })
+    }
+
+    fn closed(concurrency: u32, requests: Option<u64>, duration: Option<Duration>) -> LevelSpec {
+        LevelSpec {
+            load: Load::Closed { concurrency },
+            stop: Stop { duration, requests },
+            warmup: Duration::ZERO,
+            ramp_up: Duration::ZERO,
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_n_gives_exactly_n_attempts_and_counts_match_the_target() {
+        let script = vec![
+            Outcome::Accepted,
+            Outcome::Accepted,
+            Outcome::Http503,
+            Outcome::Denied,
+        ];
+        let c = ctx(
+            MockTarget::new(script, Duration::from_micros(200)),
+            0,
+            (0, 1),
+        );
+        let run = run_level(c.clone(), &closed(7, Some(1000), None), 0, 0).await;
+        assert_eq!(run.stats.attempts(), 1000);
+        assert_eq!(run.stats.events, 1000);
+        assert_eq!(run.stats.counts, c.target.counts());
+        assert_eq!(run.stats.counts.get(Class::Http503), 250);
+        assert_eq!(run.stats.counts.get(Class::Denied), 250);
+        assert_eq!(run.stats.topic_attempts, c.target.per_topic());
+        assert_eq!(run.stats.latency.len(), 1000);
+    }
+
+    #[tokio::test]
+    async fn retries_count_attempts_and_events_separately() {
+        // Every attempt times out: each event is tried 1 + 2 times and fails.
+        let script = vec![Outcome::Timeout(TimeoutKind::PoolWait)];
+        let c = ctx(MockTarget::new(script, Duration::ZERO), 2, (0, 1));
+        let run = run_level(c.clone(), &closed(4, Some(100), None), 0, 0).await;
+        assert_eq!(run.stats.events, 100);
+        assert_eq!(run.stats.events_failed, 100);
+        assert_eq!(run.stats.attempts(), 300);
+        assert_eq!(run.stats.retries, 200);
+        // A denial is not retried; a 503 followed by an accept is one successful event.
+        let script = vec![Outcome::Http503, Outcome::Accepted];
+        let c = ctx(MockTarget::new(script, Duration::ZERO), 2, (0, 1));
+        let run = run_level(c.clone(), &closed(1, Some(50), None), 0, 0).await;
+        assert_eq!(
+            (
+                run.stats.events,
+                run.stats.events_failed,
+                run.stats.attempts()
+            ),
+            (50, 0, 100)
+        );
+    }
+
+    #[tokio::test]
+    async fn shards_together_send_exactly_the_single_process_events() {
+        let mut single = ctx(
+            MockTarget::new(vec![Outcome::Accepted], Duration::ZERO),
+            0,
+            (0, 1),
+        );
+        let one = run_level(single.clone(), &closed(3, Some(500), None), 1, 500).await;
+        let mut merged = LevelStats::default();
+        for i in 0..3 {
+            let c = ctx(
+                MockTarget::new(vec![Outcome::Accepted], Duration::ZERO),
+                0,
+                (i, 3),
+            );
+            merged += &run_level(c, &closed(2, Some(500), None), 1, 500)
+                .await
+                .stats;
+        }
+        assert_eq!(merged.attempts(), 500);
+        assert_eq!(merged.topic_attempts, one.stats.topic_attempts);
+        assert_eq!(merged.bytes_sent, one.stats.bytes_sent);
+        let _ = Arc::get_mut(&mut single);
+    }
+
+    #[tokio::test]
+    async fn duration_levels_stop_and_await_in_flight_attempts() {
+        let c = ctx(
+            MockTarget::new(vec![Outcome::Accepted], Duration::from_millis(20)),
+            0,
+            (0, 1),
+        );
+        let spec = LevelSpec {
+            warmup: Duration::from_millis(100),
+            ..closed(4, None, Some(Duration::from_millis(300)))
+        };
+        let run = run_level(c.clone(), &spec, 0, 0).await;
+        let target_total = c.target.counts().total();
+        // Warm-up attempts reach the target but are not recorded.
+        assert!(target_total > run.stats.attempts());
+        // 4 workers × 300 ms / 20 ms ≈ 60 measured; generous margins.
+        assert!(
+            (30..=70).contains(&run.stats.attempts()),
+            "{}",
+            run.stats.attempts()
+        );
+        assert_eq!(run.stats.attempts(), run.stats.events);
+    }
+
+    #[tokio::test]
+    async fn cancellation_stops_the_level() {
+        let c = ctx(
+            MockTarget::new(vec![Outcome::Accepted], Duration::from_millis(5)),
+            0,
+            (0, 1),
+        );
+        let cancel = c.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            cancel.cancel();
+        });
+        let run = run_level(c, &closed(2, None, Some(Duration::from_secs(60))), 0, 0).await;
+        assert!(run.interrupted);
+        assert!(run.elapsed < Duration::from_secs(10));
+        assert!(run.stats.attempts() > 0);
+    }
+}

@@ -1,0 +1,112 @@
+//! The one worker loop both load models share: ticket → event → attempts (with retries) → stats.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::driver::Driver;
+use super::level::LevelContext;
+use super::live::LiveDelta;
+use crate::result::{Attempt, Class};
+use crate::stats::{AttemptTimes, LevelStats};
+use crate::target::Target;
+
+/// One attempt as observers (the JTL writer) see it.
+#[derive(Debug)]
+pub struct AttemptRecord<'a> {
+    /// Level label ("200", "500/s").
+    pub level: &'a str,
+    /// Worker number within the level.
+    pub worker: usize,
+    /// Event sequence number.
+    pub seq: u64,
+    /// Channel name of the event.
+    pub channel: &'a str,
+    /// Topic name.
+    pub topic: &'a str,
+    /// 1 for the first attempt, 2 for the first retry, …
+    pub attempt_no: u32,
+    /// Start, µs since the Unix epoch.
+    pub start_unix_us: u64,
+    /// Duration, µs.
+    pub elapsed_us: u64,
+    /// What it ended in.
+    pub attempt: &'a Attempt,
+}
+
+/// Receives every measured attempt (e.g. the streaming JTL writer). Must be cheap.
+pub trait AttemptObserver: Send + Sync {
+    /// Called once per measured attempt, on the worker's task.
+    fn on_attempt(&self, record: &AttemptRecord<'_>);
+}
+
+/// Run tickets until the driver says stop; return this worker's statistics.
+pub(crate) async fn worker_loop<T: Target>(
+    ctx: Arc<LevelContext<T>>,
+    driver: Arc<Driver>,
+    worker: usize,
+    level_start: Instant,
+    label: Arc<str>,
+) -> LevelStats {
+    let mut stats = LevelStats::default();
+    let mut delta = LiveDelta::new();
+    let max_attempts = ctx.retries + 1;
+    while let Some(ticket) = driver.next().await {
+        let iat_ms = ctx.clock.unix_us(Instant::now().into_std()) / 1000;
+        let event = ctx.workload.event(ticket.seq, iat_ms);
+        let topic = &ctx.workload.topics()[event.topic];
+        let mut attempt_no = 0u32;
+        let first_start = Instant::now();
+        let mut end;
+        let mut ok = false;
+        loop {
+            let start = Instant::now();
+            let a = ctx.target.send(topic, &event).await;
+            end = Instant::now();
+            attempt_no += 1;
+            let class = a.outcome.class();
+            if ticket.measured {
+                let intended = if attempt_no == 1 {
+                    ticket.intended
+                } else {
+                    start
+                };
+                let times = AttemptTimes {
+                    level_start: level_start.into_std(),
+                    intended: intended.into_std(),
+                    start: start.into_std(),
+                    end: end.into_std(),
+                };
+                stats.record_attempt(&ctx.clock, times, &a, event.topic);
+                let us = (end - start).as_micros() as u64;
+                delta.note(&ctx.live, class, us, end);
+                if let Some(obs) = &ctx.observer {
+                    obs.on_attempt(&AttemptRecord {
+                        level: &label,
+                        worker,
+                        seq: event.seq,
+                        channel: ctx.workload.channel_name(event.channel),
+                        topic: &topic.name,
+                        attempt_no,
+                        start_unix_us: ctx.clock.unix_us(start.into_std()),
+                        elapsed_us: us,
+                        attempt: &a,
+                    });
+                }
+            }
+            if class == Class::Accepted {
+                ok = true;
+                break;
+            }
+            // Retries are immediate, as the real publisher's client does (PROTOCOL.md §3).
+            if attempt_no >= max_attempts || !class.is_retryable() || ctx.cancel.is_cancelled() {
+                break;
+            }
+        }
+        if ticket.measured {
+            stats.record_event(first_start.into_std(), end.into_std(), attempt_no, ok);
+        }
+    }
+    delta.flush(&ctx.live, Instant::now());
+    stats
+}

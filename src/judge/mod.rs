@@ -1,0 +1,6 @@
+//! Judging a run: thresholds (pass/fail), the capacity finder's SLO, and the timeout what-if table.
+
+pub mod threshold;
+pub mod whatif;
+
+pub use threshold::{judge, Metric, Scope, Threshold, Verdict};

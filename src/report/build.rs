@@ -1,0 +1,160 @@
+//! Turns `LevelStats` into a `LevelReport` row: JMeter's aggregate numbers plus what the JSON adds.
+
+use crate::result::Class;
+use crate::stats::{Histogram, LevelStats};
+
+use super::model::{EventSummary, LatencyUs, LevelReport, TimeoutSplit};
+
+/// Percentiles from a histogram; min, max and mean from the exact counters when given.
+pub fn latency(h: &Histogram, exact: Option<(u64, u64, u64)>) -> LatencyUs {
+    if h.is_empty() {
+        return LatencyUs::default();
+    }
+    let (min, max, mean) = match exact {
+        Some((min, max, sum)) => (min, max, sum as f64 / h.len() as f64),
+        None => (h.min(), h.max(), h.mean()),
+    };
+    // Nearest-rank, like JMeter; hdrhistogram reports the bucket's highest equivalent value,
+    // clamped here to the exact max so a percentile never exceeds it.
+    let q = |p: f64| h.value_at_quantile(p).min(max);
+    LatencyUs {
+        mean,
+        min,
+        p50: q(0.50),
+        p90: q(0.90),
+        p95: q(0.95),
+        p99: q(0.99),
+        p999: q(0.999),
+        max,
+    }
+}
+
+/// Build one row. `concurrency`/`rate` describe the level; `open` adds corrected latency.
+pub fn level_report(
+    label: &str,
+    concurrency: Option<u64>,
+    rate: Option<f64>,
+    s: &LevelStats,
+    open: bool,
+) -> LevelReport {
+    let samples = s.attempts();
+    let exact = s.min_us.zip(s.max_us).map(|(a, b)| (a, b, s.sum_us));
+    let lat = latency(&s.latency, exact);
+    let span = s.span_secs();
+    let per_sec = |x: f64| if span > 0.0 { x / span } else { 0.0 };
+    let accepted = s.counts.get(Class::Accepted);
+    let ms = |us: u64| us / 1000;
+    LevelReport {
+        label: label.to_string(),
+        concurrency,
+        rate,
+        samples,
+        average_ms: if samples == 0 {
+            0
+        } else {
+            s.sum_us / samples / 1000
+        },
+        median_ms: ms(lat.p50),
+        p90_ms: ms(lat.p90),
+        p95_ms: ms(lat.p95),
+        p99_ms: ms(lat.p99),
+        min_ms: ms(lat.min),
+        max_ms: ms(lat.max),
+        error_pct: if samples == 0 {
+            0.0
+        } else {
+            (samples - accepted) as f64 * 100.0 / samples as f64
+        },
+        throughput: per_sec(samples as f64),
+        received_kb_per_sec: per_sec(s.bytes_received as f64 / 1024.0),
+        sent_kb_per_sec: per_sec(s.bytes_sent as f64 / 1024.0),
+        counts: s.counts.to_map(),
+        timeouts: TimeoutSplit {
+            connect: s.counts.get(Class::TimeoutConnect),
+            pool_wait: s.counts.get(Class::TimeoutPoolWait),
+            response: s.counts.get(Class::TimeoutResponse),
+        },
+        connection_errors: s.counts.sum_where(Class::is_conn_error),
+        status_codes: s
+            .status_codes
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        events: EventSummary {
+            total: s.events,
+            succeeded: s.events - s.events_failed,
+            failed: s.events_failed,
+            retries: s.retries,
+        },
+        dropped: s.dropped,
+        span_s: span,
+        bytes_sent: s.bytes_sent,
+        bytes_received: s.bytes_received,
+        latency_us: lat,
+        corrected_latency_us: open.then(|| latency(&s.corrected, None)),
+        accepted_latency_us: latency(&s.accepted_latency, None),
+        topic_attempts: s.topic_attempts.clone(),
+        timeline: s.timeline.clone(),
+        stats: Some(s.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{Attempt, Outcome};
+    use crate::stats::{AttemptTimes, Clock};
+    use std::time::Duration;
+
+    #[test]
+    fn jmeter_numbers_from_known_samples() {
+        let clock = Clock::new();
+        let t0 = clock.anchor();
+        let mut s = LevelStats::default();
+        // 1000 attempts of 1..=1000 ms, one every ms; every 500th is a 503.
+        for i in 1..=1000u64 {
+            let start = t0 + Duration::from_millis(i - 1);
+            let end = start + Duration::from_millis(i);
+            let outcome = if i % 500 == 0 {
+                Outcome::Http503
+            } else {
+                Outcome::Accepted
+            };
+            let a = Attempt {
+                outcome,
+                status: 200,
+                bytes_sent: 1024,
+                bytes_received: 512,
+            };
+            s.record_attempt(
+                &clock,
+                AttemptTimes {
+                    level_start: t0,
+                    intended: start,
+                    start,
+                    end,
+                },
+                &a,
+                0,
+            );
+        }
+        let r = level_report("50", Some(50), None, &s, false);
+        assert_eq!(r.samples, 1000);
+        assert_eq!(r.average_ms, 500); // mean 500.5 truncated
+        assert_eq!(r.min_ms, 1);
+        assert_eq!(r.max_ms, 1000);
+        assert_eq!(r.median_ms, 500);
+        assert_eq!(r.p90_ms, 900);
+        assert_eq!(r.p99_ms, 990);
+        assert!((r.error_pct - 0.2).abs() < 1e-9);
+        // span: first start t0 → last end t0 + 999 + 1000 ms = 1.999 s
+        assert!(
+            (r.throughput - 1000.0 / 1.999).abs() < 0.01,
+            "{}",
+            r.throughput
+        );
+        assert!((r.sent_kb_per_sec - 1000.0 / 1.999).abs() < 0.01);
+        assert_eq!(r.counts["http_503"], 2);
+        assert_eq!(r.status_codes["503"], 2);
+    }
+}

@@ -1,0 +1,118 @@
+//! The terminal table (also saved as `table.txt`): one aligned row per level, then TOTAL.
+
+use std::fmt::Write;
+
+use super::csv::aggregate_fields;
+use super::{Report, Reporter};
+
+/// Renders the aligned text table.
+#[derive(Debug, Default)]
+pub struct TableReporter;
+
+const HEAD: &[&str] = &[
+    "Level",
+    "Samples",
+    "Avg",
+    "Med",
+    "p90",
+    "p95",
+    "p99",
+    "Min",
+    "Max",
+    "Error %",
+    "Req/s",
+    "Recv KB/s",
+    "Sent KB/s",
+];
+
+/// Render the table as text.
+pub fn render_table(report: &Report) -> String {
+    let servicebus = report.target == "servicebus";
+    let class_head: &[&str] = if servicebus {
+        &[
+            "Acc", "Throt", "Rej", "Unauth", "NotFnd", "TooBig", "TO conn", "TO pool", "TO resp",
+            "ConnErr",
+        ]
+    } else {
+        &[
+            "Acc", "Denied", "4xx", "502", "503", "504", "5xx", "TO conn", "TO pool", "TO resp",
+            "ConnErr",
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = vec![HEAD
+        .iter()
+        .chain(class_head)
+        .map(|s| s.to_string())
+        .collect()];
+    for r in report.levels.iter().chain(report.total.as_ref()) {
+        let mut row = aggregate_fields(r);
+        let c = |k: &str| r.counts.get(k).copied().unwrap_or(0).to_string();
+        let classes: &[&str] = if servicebus {
+            &[
+                "accepted",
+                "throttled",
+                "rejected",
+                "unauthorized",
+                "not_found",
+                "too_large",
+            ]
+        } else {
+            &[
+                "accepted", "denied", "http_4xx", "http_502", "http_503", "http_504", "http_5xx",
+            ]
+        };
+        row.extend(classes.iter().map(|k| c(k)));
+        row.extend([
+            r.timeouts.connect.to_string(),
+            r.timeouts.pool_wait.to_string(),
+            r.timeouts.response.to_string(),
+            r.connection_errors.to_string(),
+        ]);
+        // The table is for eyes: fewer decimals than the CSV.
+        row[10] = format!("{:.1}", r.throughput);
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (n, row) in rows.iter().enumerate() {
+        for (i, cell) in row.iter().enumerate() {
+            if i == 0 {
+                let _ = write!(out, "{cell:<w$}", w = widths[i]);
+            } else {
+                let _ = write!(out, "  {cell:>w$}", w = widths[i]);
+            }
+        }
+        out.push('\n');
+        if n == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+            out.push('\n');
+        }
+    }
+    if let Some(t) = &report.total {
+        if t.events.retries > 0 {
+            let _ = writeln!(
+                out,
+                "events: {} total, {} succeeded, {} failed after retries ({} retries)",
+                t.events.total, t.events.succeeded, t.events.failed, t.events.retries
+            );
+        }
+        if t.dropped > 0 {
+            let _ = writeln!(out, "dropped (generator saturated): {}", t.dropped);
+        }
+    }
+    if report.partial {
+        out.push_str("PARTIAL: the run was interrupted; these are the levels measured so far.\n");
+    }
+    out
+}
+
+impl Reporter for TableReporter {
+    fn file_name(&self) -> &'static str {
+        "table.txt"
+    }
+    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        Ok(render_table(report).into_bytes())
+    }
+}

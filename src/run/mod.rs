@@ -1,0 +1,199 @@
+//! A load run from a validated `RunConfig`: targets set up, topics registered, levels run in
+//! order, reports rewritten after every level, thresholds judged.
+
+pub mod embedded;
+mod progress;
+mod record;
+pub mod signals;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{RunConfig, TargetKind};
+use crate::engine::{run_level, Arrivals, LevelContext, LevelSpec, Live, Load};
+use crate::report::Report;
+use crate::stats::Clock;
+use crate::target::websub::{HubEndpoint, WebSubClient, WebSubTarget};
+use crate::target::{PhaseResult, Target};
+use crate::workload::{Topic, Workload};
+
+pub use record::RunRecord;
+
+/// How a run ended, for the exit code.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The final report (as written).
+    pub report: Report,
+    /// Some threshold failed.
+    pub thresholds_failed: bool,
+    /// Ctrl-C or SIGTERM cut the run short.
+    pub interrupted: bool,
+}
+
+/// What a level run needs besides the target.
+struct Shared<'a> {
+    cfg: &'a RunConfig,
+    workload: Arc<Workload>,
+    clock: Clock,
+    cancel: CancellationToken,
+    live: Arc<Live>,
+    shard: (u64, u64),
+}
+
+/// First sequence number of level `i`: consecutive blocks with `--requests`, so a run (or a set
+/// of shards) with the same seed and count sends the same events; far-apart blocks otherwise.
+fn seq_base(spec: &LevelSpec, i: usize) -> u64 {
+    match spec.stop.requests {
+        Some(n) => n * i as u64,
+        None => (i as u64) << 40,
+    }
+}
+
+/// Connections per host for a level: `--pool-per-host`, else the level's concurrency.
+fn pool_size(cfg: &RunConfig, spec: &LevelSpec) -> usize {
+    cfg.client
+        .pool_per_host
+        .map(|n| n as usize)
+        .unwrap_or(match spec.load {
+            Load::Closed { concurrency } => concurrency as usize,
+            Load::Open { max_inflight, .. } => max_inflight as usize,
+        })
+}
+
+/// Run every level against targets built by `make`, recording into `rec`.
+async fn run_levels<T: Target>(
+    sh: &Shared<'_>,
+    rec: &mut RunRecord,
+    make: impl Fn(&LevelSpec) -> T,
+) -> anyhow::Result<()> {
+    let show = progress::enabled(sh.cfg.output.quiet);
+    for (i, spec) in sh.cfg.levels.iter().enumerate() {
+        if sh.cancel.is_cancelled() {
+            break;
+        }
+        let ctx = Arc::new(LevelContext {
+            target: Arc::new(make(spec)),
+            workload: sh.workload.clone(),
+            clock: sh.clock,
+            retries: sh.cfg.client.retries,
+            arrivals: sh.cfg.arrivals,
+            shard: sh.shard,
+            cancel: sh.cancel.clone(),
+            live: sh.live.clone(),
+            observer: None,
+        });
+        let bar = progress::LevelProgress::start(show, spec, sh.live.clone());
+        let run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+        bar.finish();
+        rec.push_level(spec, run)?;
+    }
+    Ok(())
+}
+
+/// Register (or deregister) and check that the hub answered at all.
+fn check_phase(p: &PhaseResult, url: &url::Url) -> anyhow::Result<()> {
+    if p.topics > 0 && p.ok() == 0 {
+        let why = p.first_error.as_deref().unwrap_or("no answer");
+        anyhow::bail!("cannot register topics at the hub {url}: {why}");
+    }
+    if p.failed() > 0 {
+        tracing::warn!(
+            failed = p.failed(),
+            first = p.first_error.as_deref().unwrap_or(""),
+            "some topics failed to register; publishes to them will be counted as they are answered"
+        );
+    }
+    Ok(())
+}
+
+/// The topics this process registers: its own tenants' when sharded (tenants are striped).
+fn owned_topics(w: &Workload, shard: (u64, u64)) -> Vec<Topic> {
+    let (index, count) = shard;
+    w.topics()
+        .iter()
+        .filter(|t| match t.tenant {
+            Some(tenant) => u64::from(tenant) % count == index,
+            None => index == 0,
+        })
+        .cloned()
+        .collect()
+}
+
+async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> {
+    let cfg = sh.cfg;
+    let embedded = match &cfg.target.hub_url {
+        Some(_) => None,
+        None => Some(embedded::EmbeddedHub::start(
+            hubload_hub::HubConfig::default(),
+        )?),
+    };
+    let url = match (&cfg.target.hub_url, &embedded) {
+        (Some(u), _) => u.clone(),
+        (None, Some(h)) => h.url.clone(),
+        (None, None) => unreachable!("embedded hub started above"),
+    };
+    rec.set_target("websub", &url);
+    let endpoint = HubEndpoint::resolve(&url).await?;
+    let client = |max_conns: usize| WebSubClient {
+        timeout: cfg.client.timeout,
+        connect_timeout: cfg.client.connect_timeout,
+        pool_timeout: cfg.client.pool_timeout,
+        max_conns,
+        token: cfg.target.hub_token.clone(),
+        phase_concurrency: cfg.register_concurrency as usize,
+    };
+    // Registration gets its own pool and at least 5 s per request: it is set-up, not load.
+    let phase_client = WebSubClient {
+        timeout: cfg.client.timeout.max(Duration::from_secs(5)),
+        connect_timeout: cfg.client.connect_timeout.max(Duration::from_secs(5)),
+        pool_timeout: Duration::from_secs(60),
+        ..client(cfg.register_concurrency as usize)
+    };
+    let phase_target = WebSubTarget::new(endpoint.clone(), sh.workload.topics(), &phase_client);
+    let mine = owned_topics(&sh.workload, sh.shard);
+    let reg = phase_target.prepare(&mine).await;
+    check_phase(&reg, &url)?;
+    rec.set_registration(&reg)?;
+    let topics = sh.workload.topics();
+    run_levels(sh, rec, |spec| {
+        WebSubTarget::new(endpoint.clone(), topics, &client(pool_size(cfg, spec)))
+    })
+    .await?;
+    if cfg.deregister {
+        let dereg = phase_target.teardown(&mine).await;
+        rec.set_deregistration(&dereg)?;
+    }
+    Ok(())
+}
+
+/// Run the load described by `cfg`; reports go to `cfg.output.out_dir` after every level.
+pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Result<RunOutcome> {
+    let workload = Arc::new(Workload::new(cfg.workload.clone()));
+    let sh = Shared {
+        cfg,
+        workload: workload.clone(),
+        clock: Clock::new(),
+        cancel: cancel.clone(),
+        live: Arc::new(Live::default()),
+        shard: (0, 1),
+    };
+    let mut rec = RunRecord::new(cfg, &workload).context("cannot prepare the reports")?;
+    for kind in &cfg.target.kinds {
+        match kind {
+            TargetKind::Websub => run_websub(&sh, &mut rec).await?,
+            TargetKind::Servicebus => anyhow::bail!("invalid --target `servicebus`: not built yet"),
+        }
+    }
+    let _ = Arrivals::Constant;
+    let interrupted = cancel.is_cancelled();
+    let report = rec.finish(interrupted)?;
+    let thresholds_failed = report.verdicts.iter().any(|v| !v.passed);
+    Ok(RunOutcome {
+        report,
+        thresholds_failed,
+        interrupted,
+    })
+}

@@ -1,0 +1,573 @@
+//! The shard artifact: one shard's results as a self-describing, versioned JSON document, with
+//! exact counters and V2+DEFLATE base64 histograms (PROTOCOL.md §5), and its exact round trip.
+//!
+//! The document is meant to be read by people as well as by `hubload merge`: counts are keyed
+//! by class name, times are RFC 3339, and the histogram layout is spelled out in `meta.layout`.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
+use serde::{Deserialize, Serialize};
+
+use super::env::{validate_run_id, ShardSpec};
+use crate::result::Class;
+use crate::stats::{Counts, Histogram, LevelStats, TimelineBucket, HIST_LOWEST_US, HIST_SIGFIG};
+use crate::target::PhaseResult;
+
+/// The value of `meta.format` in every shard artifact.
+pub const FORMAT: &str = "hubload-shard";
+/// The artifact format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// The value of `meta.layout.encoding`.
+pub const HIST_ENCODING: &str = "hdrhistogram-v2-deflate-base64";
+
+/// Why an artifact could not be built or read. Every message names the field or histogram.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    /// The JSON is not a shard artifact.
+    #[error("not a hubload shard artifact: {0}")]
+    Json(#[from] serde_json::Error),
+    /// `meta.format` is not [`FORMAT`].
+    #[error("meta.format is {0:?}, expected {FORMAT:?}")]
+    Format(String),
+    /// `meta.format_version` is one this build does not read.
+    #[error(
+        "meta.format_version {0} is not supported (this hubload reads version {FORMAT_VERSION})"
+    )]
+    Version(u32),
+    /// `meta.run_id` is unusable.
+    #[error("meta.run_id: {0}")]
+    RunId(String),
+    /// `meta.shard_index` is not below `meta.shard_count`.
+    #[error("meta.shard_index {index} is not below meta.shard_count {count}")]
+    Index {
+        /// The index.
+        index: u32,
+        /// The count.
+        count: u32,
+    },
+    /// A histogram could not be serialized.
+    #[error("histogram {name}: cannot serialize: {reason}")]
+    Serialize {
+        /// Which histogram.
+        name: &'static str,
+        /// The serializer's message.
+        reason: String,
+    },
+    /// A histogram is not valid base64 or not a V2 (+DEFLATE) histogram.
+    #[error("level {label:?}: histogram {name}: {reason}")]
+    Histogram {
+        /// The level label.
+        label: String,
+        /// Which histogram.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A class name in `counts` that this build does not know.
+    #[error("{context}: unknown outcome class {name:?}")]
+    UnknownClass {
+        /// Where ("level \"50\"" or "registration").
+        context: String,
+        /// The name found.
+        name: String,
+    },
+}
+
+/// The histogram layout every hubload histogram uses; merging requires it to be identical.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistLayout {
+    /// Lowest discernible value, µs.
+    pub lowest_us: u64,
+    /// Significant decimal digits.
+    pub significant_digits: u8,
+    /// How histograms are encoded in this document: [`HIST_ENCODING`].
+    pub encoding: String,
+}
+
+impl HistLayout {
+    /// The layout this build records with.
+    pub fn current() -> Self {
+        HistLayout {
+            lowest_us: HIST_LOWEST_US,
+            significant_digits: HIST_SIGFIG,
+            encoding: HIST_ENCODING.to_string(),
+        }
+    }
+}
+
+/// Who wrote the artifact and how to interpret it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardMeta {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Shared by every shard of one run (`HUBLOAD_RUN_ID`).
+    pub run_id: String,
+    /// This shard's index, `0..shard_count` (`JOB_COMPLETION_INDEX`).
+    pub shard_index: u32,
+    /// Number of shards in the run (`HUBLOAD_SHARD_COUNT`).
+    pub shard_count: u32,
+    /// The hubload version that wrote it.
+    pub hubload_version: String,
+    /// Histogram layout and encoding.
+    pub layout: HistLayout,
+    /// "websub" or "servicebus".
+    pub target: String,
+    /// Where the load went (never a secret).
+    pub target_url: String,
+    /// "closed" (concurrency levels) or "open" (rate levels).
+    pub model: String,
+    /// When this shard started, RFC 3339 UTC.
+    pub started_at: String,
+    /// When this shard wrote the artifact, RFC 3339 UTC.
+    pub finished_at: String,
+}
+
+impl ShardMeta {
+    /// Meta for the shard `spec`, stamped with this build's version and layout; both times are now.
+    pub fn new(spec: &ShardSpec, target: &str, target_url: &str, model: &str) -> Self {
+        let now = rfc3339(SystemTime::now());
+        ShardMeta {
+            format: FORMAT.to_string(),
+            format_version: FORMAT_VERSION,
+            run_id: spec.run_id.clone(),
+            shard_index: spec.index,
+            shard_count: spec.count,
+            hubload_version: env!("CARGO_PKG_VERSION").to_string(),
+            layout: HistLayout::current(),
+            target: target.to_string(),
+            target_url: target_url.to_string(),
+            model: model.to_string(),
+            started_at: now.clone(),
+            finished_at: now,
+        }
+    }
+}
+
+/// RFC 3339 UTC with µs, the format of `started_at` and `finished_at`.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_micros(t).to_string()
+}
+
+/// What one level asked of this shard: its part of the concurrency or of the rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Load {
+    /// Closed model: concurrent virtual publishers.
+    Concurrency(u64),
+    /// Open model: events per second.
+    Rate(f64),
+}
+
+/// The four histograms of a level, each V2+DEFLATE, base64 (begins `HISTF`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelHistograms {
+    /// `LevelStats::latency`.
+    pub latency: String,
+    /// `LevelStats::corrected`.
+    pub corrected: String,
+    /// `LevelStats::accepted_latency`.
+    pub accepted_latency: String,
+    /// `LevelStats::event_latency`.
+    pub event_latency: String,
+}
+
+/// One level of one shard: its label and load, every exact counter of [`LevelStats`], and its histograms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelArtifact {
+    /// The level as the user wrote it (the whole run's value, e.g. "50"); equal across shards.
+    pub label: String,
+    /// This shard's part of the level's load.
+    pub load: Load,
+    /// Attempts per class name (every class, zeros included).
+    pub counts: BTreeMap<String, u64>,
+    /// Attempts per non-2xx HTTP status.
+    pub status_codes: BTreeMap<u16, u64>,
+    /// Events.
+    pub events: u64,
+    /// Events whose every attempt failed.
+    pub events_failed: u64,
+    /// Retry attempts.
+    pub retries: u64,
+    /// Skipped sends (open model).
+    pub dropped: u64,
+    /// Request bytes.
+    pub bytes_sent: u64,
+    /// Response bytes.
+    pub bytes_received: u64,
+    /// Exact sum of attempt latencies, µs.
+    pub sum_us: u64,
+    /// Exact smallest attempt latency, µs.
+    pub min_us: Option<u64>,
+    /// Exact largest attempt latency, µs.
+    pub max_us: Option<u64>,
+    /// Earliest attempt start, µs since the Unix epoch.
+    pub first_start_us: Option<u64>,
+    /// Latest attempt end, µs since the Unix epoch.
+    pub last_end_us: Option<u64>,
+    /// Attempts per global topic index.
+    pub topic_attempts: Vec<u64>,
+    /// Accepted attempts per global topic index.
+    pub topic_accepted: Vec<u64>,
+    /// One bucket per second since the level started.
+    pub timeline: Vec<TimelineBucket>,
+    /// The histograms.
+    pub histograms: LevelHistograms,
+}
+
+/// A registration or deregistration phase of one shard (the topics this shard owns).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseArtifact {
+    /// Topics attempted.
+    pub topics: u64,
+    /// Attempts per class name.
+    pub counts: BTreeMap<String, u64>,
+    /// Register answered 409 (already registered).
+    pub already_registered: u64,
+    /// Seconds.
+    pub duration_s: f64,
+    /// The first failure, as one line.
+    pub first_error: Option<String>,
+}
+
+impl From<&PhaseResult> for PhaseArtifact {
+    fn from(p: &PhaseResult) -> Self {
+        PhaseArtifact {
+            topics: p.topics,
+            counts: p.counts.to_map(),
+            already_registered: p.already_registered,
+            duration_s: p.duration_s,
+            first_error: p.first_error.clone(),
+        }
+    }
+}
+
+impl PhaseArtifact {
+    /// Back to the engine's type.
+    pub fn to_phase_result(&self) -> Result<PhaseResult, ArtifactError> {
+        Ok(PhaseResult {
+            topics: self.topics,
+            counts: counts_from_map(&self.counts, "registration")?,
+            already_registered: self.already_registered,
+            duration_s: self.duration_s,
+            first_error: self.first_error.clone(),
+        })
+    }
+}
+
+/// Everything one shard measured: the unit `hubload merge` reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardArtifact {
+    /// Who wrote it and how to read it.
+    pub meta: ShardMeta,
+    /// True when the shard was interrupted (or has not finished).
+    pub partial: bool,
+    /// The resolved run configuration, secrets redacted (the same for every shard).
+    #[serde(default)]
+    pub config: serde_json::Value,
+    /// Topic names by global topic index (the whole run's list, the same for every shard).
+    #[serde(default)]
+    pub topics: Vec<String>,
+    /// This shard's registration phase.
+    pub registration: Option<PhaseArtifact>,
+    /// One entry per level, in run order.
+    pub levels: Vec<LevelArtifact>,
+}
+
+impl ShardArtifact {
+    /// Pretty JSON, as written to the output directory.
+    pub fn to_json(&self) -> String {
+        // Serializing plain data with string keys cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Parse and check the envelope: format, version, run id and index. Levels are decoded later.
+    pub fn from_json(text: &str) -> Result<Self, ArtifactError> {
+        // Read the envelope first so a future version gets a version error, not a field error.
+        #[derive(Deserialize)]
+        struct Probe {
+            meta: ProbeMeta,
+        }
+        #[derive(Deserialize)]
+        struct ProbeMeta {
+            format: String,
+            format_version: u32,
+        }
+        let probe: Probe = serde_json::from_str(text)?;
+        if probe.meta.format != FORMAT {
+            return Err(ArtifactError::Format(probe.meta.format));
+        }
+        if probe.meta.format_version != FORMAT_VERSION {
+            return Err(ArtifactError::Version(probe.meta.format_version));
+        }
+        let a: ShardArtifact = serde_json::from_str(text)?;
+        validate_run_id(&a.meta.run_id).map_err(ArtifactError::RunId)?;
+        if a.meta.shard_index >= a.meta.shard_count {
+            return Err(ArtifactError::Index {
+                index: a.meta.shard_index,
+                count: a.meta.shard_count,
+            });
+        }
+        Ok(a)
+    }
+
+    /// The file name this artifact is written under: `shard-<index>-of-<count>.json`.
+    pub fn file_name(&self) -> String {
+        format!(
+            "shard-{}-of-{}.json",
+            self.meta.shard_index, self.meta.shard_count
+        )
+    }
+}
+
+/// Encode one level's stats exactly. Fails only if a histogram count exceeds `i64::MAX`.
+pub fn encode_level(
+    label: &str,
+    load: Load,
+    s: &LevelStats,
+) -> Result<LevelArtifact, ArtifactError> {
+    Ok(LevelArtifact {
+        label: label.to_string(),
+        load,
+        counts: s.counts.to_map(),
+        status_codes: s.status_codes.clone(),
+        events: s.events,
+        events_failed: s.events_failed,
+        retries: s.retries,
+        dropped: s.dropped,
+        bytes_sent: s.bytes_sent,
+        bytes_received: s.bytes_received,
+        sum_us: s.sum_us,
+        min_us: s.min_us,
+        max_us: s.max_us,
+        first_start_us: s.first_start_us,
+        last_end_us: s.last_end_us,
+        topic_attempts: s.topic_attempts.clone(),
+        topic_accepted: s.topic_accepted.clone(),
+        timeline: s.timeline.clone(),
+        histograms: LevelHistograms {
+            latency: encode_histogram("latency", &s.latency)?,
+            corrected: encode_histogram("corrected", &s.corrected)?,
+            accepted_latency: encode_histogram("accepted_latency", &s.accepted_latency)?,
+            event_latency: encode_histogram("event_latency", &s.event_latency)?,
+        },
+    })
+}
+
+/// Decode one level back into [`LevelStats`], checking every histogram's layout.
+pub fn decode_level(a: &LevelArtifact) -> Result<LevelStats, ArtifactError> {
+    let hist = |name, b64: &str| decode_histogram(&a.label, name, b64);
+    Ok(LevelStats {
+        latency: hist("latency", &a.histograms.latency)?,
+        corrected: hist("corrected", &a.histograms.corrected)?,
+        accepted_latency: hist("accepted_latency", &a.histograms.accepted_latency)?,
+        event_latency: hist("event_latency", &a.histograms.event_latency)?,
+        counts: counts_from_map(&a.counts, &format!("level {:?}", a.label))?,
+        status_codes: a.status_codes.clone(),
+        events: a.events,
+        events_failed: a.events_failed,
+        retries: a.retries,
+        dropped: a.dropped,
+        bytes_sent: a.bytes_sent,
+        bytes_received: a.bytes_received,
+        sum_us: a.sum_us,
+        min_us: a.min_us,
+        max_us: a.max_us,
+        first_start_us: a.first_start_us,
+        last_end_us: a.last_end_us,
+        topic_attempts: a.topic_attempts.clone(),
+        topic_accepted: a.topic_accepted.clone(),
+        timeline: a.timeline.clone(),
+    })
+}
+
+/// V2+DEFLATE, then standard base64: the HdrHistogram interchange string (begins `HISTF`).
+pub fn encode_histogram(name: &'static str, h: &Histogram) -> Result<String, ArtifactError> {
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut buf)
+        .map_err(|e| ArtifactError::Serialize {
+            name,
+            reason: e.to_string(),
+        })?;
+    Ok(B64.encode(buf))
+}
+
+/// The inverse of [`encode_histogram`]; rejects any layout but hubload's, and re-enables auto-resize.
+pub fn decode_histogram(
+    label: &str,
+    name: &'static str,
+    b64: &str,
+) -> Result<Histogram, ArtifactError> {
+    let err = |reason: String| ArtifactError::Histogram {
+        label: label.to_string(),
+        name,
+        reason,
+    };
+    let bytes = B64
+        .decode(b64.trim())
+        .map_err(|e| err(format!("not base64: {e}")))?;
+    let mut h: Histogram = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| err(format!("not an HdrHistogram V2 encoding: {e}")))?;
+    if h.low() != HIST_LOWEST_US || h.sigfig() != HIST_SIGFIG {
+        return Err(err(format!(
+            "layout is lowest {} µs, {} digits; hubload merges only lowest {HIST_LOWEST_US} µs, {HIST_SIGFIG} digits",
+            h.low(),
+            h.sigfig()
+        )));
+    }
+    // The encoding does not carry the auto-resize flag; every hubload histogram has it.
+    h.auto(true);
+    Ok(h)
+}
+
+fn counts_from_map(m: &BTreeMap<String, u64>, context: &str) -> Result<Counts, ArtifactError> {
+    let mut c = Counts::default();
+    for (name, v) in m {
+        let class = Class::ALL
+            .iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| ArtifactError::UnknownClass {
+                context: context.to_string(),
+                name: name.clone(),
+            })?;
+        c.0[class.index()] = *v;
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::testutil::{assert_level_eq, random_level};
+
+    fn spec() -> ShardSpec {
+        ShardSpec {
+            index: 1,
+            count: 3,
+            run_id: "run-7".into(),
+            start_at: None,
+        }
+    }
+
+    #[test]
+    fn level_round_trip_is_exact() {
+        let stats = random_level(42, 5_000);
+        assert_eq!(stats.events, 5_000);
+        assert!(stats.latency.len() == stats.attempts() && stats.retries > 0);
+        let a = encode_level("50", Load::Concurrency(17), &stats).unwrap();
+        for h in [
+            &a.histograms.latency,
+            &a.histograms.corrected,
+            &a.histograms.accepted_latency,
+            &a.histograms.event_latency,
+        ] {
+            assert!(h.starts_with("HISTF"), "{}", &h[..10]);
+        }
+        let back = decode_level(&a).unwrap();
+        assert_level_eq(&back, &stats);
+        assert!(back.latency.is_auto_resize());
+    }
+
+    #[test]
+    fn empty_level_round_trips() {
+        let stats = LevelStats::default();
+        let back = decode_level(&encode_level("1", Load::Rate(2.5), &stats).unwrap()).unwrap();
+        assert_level_eq(&back, &stats);
+    }
+
+    #[test]
+    fn document_round_trips_through_json() {
+        let stats = random_level(7, 300);
+        let mut phase = PhaseResult {
+            topics: 40,
+            already_registered: 2,
+            duration_s: 0.25,
+            first_error: Some("503 from hub".into()),
+            ..Default::default()
+        };
+        phase.counts.0[Class::Accepted.index()] = 37;
+        phase.counts.0[Class::Http503.index()] = 1;
+        let doc = ShardArtifact {
+            meta: ShardMeta::new(&spec(), "websub", "http://hub:9000/hub", "closed"),
+            partial: false,
+            config: serde_json::json!({"tenants": 100}),
+            topics: vec!["a".into(), "b".into()],
+            registration: Some(PhaseArtifact::from(&phase)),
+            levels: vec![encode_level("20", Load::Concurrency(7), &stats).unwrap()],
+        };
+        let text = doc.to_json();
+        assert!(text.contains("\"format\": \"hubload-shard\""));
+        assert!(text.contains("\"http_503\": 1"));
+        let back = ShardArtifact::from_json(&text).unwrap();
+        assert_eq!(back, doc);
+        let p = back.registration.unwrap().to_phase_result().unwrap();
+        assert_eq!(p.counts, phase.counts);
+        assert_eq!(p.ok(), 39);
+        assert_level_eq(&decode_level(&back.levels[0]).unwrap(), &stats);
+        assert_eq!(doc.file_name(), "shard-1-of-3.json");
+    }
+
+    #[test]
+    fn envelope_errors_name_the_field() {
+        let doc = ShardArtifact {
+            meta: ShardMeta::new(&spec(), "websub", "u", "closed"),
+            partial: false,
+            config: serde_json::Value::Null,
+            topics: vec![],
+            registration: None,
+            levels: vec![],
+        };
+        let text = doc.to_json();
+        let v2 = text.replace("\"format_version\": 1", "\"format_version\": 2");
+        let e = ShardArtifact::from_json(&v2).unwrap_err().to_string();
+        assert!(e.contains("format_version 2"), "{e}");
+        let other = text.replace("hubload-shard", "k6-summary");
+        let e = ShardArtifact::from_json(&other).unwrap_err().to_string();
+        assert!(e.contains("meta.format"), "{e}");
+        let bad_index = text.replace("\"shard_index\": 1", "\"shard_index\": 3");
+        let e = ShardArtifact::from_json(&bad_index)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("shard_index 3"), "{e}");
+        let e = ShardArtifact::from_json("{\"meta\": 1}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("not a hubload shard artifact"), "{e}");
+    }
+
+    #[test]
+    fn level_errors_name_the_histogram_or_class() {
+        let stats = random_level(3, 50);
+        let good = encode_level("5", Load::Concurrency(5), &stats).unwrap();
+
+        let mut a = good.clone();
+        a.histograms.corrected = "!!!".into();
+        let e = decode_level(&a).unwrap_err().to_string();
+        assert!(e.contains("corrected") && e.contains("base64"), "{e}");
+
+        let mut a = good.clone();
+        a.histograms.latency = B64.encode(b"not a histogram");
+        let e = decode_level(&a).unwrap_err().to_string();
+        assert!(e.contains("latency") && e.contains("V2"), "{e}");
+
+        let mut other = Histogram::new_with_bounds(1, 2, 2).unwrap();
+        other.auto(true);
+        other.record(100).unwrap();
+        let mut a = good.clone();
+        a.histograms.event_latency = encode_histogram("event_latency", &other).unwrap();
+        let e = decode_level(&a).unwrap_err().to_string();
+        assert!(e.contains("event_latency") && e.contains("2 digits"), "{e}");
+
+        let mut a = good;
+        a.counts.insert("teapot".into(), 1);
+        let e = decode_level(&a).unwrap_err().to_string();
+        assert!(e.contains("\"teapot\"") && e.contains("level \"5\""), "{e}");
+    }
+}

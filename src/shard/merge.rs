@@ -1,0 +1,429 @@
+//! The exact merge of a run's shard artifacts into one run: check that they belong together,
+//! that every shard is there once, then add every level with `+=`.
+//!
+//! Histograms share one layout, so the merged percentiles are exactly those one process would
+//! have recorded; nothing is averaged. Thresholds are judged by the caller on the result only.
+
+use super::artifact::{decode_level, ArtifactError, Load, ShardArtifact, ShardMeta};
+use crate::stats::LevelStats;
+use crate::target::PhaseResult;
+
+/// Why shards could not be merged. [`MergeError::MissingShards`] has its own exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Nothing to merge.
+    #[error("no shard artifacts found (expected HUBLOAD-SHARD lines or shard-*.json files)")]
+    Empty,
+    /// Shards of another run, or written differently: the field is named.
+    #[error("shard {index} does not belong with shard {first}: {field} is {found:?}, expected {expected:?}")]
+    Mismatch {
+        /// The meta or level field that differs.
+        field: String,
+        /// The first shard (the reference).
+        first: u32,
+        /// The shard that differs.
+        index: u32,
+        /// The reference value.
+        expected: String,
+        /// This shard's value.
+        found: String,
+    },
+    /// The same index was given twice.
+    #[error("shard index {0} appears more than once; pass each shard once")]
+    Duplicate(u32),
+    /// Some indices in `0..count` are absent.
+    #[error("missing shard index(es) {}; every index from 0 to count−1 is needed", join(.0))]
+    MissingShards(Vec<u32>),
+    /// A level could not be decoded.
+    #[error("shard {index}: {source}")]
+    Artifact {
+        /// The shard.
+        index: u32,
+        /// What is wrong.
+        source: ArtifactError,
+    },
+}
+
+fn join(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// One merged level.
+#[derive(Debug, Clone)]
+pub struct MergedLevel {
+    /// The level's label, as every shard reported it.
+    pub label: String,
+    /// The whole level's load: the sum of the shards' parts.
+    pub load: Load,
+    /// Every shard's stats added together.
+    pub stats: LevelStats,
+}
+
+/// A whole run rebuilt from its shards; what reporters need to write the single-run reports.
+#[derive(Debug, Clone)]
+pub struct MergedRun {
+    /// The run id.
+    pub run_id: String,
+    /// How many shards were merged.
+    pub shard_count: u32,
+    /// Shard 0's meta, with `started_at` the earliest and `finished_at` the latest of all shards.
+    pub meta: ShardMeta,
+    /// The run configuration (shard 0's).
+    pub config: serde_json::Value,
+    /// Topic names by global index.
+    pub topics: Vec<String>,
+    /// All shards' registration phases added (topics are striped, so they add up to the run's);
+    /// `None` when no shard reported one.
+    pub registration: Option<PhaseResult>,
+    /// The levels in run order.
+    pub levels: Vec<MergedLevel>,
+    /// True when any shard was partial.
+    pub partial: bool,
+}
+
+/// Merge the shards of one run. Order does not matter.
+pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
+    shards.sort_by_key(|s| s.meta.shard_index);
+    let first = shards.first().ok_or(MergeError::Empty)?;
+    check_together(first, &shards)?;
+
+    let count = first.meta.shard_count;
+    let mut seen = vec![false; count as usize];
+    for s in &shards {
+        // check_together ensured every index is below the common count.
+        let slot = &mut seen[s.meta.shard_index as usize];
+        if *slot {
+            return Err(MergeError::Duplicate(s.meta.shard_index));
+        }
+        *slot = true;
+    }
+    let missing: Vec<u32> = (0..count).filter(|&i| !seen[i as usize]).collect();
+    if !missing.is_empty() {
+        return Err(MergeError::MissingShards(missing));
+    }
+
+    let mut levels: Vec<MergedLevel> = first
+        .levels
+        .iter()
+        .map(|l| MergedLevel {
+            label: l.label.clone(),
+            load: zero_like(l.load),
+            stats: LevelStats::default(),
+        })
+        .collect();
+    let mut registration: Option<PhaseResult> = None;
+    for s in &shards {
+        let index = s.meta.shard_index;
+        let art = |source| MergeError::Artifact { index, source };
+        for (m, l) in levels.iter_mut().zip(&s.levels) {
+            m.stats += &decode_level(l).map_err(art)?;
+            m.load = add_load(m.load, l.load);
+        }
+        if let Some(p) = &s.registration {
+            let p = p.to_phase_result().map_err(art)?;
+            add_phase(registration.get_or_insert_with(PhaseResult::default), &p);
+        }
+    }
+
+    let mut meta = first.meta.clone();
+    meta.shard_index = 0;
+    // RFC 3339 UTC strings of one fixed format sort chronologically.
+    meta.started_at = shards
+        .iter()
+        .map(|s| &s.meta.started_at)
+        .min()
+        .cloned()
+        .unwrap_or_default();
+    meta.finished_at = shards
+        .iter()
+        .map(|s| &s.meta.finished_at)
+        .max()
+        .cloned()
+        .unwrap_or_default();
+    Ok(MergedRun {
+        run_id: meta.run_id.clone(),
+        shard_count: count,
+        meta,
+        config: first.config.clone(),
+        topics: first.topics.clone(),
+        registration,
+        levels,
+        partial: shards.iter().any(|s| s.partial),
+    })
+}
+
+/// Every shard must agree with the first on run, count, version, layout, target and levels.
+fn check_together(first: &ShardArtifact, shards: &[ShardArtifact]) -> Result<(), MergeError> {
+    let f = &first.meta;
+    for s in shards {
+        let m = &s.meta;
+        let mismatch = |field: &str, expected: String, found: String| MergeError::Mismatch {
+            field: field.to_string(),
+            first: f.shard_index,
+            index: m.shard_index,
+            expected,
+            found,
+        };
+        let fields: [(&str, String, String); 8] = [
+            ("run_id", f.run_id.clone(), m.run_id.clone()),
+            (
+                "shard_count",
+                f.shard_count.to_string(),
+                m.shard_count.to_string(),
+            ),
+            (
+                "hubload_version",
+                f.hubload_version.clone(),
+                m.hubload_version.clone(),
+            ),
+            (
+                "layout",
+                format!("{:?}", f.layout),
+                format!("{:?}", m.layout),
+            ),
+            ("target", f.target.clone(), m.target.clone()),
+            ("target_url", f.target_url.clone(), m.target_url.clone()),
+            ("model", f.model.clone(), m.model.clone()),
+            ("levels", labels(first), labels(s)),
+        ];
+        for (field, expected, found) in fields {
+            if expected != found {
+                return Err(mismatch(field, expected, found));
+            }
+        }
+        if s.topics != first.topics {
+            return Err(mismatch(
+                "topics",
+                format!("{} topics", first.topics.len()),
+                format!("{} topics", s.topics.len()),
+            ));
+        }
+        for (a, b) in first.levels.iter().zip(&s.levels) {
+            if std::mem::discriminant(&a.load) != std::mem::discriminant(&b.load) {
+                return Err(mismatch(
+                    &format!("level {:?} load", a.label),
+                    format!("{:?}", a.load),
+                    format!("{:?}", b.load),
+                ));
+            }
+        }
+        if m.shard_index >= f.shard_count {
+            return Err(mismatch(
+                "shard_index",
+                format!("below {}", f.shard_count),
+                m.shard_index.to_string(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn labels(s: &ShardArtifact) -> String {
+    let l: Vec<&str> = s.levels.iter().map(|l| l.label.as_str()).collect();
+    format!("[{}]", l.join(", "))
+}
+
+fn zero_like(l: Load) -> Load {
+    match l {
+        Load::Concurrency(_) => Load::Concurrency(0),
+        Load::Rate(_) => Load::Rate(0.0),
+    }
+}
+
+fn add_load(a: Load, b: Load) -> Load {
+    match (a, b) {
+        (Load::Concurrency(x), Load::Concurrency(y)) => Load::Concurrency(x + y),
+        (Load::Rate(x), Load::Rate(y)) => Load::Rate(x + y),
+        // check_together rejected mixed kinds.
+        (a, _) => a,
+    }
+}
+
+fn add_phase(acc: &mut PhaseResult, p: &PhaseResult) {
+    acc.topics += p.topics;
+    acc.counts += &p.counts;
+    acc.already_registered += p.already_registered;
+    // Shards register in parallel: the phase took as long as the slowest.
+    acc.duration_s = acc.duration_s.max(p.duration_s);
+    if acc.first_error.is_none() {
+        acc.first_error.clone_from(&p.first_error);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::Class;
+    use crate::shard::artifact::{encode_level, PhaseArtifact};
+    use crate::shard::env::{split_count, ShardSpec};
+    use crate::shard::logs::{from_log_dump, to_log_lines};
+    use crate::shard::testutil::{assert_level_eq, random_events, record};
+    use crate::stats::Clock;
+
+    const LEVELS: [(&str, u64, u64); 3] = [("1", 1, 11), ("20", 20, 22), ("50", 50, 33)];
+
+    /// `count` shards of one run, the events of each level dealt out by topic striping, and the
+    /// single-process stats that recorded every event.
+    fn run(count: u32, events: usize) -> (Vec<ShardArtifact>, Vec<LevelStats>) {
+        let clock = Clock::new();
+        let mut single = Vec::new();
+        let mut per_shard: Vec<Vec<LevelStats>> = vec![Vec::new(); count as usize];
+        for &(_, _, seed) in &LEVELS {
+            let mut all = LevelStats::default();
+            let mut parts = vec![LevelStats::default(); count as usize];
+            for e in random_events(seed, events) {
+                record(&mut all, &clock, &e);
+                record(&mut parts[e.topic % count as usize], &clock, &e);
+            }
+            single.push(all);
+            for (s, p) in per_shard.iter_mut().zip(parts) {
+                s.push(p);
+            }
+        }
+        let shards = per_shard
+            .iter()
+            .enumerate()
+            .map(|(i, levels)| {
+                let spec = ShardSpec {
+                    index: i as u32,
+                    count,
+                    run_id: "run-42".into(),
+                    start_at: None,
+                };
+                let mut phase = PhaseResult {
+                    topics: split_count(40, i as u32, count),
+                    duration_s: 0.1 * (i + 1) as f64,
+                    ..Default::default()
+                };
+                phase.counts.0[Class::Accepted.index()] = phase.topics;
+                ShardArtifact {
+                    meta: ShardMeta::new(&spec, "websub", "http://hub:9000/hub", "closed"),
+                    partial: false,
+                    config: serde_json::json!({"tenants": 10}),
+                    topics: (0..40).map(|t| format!("topic-{t}")).collect(),
+                    registration: Some(PhaseArtifact::from(&phase)),
+                    levels: levels
+                        .iter()
+                        .zip(LEVELS)
+                        .map(|(s, (label, c, _))| {
+                            let part = split_count(c, i as u32, count);
+                            encode_level(label, Load::Concurrency(part), s).unwrap()
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        (shards, single)
+    }
+
+    #[test]
+    fn merge_of_shards_equals_single_process() {
+        for count in [1u32, 2, 3, 7] {
+            let (shards, single) = run(count, 3_000);
+            // Through the full wire path: stdout lines, a noisy dump, reassembly, in reverse order.
+            let mut dump = String::new();
+            for s in shards.iter().rev() {
+                dump.push_str("[pod/x] starting\n");
+                for l in to_log_lines(s) {
+                    dump.push_str(&format!(
+                        "[pod/hubload-{}-abc/hubload] {l}\n",
+                        s.meta.shard_index
+                    ));
+                }
+            }
+            let collected = from_log_dump(&dump).unwrap();
+            assert_eq!(collected.len(), count as usize);
+            let merged = merge(collected).unwrap();
+            assert_eq!(
+                (merged.run_id.as_str(), merged.shard_count),
+                ("run-42", count)
+            );
+            assert_eq!(merged.levels.len(), LEVELS.len());
+            for ((m, s), (label, c, _)) in merged.levels.iter().zip(&single).zip(LEVELS) {
+                assert_eq!(m.label, label);
+                assert_eq!(m.load, Load::Concurrency(c), "loads add back up");
+                assert_level_eq(&m.stats, s);
+                assert!(m.stats.attempts() > 3_000);
+            }
+            let reg = merged.registration.unwrap();
+            assert_eq!((reg.topics, reg.ok()), (40, 40));
+            assert!((reg.duration_s - 0.1 * f64::from(count)).abs() < 1e-9);
+            assert!(!merged.partial);
+            assert_eq!(merged.topics.len(), 40);
+        }
+    }
+
+    #[test]
+    fn missing_shards_are_named() {
+        let (mut shards, _) = run(5, 50);
+        shards.remove(3);
+        shards.remove(1);
+        let e = merge(shards).unwrap_err();
+        assert!(
+            matches!(&e, MergeError::MissingShards(v) if v == &[1, 3]),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "missing shard index(es) 1, 3; every index from 0 to count−1 is needed"
+        );
+        assert!(matches!(merge(vec![]), Err(MergeError::Empty)));
+    }
+
+    #[test]
+    fn duplicates_are_rejected() {
+        let (mut shards, _) = run(3, 50);
+        shards.push(shards[2].clone());
+        let e = merge(shards).unwrap_err();
+        assert!(matches!(e, MergeError::Duplicate(2)), "{e:?}");
+    }
+
+    #[test]
+    fn shards_that_do_not_belong_are_named() {
+        type Spoil = fn(&mut ShardArtifact);
+        let cases: [(&str, Spoil); 7] = [
+            ("run_id", |s| s.meta.run_id = "other".into()),
+            ("shard_count", |s| s.meta.shard_count = 4),
+            ("layout", |s| s.meta.layout.significant_digits = 2),
+            ("hubload_version", |s| {
+                s.meta.hubload_version = "0.0.1".into()
+            }),
+            ("levels", |s| s.levels[1].label = "21".into()),
+            ("levels", |s| {
+                s.levels.pop();
+            }),
+            ("level \"20\" load", |s| s.levels[1].load = Load::Rate(1.0)),
+        ];
+        for (field, spoil) in cases {
+            let (mut shards, _) = run(3, 30);
+            spoil(&mut shards[2]);
+            let e = merge(shards).unwrap_err();
+            match &e {
+                MergeError::Mismatch {
+                    field: f, index, ..
+                } => {
+                    assert_eq!((f.as_str(), *index), (field, 2), "{e}");
+                }
+                other => panic!("{field}: {other:?}"),
+            }
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("shard 2 does not belong with shard 0: {field} is")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_partial_shard_makes_the_run_partial_and_a_bad_histogram_is_named() {
+        let (mut shards, _) = run(2, 30);
+        shards[1].partial = true;
+        assert!(merge(shards.clone()).unwrap().partial);
+        shards[1].levels[2].histograms.latency = "HISTFAAA".into();
+        let e = merge(shards).unwrap_err().to_string();
+        assert!(
+            e.starts_with("shard 1: level \"50\": histogram latency"),
+            "{e}"
+        );
+    }
+}

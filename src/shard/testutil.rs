@@ -1,0 +1,145 @@
+//! Test support for the shard module: a seeded stream of synthetic events, and a field-by-field
+//! equality check for [`LevelStats`] (which has no `PartialEq`).
+
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::result::{Attempt, ConnErrorKind, Outcome, TimeoutKind};
+use crate::stats::{AttemptTimes, Clock, Histogram, LevelStats};
+
+/// One synthetic event: its topic and its attempts as (offset from level start µs, latency µs, outcome).
+#[derive(Debug, Clone)]
+pub struct SimEvent {
+    pub topic: usize,
+    pub attempts: Vec<(u64, u64, Outcome)>,
+}
+
+/// `n` events from `seed`: mostly accepted, every failure class represented, some retried,
+/// latencies spread from 1 µs to ~10 s so the histograms resize.
+pub fn random_events(seed: u64, n: usize) -> Vec<SimEvent> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let outcomes = [
+        Outcome::Denied,
+        Outcome::Http4xx(404),
+        Outcome::Http502,
+        Outcome::Http503,
+        Outcome::Http504,
+        Outcome::Http5xx(500),
+        Outcome::Timeout(TimeoutKind::Connect),
+        Outcome::Timeout(TimeoutKind::PoolWait),
+        Outcome::Timeout(TimeoutKind::Response),
+        Outcome::ConnError(ConnErrorKind::Reset),
+        Outcome::Other,
+    ];
+    (0..n)
+        .map(|_| {
+            let mut at = rng.gen_range(0..5_000_000u64);
+            let tries = rng.gen_range(1..=3usize);
+            let attempts = (0..tries)
+                .map(|_| {
+                    let lat = match rng.gen_range(0..10) {
+                        0 => rng.gen_range(1..100),
+                        1 => rng.gen_range(1_000_000..10_000_000),
+                        _ => rng.gen_range(100..50_000),
+                    };
+                    let o = if rng.gen_bool(0.6) {
+                        Outcome::Accepted
+                    } else {
+                        outcomes[rng.gen_range(0..outcomes.len())]
+                    };
+                    let a = (at, lat, o);
+                    at += lat;
+                    a
+                })
+                .collect();
+            SimEvent {
+                topic: rng.gen_range(0..40),
+                attempts,
+            }
+        })
+        .collect()
+}
+
+/// Record `e` (its attempts, then the event) into `s`, with times relative to the clock's anchor.
+pub fn record(s: &mut LevelStats, clock: &Clock, e: &SimEvent) {
+    let t0 = clock.anchor();
+    for &(off, lat, outcome) in &e.attempts {
+        let start = t0 + Duration::from_micros(off);
+        let t = AttemptTimes {
+            level_start: t0,
+            intended: start - Duration::from_micros(off % 7),
+            start,
+            end: start + Duration::from_micros(lat),
+        };
+        let a = Attempt {
+            outcome,
+            status: outcome.status().unwrap_or(200),
+            bytes_sent: 500 + off % 100,
+            bytes_received: 80,
+        };
+        s.record_attempt(clock, t, &a, e.topic);
+    }
+    let (first, _, _) = e.attempts[0];
+    let &(last, lat, o) = e.attempts.last().expect("an event has an attempt");
+    s.record_event(
+        t0 + Duration::from_micros(first),
+        t0 + Duration::from_micros(last + lat),
+        e.attempts.len() as u32,
+        o == Outcome::Accepted,
+    );
+}
+
+/// A level with `n` random events recorded.
+pub fn random_level(seed: u64, n: usize) -> LevelStats {
+    let clock = Clock::new();
+    let mut s = LevelStats::default();
+    for e in random_events(seed, n) {
+        record(&mut s, &clock, &e);
+    }
+    s.record_drop();
+    s
+}
+
+/// The recorded (value, count) pairs and layout: what equality of histograms means here,
+/// independent of how far each one's counts array happens to have grown.
+fn hist_key(h: &Histogram) -> (u64, u8, u64, u64, u64, Vec<(u64, u64)>) {
+    let v = h
+        .iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect();
+    (h.low(), h.sigfig(), h.len(), h.min_nz(), h.max(), v)
+}
+
+/// Assert every field of `a` equals the same field of `b`.
+pub fn assert_level_eq(a: &LevelStats, b: &LevelStats) {
+    assert_eq!(hist_key(&a.latency), hist_key(&b.latency), "latency");
+    assert_eq!(hist_key(&a.corrected), hist_key(&b.corrected), "corrected");
+    assert_eq!(
+        hist_key(&a.accepted_latency),
+        hist_key(&b.accepted_latency),
+        "accepted_latency"
+    );
+    assert_eq!(
+        hist_key(&a.event_latency),
+        hist_key(&b.event_latency),
+        "event_latency"
+    );
+    assert_eq!(a.counts, b.counts, "counts");
+    assert_eq!(a.status_codes, b.status_codes, "status_codes");
+    assert_eq!(a.events, b.events, "events");
+    assert_eq!(a.events_failed, b.events_failed, "events_failed");
+    assert_eq!(a.retries, b.retries, "retries");
+    assert_eq!(a.dropped, b.dropped, "dropped");
+    assert_eq!(a.bytes_sent, b.bytes_sent, "bytes_sent");
+    assert_eq!(a.bytes_received, b.bytes_received, "bytes_received");
+    assert_eq!(a.sum_us, b.sum_us, "sum_us");
+    assert_eq!(a.min_us, b.min_us, "min_us");
+    assert_eq!(a.max_us, b.max_us, "max_us");
+    assert_eq!(a.first_start_us, b.first_start_us, "first_start_us");
+    assert_eq!(a.last_end_us, b.last_end_us, "last_end_us");
+    assert_eq!(a.topic_attempts, b.topic_attempts, "topic_attempts");
+    assert_eq!(a.topic_accepted, b.topic_accepted, "topic_accepted");
+    assert_eq!(a.timeline, b.timeline, "timeline");
+}
