@@ -8,19 +8,40 @@
 # Usage: bench/http-vs-wrk.sh            (from the repo root)
 # Knobs (environment):
 #   CONCURRENCY=50 DURATION=10 RUNTIMES="current"   ("current multi2 per-core" compares layouts)
+#   ROUNDS=1      alternate wrk and hubload this many times and print the median ratio (the
+#                 machine's other load moves single runs by ±20 %)
 #   HUBLOAD_CMD   the command measured against wrk (eval'ed; see bench/README.md). It gets
 #                 $URL $CONCURRENCY $DURATION $BODY_FILE $RUNTIME and must print, as wrk
 #                 does, `N requests in …` and `Requests/sec: N`. Default: the http_bench example.
+#   HUBLOAD_BIN   path to a built `hubload`: measure the whole CLI (its own events, one shared
+#                 topic) instead of the bare client; the label is `cli`.
 # Exit status: 0, or 1 when hubload's request count does not match nginx's.
 set -euo pipefail
 
 CONCURRENCY=${CONCURRENCY:-50}
 DURATION=${DURATION:-10}
 RUNTIMES=${RUNTIMES:-current}
+ROUNDS=${ROUNDS:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BENCH_BIN="$CARGO_TARGET_DIR/release/examples/http_bench"
+# With HUBLOAD_BIN (a built `hubload`), measure the whole CLI instead of the client alone.
+if [[ -n ${HUBLOAD_BIN:-} ]]; then
+    HUBLOAD_CMD=${HUBLOAD_CMD:-hubload_cli}
+    RUNTIMES=${RUNTIMES_CLI:-cli}
+fi
 HUBLOAD_CMD=${HUBLOAD_CMD:-'"$BENCH_BIN" -c "$CONCURRENCY" -d "$DURATION" --body-file "$BODY_FILE" --runtime "$RUNTIME" "$URL"'}
+
+# One hubload run against the hub URL (one shared topic, so registration is one request),
+# printed in wrk's terms from its aggregate.csv TOTAL row (# Samples, Throughput).
+hubload_cli() {
+    rm -rf "$WORK/report"
+    "$HUBLOAD_BIN" --hub-url "${URL%%\?*}" --concurrency "$CONCURRENCY" --duration "${DURATION}s" \
+        --tenants 1 --topics shared --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
+        { cat "$WORK/hubload.log" >&2; return 1; }
+    awk -F, '$1 == "TOTAL" { print $2 + 1 " requests in (incl. 1 registration)"; print "Requests/sec: " $11 }' \
+        "$WORK/report/aggregate.csv"
+}
 
 # --- tools -------------------------------------------------------------------------------
 if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
@@ -113,31 +134,47 @@ measure() {
 # CPU µs per request, from CPU seconds and req/s over DURATION.
 per_req() { awk -v c="$1" -v r="$2" -v d="$DURATION" 'BEGIN { printf "%.1f", c * 1e6 / (r * d) }'; }
 
-BEFORE=$(served)
-measure wrk -t1 -c"$CONCURRENCY" -d"${DURATION}s" -s "$WORK/post.lua" "$URL"
-WRK_RPS=$(rps <<<"$OUT")
-if grep -q "Non-2xx" <<<"$OUT"; then grep "Non-2xx" <<<"$OUT" >&2; fi
-WRK_SERVED=$(($(served) - BEFORE - 1))
-printf '%-22s %10.0f req/s   %5s µs CPU/req\n' "wrk -t1" "$WRK_RPS" "$(per_req "$CPU" "$WRK_RPS")"
-# wrk does not count the requests still in flight when it stops: nginx may see up to C more.
-echo "  wrk counted $(count <<<"$OUT"), nginx served $WRK_SERVED"
-
+# One round: wrk, then each runtime; prints a line per client and appends the ratios to
+# $WORK/ratio.<runtime> (one per round) for the medians at the end.
 STATUS=0
-for RUNTIME in $RUNTIMES; do
-    export URL CONCURRENCY DURATION BODY_FILE RUNTIME BENCH_BIN
+round() {
     BEFORE=$(served)
-    measure eval "$HUBLOAD_CMD"
-    SERVED=$(($(served) - BEFORE - 1))
-    HL_RPS=$(rps <<<"$OUT")
-    if grep -q "[1-9][0-9]* not accepted" <<<"$OUT"; then head -1 <<<"$OUT" >&2; fi
-    printf '%-22s %10.0f req/s   %5s µs CPU/req   ratio %.2fx wrk\n' "hubload ($RUNTIME)" \
-        "$HL_RPS" "$(per_req "$CPU" "$HL_RPS")" \
-        "$(awk -v a="$HL_RPS" -v b="$WRK_RPS" 'BEGIN { print a / b }')"
-    # Every request the client counts must be one nginx served, and the other way round.
-    echo "  hubload counted $(count <<<"$OUT"), nginx served $SERVED"
-    if [[ $(count <<<"$OUT") != "$SERVED" ]]; then
-        echo "MISMATCH: the client's count does not reconcile with nginx's" >&2
-        STATUS=1
-    fi
+    measure wrk -t1 -c"$CONCURRENCY" -d"${DURATION}s" -s "$WORK/post.lua" "$URL"
+    WRK_RPS=$(rps <<<"$OUT")
+    if grep -q "Non-2xx" <<<"$OUT"; then grep "Non-2xx" <<<"$OUT" >&2; fi
+    WRK_SERVED=$(($(served) - BEFORE - 1))
+    printf '%-22s %10.0f req/s   %5s µs CPU/req\n' "wrk -t1" "$WRK_RPS" "$(per_req "$CPU" "$WRK_RPS")"
+    # wrk does not count the requests in flight when it stops: nginx may see up to C more.
+    echo "  wrk counted $(count <<<"$OUT"), nginx served $WRK_SERVED"
+
+    for RUNTIME in $RUNTIMES; do
+        export URL CONCURRENCY DURATION BODY_FILE RUNTIME BENCH_BIN WORK
+        BEFORE=$(served)
+        measure eval "$HUBLOAD_CMD"
+        SERVED=$(($(served) - BEFORE - 1))
+        HL_RPS=$(rps <<<"$OUT")
+        if grep -q "[1-9][0-9]* not accepted" <<<"$OUT"; then head -1 <<<"$OUT" >&2; fi
+        RATIO=$(awk -v a="$HL_RPS" -v b="$WRK_RPS" 'BEGIN { printf "%.2f", a / b }')
+        echo "$RATIO" >>"$WORK/ratio.$RUNTIME"
+        printf '%-22s %10.0f req/s   %5s µs CPU/req   ratio %sx wrk\n' "hubload ($RUNTIME)" \
+            "$HL_RPS" "$(per_req "$CPU" "$HL_RPS")" "$RATIO"
+        # Every request the client counts must be one nginx served, and the other way round.
+        echo "  hubload counted $(count <<<"$OUT"), nginx served $SERVED"
+        if [[ $(count <<<"$OUT") != "$SERVED" ]]; then
+            echo "MISMATCH: the client's count does not reconcile with nginx's" >&2
+            STATUS=1
+        fi
+    done
+}
+
+for ((r = 1; r <= ROUNDS; r++)); do
+    ((ROUNDS == 1)) || echo "round $r/$ROUNDS"
+    round
 done
+if ((ROUNDS > 1)); then
+    for RUNTIME in $RUNTIMES; do
+        echo "median ratio, hubload ($RUNTIME) / wrk over $ROUNDS rounds: $(sort -n "$WORK/ratio.$RUNTIME" |
+            awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')x"
+    done
+fi
 exit "$STATUS"
