@@ -9,7 +9,9 @@
 //! - at most `max_conns` exchanges (and so connections) per host, through a semaphore;
 //!   a task that cannot get a permit within `pool_timeout` (or before its deadline) fails
 //!   with [`TimeoutKind::PoolWait`];
-//! - idle connections are kept for reuse (keep-alive), most recently used first;
+//! - idle connections are kept for reuse (keep-alive), most recently used first, and
+//!   closed once idle longer than the idle timeout (default [`DEFAULT_IDLE_TIMEOUT`]), before
+//!   a server, proxy or load balancer drops them silently;
 //! - a connect beyond `connect_timeout` fails with [`TimeoutKind::Connect`]; a response not
 //!   complete by the deadline fails with [`TimeoutKind::Response`] and its connection is
 //!   dropped, never reused;
@@ -42,6 +44,11 @@ pub use tls::{Tls, TlsError};
 
 /// Most body bytes kept in [`Response::body`]; the rest is read and counted, not stored.
 pub const BODY_CAP: usize = 64 * 1024;
+
+/// How long an idle connection is kept by default: below nginx's 75 s keep-alive timeout
+/// and the 4 min after which Azure's load balancer drops idle flows without a reset (a
+/// silently dropped connection would turn into a response timeout, not a retry).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Limits of one host's pool.
 #[derive(Debug, Clone)]
@@ -114,9 +121,11 @@ pub struct HttpPool {
     cfg: PoolConfig,
     /// One permit per exchange in flight, so at most `max_conns` connections are in use.
     permits: Semaphore,
-    /// Idle keep-alive connections, most recently used last. The lock is never held
-    /// across an await: only a push or a pop.
-    idle: Mutex<Vec<Conn>>,
+    /// Idle keep-alive connections with the time each became idle, most recently used
+    /// last (so oldest first). The lock is never held across an await: a push or a pop.
+    idle: Mutex<Vec<(Instant, Conn)>>,
+    /// Idle connections older than this are closed instead of reused.
+    idle_timeout: Duration,
     /// `Some` for an `https://` host.
     tls: Option<Tls>,
 }
@@ -131,7 +140,14 @@ impl HttpPool {
             idle: Mutex::new(Vec::with_capacity(max)),
             cfg,
             tls: None,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
+    }
+
+    /// Close idle connections after `idle_timeout` instead of [`DEFAULT_IDLE_TIMEOUT`].
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.idle_timeout = idle_timeout;
+        self
     }
 
     /// A pool for the `https://` host at `addr`. The TLS handshake is part of the connect
@@ -239,15 +255,26 @@ impl HttpPool {
         }
     }
 
+    /// The most recently used idle connection, unless it has been idle too long; then it
+    /// and every older one are closed (outside the lock).
     fn pop_idle(&self) -> Option<Conn> {
-        self.lock_idle().pop()
+        let mut idle = self.lock_idle();
+        let (since, conn) = idle.pop()?;
+        if since.elapsed() <= self.idle_timeout {
+            return Some(conn);
+        }
+        let stale = std::mem::take(&mut *idle);
+        drop(idle);
+        drop((conn, stale));
+        None
     }
 
     fn push_idle(&self, conn: Conn) {
-        self.lock_idle().push(conn);
+        let now = Instant::now();
+        self.lock_idle().push((now, conn));
     }
 
-    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<Conn>> {
+    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<(Instant, Conn)>> {
         // A panic while holding this lock cannot leave the Vec inconsistent.
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -567,3 +567,16 @@ async fn churn_loses_and_duplicates_nothing() {
         server.accepted()
     );
 }
+
+#[tokio::test]
+async fn idle_connections_expire() {
+    let server = serve(|s| answer_all(s, ACCEPTED)).await;
+    let pool = HttpPool::new(server.addr, cfg(2)).with_idle_timeout(Duration::from_millis(150));
+    pool.send(REQUEST, in_secs(5)).await.unwrap();
+    pool.send(REQUEST, in_secs(5)).await.unwrap();
+    assert_eq!(server.accepted(), 1, "reused while fresh");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    pool.send(REQUEST, in_secs(5)).await.unwrap();
+    assert_eq!(server.accepted(), 2, "replaced once idle too long");
+    assert_eq!(pool.idle_count(), 1);
+}
