@@ -21,6 +21,13 @@
 //!   browsers, Go's `net/http` and hyper do. Once any response byte has been read, nothing
 //!   is retried: the failure is classified. (A server that processed the request and then
 //!   died without answering can thus see it twice; the engine's `--retries` are separate.)
+//! - `https://` hosts: [`HttpPool::new_tls`] with a [`Tls`] (rustls, ring, webpki roots or
+//!   given roots); the handshake is part of the connect.
+//!
+//! Responses: `Content-Length`, `Transfer-Encoding: chunked` (extensions and trailers),
+//! bodies delimited by close, HTTP/1.0 (keep-alive only when asked for), `Connection:
+//! close`, no body for 1xx/204/304/HEAD, and 1xx interim responses skipped; any split of
+//! the bytes across reads. `TCP_NODELAY` on every socket.
 
 mod conn;
 mod parse;
