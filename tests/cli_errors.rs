@@ -5,14 +5,25 @@ use crate::util::bin;
 fn assert_one_line_error(args: &[&str], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("profiles")).unwrap();
-    std::fs::write(dir.path().join("profiles/typo.toml"), "tenants = 3\ntenents = 4\n").unwrap();
+    std::fs::write(
+        dir.path().join("profiles/typo.toml"),
+        "tenants = 3\ntenents = 4\n",
+    )
+    .unwrap();
     let out = bin(args, dir.path());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{args:?}: not one line: {err}");
-    assert!(lines[0].contains(needle), "{args:?}: `{}` lacks `{needle}`", lines[0]);
-    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+    assert!(
+        lines[0].contains(needle),
+        "{args:?}: `{}` lacks `{needle}`",
+        lines[0]
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty(), "{args:?}: printed to stdout");
 }
 
@@ -23,7 +34,10 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_one_line_error(&["--tenants", "-5"], "--tenants `-5`");
     assert_one_line_error(&["--users", "lots"], "--users `lots`");
     assert_one_line_error(&["--concurrency", "10,0"], "--concurrency `0`");
-    assert_one_line_error(&["--duration", "soon"], "--duration `soon`: is not a duration");
+    assert_one_line_error(
+        &["--duration", "soon"],
+        "--duration `soon`: is not a duration",
+    );
     assert_one_line_error(&["--timeout", "0s"], "--timeout `0s`");
     assert_one_line_error(&["--topics", "many"], "--topics `many`");
     assert_one_line_error(&["--client", "java"], "--client `java`");
@@ -37,26 +51,66 @@ fn bad_input_is_one_line_and_exit_2() {
 #[test]
 fn an_unreachable_hub_is_one_line_and_exit_2() {
     // A port that was just free: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let url = format!("http://127.0.0.1:{port}/hub");
     let dir = tempfile::tempdir().unwrap();
-    let out = bin(&["--hub-url", &url, "--tenants", "2", "--duration", "1s", "--out", "r"], dir.path());
+    let out = bin(
+        &[
+            "--hub-url",
+            &url,
+            "--tenants",
+            "2",
+            "--duration",
+            "1s",
+            "--out",
+            "r",
+        ],
+        dir.path(),
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("cannot register topics at the hub") && err.contains("refused"), "{err}");
-    assert_eq!(err.lines().filter(|l| !l.trim().is_empty()).count(), 1, "{err}");
+    assert!(
+        err.contains("cannot register topics at the hub") && err.contains("refused"),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| !l.trim().is_empty()).count(),
+        1,
+        "{err}"
+    );
 }
 
 #[test]
 fn secrets_never_appear_in_output_or_reports() {
     let dir = tempfile::tempdir().unwrap();
     let out = bin(
-        &["--tenants", "2", "--requests", "20", "--concurrency", "2", "--hub-token", "s3cr3t-token-value", "--out", "r"],
+        &[
+            "--tenants",
+            "2",
+            "--requests",
+            "20",
+            "--concurrency",
+            "2",
+            "--hub-token",
+            "s3cr3t-token-value",
+            "--out",
+            "r",
+        ],
         dir.path(),
     );
     // The embedded hub needs no token; a token it does not check is simply sent.
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut seen = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut seen =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     for f in std::fs::read_dir(dir.path().join("r")).unwrap() {
         seen += &std::fs::read_to_string(f.unwrap().path()).unwrap();
     }

@@ -2,6 +2,6 @@
 
 mod cli_errors;
 mod profiles;
-mod schema;
 mod reconcile;
+mod schema;
 mod util;

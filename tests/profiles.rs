@@ -6,7 +6,8 @@ use hubload::config::{profile, resolve};
 fn resolve_profile(path: &std::path::Path) -> hubload::config::RunConfig {
     let mut args = vec!["hubload".to_string()];
     args.extend(profile::to_args(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())));
-    let cli = <Cli as clap::Parser>::try_parse_from(&args).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let cli = <Cli as clap::Parser>::try_parse_from(&args)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     resolve(&cli.run).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -29,7 +30,10 @@ fn every_shipped_profile_resolves() {
 fn the_seed_profiles_say_what_the_issue_asks() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles");
     let r2 = resolve_profile(&root.join("seed-round2.toml"));
-    assert_eq!((r2.workload.tenants, r2.workload.sps, r2.workload.users), (100, 10, 10));
+    assert_eq!(
+        (r2.workload.tenants, r2.workload.sps, r2.workload.users),
+        (100, 10, 10)
+    );
     let labels: Vec<String> = r2.levels.iter().map(|l| l.load.label()).collect();
     assert_eq!(labels, ["1", "20", "50", "100", "200"]);
     assert_eq!(r2.client.timeout.as_millis(), 300);

@@ -23,8 +23,20 @@ async fn requests_per_level_reconcile_exactly_with_the_hub() {
     let hub = TestHub::start(FaultConfig::default()).await;
     let out = tempfile::tempdir().unwrap();
     let o = run(&[
-        "--hub-url", &hub.url, "--tenants", "20", "--sps", "3", "--users", "5",
-        "--concurrency", "1,8,32", "--requests", "300", "--out", out.path().to_str().unwrap(),
+        "--hub-url",
+        &hub.url,
+        "--tenants",
+        "20",
+        "--sps",
+        "3",
+        "--users",
+        "5",
+        "--concurrency",
+        "1,8,32",
+        "--requests",
+        "300",
+        "--out",
+        out.path().to_str().unwrap(),
     ])
     .await;
     let s = settled_stats(&hub, 900).await;
@@ -65,8 +77,18 @@ async fn a_fault_schedule_reconciles_class_by_class() {
     let hub = TestHub::start(faults).await;
     let out = tempfile::tempdir().unwrap();
     let o = run(&[
-        "--hub-url", &hub.url, "--tenants", "5", "--topics", "shared",
-        "--concurrency", "4,16", "--requests", "350", "--out", out.path().to_str().unwrap(),
+        "--hub-url",
+        &hub.url,
+        "--tenants",
+        "5",
+        "--topics",
+        "shared",
+        "--concurrency",
+        "4,16",
+        "--requests",
+        "350",
+        "--out",
+        out.path().to_str().unwrap(),
     ])
     .await;
     let s = settled_stats(&hub, 700).await;
@@ -77,7 +99,11 @@ async fn a_fault_schedule_reconciles_class_by_class() {
     assert_eq!(count(t, "http_502"), s.publish.fault_502);
     assert_eq!(count(t, "http_503"), s.publish.fault_503);
     assert_eq!(count(t, "denied"), s.publish.denied);
-    assert!(s.publish.fault_502 > 100 && s.publish.fault_503 > 50, "{:?}", s.publish);
+    assert!(
+        s.publish.fault_502 > 100 && s.publish.fault_503 > 50,
+        "{:?}",
+        s.publish
+    );
     // Error % counts everything that was not accepted.
     let want = (700 - s.publish.accepted) as f64 * 100.0 / 700.0;
     assert!((t.error_pct - want).abs() < 1e-9);
@@ -85,31 +111,61 @@ async fn a_fault_schedule_reconciles_class_by_class() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resets_reconcile_with_the_hub() {
-    let faults = FaultConfig { reset_every: Some(9), ..FaultConfig::default() };
+    let faults = FaultConfig {
+        reset_every: Some(9),
+        ..FaultConfig::default()
+    };
     let hub = TestHub::start(faults).await;
     let out = tempfile::tempdir().unwrap();
     let o = run(&[
-        "--hub-url", &hub.url, "--tenants", "3", "--topics", "shared",
-        "--concurrency", "4", "--requests", "300", "--register-concurrency", "1",
-        "--out", out.path().to_str().unwrap(),
+        "--hub-url",
+        &hub.url,
+        "--tenants",
+        "3",
+        "--topics",
+        "shared",
+        "--concurrency",
+        "4",
+        "--requests",
+        "300",
+        "--register-concurrency",
+        "1",
+        "--out",
+        out.path().to_str().unwrap(),
     ])
     .await;
     let s = settled_stats(&hub, 300).await;
     let t = o.report.total.as_ref().unwrap();
     assert_eq!(s.publish.total(), 300, "{:?}", s.publish);
-    assert_eq!(count(t, "conn_reset") + count(t, "conn_closed"), s.publish.fault_reset);
+    assert_eq!(
+        count(t, "conn_reset") + count(t, "conn_closed"),
+        s.publish.fault_reset
+    );
     assert_eq!(count(t, "accepted"), s.publish.accepted);
     assert!(s.publish.fault_reset >= 30);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn response_timeouts_equal_the_hubs_abandoned_requests() {
-    let faults = FaultConfig { broker_latency_ms: 400, ..FaultConfig::default() };
+    let faults = FaultConfig {
+        broker_latency_ms: 400,
+        ..FaultConfig::default()
+    };
     let hub = TestHub::start(faults).await;
     let out = tempfile::tempdir().unwrap();
     let o = run(&[
-        "--hub-url", &hub.url, "--tenants", "2", "--concurrency", "5", "--requests", "40",
-        "--timeout", "100ms", "--out", out.path().to_str().unwrap(),
+        "--hub-url",
+        &hub.url,
+        "--tenants",
+        "2",
+        "--concurrency",
+        "5",
+        "--requests",
+        "40",
+        "--timeout",
+        "100ms",
+        "--out",
+        out.path().to_str().unwrap(),
     ])
     .await;
     let s = settled_stats(&hub, 40).await;
@@ -122,12 +178,27 @@ async fn response_timeouts_equal_the_hubs_abandoned_requests() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_count_attempts_and_events_like_the_hub() {
     // Every 3rd request is a 503; with 2 immediate retries every event ends up accepted.
-    let faults = FaultConfig { fail_503_every: Some(3), ..FaultConfig::default() };
+    let faults = FaultConfig {
+        fail_503_every: Some(3),
+        ..FaultConfig::default()
+    };
     let hub = TestHub::start(faults).await;
     let out = tempfile::tempdir().unwrap();
     let o = run(&[
-        "--hub-url", &hub.url, "--tenants", "2", "--topics", "shared", "--concurrency", "1",
-        "--requests", "100", "--retries", "2", "--out", out.path().to_str().unwrap(),
+        "--hub-url",
+        &hub.url,
+        "--tenants",
+        "2",
+        "--topics",
+        "shared",
+        "--concurrency",
+        "1",
+        "--requests",
+        "100",
+        "--retries",
+        "2",
+        "--out",
+        out.path().to_str().unwrap(),
     ])
     .await;
     let s = settled_stats(&hub, 100).await;
@@ -142,16 +213,31 @@ async fn retries_count_attempts_and_events_like_the_hub() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixed_50ms_delay_gives_a_median_of_50_to_52ms() {
-    let faults = FaultConfig { latency_ms: 50, ..FaultConfig::default() };
+    let faults = FaultConfig {
+        latency_ms: 50,
+        ..FaultConfig::default()
+    };
     let hub = TestHub::start(faults).await;
     let out = tempfile::tempdir().unwrap();
     let o = run(&[
-        "--hub-url", &hub.url, "--tenants", "2", "--concurrency", "4", "--requests", "120",
-        "--out", out.path().to_str().unwrap(),
+        "--hub-url",
+        &hub.url,
+        "--tenants",
+        "2",
+        "--concurrency",
+        "4",
+        "--requests",
+        "120",
+        "--out",
+        out.path().to_str().unwrap(),
     ])
     .await;
     let l = &o.report.levels[0];
-    assert!((50..=52).contains(&l.median_ms), "median {} ms", l.median_ms);
+    assert!(
+        (50..=52).contains(&l.median_ms),
+        "median {} ms",
+        l.median_ms
+    );
     assert!(l.min_ms >= 50);
 }
 
@@ -162,7 +248,21 @@ async fn a_hub_that_dies_mid_run_is_classified_and_reported() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap().to_string();
     let run = tokio::spawn(async move {
-        run(&["--hub-url", &url, "--tenants", "2", "--concurrency", "4", "--duration", "2s", "--timeout", "300ms", "--out", &dir]).await
+        run(&[
+            "--hub-url",
+            &url,
+            "--tenants",
+            "2",
+            "--concurrency",
+            "4",
+            "--duration",
+            "2s",
+            "--timeout",
+            "300ms",
+            "--out",
+            &dir,
+        ])
+        .await
     });
     // Let it register and publish for a while, then kill the hub.
     for _ in 0..200 {
@@ -177,7 +277,10 @@ async fn a_hub_that_dies_mid_run_is_classified_and_reported() {
     assert!(count(t, "accepted") > 0);
     let failures = t.samples - count(t, "accepted");
     assert!(failures > 0, "the dead hub produced no failures");
-    assert_eq!(failures, t.connection_errors + t.timeouts.connect + t.timeouts.response + t.timeouts.pool_wait);
+    assert_eq!(
+        failures,
+        t.connection_errors + t.timeouts.connect + t.timeouts.response + t.timeouts.pool_wait
+    );
     assert!(!o.report.partial);
     assert!(out.path().join("aggregate.csv").is_file());
 }

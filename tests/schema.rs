@@ -10,11 +10,19 @@ fn committed_schema() -> serde_json::Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/summary.schema.json");
     let generated = serde_json::to_value(schemars::schema_for!(Report)).unwrap();
     if std::env::var_os("UPDATE_SCHEMA").is_some() {
-        std::fs::write(&path, serde_json::to_string_pretty(&generated).unwrap() + "\n").unwrap();
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&generated).unwrap() + "\n",
+        )
+        .unwrap();
     }
     let committed: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("schema/summary.schema.json")).unwrap();
-    assert_eq!(committed, generated, "the Report model changed: regenerate with UPDATE_SCHEMA=1 cargo test schema");
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("schema/summary.schema.json"))
+            .unwrap();
+    assert_eq!(
+        committed, generated,
+        "the Report model changed: regenerate with UPDATE_SCHEMA=1 cargo test schema"
+    );
     committed
 }
 
@@ -22,16 +30,37 @@ fn committed_schema() -> serde_json::Value {
 async fn real_summary_json_validates_against_the_committed_schema() {
     let schema = committed_schema();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let hub = TestHub::start(FaultConfig { fail_503_every: Some(4), ..FaultConfig::default() }).await;
+    let hub = TestHub::start(FaultConfig {
+        fail_503_every: Some(4),
+        ..FaultConfig::default()
+    })
+    .await;
     let out = tempfile::tempdir().unwrap();
     run(&[
-        "--hub-url", &hub.url, "--tenants", "3", "--concurrency", "2,4", "--requests", "40",
-        "--retries", "1", "--threshold", "p99<5s", "--deregister", "--out", out.path().to_str().unwrap(),
+        "--hub-url",
+        &hub.url,
+        "--tenants",
+        "3",
+        "--concurrency",
+        "2,4",
+        "--requests",
+        "40",
+        "--retries",
+        "1",
+        "--threshold",
+        "p99<5s",
+        "--deregister",
+        "--out",
+        out.path().to_str().unwrap(),
     ])
     .await;
     let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&summary).map(|e| format!("{e} at {}", e.instance_path)).collect();
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap())
+            .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&summary)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
     assert!(errors.is_empty(), "{errors:#?}");
     // And the schema is not vacuous: a summary missing a required field is rejected.
     let mut broken = summary.clone();

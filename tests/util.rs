@@ -28,7 +28,10 @@ impl TestHub {
     pub async fn start(faults: FaultConfig) -> TestHub {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let state = HubState::new(HubConfig { faults, ..HubConfig::default() });
+        let state = HubState::new(HubConfig {
+            faults,
+            ..HubConfig::default()
+        });
         let (stop, stopped) = oneshot::channel::<()>();
         let s = state.clone();
         tokio::spawn(async move {
@@ -38,7 +41,11 @@ impl TestHub {
             .await
             .unwrap();
         });
-        TestHub { url: format!("http://{addr}/hub"), state, _stop: stop }
+        TestHub {
+            url: format!("http://{addr}/hub"),
+            state,
+            _stop: stop,
+        }
     }
 
     /// The hub's own counts, read over HTTP from `GET /stats` as any client would.
@@ -53,14 +60,22 @@ impl TestHub {
 pub async fn http_get(url: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let u = url::Url::parse(url).unwrap();
-    let mut s = tokio::net::TcpStream::connect((u.host_str().unwrap(), u.port().unwrap())).await.unwrap();
-    let req = format!("GET {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", u.path());
+    let mut s = tokio::net::TcpStream::connect((u.host_str().unwrap(), u.port().unwrap()))
+        .await
+        .unwrap();
+    let req = format!(
+        "GET {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        u.path()
+    );
     s.write_all(req.as_bytes()).await.unwrap();
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).await.unwrap();
     let text = String::from_utf8(buf).unwrap();
     let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         dechunk(body)
     } else {
         body.to_string()
@@ -87,7 +102,9 @@ pub async fn run(args: &[&str]) -> RunOutcome {
     all.extend_from_slice(args);
     let cli = <Cli as clap::Parser>::try_parse_from(&all).unwrap();
     let cfg = hubload::config::resolve(&cli.run).unwrap();
-    hubload::run::run_load(&cfg, CancellationToken::new()).await.unwrap()
+    hubload::run::run_load(&cfg, CancellationToken::new())
+        .await
+        .unwrap()
 }
 
 /// Run the built `hubload` binary.
@@ -102,5 +119,7 @@ pub fn bin(args: &[&str], cwd: &Path) -> Output {
 
 /// A hubload count by class name from a report row.
 pub fn count(row: &hubload::report::LevelReport, class: &str) -> u64 {
-    *row.counts.get(class).unwrap_or_else(|| panic!("no class {class}"))
+    *row.counts
+        .get(class)
+        .unwrap_or_else(|| panic!("no class {class}"))
 }

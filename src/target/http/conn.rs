@@ -16,9 +16,11 @@ const READ_CHUNK: usize = 8 * 1024;
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub error: TransportError,
-    /// Nothing of a response was received: the request may never have reached the server
-    /// (a stale keep-alive connection), so one retry on a fresh connection is allowed.
-    pub nothing_received: bool,
+    /// Writing the request failed: the server cannot have acted on it (a keep-alive
+    /// connection it had already closed), so one retry on a fresh connection is safe. Once the
+    /// request is written, a POST is never resent (as Go's net/http does for non-idempotent
+    /// requests): the server may have processed it, and a load tester must count what it sent.
+    pub unsent: bool,
 }
 
 /// An open connection with its read buffer.
@@ -44,6 +46,12 @@ impl Conn {
 
     /// Send `request` and read one response into `resp`. `Ok(true)` means the connection is
     /// clean and may be reused.
+    /// True when the idle connection cannot carry a request: the peer closed or reset it, or
+    /// sent bytes nobody asked for (a `408` before closing, a TLS close_notify).
+    pub(crate) fn is_stale(&self) -> bool {
+        self.stream.is_stale()
+    }
+
     pub(crate) async fn exchange(
         &mut self,
         request: &[u8],
@@ -58,7 +66,7 @@ impl Conn {
         if let Err(e) = self.stream.write_all(request).await {
             return Err(Failure {
                 error: io_error(&e),
-                nothing_received: true,
+                unsent: true,
             });
         }
         let head_request = request.starts_with(b"HEAD ");
@@ -79,7 +87,7 @@ impl Conn {
                     if self.buf.len() - self.pos > MAX_HEAD {
                         return Err(protocol("response head too large"));
                     }
-                    self.fill(resp.bytes_received).await?;
+                    self.fill().await?;
                 }
             }
         };
@@ -98,7 +106,7 @@ impl Conn {
                 if left == 0 {
                     break;
                 }
-                self.fill(resp.bytes_received).await?;
+                self.fill().await?;
             },
             Framing::Chunked => {
                 let mut dec = Chunked::default();
@@ -111,7 +119,7 @@ impl Conn {
                     if dec.is_done() {
                         break;
                     }
-                    self.fill(resp.bytes_received).await?;
+                    self.fill().await?;
                 }
             }
             Framing::UntilClose => loop {
@@ -122,7 +130,7 @@ impl Conn {
                 match self.read_more().await {
                     Ok(0) => break,
                     Ok(_) => {}
-                    Err(e) => return Err(read_failure(&e, resp.bytes_received)),
+                    Err(e) => return Err(read_failure(&e)),
                 }
             },
         }
@@ -134,17 +142,14 @@ impl Conn {
     }
 
     /// Read more bytes for a response that is not complete; EOF is an error here.
-    async fn fill(&mut self, received: u64) -> Result<(), Failure> {
+    async fn fill(&mut self) -> Result<(), Failure> {
         match self.read_more().await {
             Ok(0) => Err(Failure {
                 error: TransportError::Conn(crate::result::ConnErrorKind::Closed),
-                nothing_received: received == 0 && self.buf.len() == self.pos,
+                unsent: false,
             }),
             Ok(_) => Ok(()),
-            Err(e) => Err(read_failure(
-                &e,
-                received + (self.buf.len() - self.pos) as u64,
-            )),
+            Err(e) => Err(read_failure(&e)),
         }
     }
 
@@ -165,14 +170,14 @@ impl Conn {
 fn protocol(msg: &'static str) -> Failure {
     Failure {
         error: TransportError::Protocol(msg),
-        nothing_received: false,
+        unsent: false,
     }
 }
 
-fn read_failure(e: &io::Error, received: u64) -> Failure {
+fn read_failure(e: &io::Error) -> Failure {
     Failure {
         error: io_error(e),
-        nothing_received: received == 0,
+        unsent: false,
     }
 }
 

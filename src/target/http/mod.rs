@@ -9,22 +9,34 @@
 //! - at most `max_conns` exchanges (and so connections) per host, through a semaphore;
 //!   a task that cannot get a permit within `pool_timeout` (or before its deadline) fails
 //!   with [`TimeoutKind::PoolWait`];
-//! - idle connections are kept for reuse (keep-alive), most recently used first;
+//! - idle connections are kept for reuse (keep-alive), most recently used first, and
+//!   closed once idle longer than the idle timeout (default [`DEFAULT_IDLE_TIMEOUT`]), before
+//!   a server, proxy or load balancer drops them silently;
 //! - a connect beyond `connect_timeout` fails with [`TimeoutKind::Connect`]; a response not
 //!   complete by the deadline fails with [`TimeoutKind::Response`] and its connection is
 //!   dropped, never reused;
-//! - **one transparent retry:** a *reused* connection that fails on write, or reaches EOF or
-//!   a reset before a single byte of the response arrived, was most likely closed by the
-//!   server while idle. The request is then sent once more on a fresh connection, as
-//!   browsers, Go's `net/http` and hyper do. Once any response byte has been read, nothing
-//!   is retried: the failure is classified. (A server that processed the request and then
-//!   died without answering can thus see it twice; the engine's `--retries` are separate.)
+//! - **stale connections:** an idle connection is checked with a non-blocking peek before
+//!   reuse; one the server closed, reset or wrote to while idle is dropped unused. If writing
+//!   the request to a reused connection still fails, nothing reached the server and the
+//!   request is sent once more on a fresh connection. Once the request is written, a POST is
+//!   **never** resent (Go's net/http rule for non-idempotent requests): the server may have
+//!   processed it, and every attempt hubload counts must be one request the hub saw. A reset
+//!   or EOF after writing is classified, so resets injected by a proxy are counted exactly.
+//!   The engine's `--retries` are separate and visible.
+//! - `https://` hosts: [`HttpPool::new_tls`] with a [`Tls`] (rustls, ring, webpki roots or
+//!   given roots); the handshake is part of the connect.
+//!
+//! Responses: `Content-Length`, `Transfer-Encoding: chunked` (extensions and trailers),
+//! bodies delimited by close, HTTP/1.0 (keep-alive only when asked for), `Connection:
+//! close`, no body for 1xx/204/304/HEAD, and 1xx interim responses skipped; any split of
+//! the bytes across reads. `TCP_NODELAY` on every socket.
 
 mod conn;
 mod parse;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Mutex;
@@ -37,9 +49,15 @@ use tokio::time::{timeout_at, Instant};
 use crate::result::{ConnErrorKind, Outcome, TimeoutKind};
 use conn::{io_error, Conn};
 use stream::Stream;
+pub use tls::{Tls, TlsError};
 
 /// Most body bytes kept in [`Response::body`]; the rest is read and counted, not stored.
 pub const BODY_CAP: usize = 64 * 1024;
+
+/// How long an idle connection is kept by default: below nginx's 75 s keep-alive timeout
+/// and the 4 min after which Azure's load balancer drops idle flows without a reset (a
+/// silently dropped connection would turn into a response timeout, not a retry).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Limits of one host's pool.
 #[derive(Debug, Clone)]
@@ -112,13 +130,17 @@ pub struct HttpPool {
     cfg: PoolConfig,
     /// One permit per exchange in flight, so at most `max_conns` connections are in use.
     permits: Semaphore,
-    /// Idle keep-alive connections, most recently used last. The lock is never held
-    /// across an await: only a push or a pop.
-    idle: Mutex<Vec<Conn>>,
+    /// Idle keep-alive connections with the time each became idle, most recently used
+    /// last (so oldest first). The lock is never held across an await: a push or a pop.
+    idle: Mutex<Vec<(Instant, Conn)>>,
+    /// Idle connections older than this are closed instead of reused.
+    idle_timeout: Duration,
+    /// `Some` for an `https://` host.
+    tls: Option<Tls>,
 }
 
 impl HttpPool {
-    /// A pool for the host at `addr`. Nothing is connected until the first send.
+    /// A pool for the `http://` host at `addr`. Nothing is connected until the first send.
     pub fn new(addr: SocketAddr, cfg: PoolConfig) -> Self {
         let max = cfg.max_conns.max(1);
         Self {
@@ -126,6 +148,24 @@ impl HttpPool {
             permits: Semaphore::new(max),
             idle: Mutex::new(Vec::with_capacity(max)),
             cfg,
+            tls: None,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+
+    /// Close idle connections after `idle_timeout` instead of [`DEFAULT_IDLE_TIMEOUT`].
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.idle_timeout = idle_timeout;
+        self
+    }
+
+    /// A pool for the `https://` host at `addr`. The TLS handshake is part of the connect
+    /// and bounded by `connect_timeout`; a failed handshake (bad certificate, wrong name) is
+    /// [`TransportError::Protocol`].
+    pub fn new_tls(addr: SocketAddr, cfg: PoolConfig, tls: Tls) -> Self {
+        Self {
+            tls: Some(tls),
+            ..Self::new(addr, cfg)
         }
     }
 
@@ -166,7 +206,7 @@ impl HttpPool {
                     return Ok(());
                 }
                 Ok(Err(failure)) => {
-                    if !(conn.reused && failure.nothing_received) {
+                    if !(conn.reused && failure.unsent) {
                         return Err(failure.error);
                     }
                     // A stale keep-alive connection: one retry on a fresh one (see the
@@ -199,24 +239,57 @@ impl HttpPool {
 
     async fn connect(&self, deadline: Instant) -> Result<Conn, TransportError> {
         let limit = deadline.min(Instant::now() + self.cfg.connect_timeout);
-        let stream = match timeout_at(limit, TcpStream::connect(self.addr)).await {
-            Err(_) => return Err(TransportError::Timeout(TimeoutKind::Connect)),
-            Ok(Err(e)) => return Err(io_error(&e)),
-            Ok(Ok(s)) => s,
-        };
-        stream.set_nodelay(true).map_err(|e| io_error(&e))?;
-        Ok(Conn::new(Stream::Plain(stream)))
+        match timeout_at(limit, self.open()).await {
+            Err(_) => Err(TransportError::Timeout(TimeoutKind::Connect)),
+            Ok(result) => result.map(Conn::new),
+        }
     }
 
+    /// TCP connect with `TCP_NODELAY`, then the TLS handshake for an https host.
+    async fn open(&self) -> Result<Stream, TransportError> {
+        let tcp = TcpStream::connect(self.addr)
+            .await
+            .map_err(|e| io_error(&e))?;
+        tcp.set_nodelay(true).map_err(|e| io_error(&e))?;
+        let Some(tls) = &self.tls else {
+            return Ok(Stream::Plain(tcp));
+        };
+        match tls.connector.connect(tls.server_name.clone(), tcp).await {
+            Ok(s) => Ok(Stream::Tls(Box::new(s))),
+            // rustls reports certificate and handshake failures as InvalidData.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                Err(TransportError::Protocol("TLS handshake failed"))
+            }
+            Err(e) => Err(io_error(&e)),
+        }
+    }
+
+    /// The most recently used idle connection, unless it has been idle too long; then it
+    /// and every older one are closed (outside the lock).
     fn pop_idle(&self) -> Option<Conn> {
-        self.lock_idle().pop()
+        let mut idle = self.lock_idle();
+        let (since, conn) = loop {
+            let (since, conn) = idle.pop()?;
+            // A connection the server closed while idle is dropped, never written to.
+            if !conn.is_stale() {
+                break (since, conn);
+            }
+        };
+        if since.elapsed() <= self.idle_timeout {
+            return Some(conn);
+        }
+        let stale = std::mem::take(&mut *idle);
+        drop(idle);
+        drop((conn, stale));
+        None
     }
 
     fn push_idle(&self, conn: Conn) {
-        self.lock_idle().push(conn);
+        let now = Instant::now();
+        self.lock_idle().push((now, conn));
     }
 
-    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<Conn>> {
+    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<(Instant, Conn)>> {
         // A panic while holding this lock cannot leave the Vec inconsistent.
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -1,29 +1,53 @@
-//! The byte stream under a connection: plain TCP (TLS slots in as a second variant).
+//! The byte stream under a connection: plain TCP or TLS over TCP, behind one enum so the
+//! hot path has no dynamic dispatch.
 
 use std::io;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 
 /// A connected socket, with `TCP_NODELAY` set.
 #[derive(Debug)]
 pub(crate) enum Stream {
     /// `http://`.
     Plain(TcpStream),
+    /// `https://` (boxed: the TLS state is large and this enum is moved around).
+    Tls(Box<TlsStream<TcpStream>>),
 }
 
 impl Stream {
-    /// Write the whole buffer.
+    /// Write the whole buffer and push it to the socket.
     pub(crate) async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Stream::Plain(s) => s.write_all(buf).await,
+            Stream::Tls(s) => {
+                s.write_all(buf).await?;
+                // rustls buffers records; flush sends them.
+                s.flush().await
+            }
         }
+    }
+
+    /// Whether an idle connection is unusable, checked without waiting: a peek that finds EOF,
+    /// an error or unexpected bytes means the server is done with it. A peek that would block is
+    /// the healthy case.
+    pub(crate) fn is_stale(&self) -> bool {
+        let tcp = match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref().0,
+        };
+        let mut byte = [0u8; 1];
+        let mut buf = tokio::io::ReadBuf::new(&mut byte);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        !matches!(tcp.poll_peek(&mut cx, &mut buf), std::task::Poll::Pending)
     }
 
     /// One read into the spare capacity of `buf`; `Ok(0)` is EOF.
     pub(crate) async fn read_buf(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
         match self {
             Stream::Plain(s) => s.read_buf(buf).await,
+            Stream::Tls(s) => s.read_buf(buf).await,
         }
     }
 }

@@ -141,16 +141,21 @@ async fn trickle(sock: &mut TcpStream, bytes: &[u8]) {
     }
 }
 
+/// A server answering every request with `reply`, one byte per read.
+async fn trickle_server(reply: &'static [u8]) -> Server {
+    serve(move |mut s| async move {
+        while read_request(&mut s).await {
+            trickle(&mut s, reply).await;
+        }
+    })
+    .await
+}
+
 const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n4;ext=1\r\nhub.\r\nd\r\nmode=accepted\r\n0\r\nX-Trailer: yes\r\n\r\n";
 
 #[tokio::test]
 async fn chunked_one_byte_per_read_then_reuse() {
-    let server = serve(|mut s| async move {
-        while read_request(&mut s).await {
-            trickle(&mut s, CHUNKED).await;
-        }
-    })
-    .await;
+    let server = trickle_server(CHUNKED).await;
     let pool = HttpPool::new(server.addr, cfg(1));
     for _ in 0..2 {
         let resp = pool.send(REQUEST, in_secs(10)).await.unwrap();
@@ -168,12 +173,7 @@ async fn chunked_one_byte_per_read_then_reuse() {
 
 #[tokio::test]
 async fn content_length_split_across_reads() {
-    let server = serve(|mut s| async move {
-        while read_request(&mut s).await {
-            trickle(&mut s, ACCEPTED).await;
-        }
-    })
-    .await;
+    let server = trickle_server(ACCEPTED).await;
     let pool = HttpPool::new(server.addr, cfg(1));
     for _ in 0..2 {
         let resp = pool.send(REQUEST, in_secs(10)).await.unwrap();
@@ -439,7 +439,7 @@ async fn refused() {
 }
 
 #[tokio::test]
-async fn stale_keep_alive_is_retried_once_on_a_fresh_connection() {
+async fn a_connection_the_server_closed_while_idle_is_not_reused() {
     // Answers one request per connection without saying `Connection: close`, then closes:
     // the client keeps the connection and finds it dead on the next send.
     let server = serve(|mut s| async move {
@@ -511,4 +511,87 @@ async fn send_into_reuses_the_response() {
     assert_eq!(resp.body, b"hub.mode=accepted");
     assert_eq!(resp.body.as_ptr(), body_ptr);
     assert_eq!(resp.content_type.as_ref().unwrap().as_ptr(), ct_ptr);
+}
+
+#[tokio::test]
+async fn churn_loses_and_duplicates_nothing() {
+    // Each connection serves 3 requests, then closes: with `Connection: close` on the third
+    // answer on even connections, silently on odd ones (so the client meets connections the
+    // server is closing). nginx-style churn, many tasks, a small pool. A request written into
+    // a connection the server was closing fails as a connection error and is never resent,
+    // so every success is exactly one request the server served.
+    let served = Arc::new(AtomicUsize::new(0));
+    let conns = Arc::new(AtomicUsize::new(0));
+    let (count, ids) = (served.clone(), conns.clone());
+    const CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 17\r\n\r\nhub.mode=accepted";
+    let server = serve(move |mut s| {
+        let (count, id) = (count.clone(), ids.fetch_add(1, Ordering::SeqCst));
+        async move {
+            for i in 0..3 {
+                if !read_request(&mut s).await {
+                    return;
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                let reply = if i == 2 && id % 2 == 0 {
+                    CLOSE
+                } else {
+                    ACCEPTED
+                };
+                if s.write_all(reply).await.is_err() {
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    let pool = Arc::new(HttpPool::new(server.addr, cfg(3)));
+    let tasks: Vec<_> = (0..30)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut resp = Response::default();
+                let mut ok = 0usize;
+                for _ in 0..20 {
+                    match pool.send_into(REQUEST, in_secs(10), &mut resp).await {
+                        Ok(()) => {
+                            assert_eq!(resp.outcome(), Outcome::Accepted);
+                            ok += 1;
+                        }
+                        Err(TransportError::Conn(ConnErrorKind::Closed | ConnErrorKind::Reset)) => {
+                        }
+                        Err(e) => panic!("unexpected {e:?}"),
+                    }
+                }
+                ok
+            })
+        })
+        .collect();
+    let mut ok = 0;
+    for t in tasks {
+        ok += t.await.unwrap();
+    }
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        ok,
+        "a request was served twice or lost"
+    );
+    assert!(ok >= 500, "{ok} of 600 succeeded");
+    assert!(
+        server.accepted() >= 200,
+        "{} connections",
+        server.accepted()
+    );
+}
+
+#[tokio::test]
+async fn idle_connections_expire() {
+    let server = serve(|s| answer_all(s, ACCEPTED)).await;
+    let pool = HttpPool::new(server.addr, cfg(2)).with_idle_timeout(Duration::from_millis(150));
+    pool.send(REQUEST, in_secs(5)).await.unwrap();
+    pool.send(REQUEST, in_secs(5)).await.unwrap();
+    assert_eq!(server.accepted(), 1, "reused while fresh");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    pool.send(REQUEST, in_secs(5)).await.unwrap();
+    assert_eq!(server.accepted(), 2, "replaced once idle too long");
+    assert_eq!(pool.idle_count(), 1);
 }

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: hubload's HTTP client vs wrk, same POST, same concurrency, one run.
+#
+# Starts a one-worker nginx on 127.0.0.1:<free port> that answers the publish POST with
+# `200 hub.mode=accepted` (application/x-www-form-urlencoded), runs wrk (1 thread) and then
+# the hubload client against it, and prints both req/s and the ratio.
+#
+# Usage: bench/http-vs-wrk.sh            (from the repo root)
+# Knobs (environment):
+#   CONCURRENCY=50 DURATION=10 RUNTIMES="current"   ("current multi2 per-core" compares layouts)
+#   ROUNDS=1      alternate wrk and hubload this many times and print the median ratio (the
+#                 machine's other load moves single runs by ±20 %)
+#   HUBLOAD_CMD   the command measured against wrk (eval'ed; see bench/README.md). It gets
+#                 $URL $CONCURRENCY $DURATION $BODY_FILE $RUNTIME and must print, as wrk
+#                 does, `N requests in …` and `Requests/sec: N`. Default: the http_bench example.
+#   HUBLOAD_BIN   path to a built `hubload`: measure the whole CLI (its own events, one shared
+#                 topic) instead of the bare client; the label is `cli`.
+# Exit status: 0, or 1 when hubload's request count does not match nginx's.
+set -euo pipefail
+
+CONCURRENCY=${CONCURRENCY:-50}
+DURATION=${DURATION:-10}
+RUNTIMES=${RUNTIMES:-current}
+ROUNDS=${ROUNDS:-1}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BENCH_BIN="$CARGO_TARGET_DIR/release/examples/http_bench"
+# With HUBLOAD_BIN (a built `hubload`), measure the whole CLI instead of the client alone.
+if [[ -n ${HUBLOAD_BIN:-} ]]; then
+    HUBLOAD_CMD=${HUBLOAD_CMD:-hubload_cli}
+    RUNTIMES=${RUNTIMES_CLI:-cli}
+fi
+HUBLOAD_CMD=${HUBLOAD_CMD:-'"$BENCH_BIN" -c "$CONCURRENCY" -d "$DURATION" --body-file "$BODY_FILE" --runtime "$RUNTIME" "$URL"'}
+
+# One hubload run against the hub URL (one shared topic, so registration is one request),
+# printed in wrk's terms from its aggregate.csv TOTAL row (# Samples, Throughput).
+hubload_cli() {
+    rm -rf "$WORK/report"
+    "$HUBLOAD_BIN" --hub-url "${URL%%\?*}" --concurrency "$CONCURRENCY" --duration "${DURATION}s" \
+        --tenants 1 --topics shared --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
+        { cat "$WORK/hubload.log" >&2; return 1; }
+    awk -F, '$1 == "TOTAL" { print $2 + 1 " requests in (incl. 1 registration)"; print "Requests/sec: " $11 }' \
+        "$WORK/report/aggregate.csv"
+}
+
+# --- tools -------------------------------------------------------------------------------
+if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
+    echo "installing nginx and wrk" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk >/dev/null 2>&1 ||
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx wrk >/dev/null
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+(cd "$ROOT" && cargo build --quiet --release --example http_bench)
+
+# --- server ------------------------------------------------------------------------------
+WORK=$(mktemp -d)
+NGINX_PID=""
+cleanup() {
+    if [[ -n $NGINX_PID ]]; then kill "$NGINX_PID" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$WORK/tmp"
+cat >"$WORK/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $WORK/nginx.pid;
+error_log $WORK/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $WORK/tmp/body;
+    proxy_temp_path $WORK/tmp/proxy;
+    fastcgi_temp_path $WORK/tmp/fastcgi;
+    uwsgi_temp_path $WORK/tmp/uwsgi;
+    scgi_temp_path $WORK/tmp/scgi;
+    keepalive_requests 100000000;
+    server {
+        listen 127.0.0.1:$PORT;
+        location = /nginx_status { stub_status; }
+        location /hub {
+            default_type application/x-www-form-urlencoded;
+            return 200 "hub.mode=accepted";
+        }
+    }
+}
+CONF
+"$NGINX" -p "$WORK" -c "$WORK/nginx.conf" &
+NGINX_PID=$!
+for _ in $(seq 50); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+    sleep 0.1
+done
+
+# The 543-byte login event of PROTOCOL.md §3.
+BODY_FILE=$WORK/login-event.json
+printf '%s' '{"iss":"https://api.asgardeo.io/t/tnt7","jti":"3f9c2a1e-7b4d-4e8a-9c61-2d5f0b8e7a13","iat":1764478800000,"events":{"https://schemas.identity.wso2.org/events/login/event-type/loginSuccess":{"user":{"id":"8d1e4c7a-2b9f-4a63-b0d5-6e2f1c9a8b47","ref":"https://api.asgardeo.io/t/tnt7/scim2/Users/8d1e4c7a-2b9f-4a63-b0d5-6e2f1c9a8b47"},"tenant":{"id":"12402","name":"tnt7"},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":"c4a7e2d9-5f1b-4c83-a6e0-9b2d7f4e1a58","name":"app07"},"authenticationMethods":["BasicAuthenticator"]}}}' >"$BODY_FILE"
+URL="http://127.0.0.1:$PORT/hub?hub.mode=publish&hub.topic=T"
+cat >"$WORK/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json"
+local f = io.open("$BODY_FILE", "rb")
+wrk.body = f:read("*a")
+f:close()
+LUA
+
+# Check the server answers the POST as a hub would before measuring anything.
+"$BENCH_BIN" --check --body-file "$BODY_FILE" "$URL" >/dev/null ||
+    { echo "nginx did not accept the POST; see $WORK/error.log" >&2; exit 2; }
+echo "body $(wc -c <"$BODY_FILE") B, concurrency $CONCURRENCY, ${DURATION}s, nginx 1 worker, $(nproc) cores"
+
+rps() { awk '/^Requests\/sec:/ { print $2 }'; }
+# Requests the client says it completed (`N requests in …`, as wrk prints).
+count() { awk '/ requests in / { print $1; exit }'; }
+# nginx's own request count (stub_status); this request itself is counted in it.
+served() {
+    exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+    printf 'GET /nginx_status HTTP/1.0\r\nHost: bench\r\n\r\n' >&3
+    awk 'f { print $3; exit } /accepts handled requests/ { f = 1 }' <&3
+    exec 3<&-
+}
+
+# Run a command, keep its stdout in $OUT and its CPU seconds (user + sys) in $CPU.
+measure() {
+    local t
+    t=$({ TIMEFORMAT='%U %S'; time "$@" >"$WORK/out"; } 2>&1)
+    OUT=$(cat "$WORK/out")
+    CPU=$(awk '{ print $1 + $2 }' <<<"$t")
+}
+# CPU µs per request, from CPU seconds and req/s over DURATION.
+per_req() { awk -v c="$1" -v r="$2" -v d="$DURATION" 'BEGIN { printf "%.1f", c * 1e6 / (r * d) }'; }
+
+# One round: wrk, then each runtime; prints a line per client and appends the ratios to
+# $WORK/ratio.<runtime> (one per round) for the medians at the end.
+STATUS=0
+round() {
+    BEFORE=$(served)
+    measure wrk -t1 -c"$CONCURRENCY" -d"${DURATION}s" -s "$WORK/post.lua" "$URL"
+    WRK_RPS=$(rps <<<"$OUT")
+    if grep -q "Non-2xx" <<<"$OUT"; then grep "Non-2xx" <<<"$OUT" >&2; fi
+    WRK_SERVED=$(($(served) - BEFORE - 1))
+    printf '%-22s %10.0f req/s   %5s µs CPU/req\n' "wrk -t1" "$WRK_RPS" "$(per_req "$CPU" "$WRK_RPS")"
+    # wrk does not count the requests in flight when it stops: nginx may see up to C more.
+    echo "  wrk counted $(count <<<"$OUT"), nginx served $WRK_SERVED"
+
+    for RUNTIME in $RUNTIMES; do
+        export URL CONCURRENCY DURATION BODY_FILE RUNTIME BENCH_BIN WORK
+        BEFORE=$(served)
+        measure eval "$HUBLOAD_CMD"
+        SERVED=$(($(served) - BEFORE - 1))
+        HL_RPS=$(rps <<<"$OUT")
+        if grep -q "[1-9][0-9]* not accepted" <<<"$OUT"; then head -1 <<<"$OUT" >&2; fi
+        RATIO=$(awk -v a="$HL_RPS" -v b="$WRK_RPS" 'BEGIN { printf "%.2f", a / b }')
+        echo "$RATIO" >>"$WORK/ratio.$RUNTIME"
+        printf '%-22s %10.0f req/s   %5s µs CPU/req   ratio %sx wrk\n' "hubload ($RUNTIME)" \
+            "$HL_RPS" "$(per_req "$CPU" "$HL_RPS")" "$RATIO"
+        # Every request the client counts must be one nginx served, and the other way round.
+        echo "  hubload counted $(count <<<"$OUT"), nginx served $SERVED"
+        if [[ $(count <<<"$OUT") != "$SERVED" ]]; then
+            echo "MISMATCH: the client's count does not reconcile with nginx's" >&2
+            STATUS=1
+        fi
+    done
+}
+
+for ((r = 1; r <= ROUNDS; r++)); do
+    ((ROUNDS == 1)) || echo "round $r/$ROUNDS"
+    round
+done
+if ((ROUNDS > 1)); then
+    for RUNTIME in $RUNTIMES; do
+        echo "median ratio, hubload ($RUNTIME) / wrk over $ROUNDS rounds: $(sort -n "$WORK/ratio.$RUNTIME" |
+            awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')x"
+    done
+fi
+exit "$STATUS"
