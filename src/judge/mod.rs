@@ -4,3 +4,4 @@ pub mod threshold;
 pub mod whatif;
 
 pub use threshold::{judge, Metric, Scope, Threshold, Verdict};
+pub use whatif::{render_what_if, what_if, what_if_for_rows, WhatIfRow, WhatIfTable};

@@ -5,6 +5,7 @@ pub mod csv;
 pub mod json;
 mod model;
 pub mod table;
+pub mod whatif_csv;
 pub mod writer;
 
 pub use model::{
