@@ -231,36 +231,16 @@ pub fn render_what_if(t: &WhatIfTable) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::{Attempt, Outcome, TimeoutKind};
-    use crate::stats::{AttemptTimes, Clock};
+    use crate::result::{Outcome, TimeoutKind};
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
 
-    /// Record attempts of the given (latency ms, outcome).
+    /// Statistics from (latency ms, outcome, count) triples.
     fn stats(samples: &[(u64, Outcome, u64)]) -> LevelStats {
-        let clock = Clock::new();
-        let t0 = clock.anchor();
-        let mut s = LevelStats::default();
-        for &(lat, outcome, times) in samples {
-            for _ in 0..times {
-                let a = Attempt {
-                    outcome,
-                    status: 200,
-                    bytes_sent: 1,
-                    bytes_received: 1,
-                };
-                let t = AttemptTimes {
-                    level_start: t0,
-                    intended: t0,
-                    start: t0,
-                    end: t0 + ms(lat),
-                };
-                s.record_attempt(&clock, t, &a, 0);
-            }
-        }
-        s
+        let v: Vec<_> = samples.iter().map(|&(l, o, n)| (ms(l), o, n)).collect();
+        crate::judge::testutil::stats(&v)
     }
 
     #[test]

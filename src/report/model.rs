@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::judge::{Verdict, WhatIfTable};
+use crate::judge::{CapacityResult, Verdict, WhatIfTable};
 use crate::result::Class;
 use crate::stats::{LevelStats, TimelineBucket};
 use crate::target::PhaseResult;
@@ -50,6 +50,9 @@ pub struct Report {
     /// The timeout what-if table (`--what-if-timeouts`), levels then TOTAL.
     #[serde(default)]
     pub what_if: Option<WhatIfTable>,
+    /// The capacity finder's result (`--find-capacity`).
+    #[serde(default)]
+    pub capacity: Option<CapacityResult>,
 }
 
 /// Open model: how close a level came to its target rate.
