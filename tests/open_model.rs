@@ -211,8 +211,9 @@ async fn open_model_sees_the_stall_in_corrected_latency() {
     let raw = &level.latency_us;
     eprintln!("raw {raw:?}\ncorrected {corrected:?}");
     assert_eq!(level.samples, 600, "k·5 ms < 3 s for k = 0..599");
-    // The server also saw the 200 warm-up publishes.
-    assert_eq!(hub.count("publish"), level.samples + 200);
+    // The server also saw the warm-up publishes: 200 scheduled, fewer if some were dropped.
+    let warm = hub.count("publish") - level.samples;
+    assert!(warm <= 200, "warm-up publishes {warm}");
     assert_eq!(hub.count("register"), 1);
     assert_eq!(level.dropped, 0);
     let held = hub.held.load(Ordering::Relaxed);
@@ -265,23 +266,48 @@ async fn closed_model_hides_the_stall() {
 }
 
 /// A fast hub: the achieved rate is within 5% of the target, nothing dropped.
+///
+/// The warm-up absorbs the workers' start-up (see above): without it, on a loaded machine the
+/// first sends went out late and in a burst (throughput over the span 556/s) or were dropped
+/// because no worker had started yet (40 drops with 200 in flight).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn achieved_rate_matches_the_target_on_a_fast_hub() {
     let (url, hub) = start_hub(Script::default()).await;
     let report = run(
         &url,
-        &["--rate", "500", "--duration", "2s", "--max-inflight", "200"],
+        &[
+            "--rate",
+            "500",
+            "--warmup",
+            "1s",
+            "--duration",
+            "2s",
+            "--max-inflight",
+            "100",
+        ],
     )
     .await;
     let check = &report.rate_checks[0];
     assert_eq!(check.scheduled, 1000, "k·2 ms < 2 s for k = 0..999");
     assert_eq!(check.dropped, 0);
-    assert_eq!(hub.count("publish"), 1000);
+    // The hub also saw the warm-up sends: 500 scheduled, fewer if some found no free worker
+    // (warm-up drops are not counted anywhere).
+    let warm = hub.count("publish") - 1000;
+    assert!(warm <= 500, "warm-up publishes {warm}");
     assert_eq!(report.levels[0].samples, 1000);
     eprintln!("achieved {}/s", check.achieved);
     let off = (check.achieved - 500.0).abs() / 500.0;
     assert!(off < 0.05, "achieved {} /s", check.achieved);
     assert!(!check.below_target);
+    // `achieved` divides the events by the level's duration, so without drops it is the target
+    // by construction. The pacing itself shows in when the attempts ran: the throughput over
+    // first start → last end, and the attempts finishing in each second of the level.
+    let level = &report.levels[0];
+    let thr_off = (level.throughput - 500.0).abs() / 500.0;
+    assert!(thr_off < 0.05, "throughput {} /s", level.throughput);
+    for (sec, b) in level.timeline.iter().take(2).enumerate() {
+        assert!((475..=525).contains(&b.count), "second {sec}: {}", b.count);
+    }
 }
 
 /// `--max-inflight 1` against a 100 ms hub at 50/s for 2 s: every send that finds the one slot
