@@ -1,2 +1,329 @@
 //! The timeout what-if table: from a run with a long client timeout, the share of attempts that
 //! would have exceeded each shorter timeout, read off the latency histograms.
+//!
+//! Two numbers per level and candidate timeout T:
+//!
+//! - **exceed share**: attempts whose raw latency (actual start → end, the `latency` histogram)
+//!   was above T, over all attempts. Attempts that already timed out in the run are recorded at
+//!   their timeout (≥ the run's `--timeout`), so they exceed every T below it. For T at or above
+//!   the run's own timeout the share is *not* what that timeout would give (those attempts were
+//!   cut off, we never saw how long they would have taken); such columns are flagged in
+//!   [`WhatIfTable::beyond_run_timeout`] and marked in every rendering. The table is only
+//!   meaningful for T below the run's timeout.
+//! - **failed-event share**: the expected share of events that fail when each attempt has
+//!   timeout T and the client makes up to R immediate retries (see [`event_failure`] for the
+//!   model).
+//!
+//! Resolution: histograms keep 3 significant digits, so an attempt whose latency lies in the same
+//! bucket as T (within 0.1% of T) is ambiguous; it counts as exceeding T only when its whole
+//! bucket lies above T.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::report::LevelReport;
+use crate::result::Class;
+use crate::stats::{Histogram, LevelStats};
+
+/// The what-if table of a run: one row per level (and TOTAL when the caller includes it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WhatIfTable {
+    /// The candidate timeouts, ms (the columns, in the order given).
+    pub timeouts_ms: Vec<u64>,
+    /// Immediate retries per event the failed-event share assumes (the run's `--retries`).
+    pub retries: u32,
+    /// The run's own client timeout, ms.
+    #[serde(default)]
+    pub run_timeout_ms: u64,
+    /// Per column: true when that timeout is at or above the run's own timeout, so its
+    /// shares only say how many attempts reached the run's timeout (not meaningful as a what-if).
+    #[serde(default)]
+    pub beyond_run_timeout: Vec<bool>,
+    /// One row per level.
+    pub rows: Vec<WhatIfRow>,
+}
+
+/// One level of the what-if table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WhatIfRow {
+    /// Level label ("200", "500/s", "TOTAL").
+    pub level: String,
+    /// Attempts measured in the level.
+    pub attempts: u64,
+    /// Per timeout: share (0..=1) of attempts slower than it.
+    pub exceed_share: Vec<f64>,
+    /// Per timeout: expected share (0..=1) of events that fail with that timeout and the
+    /// table's retries (independent attempts; see [`event_failure`]).
+    pub failed_event_share: Vec<f64>,
+}
+
+/// Attempts in `h` whose whole histogram bucket lies above `t_us`.
+fn count_above(h: &Histogram, t_us: u64) -> u64 {
+    h.iter_recorded()
+        .filter(|v| h.lowest_equivalent(v.value_iterated_to()) > t_us)
+        .map(|v| v.count_at_value())
+        .sum()
+}
+
+/// Expected share of failed events under the independent-attempts model.
+///
+/// Each attempt independently ends in one of three ways: a *retryable* failure with probability
+/// `r` (slower than the timeout, a 5xx, a connection error: the client tries again, up to
+/// `retries` more times), a *terminal* failure with probability `t` (denied, 4xx: never
+/// retried), or success with probability `1 − r − t`. An event fails when its attempts run out
+/// on retryable failures, or when some attempt fails terminally:
+///
+/// `P(fail) = r^(R+1) + t · (1 + r + r² + … + r^R)`
+///
+/// When every failure is retryable (`t = 0`, `r = p`) this is exactly `p^(R+1)`.
+pub fn event_failure(r: f64, t: f64, retries: u32) -> f64 {
+    let geometric: f64 = (0..=retries).map(|k| r.powi(k as i32)).sum();
+    (r.powi(retries as i32 + 1) + t * geometric).clamp(0.0, 1.0)
+}
+
+/// One row from one level's statistics.
+fn row(level: &str, s: &LevelStats, timeouts_us: &[u64], retries: u32) -> WhatIfRow {
+    let n = s.attempts();
+    let share = |k: u64| if n == 0 { 0.0 } else { k as f64 / n as f64 };
+    // Failures the client would not retry, whatever the timeout. (Their latency is not kept
+    // apart, so one that was slower than T is still counted here rather than as a timeout.)
+    let terminal = s
+        .counts
+        .sum_where(|c| c != Class::Accepted && !c.is_retryable());
+    let mut exceed_share = Vec::with_capacity(timeouts_us.len());
+    let mut failed_event_share = Vec::with_capacity(timeouts_us.len());
+    for &t in timeouts_us {
+        exceed_share.push(share(count_above(&s.latency, t)));
+        // Success under T: accepted in the run, and no slower than T.
+        let ok = s.accepted_latency.len() - count_above(&s.accepted_latency, t);
+        // Everything else that is not terminal would have been retried.
+        let retryable = n.saturating_sub(ok).saturating_sub(terminal);
+        failed_event_share.push(if n == 0 {
+            0.0
+        } else {
+            event_failure(share(retryable), share(terminal), retries)
+        });
+    }
+    WhatIfRow {
+        level: level.to_string(),
+        attempts: n,
+        exceed_share,
+        failed_event_share,
+    }
+}
+
+/// Build the table for `levels` (label, statistics) and the candidate `timeouts`.
+///
+/// `retries` is the run's `--retries`; `run_timeout` its `--timeout`, used to flag the columns
+/// at or above it. Pure: reads the histograms and counters only.
+pub fn what_if(
+    levels: &[(String, &LevelStats)],
+    timeouts: &[Duration],
+    retries: u32,
+    run_timeout: Duration,
+) -> WhatIfTable {
+    let timeouts_us: Vec<u64> = timeouts.iter().map(|t| t.as_micros() as u64).collect();
+    WhatIfTable {
+        timeouts_ms: timeouts.iter().map(|t| t.as_millis() as u64).collect(),
+        retries,
+        run_timeout_ms: run_timeout.as_millis() as u64,
+        beyond_run_timeout: timeouts.iter().map(|t| *t >= run_timeout).collect(),
+        rows: levels
+            .iter()
+            .map(|(label, s)| row(label, s, &timeouts_us, retries))
+            .collect(),
+    }
+}
+
+/// The table for a report's rows (levels, then TOTAL when given); rows without their raw
+/// statistics (e.g. read back from JSON) are skipped.
+pub fn what_if_for_rows<'a>(
+    rows: impl IntoIterator<Item = &'a LevelReport>,
+    timeouts: &[Duration],
+    retries: u32,
+    run_timeout: Duration,
+) -> WhatIfTable {
+    let levels: Vec<(String, &LevelStats)> = rows
+        .into_iter()
+        .filter_map(|r| r.stats.as_ref().map(|s| (r.label.clone(), s)))
+        .collect();
+    what_if(&levels, timeouts, retries, run_timeout)
+}
+
+/// A share as a percentage with three decimals, like the aggregate CSV's `Error %`.
+pub fn pct(share: f64) -> String {
+    format!("{:.3}%", share * 100.0)
+}
+
+/// A column heading for timeout `ms`: "100ms", "1s", "1.5s".
+pub fn timeout_label(ms: u64) -> String {
+    if ms >= 1000 && ms % 100 == 0 {
+        let s = ms as f64 / 1000.0;
+        format!("{s}s")
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// The table as aligned text for the terminal.
+pub fn render_what_if(t: &WhatIfTable) -> String {
+    let mark = |i: usize| if t.beyond_run_timeout[i] { "*" } else { "" };
+    let heads: Vec<String> = t
+        .timeouts_ms
+        .iter()
+        .enumerate()
+        .map(|(i, ms)| format!(">{}{}", timeout_label(*ms), mark(i)))
+        .collect();
+    let mut grid: Vec<Vec<String>> = Vec::new();
+    let mut head = vec!["Level".to_string(), "Attempts".to_string()];
+    head.extend(heads.iter().cloned());
+    if t.retries > 0 {
+        head.extend(heads.iter().map(|h| format!("events {h}")));
+    }
+    grid.push(head);
+    for r in &t.rows {
+        let mut line = vec![r.level.clone(), r.attempts.to_string()];
+        line.extend(r.exceed_share.iter().map(|s| pct(*s)));
+        if t.retries > 0 {
+            line.extend(r.failed_event_share.iter().map(|s| pct(*s)));
+        }
+        grid.push(line);
+    }
+    let widths: Vec<usize> = (0..grid[0].len())
+        .map(|i| grid.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = format!(
+        "Timeout what-if: share of attempts slower than each timeout (run timeout {})\n",
+        timeout_label(t.run_timeout_ms)
+    );
+    for (n, line) in grid.iter().enumerate() {
+        for (i, cell) in line.iter().enumerate() {
+            if i == 0 {
+                let _ = write!(out, "{cell:<w$}", w = widths[i]);
+            } else {
+                let _ = write!(out, "  {cell:>w$}", w = widths[i]);
+            }
+        }
+        out.push('\n');
+        if n == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+            out.push('\n');
+        }
+    }
+    if t.retries > 0 {
+        let _ = writeln!(
+            out,
+            "events: expected share of events failing with {} retries, assuming independent attempts",
+            t.retries
+        );
+    }
+    if t.beyond_run_timeout.iter().any(|b| *b) {
+        out.push_str(
+            "* at or above the run's own timeout: attempts were cut off there, so this only counts those that reached it\n",
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{Outcome, TimeoutKind};
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// Statistics from (latency ms, outcome, count) triples.
+    fn stats(samples: &[(u64, Outcome, u64)]) -> LevelStats {
+        let v: Vec<_> = samples.iter().map(|&(l, o, n)| (ms(l), o, n)).collect();
+        crate::judge::testutil::stats(&v)
+    }
+
+    #[test]
+    fn exact_shares_from_known_latencies() {
+        // 100 attempts: 50 at 20 ms, 30 at 150 ms, 15 at 700 ms (all accepted), 5 cut off by the
+        // run's 2 s timeout (recorded a little after it, as a timer fires).
+        let s = stats(&[
+            (20, Outcome::Accepted, 50),
+            (150, Outcome::Accepted, 30),
+            (700, Outcome::Accepted, 15),
+            (2100, Outcome::Timeout(TimeoutKind::Response), 5),
+        ]);
+        let t = what_if(
+            &[("50".to_string(), &s)],
+            &[ms(100), ms(300), ms(1000), ms(2000), ms(5000)],
+            0,
+            ms(2000),
+        );
+        assert_eq!(t.timeouts_ms, vec![100, 300, 1000, 2000, 5000]);
+        assert_eq!(t.beyond_run_timeout, vec![false, false, false, true, true]);
+        let r = &t.rows[0];
+        assert_eq!(r.attempts, 100);
+        assert_eq!(r.exceed_share, vec![0.50, 0.20, 0.05, 0.05, 0.0]);
+        // No retries: an event fails exactly when its one attempt does.
+        assert_eq!(r.failed_event_share, vec![0.50, 0.20, 0.05, 0.05, 0.05]);
+        let text = render_what_if(&t);
+        assert!(text.contains(">2s*"), "{text}");
+        assert!(text.contains("50.000%"), "{text}");
+    }
+
+    #[test]
+    fn retries_give_p_to_the_r_plus_one_when_every_failure_is_retryable() {
+        // 10 attempts: 6 fast accepted, 2 slow accepted (400 ms), 2 answered 503 quickly.
+        let s = stats(&[
+            (10, Outcome::Accepted, 6),
+            (400, Outcome::Accepted, 2),
+            (10, Outcome::Http503, 2),
+        ]);
+        let t = what_if(&[("8".into(), &s)], &[ms(300), ms(500)], 2, ms(1000));
+        let r = &t.rows[0];
+        assert_eq!(r.exceed_share, vec![0.2, 0.0]);
+        // p = 0.2 slower + 0.2 503 = 0.4 at 300 ms; 0.2 at 500 ms; events fail with p³.
+        let want = [0.4f64.powi(3), 0.2f64.powi(3)];
+        for (got, want) in r.failed_event_share.iter().zip(want) {
+            assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        }
+        assert!(render_what_if(&t).contains("events >300ms"));
+    }
+
+    #[test]
+    fn terminal_failures_are_not_retried() {
+        // Half denied (never retried), half accepted fast: with any retries half the events fail.
+        let s = stats(&[(5, Outcome::Accepted, 4), (5, Outcome::Denied, 4)]);
+        let t = what_if(&[("1".into(), &s)], &[ms(100)], 3, ms(5000));
+        assert_eq!(t.rows[0].exceed_share, vec![0.0]);
+        assert!((t.rows[0].failed_event_share[0] - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn empty_level_has_zero_shares() {
+        let s = LevelStats::default();
+        let t = what_if(&[("1".into(), &s)], &[ms(100)], 1, ms(5000));
+        assert_eq!(t.rows[0].attempts, 0);
+        assert_eq!(t.rows[0].exceed_share, vec![0.0]);
+        assert_eq!(t.rows[0].failed_event_share, vec![0.0]);
+    }
+
+    #[test]
+    fn event_failure_model() {
+        assert_eq!(event_failure(0.5, 0.0, 0), 0.5);
+        assert!((event_failure(0.5, 0.0, 2) - 0.125).abs() < 1e-12);
+        assert_eq!(event_failure(0.0, 0.0, 5), 0.0);
+        assert_eq!(event_failure(1.0, 0.0, 5), 1.0);
+        assert_eq!(event_failure(0.0, 1.0, 5), 1.0);
+        // r = 0.5, t = 0.25, one retry: 0.25 + 0.25·1.5 = 0.625
+        assert!((event_failure(0.5, 0.25, 1) - 0.625).abs() < 1e-12);
+    }
+
+    #[test]
+    fn labels() {
+        assert_eq!(timeout_label(100), "100ms");
+        assert_eq!(timeout_label(1000), "1s");
+        assert_eq!(timeout_label(1500), "1.5s");
+        assert_eq!(timeout_label(1234), "1234ms");
+    }
+}

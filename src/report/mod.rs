@@ -8,6 +8,7 @@ pub mod json;
 pub mod jtl;
 mod model;
 pub mod table;
+pub mod whatif_csv;
 pub mod writer;
 
 pub use html::HtmlReporter;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::judge::Verdict;
+use crate::judge::{CapacityResult, Verdict, WhatIfTable};
 use crate::result::Class;
 use crate::stats::{LevelStats, TimelineBucket};
 use crate::target::PhaseResult;
@@ -47,6 +47,12 @@ pub struct Report {
     /// Open model: achieved vs target rate per level.
     #[serde(default)]
     pub rate_checks: Vec<RateCheck>,
+    /// The timeout what-if table (`--what-if-timeouts`), levels then TOTAL.
+    #[serde(default)]
+    pub what_if: Option<WhatIfTable>,
+    /// The capacity finder's result (`--find-capacity`).
+    #[serde(default)]
+    pub capacity: Option<CapacityResult>,
 }
 
 /// Open model: how close a level came to its target rate.
