@@ -198,6 +198,9 @@ pub struct RunArgs {
     /// Upper bound of the capacity search (concurrency or rate) [default: 4096].
     #[arg(long, help_heading = "Judging")]
     pub capacity_max: Option<String>,
+    /// Longest total time the capacity search may take [default: 10m].
+    #[arg(long, help_heading = "Judging")]
+    pub capacity_budget: Option<String>,
     /// Timeout what-if table: share of attempts that would exceed each timeout [default: 100ms,300ms,1s,5s].
     #[arg(long, help_heading = "Judging")]
     pub what_if_timeouts: Option<String>,

@@ -110,6 +110,9 @@ pub struct CapacityConfig {
     pub slo: Vec<Threshold>,
     /// Upper bound of the search.
     pub max: f64,
+    /// Longest total time of the search.
+    #[serde(with = "humantime_serde_str")]
+    pub budget: Duration,
 }
 
 /// Report settings.
@@ -443,7 +446,10 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
                 .map_err(|e| ConfigError::invalid(f, t, e))
         })?;
         let max = opt(&a.capacity_max).map_or(Ok(4096.0), |s| rate("capacity-max", s))?;
-        Some(CapacityConfig { slo, max })
+        let budget = opt(&a.capacity_budget).map_or(Ok(Duration::from_secs(600)), |s| {
+            positive_duration("capacity-budget", s)
+        })?;
+        Some(CapacityConfig { slo, max, budget })
     } else {
         if a.slo.is_some() {
             return Err(ConfigError::Conflict(

@@ -15,7 +15,7 @@ use super::driver::{run_pacer, Driver, OpenParams, Seqs, Window};
 use super::live::Live;
 use super::pacer::Arrivals;
 use super::plan::{LevelSpec, Load};
-use super::worker::{worker_loop, AttemptObserver};
+use super::worker::{stripes, worker_loop, AttemptObserver};
 use crate::stats::{Clock, LevelStats};
 use crate::target::Target;
 use crate::workload::Workload;
@@ -123,19 +123,21 @@ pub async fn run_level<T: Target>(
         Load::Closed { .. } => spec.ramp_up,
         Load::Open { .. } => Duration::ZERO, // the pacer ramps the rate
     };
+    let stripes = stripes(workers);
     let mut handles = Vec::with_capacity(workers);
     for w in 0..workers {
-        let (ctx, driver, label) = (ctx.clone(), driver.clone(), label.clone());
+        let (ctx, driver, label, stripes) =
+            (ctx.clone(), driver.clone(), label.clone(), stripes.clone());
         // Closed-model ramp: worker w joins at w/C of the ramp, after the warm-up.
         let delay = ramp.mul_f64(w as f64 / workers as f64);
         handles.push(tokio::spawn(async move {
             if !delay.is_zero() {
                 tokio::select! {
-                    _ = ctx.cancel.cancelled() => return LevelStats::default(),
+                    _ = ctx.cancel.cancelled() => return,
                     _ = tokio::time::sleep_until(measured_start + delay) => {}
                 }
             }
-            worker_loop(ctx, driver, w, measured_start, label).await
+            worker_loop(ctx, driver, stripes, w, measured_start, label).await
         }));
     }
     let mut stats = LevelStats::default();
@@ -149,8 +151,13 @@ pub async fn run_level<T: Target>(
     };
     for h in handles {
         // A worker panic is a bug; surface it rather than silently losing its counts.
-        let part = h.await.expect("worker task panicked");
-        stats += &part;
+        h.await.expect("worker task panicked");
+    }
+    let now = Instant::now();
+    for s in stripes.iter() {
+        let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+        s.live.flush(&ctx.live, now);
+        stats += &s.stats;
     }
     LevelRun {
         stats,

@@ -13,9 +13,12 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{RunConfig, TargetKind};
-use crate::engine::{run_level, Arrivals, LevelContext, LevelSpec, Live, Load};
+use crate::engine::{run_level, AttemptObserver, LevelContext, LevelRun, LevelSpec, Live, Load};
+use crate::judge::find_capacity;
+use crate::report::build::level_report;
 use crate::report::Report;
 use crate::stats::Clock;
+use crate::stats::LevelStats;
 use crate::target::websub::{HubEndpoint, WebSubClient, WebSubTarget};
 use crate::target::{PhaseResult, Target};
 use crate::workload::{Topic, Workload};
@@ -34,13 +37,14 @@ pub struct RunOutcome {
 }
 
 /// What a level run needs besides the target.
-struct Shared<'a> {
-    cfg: &'a RunConfig,
-    workload: Arc<Workload>,
-    clock: Clock,
-    cancel: CancellationToken,
-    live: Arc<Live>,
-    shard: (u64, u64),
+pub(crate) struct Shared<'a> {
+    pub cfg: &'a RunConfig,
+    pub workload: Arc<Workload>,
+    pub clock: Clock,
+    pub cancel: CancellationToken,
+    pub live: Arc<Live>,
+    pub shard: (u64, u64),
+    pub observer: Option<Arc<dyn AttemptObserver>>,
 }
 
 /// First sequence number of level `i`: consecutive blocks with `--requests`, so a run (or a set
@@ -63,34 +67,113 @@ fn pool_size(cfg: &RunConfig, spec: &LevelSpec) -> usize {
         })
 }
 
-/// Run every level against targets built by `make`, recording into `rec`.
-async fn run_levels<T: Target>(
+/// Run one level against a fresh target built by `make`.
+async fn run_spec<T: Target>(
+    sh: &Shared<'_>,
+    make: &impl Fn(&LevelSpec) -> T,
+    spec: &LevelSpec,
+    i: usize,
+) -> LevelRun {
+    let ctx = Arc::new(LevelContext {
+        target: Arc::new(make(spec)),
+        workload: sh.workload.clone(),
+        clock: sh.clock,
+        retries: sh.cfg.client.retries,
+        arrivals: sh.cfg.arrivals,
+        shard: sh.shard,
+        cancel: sh.cancel.clone(),
+        live: sh.live.clone(),
+        observer: sh.observer.clone(),
+    });
+    let bar = progress::LevelProgress::start(
+        progress::enabled(sh.cfg.output.quiet),
+        spec,
+        sh.live.clone(),
+    );
+    let run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+    bar.finish();
+    run
+}
+
+/// `template` with its load set to `x` (a concurrency, or a rate).
+fn with_load(cfg: &RunConfig, template: &LevelSpec, x: f64) -> LevelSpec {
+    let load = match template.load {
+        Load::Closed { .. } => Load::Closed {
+            concurrency: x.round().max(1.0) as u32,
+        },
+        Load::Open { max_inflight, .. } => {
+            let need = (x * cfg.client.timeout.as_secs_f64())
+                .ceil()
+                .clamp(64.0, 20_000.0) as u32;
+            Load::Open {
+                rate: x,
+                max_inflight: max_inflight.max(need),
+            }
+        }
+    };
+    LevelSpec {
+        load,
+        ..template.clone()
+    }
+}
+
+/// Run every level (or the capacity search) against targets built by `make`, recording into `rec`.
+pub(crate) async fn run_levels<T: Target>(
     sh: &Shared<'_>,
     rec: &mut RunRecord,
     make: impl Fn(&LevelSpec) -> T,
 ) -> anyhow::Result<()> {
-    let show = progress::enabled(sh.cfg.output.quiet);
+    if let Some(cap) = &sh.cfg.capacity {
+        return find(sh, rec, &make, cap).await;
+    }
     for (i, spec) in sh.cfg.levels.iter().enumerate() {
         if sh.cancel.is_cancelled() {
             break;
         }
-        let ctx = Arc::new(LevelContext {
-            target: Arc::new(make(spec)),
-            workload: sh.workload.clone(),
-            clock: sh.clock,
-            retries: sh.cfg.client.retries,
-            arrivals: sh.cfg.arrivals,
-            shard: sh.shard,
-            cancel: sh.cancel.clone(),
-            live: sh.live.clone(),
-            observer: None,
-        });
-        let bar = progress::LevelProgress::start(show, spec, sh.live.clone());
-        let run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
-        bar.finish();
+        let run = run_spec(sh, &make, spec, i).await;
         rec.push_level(spec, run)?;
     }
     Ok(())
+}
+
+/// The capacity finder: each probe is one level, recorded like any other.
+async fn find<T: Target>(
+    sh: &Shared<'_>,
+    rec: &mut RunRecord,
+    make: &impl Fn(&LevelSpec) -> T,
+    cap: &crate::config::CapacityConfig,
+) -> anyhow::Result<()> {
+    let template = &sh.cfg.levels[0];
+    let (start, integer) = match template.load {
+        Load::Closed { concurrency } => (f64::from(concurrency), true),
+        Load::Open { rate, .. } => (rate, false),
+    };
+    let rec_cell = std::cell::RefCell::new(&mut *rec);
+    let probes = std::cell::Cell::new(0usize);
+    let failed_write = std::cell::Cell::new(None::<anyhow::Error>);
+    let probe = |x: f64| {
+        let spec = with_load(sh.cfg, template, x);
+        let (rec_cell, probes, failed_write) = (&rec_cell, &probes, &failed_write);
+        async move {
+            if sh.cancel.is_cancelled() {
+                // An empty row fails every SLO: the search winds down without sending load.
+                return level_report("cancelled", None, None, &LevelStats::default(), false);
+            }
+            let i = probes.get();
+            probes.set(i + 1);
+            let run = run_spec(sh, make, &spec, i).await;
+            let mut rec = rec_cell.borrow_mut();
+            if let Err(e) = rec.push_level(&spec, run) {
+                failed_write.set(Some(e));
+            }
+            rec.last_level().cloned().expect("a level was just pushed")
+        }
+    };
+    let result = find_capacity(probe, start, cap.max, &cap.slo, cap.budget, integer).await;
+    if let Some(e) = failed_write.take() {
+        return Err(e);
+    }
+    rec.set_capacity(result)
 }
 
 /// Register (or deregister) and check that the hub answered at all.
@@ -110,7 +193,7 @@ fn check_phase(p: &PhaseResult, url: &url::Url) -> anyhow::Result<()> {
 }
 
 /// The topics this process registers: its own tenants' when sharded (tenants are striped).
-fn owned_topics(w: &Workload, shard: (u64, u64)) -> Vec<Topic> {
+pub(crate) fn owned_topics(w: &Workload, shard: (u64, u64)) -> Vec<Topic> {
     let (index, count) = shard;
     w.topics()
         .iter()
@@ -179,6 +262,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         cancel: cancel.clone(),
         live: Arc::new(Live::default()),
         shard: (0, 1),
+        observer: None,
     };
     let mut rec = RunRecord::new(cfg, &workload).context("cannot prepare the reports")?;
     for kind in &cfg.target.kinds {
@@ -187,7 +271,6 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
             TargetKind::Servicebus => anyhow::bail!("invalid --target `servicebus`: not built yet"),
         }
     }
-    let _ = Arrivals::Constant;
     let interrupted = cancel.is_cancelled();
     let report = rec.finish(interrupted)?;
     let thresholds_failed = report.verdicts.iter().any(|v| !v.passed);

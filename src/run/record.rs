@@ -4,14 +4,15 @@ use std::time::SystemTime;
 
 use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
-use crate::judge::judge;
 use crate::judge::Threshold;
+use crate::judge::{judge, what_if_for_rows, CapacityResult};
 use crate::report::build::level_report;
 use crate::report::csv::CsvReporter;
 use crate::report::json::JsonReporter;
 use crate::report::table::TableReporter;
+use crate::report::whatif_csv::WhatIfCsvReporter;
 use crate::report::writer::ReportWriter;
-use crate::report::{PhaseReport, RateCheck, Report, Reporter};
+use crate::report::{HtmlReporter, LevelReport, PhaseReport, RateCheck, Report, Reporter};
 use crate::stats::LevelStats;
 use crate::target::PhaseResult;
 use crate::workload::Workload;
@@ -23,6 +24,9 @@ pub struct RunRecord {
     total: LevelStats,
     writer: ReportWriter,
     thresholds: Vec<Threshold>,
+    what_if: Vec<std::time::Duration>,
+    retries: u32,
+    run_timeout: std::time::Duration,
 }
 
 /// Every reporter a run writes.
@@ -31,6 +35,8 @@ pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
         Box::new(TableReporter),
         Box::new(CsvReporter),
         Box::new(JsonReporter),
+        Box::new(WhatIfCsvReporter),
+        Box::new(HtmlReporter),
     ]
 }
 
@@ -62,6 +68,8 @@ impl RunRecord {
             total: None,
             verdicts: Vec::new(),
             rate_checks: Vec::new(),
+            what_if: None,
+            capacity: None,
         };
         let writer = ReportWriter::new(&cfg.output.out_dir, reporters())?;
         Ok(RunRecord {
@@ -69,6 +77,9 @@ impl RunRecord {
             total: LevelStats::default(),
             writer,
             thresholds: cfg.thresholds.clone(),
+            what_if: cfg.what_if.clone(),
+            retries: cfg.client.retries,
+            run_timeout: cfg.client.timeout,
         })
     }
 
@@ -141,6 +152,23 @@ impl RunRecord {
             &self.report.levels,
             self.report.total.as_ref(),
         );
+        self.report.what_if = Some(what_if_for_rows(
+            self.report.levels.iter().chain(self.report.total.as_ref()),
+            &self.what_if,
+            self.retries,
+            self.run_timeout,
+        ));
+        self.write()
+    }
+
+    /// The row of the level pushed last.
+    pub fn last_level(&self) -> Option<&LevelReport> {
+        self.report.levels.last()
+    }
+
+    /// Record the capacity finder's result.
+    pub fn set_capacity(&mut self, c: CapacityResult) -> anyhow::Result<()> {
+        self.report.capacity = Some(c);
         self.write()
     }
 

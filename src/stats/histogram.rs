@@ -8,9 +8,10 @@ pub const HIST_LOWEST_US: u64 = 1;
 /// Significant decimal digits kept.
 pub const HIST_SIGFIG: u8 = 3;
 
-/// Initial highest trackable value: 60 s. Larger values grow the histogram (auto-resize);
-/// the layout (lowest value, precision) is what makes histograms addable, not this bound.
-const INITIAL_HIGH_US: u64 = 60_000_000;
+/// Initial highest trackable value. Histograms start small and grow to the largest value
+/// recorded (auto-resize); the layout (lowest value, precision) is what makes histograms
+/// addable, not this bound.
+const INITIAL_HIGH_US: u64 = 2 * HIST_LOWEST_US;
 
 /// A new empty histogram with the fixed layout (1 µs, 3 significant digits, auto-resize).
 pub fn new_histogram() -> Histogram {
