@@ -7,13 +7,15 @@ pub mod html;
 pub mod json;
 pub mod jtl;
 mod model;
+pub mod side_by_side;
 pub mod table;
 pub mod whatif_csv;
 pub mod writer;
 
 pub use html::HtmlReporter;
 pub use model::{
-    EventSummary, LatencyUs, LevelReport, PhaseReport, RateCheck, Report, TimeoutSplit,
+    EmulatorTotals, EventSummary, LatencyUs, LevelReport, PhaseReport, RateCheck, Report,
+    ServiceBusInfo, TimeoutSplit,
 };
 
 /// One output format. Renders bytes from the report; the manager does the IO.

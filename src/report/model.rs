@@ -53,6 +53,42 @@ pub struct Report {
     /// The capacity finder's result (`--find-capacity`).
     #[serde(default)]
     pub capacity: Option<CapacityResult>,
+    /// Service Bus runs: the sender's reconnects and rejection conditions.
+    #[serde(default)]
+    pub servicebus: Option<ServiceBusInfo>,
+}
+
+/// What a Service Bus run adds to the report (`target` = "servicebus").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ServiceBusInfo {
+    /// Service Bus endpoint, `amqp(s)://host[:port]` (never the key).
+    pub endpoint: String,
+    /// Topic mapping: `per-topic` or `single:NAME`.
+    pub topics: String,
+    /// AMQP connections in the pool (`--sb-connections`).
+    pub connections: u32,
+    /// Links re-attached plus connections reopened after a drop, over the run.
+    pub reconnects: u64,
+    /// CBS put-tokens (first puts and refreshes) by the connections open at the end.
+    pub token_puts: u64,
+    /// Rejected sends per AMQP error condition (`rejected` class), over the run.
+    pub conditions: BTreeMap<String, u64>,
+    /// The embedded emulator's own counts, when the run started one.
+    #[serde(default)]
+    pub emulator: Option<EmulatorTotals>,
+}
+
+/// The embedded emulator's server-side counts, to reconcile with the client's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EmulatorTotals {
+    /// Transfers settled *accepted*.
+    pub accepted: u64,
+    /// Transfers rejected with `com.microsoft:server-busy`.
+    pub throttled: u64,
+    /// Transfers rejected for want of a valid token.
+    pub unauthorized: u64,
+    /// Accepted transfers per Service Bus topic.
+    pub accepted_per_topic: BTreeMap<String, u64>,
 }
 
 /// Open model: how close a level came to its target rate.

@@ -4,6 +4,8 @@
 pub mod embedded;
 mod progress;
 mod record;
+mod servicebus;
+mod side_by_side;
 pub mod signals;
 
 use std::sync::Arc;
@@ -264,11 +266,14 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         shard: (0, 1),
         observer: None,
     };
+    if cfg.target.kinds.len() > 1 {
+        return side_by_side::run_each(&sh).await;
+    }
     let mut rec = RunRecord::new(cfg, &workload).context("cannot prepare the reports")?;
     for kind in &cfg.target.kinds {
         match kind {
             TargetKind::Websub => run_websub(&sh, &mut rec).await?,
-            TargetKind::Servicebus => anyhow::bail!("invalid --target `servicebus`: not built yet"),
+            TargetKind::Servicebus => servicebus::run_servicebus(&sh, &mut rec).await?,
         }
     }
     let interrupted = cancel.is_cancelled();

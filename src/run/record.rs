@@ -47,6 +47,15 @@ fn now_rfc3339() -> String {
 impl RunRecord {
     /// A new, empty report for `cfg`, written at once so the directory exists from the start.
     pub fn new(cfg: &RunConfig, workload: &Workload) -> anyhow::Result<Self> {
+        Self::with_dir(cfg, workload, &cfg.output.out_dir)
+    }
+
+    /// [`Self::new`], written into `dir` instead of `--out` (one path of a side-by-side run).
+    pub fn with_dir(
+        cfg: &RunConfig,
+        workload: &Workload,
+        dir: &std::path::Path,
+    ) -> anyhow::Result<Self> {
         let report = Report {
             tool: "hubload".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -70,8 +79,9 @@ impl RunRecord {
             rate_checks: Vec::new(),
             what_if: None,
             capacity: None,
+            servicebus: None,
         };
-        let writer = ReportWriter::new(&cfg.output.out_dir, reporters())?;
+        let writer = ReportWriter::new(dir, reporters())?;
         Ok(RunRecord {
             report,
             total: LevelStats::default(),
@@ -169,6 +179,12 @@ impl RunRecord {
     /// Record the capacity finder's result.
     pub fn set_capacity(&mut self, c: CapacityResult) -> anyhow::Result<()> {
         self.report.capacity = Some(c);
+        self.write()
+    }
+
+    /// Record what the Service Bus sender saw.
+    pub fn set_servicebus(&mut self, info: crate::report::ServiceBusInfo) -> anyhow::Result<()> {
+        self.report.servicebus = Some(info);
         self.write()
     }
 

@@ -4,6 +4,7 @@
 
 pub mod http;
 pub mod mock;
+pub mod servicebus;
 pub mod websub;
 
 use std::future::Future;

@@ -1,0 +1,209 @@
+//! The Azure Service Bus target (PROTOCOL.md §6): each event as one AMQP message to a Service
+//! Bus topic through a shared [`SbSender`], its settlement mapped onto hubload's outcomes.
+//!
+//! The sender (pool of connections and links) is made once per run and shared by every level:
+//! `--sb-connections` fixes the pool, so unlike the WebSub pool it does not follow the level.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::join_all;
+use hubload_servicebus::{OutgoingMessage, SbSender, SendOutcome};
+
+use super::{PhaseResult, Target};
+use crate::config::SbTopics;
+use crate::result::{Attempt, Class, ConnErrorKind, Outcome, TimeoutKind};
+use crate::workload::{Event, Topic, Workload};
+
+/// The Service Bus target. Cheap to clone: everything is shared.
+#[derive(Debug, Clone)]
+pub struct ServiceBusTarget {
+    sender: Arc<SbSender>,
+    workload: Arc<Workload>,
+    mapping: SbTopics,
+    /// Topic links attached at once during [`Target::prepare`].
+    prepare_concurrency: usize,
+    /// Rejected sends per AMQP condition, over the whole run.
+    conditions: Arc<Mutex<BTreeMap<String, u64>>>,
+}
+
+/// The hubload outcome of a Service Bus send (README: "Outcome classes").
+pub fn outcome_of(o: &SendOutcome) -> Outcome {
+    match o {
+        SendOutcome::Accepted => Outcome::Accepted,
+        SendOutcome::Throttled => Outcome::Throttled,
+        SendOutcome::Rejected { .. } => Outcome::Rejected,
+        SendOutcome::Unauthorized => Outcome::Unauthorized,
+        SendOutcome::NotFound => Outcome::NotFound,
+        SendOutcome::TooLarge => Outcome::TooLarge,
+        SendOutcome::Timeout => Outcome::Timeout(TimeoutKind::Response),
+        SendOutcome::Connect => Outcome::ConnError(ConnErrorKind::Refused),
+        SendOutcome::ConnectionError => Outcome::ConnError(ConnErrorKind::Closed),
+    }
+}
+
+/// The Service Bus topic a hubload topic is sent to.
+pub fn sb_topic<'a>(mapping: &'a SbTopics, topic: &'a Topic) -> &'a str {
+    match mapping {
+        SbTopics::PerTopic => &topic.name,
+        SbTopics::Single(name) => name,
+    }
+}
+
+impl ServiceBusTarget {
+    /// A target sending `workload`'s events through `sender`, mapped by `mapping`.
+    pub fn new(
+        sender: Arc<SbSender>,
+        workload: Arc<Workload>,
+        mapping: SbTopics,
+        prepare_concurrency: usize,
+    ) -> Self {
+        ServiceBusTarget {
+            sender,
+            workload,
+            mapping,
+            prepare_concurrency: prepare_concurrency.max(1),
+            conditions: Arc::default(),
+        }
+    }
+
+    /// The shared sender (for its reconnect and token counters).
+    pub fn sender(&self) -> &SbSender {
+        &self.sender
+    }
+
+    /// Rejected sends so far, per AMQP error condition.
+    pub fn conditions(&self) -> BTreeMap<String, u64> {
+        self.conditions.lock().expect("conditions lock").clone()
+    }
+
+    /// Map a send outcome, counting a rejection's condition.
+    fn record(&self, o: &SendOutcome) -> Outcome {
+        if let SendOutcome::Rejected { condition } = o {
+            *self
+                .conditions
+                .lock()
+                .expect("conditions lock")
+                .entry(condition.clone())
+                .or_default() += 1;
+        }
+        outcome_of(o)
+    }
+}
+
+/// A one-line description of a failed link set-up, for the phase's first error.
+fn describe(o: &SendOutcome) -> String {
+    match o {
+        SendOutcome::Rejected { condition } => format!("rejected ({condition})"),
+        SendOutcome::Unauthorized => "unauthorized (check the key and its Send right)".into(),
+        SendOutcome::NotFound => "entity not found".into(),
+        SendOutcome::Connect => "cannot connect".into(),
+        SendOutcome::ConnectionError => "connection dropped".into(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+impl Target for ServiceBusTarget {
+    /// Attach every Service Bus topic's link on every pooled connection (token put first), so
+    /// the first level does not pay for it. One attempt per distinct Service Bus topic.
+    async fn prepare(&self, topics: &[Topic]) -> PhaseResult {
+        let started = std::time::Instant::now();
+        let mut names: Vec<&str> = topics.iter().map(|t| sb_topic(&self.mapping, t)).collect();
+        names.sort_unstable();
+        names.dedup();
+        // N lanes pulling names: bounded concurrency without spawning (as the hub's phases).
+        let next = AtomicUsize::new(0);
+        let lanes = (0..self.prepare_concurrency.min(names.len().max(1))).map(|_| async {
+            let mut done = Vec::new();
+            while let Some(&name) = names.get(next.fetch_add(1, Ordering::Relaxed)) {
+                done.push((name, self.sender.prepare(name).await));
+            }
+            done
+        });
+        let results = join_all(lanes).await.into_iter().flatten();
+        let mut p = PhaseResult {
+            topics: names.len() as u64,
+            ..PhaseResult::default()
+        };
+        for (name, o) in results {
+            let class = outcome_of(&o).class();
+            p.counts.bump(class);
+            if class != Class::Accepted && p.first_error.is_none() {
+                p.first_error = Some(format!("attach `{name}`: {}", describe(&o)));
+            }
+        }
+        p.duration_s = started.elapsed().as_secs_f64();
+        p
+    }
+
+    async fn send(&self, topic: &Topic, event: &Event) -> Attempt {
+        let mut jti_buf = uuid::Uuid::encode_buffer();
+        let jti = event.jti.as_hyphenated().encode_lower(&mut jti_buf);
+        let mut app_buf = uuid::Uuid::encode_buffer();
+        let app = event
+            .application_id
+            .as_hyphenated()
+            .encode_lower(&mut app_buf);
+        let properties = [
+            ("tenant", &**self.workload.tenant_name(event.tenant)),
+            ("application", &*app),
+            ("channel", &**self.workload.channel_name(event.channel)),
+        ];
+        let msg = OutgoingMessage {
+            body: &event.body,
+            message_id: jti,
+            content_type: "application/json",
+            properties: &properties,
+        };
+        let r = self.sender.send(sb_topic(&self.mapping, topic), msg).await;
+        Attempt {
+            outcome: self.record(&r.outcome),
+            status: 0,
+            bytes_sent: r.bytes_sent,
+            bytes_received: 0,
+        }
+    }
+
+    /// Service Bus topics are not deleted after a run: nothing to do.
+    async fn teardown(&self, _topics: &[Topic]) -> PhaseResult {
+        PhaseResult::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_send_outcome_has_its_class() {
+        let rejected = SendOutcome::Rejected {
+            condition: "com.microsoft:entity-disabled".into(),
+        };
+        let table = [
+            (SendOutcome::Accepted, Class::Accepted),
+            (SendOutcome::Throttled, Class::Throttled),
+            (rejected, Class::Rejected),
+            (SendOutcome::Unauthorized, Class::Unauthorized),
+            (SendOutcome::NotFound, Class::NotFound),
+            (SendOutcome::TooLarge, Class::TooLarge),
+            (SendOutcome::Timeout, Class::TimeoutResponse),
+            (SendOutcome::Connect, Class::ConnRefused),
+            (SendOutcome::ConnectionError, Class::ConnClosed),
+        ];
+        for (o, class) in table {
+            assert_eq!(outcome_of(&o).class(), class, "{o:?}");
+        }
+    }
+
+    #[test]
+    fn topic_mapping() {
+        let t = Topic {
+            index: 3,
+            name: "acme.login".into(),
+            tenant: Some(0),
+        };
+        assert_eq!(sb_topic(&SbTopics::PerTopic, &t), "acme.login");
+        assert_eq!(sb_topic(&SbTopics::Single("events".into()), &t), "events");
+    }
+}
