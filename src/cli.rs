@@ -47,6 +47,8 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Run the reference hub standalone (the same flags as `hubload-hub`).
+    Hub(hubload_hub::cli::HubArgs),
     /// Merge shard results (files, or a `kubectl logs` dump) into one report.
     Merge {
         /// Shard artifact files, directories or log dumps.

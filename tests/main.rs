@@ -4,4 +4,5 @@ mod cli_errors;
 mod profiles;
 mod reconcile;
 mod schema;
+mod shards;
 mod util;
