@@ -48,7 +48,7 @@ pub enum Command {
         out: Option<PathBuf>,
     },
     /// Run the reference hub standalone (the same flags as `hubload-hub`).
-    Hub(hubload_hub::cli::HubArgs),
+    Hub(Box<hubload_hub::cli::HubArgs>),
     /// Merge shard results (files, or a `kubectl logs` dump) into one report.
     Merge {
         /// Shard artifact files, directories or log dumps.

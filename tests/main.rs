@@ -1,6 +1,7 @@
 //! hubload's integration tests: one binary, one module per area.
 
 mod cli_errors;
+mod open_model;
 mod profiles;
 mod reconcile;
 mod schema;

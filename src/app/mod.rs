@@ -103,7 +103,7 @@ pub fn main() -> ExitCode {
 async fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
         None => load(cli).await,
-        Some(Command::Hub(args)) => match hubload_hub::cli::run(args).await {
+        Some(Command::Hub(args)) => match hubload_hub::cli::run(*args).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(format!("{e:#}")),
         },
