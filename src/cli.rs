@@ -214,6 +214,10 @@ pub struct RunArgs {
     /// Also stream every attempt to this JMeter JTL file.
     #[arg(long, help_heading = "Output")]
     pub jtl: Option<PathBuf>,
+    /// Load-generator threads; 1 runs everything on one current-thread runtime, like `wrk -t1`
+    /// [default: the number of CPUs].
+    #[arg(long, help_heading = "Output")]
+    pub threads: Option<String>,
     /// No progress display and no table on stdout.
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,

@@ -1,5 +1,6 @@
 //! hubload's integration tests: one binary, one module per area.
 
+mod binary;
 mod cli_errors;
 mod open_model;
 mod profiles;

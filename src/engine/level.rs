@@ -44,6 +44,8 @@ pub struct LevelContext<T> {
     pub level_load: Load,
     /// Workers in the level being run (JTL thread counts).
     pub level_workers: u32,
+    /// Open model: record latency from the intended start too.
+    pub open_model: bool,
 }
 
 impl<T> std::fmt::Debug for LevelContext<T> {
@@ -200,6 +202,7 @@ mod tests {
             jtl: None,
             level_load: Load::Closed { concurrency: 1 },
             level_workers: 1,
+            open_model: false,
         })
     }
 

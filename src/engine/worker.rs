@@ -92,7 +92,7 @@ pub(crate) async fn worker_loop<T: Target>(
                 };
                 let times = AttemptTimes {
                     level_start: level_start.into_std(),
-                    intended: intended.into_std(),
+                    intended: ctx.open_model.then(|| intended.into_std()),
                     start: start.into_std(),
                     end: end.into_std(),
                 };

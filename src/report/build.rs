@@ -126,7 +126,7 @@ mod tests {
                 &clock,
                 AttemptTimes {
                     level_start: t0,
-                    intended: start,
+                    intended: Some(start),
                     start,
                     end,
                 },

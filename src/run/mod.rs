@@ -130,6 +130,7 @@ async fn run_spec<T: Target>(
         live: sh.live.clone(),
         jtl: sh.jtl.clone(),
         level_load: spec.load,
+        open_model: matches!(spec.load, Load::Open { .. }),
         level_workers: match spec.load {
             Load::Closed { concurrency } => concurrency,
             Load::Open { max_inflight, .. } => max_inflight,
