@@ -36,7 +36,10 @@ HUBLOAD_CMD=${HUBLOAD_CMD:-'"$BENCH_BIN" -c "$CONCURRENCY" -d "$DURATION" --body
 # printed in wrk's terms from its aggregate.csv TOTAL row (# Samples, Throughput).
 hubload_cli() {
     rm -rf "$WORK/report"
+    # --threads 1: one load thread, like wrk -t1 (on 2 cores a second thread would take CPU
+    # from the one-worker nginx being measured).
     "$HUBLOAD_BIN" --hub-url "${URL%%\?*}" --concurrency "$CONCURRENCY" --duration "${DURATION}s" \
+        --threads "${HUBLOAD_THREADS:-1}" --quiet \
         --tenants 1 --topics shared --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
         { cat "$WORK/hubload.log" >&2; return 1; }
     awk -F, '$1 == "TOTAL" { print $2 + 1 " requests in (incl. 1 registration)"; print "Requests/sec: " $11 }' \

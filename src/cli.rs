@@ -47,6 +47,8 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Run the reference hub standalone (the same flags as `hubload-hub`).
+    Hub(Box<hubload_hub::cli::HubArgs>),
     /// Merge shard results (files, or a `kubectl logs` dump) into one report.
     Merge {
         /// Shard artifact files, directories or log dumps.
@@ -212,6 +214,10 @@ pub struct RunArgs {
     /// Also stream every attempt to this JMeter JTL file.
     #[arg(long, help_heading = "Output")]
     pub jtl: Option<PathBuf>,
+    /// Load-generator threads; 1 runs everything on one current-thread runtime, like `wrk -t1`
+    /// [default: the number of CPUs].
+    #[arg(long, help_heading = "Output")]
+    pub threads: Option<String>,
     /// No progress display and no table on stdout.
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,

@@ -1,7 +1,10 @@
 //! hubload's integration tests: one binary, one module per area.
 
+mod binary;
 mod cli_errors;
+mod open_model;
 mod profiles;
 mod reconcile;
 mod schema;
+mod shards;
 mod util;

@@ -177,7 +177,7 @@ fn redacted_url<S: serde::Serializer>(u: &Option<url::Url>, s: S) -> Result<S::O
     }
 }
 
-fn opt<'a>(v: &'a Option<String>) -> Option<&'a str> {
+fn opt(v: &Option<String>) -> Option<&str> {
     v.as_deref()
 }
 

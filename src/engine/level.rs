@@ -15,7 +15,7 @@ use super::driver::{run_pacer, Driver, OpenParams, Seqs, Window};
 use super::live::Live;
 use super::pacer::Arrivals;
 use super::plan::{LevelSpec, Load};
-use super::worker::{stripes, worker_loop, AttemptObserver};
+use super::worker::{stripes, worker_loop, JtlSink};
 use crate::stats::{Clock, LevelStats};
 use crate::target::Target;
 use crate::workload::Workload;
@@ -38,8 +38,14 @@ pub struct LevelContext<T> {
     pub cancel: CancellationToken,
     /// Live counts for the progress display.
     pub live: Arc<Live>,
-    /// Sees every measured attempt (JTL).
-    pub observer: Option<Arc<dyn AttemptObserver>>,
+    /// Streams every measured attempt to a JTL file.
+    pub jtl: Option<JtlSink>,
+    /// The load of the level being run (JTL labels).
+    pub level_load: Load,
+    /// Workers in the level being run (JTL thread counts).
+    pub level_workers: u32,
+    /// Open model: record latency from the intended start too.
+    pub open_model: bool,
 }
 
 impl<T> std::fmt::Debug for LevelContext<T> {
@@ -83,7 +89,6 @@ pub async fn run_level<T: Target>(
         measured_start,
         deadline: spec.stop.duration.map(|d| measured_start + d),
     };
-    let label: Arc<str> = spec.load.label().into();
     let mut pacer = None;
     let (driver, workers) = match spec.load {
         Load::Closed { concurrency } => (
@@ -126,8 +131,7 @@ pub async fn run_level<T: Target>(
     let stripes = stripes(workers);
     let mut handles = Vec::with_capacity(workers);
     for w in 0..workers {
-        let (ctx, driver, label, stripes) =
-            (ctx.clone(), driver.clone(), label.clone(), stripes.clone());
+        let (ctx, driver, stripes) = (ctx.clone(), driver.clone(), stripes.clone());
         // Closed-model ramp: worker w joins at w/C of the ramp, after the warm-up.
         let delay = ramp.mul_f64(w as f64 / workers as f64);
         handles.push(tokio::spawn(async move {
@@ -137,7 +141,7 @@ pub async fn run_level<T: Target>(
                     _ = tokio::time::sleep_until(measured_start + delay) => {}
                 }
             }
-            worker_loop(ctx, driver, stripes, w, measured_start, label).await
+            worker_loop(ctx, driver, stripes, w, measured_start).await
         }));
     }
     let mut stats = LevelStats::default();
@@ -195,7 +199,10 @@ mod tests {
             shard,
             cancel: CancellationToken::new(),
             live: Arc::new(Live::default()),
-            observer: None,
+            jtl: None,
+            level_load: Load::Closed { concurrency: 1 },
+            level_workers: 1,
+            open_model: false,
         })
     }
 

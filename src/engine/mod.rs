@@ -12,4 +12,4 @@ pub use level::{run_level, LevelContext, LevelRun};
 pub use live::Live;
 pub use pacer::{Arrivals, Schedule};
 pub use plan::{LevelSpec, Load, PlanStep, Stop};
-pub use worker::{AttemptObserver, AttemptRecord};
+pub use worker::JtlSink;

@@ -7,37 +7,19 @@ use tokio::time::Instant;
 use super::driver::Driver;
 use super::level::LevelContext;
 use super::live::LiveDelta;
-use crate::result::{Attempt, Class};
+use super::plan::Load;
+use crate::report::jtl::{level_tag, sample_label, thread_name, JtlRow, JtlSender};
+use crate::result::Class;
 use crate::stats::{AttemptTimes, LevelStats};
 use crate::target::Target;
 
-/// One attempt as observers (the JTL writer) see it.
-#[derive(Debug)]
-pub struct AttemptRecord<'a> {
-    /// Level label ("200", "500/s").
-    pub level: &'a str,
-    /// Worker number within the level.
-    pub worker: usize,
-    /// Event sequence number.
-    pub seq: u64,
-    /// Channel name of the event.
-    pub channel: &'a str,
-    /// Topic name.
-    pub topic: &'a str,
-    /// 1 for the first attempt, 2 for the first retry, …
-    pub attempt_no: u32,
-    /// Start, µs since the Unix epoch.
-    pub start_unix_us: u64,
-    /// Duration, µs.
-    pub elapsed_us: u64,
-    /// What it ended in.
-    pub attempt: &'a Attempt,
-}
-
-/// Receives every measured attempt (e.g. the streaming JTL writer). Must be cheap.
-pub trait AttemptObserver: Send + Sync {
-    /// Called once per measured attempt, on the worker's task.
-    fn on_attempt(&self, record: &AttemptRecord<'_>);
+/// Streams every measured attempt to a JMeter JTL file (`--jtl`).
+#[derive(Debug, Clone)]
+pub struct JtlSink {
+    /// The writer thread's queue (bounded: a slow disk slows the run, never drops rows).
+    pub sender: JtlSender,
+    /// The target URL shown in each row (no secrets).
+    pub url: Arc<str>,
 }
 
 /// Where workers record: a fixed number of stripes, each a `LevelStats` and a live delta
@@ -73,10 +55,20 @@ pub(crate) async fn worker_loop<T: Target>(
     stripes: Arc<[Mutex<Stripe>]>,
     worker: usize,
     level_start: Instant,
-    label: Arc<str>,
 ) {
     let stripe = &stripes[worker % stripes.len()];
     let lock = || stripe.lock().unwrap_or_else(|e| e.into_inner());
+    // JTL labels, made once per worker: `c200 login`, thread `c200 1-7`.
+    let jtl_names = ctx.jtl.as_ref().map(|_| {
+        let tag = match ctx.level_load {
+            Load::Closed { concurrency } => level_tag(Some(u64::from(concurrency)), None),
+            Load::Open { rate, .. } => level_tag(None, Some(rate)),
+        };
+        let labels: Vec<Arc<str>> = (0..ctx.workload.config().channels.len())
+            .map(|c| sample_label(&tag, ctx.workload.channel_name(c)).into())
+            .collect();
+        (labels, Arc::<str>::from(thread_name(&tag, worker)))
+    });
     let max_attempts = ctx.retries + 1;
     while let Some(ticket) = driver.next().await {
         let iat_ms = ctx.clock.unix_us(Instant::now().into_std()) / 1000;
@@ -100,7 +92,7 @@ pub(crate) async fn worker_loop<T: Target>(
                 };
                 let times = AttemptTimes {
                     level_start: level_start.into_std(),
-                    intended: intended.into_std(),
+                    intended: ctx.open_model.then(|| intended.into_std()),
                     start: start.into_std(),
                     end: end.into_std(),
                 };
@@ -110,18 +102,25 @@ pub(crate) async fn worker_loop<T: Target>(
                     st.stats.record_attempt(&ctx.clock, times, &a, event.topic);
                     st.live.note(&ctx.live, class, us, end);
                 }
-                if let Some(obs) = &ctx.observer {
-                    obs.on_attempt(&AttemptRecord {
-                        level: &label,
-                        worker,
-                        seq: event.seq,
-                        channel: ctx.workload.channel_name(event.channel),
-                        topic: &topic.name,
-                        attempt_no,
-                        start_unix_us: ctx.clock.unix_us(start.into_std()),
-                        elapsed_us: us,
-                        attempt: &a,
-                    });
+                if let (Some(jtl), Some((labels, thread))) = (&ctx.jtl, &jtl_names) {
+                    let ms = us / 1000;
+                    let row = JtlRow {
+                        timestamp_ms: ctx.clock.unix_us(start.into_std()) / 1000,
+                        elapsed_ms: ms,
+                        label: labels[event.channel].clone(),
+                        outcome: a.outcome,
+                        status: a.status,
+                        thread_name: thread.clone(),
+                        bytes: a.bytes_received,
+                        sent_bytes: a.bytes_sent,
+                        grp_threads: ctx.level_workers,
+                        all_threads: ctx.level_workers,
+                        url: jtl.url.clone(),
+                        latency_ms: if a.bytes_received > 0 { ms } else { 0 },
+                        connect_ms: 0,
+                    };
+                    // Fails only after a write error, which the writer reports at the end.
+                    let _ = jtl.sender.send(row).await;
                 }
             }
             if class == Class::Accepted {

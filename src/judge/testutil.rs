@@ -19,7 +19,7 @@ pub(crate) fn stats(samples: &[(Duration, Outcome, u64)]) -> LevelStats {
         };
         let t = AttemptTimes {
             level_start: t0,
-            intended: t0,
+            intended: Some(t0),
             start: t0,
             end: t0 + latency,
         };

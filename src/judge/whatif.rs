@@ -192,27 +192,11 @@ pub fn render_what_if(t: &WhatIfTable) -> String {
         }
         grid.push(line);
     }
-    let widths: Vec<usize> = (0..grid[0].len())
-        .map(|i| grid.iter().map(|r| r[i].len()).max().unwrap_or(0))
-        .collect();
     let mut out = format!(
         "Timeout what-if: share of attempts slower than each timeout (run timeout {})\n",
         timeout_label(t.run_timeout_ms)
     );
-    for (n, line) in grid.iter().enumerate() {
-        for (i, cell) in line.iter().enumerate() {
-            if i == 0 {
-                let _ = write!(out, "{cell:<w$}", w = widths[i]);
-            } else {
-                let _ = write!(out, "  {cell:>w$}", w = widths[i]);
-            }
-        }
-        out.push('\n');
-        if n == 0 {
-            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
-            out.push('\n');
-        }
-    }
+    out.push_str(&crate::report::table::align(&grid));
     if t.retries > 0 {
         let _ = writeln!(
             out,

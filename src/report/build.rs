@@ -49,11 +49,7 @@ pub fn level_report(
         concurrency,
         rate,
         samples,
-        average_ms: if samples == 0 {
-            0
-        } else {
-            s.sum_us / samples / 1000
-        },
+        average_ms: s.sum_us.checked_div(samples).unwrap_or(0) / 1000,
         median_ms: ms(lat.p50),
         p90_ms: ms(lat.p90),
         p95_ms: ms(lat.p95),
@@ -130,7 +126,7 @@ mod tests {
                 &clock,
                 AttemptTimes {
                     level_start: t0,
-                    intended: start,
+                    intended: Some(start),
                     start,
                     end,
                 },

@@ -259,22 +259,12 @@ fn aggregate_table(report: &Report) -> String {
         "Concurrency"
     };
     let mut head = vec![Cell::text(first)];
+    // The aggregate columns exactly as aggregate.csv names them.
     head.extend(
-        [
-            "# Samples",
-            "Average",
-            "Median",
-            "90% Line",
-            "95% Line",
-            "99% Line",
-            "Min",
-            "Max",
-            "Error %",
-            "Throughput",
-            "Received KB/sec",
-            "Sent KB/sec",
-        ]
-        .map(Cell::num),
+        super::csv::WEBSUB_HEADER[1..13]
+            .iter()
+            .copied()
+            .map(Cell::num),
     );
     let rows: Vec<Vec<Cell>> = rows_with_total(report)
         .into_iter()

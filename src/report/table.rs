@@ -72,24 +72,7 @@ pub fn render_table(report: &Report) -> String {
         row[10] = format!("{:.1}", r.throughput);
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for (n, row) in rows.iter().enumerate() {
-        for (i, cell) in row.iter().enumerate() {
-            if i == 0 {
-                let _ = write!(out, "{cell:<w$}", w = widths[i]);
-            } else {
-                let _ = write!(out, "  {cell:>w$}", w = widths[i]);
-            }
-        }
-        out.push('\n');
-        if n == 0 {
-            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
-            out.push('\n');
-        }
-    }
+    let mut out = align(&rows);
     if let Some(t) = &report.total {
         if t.events.retries > 0 {
             let _ = writeln!(
@@ -104,6 +87,38 @@ pub fn render_table(report: &Report) -> String {
     }
     if report.partial {
         out.push_str("PARTIAL: the run was interrupted; these are the levels measured so far.\n");
+    }
+    out
+}
+
+/// Align a grid of cells: the first row is the header, underlined; the first column is
+/// left-aligned, the others right-aligned, two spaces apart.
+pub fn align(grid: &[Vec<String>]) -> String {
+    let Some(first) = grid.first() else {
+        return String::new();
+    };
+    let widths: Vec<usize> = (0..first.len())
+        .map(|i| {
+            grid.iter()
+                .map(|r| r.get(i).map_or(0, String::len))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (n, row) in grid.iter().enumerate() {
+        for (i, cell) in row.iter().enumerate() {
+            if i == 0 {
+                let _ = write!(out, "{cell:<w$}", w = widths[i]);
+            } else {
+                let _ = write!(out, "  {cell:>w$}", w = widths[i]);
+            }
+        }
+        out.push('\n');
+        if n == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+            out.push('\n');
+        }
     }
     out
 }

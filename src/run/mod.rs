@@ -3,7 +3,7 @@
 
 pub mod embedded;
 mod progress;
-mod record;
+pub mod record;
 mod servicebus;
 mod side_by_side;
 pub mod signals;
@@ -15,10 +15,11 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{RunConfig, TargetKind};
-use crate::engine::{run_level, AttemptObserver, LevelContext, LevelRun, LevelSpec, Live, Load};
+use crate::engine::{run_level, JtlSink, LevelContext, LevelRun, LevelSpec, Live, Load};
 use crate::judge::find_capacity;
 use crate::report::build::level_report;
 use crate::report::Report;
+use crate::shard::{Load as ShardLoad, ShardSpec};
 use crate::stats::Clock;
 use crate::stats::LevelStats;
 use crate::target::websub::{HubEndpoint, WebSubClient, WebSubTarget};
@@ -39,6 +40,7 @@ pub struct RunOutcome {
 }
 
 /// What a level run needs besides the target.
+#[derive(Clone)]
 pub(crate) struct Shared<'a> {
     pub cfg: &'a RunConfig,
     pub workload: Arc<Workload>,
@@ -46,7 +48,50 @@ pub(crate) struct Shared<'a> {
     pub cancel: CancellationToken,
     pub live: Arc<Live>,
     pub shard: (u64, u64),
-    pub observer: Option<Arc<dyn AttemptObserver>>,
+    pub jtl: Option<JtlSink>,
+    /// Sharded runs: when the measured load starts, on every shard at once.
+    pub start_at: Option<std::time::SystemTime>,
+}
+
+/// How long after `HUBLOAD_START_AT` a shard may still join.
+const START_GRACE: Duration = Duration::from_secs(10);
+
+/// This shard's part of a level: the concurrency or rate split as floor plus remainder.
+/// (`--requests` needs no split: each shard takes every `count`-th event of the level.)
+pub(crate) fn shard_part(spec: &LevelSpec, (index, count): (u64, u64)) -> (LevelSpec, ShardLoad) {
+    let split = |n: u64| crate::shard::split_count(n, index as u32, count as u32);
+    match spec.load {
+        Load::Closed { concurrency } => {
+            let part = split(u64::from(concurrency));
+            (
+                LevelSpec {
+                    load: Load::Closed {
+                        concurrency: part as u32,
+                    },
+                    ..spec.clone()
+                },
+                ShardLoad::Concurrency(part),
+            )
+        }
+        Load::Open { rate, max_inflight } => {
+            let part = if rate.fract() == 0.0 {
+                split(rate as u64) as f64
+            } else {
+                rate / count as f64
+            };
+            let mi = split(u64::from(max_inflight)).max(1) as u32;
+            (
+                LevelSpec {
+                    load: Load::Open {
+                        rate: part,
+                        max_inflight: mi,
+                    },
+                    ..spec.clone()
+                },
+                ShardLoad::Rate(part),
+            )
+        }
+    }
 }
 
 /// First sequence number of level `i`: consecutive blocks with `--requests`, so a run (or a set
@@ -85,7 +130,13 @@ async fn run_spec<T: Target>(
         shard: sh.shard,
         cancel: sh.cancel.clone(),
         live: sh.live.clone(),
-        observer: sh.observer.clone(),
+        jtl: sh.jtl.clone(),
+        level_load: spec.load,
+        open_model: matches!(spec.load, Load::Open { .. }),
+        level_workers: match spec.load {
+            Load::Closed { concurrency } => concurrency,
+            Load::Open { max_inflight, .. } => max_inflight,
+        },
     });
     let bar = progress::LevelProgress::start(
         progress::enabled(sh.cfg.output.quiet),
@@ -128,12 +179,17 @@ pub(crate) async fn run_levels<T: Target>(
     if let Some(cap) = &sh.cfg.capacity {
         return find(sh, rec, &make, cap).await;
     }
+    if let Some(at) = sh.start_at {
+        // Every shard registered its topics; now all start the measured load together.
+        crate::shard::wait_for_start(at, START_GRACE).await?;
+    }
     for (i, spec) in sh.cfg.levels.iter().enumerate() {
         if sh.cancel.is_cancelled() {
             break;
         }
-        let run = run_spec(sh, &make, spec, i).await;
-        rec.push_level(spec, run)?;
+        let (part, _) = shard_part(spec, sh.shard);
+        let run = run_spec(sh, &make, &part, i).await;
+        rec.push_level(&part, &spec.load.label(), run)?;
     }
     Ok(())
 }
@@ -150,9 +206,10 @@ async fn find<T: Target>(
         Load::Closed { concurrency } => (f64::from(concurrency), true),
         Load::Open { rate, .. } => (rate, false),
     };
-    let rec_cell = std::cell::RefCell::new(&mut *rec);
-    let probes = std::cell::Cell::new(0usize);
-    let failed_write = std::cell::Cell::new(None::<anyhow::Error>);
+    // Mutex and atomic rather than cells: they keep the run's future `Send`.
+    let rec_cell = std::sync::Mutex::new(&mut *rec);
+    let probes = std::sync::atomic::AtomicUsize::new(0);
+    let failed_write = std::sync::Mutex::new(None::<anyhow::Error>);
     let probe = |x: f64| {
         let spec = with_load(sh.cfg, template, x);
         let (rec_cell, probes, failed_write) = (&rec_cell, &probes, &failed_write);
@@ -161,18 +218,17 @@ async fn find<T: Target>(
                 // An empty row fails every SLO: the search winds down without sending load.
                 return level_report("cancelled", None, None, &LevelStats::default(), false);
             }
-            let i = probes.get();
-            probes.set(i + 1);
+            let i = probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let run = run_spec(sh, make, &spec, i).await;
-            let mut rec = rec_cell.borrow_mut();
-            if let Err(e) = rec.push_level(&spec, run) {
-                failed_write.set(Some(e));
+            let mut rec = rec_cell.lock().unwrap_or_else(|e| e.into_inner());
+            if let Err(e) = rec.push_level(&spec, &spec.load.label(), run) {
+                *failed_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
             }
             rec.last_level().cloned().expect("a level was just pushed")
         }
     };
     let result = find_capacity(probe, start, cap.max, &cap.slo, cap.budget, integer).await;
-    if let Some(e) = failed_write.take() {
+    if let Some(e) = failed_write.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(e);
     }
     rec.set_capacity(result)
@@ -222,6 +278,14 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
     };
     rec.set_target("websub", &url);
     let endpoint = HubEndpoint::resolve(&url).await?;
+    // JTL rows name the publish URL.
+    let sh = &Shared {
+        jtl: sh.jtl.as_ref().map(|j| JtlSink {
+            sender: j.sender.clone(),
+            url: format!("{url}?hub.mode=publish").into(),
+        }),
+        ..sh.clone()
+    };
     let client = |max_conns: usize| WebSubClient {
         timeout: cfg.client.timeout,
         connect_timeout: cfg.client.connect_timeout,
@@ -257,27 +321,83 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
 /// Run the load described by `cfg`; reports go to `cfg.output.out_dir` after every level.
 pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Result<RunOutcome> {
     let workload = Arc::new(Workload::new(cfg.workload.clone()));
+    let spec = ShardSpec::from_env()?;
+    let shard = spec
+        .as_ref()
+        .map_or((0, 1), |s| (u64::from(s.index), u64::from(s.count)));
+    if shard.1 > 1 && cfg.capacity.is_some() {
+        anyhow::bail!(
+            "--find-capacity cannot run sharded (HUBLOAD_SHARD_COUNT > 1): run it in one process"
+        );
+    }
     let sh = Shared {
         cfg,
         workload: workload.clone(),
         clock: Clock::new(),
         cancel: cancel.clone(),
         live: Arc::new(Live::default()),
-        shard: (0, 1),
-        observer: None,
+        shard,
+        jtl: None,
+        start_at: spec.as_ref().and_then(|s| s.start_at),
     };
     if cfg.target.kinds.len() > 1 {
         return side_by_side::run_each(&sh).await;
     }
+    let mut jtl_writer = None;
+    let mut sh = sh;
+    if let Some(path) = &cfg.output.jtl {
+        let (sender, handle) = crate::report::jtl::channel_writer(path)
+            .with_context(|| format!("cannot write the JTL file {}", path.display()))?;
+        sh.jtl = Some(JtlSink {
+            sender,
+            url: "".into(),
+        });
+        jtl_writer = Some(handle);
+    }
     let mut rec = RunRecord::new(cfg, &workload).context("cannot prepare the reports")?;
+    if shard.1 > 1 {
+        // Shards do not judge thresholds: only the merged run is judged (`hubload merge`).
+        rec.clear_thresholds();
+    }
     for kind in &cfg.target.kinds {
         match kind {
             TargetKind::Websub => run_websub(&sh, &mut rec).await?,
             TargetKind::Servicebus => servicebus::run_servicebus(&sh, &mut rec).await?,
         }
     }
+    drop(sh);
+    if let Some(h) = jtl_writer {
+        let rows = tokio::task::spawn_blocking(move || h.join())
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .transpose()
+            .context("writing the JTL file")?;
+        tracing::info!(rows = rows.unwrap_or(0), "JTL written");
+    }
     let interrupted = cancel.is_cancelled();
-    let report = rec.finish(interrupted)?;
+    let shard_parts: Vec<ShardLoad> = cfg.levels.iter().map(|l| shard_part(l, shard).1).collect();
+    let (report, artifact) = match &spec {
+        Some(spec) => {
+            let (report, artifact) = rec.finish_shard(interrupted, spec, &shard_parts)?;
+            (report, Some(artifact))
+        }
+        None => (rec.finish(interrupted)?, None),
+    };
+    if let Some(a) = artifact {
+        crate::shard::write_artifact(&cfg.output.out_dir, &a).with_context(|| {
+            format!(
+                "cannot write the shard artifact in {}",
+                cfg.output.out_dir.display()
+            )
+        })?;
+        // Collectable with `kubectl logs … --tail=-1`: one self-contained line per chunk.
+        let mut out = std::io::stdout().lock();
+        for line in crate::shard::to_log_lines(&a) {
+            use std::io::Write;
+            let _ = writeln!(out, "{line}");
+        }
+    }
     let thresholds_failed = report.verdicts.iter().any(|v| !v.passed);
     Ok(RunOutcome {
         report,

@@ -13,9 +13,13 @@ use crate::report::table::TableReporter;
 use crate::report::whatif_csv::WhatIfCsvReporter;
 use crate::report::writer::ReportWriter;
 use crate::report::{HtmlReporter, LevelReport, PhaseReport, RateCheck, Report, Reporter};
+use crate::shard::{
+    encode_level, Load as ShardLoad, MergedRun, PhaseArtifact, ShardArtifact, ShardMeta, ShardSpec,
+};
 use crate::stats::LevelStats;
 use crate::target::PhaseResult;
 use crate::workload::Workload;
+use std::path::Path;
 
 /// The report being built, its merged TOTAL, and where it is written.
 #[derive(Debug)]
@@ -27,6 +31,8 @@ pub struct RunRecord {
     what_if: Vec<std::time::Duration>,
     retries: u32,
     run_timeout: std::time::Duration,
+    /// The registration phase as measured (for shard artifacts).
+    registration: Option<PhaseResult>,
 }
 
 /// Every reporter a run writes.
@@ -90,6 +96,7 @@ impl RunRecord {
             what_if: cfg.what_if.clone(),
             retries: cfg.client.retries,
             run_timeout: cfg.client.timeout,
+            registration: None,
         })
     }
 
@@ -111,6 +118,7 @@ impl RunRecord {
     /// Record the registration phase.
     pub fn set_registration(&mut self, p: &PhaseResult) -> anyhow::Result<()> {
         self.report.registration = Some(PhaseReport::from(p));
+        self.registration = Some(p.clone());
         self.write()
     }
 
@@ -121,14 +129,20 @@ impl RunRecord {
     }
 
     /// Add a finished level, recompute TOTAL and verdicts, rewrite the reports.
-    pub fn push_level(&mut self, spec: &LevelSpec, run: LevelRun) -> anyhow::Result<()> {
-        let open = matches!(spec.load, Load::Open { .. });
+    ///
+    /// `label` names the row: the level as the user asked for it, which for a shard is the whole
+    /// run's load while `spec` is this shard's part.
+    pub fn push_level(
+        &mut self,
+        spec: &LevelSpec,
+        label: &str,
+        run: LevelRun,
+    ) -> anyhow::Result<()> {
         let (concurrency, rate) = match spec.load {
             Load::Closed { concurrency } => (Some(u64::from(concurrency)), None),
             Load::Open { rate, .. } => (None, Some(rate)),
         };
-        let label = spec.load.label();
-        let row = level_report(&label, concurrency, rate, &run.stats, open);
+        let label = label.to_string();
         if let (Some(target), Some(scheduled)) = (rate, run.scheduled) {
             let secs = spec
                 .stop
@@ -153,7 +167,20 @@ impl RunRecord {
                 below_target,
             });
         }
-        self.total += &run.stats;
+        self.push_stats(&label, concurrency, rate, run.stats)
+    }
+
+    /// Add a level's row from its statistics, recompute TOTAL, verdicts and the what-if table,
+    /// and rewrite the reports.
+    pub fn push_stats(
+        &mut self,
+        label: &str,
+        concurrency: Option<u64>,
+        rate: Option<f64>,
+        stats: LevelStats,
+    ) -> anyhow::Result<()> {
+        let row = level_report(label, concurrency, rate, &stats, rate.is_some());
+        self.total += &stats;
         self.report.levels.push(row);
         let open_run = self.report.model == "open";
         self.report.total = Some(level_report("TOTAL", None, None, &self.total, open_run));
@@ -169,6 +196,106 @@ impl RunRecord {
             self.run_timeout,
         ));
         self.write()
+    }
+
+    /// Write the reports of a merged, sharded run into `dir`; thresholds are judged on the
+    /// merged data only.
+    pub fn from_merged(
+        m: &MergedRun,
+        dir: &Path,
+        thresholds: Vec<Threshold>,
+    ) -> anyhow::Result<Report> {
+        let cfg = &m.config;
+        let secs = |k: &str| {
+            cfg.get("client")
+                .and_then(|c| c.get(k))
+                .and_then(|v| v.as_str())
+                .and_then(|s| humantime::parse_duration(s).ok())
+        };
+        let report = Report {
+            tool: "hubload".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            target: m.meta.target.clone(),
+            target_url: m.meta.target_url.clone(),
+            model: m.meta.model.clone(),
+            started_at: m.meta.started_at.clone(),
+            finished_at: m.meta.finished_at.clone(),
+            partial: m.partial,
+            config: cfg.clone(),
+            topics: m.topics.clone(),
+            registration: m.registration.as_ref().map(PhaseReport::from),
+            deregistration: None,
+            levels: Vec::new(),
+            total: None,
+            verdicts: Vec::new(),
+            rate_checks: Vec::new(),
+            what_if: None,
+            capacity: None,
+            servicebus: None,
+        };
+        let mut rec = RunRecord {
+            report,
+            total: LevelStats::default(),
+            writer: ReportWriter::new(dir, reporters())?,
+            thresholds,
+            what_if: ["100ms", "300ms", "1s", "5s"]
+                .iter()
+                .filter_map(|s| humantime::parse_duration(s).ok())
+                .collect(),
+            retries: cfg
+                .get("client")
+                .and_then(|c| c.get("retries"))
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0) as u32,
+            run_timeout: secs("timeout").unwrap_or(std::time::Duration::from_secs(5)),
+            registration: m.registration.clone(),
+        };
+        rec.write()?;
+        for l in &m.levels {
+            let (concurrency, rate) = match l.load {
+                ShardLoad::Concurrency(c) => (Some(c), None),
+                ShardLoad::Rate(r) => (None, Some(r)),
+            };
+            rec.push_stats(&l.label, concurrency, rate, l.stats.clone())?;
+        }
+        Ok(rec.report)
+    }
+
+    /// Everything a shard hands to `hubload merge`.
+    pub fn shard_artifact(
+        &self,
+        spec: &ShardSpec,
+        parts: &[ShardLoad],
+    ) -> anyhow::Result<ShardArtifact> {
+        let mut meta = ShardMeta::new(
+            spec,
+            &self.report.target,
+            &self.report.target_url,
+            &self.report.model,
+        );
+        meta.started_at = self.report.started_at.clone();
+        meta.finished_at = self.report.finished_at.clone();
+        let levels = self
+            .report
+            .levels
+            .iter()
+            .zip(parts)
+            .map(|(row, load)| {
+                let stats = row
+                    .stats
+                    .as_ref()
+                    .expect("rows of this run carry their stats");
+                encode_level(&row.label, *load, stats).map_err(anyhow::Error::from)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(ShardArtifact {
+            meta,
+            partial: self.report.partial,
+            config: self.report.config.clone(),
+            topics: self.report.topics.clone(),
+            registration: self.registration.as_ref().map(PhaseArtifact::from),
+            levels,
+        })
     }
 
     /// The row of the level pushed last.
@@ -188,9 +315,33 @@ impl RunRecord {
         self.write()
     }
 
+    /// The report as it stands.
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
     fn write(&mut self) -> anyhow::Result<()> {
         self.report.finished_at = now_rfc3339();
         self.writer.write_all(&self.report)
+    }
+
+    /// Judge no thresholds (a shard of a larger run).
+    pub fn clear_thresholds(&mut self) {
+        self.thresholds.clear();
+        self.report.verdicts.clear();
+    }
+
+    /// As [`finish`](Self::finish), plus this shard's artifact for `hubload merge`.
+    pub fn finish_shard(
+        mut self,
+        interrupted: bool,
+        spec: &ShardSpec,
+        parts: &[ShardLoad],
+    ) -> anyhow::Result<(Report, ShardArtifact)> {
+        self.report.partial = interrupted;
+        self.write()?;
+        let artifact = self.shard_artifact(spec, parts)?;
+        Ok((self.report, artifact))
     }
 
     /// Mark the run finished (partial when interrupted), write, and hand back the report.

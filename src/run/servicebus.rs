@@ -11,6 +11,7 @@ use hubload_servicebus::{ConnectionString, SbSender, SenderConfig};
 
 use super::{owned_topics, run_levels, RunRecord, Shared};
 use crate::config::SbTopics;
+use crate::engine::JtlSink;
 use crate::report::{EmulatorTotals, ServiceBusInfo};
 use crate::target::servicebus::ServiceBusTarget;
 use crate::target::{PhaseResult, Target};
@@ -79,6 +80,14 @@ pub(super) async fn run_servicebus(sh: &Shared<'_>, rec: &mut RunRecord) -> anyh
         )
     })?;
     rec.set_target("servicebus", &url);
+    // JTL rows name the endpoint.
+    let sh = &Shared {
+        jtl: sh.jtl.as_ref().map(|j| JtlSink {
+            sender: j.sender.clone(),
+            url: endpoint.as_str().into(),
+        }),
+        ..sh.clone()
+    };
     let sender = SbSender::connect(SenderConfig {
         connection: cs,
         connections: cfg.target.sb_connections as usize,

@@ -69,7 +69,7 @@ pub fn record(s: &mut LevelStats, clock: &Clock, e: &SimEvent) {
         let start = t0 + Duration::from_micros(off);
         let t = AttemptTimes {
             level_start: t0,
-            intended: start - Duration::from_micros(off % 7),
+            intended: Some(start - Duration::from_micros(off % 7)),
             start,
             end: start + Duration::from_micros(lat),
         };

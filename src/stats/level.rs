@@ -154,8 +154,10 @@ const MAX_TIMELINE_SECS: usize = 24 * 3600;
 pub struct AttemptTimes {
     /// When the level started (timeline origin).
     pub level_start: Instant,
-    /// When the attempt should have started (the open model's schedule; `start` in the closed model).
-    pub intended: Instant,
+    /// When the attempt should have started: the open model's schedule. `None` in the closed
+    /// model, where there is no schedule and corrected latency is the raw latency (not recorded
+    /// twice).
+    pub intended: Option<Instant>,
     /// When it actually started.
     pub start: Instant,
     /// When it ended.
@@ -171,12 +173,16 @@ impl LevelStats {
     /// Record one attempt against topic index `topic`.
     pub fn record_attempt(&mut self, clock: &Clock, t: AttemptTimes, a: &Attempt, topic: usize) {
         let us = t.end.saturating_duration_since(t.start).as_micros() as u64;
-        let corrected_us = t.end.saturating_duration_since(t.intended).as_micros() as u64;
         let class = a.outcome.class();
         self.counts.bump(class);
         // `auto(true)` makes record infallible for any u64; saturate just in case.
         record(&mut self.latency, us);
-        record(&mut self.corrected, corrected_us);
+        if let Some(intended) = t.intended {
+            record(
+                &mut self.corrected,
+                t.end.saturating_duration_since(intended).as_micros() as u64,
+            );
+        }
         if class == Class::Accepted {
             record(&mut self.accepted_latency, us);
         }
@@ -328,7 +334,7 @@ mod tests {
             };
             let t = AttemptTimes {
                 level_start: t0,
-                intended: start,
+                intended: Some(start),
                 start,
                 end,
             };

@@ -14,10 +14,16 @@ use crate::cli::{Cli, Command};
 use crate::config::{self, profile};
 use crate::run::{run_load, signals};
 
+mod subcommands;
+
 /// Exit code: thresholds failed.
 pub const EXIT_THRESHOLDS: u8 = 1;
 /// Exit code: usage, configuration or runtime error.
 pub const EXIT_ERROR: u8 = 2;
+/// Exit code: a shard missed its start window.
+pub const EXIT_MISSED_START: u8 = 3;
+/// Exit code: `merge` is missing shards.
+pub const EXIT_MISSING_SHARDS: u8 = 4;
 /// Exit code: interrupted by a signal.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -97,9 +103,37 @@ pub fn main() -> ExitCode {
 async fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
         None => load(cli).await,
-        Some(Command::Report { .. })
-        | Some(Command::Compare { .. })
-        | Some(Command::Merge { .. }) => fail("this subcommand is not available in this build"),
+        Some(Command::Hub(args)) => match hubload_hub::cli::run(*args).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(format!("{e:#}")),
+        },
+        Some(Command::Report { summary, out }) => {
+            done(subcommands::report(&summary, out.as_deref()))
+        }
+        Some(Command::Compare {
+            baseline,
+            candidate,
+            fail_if,
+            out,
+        }) => done(subcommands::compare(
+            &baseline,
+            &candidate,
+            &fail_if,
+            out.as_deref(),
+        )),
+        Some(Command::Merge {
+            inputs,
+            out,
+            threshold,
+        }) => done(subcommands::merge(&inputs, out.as_deref(), &threshold)),
+    }
+}
+
+/// Map a subcommand's result: `Ok(code)` as is, an error as one line and exit 2.
+fn done(r: anyhow::Result<u8>) -> ExitCode {
+    match r {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => fail(format!("{e:#}")),
     }
 }
 
@@ -112,20 +146,14 @@ async fn load(cli: Cli) -> ExitCode {
     signals::install(cancel.clone());
     let outcome = match run_load(&cfg, cancel).await {
         Ok(o) => o,
+        Err(e) if e.downcast_ref::<crate::shard::MissedStart>().is_some() => {
+            eprintln!("hubload: error: {e:#}");
+            return ExitCode::from(EXIT_MISSED_START);
+        }
         Err(e) => return fail(format!("{e:#}")),
     };
     if !cfg.output.quiet {
-        print!("{}", crate::report::table::render_table(&outcome.report));
-        for v in &outcome.report.verdicts {
-            println!(
-                "{} {:<20} level {:<8} actual {:>12}  bound {}",
-                if v.passed { "PASS" } else { "FAIL" },
-                v.threshold,
-                v.level,
-                v.actual,
-                v.bound
-            );
-        }
+        print!("{}", subcommands::summary_text(&outcome.report));
     }
     eprintln!(
         "hubload: reports written to {}",

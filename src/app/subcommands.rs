@@ -1,0 +1,146 @@
+//! The subcommands besides a load run: `report`, `compare` and `merge`, and the text printed
+//! after a run. Each returns the exit code, or an error the caller prints as one line.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::judge::{render_capacity, render_what_if, Threshold};
+use crate::report::compare::{self, FailIf};
+use crate::report::table::render_table;
+use crate::report::writer::{write_atomic, ReportWriter};
+use crate::report::Report;
+use crate::run::RunRecord;
+
+use super::{EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
+
+/// What a finished run prints: the table, the what-if table, the capacity result, verdicts.
+pub fn summary_text(r: &Report) -> String {
+    let mut out = render_table(r);
+    if let Some(w) = &r.what_if {
+        if !w.rows.is_empty() && r.levels.iter().any(|l| l.samples > 0) {
+            out.push('\n');
+            out.push_str(&render_what_if(w));
+        }
+    }
+    if let Some(c) = &r.capacity {
+        out.push('\n');
+        out.push_str(&render_capacity(c));
+    }
+    if !r.verdicts.is_empty() {
+        out.push('\n');
+        for v in &r.verdicts {
+            let _ = writeln!(
+                out,
+                "{} {:<20} level {:<8} actual {:>12}  bound {}",
+                if v.passed { "PASS" } else { "FAIL" },
+                v.threshold,
+                v.level,
+                v.actual,
+                v.bound
+            );
+        }
+    }
+    out
+}
+
+/// `hubload report SUMMARY`: write the reports again from a summary.json.
+pub fn report(summary: &Path, out: Option<&Path>) -> anyhow::Result<u8> {
+    let r = compare::load_report(summary)?;
+    let dir = match out {
+        Some(d) => d.to_path_buf(),
+        None if summary.is_dir() => summary.to_path_buf(),
+        None => summary
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    };
+    // The histograms are not in summary.json; everything the reports show is.
+    let reporters = crate::run::record::reporters()
+        .into_iter()
+        .filter(|rep| rep.file_name() != "summary.json" && rep.file_name() != "whatif.csv")
+        .collect();
+    ReportWriter::new(&dir, reporters)?.write_all(&r)?;
+    eprintln!("hubload: report.html written to {}", dir.display());
+    Ok(0)
+}
+
+/// `hubload compare BASELINE CANDIDATE`: per-level deltas; exit 1 when a `--fail-if` trips.
+pub fn compare(
+    baseline: &Path,
+    candidate: &Path,
+    fail_if: &[String],
+    out: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let rules = fail_if
+        .iter()
+        .map(|s| {
+            s.parse::<FailIf>()
+                .map_err(|e| anyhow::anyhow!("invalid --fail-if `{s}`: {e}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (b, c) = (
+        compare::load_report(baseline)?,
+        compare::load_report(candidate)?,
+    );
+    let mut cmp = compare::compare(&b, &c);
+    cmp.baseline_name = baseline.display().to_string();
+    cmp.candidate_name = candidate.display().to_string();
+    let violations = compare::check(&cmp, &rules);
+    print!(
+        "{}",
+        compare::render::render_text(&cmp, &rules, &violations)
+    );
+    let dir = out.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    write_atomic(
+        &dir.join("compare.csv"),
+        &compare::render::render_csv(&cmp)?,
+    )?;
+    write_atomic(
+        &dir.join("compare.html"),
+        compare::html::render_html(&cmp, &rules, &violations).as_bytes(),
+    )?;
+    eprintln!(
+        "hubload: compare.csv and compare.html written to {}",
+        dir.display()
+    );
+    Ok(if violations.is_empty() {
+        0
+    } else {
+        EXIT_THRESHOLDS
+    })
+}
+
+/// `hubload merge INPUTS…`: shard artifacts (files, directories, log dumps) → one run's reports.
+pub fn merge(inputs: &[PathBuf], out: Option<&Path>, thresholds: &[String]) -> anyhow::Result<u8> {
+    let thresholds = thresholds
+        .iter()
+        .map(|t| {
+            t.parse::<Threshold>()
+                .map_err(|e| anyhow::anyhow!("invalid --threshold `{t}`: {e}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let shards = crate::shard::read_inputs(inputs)?;
+    let merged = match crate::shard::merge(shards) {
+        Ok(m) => m,
+        Err(e @ crate::shard::MergeError::MissingShards(_)) => {
+            eprintln!("hubload: error: {e}");
+            return Ok(EXIT_MISSING_SHARDS);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let dir = out.map_or_else(
+        || PathBuf::from("reports").join(format!("{}-merged", merged.run_id)),
+        Path::to_path_buf,
+    );
+    let report = RunRecord::from_merged(&merged, &dir, thresholds)?;
+    print!("{}", summary_text(&report));
+    eprintln!(
+        "hubload: merged {} shards into {}",
+        merged.shard_count,
+        dir.display()
+    );
+    let failed = report.verdicts.iter().any(|v| !v.passed);
+    Ok(if failed { EXIT_THRESHOLDS } else { 0 })
+}

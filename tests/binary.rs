@@ -1,0 +1,221 @@
+//! The built binary, end to end: the issue's command, SIGTERM, and the report subcommands.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util::bin;
+
+#[test]
+fn the_documented_command_completes_with_zero_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin(
+        &[
+            "--tenants",
+            "100",
+            "--concurrency",
+            "200",
+            "--duration",
+            "10s",
+            "--out",
+            "r",
+        ],
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let csv = std::fs::read_to_string(dir.path().join("r/aggregate.csv")).unwrap();
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert_eq!(&rows[0][0], "200");
+    assert_eq!(&rows[1][0], "TOTAL");
+    let samples: u64 = rows[1][col("# Samples")].parse().unwrap();
+    assert!(samples > 1000, "{samples}");
+    assert_eq!(&rows[1][col("Error %")], "0.000%");
+    assert_eq!(rows[1][col("Accepted")].parse::<u64>().unwrap(), samples);
+    for f in ["summary.json", "table.txt", "report.html", "whatif.csv"] {
+        assert!(dir.path().join("r").join(f).is_file(), "{f}");
+    }
+    // The table went to stdout.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("TOTAL"));
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_writes_partial_reports_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_hubload"))
+        .args([
+            "--tenants",
+            "3",
+            "--concurrency",
+            "2,4",
+            "--duration",
+            "60s",
+            "--out",
+            "r",
+            "--quiet",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first level is under way (the report directory exists from the start).
+    let summary = dir.path().join("r/summary.json");
+    for _ in 0..100 {
+        if summary.is_file() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(s["partial"], true);
+    let levels = s["levels"].as_array().unwrap();
+    assert_eq!(
+        levels.len(),
+        1,
+        "only the interrupted first level was measured"
+    );
+    assert!(levels[0]["samples"].as_u64().unwrap() > 0);
+    assert!(std::fs::read_to_string(dir.path().join("r/table.txt"))
+        .unwrap()
+        .contains("PARTIAL"));
+}
+
+#[test]
+fn report_and_compare_work_on_written_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a", "b"] {
+        let out = bin(
+            &[
+                "--tenants",
+                "2",
+                "--concurrency",
+                "1,2",
+                "--requests",
+                "30",
+                "--out",
+                name,
+                "--quiet",
+            ],
+            dir.path(),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::fs::remove_file(dir.path().join("a/report.html")).unwrap();
+    let out = bin(&["report", "a/summary.json"], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.path().join("a/report.html").is_file());
+    let out = bin(&["compare", "a", "b", "--out", "cmp"], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        dir.path().join("cmp/compare.csv").is_file()
+            && dir.path().join("cmp/compare.html").is_file()
+    );
+    // A gate no run can pass: exit 1.
+    let out = bin(
+        &[
+            "compare",
+            "a",
+            "b",
+            "--fail-if",
+            "throughput>-100%",
+            "--out",
+            "cmp",
+        ],
+        dir.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // A threshold that fails makes the run exit 1.
+    let out = bin(
+        &[
+            "--tenants",
+            "2",
+            "--concurrency",
+            "1",
+            "--requests",
+            "10",
+            "--threshold",
+            "p99<1us",
+            "--out",
+            "c",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FAIL"));
+}
+
+#[test]
+fn jtl_streams_one_row_per_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin(
+        &[
+            "--tenants",
+            "2",
+            "--concurrency",
+            "2",
+            "--requests",
+            "25",
+            "--jtl",
+            "run.jtl",
+            "--out",
+            "r",
+            "--quiet",
+        ],
+        dir.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let jtl = std::fs::read_to_string(dir.path().join("run.jtl")).unwrap();
+    let mut lines = jtl.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect"
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 25);
+    assert!(
+        rows.iter()
+            .all(|r| r.contains(",c2 ") && r.contains(",200,")),
+        "{}",
+        rows[0]
+    );
+}
