@@ -6,5 +6,6 @@ mod open_model;
 mod profiles;
 mod reconcile;
 mod schema;
+mod servicebus;
 mod shards;
 mod util;
