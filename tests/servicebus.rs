@@ -62,7 +62,11 @@ async fn sends_reconcile_exactly_with_the_emulator_per_topic() {
     .await;
     let r = &o.report;
     assert_eq!(r.target, "servicebus");
-    assert!(r.target_url.starts_with("amqp://127.0.0.1:"), "{}", r.target_url);
+    assert!(
+        r.target_url.starts_with("amqp://127.0.0.1:"),
+        "{}",
+        r.target_url
+    );
     assert_eq!(r.levels.len(), 2);
     for l in &r.levels {
         assert_eq!(l.samples, 300, "level {}", l.label);
@@ -234,7 +238,10 @@ async fn a_single_topic_gets_everything() {
     assert_eq!(count(o.report.total.as_ref().unwrap(), "accepted"), 600);
     let reg = o.report.registration.as_ref().unwrap();
     assert_eq!((reg.topics, reg.accepted), (1, 1));
-    assert_eq!(o.report.servicebus.as_ref().unwrap().topics, "single:events");
+    assert_eq!(
+        o.report.servicebus.as_ref().unwrap().topics,
+        "single:events"
+    );
     emu.shutdown().await;
 }
 
@@ -269,12 +276,20 @@ async fn side_by_side_with_the_embedded_hub_and_emulator() {
     assert!(!o.thresholds_failed);
     let hub = summary(&out.path().join("websub"));
     let sb = summary(&out.path().join("servicebus"));
-    assert_eq!((hub.target.as_str(), sb.target.as_str()), ("websub", "servicebus"));
+    assert_eq!(
+        (hub.target.as_str(), sb.target.as_str()),
+        ("websub", "servicebus")
+    );
     assert_eq!(o.report.target, "websub");
     for r in [&hub, &sb] {
         let labels: Vec<&str> = r.levels.iter().map(|l| l.label.as_str()).collect();
         assert_eq!(labels, ["1", "4"], "{}", r.target);
-        assert_eq!(count(r.total.as_ref().unwrap(), "accepted"), 400, "{}", r.target);
+        assert_eq!(
+            count(r.total.as_ref().unwrap(), "accepted"),
+            400,
+            "{}",
+            r.target
+        );
     }
     // The embedded emulator's own counts are in the Service Bus report.
     let emu = sb.servicebus.as_ref().unwrap().emulator.as_ref().unwrap();
@@ -289,7 +304,25 @@ async fn side_by_side_with_the_embedded_hub_and_emulator() {
         assert_eq!((r[1].as_str(), r[8].as_str()), (want, want), "{r:?}");
     }
     assert!(out.path().join("side-by-side.txt").exists());
-    assert!(!out.path().join("summary.json").exists(), "no report at the root");
+    // The Service Bus summary (with its `servicebus` section) validates against the schema.
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/summary.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("servicebus/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(json["servicebus"]["emulator"]["accepted"] == 400, "{json}");
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(
+        !out.path().join("summary.json").exists(),
+        "no report at the root"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
