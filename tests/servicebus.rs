@@ -245,6 +245,55 @@ async fn a_single_topic_gets_everything() {
     emu.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_links_are_reattached_and_counted() {
+    let emu = std::sync::Arc::new(emulator(EmulatorConfig::default()).await);
+    let cs = emu.connection_string();
+    let out = tempfile::tempdir().unwrap();
+    // Drop every link once, when a fifth of the sends are in.
+    let dropper = {
+        let emu = emu.clone();
+        tokio::spawn(async move {
+            for _ in 0..2000 {
+                if emu.counts().accepted >= 400 {
+                    emu.drop_links();
+                    return true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            false
+        })
+    };
+    let o = run(&args(
+        &[
+            "--target",
+            "servicebus",
+            "--sb-connection-string",
+            &cs,
+            "--sb-connections",
+            "1",
+            "--sb-topics",
+            "single:events",
+            "--requests",
+            "2000",
+            "--concurrency",
+            "4",
+            "--retries",
+            "0",
+        ],
+        out.path(),
+    ))
+    .await;
+    assert!(dropper.await.unwrap(), "the links were never dropped");
+    let total = o.report.total.as_ref().unwrap();
+    let c = emu.counts();
+    assert_eq!(total.samples, 2000);
+    assert_eq!(count(total, "accepted"), c.accepted);
+    // Sends in flight when the link went are connection errors; nothing else fails.
+    assert_eq!(c.accepted + count(total, "conn_closed"), 2000);
+    assert_eq!(o.report.servicebus.as_ref().unwrap().reconnects, 1);
+}
+
 fn summary(dir: &Path) -> Report {
     let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     serde_json::from_str(&text).unwrap()

@@ -80,15 +80,19 @@ impl ServiceBusTarget {
 
     /// Map a send outcome, counting a rejection's condition.
     fn record(&self, o: &SendOutcome) -> Outcome {
-        if let SendOutcome::Rejected { condition } = o {
-            *self
-                .conditions
-                .lock()
-                .expect("conditions lock")
-                .entry(condition.clone())
-                .or_default() += 1;
-        }
+        count_condition(&self.conditions, o);
         outcome_of(o)
+    }
+}
+
+/// Count a rejection under its condition; other outcomes are not counted here.
+fn count_condition(conditions: &Mutex<BTreeMap<String, u64>>, o: &SendOutcome) {
+    if let SendOutcome::Rejected { condition } = o {
+        *conditions
+            .lock()
+            .expect("conditions lock")
+            .entry(condition.clone())
+            .or_default() += 1;
     }
 }
 
@@ -194,6 +198,30 @@ mod tests {
         for (o, class) in table {
             assert_eq!(outcome_of(&o).class(), class, "{o:?}");
         }
+    }
+
+    #[test]
+    fn rejections_are_counted_per_condition() {
+        let m = Mutex::default();
+        let rejected = |c: &str| SendOutcome::Rejected {
+            condition: c.into(),
+        };
+        for o in [
+            rejected("com.microsoft:entity-disabled"),
+            SendOutcome::Throttled,
+            rejected("released"),
+            rejected("com.microsoft:entity-disabled"),
+            SendOutcome::Accepted,
+        ] {
+            count_condition(&m, &o);
+        }
+        assert_eq!(
+            m.into_inner().unwrap(),
+            BTreeMap::from([
+                ("com.microsoft:entity-disabled".to_string(), 2),
+                ("released".to_string(), 1)
+            ])
+        );
     }
 
     #[test]
