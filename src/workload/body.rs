@@ -26,7 +26,7 @@ const SCHEMA: &str = "https://schemas.identity.wso2.org/events";
 const ISSUER: &str = "https://api.asgardeo.io/t";
 
 /// The event-type path of a channel: `(prefix, name)` as in `login/event-type/loginSuccess`.
-fn event_type<'a>(channel: &'a str, failed: bool) -> (&'a str, &'a str) {
+fn event_type(channel: &str, failed: bool) -> (&str, &str) {
     match (channel, failed) {
         ("login", false) => ("login", "loginSuccess"),
         ("login", true) => ("login", "loginFailed"),
