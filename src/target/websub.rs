@@ -232,7 +232,7 @@ impl Target for WebSubTarget {
                 .as_bytes(),
         );
         req.extend_from_slice(b"\r\nContent-Length: ");
-        req.extend_from_slice(itoa(event.body.len()).as_bytes());
+        req.extend_from_slice(itoa::Buffer::new().format(event.body.len()).as_bytes());
         req.extend_from_slice(b"\r\n\r\n");
         req.extend_from_slice(&event.body);
         self.exchange(&req).await
@@ -241,8 +241,4 @@ impl Target for WebSubTarget {
     async fn teardown(&self, topics: &[Topic]) -> PhaseResult {
         self.phase(topics, "deregister").await
     }
-}
-
-fn itoa(n: usize) -> String {
-    n.to_string()
 }

@@ -4,8 +4,6 @@
 //! Every string written here comes from our own generator or from validated channel names
 //! (`[A-Za-z0-9_-]`), so no JSON escaping is needed.
 
-use std::fmt::Write;
-
 /// What one body is about.
 #[derive(Debug)]
 pub struct BodyFields<'a> {
@@ -27,63 +25,131 @@ pub struct BodyFields<'a> {
 const SCHEMA: &str = "https://schemas.identity.wso2.org/events";
 const ISSUER: &str = "https://api.asgardeo.io/t";
 
-fn event_type(channel: &str, failed: bool) -> String {
+/// The event-type path of a channel: `(prefix, name)` as in `login/event-type/loginSuccess`.
+fn event_type(channel: &str, failed: bool) -> (&str, &str) {
     match (channel, failed) {
-        ("login", false) => "login/event-type/loginSuccess".into(),
-        ("login", true) => "login/event-type/loginFailed".into(),
-        ("registration", false) => "registration/event-type/registrationSuccess".into(),
-        ("registration", true) => "registration/event-type/registrationFailed".into(),
-        ("credential", _) => "credential/event-type/credentialUpdated".into(),
-        ("session", _) => "session/event-type/sessionEstablished".into(),
-        ("user", _) => "user/event-type/userProfileUpdated".into(),
-        ("consent", _) => "consent/event-type/consentAdded".into(),
-        ("tenant", _) => "tenant/event-type/tenantCreated".into(),
-        (c, _) => format!("{c}/event-type/{c}Event"),
+        ("login", false) => ("login", "loginSuccess"),
+        ("login", true) => ("login", "loginFailed"),
+        ("registration", false) => ("registration", "registrationSuccess"),
+        ("registration", true) => ("registration", "registrationFailed"),
+        ("credential", _) => ("credential", "credentialUpdated"),
+        ("session", _) => ("session", "sessionEstablished"),
+        ("user", _) => ("user", "userProfileUpdated"),
+        ("consent", _) => ("consent", "consentAdded"),
+        ("tenant", _) => ("tenant", "tenantCreated"),
+        (c, _) => (c, ""),
+    }
+}
+
+/// Appends pieces without `core::fmt`: bodies are built once per event on the hot path, and
+/// formatting machinery was the largest user-space cost after HTTP parsing.
+struct Out(Vec<u8>);
+
+impl Out {
+    fn s(&mut self, x: &str) -> &mut Self {
+        self.0.extend_from_slice(x.as_bytes());
+        self
+    }
+    fn n(&mut self, x: u64) -> &mut Self {
+        self.0
+            .extend_from_slice(itoa::Buffer::new().format(x).as_bytes());
+        self
+    }
+    /// Zero-padded to `width` digits (`{:05}`).
+    fn z(&mut self, x: u64, width: usize) -> &mut Self {
+        let mut b = itoa::Buffer::new();
+        let digits = b.format(x);
+        self.0.extend(std::iter::repeat_n(
+            b'0',
+            width.saturating_sub(digits.len()),
+        ));
+        self.0.extend_from_slice(digits.as_bytes());
+        self
+    }
+    fn u(&mut self, x: uuid::Uuid) -> &mut Self {
+        self.0.extend_from_slice(
+            x.hyphenated()
+                .encode_lower(&mut uuid::Uuid::encode_buffer())
+                .as_bytes(),
+        );
+        self
     }
 }
 
 /// Render the JSON body.
 pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
-    let mut s = String::with_capacity(f.pad_to.unwrap_or(0).max(1200));
+    let mut o = Out(Vec::with_capacity(f.pad_to.unwrap_or(0).max(1200)));
     let t = f.tenant_name;
-    let _ = write!(
-        s,
-        r#"{{"iss":"{ISSUER}/{t}","jti":"{jti}","iat":{iat},"events":{{"{SCHEMA}/{ty}":{{"user":{{"id":"{uid}","ref":"{ISSUER}/{t}/scim2/Users/{uid}""#,
-        jti = f.jti,
-        iat = f.iat_ms,
-        ty = event_type(f.channel, f.failed),
-        uid = f.user_id,
-    );
+    let (prefix, name) = event_type(f.channel, f.failed);
+    o.s(r#"{"iss":""#)
+        .s(ISSUER)
+        .s("/")
+        .s(t)
+        .s(r#"","jti":""#)
+        .u(f.jti)
+        .s(r#"","iat":"#)
+        .n(f.iat_ms);
+    o.s(r#","events":{""#)
+        .s(SCHEMA)
+        .s("/")
+        .s(prefix)
+        .s("/event-type/");
+    if name.is_empty() {
+        o.s(f.channel).s("Event");
+    } else {
+        o.s(name);
+    }
+    o.s(r#"":{"user":{"id":""#)
+        .u(f.user_id)
+        .s(r#"","ref":""#)
+        .s(ISSUER)
+        .s("/")
+        .s(t);
+    o.s("/scim2/Users/").u(f.user_id).s("\"");
     if f.channel == "registration" {
         // Registration events carry the new user's claims: that is what makes them ~1 KB.
-        let u = f.user;
-        let _ = write!(
-            s,
-            r#","claims":[{{"uri":"http://wso2.org/claims/username","value":"user{u:05}@{t}.example.com"}},{{"uri":"http://wso2.org/claims/emailaddress","value":"user{u:05}@{t}.example.com"}},{{"uri":"http://wso2.org/claims/givenname","value":"Given{u}"}},{{"uri":"http://wso2.org/claims/lastname","value":"Family{u}"}},{{"uri":"http://wso2.org/claims/created","value":"2026-01-01T00:00:00.000Z"}}],"groups":["everyone"]"#
-        );
+        let u = u64::from(f.user);
+        o.s(r#","claims":[{"uri":"http://wso2.org/claims/username","value":"user"#)
+            .z(u, 5)
+            .s("@")
+            .s(t);
+        o.s(r#".example.com"},{"uri":"http://wso2.org/claims/emailaddress","value":"user"#)
+            .z(u, 5)
+            .s("@")
+            .s(t);
+        o.s(r#".example.com"},{"uri":"http://wso2.org/claims/givenname","value":"Given"#)
+            .n(u);
+        o.s(r#""},{"uri":"http://wso2.org/claims/lastname","value":"Family"#)
+            .n(u);
+        o.s(r#""},{"uri":"http://wso2.org/claims/created","value":"2026-01-01T00:00:00.000Z"}],"groups":["everyone"]"#);
     }
-    let _ = write!(
-        s,
-        r#"}},"tenant":{{"id":"{tid}","name":"{t}"}},"userStore":{{"id":"UFJJTUFSWQ==","name":"PRIMARY"}},"application":{{"id":"{aid}","name":"app{app:03}","consumerKey":"ck{app:03}{tid}"}},"authenticationMethods":["BasicAuthenticator"]"#,
-        tid = 12_400 + f.tenant_id,
-        aid = f.application_id,
-        app = f.application,
-    );
+    let tid = 12_400 + u64::from(f.tenant_id);
+    let app = u64::from(f.application);
+    o.s(r#"},"tenant":{"id":""#).n(tid).s(r#"","name":""#).s(t);
+    o.s(r#""},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":""#)
+        .u(f.application_id);
+    o.s(r#"","name":"app"#)
+        .z(app, 3)
+        .s(r#"","consumerKey":"ck"#)
+        .z(app, 3)
+        .n(tid);
+    o.s(r#""},"authenticationMethods":["BasicAuthenticator"]"#);
     if f.channel == "registration" {
-        s.push_str(r#","registrationMethod":"SELF_SIGNUP","flow":{"type":"REGISTRATION","initiator":"USER","status":"COMPLETED"}"#);
+        o.s(r#","registrationMethod":"SELF_SIGNUP","flow":{"type":"REGISTRATION","initiator":"USER","status":"COMPLETED"}"#);
     }
-    s.push_str("}}");
+    o.s("}}");
+    let mut s = o.0;
     if let Some(pad) = f.pad_to {
         // `,"padding":""}` is 14 bytes; pad only when the exact size can be reached.
         if s.len() + 14 <= pad {
             let need = pad - s.len() - 14;
-            s.push_str(",\"padding\":\"");
-            s.extend(std::iter::repeat_n('x', need));
-            s.push('"');
+            s.extend_from_slice(b",\"padding\":\"");
+            s.extend(std::iter::repeat_n(b'x', need));
+            s.push(b'"');
         }
     }
-    s.push('}');
-    s.into_bytes()
+    s.push(b'}');
+    s
 }
 
 #[cfg(test)]
