@@ -178,7 +178,9 @@ async fn load(cli: Cli) -> ExitCode {
         }
         Err(e) => return fail(format!("{e:#}")),
     };
-    if !cfg.output.quiet {
+    // A side-by-side run has already printed its comparison; each path's full tables are in
+    // its own subdirectory.
+    if !cfg.output.quiet && cfg.target.kinds.len() == 1 {
         print!("{}", subcommands::summary_text(&outcome.report));
     }
     eprintln!(
