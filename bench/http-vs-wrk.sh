@@ -3,7 +3,8 @@
 #
 # Starts a one-worker nginx on 127.0.0.1:<free port> that answers the publish POST with
 # `200 hub.mode=accepted` (application/x-www-form-urlencoded), runs wrk (1 thread) and then
-# the hubload client against it, and prints both req/s and the ratio.
+# the hubload client against it, and prints both req/s and the ratio. When `oha` is installed
+# (`cargo install oha`), it runs too, and the ratio to oha is printed as well.
 #
 # Usage: bench/http-vs-wrk.sh            (from the repo root)
 # Knobs (environment):
@@ -150,6 +151,18 @@ round() {
     # wrk does not count the requests in flight when it stops: nginx may see up to C more.
     echo "  wrk counted $(count <<<"$OUT"), nginx served $WRK_SERVED"
 
+    # oha (the Rust load generator the issue names), when installed (`cargo install oha`).
+    OHA_RPS=""
+    if [[ -n $OHA ]]; then
+        BEFORE=$(served)
+        measure "$OHA" -z "${DURATION}s" -c "$CONCURRENCY" -m POST -H "Accept: application/json" \
+            -T application/json -D "$BODY_FILE" --no-tui "$URL"
+        OHA_RPS=$(awk '/Requests\/sec:/ { print $2; exit }' <<<"$OUT")
+        OHA_SERVED=$(($(served) - BEFORE - 1))
+        printf '%-22s %10.0f req/s   %5s µs CPU/req\n' "oha" "$OHA_RPS" "$(per_req "$CPU" "$OHA_RPS")"
+        echo "  nginx served $OHA_SERVED"
+    fi
+
     for RUNTIME in $RUNTIMES; do
         export URL CONCURRENCY DURATION BODY_FILE RUNTIME BENCH_BIN WORK
         BEFORE=$(served)
@@ -161,6 +174,11 @@ round() {
         echo "$RATIO" >>"$WORK/ratio.$RUNTIME"
         printf '%-22s %10.0f req/s   %5s µs CPU/req   ratio %sx wrk\n' "hubload ($RUNTIME)" \
             "$HL_RPS" "$(per_req "$CPU" "$HL_RPS")" "$RATIO"
+        if [[ -n $OHA_RPS ]]; then
+            OHA_RATIO=$(awk -v a="$HL_RPS" -v b="$OHA_RPS" 'BEGIN { printf "%.2f", a / b }')
+            echo "$OHA_RATIO" >>"$WORK/ratio_oha.$RUNTIME"
+            echo "  ratio ${OHA_RATIO}x oha"
+        fi
         # Every request the client counts must be one nginx served, and the other way round.
         echo "  hubload counted $(count <<<"$OUT"), nginx served $SERVED"
         if [[ $(count <<<"$OUT") != "$SERVED" ]]; then
@@ -170,14 +188,19 @@ round() {
     done
 }
 
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+OHA=$(command -v oha || { [[ -x $HOME/.cargo/bin/oha ]] && echo "$HOME/.cargo/bin/oha"; } || true)
+
 for ((r = 1; r <= ROUNDS; r++)); do
     ((ROUNDS == 1)) || echo "round $r/$ROUNDS"
     round
 done
 if ((ROUNDS > 1)); then
     for RUNTIME in $RUNTIMES; do
-        echo "median ratio, hubload ($RUNTIME) / wrk over $ROUNDS rounds: $(sort -n "$WORK/ratio.$RUNTIME" |
-            awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')x"
+        echo "median ratio, hubload ($RUNTIME) / wrk over $ROUNDS rounds: $(median "$WORK/ratio.$RUNTIME")x"
+        if [[ -f $WORK/ratio_oha.$RUNTIME ]]; then
+            echo "median ratio, hubload ($RUNTIME) / oha over $ROUNDS rounds: $(median "$WORK/ratio_oha.$RUNTIME")x"
+        fi
     done
 fi
 exit "$STATUS"
