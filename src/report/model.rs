@@ -91,6 +91,34 @@ pub struct EmulatorTotals {
     pub accepted_per_topic: BTreeMap<String, u64>,
 }
 
+impl Report {
+    /// A report with no phases or levels yet: a WebSub run in progress (`partial`), by this
+    /// hubload version.
+    pub fn new_empty(model: &str, config: serde_json::Value, topics: Vec<String>) -> Self {
+        Report {
+            tool: "hubload".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            target: "websub".into(),
+            target_url: String::new(),
+            model: model.into(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            partial: true,
+            config,
+            topics,
+            registration: None,
+            deregistration: None,
+            levels: Vec::new(),
+            total: None,
+            verdicts: Vec::new(),
+            rate_checks: Vec::new(),
+            what_if: None,
+            capacity: None,
+            servicebus: None,
+        }
+    }
+}
+
 /// Open model: how close a level came to its target rate.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RateCheck {

@@ -62,31 +62,14 @@ impl RunRecord {
         workload: &Workload,
         dir: &std::path::Path,
     ) -> anyhow::Result<Self> {
-        let report = Report {
-            tool: "hubload".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            target: "websub".into(),
-            target_url: String::new(),
-            model: cfg.model.into(),
-            started_at: now_rfc3339(),
-            finished_at: now_rfc3339(),
-            partial: true,
-            config: cfg.shown.clone(),
-            topics: workload
-                .topics()
-                .iter()
-                .map(|t| t.name.to_string())
-                .collect(),
-            registration: None,
-            deregistration: None,
-            levels: Vec::new(),
-            total: None,
-            verdicts: Vec::new(),
-            rate_checks: Vec::new(),
-            what_if: None,
-            capacity: None,
-            servicebus: None,
-        };
+        let topics = workload
+            .topics()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        let mut report = Report::new_empty(cfg.model, cfg.shown.clone(), topics);
+        report.started_at = now_rfc3339();
+        report.finished_at = report.started_at.clone();
         let writer = ReportWriter::new(dir, reporters())?;
         Ok(RunRecord {
             report,
@@ -212,27 +195,13 @@ impl RunRecord {
                 .and_then(|v| v.as_str())
                 .and_then(|s| humantime::parse_duration(s).ok())
         };
-        let report = Report {
-            tool: "hubload".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            target: m.meta.target.clone(),
-            target_url: m.meta.target_url.clone(),
-            model: m.meta.model.clone(),
-            started_at: m.meta.started_at.clone(),
-            finished_at: m.meta.finished_at.clone(),
-            partial: m.partial,
-            config: cfg.clone(),
-            topics: m.topics.clone(),
-            registration: m.registration.as_ref().map(PhaseReport::from),
-            deregistration: None,
-            levels: Vec::new(),
-            total: None,
-            verdicts: Vec::new(),
-            rate_checks: Vec::new(),
-            what_if: None,
-            capacity: None,
-            servicebus: None,
-        };
+        let mut report = Report::new_empty(&m.meta.model, cfg.clone(), m.topics.clone());
+        report.target = m.meta.target.clone();
+        report.target_url = m.meta.target_url.clone();
+        report.started_at = m.meta.started_at.clone();
+        report.finished_at = m.meta.finished_at.clone();
+        report.partial = m.partial;
+        report.registration = m.registration.as_ref().map(PhaseReport::from);
         let mut rec = RunRecord {
             report,
             total: LevelStats::default(),
