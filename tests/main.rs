@@ -2,6 +2,7 @@
 
 mod binary;
 mod cli_errors;
+mod csv_format;
 mod open_model;
 mod profiles;
 mod reconcile;
