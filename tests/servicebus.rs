@@ -203,7 +203,7 @@ async fn injected_throttling_is_counted_exactly() {
     assert_eq!(c.accepted, 600 - 85);
     let csv = std::fs::read_to_string(out.path().join("aggregate.csv")).unwrap();
     let total_row: Vec<&str> = csv.lines().last().unwrap().split(',').collect();
-    // TOTAL row: Accepted, Throttled are columns 14 and 15 (SERVICEBUS_HEADER).
+    // TOTAL row: Accepted, Throttled are columns 14 and 15 (SERVICEBUS_CLASSES in src/report/csv.rs).
     assert_eq!(total_row[0], "TOTAL");
     assert_eq!((total_row[13], total_row[14]), ("515", "85"));
     emu.shutdown().await;

@@ -5,9 +5,8 @@
 
 use super::{LevelReport, Report, Reporter};
 
-/// The exact WebSub header.
-pub const WEBSUB_HEADER: &[&str] = &[
-    "Concurrency",
+/// JMeter's aggregate columns after the first (which names the level: `Concurrency` or `Rate`).
+pub const AGGREGATE_COLUMNS: [&str; 12] = [
     "# Samples",
     "Average",
     "Median",
@@ -20,41 +19,55 @@ pub const WEBSUB_HEADER: &[&str] = &[
     "Throughput",
     "Received KB/sec",
     "Sent KB/sec",
-    "Accepted",
-    "Denied",
-    "4xx",
-    "502",
-    "503",
-    "504",
-    "Other 5xx",
-    "Timeouts",
-    "Connection errors",
 ];
 
-/// The Service Bus header: same aggregate columns, the broker's classes.
-pub const SERVICEBUS_HEADER: &[&str] = &[
-    "Concurrency",
-    "# Samples",
-    "Average",
-    "Median",
-    "90% Line",
-    "95% Line",
-    "99% Line",
-    "Min",
-    "Max",
-    "Error %",
-    "Throughput",
-    "Received KB/sec",
-    "Sent KB/sec",
-    "Accepted",
-    "Throttled",
-    "Rejected",
-    "Unauthorized",
-    "Not found",
-    "Too large",
-    "Timeouts",
-    "Connection errors",
+/// One per-class column: the class name in `LevelReport::counts`, the CSV heading, and the
+/// short heading of the terminal table.
+pub type ClassColumn = (&'static str, &'static str, &'static str);
+
+/// The WebSub target's class columns (the header the hub's own performance analysis used).
+pub const WEBSUB_CLASSES: &[ClassColumn] = &[
+    ("accepted", "Accepted", "Acc"),
+    ("denied", "Denied", "Denied"),
+    ("http_4xx", "4xx", "4xx"),
+    ("http_502", "502", "502"),
+    ("http_503", "503", "503"),
+    ("http_504", "504", "504"),
+    ("http_5xx", "Other 5xx", "5xx"),
 ];
+
+/// The Service Bus target's class columns: the broker's classes instead of HTTP's.
+pub const SERVICEBUS_CLASSES: &[ClassColumn] = &[
+    ("accepted", "Accepted", "Acc"),
+    ("throttled", "Throttled", "Throt"),
+    ("rejected", "Rejected", "Rej"),
+    ("unauthorized", "Unauthorized", "Unauth"),
+    ("not_found", "Not found", "NotFnd"),
+    ("too_large", "Too large", "TooBig"),
+];
+
+/// The class columns of a report's target.
+pub fn class_columns(report: &Report) -> &'static [ClassColumn] {
+    if report.target == "servicebus" {
+        SERVICEBUS_CLASSES
+    } else {
+        WEBSUB_CLASSES
+    }
+}
+
+/// The full CSV header of a report: level, aggregate, class, timeout and connection-error columns.
+pub fn header(report: &Report) -> Vec<&'static str> {
+    let first = if report.model == "open" {
+        "Rate"
+    } else {
+        "Concurrency"
+    };
+    std::iter::once(first)
+        .chain(AGGREGATE_COLUMNS)
+        .chain(class_columns(report).iter().map(|c| c.1))
+        .chain(["Timeouts", "Connection errors"])
+        .collect()
+}
 
 /// Writes `aggregate.csv`.
 #[derive(Debug, Default)]
@@ -79,53 +92,24 @@ pub fn aggregate_fields(r: &LevelReport) -> Vec<String> {
     ]
 }
 
-fn class_fields(r: &LevelReport, servicebus: bool) -> Vec<String> {
-    let c = |k: &str| r.counts.get(k).copied().unwrap_or(0);
+fn class_fields(r: &LevelReport, classes: &[ClassColumn]) -> Vec<String> {
     let timeouts = r.timeouts.connect + r.timeouts.pool_wait + r.timeouts.response;
-    let classes: Vec<u64> = if servicebus {
-        vec![
-            c("accepted"),
-            c("throttled"),
-            c("rejected"),
-            c("unauthorized"),
-            c("not_found"),
-            c("too_large"),
-        ]
-    } else {
-        vec![
-            c("accepted"),
-            c("denied"),
-            c("http_4xx"),
-            c("http_502"),
-            c("http_503"),
-            c("http_504"),
-            c("http_5xx"),
-        ]
-    };
     classes
-        .into_iter()
+        .iter()
+        .map(|c| r.counts.get(c.0).copied().unwrap_or(0))
         .chain([timeouts, r.connection_errors])
         .map(|n| n.to_string())
         .collect()
 }
 
-/// Render rows (levels then TOTAL) with a header; `first_column` replaces "Concurrency" for rate runs.
+/// Render rows (levels then TOTAL) under [`header`].
 pub fn render_rows(report: &Report) -> anyhow::Result<Vec<u8>> {
-    let servicebus = report.target == "servicebus";
-    let mut header: Vec<&str> = if servicebus {
-        SERVICEBUS_HEADER
-    } else {
-        WEBSUB_HEADER
-    }
-    .to_vec();
-    if report.model == "open" {
-        header[0] = "Rate";
-    }
+    let classes = class_columns(report);
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(&header)?;
+    w.write_record(header(report))?;
     for r in report.levels.iter().chain(report.total.as_ref()) {
         let mut row = aggregate_fields(r);
-        row.extend(class_fields(r, servicebus));
+        row.extend(class_fields(r, classes));
         w.write_record(&row)?;
     }
     Ok(w.into_inner()?)

@@ -260,12 +260,7 @@ fn aggregate_table(report: &Report) -> String {
     };
     let mut head = vec![Cell::text(first)];
     // The aggregate columns exactly as aggregate.csv names them.
-    head.extend(
-        super::csv::WEBSUB_HEADER[1..13]
-            .iter()
-            .copied()
-            .map(Cell::num),
-    );
+    head.extend(super::csv::AGGREGATE_COLUMNS.map(Cell::num));
     let rows: Vec<Vec<Cell>> = rows_with_total(report)
         .into_iter()
         .map(|l| {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::csv::aggregate_fields;
+use super::csv::{aggregate_fields, class_columns};
 use super::{Report, Reporter};
 
 /// Renders the aligned text table.
@@ -27,41 +27,20 @@ const HEAD: &[&str] = &[
 
 /// Render the table as text.
 pub fn render_table(report: &Report) -> String {
-    let servicebus = report.target == "servicebus";
-    let class_head: &[&str] = if servicebus {
-        &[
-            "Acc", "Throt", "Rej", "Unauth", "NotFnd", "TooBig", "TO conn", "TO pool", "TO resp",
-            "ConnErr",
-        ]
-    } else {
-        &[
-            "Acc", "Denied", "4xx", "502", "503", "504", "5xx", "TO conn", "TO pool", "TO resp",
-            "ConnErr",
-        ]
-    };
-    let mut rows: Vec<Vec<String>> = vec![HEAD
+    let classes = class_columns(report);
+    let head = HEAD
         .iter()
-        .chain(class_head)
-        .map(|s| s.to_string())
-        .collect()];
+        .copied()
+        .chain(classes.iter().map(|c| c.2))
+        .chain(["TO conn", "TO pool", "TO resp", "ConnErr"]);
+    let mut rows: Vec<Vec<String>> = vec![head.map(str::to_string).collect()];
     for r in report.levels.iter().chain(report.total.as_ref()) {
         let mut row = aggregate_fields(r);
-        let c = |k: &str| r.counts.get(k).copied().unwrap_or(0).to_string();
-        let classes: &[&str] = if servicebus {
-            &[
-                "accepted",
-                "throttled",
-                "rejected",
-                "unauthorized",
-                "not_found",
-                "too_large",
-            ]
-        } else {
-            &[
-                "accepted", "denied", "http_4xx", "http_502", "http_503", "http_504", "http_5xx",
-            ]
-        };
-        row.extend(classes.iter().map(|k| c(k)));
+        row.extend(
+            classes
+                .iter()
+                .map(|c| r.counts.get(c.0).copied().unwrap_or(0).to_string()),
+        );
         row.extend([
             r.timeouts.connect.to_string(),
             r.timeouts.pool_wait.to_string(),
