@@ -75,11 +75,13 @@ pub(crate) async fn worker_loop<T: Target>(
         let event = ctx.workload.event(ticket.seq, iat_ms);
         let topic = &ctx.workload.topics()[event.topic];
         let mut attempt_no = 0u32;
-        let first_start = Instant::now();
+        let mut first_start = None;
         let mut end;
         let mut ok = false;
         loop {
             let start = Instant::now();
+            // The event starts with its first attempt.
+            first_start.get_or_insert(start);
             let a = ctx.target.send(topic, &event).await;
             end = Instant::now();
             attempt_no += 1;
@@ -133,9 +135,12 @@ pub(crate) async fn worker_loop<T: Target>(
             }
         }
         if ticket.measured {
-            lock()
-                .stats
-                .record_event(first_start.into_std(), end.into_std(), attempt_no, ok);
+            lock().stats.record_event(
+                first_start.unwrap_or(end).into_std(),
+                end.into_std(),
+                attempt_no,
+                ok,
+            );
         }
     }
 }
