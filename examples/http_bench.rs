@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
 use hubload::result::Outcome;
-use hubload::target::http::{HttpPool, PoolConfig, Response};
+use hubload::targets::http::{HttpPool, PoolConfig, Response};
 use tokio::time::Instant;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -10,5 +10,5 @@ pub mod result;
 pub mod run;
 pub mod shard;
 pub mod stats;
-pub mod target;
+pub mod targets;
 pub mod workload;

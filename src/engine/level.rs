@@ -17,7 +17,7 @@ use super::pacer::Arrivals;
 use super::plan::{LevelSpec, Load};
 use super::worker::{stripes, worker_loop, JtlSink};
 use crate::stats::{Clock, LevelStats};
-use crate::target::Target;
+use crate::targets::Target;
 use crate::workload::Workload;
 
 /// What every level of a run shares.
@@ -176,7 +176,7 @@ mod tests {
     use super::*;
     use crate::engine::plan::Stop;
     use crate::result::{Class, Outcome, TimeoutKind};
-    use crate::target::mock::MockTarget;
+    use crate::targets::mock::MockTarget;
     use crate::workload::{Distribution, TopicLayout, WorkloadConfig};
 
     fn ctx(mock: MockTarget, retries: u32, shard: (u64, u64)) -> Arc<LevelContext<MockTarget>> {

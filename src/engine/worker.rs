@@ -11,7 +11,7 @@ use super::plan::Load;
 use crate::report::jtl::{level_tag, sample_label, thread_name, JtlRow, JtlSender};
 use crate::result::Class;
 use crate::stats::{AttemptTimes, LevelStats};
-use crate::target::Target;
+use crate::targets::Target;
 
 /// Streams every measured attempt to a JMeter JTL file (`--jtl`).
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::judge::{CapacityResult, Verdict, WhatIfTable};
 use crate::result::Class;
 use crate::stats::{LevelStats, TimelineBucket};
-use crate::target::PhaseResult;
+use crate::targets::PhaseResult;
 
 /// A whole run: metadata, phases, one row per level and the total.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

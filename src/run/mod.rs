@@ -22,8 +22,8 @@ use crate::report::Report;
 use crate::shard::{Load as ShardLoad, ShardSpec};
 use crate::stats::Clock;
 use crate::stats::LevelStats;
-use crate::target::websub::{HubEndpoint, WebSubClient, WebSubTarget};
-use crate::target::{PhaseResult, Target};
+use crate::targets::websub::{HubEndpoint, WebSubClient, WebSubTarget};
+use crate::targets::{PhaseResult, Target};
 use crate::workload::{Topic, Workload};
 
 pub use record::RunRecord;

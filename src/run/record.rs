@@ -17,7 +17,7 @@ use crate::shard::{
     encode_level, Load as ShardLoad, MergedRun, PhaseArtifact, ShardArtifact, ShardMeta, ShardSpec,
 };
 use crate::stats::LevelStats;
-use crate::target::PhaseResult;
+use crate::targets::PhaseResult;
 use crate::workload::Workload;
 use std::path::Path;
 

@@ -13,8 +13,8 @@ use super::{owned_topics, run_levels, RunRecord, Shared};
 use crate::config::SbTopics;
 use crate::engine::JtlSink;
 use crate::report::{EmulatorTotals, ServiceBusInfo};
-use crate::target::servicebus::ServiceBusTarget;
-use crate::target::{PhaseResult, Target};
+use crate::targets::servicebus::ServiceBusTarget;
+use crate::targets::{PhaseResult, Target};
 
 /// Lifetime of each SAS token; the sender puts it again at half this (PROTOCOL.md §6: 30–60 min).
 const TOKEN_TTL: Duration = Duration::from_secs(60 * 60);

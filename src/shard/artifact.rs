@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::env::{validate_run_id, ShardSpec};
 use crate::result::Class;
 use crate::stats::{Counts, Histogram, LevelStats, TimelineBucket, HIST_LOWEST_US, HIST_SIGFIG};
-use crate::target::PhaseResult;
+use crate::targets::PhaseResult;
 
 /// The value of `meta.format` in every shard artifact.
 pub const FORMAT: &str = "hubload-shard";

@@ -6,7 +6,7 @@
 
 use super::artifact::{decode_level, ArtifactError, Load, ShardArtifact, ShardMeta};
 use crate::stats::LevelStats;
-use crate::target::PhaseResult;
+use crate::targets::PhaseResult;
 
 /// Why shards could not be merged. [`MergeError::MissingShards`] has its own exit code.
 #[derive(Debug, thiserror::Error)]

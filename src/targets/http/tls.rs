@@ -88,7 +88,7 @@ mod tests {
 
     use super::*;
     use crate::result::Outcome;
-    use crate::target::http::{HttpPool, PoolConfig, TransportError};
+    use crate::targets::http::{HttpPool, PoolConfig, TransportError};
 
     const CA: &[u8] = include_bytes!("testdata/ca.der");
     const LEAF: &[u8] = include_bytes!("testdata/leaf.der");
