@@ -5,6 +5,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod judge;
+pub mod kind;
 pub mod report;
 pub mod result;
 pub mod run;

@@ -325,11 +325,6 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     let shard = spec
         .as_ref()
         .map_or((0, 1), |s| (u64::from(s.index), u64::from(s.count)));
-    if shard.1 > 1 && cfg.capacity.is_some() {
-        anyhow::bail!(
-            "--find-capacity cannot run sharded (HUBLOAD_SHARD_COUNT > 1): run it in one process"
-        );
-    }
     let sh = Shared {
         cfg,
         workload: workload.clone(),

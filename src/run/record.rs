@@ -67,7 +67,7 @@ impl RunRecord {
             .iter()
             .map(|t| t.name.to_string())
             .collect();
-        let mut report = Report::new_empty(cfg.model, cfg.shown.clone(), topics);
+        let mut report = Report::new_empty(cfg.model.as_str(), cfg.shown.clone(), topics);
         report.started_at = now_rfc3339();
         report.finished_at = report.started_at.clone();
         let writer = ReportWriter::new(dir, reporters())?;
