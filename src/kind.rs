@@ -44,6 +44,18 @@ impl TargetKind {
     }
 }
 
+impl std::fmt::Display for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for TargetKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for TargetKind {
     type Err = &'static str;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -64,6 +76,7 @@ mod tests {
         for (m, w) in [(Model::Closed, "closed"), (Model::Open, "open")] {
             assert_eq!(serde_json::to_value(m).unwrap(), w);
             assert_eq!(m.as_str(), w);
+            assert_eq!(m.to_string(), w);
             assert_eq!(serde_json::from_value::<Model>(w.into()).unwrap(), m);
         }
         for (k, w) in [
@@ -72,6 +85,7 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(k).unwrap(), w);
             assert_eq!(k.as_str(), w);
+            assert_eq!(k.to_string(), w);
             assert_eq!(w.parse::<TargetKind>().unwrap(), k);
         }
         assert!("amqp".parse::<TargetKind>().is_err());

@@ -276,7 +276,7 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
         (None, Some(h)) => h.url.clone(),
         (None, None) => unreachable!("embedded hub started above"),
     };
-    rec.set_target("websub", &url);
+    rec.set_target(TargetKind::Websub, &url);
     let endpoint = HubEndpoint::resolve(&url).await?;
     // JTL rows name the publish URL.
     let sh = &Shared {
