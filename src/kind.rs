@@ -1,5 +1,6 @@
-//! The shape of a run as types: the load model and the target kinds. Plain data below
-//! `config`, `run` and `report`, serialised as the lower-case words summaries have always held.
+//! The shape of a run as types: the load model, the target kinds and the Service Bus topic
+//! mapping. Plain data below `config`, `targets`, `run` and `report`; the enums serialise as
+//! the lower-case words summaries have always held.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -65,6 +66,16 @@ impl std::str::FromStr for TargetKind {
             _ => Err("is not websub or servicebus"),
         }
     }
+}
+
+/// Service Bus topic mapping.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SbTopics {
+    /// Each hubload topic to the Service Bus topic of the same name.
+    PerTopic,
+    /// Everything to one topic; tenant, application and channel as properties.
+    Single(String),
 }
 
 #[cfg(test)]

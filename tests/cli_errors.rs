@@ -88,6 +88,10 @@ fn bad_combinations_are_one_line_and_exit_2() {
             &["--plan", "5,1s", "--rate", "5"],
             "--plan replaces --concurrency and --rate",
         ),
+        (
+            &["--threshold", "p99<+10%"],
+            r#"invalid --threshold "p99<+10%": +10% is relative to a baseline"#,
+        ),
         (&["--find-capacity"], "--find-capacity needs --slo"),
         (&["--slo", "p99<1s"], "--slo is used by --find-capacity"),
     ] {

@@ -76,10 +76,13 @@ mod tests {
     use super::super::testutil::{args, err};
     use super::*;
 
+    /// (timeout, connect timeout, pool timeout, per host, retries).
+    type Expect = (Duration, Duration, Duration, Option<u32>, u32);
+
     #[test]
     fn presets_and_overrides() {
         let ms = Duration::from_millis;
-        let table: &[(&[&str], (Duration, Duration, Duration, Option<u32>, u32))] = &[
+        let table: &[(&[&str], Expect)] = &[
             (&[], (ms(5000), ms(5000), ms(5000), None, 0)),
             (
                 &["--client", "identity-publisher"],

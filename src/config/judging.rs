@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::parse::{list, positive_duration, rate};
 use super::{opt, CapacityConfig, ConfigError};
 use crate::cli::RunArgs;
-use crate::judge::Threshold;
+use crate::gate::{Flag, Gate, Threshold};
 use crate::shard::ShardSpec;
 
 /// What a run is judged by.
@@ -24,9 +24,8 @@ const DEFAULT_WHAT_IF: [Duration; 4] = [
     Duration::from_secs(5),
 ];
 
-fn threshold(field: &str, t: &str) -> Result<Threshold, ConfigError> {
-    t.parse::<Threshold>()
-        .map_err(|e| ConfigError::invalid(field, t, e))
+fn threshold(flag: Flag) -> impl Fn(&str, &str) -> Result<Threshold, ConfigError> {
+    move |_, t| Gate::parse(flag, t).map_err(ConfigError::Gate)
 }
 
 fn capacity(a: &RunArgs, shard: Option<&ShardSpec>) -> Result<Option<CapacityConfig>, ConfigError> {
@@ -50,7 +49,7 @@ fn capacity(a: &RunArgs, shard: Option<&ShardSpec>) -> Result<Option<CapacityCon
         )
     })?;
     Ok(Some(CapacityConfig {
-        slo: list("slo", slo, threshold)?,
+        slo: list("slo", slo, threshold(Flag::Slo))?,
         max: opt(&a.capacity_max).map_or(Ok(4096.0), |s| rate("capacity-max", s))?,
         budget: opt(&a.capacity_budget).map_or(Ok(Duration::from_secs(600)), |s| {
             positive_duration("capacity-budget", s)
@@ -65,7 +64,7 @@ pub(super) fn resolve(a: &RunArgs, shard: Option<&ShardSpec>) -> Result<Judging,
         thresholds: a
             .threshold
             .iter()
-            .map(|t| threshold("threshold", t))
+            .map(|t| threshold(Flag::Threshold)("threshold", t))
             .collect::<Result<_, _>>()?,
         capacity: capacity(a, shard)?,
         what_if: opt(&a.what_if_timeouts).map_or(Ok(DEFAULT_WHAT_IF.to_vec()), |s| {
@@ -129,7 +128,17 @@ mod tests {
             (
                 &["--threshold", "p99<soon"][..],
                 None,
-                "invalid --threshold `p99<soon`",
+                r#"invalid --threshold "p99<soon": the bound must be a duration"#,
+            ),
+            (
+                &["--threshold", "p99<+10%"],
+                None,
+                r#"invalid --threshold "p99<+10%": +10% is relative to a baseline"#,
+            ),
+            (
+                &["--find-capacity", "--slo", "p99<1s,p42<1s"],
+                None,
+                r#"invalid --slo "p42<1s": unknown metric"#,
             ),
             (
                 &["--slo", "p99<1s"],

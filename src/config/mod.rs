@@ -7,7 +7,6 @@ mod load;
 mod output;
 mod parse;
 pub mod profile;
-mod secret;
 mod target;
 #[cfg(test)]
 mod testutil;
@@ -19,13 +18,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use client::threads;
-pub use secret::Secret;
 
-pub use crate::kind::{Model, TargetKind};
+pub use crate::kind::{Model, SbTopics, TargetKind};
+pub use crate::secret::Secret;
 
 use crate::cli::RunArgs;
 use crate::engine::{Arrivals, LevelSpec};
-use crate::judge::Threshold;
+use crate::gate::Threshold;
 use crate::shard::ShardSpec;
 use crate::workload::WorkloadConfig;
 
@@ -42,6 +41,9 @@ pub enum ConfigError {
     /// A combination of settings is wrong.
     #[error("{0}")]
     Conflict(String),
+    /// A `--threshold` or `--slo` rule does not parse (the error names the flag).
+    #[error("invalid {0}")]
+    Gate(crate::gate::GateError),
     /// A profile could not be used.
     #[error("profile {path}: {message}")]
     Profile { path: String, message: String },
@@ -75,16 +77,6 @@ pub struct ClientConfig {
     pub retries: u32,
     /// The preset the values started from.
     pub preset: String,
-}
-
-/// Service Bus topic mapping.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SbTopics {
-    /// Each hubload topic to the Service Bus topic of the same name.
-    PerTopic,
-    /// Everything to one topic; tenant, application and channel as properties.
-    Single(String),
 }
 
 /// Where the load goes.

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::judge::{CapacityResult, Verdict, WhatIfTable};
 use crate::kind::{Model, TargetKind};
 use crate::result::Class;
 use crate::stats::{LevelStats, TimelineBucket};
 use crate::targets::PhaseResult;
+use crate::verdict::{CapacityResult, Verdict, WhatIfTable};
 
 /// A whole run: metadata, phases, one row per level and the total.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -53,7 +53,7 @@ pub struct Report {
     pub what_if: Option<WhatIfTable>,
     /// The capacity finder's result (`--find-capacity`).
     #[serde(default)]
-    pub capacity: Option<CapacityResult>,
+    pub capacity: Option<CapacityResult<LevelReport>>,
     /// Service Bus runs: the sender's reconnects and rejection conditions.
     #[serde(default)]
     pub servicebus: Option<ServiceBusInfo>,

@@ -14,8 +14,8 @@ use tokio::time::Instant;
 
 use super::http::{HttpPool, PoolConfig};
 use super::{PhaseResult, Target};
-use crate::config::Secret;
 use crate::result::{Attempt, Class, Outcome};
+use crate::secret::Secret;
 use crate::workload::{Event, Topic};
 
 /// Where the hub is and how to reach it.
