@@ -182,7 +182,7 @@ fn opt(v: &Option<String>) -> Option<&str> {
 }
 
 /// Resolve flags (already merged with the profile by the parser) into a `RunConfig`, for this
-/// process's shard as the environment gives it (see `docs/sharding.md`).
+/// process's shard as the environment gives it (`shard::ShardSpec::from_env`).
 pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
     let shard = ShardSpec::from_env().map_err(|e| ConfigError::Conflict(e.to_string()))?;
     resolve_for(a, shard)
