@@ -99,28 +99,43 @@ fn bad_combinations_are_one_line_and_exit_2() {
     }
 }
 
-#[test]
-fn a_sharded_capacity_search_is_refused_before_any_load() {
+/// `hubload ARGS` with the shard variables `env`: exit 2, one line containing `needle`, and
+/// nothing written (config refused it before any load).
+fn assert_sharded_error(args: &[&str], env: &[(&str, &str)], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_hubload"))
-        .args(["--find-capacity", "--slo", "p99<1s", "--out", "r"])
+        .args(args)
+        .args(["--out", "r"])
         .current_dir(dir.path())
-        .env("HUBLOAD_SHARD_COUNT", "2")
-        .env("JOB_COMPLETION_INDEX", "0")
-        .env("HUBLOAD_RUN_ID", "cap")
-        .env("HUBLOAD_START_AT", "2099-01-01T00:00:00Z")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{err}");
-    assert!(
-        lines[0].contains("--find-capacity cannot run sharded (HUBLOAD_SHARD_COUNT > 1)"),
-        "{err}"
-    );
-    // Refused in config: nothing was written.
+    assert!(lines[0].contains(needle), "{err}");
     assert!(!dir.path().join("r").exists());
+}
+
+#[test]
+fn shard_settings_are_checked_before_any_load() {
+    let two = [
+        ("HUBLOAD_SHARD_COUNT", "2"),
+        ("JOB_COMPLETION_INDEX", "0"),
+        ("HUBLOAD_RUN_ID", "cap"),
+        ("HUBLOAD_START_AT", "2099-01-01T00:00:00Z"),
+    ];
+    assert_sharded_error(
+        &["--find-capacity", "--slo", "p99<1s"],
+        &two,
+        "--find-capacity cannot run sharded (HUBLOAD_SHARD_COUNT > 1)",
+    );
+    assert_sharded_error(
+        &[],
+        &[("HUBLOAD_SHARD_COUNT", "two")],
+        "HUBLOAD_SHARD_COUNT: expected a whole number of shards",
+    );
 }
 
 #[test]
