@@ -48,6 +48,96 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_one_line_error(&["--rate", "10", "--concurrency", "5"], "not both");
 }
 
+/// Every combination `config` rejects, each before any load starts (no hub is started: the
+/// run would take seconds, these take milliseconds).
+#[test]
+fn bad_combinations_are_one_line_and_exit_2() {
+    for (args, needle) in [
+        (
+            &["--threads", "0"][..],
+            "invalid --threads `0`: must be a whole number from 1 to 1024",
+        ),
+        (&["--threads", "1025"], "invalid --threads `1025`"),
+        (
+            &["--hub-url", "https://127.0.0.1:1/hub"],
+            "invalid --hub-url `https://127.0.0.1:1/hub`: only http:// is supported",
+        ),
+        (
+            &["--hub-url", "http://127.0.0.1:1/hub?hub.mode=publish"],
+            "--hub-url `http://127.0.0.1:1/hub?hub.mode=publish`: already carries hub.mode",
+        ),
+        (&["--open"], "--open applies to --plan"),
+        (
+            &["--arrivals", "poisson"],
+            "--arrivals applies to the open model",
+        ),
+        (
+            &["--concurrency", "1,,4"],
+            "invalid --concurrency `1,,4`: has an empty item",
+        ),
+        (&["--rate", "5,"], "invalid --rate `5,`: has an empty item"),
+        (
+            &["--target", "websub,websub"],
+            "invalid --target `websub,websub`: names websub twice",
+        ),
+        (
+            &["--max-inflight", "9"],
+            "--max-inflight applies to the open model",
+        ),
+        (
+            &["--plan", "5,1s", "--rate", "5"],
+            "--plan replaces --concurrency and --rate",
+        ),
+        (
+            &["--threshold", "p99<+10%"],
+            r#"invalid --threshold "p99<+10%": +10% is relative to a baseline"#,
+        ),
+        (&["--find-capacity"], "--find-capacity needs --slo"),
+        (&["--slo", "p99<1s"], "--slo is used by --find-capacity"),
+    ] {
+        assert_one_line_error(args, needle);
+    }
+}
+
+/// `hubload ARGS` with the shard variables `env`: exit 2, one line containing `needle`, and
+/// nothing written (config refused it before any load).
+fn assert_sharded_error(args: &[&str], env: &[(&str, &str)], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hubload"))
+        .args(args)
+        .args(["--out", "r"])
+        .current_dir(dir.path())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains(needle), "{err}");
+    assert!(!dir.path().join("r").exists());
+}
+
+#[test]
+fn shard_settings_are_checked_before_any_load() {
+    let two = [
+        ("HUBLOAD_SHARD_COUNT", "2"),
+        ("JOB_COMPLETION_INDEX", "0"),
+        ("HUBLOAD_RUN_ID", "cap"),
+        ("HUBLOAD_START_AT", "2099-01-01T00:00:00Z"),
+    ];
+    assert_sharded_error(
+        &["--find-capacity", "--slo", "p99<1s"],
+        &two,
+        "--find-capacity cannot run sharded (HUBLOAD_SHARD_COUNT > 1)",
+    );
+    assert_sharded_error(
+        &[],
+        &[("HUBLOAD_SHARD_COUNT", "two")],
+        "HUBLOAD_SHARD_COUNT: expected a whole number of shards",
+    );
+}
+
 #[test]
 fn an_unreachable_hub_is_one_line_and_exit_2() {
     // A port that was just free: nothing listens there.

@@ -73,3 +73,37 @@ async fn real_summary_json_validates_against_the_committed_schema() {
     assert_eq!(summary["deregistration"]["accepted"], s.deregister.accepted);
     assert_eq!(summary["registration"]["accepted"], s.register.accepted);
 }
+
+/// Summaries written before `model` and `target` became enums still validate and still load;
+/// a word outside the enums is now rejected.
+#[test]
+fn committed_summaries_validate_and_the_kinds_are_closed_sets() {
+    let schema = committed_schema();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports");
+    for name in [
+        "sample-summary.json",
+        "compare-baseline.json",
+        "compare-candidate.json",
+    ] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&summary)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+        let report: Report = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (report.model.as_str(), report.target.as_str()),
+            ("closed", "websub"),
+            "{name}"
+        );
+        for (field, word) in [("model", "bursty"), ("target", "amqp")] {
+            let mut bad = summary.clone();
+            bad[field] = word.into();
+            assert!(!validator.is_valid(&bad), "{name}: {field}={word}");
+            assert!(serde_json::from_value::<Report>(bad).is_err());
+        }
+    }
+}

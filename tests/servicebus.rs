@@ -61,7 +61,7 @@ async fn sends_reconcile_exactly_with_the_emulator_per_topic() {
     ))
     .await;
     let r = &o.report;
-    assert_eq!(r.target, "servicebus");
+    assert_eq!(r.target.as_str(), "servicebus");
     assert!(
         r.target_url.starts_with("amqp://127.0.0.1:"),
         "{}",
@@ -329,7 +329,7 @@ async fn side_by_side_with_the_embedded_hub_and_emulator() {
         (hub.target.as_str(), sb.target.as_str()),
         ("websub", "servicebus")
     );
-    assert_eq!(o.report.target, "websub");
+    assert_eq!(o.report.target.as_str(), "websub");
     for r in [&hub, &sb] {
         let labels: Vec<&str> = r.levels.iter().map(|l| l.label.as_str()).collect();
         assert_eq!(labels, ["1", "4"], "{}", r.target);

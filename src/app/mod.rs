@@ -73,20 +73,6 @@ fn parse_once(args: &[OsString]) -> Result<Cli, ExitCode> {
     })
 }
 
-/// `--threads`: 1 to 1024.
-fn parse_threads(t: &str) -> Result<usize, String> {
-    t.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=1024).contains(n))
-        .ok_or_else(|| {
-            format!(
-                "invalid --threads `{}`: must be a whole number from 1 to 1024",
-                t.trim()
-            )
-        })
-}
-
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -104,10 +90,11 @@ pub fn main() -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let threads = match cli.run.threads.as_deref().map(parse_threads) {
-        Some(Err(e)) => return fail(e),
-        Some(Ok(n)) => n,
-        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    // Read before the runtime exists (it sizes it); `resolve` checks it again with the rest.
+    let threads = match config::threads(cli.run.threads.as_deref()) {
+        Err(e) => return fail(e),
+        Ok(Some(n)) => n,
+        Ok(None) => std::thread::available_parallelism().map_or(2, |n| n.get()),
     };
     let built = if threads == 1 {
         tokio::runtime::Builder::new_current_thread()

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::judge::{render_capacity, render_what_if, Threshold};
+use crate::judge::Threshold;
 use crate::report::compare::{self, FailIf};
+use crate::report::judging::{render_capacity, render_what_if};
 use crate::report::table::render_table;
 use crate::report::writer::{write_atomic, ReportWriter};
 use crate::report::Report;
@@ -76,7 +77,7 @@ pub fn compare(
         .iter()
         .map(|s| {
             s.parse::<FailIf>()
-                .map_err(|e| anyhow::anyhow!("invalid --fail-if `{s}`: {e}"))
+                .map_err(|e| anyhow::anyhow!("invalid {e}"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let (b, c) = (
@@ -118,7 +119,7 @@ pub fn merge(inputs: &[PathBuf], out: Option<&Path>, thresholds: &[String]) -> a
         .iter()
         .map(|t| {
             t.parse::<Threshold>()
-                .map_err(|e| anyhow::anyhow!("invalid --threshold `{t}`: {e}"))
+                .map_err(|e| anyhow::anyhow!("invalid {e}"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let shards = crate::shard::read_inputs(inputs)?;

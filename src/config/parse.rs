@@ -57,19 +57,19 @@ pub fn positive_duration(field: &str, raw: &str) -> Result<Duration, ConfigError
     Ok(d)
 }
 
-/// A comma-separated list, each item parsed by `item`.
+/// A comma-separated list, each item parsed by `item`; no item may be empty.
 pub fn list<T>(
     field: &str,
     raw: &str,
     item: impl Fn(&str, &str) -> Result<T, ConfigError>,
 ) -> Result<Vec<T>, ConfigError> {
-    let items: Vec<&str> = raw
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    if items.is_empty() {
+    let items: Vec<&str> = raw.split(',').map(str::trim).collect();
+    if items.iter().all(|s| s.is_empty()) {
         return Err(ConfigError::invalid(field, raw, "is empty"));
+    }
+    // `1,,4` is a typo, not the list 1,4.
+    if items.iter().any(|s| s.is_empty()) {
+        return Err(ConfigError::invalid(field, raw, "has an empty item"));
     }
     items.into_iter().map(|s| item(field, s)).collect()
 }
@@ -120,6 +120,10 @@ mod tests {
             (
                 list("concurrency", ",", |f, s| count(f, s, 1)).map(drop),
                 "invalid --concurrency `,`: is empty",
+            ),
+            (
+                list("concurrency", "1,,4", |f, s| count(f, s, 1)).map(drop),
+                "invalid --concurrency `1,,4`: has an empty item",
             ),
             (
                 list("concurrency", "1,x", |f, s| count(f, s, 1)).map(drop),

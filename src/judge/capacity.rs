@@ -15,34 +15,22 @@
 //! each probe is judged on its own) and it measured at least one attempt: an empty level (e.g.
 //! a probe cut short by Ctrl-C) proves nothing and counts as a failure.
 
-use std::fmt::Write;
 use std::future::Future;
 use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::{Threshold, Verdict};
+use super::threshold::check;
+use super::Threshold;
 use crate::report::LevelReport;
+use crate::verdict::Verdict;
 
-/// What the capacity finder found.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct CapacityResult {
-    /// The highest level that met the SLO, with its full row (`None` when even the first failed).
-    pub best: Option<LevelReport>,
-    /// The lowest level that broke the SLO, with every bound judged on it (`None` when the
-    /// SLO held all the way to the maximum).
-    pub first_fail: Option<(LevelReport, Vec<Verdict>)>,
-    /// Every probe in order: (load, passed).
-    pub probes: Vec<(f64, bool)>,
-    /// The search stopped before converging because the time budget would have been exceeded.
-    pub stopped_by_budget: bool,
-}
+/// What the capacity finder found, with full rows.
+pub type CapacityResult = crate::verdict::CapacityResult<LevelReport>;
 
 /// Judge one probe's row: every bound, plus "at least one attempt".
 fn judge_probe(slo: &[Threshold], row: &LevelReport) -> (bool, Vec<Verdict>) {
-    let mut verdicts: Vec<Verdict> = slo.iter().map(|t| t.check(row)).collect();
+    let mut verdicts: Vec<Verdict> = slo.iter().map(|t| check(t, row)).collect();
     if row.samples == 0 {
         verdicts.push(Verdict {
             threshold: "samples>0".into(),
@@ -140,50 +128,11 @@ where
     out
 }
 
-/// The finder's result as text for the terminal.
-pub fn render_capacity(r: &CapacityResult) -> String {
-    let mut out = String::from("Capacity finder\n");
-    let probes: Vec<String> = r
-        .probes
-        .iter()
-        .map(|(l, ok)| format!("{l}{}", if *ok { " ok" } else { " FAIL" }))
-        .collect();
-    let _ = writeln!(out, "probes: {}", probes.join(", "));
-    match &r.best {
-        Some(b) => {
-            let _ = writeln!(
-                out,
-                "highest level meeting the SLO: {}  ({} samples, p99 {} ms, errors {:.3}%, {:.1}/s)",
-                b.label, b.samples, b.p99_ms, b.error_pct, b.throughput
-            );
-        }
-        None => out.push_str("no level met the SLO (the first probe already broke it)\n"),
-    }
-    match &r.first_fail {
-        Some((row, verdicts)) => {
-            let _ = writeln!(out, "first level breaking the SLO: {}", row.label);
-            for v in verdicts.iter().filter(|v| !v.passed) {
-                let _ = writeln!(
-                    out,
-                    "  {}: actual {} (bound {})",
-                    v.threshold, v.actual, v.bound
-                );
-            }
-        }
-        None => out.push_str("the SLO held up to the maximum searched\n"),
-    }
-    if r.stopped_by_budget {
-        out.push_str(
-            "stopped early: the time budget would have been exceeded; the answer is a lower bound\n",
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::build::level_report;
+    use crate::report::judging::render_capacity;
     use crate::result::Outcome;
     use crate::stats::LevelStats;
     use std::cell::RefCell;

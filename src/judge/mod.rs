@@ -1,4 +1,5 @@
-//! Judging a run: thresholds (pass/fail), the capacity finder's SLO, and the timeout what-if table.
+//! Judging a run: thresholds (pass/fail), the capacity finder's SLO, and the timeout what-if
+//! table. Rules come parsed from `gate`; results are the plain data of `verdict`.
 
 pub mod capacity;
 #[cfg(test)]
@@ -6,6 +7,7 @@ mod testutil;
 pub mod threshold;
 pub mod whatif;
 
-pub use capacity::{find_capacity, render_capacity, CapacityResult};
-pub use threshold::{judge, Metric, Scope, Threshold, Verdict};
-pub use whatif::{render_what_if, what_if, what_if_for_rows, WhatIfRow, WhatIfTable};
+pub use crate::verdict::Verdict;
+pub use capacity::{find_capacity, CapacityResult};
+pub use threshold::{judge, Metric, Scope, Threshold};
+pub use whatif::{what_if, what_if_for_rows, WhatIfRow, WhatIfTable};

@@ -8,7 +8,7 @@
 //!   their timeout (≥ the run's `--timeout`), so they exceed every T below it. For T at or above
 //!   the run's own timeout the share is *not* what that timeout would give (those attempts were
 //!   cut off, we never saw how long they would have taken); such columns are flagged in
-//!   [`WhatIfTable::beyond_run_timeout`] and marked in every rendering. The table is only
+//!   [`WhatIfTable::beyond_run_timeout`](crate::verdict::WhatIfTable::beyond_run_timeout) and marked in every rendering. The table is only
 //!   meaningful for T below the run's timeout.
 //! - **failed-event share**: the expected share of events that fail when each attempt has
 //!   timeout T and the client makes up to R immediate retries (see [`event_failure`] for the
@@ -18,47 +18,12 @@
 //! bucket as T (within 0.1% of T) is ambiguous; it counts as exceeding T only when its whole
 //! bucket lies above T.
 
-use std::fmt::Write;
 use std::time::Duration;
-
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::report::LevelReport;
 use crate::result::Class;
 use crate::stats::{Histogram, LevelStats};
-
-/// The what-if table of a run: one row per level (and TOTAL when the caller includes it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct WhatIfTable {
-    /// The candidate timeouts, ms (the columns, in the order given).
-    pub timeouts_ms: Vec<u64>,
-    /// Immediate retries per event the failed-event share assumes (the run's `--retries`).
-    pub retries: u32,
-    /// The run's own client timeout, ms.
-    #[serde(default)]
-    pub run_timeout_ms: u64,
-    /// Per column: true when that timeout is at or above the run's own timeout, so its
-    /// shares only say how many attempts reached the run's timeout (not meaningful as a what-if).
-    #[serde(default)]
-    pub beyond_run_timeout: Vec<bool>,
-    /// One row per level.
-    pub rows: Vec<WhatIfRow>,
-}
-
-/// One level of the what-if table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct WhatIfRow {
-    /// Level label ("200", "500/s", "TOTAL").
-    pub level: String,
-    /// Attempts measured in the level.
-    pub attempts: u64,
-    /// Per timeout: share (0..=1) of attempts slower than it.
-    pub exceed_share: Vec<f64>,
-    /// Per timeout: expected share (0..=1) of events that fail with that timeout and the
-    /// table's retries (independent attempts; see [`event_failure`]).
-    pub failed_event_share: Vec<f64>,
-}
+pub use crate::verdict::{WhatIfRow, WhatIfTable};
 
 /// Attempts in `h` whose whole histogram bucket lies above `t_us`.
 fn count_above(h: &Histogram, t_us: u64) -> u64 {
@@ -153,68 +118,10 @@ pub fn what_if_for_rows<'a>(
     what_if(&levels, timeouts, retries, run_timeout)
 }
 
-/// A share as a percentage with three decimals, like the aggregate CSV's `Error %`.
-pub fn pct(share: f64) -> String {
-    format!("{:.3}%", share * 100.0)
-}
-
-/// A column heading for timeout `ms`: "100ms", "1s", "1.5s".
-pub fn timeout_label(ms: u64) -> String {
-    if ms >= 1000 && ms % 100 == 0 {
-        let s = ms as f64 / 1000.0;
-        format!("{s}s")
-    } else {
-        format!("{ms}ms")
-    }
-}
-
-/// The table as aligned text for the terminal.
-pub fn render_what_if(t: &WhatIfTable) -> String {
-    let mark = |i: usize| if t.beyond_run_timeout[i] { "*" } else { "" };
-    let heads: Vec<String> = t
-        .timeouts_ms
-        .iter()
-        .enumerate()
-        .map(|(i, ms)| format!(">{}{}", timeout_label(*ms), mark(i)))
-        .collect();
-    let mut grid: Vec<Vec<String>> = Vec::new();
-    let mut head = vec!["Level".to_string(), "Attempts".to_string()];
-    head.extend(heads.iter().cloned());
-    if t.retries > 0 {
-        head.extend(heads.iter().map(|h| format!("events {h}")));
-    }
-    grid.push(head);
-    for r in &t.rows {
-        let mut line = vec![r.level.clone(), r.attempts.to_string()];
-        line.extend(r.exceed_share.iter().map(|s| pct(*s)));
-        if t.retries > 0 {
-            line.extend(r.failed_event_share.iter().map(|s| pct(*s)));
-        }
-        grid.push(line);
-    }
-    let mut out = format!(
-        "Timeout what-if: share of attempts slower than each timeout (run timeout {})\n",
-        timeout_label(t.run_timeout_ms)
-    );
-    out.push_str(&crate::report::table::align(&grid));
-    if t.retries > 0 {
-        let _ = writeln!(
-            out,
-            "events: expected share of events failing with {} retries, assuming independent attempts",
-            t.retries
-        );
-    }
-    if t.beyond_run_timeout.iter().any(|b| *b) {
-        out.push_str(
-            "* at or above the run's own timeout: attempts were cut off there, so this only counts those that reached it\n",
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::judging::render_what_if;
     use crate::result::{Outcome, TimeoutKind};
 
     fn ms(n: u64) -> Duration {
@@ -301,13 +208,5 @@ mod tests {
         assert_eq!(event_failure(0.0, 1.0, 5), 1.0);
         // r = 0.5, t = 0.25, one retry: 0.25 + 0.25·1.5 = 0.625
         assert!((event_failure(0.5, 0.25, 1) - 0.625).abs() < 1e-12);
-    }
-
-    #[test]
-    fn labels() {
-        assert_eq!(timeout_label(100), "100ms");
-        assert_eq!(timeout_label(1000), "1s");
-        assert_eq!(timeout_label(1500), "1.5s");
-        assert_eq!(timeout_label(1234), "1234ms");
     }
 }

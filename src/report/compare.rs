@@ -16,6 +16,7 @@ use anyhow::Context;
 pub use gate::{check, FailIf, FailIfError, Violation};
 
 use super::{LevelReport, Report};
+use crate::kind::Model;
 
 /// A compared quantity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -232,7 +233,9 @@ impl Comparison {
 fn run_name(r: &Report) -> String {
     format!(
         "{} run of {} against {}",
-        r.target, r.started_at, r.target_url
+        r.target.as_str(),
+        r.started_at,
+        r.target_url
     )
 }
 
@@ -283,7 +286,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Comparison {
         }),
         _ => None,
     };
-    let level_title = if baseline.model == "open" && candidate.model == "open" {
+    let level_title = if baseline.model == Model::Open && candidate.model == Model::Open {
         "Rate"
     } else {
         "Concurrency"

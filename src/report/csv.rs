@@ -4,6 +4,7 @@
 //! the HTTP classes for the broker's (README: "CSV columns").
 
 use super::{LevelReport, Report, Reporter};
+use crate::kind::{Model, TargetKind};
 
 /// JMeter's aggregate columns after the first (which names the level: `Concurrency` or `Rate`).
 pub const AGGREGATE_COLUMNS: [&str; 12] = [
@@ -48,7 +49,7 @@ pub const SERVICEBUS_CLASSES: &[ClassColumn] = &[
 
 /// The class columns of a report's target.
 pub fn class_columns(report: &Report) -> &'static [ClassColumn] {
-    if report.target == "servicebus" {
+    if report.target == TargetKind::Servicebus {
         SERVICEBUS_CLASSES
     } else {
         WEBSUB_CLASSES
@@ -57,7 +58,7 @@ pub fn class_columns(report: &Report) -> &'static [ClassColumn] {
 
 /// The full CSV header of a report: level, aggregate, class, timeout and connection-error columns.
 pub fn header(report: &Report) -> Vec<&'static str> {
-    let first = if report.model == "open" {
+    let first = if report.model == Model::Open {
         "Rate"
     } else {
         "Concurrency"

@@ -11,6 +11,7 @@ use std::fmt::Write;
 use self::charts::{level_axis_title, visible_groups};
 use self::svg::escape;
 use super::{LevelReport, PhaseReport, Report, Reporter};
+use crate::kind::Model;
 use crate::result::Class;
 
 /// Writes `report.html`.
@@ -164,9 +165,9 @@ pub fn render(report: &Report) -> String {
     let _ = write!(
         b,
         "<h1>hubload report</h1><p class=\"meta\"><code>{target}</code> → <code>{url}</code> · {model} model · started {start} · finished {end} · hubload {version}</p>",
-        target = escape(&report.target),
+        target = report.target.as_str(),
         url = escape(&report.target_url),
-        model = escape(&report.model),
+        model = report.model.as_str(),
         start = escape(&report.started_at),
         end = escape(&report.finished_at),
         version = escape(&report.version),
@@ -253,7 +254,7 @@ fn rows_with_total(report: &Report) -> Vec<&LevelReport> {
 
 /// The JMeter aggregate columns, one row per level and TOTAL.
 fn aggregate_table(report: &Report) -> String {
-    let first = if report.model == "open" {
+    let first = if report.model == Model::Open {
         "Rate"
     } else {
         "Concurrency"

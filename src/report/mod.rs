@@ -6,6 +6,7 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod jtl;
+pub mod judging;
 mod model;
 pub mod side_by_side;
 pub mod table;

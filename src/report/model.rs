@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::judge::{CapacityResult, Verdict, WhatIfTable};
+use crate::kind::{Model, TargetKind};
 use crate::result::Class;
 use crate::stats::{LevelStats, TimelineBucket};
 use crate::targets::PhaseResult;
+use crate::verdict::{CapacityResult, Verdict, WhatIfTable};
 
 /// A whole run: metadata, phases, one row per level and the total.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -17,12 +18,12 @@ pub struct Report {
     pub tool: String,
     /// hubload's version.
     pub version: String,
-    /// "websub" or "servicebus".
-    pub target: String,
+    /// The protocol loaded ("websub" or "servicebus").
+    pub target: TargetKind,
     /// Where the load went (hub URL or Service Bus endpoint; never a secret).
     pub target_url: String,
     /// "closed" (concurrency levels) or "open" (rate levels).
-    pub model: String,
+    pub model: Model,
     /// RFC 3339 UTC.
     pub started_at: String,
     /// RFC 3339 UTC; updated every time the report is rewritten.
@@ -52,13 +53,13 @@ pub struct Report {
     pub what_if: Option<WhatIfTable>,
     /// The capacity finder's result (`--find-capacity`).
     #[serde(default)]
-    pub capacity: Option<CapacityResult>,
+    pub capacity: Option<CapacityResult<LevelReport>>,
     /// Service Bus runs: the sender's reconnects and rejection conditions.
     #[serde(default)]
     pub servicebus: Option<ServiceBusInfo>,
 }
 
-/// What a Service Bus run adds to the report (`target` = "servicebus").
+/// What a Service Bus run adds to the report (`target` is Service Bus).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServiceBusInfo {
     /// Service Bus endpoint, `amqp(s)://host[:port]` (never the key).
@@ -94,13 +95,13 @@ pub struct EmulatorTotals {
 impl Report {
     /// A report with no phases or levels yet: a WebSub run in progress (`partial`), by this
     /// hubload version.
-    pub fn new_empty(model: &str, config: serde_json::Value, topics: Vec<String>) -> Self {
+    pub fn new_empty(model: Model, config: serde_json::Value, topics: Vec<String>) -> Self {
         Report {
             tool: "hubload".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            target: "websub".into(),
+            target: TargetKind::Websub,
             target_url: String::new(),
-            model: model.into(),
+            model,
             started_at: String::new(),
             finished_at: String::new(),
             partial: true,

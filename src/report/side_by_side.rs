@@ -9,16 +9,17 @@ use std::fmt::Write;
 
 use super::compare::{compare, Comparison, LevelComparison, Metric, Metrics};
 use super::Report;
+use crate::kind::TargetKind;
 
 /// Two paths of one run, level by level.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SideBySide {
     /// Baseline = the broker path, candidate = the hub path.
     pub cmp: Comparison,
-    /// The hub path's target ("websub").
-    pub hub_target: String,
-    /// The broker path's target ("servicebus").
-    pub broker_target: String,
+    /// The hub path's target (WebSub).
+    pub hub_target: TargetKind,
+    /// The broker path's target (Service Bus).
+    pub broker_target: TargetKind,
 }
 
 /// The overhead metrics, in column order.
@@ -34,8 +35,8 @@ const OVERHEAD: [Metric; 5] = [
 pub fn side_by_side(hub: &Report, broker: &Report) -> SideBySide {
     SideBySide {
         cmp: compare(broker, hub),
-        hub_target: hub.target.clone(),
-        broker_target: broker.target.clone(),
+        hub_target: hub.target,
+        broker_target: broker.target,
     }
 }
 
@@ -154,8 +155,8 @@ pub fn render_text(s: &SideBySide) -> String {
     let group_width = |(a, b): (usize, usize)| widths[a..b].iter().sum::<usize>() + 2 * (b - a - 1);
     let titles = [
         String::new(),
-        format!("hub path ({})", s.hub_target),
-        format!("broker path ({})", s.broker_target),
+        format!("hub path ({})", s.hub_target.as_str()),
+        format!("broker path ({})", s.broker_target.as_str()),
         "hub overhead (hub - broker)".to_string(),
     ];
     let line = |cells: Vec<String>| -> String {
@@ -210,7 +211,7 @@ mod tests {
     fn pair() -> SideBySide {
         let hub = fixture("compare-baseline.json");
         let mut broker = fixture("compare-candidate.json");
-        broker.target = "servicebus".into();
+        broker.target = crate::kind::TargetKind::Servicebus;
         side_by_side(&hub, &broker)
     }
 

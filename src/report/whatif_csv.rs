@@ -1,7 +1,7 @@
 //! `whatif.csv`: the timeout what-if table, one row per level, shares as percentages.
 
 use super::{Report, Reporter};
-use crate::judge::whatif::{pct, timeout_label};
+use crate::verdict::{pct, timeout_label};
 
 /// Writes `whatif.csv` (only the header line `Level,Attempts` when the report has no table).
 #[derive(Debug, Default)]
@@ -50,7 +50,7 @@ impl Reporter for WhatIfCsvReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::whatif::{WhatIfRow, WhatIfTable};
+    use crate::verdict::{WhatIfRow, WhatIfTable};
 
     fn report(what_if: Option<WhatIfTable>) -> Report {
         let mut r: Report = serde_json::from_value(serde_json::json!({

@@ -19,7 +19,7 @@ use crate::engine::{run_level, JtlSink, LevelContext, LevelRun, LevelSpec, Live,
 use crate::judge::find_capacity;
 use crate::report::build::level_report;
 use crate::report::Report;
-use crate::shard::{Load as ShardLoad, ShardSpec};
+use crate::shard::Load as ShardLoad;
 use crate::stats::Clock;
 use crate::stats::LevelStats;
 use crate::targets::websub::{HubEndpoint, WebSubClient, WebSubTarget};
@@ -276,7 +276,7 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
         (None, Some(h)) => h.url.clone(),
         (None, None) => unreachable!("embedded hub started above"),
     };
-    rec.set_target("websub", &url);
+    rec.set_target(TargetKind::Websub, &url);
     let endpoint = HubEndpoint::resolve(&url).await?;
     // JTL rows name the publish URL.
     let sh = &Shared {
@@ -321,15 +321,10 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
 /// Run the load described by `cfg`; reports go to `cfg.output.out_dir` after every level.
 pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Result<RunOutcome> {
     let workload = Arc::new(Workload::new(cfg.workload.clone()));
-    let spec = ShardSpec::from_env()?;
+    let spec = cfg.shard.clone();
     let shard = spec
         .as_ref()
         .map_or((0, 1), |s| (u64::from(s.index), u64::from(s.count)));
-    if shard.1 > 1 && cfg.capacity.is_some() {
-        anyhow::bail!(
-            "--find-capacity cannot run sharded (HUBLOAD_SHARD_COUNT > 1): run it in one process"
-        );
-    }
     let sh = Shared {
         cfg,
         workload: workload.clone(),

@@ -6,6 +6,7 @@ use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if_for_rows, CapacityResult};
+use crate::kind::{Model, TargetKind};
 use crate::report::build::level_report;
 use crate::report::csv::CsvReporter;
 use crate::report::json::JsonReporter;
@@ -89,12 +90,12 @@ impl RunRecord {
     }
 
     /// Name the target (never a secret: URLs are shown without passwords).
-    pub fn set_target(&mut self, kind: &str, url: &url::Url) {
+    pub fn set_target(&mut self, kind: TargetKind, url: &url::Url) {
         let mut u = url.clone();
         if u.password().is_some() {
             let _ = u.set_password(Some("redacted"));
         }
-        self.report.target = kind.into();
+        self.report.target = kind;
         self.report.target_url = u.to_string();
     }
 
@@ -165,7 +166,7 @@ impl RunRecord {
         let row = level_report(label, concurrency, rate, &stats, rate.is_some());
         self.total += &stats;
         self.report.levels.push(row);
-        let open_run = self.report.model == "open";
+        let open_run = self.report.model == Model::Open;
         self.report.total = Some(level_report("TOTAL", None, None, &self.total, open_run));
         self.report.verdicts = judge(
             &self.thresholds,
@@ -195,8 +196,8 @@ impl RunRecord {
                 .and_then(|v| v.as_str())
                 .and_then(|s| humantime::parse_duration(s).ok())
         };
-        let mut report = Report::new_empty(&m.meta.model, cfg.clone(), m.topics.clone());
-        report.target = m.meta.target.clone();
+        let mut report = Report::new_empty(m.meta.model, cfg.clone(), m.topics.clone());
+        report.target = m.meta.target;
         report.target_url = m.meta.target_url.clone();
         report.started_at = m.meta.started_at.clone();
         report.finished_at = m.meta.finished_at.clone();
@@ -238,9 +239,9 @@ impl RunRecord {
     ) -> anyhow::Result<ShardArtifact> {
         let mut meta = ShardMeta::new(
             spec,
-            &self.report.target,
+            self.report.target,
             &self.report.target_url,
-            &self.report.model,
+            self.report.model,
         );
         meta.started_at = self.report.started_at.clone();
         meta.finished_at = self.report.finished_at.clone();

@@ -79,7 +79,7 @@ pub(super) async fn run_servicebus(sh: &Shared<'_>, rec: &mut RunRecord) -> anyh
             cs.host
         )
     })?;
-    rec.set_target("servicebus", &url);
+    rec.set_target(crate::kind::TargetKind::Servicebus, &url);
     // JTL rows name the endpoint.
     let sh = &Shared {
         jtl: sh.jtl.as_ref().map(|j| JtlSink {

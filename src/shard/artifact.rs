@@ -13,6 +13,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerial
 use serde::{Deserialize, Serialize};
 
 use super::env::{validate_run_id, ShardSpec};
+use crate::kind::{Model, TargetKind};
 use crate::result::Class;
 use crate::stats::{Counts, Histogram, LevelStats, TimelineBucket, HIST_LOWEST_US, HIST_SIGFIG};
 use crate::targets::PhaseResult;
@@ -116,12 +117,12 @@ pub struct ShardMeta {
     pub hubload_version: String,
     /// Histogram layout and encoding.
     pub layout: HistLayout,
-    /// "websub" or "servicebus".
-    pub target: String,
+    /// The protocol loaded ("websub" or "servicebus").
+    pub target: TargetKind,
     /// Where the load went (never a secret).
     pub target_url: String,
     /// "closed" (concurrency levels) or "open" (rate levels).
-    pub model: String,
+    pub model: Model,
     /// When this shard started, RFC 3339 UTC.
     pub started_at: String,
     /// When this shard wrote the artifact, RFC 3339 UTC.
@@ -130,7 +131,7 @@ pub struct ShardMeta {
 
 impl ShardMeta {
     /// Meta for the shard `spec`, stamped with this build's version and layout; both times are now.
-    pub fn new(spec: &ShardSpec, target: &str, target_url: &str, model: &str) -> Self {
+    pub fn new(spec: &ShardSpec, target: TargetKind, target_url: &str, model: Model) -> Self {
         let now = rfc3339(SystemTime::now());
         ShardMeta {
             format: FORMAT.to_string(),
@@ -140,9 +141,9 @@ impl ShardMeta {
             shard_count: spec.count,
             hubload_version: env!("CARGO_PKG_VERSION").to_string(),
             layout: HistLayout::current(),
-            target: target.to_string(),
+            target,
             target_url: target_url.to_string(),
-            model: model.to_string(),
+            model,
             started_at: now.clone(),
             finished_at: now,
         }
@@ -495,7 +496,12 @@ mod tests {
         phase.counts.0[Class::Accepted.index()] = 37;
         phase.counts.0[Class::Http503.index()] = 1;
         let doc = ShardArtifact {
-            meta: ShardMeta::new(&spec(), "websub", "http://hub:9000/hub", "closed"),
+            meta: ShardMeta::new(
+                &spec(),
+                crate::kind::TargetKind::Websub,
+                "http://hub:9000/hub",
+                crate::kind::Model::Closed,
+            ),
             partial: false,
             config: serde_json::json!({"tenants": 100}),
             topics: vec!["a".into(), "b".into()],
@@ -517,7 +523,12 @@ mod tests {
     #[test]
     fn envelope_errors_name_the_field() {
         let doc = ShardArtifact {
-            meta: ShardMeta::new(&spec(), "websub", "u", "closed"),
+            meta: ShardMeta::new(
+                &spec(),
+                crate::kind::TargetKind::Websub,
+                "u",
+                crate::kind::Model::Closed,
+            ),
             partial: false,
             config: serde_json::Value::Null,
             topics: vec![],

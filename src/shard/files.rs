@@ -71,7 +71,12 @@ mod tests {
             start_at: None,
         };
         ShardArtifact {
-            meta: ShardMeta::new(&spec, "websub", "u", "closed"),
+            meta: ShardMeta::new(
+                &spec,
+                crate::kind::TargetKind::Websub,
+                "u",
+                crate::kind::Model::Closed,
+            ),
             partial: false,
             config: serde_json::Value::Null,
             topics: vec![],

@@ -274,7 +274,12 @@ mod tests {
             start_at: None,
         };
         ShardArtifact {
-            meta: ShardMeta::new(&spec, "websub", "http://hub:9000/hub", "closed"),
+            meta: ShardMeta::new(
+                &spec,
+                crate::kind::TargetKind::Websub,
+                "http://hub:9000/hub",
+                crate::kind::Model::Closed,
+            ),
             partial: false,
             config: serde_json::Value::Null,
             topics: (0..40)

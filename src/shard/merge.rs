@@ -181,9 +181,9 @@ fn check_together(first: &ShardArtifact, shards: &[ShardArtifact]) -> Result<(),
                 format!("{:?}", f.layout),
                 format!("{:?}", m.layout),
             ),
-            ("target", f.target.clone(), m.target.clone()),
+            ("target", f.target.as_str().into(), m.target.as_str().into()),
             ("target_url", f.target_url.clone(), m.target_url.clone()),
-            ("model", f.model.clone(), m.model.clone()),
+            ("model", f.model.as_str().into(), m.model.as_str().into()),
             ("levels", labels(first), labels(s)),
         ];
         for (field, expected, found) in fields {
@@ -297,7 +297,12 @@ mod tests {
                 };
                 phase.counts.0[Class::Accepted.index()] = phase.topics;
                 ShardArtifact {
-                    meta: ShardMeta::new(&spec, "websub", "http://hub:9000/hub", "closed"),
+                    meta: ShardMeta::new(
+                        &spec,
+                        crate::kind::TargetKind::Websub,
+                        "http://hub:9000/hub",
+                        crate::kind::Model::Closed,
+                    ),
                     partial: false,
                     config: serde_json::json!({"tenants": 10}),
                     topics: (0..40).map(|t| format!("topic-{t}")).collect(),

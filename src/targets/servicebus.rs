@@ -12,7 +12,7 @@ use futures_util::future::join_all;
 use hubload_servicebus::{OutgoingMessage, SbSender, SendOutcome};
 
 use super::{PhaseResult, Target};
-use crate::config::SbTopics;
+use crate::kind::SbTopics;
 use crate::result::{Attempt, Class, ConnErrorKind, Outcome, TimeoutKind};
 use crate::workload::{Event, Topic, Workload};
 

@@ -1,89 +1,38 @@
-//! `--fail-if` thresholds: parse rules like `p99>+10%` and find the levels that break them.
+//! `--fail-if` rules (parsed by `gate`, the one rule language) judged on a comparison: find
+//! the levels whose delta breaks them.
 //!
-//! Grammar: `METRIC OP [SIGN]NUMBER UNIT`, spaces allowed around the parts.
-//! - METRIC: `avg` (`average`, `mean`), `median` (`p50`), `p95`, `p99`, `errors` (`error`),
-//!   `throughput` (`tps`, `rps`).
-//! - OP: `>` or `<`; the rule fails when the delta is strictly beyond the threshold.
-//! - UNIT: `%` is relative to the baseline for latencies and throughput; `ms` is an absolute
-//!   latency delta; `/s` an absolute throughput delta. For `errors`, `%` (or `pp`) means
-//!   **percentage points** of error rate: `errors>+1%` fails when the error rate grows from
-//!   0.5 % to more than 1.5 %.
-//!
+//! A rule fails when the delta is strictly beyond its bound: `%` is relative to the baseline
+//! for latencies and throughput and **percentage points** for errors (`errors>+1%` fails when
+//! the error rate grows from 0.5 % to more than 1.5 %); `ms` and `/s` are absolute deltas.
 //! Every level both runs have is checked, and TOTAL.
 
 use std::fmt;
 use std::str::FromStr;
 
 use super::{Comparison, Delta, Metric};
+use crate::gate::{self, Bound, Flag, Gate, GateError};
 
-/// Which side of the threshold fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// `>`: fails when the delta is greater than the threshold.
-    Greater,
-    /// `<`: fails when the delta is less than the threshold.
-    Less,
-}
-
-/// How the threshold is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    /// Relative to the baseline, % (percentage points for `errors`).
-    Percent,
-    /// Absolute milliseconds (latency metrics).
-    Ms,
-    /// Absolute attempts per second (throughput).
-    PerSec,
-}
-
-/// One `--fail-if` rule.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One `--fail-if` rule: the parsed gate and the compare column it reads.
+#[derive(Debug, Clone, PartialEq)]
 pub struct FailIf {
+    pub gate: Gate,
+    /// The column of the comparison the rule reads.
     pub metric: Metric,
-    pub op: Op,
-    /// Signed threshold in `unit`.
-    pub threshold: f64,
-    pub unit: Unit,
 }
 
-/// A `--fail-if` rule that does not parse; the message names the bad part.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FailIfError {
-    #[error("--fail-if {rule:?}: missing '>' or '<' (expected e.g. p99>+10%)")]
-    NoOperator { rule: String },
-    #[error(
-        "--fail-if {rule:?}: unknown metric {metric:?} (expected avg, median, p95, p99, errors or throughput)"
-    )]
-    UnknownMetric { rule: String, metric: String },
-    #[error("--fail-if {rule:?}: bad threshold {value:?} (expected a signed number and a unit, e.g. +10% or +5ms)")]
-    BadNumber { rule: String, value: String },
-    #[error("--fail-if {rule:?}: missing unit after the threshold (use {allowed})")]
-    MissingUnit { rule: String, allowed: &'static str },
-    #[error("--fail-if {rule:?}: unit {unit:?} does not apply to {metric} (use {allowed})")]
-    BadUnit {
-        rule: String,
-        unit: String,
-        metric: &'static str,
-        allowed: &'static str,
-    },
-}
+/// A `--fail-if` rule that does not parse; the message names the flag and the bad part.
+pub type FailIfError = GateError;
 
-fn metric_keyword(m: Metric) -> &'static str {
+/// The compare column of a gate metric (`gate` only lets `--fail-if` name these).
+fn column(m: gate::Metric) -> Metric {
     match m {
-        Metric::Average => "avg",
-        Metric::Median => "median",
-        Metric::P95 => "p95",
-        Metric::P99 => "p99",
-        Metric::ErrorPct => "errors",
-        Metric::Throughput => "throughput",
-    }
-}
-
-fn allowed_units(m: Metric) -> &'static str {
-    match m {
-        Metric::ErrorPct => "% or pp, percentage points",
-        Metric::Throughput => "% or /s",
-        _ => "% or ms",
+        gate::Metric::Avg => Metric::Average,
+        gate::Metric::P(50) => Metric::Median,
+        gate::Metric::P(95) => Metric::P95,
+        gate::Metric::P(99) => Metric::P99,
+        gate::Metric::Errors => Metric::ErrorPct,
+        gate::Metric::Rate => Metric::Throughput,
+        other => unreachable!("--fail-if does not accept {other:?}"),
     }
 }
 
@@ -91,71 +40,10 @@ impl FromStr for FailIf {
     type Err = FailIfError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let rule = s.to_string();
-        let Some(at) = s.find(['>', '<']) else {
-            return Err(FailIfError::NoOperator { rule });
-        };
-        let op = if s.as_bytes()[at] == b'>' {
-            Op::Greater
-        } else {
-            Op::Less
-        };
-        let name = s[..at].trim().to_ascii_lowercase();
-        let metric = match name.as_str() {
-            "avg" | "average" | "mean" => Metric::Average,
-            "median" | "p50" => Metric::Median,
-            "p95" => Metric::P95,
-            "p99" => Metric::P99,
-            "errors" | "error" | "error%" | "err" => Metric::ErrorPct,
-            "throughput" | "tps" | "rps" => Metric::Throughput,
-            _ => {
-                return Err(FailIfError::UnknownMetric {
-                    rule,
-                    metric: s[..at].trim().to_string(),
-                })
-            }
-        };
-        let rest = s[at + 1..].trim();
-        let num_end = rest
-            .char_indices()
-            .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || (i == 0 && (c == '+' || c == '-'))))
-            .map_or(rest.len(), |(i, _)| i);
-        let (num, unit) = rest.split_at(num_end);
-        let threshold: f64 = match num.parse() {
-            Ok(v) if f64::is_finite(v) => v,
-            _ => {
-                return Err(FailIfError::BadNumber {
-                    rule,
-                    value: rest.to_string(),
-                })
-            }
-        };
-        let unit_text = unit.trim().to_ascii_lowercase();
-        let unit = match (metric, unit_text.as_str()) {
-            (_, "%") => Unit::Percent,
-            (Metric::ErrorPct, "pp") => Unit::Percent,
-            (Metric::Throughput, "/s") => Unit::PerSec,
-            (m, "ms") if m.is_latency() => Unit::Ms,
-            (_, "") => {
-                return Err(FailIfError::MissingUnit {
-                    rule,
-                    allowed: allowed_units(metric),
-                })
-            }
-            _ => {
-                return Err(FailIfError::BadUnit {
-                    rule,
-                    unit: unit.trim().to_string(),
-                    metric: metric_keyword(metric),
-                    allowed: allowed_units(metric),
-                })
-            }
-        };
+        let gate = Gate::parse(Flag::FailIf, s)?;
         Ok(FailIf {
-            metric,
-            op,
-            threshold,
-            unit,
+            metric: column(gate.metric),
+            gate,
         })
     }
 }
@@ -163,30 +51,15 @@ impl FromStr for FailIf {
 impl fmt::Display for FailIf {
     /// The canonical form, e.g. `p99>+10%`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let op = match self.op {
-            Op::Greater => '>',
-            Op::Less => '<',
-        };
-        let unit = match self.unit {
-            Unit::Percent => "%",
-            Unit::Ms => "ms",
-            Unit::PerSec => "/s",
-        };
-        write!(
-            f,
-            "{}{op}{:+}{unit}",
-            metric_keyword(self.metric),
-            self.threshold
-        )
+        self.gate.fmt(f)
     }
 }
 
 impl FailIf {
-    /// The quantity this rule compares: relative % (or points for errors) or absolute.
+    /// The quantity this rule compares: relative % or absolute (points for errors).
     /// A relative delta from a zero baseline counts as infinitely large.
     fn measure(&self, d: Delta) -> f64 {
-        let relative = self.unit == Unit::Percent && self.metric != Metric::ErrorPct;
-        if !relative {
+        if !matches!(self.gate.bound, Bound::Relative(_)) {
             return d.abs;
         }
         d.pct.unwrap_or(if d.abs > 0.0 {
@@ -198,11 +71,7 @@ impl FailIf {
 
     /// Whether a delta breaks this rule.
     pub fn fails(&self, d: Delta) -> bool {
-        let v = self.measure(d);
-        match self.op {
-            Op::Greater => v > self.threshold,
-            Op::Less => v < self.threshold,
-        }
+        self.gate.op.holds(self.measure(d), self.gate.bound.value())
     }
 }
 
@@ -246,7 +115,7 @@ pub fn check(cmp: &Comparison, rules: &[FailIf]) -> Vec<Violation> {
             let delta = Delta::between(base, cand);
             if rule.fails(delta) {
                 out.push(Violation {
-                    rule: *rule,
+                    rule: rule.clone(),
                     label: row.label.clone(),
                     baseline: base,
                     candidate: cand,

@@ -1,6 +1,7 @@
 //! The run report's charts: turns `LevelReport`s into [`svg`](super::svg) charts.
 
 use super::svg::{spans_decades, LineChart, Segment, Separator, Series, StackedBars, XAxis};
+use crate::kind::Model;
 use crate::report::{LevelReport, Report};
 use crate::result::Class;
 use crate::stats::TimelineBucket;
@@ -83,7 +84,7 @@ pub fn visible_groups(levels: &[LevelReport]) -> Vec<&'static ClassGroup> {
 
 /// "Concurrency" or "Rate (events/s)", for axis titles.
 pub fn level_axis_title(report: &Report) -> &'static str {
-    if report.model == "open" {
+    if report.model == Model::Open {
         "Rate (events/s)"
     } else {
         "Concurrency"
@@ -332,7 +333,7 @@ fn latency_axis_title(log: bool) -> &'static str {
 }
 
 fn level_prefix(report: &Report) -> &'static str {
-    if report.model == "open" {
+    if report.model == Model::Open {
         "rate"
     } else {
         "c"

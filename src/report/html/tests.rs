@@ -223,7 +223,7 @@ fn service_bus_classes_appear_when_counted() {
 fn open_model_adds_the_corrected_p99() {
     let mut report = sample();
     assert!(!render(&report).contains("p99 from intended start"));
-    report.model = "open".into();
+    report.model = crate::kind::Model::Open;
     for (i, l) in report.levels.iter_mut().enumerate() {
         l.label = format!("{}/s", (i + 1) * 100);
         let mut c = l.latency_us.clone();

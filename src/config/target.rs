@@ -1,0 +1,165 @@
+//! The target flags (kinds, hub URL, token, Service Bus settings) and the topic phases →
+//! `TargetConfig`.
+
+use super::parse::{count32, list};
+use super::{opt, ConfigError, SbTopics, Secret, TargetConfig};
+use crate::cli::RunArgs;
+use crate::kind::TargetKind;
+
+/// The publish path supports `https://` hub URLs. It does not yet: the HTTP client can speak
+/// TLS, but the WebSub target does not build TLS pools. Flip this when it does; it is the
+/// only place that decides.
+const HTTPS_PUBLISH: bool = false;
+
+fn kinds(a: &RunArgs) -> Result<Vec<TargetKind>, ConfigError> {
+    let Some(s) = opt(&a.target) else {
+        return Ok(vec![TargetKind::Websub]);
+    };
+    let kinds: Vec<TargetKind> = list("target", s, |f, v| {
+        v.parse().map_err(|e| ConfigError::invalid(f, v, e))
+    })?;
+    for (i, k) in kinds.iter().enumerate() {
+        if kinds[..i].contains(k) {
+            return Err(ConfigError::invalid(
+                "target",
+                s,
+                format!("names {} twice", k.as_str()),
+            ));
+        }
+    }
+    Ok(kinds)
+}
+
+fn hub_url(a: &RunArgs) -> Result<Option<url::Url>, ConfigError> {
+    let Some(s) = opt(&a.hub_url) else {
+        return Ok(None);
+    };
+    let bad = |why: &str| ConfigError::invalid("hub-url", s, why);
+    let u = url::Url::parse(s.trim()).map_err(|e| ConfigError::invalid("hub-url", s, e))?;
+    match u.scheme() {
+        "http" | "https" if u.host().is_some() => {}
+        _ => return Err(bad("must be an http:// or https:// URL with a host")),
+    }
+    if u.scheme() == "https" && !HTTPS_PUBLISH {
+        return Err(bad(
+            "only http:// is supported on the publish path (put TLS on a sidecar or proxy)",
+        ));
+    }
+    if u.query_pairs().any(|(k, _)| k == "hub.mode") {
+        return Err(bad(
+            "already carries hub.mode; hubload adds it (give the hub's URL without it)",
+        ));
+    }
+    Ok(Some(u))
+}
+
+fn sb_topics(a: &RunArgs) -> Result<SbTopics, ConfigError> {
+    match opt(&a.sb_topics) {
+        None | Some("per-topic") => Ok(SbTopics::PerTopic),
+        Some(s) => match s.strip_prefix("single:") {
+            Some(name) if !name.trim().is_empty() => Ok(SbTopics::Single(name.trim().to_string())),
+            _ => Err(ConfigError::invalid(
+                "sb-topics",
+                s,
+                "is not per-topic or single:NAME",
+            )),
+        },
+    }
+}
+
+/// Where the load goes.
+pub(super) fn resolve(a: &RunArgs) -> Result<TargetConfig, ConfigError> {
+    Ok(TargetConfig {
+        kinds: kinds(a)?,
+        hub_url: hub_url(a)?,
+        hub_token: a.hub_token.clone().map(Secret::new),
+        sb_connection_string: a.sb_connection_string.clone().map(Secret::new),
+        sb_topics: sb_topics(a)?,
+        sb_connections: opt(&a.sb_connections)
+            .map_or(Ok(4), |s| count32("sb-connections", s, 1))?,
+    })
+}
+
+/// `--register-concurrency` [default: 16].
+pub(super) fn register_concurrency(a: &RunArgs) -> Result<u32, ConfigError> {
+    opt(&a.register_concurrency).map_or(Ok(16), |s| count32("register-concurrency", s, 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{args, err};
+    use super::*;
+
+    #[test]
+    fn kinds_and_urls() {
+        use TargetKind::*;
+        let table: &[(&[&str], &[TargetKind])] = &[
+            (&[], &[Websub]),
+            (&["--target", "servicebus"], &[Servicebus]),
+            (&["--target", "servicebus, websub"], &[Servicebus, Websub]),
+        ];
+        for (argv, want) in table {
+            assert_eq!(resolve(&args(argv)).unwrap().kinds, *want, "{argv:?}");
+        }
+        let t = resolve(&args(&[
+            "--hub-url",
+            "http://h:9/hub?x=1",
+            "--sb-topics",
+            "single: all ",
+        ]))
+        .unwrap();
+        assert_eq!(t.hub_url.unwrap().as_str(), "http://h:9/hub?x=1");
+        assert_eq!(t.sb_topics, SbTopics::Single("all".into()));
+        assert_eq!(t.sb_connections, 4);
+        assert_eq!(register_concurrency(&args(&[])).unwrap(), 16);
+    }
+
+    #[test]
+    fn rules_and_messages() {
+        for (argv, want) in [
+            (
+                &["--target", "websub,websub"][..],
+                "invalid --target `websub,websub`: names websub twice",
+            ),
+            (
+                &["--target", "servicebus,websub,servicebus"],
+                "invalid --target `servicebus,websub,servicebus`: names servicebus twice",
+            ),
+            (
+                &["--target", "amqp"],
+                "invalid --target `amqp`: is not websub or servicebus",
+            ),
+            (
+                &["--target", "websub,"],
+                "invalid --target `websub,`: has an empty item",
+            ),
+            (
+                &["--hub-url", "ftp://x/hub"],
+                "invalid --hub-url `ftp://x/hub`: must be an http:// or https:// URL",
+            ),
+            (&["--hub-url", "hub"], "invalid --hub-url `hub`"),
+            (
+                &["--hub-url", "https://h/hub"],
+                "invalid --hub-url `https://h/hub`: only http:// is supported",
+            ),
+            (
+                &["--hub-url", "http://h/hub?hub.mode=publish"],
+                "invalid --hub-url `http://h/hub?hub.mode=publish`: already carries hub.mode",
+            ),
+            (
+                &["--sb-topics", "single:"],
+                "invalid --sb-topics `single:`: is not per-topic or single:NAME",
+            ),
+            (
+                &["--sb-connections", "0"],
+                "invalid --sb-connections `0`: must be at least 1",
+            ),
+        ] {
+            err(resolve(&args(argv)), want);
+        }
+        err(
+            register_concurrency(&args(&["--register-concurrency", "0"])),
+            "invalid --register-concurrency `0`: must be at least 1",
+        );
+    }
+}

@@ -1,0 +1,367 @@
+//! The one gate language: `--threshold`, `--slo` and `compare --fail-if` rules such as
+//! `p99<300ms`, `total:errors<1%`, `rate>=500`, `p99>+10%`, parsed by one parser against one
+//! table of metrics into one `Op` and one `Bound`. Plain data: judging a rule is `judge`'s job
+//! (absolute bounds on one run) and `report::compare`'s (deltas between two runs).
+//!
+//! Grammar: `[total:]METRIC OP VALUE`, spaces allowed around the parts, metric names in any
+//! case. What VALUE may be depends on the flag:
+//! - `--threshold` / `--slo` (absolute): a latency is a duration (`300ms`, `1.5s`); errors and
+//!   timeouts are a share (`1%`) or a count (`3`); rate is attempts per second (`500`, `500/s`).
+//!   Ops `<`, `<=`, `>`, `>=`. A relative bound (`+10%`) is an error: it needs a baseline.
+//! - `--fail-if` (a delta between two runs): a signed number and a unit: `%` relative to the
+//!   baseline (for errors: percentage points, also spelled `pp`), `ms` for latencies, `/s` for
+//!   throughput. Ops `<`, `>` (strict: the rule fails when the delta is beyond the bound).
+//!   No `total:` (every level both runs have is checked, and TOTAL).
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::Serialize;
+
+#[cfg(test)]
+mod tests;
+
+/// Which flag a rule came from: it decides what the value may be, and errors name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Flag {
+    /// `--threshold`: judged on the run's rows; failing → exit 1.
+    Threshold,
+    /// `--slo`: the capacity finder's bounds.
+    Slo,
+    /// `compare --fail-if`: judged on the deltas between two runs.
+    FailIf,
+}
+
+impl Flag {
+    /// The flag as typed: `--threshold`, `--slo`, `--fail-if`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Flag::Threshold => "--threshold",
+            Flag::Slo => "--slo",
+            Flag::FailIf => "--fail-if",
+        }
+    }
+
+    fn relative(self) -> bool {
+        self == Flag::FailIf
+    }
+
+    fn example(self) -> &'static str {
+        if self.relative() {
+            "p99>+10%"
+        } else {
+            "p99<300ms"
+        }
+    }
+
+    fn ops(self) -> &'static [(&'static str, Op)] {
+        if self.relative() {
+            &[("<", Op::Lt), (">", Op::Gt)]
+        } else {
+            &[("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)]
+        }
+    }
+
+    fn metrics(self) -> &'static str {
+        if self.relative() {
+            "avg, median, p95, p99, errors or throughput"
+        } else {
+            "avg, median, p90, p95, p99, p999, max, errors, timeouts or rate"
+        }
+    }
+}
+
+/// What a rule measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Mean latency.
+    Avg,
+    /// A latency percentile (50, 90, 95, 99; 99.9 as 999).
+    P(u16),
+    /// Largest latency.
+    Max,
+    /// Attempts not accepted.
+    Errors,
+    /// Client-side timeouts.
+    Timeouts,
+    /// Achieved throughput, attempts per second.
+    Rate,
+}
+
+/// The one table of metric names: every spelling either flag has accepted, and whether
+/// `--fail-if` compares it (compare's columns are avg, median, p95, p99, errors, throughput).
+const METRICS: &[(&[&str], Metric, bool)] = &[
+    (&["avg", "average", "mean"], Metric::Avg, true),
+    (&["median", "p50"], Metric::P(50), true),
+    (&["p90"], Metric::P(90), false),
+    (&["p95"], Metric::P(95), true),
+    (&["p99"], Metric::P(99), true),
+    (&["p999", "p99.9"], Metric::P(999), false),
+    (&["max"], Metric::Max, false),
+    (&["errors", "error", "error%", "err"], Metric::Errors, true),
+    (&["timeouts"], Metric::Timeouts, false),
+    (&["rate", "throughput", "tps", "rps"], Metric::Rate, true),
+];
+
+impl Metric {
+    /// Whether the metric is a latency (ms).
+    pub fn is_latency(self) -> bool {
+        matches!(self, Metric::Avg | Metric::P(_) | Metric::Max)
+    }
+
+    /// The canonical name: `avg`, `median`, `p95`, `p99.9`, `errors`, `throughput`, ….
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Metric::Avg => "avg",
+            Metric::P(50) => "median",
+            Metric::P(90) => "p90",
+            Metric::P(95) => "p95",
+            Metric::P(99) => "p99",
+            Metric::P(_) => "p99.9",
+            Metric::Max => "max",
+            Metric::Errors => "errors",
+            Metric::Timeouts => "timeouts",
+            Metric::Rate => "throughput",
+        }
+    }
+}
+
+/// Comparison operator: the rule's side of the bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Op {
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+}
+
+impl Op {
+    /// `a OP b`.
+    pub fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+        }
+    }
+
+    /// `<`, `<=`, `>`, `>=`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+        }
+    }
+}
+
+/// Which rows a rule judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Every level row.
+    EachLevel,
+    /// The TOTAL row only (`total:`).
+    Total,
+}
+
+/// The bound a rule compares with, in its unit. Under `--fail-if` each is a signed delta.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// A latency, ms.
+    Ms(f64),
+    /// A share of attempts, % (errors, timeouts); under `--fail-if`, percentage points.
+    Percent(f64),
+    /// A count of attempts (errors, timeouts), or attempts per second (rate).
+    Number(f64),
+    /// Relative to the baseline's value, % (`--fail-if` only).
+    Relative(f64),
+}
+
+impl Bound {
+    /// The number, in the bound's unit.
+    pub fn value(self) -> f64 {
+        match self {
+            Bound::Ms(v) | Bound::Percent(v) | Bound::Number(v) | Bound::Relative(v) => v,
+        }
+    }
+}
+
+/// One parsed rule.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gate {
+    /// The text as given (trimmed).
+    pub text: String,
+    pub flag: Flag,
+    pub scope: Scope,
+    pub metric: Metric,
+    pub op: Op,
+    pub bound: Bound,
+}
+
+/// A `--threshold` or `--slo` rule: a gate with an absolute bound.
+pub type Threshold = Gate;
+
+/// A rule that does not parse: one line naming the flag, the rule and the bad part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} {rule:?}: {message}", flag.name())]
+pub struct GateError {
+    pub flag: Flag,
+    pub rule: String,
+    pub message: String,
+}
+
+fn number(s: &str) -> Option<f64> {
+    s.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+impl Gate {
+    /// Parse `text` as a rule of `flag`.
+    pub fn parse(flag: Flag, text: &str) -> Result<Gate, GateError> {
+        let err = |message: String| GateError {
+            flag,
+            rule: text.to_string(),
+            message,
+        };
+        let trimmed = text.trim();
+        let (scope, rest) = match trimmed.strip_prefix("total:") {
+            Some(r) if !flag.relative() => (Scope::Total, r),
+            _ => (Scope::EachLevel, trimmed),
+        };
+        let Some(at) = rest.find(['<', '>']) else {
+            return Err(err(format!(
+                "missing '>' or '<' (expected e.g. {})",
+                flag.example()
+            )));
+        };
+        let name = rest[..at].trim();
+        let &(_, metric, _) = METRICS
+            .iter()
+            .find(|(names, _, _)| names.contains(&name.to_ascii_lowercase().as_str()))
+            .filter(|(_, _, compared)| *compared || !flag.relative())
+            .ok_or_else(|| {
+                err(format!(
+                    "unknown metric {name:?} (expected {})",
+                    flag.metrics()
+                ))
+            })?;
+        let tail = &rest[at..];
+        let &(op_text, op) = flag
+            .ops()
+            .iter()
+            .find(|(o, _)| tail.starts_with(o))
+            .expect("every flag accepts < and >");
+        let value = tail[op_text.len()..].trim();
+        let bound = if flag.relative() {
+            delta_bound(metric, value).map_err(err)?
+        } else {
+            absolute_bound(metric, value).map_err(err)?
+        };
+        Ok(Gate {
+            text: trimmed.to_string(),
+            flag,
+            scope,
+            metric,
+            op,
+            bound,
+        })
+    }
+}
+
+/// `--threshold` / `--slo`: a non-negative value in the metric's unit.
+fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
+    let signed = value.starts_with(['+', '-']);
+    if signed && value.ends_with('%') && !matches!(metric, Metric::Errors | Metric::Timeouts) {
+        return Err(format!(
+            "{value} is relative to a baseline; only compare --fail-if has one (give e.g. p99<300ms)"
+        ));
+    }
+    let bound = match metric {
+        m if m.is_latency() => {
+            let d: Duration = humantime::parse_duration(value)
+                .map_err(|_| "the bound must be a duration like 300ms".to_string())?;
+            Bound::Ms(d.as_secs_f64() * 1000.0)
+        }
+        Metric::Errors | Metric::Timeouts => match value.strip_suffix('%') {
+            Some(p) => Bound::Percent(number(p).ok_or("bad percentage")?),
+            None => Bound::Number(number(value).ok_or("the bound must be N or N%")?),
+        },
+        _ => Bound::Number(
+            number(value.strip_suffix("/s").unwrap_or(value))
+                .ok_or("the bound must be a number (per second)")?,
+        ),
+    };
+    if bound.value() < 0.0 {
+        return Err("the bound must be a non-negative number".into());
+    }
+    Ok(bound)
+}
+
+/// `--fail-if`: a signed number and a unit.
+fn delta_bound(metric: Metric, value: &str) -> Result<Bound, String> {
+    let end = value
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || (i == 0 && (c == '+' || c == '-'))))
+        .map_or(value.len(), |(i, _)| i);
+    let (num, unit) = value.split_at(end);
+    let v = number(num).ok_or_else(|| {
+        format!("bad threshold {value:?} (expected a signed number and a unit, e.g. +10% or +5ms)")
+    })?;
+    let allowed = match metric {
+        Metric::Errors => "% or pp, percentage points",
+        Metric::Rate => "% or /s",
+        _ => "% or ms",
+    };
+    let unit = unit.trim();
+    match (metric, unit.to_ascii_lowercase().as_str()) {
+        (Metric::Errors, "%" | "pp") => Ok(Bound::Percent(v)),
+        (_, "%") => Ok(Bound::Relative(v)),
+        (Metric::Rate, "/s") => Ok(Bound::Number(v)),
+        (m, "ms") if m.is_latency() => Ok(Bound::Ms(v)),
+        (_, "") => Err(format!("missing unit after the threshold (use {allowed})")),
+        (m, _) => Err(format!(
+            "unit {unit:?} does not apply to {} (use {allowed})",
+            m.keyword()
+        )),
+    }
+}
+
+impl FromStr for Gate {
+    type Err = GateError;
+    /// A `--threshold` rule.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Gate::parse(Flag::Threshold, s)
+    }
+}
+
+impl fmt::Display for Gate {
+    /// A `--threshold`/`--slo` rule as given; a `--fail-if` rule in its canonical form,
+    /// e.g. `p99>+10%`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.flag.relative() {
+            return f.write_str(&self.text);
+        }
+        let unit = match self.bound {
+            Bound::Relative(_) | Bound::Percent(_) => "%",
+            Bound::Ms(_) => "ms",
+            Bound::Number(_) => "/s",
+        };
+        write!(
+            f,
+            "{}{}{:+}{unit}",
+            self.metric.keyword(),
+            self.op.as_str(),
+            self.bound.value()
+        )
+    }
+}

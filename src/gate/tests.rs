@@ -1,0 +1,242 @@
+//! Table tests of the gate parser: every spelling either flag accepts, and every error.
+
+use super::*;
+
+fn ok(flag: Flag, text: &str) -> Gate {
+    Gate::parse(flag, text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+#[test]
+fn absolute_rules() {
+    use Bound::*;
+    use Metric::*;
+    let table: &[(&str, Scope, Metric, Op, Bound)] = &[
+        ("p99<300ms", Scope::EachLevel, P(99), Op::Lt, Ms(300.0)),
+        ("total:p95<=1s", Scope::Total, P(95), Op::Le, Ms(1000.0)),
+        ("errors<1%", Scope::EachLevel, Errors, Op::Lt, Percent(1.0)),
+        ("errors<+1%", Scope::EachLevel, Errors, Op::Lt, Percent(1.0)),
+        ("errors<=0", Scope::EachLevel, Errors, Op::Le, Number(0.0)),
+        ("error<3", Scope::EachLevel, Errors, Op::Lt, Number(3.0)),
+        ("rate>=500", Scope::EachLevel, Rate, Op::Ge, Number(500.0)),
+        (
+            "throughput > 99.5/s",
+            Scope::EachLevel,
+            Rate,
+            Op::Gt,
+            Number(99.5),
+        ),
+        (
+            "timeouts<0.5%",
+            Scope::EachLevel,
+            Timeouts,
+            Op::Lt,
+            Percent(0.5),
+        ),
+        ("avg<50ms", Scope::EachLevel, Avg, Op::Lt, Ms(50.0)),
+        ("mean<1m", Scope::EachLevel, Avg, Op::Lt, Ms(60_000.0)),
+        ("median<2ms", Scope::EachLevel, P(50), Op::Lt, Ms(2.0)),
+        ("p50<2ms", Scope::EachLevel, P(50), Op::Lt, Ms(2.0)),
+        ("p90<2ms", Scope::EachLevel, P(90), Op::Lt, Ms(2.0)),
+        ("p99.9<2s", Scope::EachLevel, P(999), Op::Lt, Ms(2000.0)),
+        ("p999<2s", Scope::EachLevel, P(999), Op::Lt, Ms(2000.0)),
+        ("max<1us", Scope::EachLevel, Max, Op::Lt, Ms(0.001)),
+        (" P99 < 300ms ", Scope::EachLevel, P(99), Op::Lt, Ms(300.0)),
+    ];
+    for flag in [Flag::Threshold, Flag::Slo] {
+        for (text, scope, metric, op, bound) in table {
+            let g = ok(flag, text);
+            assert_eq!(
+                (g.scope, g.metric, g.op, g.bound),
+                (*scope, *metric, *op, *bound),
+                "{text}"
+            );
+            assert_eq!(g.text, text.trim());
+            assert_eq!(g.to_string(), text.trim(), "shown as given");
+        }
+    }
+    assert_eq!("p99<1s".parse::<Threshold>().unwrap().flag, Flag::Threshold);
+}
+
+#[test]
+fn relative_rules() {
+    use Bound::*;
+    use Metric::*;
+    let table: &[(&str, Metric, Op, Bound, &str)] = &[
+        ("p99>+10%", P(99), Op::Gt, Relative(10.0), "p99>+10%"),
+        ("avg>+5ms", Avg, Op::Gt, Ms(5.0), "avg>+5ms"),
+        ("errors>+1%", Errors, Op::Gt, Percent(1.0), "errors>+1%"),
+        (
+            "throughput<-10%",
+            Rate,
+            Op::Lt,
+            Relative(-10.0),
+            "throughput<-10%",
+        ),
+        (" P95 > 20 ms ", P(95), Op::Gt, Ms(20.0), "p95>+20ms"),
+        ("mean>0.5ms", Avg, Op::Gt, Ms(0.5), "avg>+0.5ms"),
+        ("average>1ms", Avg, Op::Gt, Ms(1.0), "avg>+1ms"),
+        (
+            "tps<-100/s",
+            Rate,
+            Op::Lt,
+            Number(-100.0),
+            "throughput<-100/s",
+        ),
+        ("rps<-1%", Rate, Op::Lt, Relative(-1.0), "throughput<-1%"),
+        (
+            "errors>+0.25pp",
+            Errors,
+            Op::Gt,
+            Percent(0.25),
+            "errors>+0.25%",
+        ),
+        ("err>1%", Errors, Op::Gt, Percent(1.0), "errors>+1%"),
+        ("error%>1%", Errors, Op::Gt, Percent(1.0), "errors>+1%"),
+        ("p50>+5%", P(50), Op::Gt, Relative(5.0), "median>+5%"),
+    ];
+    for (text, metric, op, bound, canonical) in table {
+        let g = ok(Flag::FailIf, text);
+        assert_eq!(
+            (g.scope, g.metric, g.op, g.bound),
+            (Scope::EachLevel, *metric, *op, *bound),
+            "{text}"
+        );
+        assert_eq!(g.to_string(), *canonical);
+    }
+}
+
+#[test]
+fn errors_name_the_flag_and_the_bad_part() {
+    let table: &[(Flag, &str, &str)] = &[
+        (
+            Flag::Threshold,
+            "p99",
+            r#"--threshold "p99": missing '>' or '<' (expected e.g. p99<300ms)"#,
+        ),
+        (
+            Flag::Slo,
+            "p99",
+            r#"--slo "p99": missing '>' or '<' (expected e.g. p99<300ms)"#,
+        ),
+        (
+            Flag::Threshold,
+            "p42<1s",
+            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts or rate)"#,
+        ),
+        (
+            Flag::Threshold,
+            "p99<fast",
+            r#"--threshold "p99<fast": the bound must be a duration like 300ms"#,
+        ),
+        (
+            Flag::Threshold,
+            "p99<+10%",
+            r#"--threshold "p99<+10%": +10% is relative to a baseline; only compare --fail-if has one (give e.g. p99<300ms)"#,
+        ),
+        (
+            Flag::Slo,
+            "rate>-5%",
+            r#"--slo "rate>-5%": -5% is relative to a baseline; only compare --fail-if has one (give e.g. p99<300ms)"#,
+        ),
+        (
+            Flag::Threshold,
+            "errors<lots%",
+            r#"--threshold "errors<lots%": bad percentage"#,
+        ),
+        (
+            Flag::Threshold,
+            "errors<lots",
+            r#"--threshold "errors<lots": the bound must be N or N%"#,
+        ),
+        (
+            Flag::Threshold,
+            "rate>=fast",
+            r#"--threshold "rate>=fast": the bound must be a number (per second)"#,
+        ),
+        (
+            Flag::Threshold,
+            "rate>=-1",
+            r#"--threshold "rate>=-1": the bound must be a non-negative number"#,
+        ),
+        (
+            Flag::Threshold,
+            "errors<-1%",
+            r#"--threshold "errors<-1%": the bound must be a non-negative number"#,
+        ),
+        (
+            Flag::FailIf,
+            "p99=10%",
+            r#"--fail-if "p99=10%": missing '>' or '<' (expected e.g. p99>+10%)"#,
+        ),
+        (
+            Flag::FailIf,
+            "",
+            r#"--fail-if "": missing '>' or '<' (expected e.g. p99>+10%)"#,
+        ),
+        (
+            Flag::FailIf,
+            "p98>+10%",
+            r#"--fail-if "p98>+10%": unknown metric "p98" (expected avg, median, p95, p99, errors or throughput)"#,
+        ),
+        // Metrics compare has no column for.
+        (
+            Flag::FailIf,
+            "p90>+10%",
+            r#"--fail-if "p90>+10%": unknown metric "p90" (expected avg, median, p95, p99, errors or throughput)"#,
+        ),
+        (
+            Flag::FailIf,
+            "total:p99>+10%",
+            r#"--fail-if "total:p99>+10%": unknown metric "total:p99" (expected avg, median, p95, p99, errors or throughput)"#,
+        ),
+        (
+            Flag::FailIf,
+            "p99>+ten%",
+            r#"--fail-if "p99>+ten%": bad threshold "+ten%" (expected a signed number and a unit, e.g. +10% or +5ms)"#,
+        ),
+        (
+            Flag::FailIf,
+            "p99>=10%",
+            r#"--fail-if "p99>=10%": bad threshold "=10%" (expected a signed number and a unit, e.g. +10% or +5ms)"#,
+        ),
+        (
+            Flag::FailIf,
+            "p99>+10",
+            r#"--fail-if "p99>+10": missing unit after the threshold (use % or ms)"#,
+        ),
+        (
+            Flag::FailIf,
+            "errors>+1ms",
+            r#"--fail-if "errors>+1ms": unit "ms" does not apply to errors (use % or pp, percentage points)"#,
+        ),
+        (
+            Flag::FailIf,
+            "throughput<-10ms",
+            r#"--fail-if "throughput<-10ms": unit "ms" does not apply to throughput (use % or /s)"#,
+        ),
+        (
+            Flag::FailIf,
+            "p99>+10/s",
+            r#"--fail-if "p99>+10/s": unit "/s" does not apply to p99 (use % or ms)"#,
+        ),
+    ];
+    for (flag, text, want) in table {
+        let e = Gate::parse(*flag, text).unwrap_err().to_string();
+        assert_eq!(e, *want);
+        assert!(!e.contains('\n'));
+    }
+}
+
+#[test]
+fn ops_hold() {
+    for (op, a, b, want) in [
+        (Op::Lt, 1.0, 2.0, true),
+        (Op::Lt, 2.0, 2.0, false),
+        (Op::Le, 2.0, 2.0, true),
+        (Op::Gt, 2.0, 2.0, false),
+        (Op::Ge, 2.0, 2.0, true),
+        (Op::Gt, 3.0, 2.0, true),
+    ] {
+        assert_eq!(op.holds(a, b), want, "{a} {} {b}", op.as_str());
+    }
+}
