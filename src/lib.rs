@@ -10,5 +10,7 @@ pub mod result;
 pub mod run;
 pub mod shard;
 pub mod stats;
+pub mod subscriber;
 pub mod targets;
+pub mod topic_server;
 pub mod workload;
