@@ -116,8 +116,14 @@ impl TopicServer {
         let mut links = Vec::with_capacity(topics.len());
         for (i, t) in topics.iter().enumerate() {
             by_path.insert(format!("{prefix_path}{}", t.name), i);
-            let link = format!("<{}>; rel=\"hub\", <{prefix}{}>; rel=\"self\"", cfg.hub_url, t.name);
-            links.push(HeaderValue::try_from(link).map_err(|_| bad("a topic URL is not a header value"))?);
+            let link = format!(
+                "<{}>; rel=\"hub\", <{prefix}{}>; rel=\"self\"",
+                cfg.hub_url, t.name
+            );
+            links.push(
+                HeaderValue::try_from(link)
+                    .map_err(|_| bad("a topic URL is not a header value"))?,
+            );
         }
         let shared = Arc::new(Shared {
             queues: topics.iter().map(|_| Mutex::default()).collect(),
@@ -224,7 +230,10 @@ async fn fetch(State(sh): State<Arc<Shared>>, req: Request) -> Response {
     (
         StatusCode::OK,
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
             (header::LINK, link),
         ],
         body,

@@ -49,7 +49,8 @@ impl Behaviour {
         if self.fail_every > 0 && receipt % self.fail_every == 0 {
             return Answer::Error;
         }
-        if self.fail_fraction > 0.0 && SplitMix64::for_event(sub, receipt).unit() < self.fail_fraction
+        if self.fail_fraction > 0.0
+            && SplitMix64::for_event(sub, receipt).unit() < self.fail_fraction
         {
             return Answer::Error;
         }
@@ -79,7 +80,9 @@ mod tests {
             fail_fraction: 0.5,
             ..Behaviour::default()
         };
-        let fails = (1..=10_000).filter(|r| half.answer(9, *r, 0) == Answer::Error).count();
+        let fails = (1..=10_000)
+            .filter(|r| half.answer(9, *r, 0) == Answer::Error)
+            .count();
         assert!((4_700..5_300).contains(&fails), "{fails}");
         assert_eq!(Behaviour::default().answer(1, 1, 0), Answer::Ok);
     }

@@ -91,7 +91,9 @@ impl Default for AtomicBitmap {
     fn default() -> Self {
         AtomicBitmap {
             base: AtomicU64::new(0),
-            chunks: (0..MAX_SPAN / CHUNK_BITS).map(|_| OnceLock::new()).collect(),
+            chunks: (0..MAX_SPAN / CHUNK_BITS)
+                .map(|_| OnceLock::new())
+                .collect(),
         }
     }
 }
@@ -174,7 +176,14 @@ mod tests {
     fn atomic_bitmap_matches_a_set() {
         let b = AtomicBitmap::default();
         b.reset(1_000);
-        let seqs = [1_000, 1_001, 1_063, 1_064, 1_000 + CHUNK_BITS, 1_000 + 3 * CHUNK_BITS + 7];
+        let seqs = [
+            1_000,
+            1_001,
+            1_063,
+            1_064,
+            1_000 + CHUNK_BITS,
+            1_000 + 3 * CHUNK_BITS + 7,
+        ];
         for s in seqs {
             assert!(b.set(s));
             assert!(!b.set(s));

@@ -94,11 +94,14 @@ fn parse_reply(buf: &[u8]) -> Result<Reply, String> {
     };
     let status = resp.code.unwrap_or(0);
     let chunked = resp.headers.iter().any(|h| {
-        h.name.eq_ignore_ascii_case("transfer-encoding")
-            && h.value.eq_ignore_ascii_case(b"chunked")
+        h.name.eq_ignore_ascii_case("transfer-encoding") && h.value.eq_ignore_ascii_case(b"chunked")
     });
     let rest = &buf[head..];
-    let body = if chunked { dechunk(rest) } else { rest.to_vec() };
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_vec()
+    };
     Ok(Reply { status, body })
 }
 
@@ -108,8 +111,12 @@ fn dechunk(mut s: &[u8]) -> Vec<u8> {
         let size = std::str::from_utf8(&s[..eol])
             .ok()
             .and_then(|l| usize::from_str_radix(l.split(';').next()?.trim(), 16).ok());
-        let Some(n) = size.filter(|n| *n > 0) else { break };
-        let Some(data) = s.get(eol + 2..eol + 2 + n) else { break };
+        let Some(n) = size.filter(|n| *n > 0) else {
+            break;
+        };
+        let Some(data) = s.get(eol + 2..eol + 2 + n) else {
+            break;
+        };
         out.extend_from_slice(data);
         s = s.get(eol + 4 + n..).unwrap_or_default();
     }

@@ -322,12 +322,15 @@ impl Fleet {
                 .tracker
                 .sent(seq)
                 .map_or_else(|| sh.workload.topic_of_seq(seq), |s| s.topic);
-            let Some(&first) = sh.first_sub.get(t) else { return };
+            let Some(&first) = sh.first_sub.get(t) else {
+                return;
+            };
             if first == u32::MAX {
                 return;
             }
-            for i in first as usize..first as usize + sh.per_topic {
-                f(i, &guards[i], guards[i].acked.get(seq));
+            let first = first as usize;
+            for (i, st) in guards.iter().enumerate().skip(first).take(sh.per_topic) {
+                f(i, st, st.acked.get(seq));
             }
         });
     }

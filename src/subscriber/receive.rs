@@ -187,7 +187,10 @@ impl SubState {
         c.delivered += 1;
         match sent {
             Some(s) => {
-                record(&mut self.e2e_from_start, received_ns.saturating_sub(s.sent_ns) / 1000);
+                record(
+                    &mut self.e2e_from_start,
+                    received_ns.saturating_sub(s.sent_ns) / 1000,
+                );
                 match s.accepted_ns {
                     Some(a) if a <= received_ns => {
                         record(&mut self.e2e_from_accepted, (received_ns - a) / 1000);
@@ -271,7 +274,10 @@ mod tests {
         };
         assert_eq!(
             ck(e.topic, &e.body, &sig),
-            Check::Event { seq: 12, sent_us: 1_000_000_000 }
+            Check::Event {
+                seq: 12,
+                sent_us: 1_000_000_000
+            }
         );
         assert_eq!(ck(e.topic, &e.body, "sha256=00"), Check::BadSignature);
         assert_eq!(ck(e.topic + 1, &e.body, &sig), Check::Unexpected);
@@ -280,16 +286,29 @@ mod tests {
         bent[n] ^= 1;
         assert_eq!(ck(e.topic, &bent, &sign(b"k", &bent)), Check::BodyMismatch);
         let never = w.event_at(13, 1);
-        assert_eq!(ck(never.topic, &never.body, &sign(b"k", &never.body)), Check::Unexpected);
+        assert_eq!(
+            ck(never.topic, &never.body, &sign(b"k", &never.body)),
+            Check::Unexpected
+        );
         let old = w.event_at(3, 1);
-        assert_eq!(ck(old.topic, &old.body, &sign(b"k", &old.body)), Check::Late);
+        assert_eq!(
+            ck(old.topic, &old.body, &sign(b"k", &old.body)),
+            Check::Late
+        );
         assert_eq!(ck(e.topic, b"{}", &sign(b"k", b"{}")), Check::Unexpected);
         // Without a secret the signature is not looked at.
-        assert!(matches!(check(&w, &t, e.topic, 10, None, None, &e.body), Check::Event { .. }));
+        assert!(matches!(
+            check(&w, &t, e.topic, 10, None, None, &e.body),
+            Check::Event { .. }
+        ));
     }
 
     fn sent(sent_ns: u64, accepted_ns: Option<u64>) -> Option<SentEvent> {
-        Some(SentEvent { topic: 0, sent_ns, accepted_ns })
+        Some(SentEvent {
+            topic: 0,
+            sent_ns,
+            accepted_ns,
+        })
     }
 
     #[test]
@@ -301,14 +320,36 @@ mod tests {
         let mut s = SubState::new(0);
         let ev = |seq| Check::Event { seq, sent_us: 0 };
         // receipt 1 ok, 2 fails, 3 (redelivery of 2) ok, 4 (duplicate of 1) fails, 5 ok.
-        assert_eq!(s.receive(0, &every2, ev(1), sent(1_000, Some(3_000)), 10_000), Answer::Ok);
-        assert_eq!(s.receive(0, &every2, ev(2), sent(2_000, None), 11_000), Answer::Error);
-        assert_eq!(s.receive(0, &every2, ev(2), sent(2_000, None), 12_000), Answer::Ok);
-        assert_eq!(s.receive(0, &every2, ev(1), sent(1_000, None), 13_000), Answer::Error);
-        assert_eq!(s.receive(0, &every2, Check::Unexpected, None, 14_000), Answer::Ok);
+        assert_eq!(
+            s.receive(0, &every2, ev(1), sent(1_000, Some(3_000)), 10_000),
+            Answer::Ok
+        );
+        assert_eq!(
+            s.receive(0, &every2, ev(2), sent(2_000, None), 11_000),
+            Answer::Error
+        );
+        assert_eq!(
+            s.receive(0, &every2, ev(2), sent(2_000, None), 12_000),
+            Answer::Ok
+        );
+        assert_eq!(
+            s.receive(0, &every2, ev(1), sent(1_000, None), 13_000),
+            Answer::Error
+        );
+        assert_eq!(
+            s.receive(0, &every2, Check::Unexpected, None, 14_000),
+            Answer::Ok
+        );
         let c = s.counts;
         assert_eq!(
-            (c.received, c.delivered, c.redeliveries, c.duplicates, c.unexpected, c.answered_error),
+            (
+                c.received,
+                c.delivered,
+                c.redeliveries,
+                c.duplicates,
+                c.unexpected,
+                c.answered_error
+            ),
             (5, 2, 1, 1, 1, 2)
         );
         assert_eq!(c.before_accepted, 1, "seq 2 was never accepted");

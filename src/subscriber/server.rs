@@ -87,15 +87,21 @@ async fn deliver(
     let signature = headers.get("x-hub-signature").map(|v| v.as_bytes());
     let base = sh.base.load(Relaxed);
     let secret = sh.secret.expose().as_bytes();
-    let c = check(&sh.workload, &sh.tracker, topic, base, Some(secret), signature, &body);
+    let c = check(
+        &sh.workload,
+        &sh.tracker,
+        topic,
+        base,
+        Some(secret),
+        signature,
+        &body,
+    );
     let sent = match c {
         receive::Check::Event { seq, .. } => sh.tracker.sent(seq),
         _ => None,
     };
     let id = (topic as u64) << 20 | index as u64;
-    let answer = sub
-        .state()
-        .receive(id, &sh.behaviour, c, sent, received_ns);
+    let answer = sub.state().receive(id, &sh.behaviour, c, sent, received_ns);
     if sh.closing.load(Relaxed) {
         sh.delivered.notify_one();
     }

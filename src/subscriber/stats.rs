@@ -130,7 +130,11 @@ mod tests {
         merged += &part("1/0", 4, &[50_000]);
         merged += &part("0/0", 1, &[7]);
         assert_eq!(
-            (merged.counts.expected, merged.counts.delivered, merged.counts.lost),
+            (
+                merged.counts.expected,
+                merged.counts.delivered,
+                merged.counts.lost
+            ),
             (11, 8, 3)
         );
         assert_eq!(merged.per_subscriber["0/0"].delivered, 4);

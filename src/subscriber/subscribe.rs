@@ -62,9 +62,16 @@ impl Fleet {
 
 fn form(sh: &Shared, s: &Subscriber, subscribe: bool) -> String {
     let mut f = url::form_urlencoded::Serializer::new(String::new());
-    f.append_pair("hub.mode", if subscribe { "subscribe" } else { "unsubscribe" })
-        .append_pair("hub.callback", &sh.callback(s))
-        .append_pair("hub.topic", &s.hub_topic);
+    f.append_pair(
+        "hub.mode",
+        if subscribe {
+            "subscribe"
+        } else {
+            "unsubscribe"
+        },
+    )
+    .append_pair("hub.callback", &sh.callback(s))
+    .append_pair("hub.topic", &s.hub_topic);
     if subscribe {
         f.append_pair("hub.lease_seconds", &sh.lease_seconds.to_string())
             .append_pair("hub.secret", sh.secret.expose());
@@ -83,8 +90,13 @@ async fn run_phase(sh: &Shared, p: &PhaseSettings, subscribe: bool) -> Subscript
         stream::iter(sh.subs.iter().enumerate())
             .map(|(i, s)| async move {
                 s.set_intent(pending);
-                let r = post_form(&p.hub_url, &form(sh, s, subscribe), p.token.as_ref(), p.timeout)
-                    .await;
+                let r = post_form(
+                    &p.hub_url,
+                    &form(sh, s, subscribe),
+                    p.token.as_ref(),
+                    p.timeout,
+                )
+                .await;
                 (i, r)
             })
             .buffer_unordered(p.concurrency.max(1))
@@ -107,7 +119,11 @@ async fn run_phase(sh: &Shared, p: &PhaseSettings, subscribe: bool) -> Subscript
                         Ok(r) => format!("HTTP {} ({})", r.status, client::reason(&r.body)),
                         Err(e) => e,
                     };
-                    let mode = if subscribe { "subscribe" } else { "unsubscribe" };
+                    let mode = if subscribe {
+                        "subscribe"
+                    } else {
+                        "unsubscribe"
+                    };
                     format!("{mode} {}: {what}", s.hub_topic)
                 });
             }

@@ -128,7 +128,11 @@ mod tests {
         t.note_published(10, 7, at);
         assert_eq!(
             t.sent(10),
-            Some(SentEvent { topic: 7, sent_ns: 5_000, accepted_ns: None })
+            Some(SentEvent {
+                topic: 7,
+                sent_ns: 5_000,
+                accepted_ns: None
+            })
         );
         t.note_accepted(10, at + Duration::from_micros(2));
         assert_eq!(t.sent(10).unwrap().accepted_ns, Some(7_000));

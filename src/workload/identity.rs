@@ -82,7 +82,9 @@ mod tests {
     #[test]
     fn parse_reads_identity_and_refuses_the_rest() {
         let id = jti(run_tag(1), 77);
-        let body = format!(r#"{{"iss":"x","jti":"{id}","iat":1764460800000,"sent_us":1764460800000123,"e":1}}"#);
+        let body = format!(
+            r#"{{"iss":"x","jti":"{id}","iat":1764460800000,"sent_us":1764460800000123,"e":1}}"#
+        );
         assert_eq!(
             parse(body.as_bytes()),
             Some((run_tag(1), 77, 1_764_460_800_000_123))

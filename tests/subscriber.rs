@@ -1,0 +1,490 @@
+//! The subscriber fleet against the real reference hub: every accepted publish delivered once,
+//! counts equal to the hub's `/stats`; a failing subscriber's redeliveries equal the hub's
+//! retries; hand-made deliveries land in unexpected, bad signature and duplicates; the topic
+//! server hands out each published event once.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::stream::{self, StreamExt};
+use hmac::{Hmac, Mac};
+use hubload::config::Secret;
+use hubload::subscriber::{
+    Behaviour, DeliveryLevelStats, DeliveryTracker, Fleet, FleetConfig, PhaseSettings,
+};
+use hubload::topic_server::{TopicServer, TopicServerConfig};
+use hubload::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
+use hubload_hub::{HubConfig, HubState, RetryPolicy, StatsSnapshot};
+use sha2::Sha256;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+const SECRET: &str = "fleet-test-secret";
+
+fn workload() -> Arc<Workload> {
+    Arc::new(Workload::new(WorkloadConfig {
+        tenants: 2,
+        sps: 3,
+        users: 5,
+        channels: vec!["login".into(), "registration".into()],
+        layout: TopicLayout::PerTenantChannel,
+        payload_bytes: None,
+        seed: 11,
+        distribution: Distribution::Uniform,
+    }))
+}
+
+/// One HTTP/1.1 request over a fresh connection: (status, raw head, body). Test-only.
+async fn request(addr: &str, head: &str, body: &[u8]) -> (u16, String, Vec<u8>) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "{head}\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.unwrap();
+    let split = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8(buf[..split].to_vec()).unwrap();
+    let status = head[9..12].parse().unwrap();
+    (status, head, buf[split + 4..].to_vec())
+}
+
+struct Hub {
+    addr: String,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Hub {
+    async fn start() -> Hub {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let state = HubState::new(HubConfig {
+            retry: RetryPolicy {
+                max_attempts: 5,
+                initial_backoff: Duration::from_millis(10),
+                max_backoff: Duration::from_millis(50),
+            },
+            ..HubConfig::default()
+        });
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            hubload_hub::serve(listener, state, async move {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        Hub { addr, _stop: stop }
+    }
+
+    fn url(&self) -> url::Url {
+        format!("http://{}/hub", self.addr).parse().unwrap()
+    }
+
+    async fn stats(&self) -> StatsSnapshot {
+        let (_, _, body) = request(&self.addr, "GET /stats HTTP/1.1", b"").await;
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    /// Poll `/stats` until `done` holds (deadline 20 s).
+    async fn stats_when(&self, done: impl Fn(&StatsSnapshot) -> bool) -> StatsSnapshot {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = self.stats().await;
+            if done(&s) || Instant::now() > deadline {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn register(&self, topic: &str) {
+        let form = format!("hub.mode=register&hub.topic={topic}");
+        let head = "POST /hub HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded";
+        let (status, _, body) = request(&self.addr, head, form.as_bytes()).await;
+        assert_eq!((status, body.as_slice()), (200, &b"hub.mode=accepted"[..]));
+    }
+
+    /// A Ballerina-dialect publish; true when accepted.
+    async fn publish(&self, topic: &str, body: &[u8]) -> bool {
+        let head = format!(
+            "POST /hub?hub.mode=publish&hub.topic={topic} HTTP/1.1\r\nContent-Type: application/json"
+        );
+        let (status, _, reply) = request(&self.addr, &head, body).await;
+        status == 200 && reply == b"hub.mode=accepted"
+    }
+}
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+async fn fleet(w: &Arc<Workload>, per_topic: usize, behaviour: Behaviour) -> Fleet {
+    let cfg = FleetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        callback_url: None,
+        per_topic,
+        topics: w
+            .topics()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i, t.name.to_string()))
+            .collect(),
+        secret: Some(Secret::new(SECRET)),
+        lease_seconds: 3600,
+        behaviour,
+    };
+    Fleet::start(cfg, w.clone(), Arc::new(DeliveryTracker::new(4096)))
+        .await
+        .unwrap()
+}
+
+/// Register, subscribe, publish `events` (4 at a time, through the tracker), close the level.
+/// Returns the level's stats, accepted publishes per topic, and the hub's settled stats.
+async fn one_level(
+    hub: &Hub,
+    w: &Arc<Workload>,
+    fleet: &Fleet,
+    per_topic: usize,
+    events: u64,
+) -> (DeliveryLevelStats, Vec<u64>, StatsSnapshot) {
+    for t in w.topics() {
+        hub.register(&t.name).await;
+    }
+    let settings = PhaseSettings {
+        hub_url: hub.url(),
+        token: None,
+        concurrency: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let phase = fleet.subscribe(&settings).await;
+    let n = (w.topics().len() * per_topic) as u64;
+    assert_eq!(
+        (
+            phase.requested,
+            phase.accepted,
+            phase.verified,
+            phase.denied,
+            phase.unverified,
+            phase.refused
+        ),
+        (n, n, n, 0, 0, 0),
+        "{phase:?}"
+    );
+    // The hub activates a subscription once it has read our echo: wait for that.
+    let names: Vec<String> = w.topics().iter().map(|t| t.name.to_string()).collect();
+    let active = |s: &StatsSnapshot| {
+        names.iter().all(|t| {
+            s.topics
+                .get(t)
+                .is_some_and(|x| x.subscribers == per_topic as u64)
+        })
+    };
+    assert!(active(&hub.stats_when(active).await));
+
+    fleet.open_level(0);
+    let tracker = fleet.tracker().clone();
+    let accepted: Vec<(usize, bool)> = stream::iter(0..events)
+        .map(|seq| {
+            let (w, tracker) = (w.clone(), tracker.clone());
+            async move {
+                let e = w.event_at(seq, now_us());
+                tracker.note_published(seq, e.topic, std::time::Instant::now());
+                let ok = hub.publish(&w.topics()[e.topic].name, &e.body).await;
+                if ok {
+                    tracker.note_accepted(seq, std::time::Instant::now());
+                }
+                (e.topic, ok)
+            }
+        })
+        .buffer_unordered(4)
+        .collect()
+        .await;
+    let mut per_topic_accepted = vec![0u64; w.topics().len()];
+    for (t, ok) in accepted {
+        per_topic_accepted[t] += u64::from(ok);
+    }
+    let stats = fleet.close_level(Duration::from_secs(15)).await;
+    let settled = hub.stats_when(|s| s.distribution.pending == 0).await;
+    (stats, per_topic_accepted, settled)
+}
+
+async fn delivers_exactly_once(per_topic: usize) {
+    let hub = Hub::start().await;
+    let w = workload();
+    let fleet = fleet(&w, per_topic, Behaviour::default()).await;
+    let (stats, accepted, hub_stats) = one_level(&hub, &w, &fleet, per_topic, 60).await;
+    let total: u64 = accepted.iter().sum();
+    assert_eq!(total, 60, "the hub accepts every publish");
+    let c = stats.counts;
+    let want = total * per_topic as u64;
+    assert_eq!(
+        (c.expected, c.delivered, c.received),
+        (want, want, want),
+        "{c:?}"
+    );
+    assert_eq!(
+        (
+            c.lost,
+            c.duplicates,
+            c.redeliveries,
+            c.bad_signature,
+            c.body_mismatch,
+            c.unexpected,
+            c.late
+        ),
+        (0, 0, 0, 0, 0, 0, 0),
+        "{c:?}"
+    );
+    assert_eq!(stats.e2e_from_start.len(), want);
+    assert_eq!(
+        stats.e2e_from_accepted.len() + c.before_accepted,
+        want,
+        "every delivery has an accepted → received sample or is counted before it"
+    );
+    // The hub's own distribution counters equal ours, in total and per topic.
+    let d = hub_stats.distribution;
+    assert_eq!(
+        (d.published, d.delivered, d.retried, d.failed, d.dropped),
+        (total, c.delivered, 0, 0, 0)
+    );
+    for (i, t) in w.topics().iter().enumerate() {
+        let ours: u64 = (0..per_topic)
+            .map(|s| stats.per_subscriber[&format!("{i}/{s}")].delivered)
+            .sum();
+        assert_eq!(
+            hub_stats.topics[&*t.name].delivered, ours,
+            "topic {}",
+            t.name
+        );
+        assert_eq!(ours, accepted[i] * per_topic as u64);
+    }
+
+    let settings = PhaseSettings {
+        hub_url: hub.url(),
+        token: None,
+        concurrency: 4,
+        timeout: Duration::from_secs(10),
+    };
+    let n = (w.topics().len() * per_topic) as u64;
+    let gone = fleet.unsubscribe(&settings).await;
+    assert_eq!(
+        (
+            gone.requested,
+            gone.accepted,
+            gone.verified,
+            gone.unverified
+        ),
+        (n, n, n, 0),
+        "{gone:?}"
+    );
+    let left = hub
+        .stats_when(|s| s.topics.values().all(|t| t.subscribers == 0))
+        .await;
+    assert!(left.topics.values().all(|t| t.subscribers == 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_subscriber_per_topic_gets_every_event_once() {
+    delivers_exactly_once(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_subscribers_per_topic_get_every_event_once() {
+    delivers_exactly_once(3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_subscriber_sees_the_hubs_retries_as_redeliveries() {
+    let hub = Hub::start().await;
+    let w = workload();
+    let every3 = Behaviour {
+        fail_every: 3,
+        ..Behaviour::default()
+    };
+    let fleet = fleet(&w, 1, every3).await;
+    let (stats, accepted, hub_stats) = one_level(&hub, &w, &fleet, 1, 45).await;
+    let total: u64 = accepted.iter().sum();
+    let c = stats.counts;
+    let d = hub_stats.distribution;
+    assert!(
+        d.retried > 0,
+        "every 3rd delivery failed, so the hub retried"
+    );
+    assert_eq!(
+        (c.redeliveries, c.answered_error),
+        (d.retried, d.retried),
+        "{c:?} {d:?}"
+    );
+    assert_eq!((c.delivered, c.lost, c.duplicates), (total, 0, 0), "{c:?}");
+    assert_eq!(c.received, total + d.retried);
+    assert_eq!((d.delivered, d.failed, d.dropped), (total, 0, 0));
+}
+
+fn sign(body: &[u8], secret: &str) -> String {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+#[tokio::test]
+async fn hand_made_deliveries_are_classified() {
+    let w = workload();
+    let fleet = fleet(&w, 1, Behaviour::default()).await;
+    let addr = fleet.local_addr().to_string();
+    fleet.open_level(100);
+    let e = w.event_at(100, now_us());
+    fleet
+        .tracker()
+        .note_published(100, e.topic, std::time::Instant::now());
+    fleet
+        .tracker()
+        .note_accepted(100, std::time::Instant::now());
+    // Event 101 of the same topic is accepted but never delivered: lost once the grace is over.
+    let e101 = (101..).find(|s| w.topic_of_seq(*s) == e.topic).unwrap();
+    fleet
+        .tracker()
+        .note_published(e101, e.topic, std::time::Instant::now());
+    fleet
+        .tracker()
+        .note_accepted(e101, std::time::Instant::now());
+    let post = |topic: usize, body: Vec<u8>, sig: String| {
+        let addr = addr.clone();
+        async move {
+            let head = format!("POST /cb/{topic}/0 HTTP/1.1\r\nX-Hub-Signature: {sig}");
+            request(&addr, &head, &body).await.0
+        }
+    };
+    let good = sign(&e.body, SECRET);
+    assert_eq!(post(e.topic, e.body.to_vec(), good.clone()).await, 200);
+    assert_eq!(
+        post(e.topic, e.body.to_vec(), good.clone()).await,
+        200,
+        "duplicate"
+    );
+    assert_eq!(
+        post(e.topic, e.body.to_vec(), sign(&e.body, "other")).await,
+        200,
+        "bad signature is acknowledged"
+    );
+    let stranger = br#"{"jti":"not ours"}"#.to_vec();
+    assert_eq!(
+        post(e.topic, stranger.clone(), sign(&stranger, SECRET)).await,
+        200
+    );
+    let other_topic = (e.topic + 1) % w.topics().len();
+    assert_eq!(
+        post(other_topic, e.body.to_vec(), good).await,
+        200,
+        "wrong topic"
+    );
+    assert_eq!(
+        post(99, e.body.to_vec(), String::new()).await,
+        404,
+        "no such subscriber"
+    );
+    // A challenge nobody asked for is not echoed.
+    let (status, _, _) = request(
+        &addr,
+        &format!(
+            "GET /cb/0/0?hub.mode=subscribe&hub.topic={}&hub.challenge=abc HTTP/1.1",
+            w.topics()[0].name
+        ),
+        b"",
+    )
+    .await;
+    assert_eq!(status, 404);
+    let closing = Instant::now();
+    let stats = fleet.close_level(Duration::from_millis(300)).await;
+    assert!(
+        closing.elapsed() >= Duration::from_millis(300),
+        "waited out the grace"
+    );
+    let c = stats.counts;
+    assert_eq!(
+        (
+            c.received,
+            c.delivered,
+            c.duplicates,
+            c.bad_signature,
+            c.unexpected,
+            c.lost
+        ),
+        (5, 1, 1, 1, 2, 1),
+        "{c:?}"
+    );
+    assert_eq!(c.expected, 2);
+    // After the close, an event of the closed level is late.
+    let late = post(e.topic, e.body.to_vec(), sign(&e.body, SECRET)).await;
+    assert_eq!(late, 200);
+    fleet.open_level(1_000);
+    assert_eq!(fleet.close_level(Duration::ZERO).await.counts.late, 1);
+    assert_eq!(
+        stats.per_subscriber[&format!("{other_topic}/0")].unexpected,
+        1
+    );
+}
+
+#[tokio::test]
+async fn the_topic_server_hands_out_each_event_once_in_order() {
+    let w = workload();
+    let ts = TopicServer::start(
+        TopicServerConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            hub_url: "http://hub.example/hub".into(),
+            topic_url_prefix: None,
+            queue_cap: 8,
+        },
+        w.clone(),
+    )
+    .await
+    .unwrap();
+    let addr = ts.local_addr().to_string();
+    let (a, b) = (w.event_at(1, 5_000_000), w.event_at(2, 6_000_000));
+    ts.note_published(0, 1, 5_000_000);
+    ts.note_published(0, 2, 6_000_000);
+    let url = ts.topic_url(0).unwrap();
+    let path = url::Url::parse(&url).unwrap().path().to_owned();
+    let get = |p: String| {
+        let addr = addr.clone();
+        async move { request(&addr, &format!("GET {p} HTTP/1.1"), b"").await }
+    };
+    let (s1, head, body1) = get(path.clone()).await;
+    assert_eq!((s1, body1.as_slice()), (200, a.body.as_ref()));
+    let head = head.to_ascii_lowercase();
+    assert!(head.contains("content-type: application/json"), "{head}");
+    let link = format!(
+        "link: <http://hub.example/hub>; rel=\"hub\", <{}>; rel=\"self\"",
+        url.to_ascii_lowercase()
+    );
+    assert!(head.contains(&link), "{head}");
+    let (_, _, body2) = get(path.clone()).await;
+    assert_eq!(body2, b.body.as_ref());
+    let (_, _, body3) = get(path.clone()).await;
+    assert_eq!(body3, b.body.as_ref(), "nothing pending: the latest again");
+    let empty = url::Url::parse(&ts.topic_url(1).unwrap())
+        .unwrap()
+        .path()
+        .to_owned();
+    assert_eq!(get(empty).await.0, 204);
+    assert_eq!(get("/nope".into()).await.0, 404);
+    let st = ts.take_stats();
+    assert_eq!(
+        (
+            st.fetches,
+            st.fetched_new,
+            st.fetched_again,
+            st.fetched_empty,
+            st.unknown,
+            st.overflowed
+        ),
+        (4, 2, 1, 1, 1, 0)
+    );
+    assert_eq!(ts.take_stats().fetches, 0, "taken per level");
+}
