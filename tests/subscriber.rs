@@ -488,3 +488,64 @@ async fn the_topic_server_hands_out_each_event_once_in_order() {
     );
     assert_eq!(ts.take_stats().fetches, 0, "taken per level");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_leaves_is_removed_by_the_hub() {
+    let hub = Hub::start().await;
+    let w = workload();
+    let gone2 = Behaviour {
+        gone_after: Some(2),
+        ..Behaviour::default()
+    };
+    let fleet = fleet(&w, 1, gone2).await;
+    let (stats, accepted, hub_stats) = one_level(&hub, &w, &fleet, 1, 40).await;
+    let c = stats.counts;
+    let d = hub_stats.distribution;
+    let leaving = accepted.iter().filter(|a| **a > 2).count() as u64;
+    assert!(leaving > 0, "{accepted:?}");
+    assert_eq!(stats.gone_subscribers, leaving);
+    // Each leaver answered 410 once; the hub counts that delivery failed and removes it.
+    assert_eq!(
+        (c.answered_gone, d.failed),
+        (leaving, leaving),
+        "{c:?} {d:?}"
+    );
+    let kept: u64 = accepted.iter().map(|a| (*a).min(2)).sum();
+    assert_eq!((c.delivered, d.delivered, c.lost), (kept, kept, 0), "{c:?}");
+    let removed = hub_stats
+        .topics
+        .values()
+        .filter(|t| t.subscribers == 0)
+        .count() as u64;
+    assert_eq!(removed, leaving);
+}
+
+#[tokio::test]
+async fn a_refused_subscription_keeps_the_hubs_reason() {
+    let hub = Hub::start().await;
+    let w = workload();
+    let fleet = fleet(&w, 1, Behaviour::default()).await;
+    // Nothing registered: the reference hub refuses each subscription at once.
+    let phase = fleet
+        .subscribe(&PhaseSettings {
+            hub_url: hub.url(),
+            token: None,
+            concurrency: 2,
+            timeout: Duration::from_secs(5),
+        })
+        .await;
+    let n = w.topics().len() as u64;
+    assert_eq!(
+        (phase.requested, phase.accepted, phase.refused),
+        (n, 0, n),
+        "{phase:?}"
+    );
+    let err = phase.first_error.unwrap();
+    assert!(
+        err.starts_with("subscribe ") && err.contains("HTTP 404"),
+        "{err}"
+    );
+    assert!(err.contains("is not registered with the Hub"), "{err}");
+    assert!(!err.contains(SECRET), "{err}");
+    assert_eq!(hub.stats().await.subscribe.denied, n);
+}

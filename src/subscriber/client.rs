@@ -123,9 +123,14 @@ fn dechunk(mut s: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The first 200 bytes of a reason, control characters escaped.
+/// What a hub said: its `hub.reason` (form-encoded answers), or else the first 200 bytes of
+/// the body; control characters escaped either way.
 pub fn reason(body: &[u8]) -> String {
-    String::from_utf8_lossy(&body[..body.len().min(200)])
+    let said = url::form_urlencoded::parse(body)
+        .find(|(k, _)| k == "hub.reason")
+        .map(|(_, v)| v.into_owned().into_bytes());
+    let text = said.as_deref().unwrap_or(body);
+    String::from_utf8_lossy(&text[..text.len().min(200)])
         .chars()
         .flat_map(|c| {
             if c.is_control() {
@@ -157,5 +162,9 @@ mod tests {
     fn reasons_are_escaped_and_short() {
         assert_eq!(reason(b"bad\r\nX: 1"), "bad\\r\\nX: 1");
         assert_eq!(reason(&[b'a'; 300]).len(), 200);
+        assert_eq!(
+            reason(b"hub.mode=denied&hub.reason=Topic+%5Bt%5D+is+not+registered%0A"),
+            "Topic [t] is not registered\\n"
+        );
     }
 }
