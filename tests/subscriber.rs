@@ -504,12 +504,10 @@ async fn a_subscriber_that_leaves_is_removed_by_the_hub() {
     let leaving = accepted.iter().filter(|a| **a > 2).count() as u64;
     assert!(leaving > 0, "{accepted:?}");
     assert_eq!(stats.gone_subscribers, leaving);
-    // Each leaver answered 410 once; the hub counts that delivery failed and removes it.
-    assert_eq!(
-        (c.answered_gone, d.failed),
-        (leaving, leaving),
-        "{c:?} {d:?}"
-    );
+    // Every 410 is a delivery the hub counts failed (one per leaver while the hub has one
+    // delivery in flight per subscriber; more may be in flight when it answers).
+    assert_eq!(c.answered_gone, d.failed, "{c:?} {d:?}");
+    assert!(c.answered_gone >= leaving);
     let kept: u64 = accepted.iter().map(|a| (*a).min(2)).sum();
     assert_eq!((c.delivered, d.delivered, c.lost), (kept, kept, 0), "{c:?}");
     let removed = hub_stats
