@@ -547,3 +547,91 @@ async fn a_refused_subscription_keeps_the_hubs_reason() {
     assert!(!err.contains(SECRET), "{err}");
     assert_eq!(hub.stats().await.subscribe.denied, n);
 }
+
+/// A stand-in hub that accepts every subscription (202) and then denies it with a
+/// `hub.mode=denied` GET to the callback, as WebSub §5.2 allows.
+async fn denying_hub() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut conn, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // Read until the form body (after the blank line) has arrived in full.
+                let form = loop {
+                    let n = conn.read(&mut chunk).await.unwrap();
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).into_owned();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length: ")
+                                    .map(|v| v.trim().parse().unwrap())
+                            })
+                            .unwrap();
+                        if body.len() >= len || n == 0 {
+                            break body.to_owned();
+                        }
+                    }
+                };
+                let field = |k: &str| {
+                    url::form_urlencoded::parse(form.as_bytes())
+                        .find(|(n, _)| n == k)
+                        .map(|(_, v)| v.into_owned())
+                        .unwrap()
+                };
+                let (callback, topic) = (field("hub.callback"), field("hub.topic"));
+                conn.write_all(
+                    b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )
+                .await
+                .unwrap();
+                drop(conn);
+                let cb = url::Url::parse(&callback).unwrap();
+                let q = url::form_urlencoded::Serializer::new(String::new())
+                    .append_pair("hub.mode", "denied")
+                    .append_pair("hub.topic", &topic)
+                    .append_pair("hub.reason", "not today")
+                    .finish();
+                let at = format!("{}:{}", cb.host_str().unwrap(), cb.port().unwrap());
+                let (status, _, _) =
+                    request(&at, &format!("GET {}?{q} HTTP/1.1", cb.path()), b"").await;
+                assert_eq!(status, 200);
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_denial_is_recorded() {
+    let w = workload();
+    let fleet = fleet(&w, 2, Behaviour::default()).await;
+    let hub = denying_hub().await;
+    let phase = fleet
+        .subscribe(&PhaseSettings {
+            hub_url: format!("http://{hub}/hub").parse().unwrap(),
+            token: None,
+            concurrency: 3,
+            timeout: Duration::from_secs(10),
+        })
+        .await;
+    let n = (w.topics().len() * 2) as u64;
+    assert_eq!(
+        (
+            phase.requested,
+            phase.accepted,
+            phase.denied,
+            phase.verified,
+            phase.unverified
+        ),
+        (n, n, n, 0, 0),
+        "{phase:?}"
+    );
+}
