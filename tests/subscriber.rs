@@ -338,6 +338,15 @@ async fn hand_made_deliveries_are_classified() {
     let w = workload();
     let fleet = fleet(&w, 1, Behaviour::default()).await;
     let addr = fleet.local_addr().to_string();
+    let hub = stand_in_hub(false).await;
+    let settings = PhaseSettings {
+        hub_url: format!("http://{hub}/hub").parse().unwrap(),
+        token: None,
+        concurrency: 2,
+        timeout: Duration::from_secs(10),
+    };
+    let n = w.topics().len() as u64;
+    assert_eq!(fleet.subscribe(&settings).await.verified, n);
     fleet.open_level(100);
     let e = w.event_at(100, now_us());
     fleet
@@ -389,17 +398,14 @@ async fn hand_made_deliveries_are_classified() {
         404,
         "no such subscriber"
     );
-    // A challenge nobody asked for is not echoed.
-    let (status, _, _) = request(
-        &addr,
-        &format!(
-            "GET /cb/0/0?hub.mode=subscribe&hub.topic={}&hub.challenge=abc HTTP/1.1",
-            w.topics()[0].name
-        ),
-        b"",
-    )
-    .await;
-    assert_eq!(status, 404);
+    // Challenges nobody asked for are not echoed: an unsubscribe never requested, another topic.
+    for q in [
+        format!("hub.mode=unsubscribe&hub.topic={}", w.topics()[0].name),
+        format!("hub.mode=subscribe&hub.topic={}", w.topics()[1].name),
+    ] {
+        let get = format!("GET /cb/0/0?{q}&hub.challenge=abc HTTP/1.1");
+        assert_eq!(request(&addr, &get, b"").await.0, 404, "{q}");
+    }
     let closing = Instant::now();
     let stats = fleet.close_level(Duration::from_millis(300)).await;
     assert!(
@@ -548,9 +554,10 @@ async fn a_refused_subscription_keeps_the_hubs_reason() {
     assert_eq!(hub.stats().await.subscribe.denied, n);
 }
 
-/// A stand-in hub that accepts every subscription (202) and then denies it with a
-/// `hub.mode=denied` GET to the callback, as WebSub §5.2 allows.
-async fn denying_hub() -> String {
+/// A stand-in hub that accepts every subscription (202) and then either verifies it (a GET
+/// whose challenge must come back exactly) or denies it with a `hub.mode=denied` GET, as
+/// WebSub §5.2 allows.
+async fn stand_in_hub(deny: bool) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     tokio::spawn(async move {
@@ -594,15 +601,27 @@ async fn denying_hub() -> String {
                 .unwrap();
                 drop(conn);
                 let cb = url::Url::parse(&callback).unwrap();
-                let q = url::form_urlencoded::Serializer::new(String::new())
-                    .append_pair("hub.mode", "denied")
-                    .append_pair("hub.topic", &topic)
-                    .append_pair("hub.reason", "not today")
-                    .finish();
+                let q = {
+                    let mut q = url::form_urlencoded::Serializer::new(String::new());
+                    if deny {
+                        q.append_pair("hub.mode", "denied")
+                            .append_pair("hub.topic", &topic)
+                            .append_pair("hub.reason", "not today");
+                    } else {
+                        q.append_pair("hub.mode", "subscribe")
+                            .append_pair("hub.topic", &topic)
+                            .append_pair("hub.challenge", "c-123 xyz")
+                            .append_pair("hub.lease_seconds", "60");
+                    }
+                    q.finish()
+                };
                 let at = format!("{}:{}", cb.host_str().unwrap(), cb.port().unwrap());
-                let (status, _, _) =
-                    request(&at, &format!("GET {}?{q} HTTP/1.1", cb.path()), b"").await;
+                let get = format!("GET {}?{q} HTTP/1.1", cb.path());
+                let (status, _, body) = request(&at, &get, b"").await;
                 assert_eq!(status, 200);
+                if !deny {
+                    assert_eq!(body, b"c-123 xyz", "the challenge, exactly");
+                }
             });
         }
     });
@@ -613,7 +632,7 @@ async fn denying_hub() -> String {
 async fn a_denial_is_recorded() {
     let w = workload();
     let fleet = fleet(&w, 2, Behaviour::default()).await;
-    let hub = denying_hub().await;
+    let hub = stand_in_hub(true).await;
     let phase = fleet
         .subscribe(&PhaseSettings {
             hub_url: format!("http://{hub}/hub").parse().unwrap(),
@@ -633,5 +652,15 @@ async fn a_denial_is_recorded() {
         ),
         (n, n, n, 0, 0),
         "{phase:?}"
+    );
+    // A denied subscriber expects nothing: an accepted event is not lost for it.
+    fleet.open_level(0);
+    let t = fleet.tracker();
+    t.note_published(0, w.topic_of_seq(0), std::time::Instant::now());
+    t.note_accepted(0, std::time::Instant::now());
+    let s = fleet.close_level(Duration::ZERO).await;
+    assert_eq!(
+        (s.unverified_subscribers, s.counts.expected, s.counts.lost),
+        (n, 0, 0)
     );
 }

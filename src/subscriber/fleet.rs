@@ -95,6 +95,11 @@ impl Subscriber {
     pub fn state(&self) -> MutexGuard<'_, SubState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+    /// Whether it expects deliveries: verified by the hub and not gone (answered 410).
+    pub fn listening(&self, st: &SubState) -> bool {
+        self.intent() == Intent::Verified && !st.gone
+    }
+
     /// `<topic>/<index>`: the callback path's tail and the per-subscriber stats key.
     pub fn key(&self) -> String {
         format!("{}/{}", self.topic, self.index)
@@ -266,7 +271,7 @@ impl Fleet {
         }
     }
 
-    /// End the level: wait until every subscriber still there has every accepted event of its
+    /// End the level: wait until every listening subscriber has every accepted event of its
     /// topic, or until `grace` has passed (call right after the level's last publish), then
     /// count what is missing as lost and hand back the level's stats. The next level starts
     /// with [`Fleet::open_level`].
@@ -279,7 +284,7 @@ impl Fleet {
             // Cheap test first (counts), the exact one only when the counts say "done".
             let maybe_done = sh.subs.iter().zip(&expected).all(|(s, e)| {
                 let st = s.state();
-                st.gone || st.acked.ones() >= *e
+                !s.listening(&st) || st.acked.ones() >= *e
             });
             if maybe_done && self.missing() == 0 {
                 break;
@@ -313,8 +318,9 @@ impl Fleet {
         sh.subs.iter().map(|s| per_topic[s.topic]).collect()
     }
 
-    /// Call `f(subscriber, acked?)` for every accepted event and every subscriber of its topic.
-    fn each_expected(&self, mut f: impl FnMut(usize, &SubState, bool)) {
+    /// Call `f(subscriber, acked?)` for every accepted event and every subscriber of its topic
+    /// that is listening (verified, and not gone).
+    fn each_expected(&self, mut f: impl FnMut(usize, bool)) {
         let sh = &self.shared;
         let guards: Vec<_> = sh.subs.iter().map(Subscriber::state).collect();
         sh.tracker.for_each_accepted(|seq| {
@@ -330,7 +336,9 @@ impl Fleet {
             }
             let first = first as usize;
             for (i, st) in guards.iter().enumerate().skip(first).take(sh.per_topic) {
-                f(i, st, st.acked.get(seq));
+                if sh.subs[i].listening(st) {
+                    f(i, st.acked.get(seq));
+                }
             }
         });
     }
@@ -338,23 +346,28 @@ impl Fleet {
     /// Accepted events not yet delivered to subscribers that are still there.
     fn missing(&self) -> u64 {
         let mut n = 0;
-        self.each_expected(|_, st, acked| n += u64::from(!acked && !st.gone));
+        self.each_expected(|_, acked| n += u64::from(!acked));
         n
     }
 
     fn take_stats(&self, expected: &[u64]) -> DeliveryLevelStats {
         let sh = &self.shared;
         let mut lost = vec![0u64; sh.subs.len()];
-        self.each_expected(|i, st, acked| lost[i] += u64::from(!acked && !st.gone));
+        self.each_expected(|i, acked| lost[i] += u64::from(!acked));
         let mut out = DeliveryLevelStats::default();
         for (i, s) in sh.subs.iter().enumerate() {
             let mut st = s.state();
             let mut c = std::mem::take(&mut st.counts);
-            c.expected = expected[i];
+            c.expected = if s.intent() == Intent::Verified {
+                expected[i]
+            } else {
+                0
+            };
             c.lost = lost[i];
             out.counts += &c;
             out.per_subscriber.insert(s.key(), c);
             out.gone_subscribers += u64::from(st.gone);
+            out.unverified_subscribers += u64::from(s.intent() != Intent::Verified);
             let _ = out.e2e_from_start.add(&st.e2e_from_start);
             let _ = out.e2e_from_accepted.add(&st.e2e_from_accepted);
             st.e2e_from_start.reset();

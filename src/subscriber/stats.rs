@@ -13,11 +13,13 @@ use crate::stats::{new_histogram, Histogram};
 /// Delivery counters of one subscriber (or of many, added up).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeliveryCounts {
-    /// Accepted publishes of the subscriber's topic in the level (what it should receive).
+    /// Accepted publishes of the subscriber's topic in the level, for a verified subscriber
+    /// (what it should receive; 0 for one the hub never verified).
     pub expected: u64,
     /// Events received intact and acknowledged (2xx), each counted once.
     pub delivered: u64,
-    /// Expected events not delivered within the grace (subscribers that answered 410 excluded).
+    /// Expected events not delivered within the grace, for subscribers still listening
+    /// (verified, and not gone: one that answered 410 expects nothing more).
     pub lost: u64,
     /// An event received again after it had been acknowledged.
     pub duplicates: u64,
@@ -74,6 +76,8 @@ pub struct DeliveryLevelStats {
     pub per_subscriber: BTreeMap<String, DeliveryCounts>,
     /// Subscribers that have answered 410 (the hub should have removed them).
     pub gone_subscribers: u64,
+    /// Subscribers the hub has not verified (or has unsubscribed): they expect nothing.
+    pub unverified_subscribers: u64,
     /// Publish start → delivery received, µs.
     pub e2e_from_start: Histogram,
     /// Accepted answer read → delivery received, µs.
@@ -86,6 +90,7 @@ impl Default for DeliveryLevelStats {
             counts: DeliveryCounts::default(),
             per_subscriber: BTreeMap::new(),
             gone_subscribers: 0,
+            unverified_subscribers: 0,
             e2e_from_start: new_histogram(),
             e2e_from_accepted: new_histogram(),
         }
@@ -99,6 +104,7 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
             *self.per_subscriber.entry(k.clone()).or_default() += v;
         }
         self.gone_subscribers += o.gone_subscribers;
+        self.unverified_subscribers += o.unverified_subscribers;
         // Same layout and auto-resize: adding cannot fail.
         let _ = self.e2e_from_start.add(&o.e2e_from_start);
         let _ = self.e2e_from_accepted.add(&o.e2e_from_accepted);
