@@ -100,8 +100,10 @@ impl DeliveryTracker {
             sent_ns: s.sent_ns.load(Ordering::Relaxed),
             accepted_ns: Some(s.accepted_ns.load(Ordering::Relaxed)).filter(|a| *a != 0),
         };
-        // Overwritten while reading: the facts may be torn, so say nothing.
-        (s.seq1.load(Ordering::Acquire) == seq + 1).then_some(e)
+        // Overwritten while reading: the facts may be torn, so say nothing. The fence keeps
+        // the field reads above before the second look at `seq1` (a seqlock's read side).
+        std::sync::atomic::fence(Ordering::Acquire);
+        (s.seq1.load(Ordering::Relaxed) == seq + 1).then_some(e)
     }
 
     /// Whether `seq` was published in this level.
