@@ -13,6 +13,8 @@ pub mod run;
 pub mod secret;
 pub mod shard;
 pub mod stats;
+pub mod subscriber;
 pub mod targets;
+pub mod topic_server;
 pub mod verdict;
 pub mod workload;

@@ -1,4 +1,4 @@
-//! Identity-style event bodies (Security-Event-Token shaped JSON, PROTOCOL.md §3).
+//! Identity-style event bodies (Security-Event-Token shaped JSON, docs/delivery.md).
 //!
 //! A login event is about 550 B and a registration event about 1 KB, like the real publisher's.
 //! Every string written here comes from our own generator or from validated channel names
@@ -11,7 +11,9 @@ pub struct BodyFields<'a> {
     pub tenant_id: u32,
     pub channel: &'a str,
     pub jti: uuid::Uuid,
-    pub iat_ms: u64,
+    /// Publish send time, wall clock µs since the Unix epoch: `iat` carries it in ms (as the
+    /// real publisher does) and the `sent_us` claim in µs, for end-to-end latency.
+    pub sent_us: u64,
     pub user_id: uuid::Uuid,
     pub application_id: uuid::Uuid,
     pub application: u32,
@@ -88,7 +90,9 @@ pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
         .s(r#"","jti":""#)
         .u(f.jti)
         .s(r#"","iat":"#)
-        .n(f.iat_ms);
+        .n(f.sent_us / 1000)
+        .s(r#","sent_us":"#)
+        .n(f.sent_us);
     o.s(r#","events":{""#)
         .s(SCHEMA)
         .s("/")
@@ -162,7 +166,7 @@ mod tests {
             tenant_id: 1,
             channel,
             jti: uuid::Uuid::from_u128(1),
-            iat_ms: 1_764_460_800_000,
+            sent_us: 1_764_460_800_000_123,
             user_id: uuid::Uuid::from_u128(2),
             application_id: uuid::Uuid::from_u128(3),
             application: 4,

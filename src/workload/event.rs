@@ -6,10 +6,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::body::{self, BodyFields};
+use super::identity;
 use super::rng::SplitMix64;
 use super::topics::{build_topics, tenant_name, Topic, TopicLayout};
 
-/// One event to publish. Everything but `iat` is a pure function of (seed, seq).
+/// One event to publish. Everything but the send time (`iat`, `sent_us`) is a pure function
+/// of (seed, seq), and the body names (seq, send time): see [`Workload::parse_identity`].
 #[derive(Debug, Clone)]
 pub struct Event {
     /// Sequence number within the run (0-based), unique across workers and shards.
@@ -24,7 +26,7 @@ pub struct Event {
     pub channel: usize,
     /// Index of the topic it is published to.
     pub topic: usize,
-    /// The event's unique `jti`.
+    /// The event's unique `jti`: (run tag, seq), see `identity`.
     pub jti: uuid::Uuid,
     /// The application's id (a UUID, stable per tenant and SP).
     pub application_id: uuid::Uuid,
@@ -82,6 +84,17 @@ pub struct Workload {
     channels: Vec<Arc<str>>,
     /// Cumulative Zipf weights over tenants (empty for uniform).
     zipf_cdf: Vec<f64>,
+    /// The run tag every `jti` carries.
+    tag: u64,
+}
+
+/// The random picks of one event, before its body is rendered.
+struct Draw {
+    tenant: u32,
+    application: u32,
+    user: u32,
+    channel: usize,
+    failed: bool,
 }
 
 /// A stable id for (seed, kind, a, b): org ids, application ids and user ids.
@@ -115,6 +128,7 @@ impl Workload {
             }
         };
         Workload {
+            tag: identity::run_tag(cfg.seed),
             cfg,
             topics,
             tenant_names,
@@ -153,15 +167,42 @@ impl Workload {
         }
     }
 
-    /// Event number `seq`, stamped with `iat_ms` (wall clock, ms since the Unix epoch).
-    pub fn event(&self, seq: u64, iat_ms: u64) -> Event {
+    fn draw(&self, seq: u64) -> Draw {
         let mut rng = SplitMix64::for_event(self.cfg.seed, seq);
         let tenant = self.pick_tenant(&mut rng);
-        let application = rng.below(u64::from(self.cfg.sps)) as u32;
-        let user = rng.below(u64::from(self.cfg.users)) as u32;
-        let channel = rng.below(self.channels.len() as u64) as usize;
-        let failed = rng.below(10) == 0;
-        let jti = rng.uuid();
+        Draw {
+            tenant,
+            application: rng.below(u64::from(self.cfg.sps)) as u32,
+            user: rng.below(u64::from(self.cfg.users)) as u32,
+            channel: rng.below(self.channels.len() as u64) as usize,
+            failed: rng.below(10) == 0,
+        }
+    }
+
+    /// The index of the topic event `seq` goes to, without rendering its body.
+    pub fn topic_of_seq(&self, seq: u64) -> usize {
+        let d = self.draw(seq);
+        self.cfg
+            .layout
+            .topic_of(d.tenant, d.channel, self.channels.len())
+    }
+
+    /// Event number `seq`, stamped with `iat_ms` (wall clock, ms since the Unix epoch).
+    /// The same as [`Workload::event_at`] with `sent_us = iat_ms · 1000`.
+    pub fn event(&self, seq: u64, iat_ms: u64) -> Event {
+        self.event_at(seq, iat_ms.saturating_mul(1000))
+    }
+
+    /// Event number `seq`, sent at `sent_us` (wall clock, µs since the Unix epoch).
+    pub fn event_at(&self, seq: u64, sent_us: u64) -> Event {
+        let Draw {
+            tenant,
+            application,
+            user,
+            channel,
+            failed,
+        } = self.draw(seq);
+        let jti = identity::jti(self.tag, seq);
         let topic = self
             .cfg
             .layout
@@ -172,7 +213,7 @@ impl Workload {
             tenant_id: tenant,
             channel: &self.channels[channel],
             jti,
-            iat_ms,
+            sent_us,
             user_id: stable_uuid(self.cfg.seed, 3, tenant, user),
             application_id,
             application,
@@ -191,6 +232,19 @@ impl Workload {
             application_id,
             body: Bytes::from(body),
         }
+    }
+
+    /// (seq, sent_us) of a body this workload rendered (same seed); `None` for any other
+    /// body. The exact expected body is then `event_at(seq, sent_us).body`.
+    pub fn parse_identity(&self, body: &[u8]) -> Option<(u64, u64)> {
+        let (tag, seq, sent_us) = identity::parse(body)?;
+        (tag == self.tag).then_some((seq, sent_us))
+    }
+
+    /// Whether `body` is byte for byte the body of the event it names.
+    pub fn is_exact_body(&self, body: &[u8]) -> bool {
+        self.parse_identity(body)
+            .is_some_and(|(seq, sent_us)| self.event_at(seq, sent_us).body == body)
     }
 }
 
@@ -245,6 +299,31 @@ mod tests {
         }
         // 100 per topic expected; every topic is hit and none wildly over.
         assert!(hits.iter().all(|h| (40..200).contains(h)), "{hits:?}");
+    }
+
+    #[test]
+    fn a_body_names_its_event_and_regenerates_exactly() {
+        let w = Workload::new(cfg(Distribution::Uniform));
+        for seq in [0, 1, 999, 123_456_789] {
+            let e = w.event_at(seq, 1_764_460_800_123_456 + seq);
+            assert_eq!(
+                w.parse_identity(&e.body),
+                Some((seq, 1_764_460_800_123_456 + seq))
+            );
+            assert!(w.is_exact_body(&e.body));
+            assert_eq!(w.topic_of_seq(seq), e.topic);
+            // One byte changed anywhere is no longer the event's body.
+            let mut b = e.body.to_vec();
+            let last = b.len() - 2;
+            b[last] ^= 1;
+            assert!(!w.is_exact_body(&b));
+        }
+        let mut other = cfg(Distribution::Uniform);
+        other.seed = 43;
+        let e = Workload::new(other).event_at(5, 1_000_000);
+        assert_eq!(w.parse_identity(&e.body), None, "another run's event");
+        // `event` is `event_at` in ms.
+        assert_eq!(w.event(3, 1_000).body, w.event_at(3, 1_000_000).body);
     }
 
     #[test]

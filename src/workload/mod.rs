@@ -2,9 +2,11 @@
 
 mod body;
 mod event;
+mod identity;
 mod rng;
 mod topics;
 
 pub use event::{Distribution, Event, Workload, WorkloadConfig};
+pub use identity::MAX_SEQ;
 pub use rng::SplitMix64;
 pub use topics::{build_topics, tenant_name, Topic, TopicLayout};

@@ -86,7 +86,7 @@ pub fn tenant_name(t: u32) -> String {
 }
 
 /// Build the topic list. Names follow the identity publisher's scheme
-/// `{tenant}.{org-uuid}.schema.WSO2.v1.event.{channel}` (PROTOCOL.md §3).
+/// `{tenant}.{org-uuid}.schema.WSO2.v1.event.{channel}` (docs/delivery.md, "Events").
 pub fn build_topics(
     layout: TopicLayout,
     tenants: u32,

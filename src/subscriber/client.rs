@@ -1,0 +1,170 @@
+//! A tiny HTTP/1.1 client for the subscription requests: one form POST per connection, off the hot path.
+//!
+//! http only for now; https arrives with the shared TLS client (docs/delivery.md).
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::config::Secret;
+
+/// A hub's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// The body (de-chunked).
+    pub body: Vec<u8>,
+}
+
+/// Answers are cut at this many bytes (a hub's reason fits easily).
+const MAX_REPLY: usize = 64 * 1024;
+
+/// `POST url` with `form` as an `application/x-www-form-urlencoded` body, bounded by `timeout`.
+/// The error is one line that never contains the token.
+pub async fn post_form(
+    url: &url::Url,
+    form: &str,
+    token: Option<&Secret>,
+    timeout: Duration,
+) -> Result<Reply, String> {
+    tokio::time::timeout(timeout, exchange(url, form, token))
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
+}
+
+async fn exchange(url: &url::Url, form: &str, token: Option<&Secret>) -> Result<Reply, String> {
+    if url.scheme() != "http" {
+        return Err(format!(
+            "{}:// is not supported for subscription requests yet",
+            url.scheme()
+        ));
+    }
+    let host = url.host_str().ok_or("the hub URL has no host")?;
+    let port = url.port_or_known_default().unwrap_or(80);
+    let mut conn = tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port))
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let mut target = url.path().to_owned();
+    if let Some(q) = url.query() {
+        target.push('?');
+        target.push_str(q);
+    }
+    let host_header = match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_owned(),
+    };
+    let mut req = format!(
+        "POST {target} HTTP/1.1\r\nHost: {host_header}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n",
+        form.len()
+    );
+    if let Some(t) = token {
+        req.push_str("Authorization: Bearer ");
+        req.push_str(t.expose());
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    req.push_str(form);
+    conn.write_all(req.as_bytes())
+        .await
+        .map_err(|e| format!("write: {e}"))?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = conn
+            .read(&mut chunk)
+            .await
+            .map_err(|e| format!("read: {e}"))?;
+        if n == 0 || buf.len() >= MAX_REPLY {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    parse_reply(&buf)
+}
+
+/// Parse a whole response (read until the server closed).
+fn parse_reply(buf: &[u8]) -> Result<Reply, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut resp = httparse::Response::new(&mut headers);
+    let head = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Err("the hub closed before a full answer".into()),
+        Err(e) => return Err(format!("bad answer: {e}")),
+    };
+    let status = resp.code.unwrap_or(0);
+    let chunked = resp.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("transfer-encoding") && h.value.eq_ignore_ascii_case(b"chunked")
+    });
+    let rest = &buf[head..];
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_vec()
+    };
+    Ok(Reply { status, body })
+}
+
+fn dechunk(mut s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = s.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&s[..eol])
+            .ok()
+            .and_then(|l| usize::from_str_radix(l.split(';').next()?.trim(), 16).ok());
+        let Some(n) = size.filter(|n| *n > 0) else {
+            break;
+        };
+        let Some(data) = s.get(eol + 2..eol + 2 + n) else {
+            break;
+        };
+        out.extend_from_slice(data);
+        s = s.get(eol + 4 + n..).unwrap_or_default();
+    }
+    out
+}
+
+/// What a hub said: its `hub.reason` (form-encoded answers), or else the first 200 bytes of
+/// the body; control characters escaped either way.
+pub fn reason(body: &[u8]) -> String {
+    let said = url::form_urlencoded::parse(body)
+        .find(|(k, _)| k == "hub.reason")
+        .map(|(_, v)| v.into_owned().into_bytes());
+    let text = said.as_deref().unwrap_or(body);
+    String::from_utf8_lossy(&text[..text.len().min(200)])
+        .chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_plain_and_chunked() {
+        let r = parse_reply(b"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok").unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (202, &b"ok"[..]));
+        let r = parse_reply(
+            b"HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (400, &b"abcde"[..]));
+        assert!(parse_reply(b"HTTP/1.1 2").is_err());
+    }
+
+    #[test]
+    fn reasons_are_escaped_and_short() {
+        assert_eq!(reason(b"bad\r\nX: 1"), "bad\\r\\nX: 1");
+        assert_eq!(reason(&[b'a'; 300]).len(), 200);
+        assert_eq!(
+            reason(b"hub.mode=denied&hub.reason=Topic+%5Bt%5D+is+not+registered%0A"),
+            "Topic [t] is not registered\\n"
+        );
+    }
+}

@@ -1,0 +1,381 @@
+//! The subscriber fleet: N subscribers per topic, their state, and the level lifecycle (open, close).
+//!
+//! One HTTP server (`server.rs`) serves every callback; each subscriber is its own path,
+//! `/cb/<topic index>/<subscriber index>`. The publisher side feeds the shared
+//! [`DeliveryTracker`]; `close_level` waits for the expected deliveries (on a signal, up to
+//! the grace) and turns every subscriber's state into one [`DeliveryLevelStats`].
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::behaviour::Behaviour;
+use super::receive::SubState;
+use super::stats::DeliveryLevelStats;
+use super::tracker::DeliveryTracker;
+use crate::config::Secret;
+use crate::workload::Workload;
+
+/// What the fleet is and where it listens.
+#[derive(Debug, Clone)]
+pub struct FleetConfig {
+    /// Where the callback server binds (e.g. `127.0.0.1:0`).
+    pub listen: SocketAddr,
+    /// How the hub reaches the callback server, e.g. `http://hubload-callbacks:8080`;
+    /// `None`: `http://<bound address>`.
+    pub callback_url: Option<String>,
+    /// Subscribers per topic (≥ 1).
+    pub per_topic: usize,
+    /// The topics to subscribe: (workload topic index, the `hub.topic` to send).
+    pub topics: Vec<(usize, String)>,
+    /// `hub.secret`; `None` generates one for the run.
+    pub secret: Option<Secret>,
+    /// `hub.lease_seconds`.
+    pub lease_seconds: u64,
+    /// How subscribers answer.
+    pub behaviour: Behaviour,
+}
+
+/// A subscriber's intent, as the verification requests have left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Intent {
+    /// Nothing asked yet.
+    None = 0,
+    /// Subscribe requested; waiting for the hub's challenge.
+    Subscribing = 1,
+    /// The hub verified the subscription (challenge echoed).
+    Verified = 2,
+    /// The hub denied it (`hub.mode=denied`).
+    Denied = 3,
+    /// Unsubscribe requested; waiting for the challenge.
+    Unsubscribing = 4,
+    /// The hub verified the unsubscription.
+    Unsubscribed = 5,
+}
+
+impl Intent {
+    fn from_u8(v: u8) -> Intent {
+        match v {
+            1 => Intent::Subscribing,
+            2 => Intent::Verified,
+            3 => Intent::Denied,
+            4 => Intent::Unsubscribing,
+            5 => Intent::Unsubscribed,
+            _ => Intent::None,
+        }
+    }
+}
+
+/// One subscriber: a callback path for one topic.
+#[derive(Debug)]
+pub(crate) struct Subscriber {
+    /// Workload topic index.
+    pub topic: usize,
+    /// Index among the topic's subscribers.
+    pub index: usize,
+    /// The `hub.topic` it subscribes to.
+    pub hub_topic: String,
+    intent: AtomicU8,
+    state: Mutex<SubState>,
+}
+
+impl Subscriber {
+    pub fn intent(&self) -> Intent {
+        Intent::from_u8(self.intent.load(Relaxed))
+    }
+    pub fn set_intent(&self, i: Intent) {
+        self.intent.store(i as u8, Relaxed);
+    }
+    pub fn state(&self) -> MutexGuard<'_, SubState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// Whether it expects deliveries: verified by the hub and not gone (answered 410).
+    pub fn listening(&self, st: &SubState) -> bool {
+        self.intent() == Intent::Verified && !st.gone
+    }
+
+    /// `<topic>/<index>`: the callback path's tail and the per-subscriber stats key.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.topic, self.index)
+    }
+}
+
+/// Everything the callback handlers and the phases share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub workload: Arc<Workload>,
+    pub tracker: Arc<DeliveryTracker>,
+    pub subs: Vec<Subscriber>,
+    /// Per workload topic: its first subscriber's index in `subs`, or `u32::MAX`.
+    first_sub: Vec<u32>,
+    pub per_topic: usize,
+    pub secret: Secret,
+    pub lease_seconds: u64,
+    pub behaviour: Behaviour,
+    /// The level's first sequence number.
+    pub base: AtomicU64,
+    /// Set while a level is closing: deliveries then wake the closer.
+    pub closing: AtomicBool,
+    pub delivered: Notify,
+    /// Woken by every verification or denial.
+    pub intents: Notify,
+    pub callback_base: String,
+}
+
+impl Shared {
+    /// The subscriber at callback path `/cb/<topic>/<index>`.
+    pub fn sub(&self, topic: usize, index: usize) -> Option<&Subscriber> {
+        let first = *self.first_sub.get(topic)?;
+        if first == u32::MAX || index >= self.per_topic {
+            return None;
+        }
+        self.subs.get(first as usize + index)
+    }
+
+    /// The callback URL the hub is given for `sub`.
+    pub fn callback(&self, sub: &Subscriber) -> String {
+        format!("{}/cb/{}/{}", self.callback_base, sub.topic, sub.index)
+    }
+}
+
+/// A generated per-run secret: 256 random bits, hex.
+fn generated_secret() -> Secret {
+    Secret::new(format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+/// The running fleet; dropping it (or [`Fleet::shutdown`]) stops the callback server.
+#[derive(Debug)]
+pub struct Fleet {
+    pub(crate) shared: Arc<Shared>,
+    local_addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Fleet {
+    /// Bind the callback server and start serving (on the current runtime).
+    pub async fn start(
+        cfg: FleetConfig,
+        workload: Arc<Workload>,
+        tracker: Arc<DeliveryTracker>,
+    ) -> std::io::Result<Fleet> {
+        let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
+        let local_addr = listener.local_addr()?;
+        let mut first_sub = vec![u32::MAX; workload.topics().len()];
+        let per_topic = cfg.per_topic.max(1);
+        let mut subs = Vec::with_capacity(cfg.topics.len() * per_topic);
+        for (topic, hub_topic) in &cfg.topics {
+            let Some(slot) = first_sub.get_mut(*topic).filter(|s| **s == u32::MAX) else {
+                continue; // unknown or repeated topic
+            };
+            *slot = subs.len() as u32;
+            subs.extend((0..per_topic).map(|index| Subscriber {
+                topic: *topic,
+                index,
+                hub_topic: hub_topic.clone(),
+                intent: AtomicU8::new(Intent::None as u8),
+                state: Mutex::new(SubState::new(0)),
+            }));
+        }
+        let callback_base = cfg
+            .callback_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{local_addr}"))
+            .trim_end_matches('/')
+            .to_owned();
+        let shared = Arc::new(Shared {
+            workload,
+            tracker,
+            subs,
+            first_sub,
+            per_topic,
+            secret: cfg.secret.clone().unwrap_or_else(generated_secret),
+            lease_seconds: cfg.lease_seconds,
+            behaviour: cfg.behaviour.clone(),
+            base: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
+            delivered: Notify::new(),
+            intents: Notify::new(),
+            callback_base,
+        });
+        let stop = CancellationToken::new();
+        let app = super::server::router(shared.clone());
+        let s = stop.clone();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(s.cancelled_owned())
+                .await;
+            if let Err(e) = served {
+                tracing::warn!(error = %e, "callback server stopped");
+            }
+        });
+        Ok(Fleet {
+            shared,
+            local_addr,
+            stop,
+        })
+    }
+
+    /// The bound address of the callback server.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The tracker the publisher feeds.
+    pub fn tracker(&self) -> &Arc<DeliveryTracker> {
+        &self.shared.tracker
+    }
+
+    /// Subscribers in the fleet.
+    pub fn len(&self) -> usize {
+        self.shared.subs.len()
+    }
+
+    /// Whether the fleet has no subscriber.
+    pub fn is_empty(&self) -> bool {
+        self.shared.subs.is_empty()
+    }
+
+    /// The callback URL of subscriber `index` of workload topic `topic`.
+    pub fn callback_url(&self, topic: usize, index: usize) -> Option<String> {
+        let s = self.shared.sub(topic, index)?;
+        Some(self.shared.callback(s))
+    }
+
+    /// Stop the callback server.
+    pub fn shutdown(&self) {
+        self.stop.cancel();
+    }
+
+    /// Start a level whose sequence numbers are `first_seq` and above. Between levels only.
+    pub fn open_level(&self, first_seq: u64) {
+        self.shared.tracker.open_level(first_seq);
+        self.shared.base.store(first_seq, Relaxed);
+        for s in &self.shared.subs {
+            s.state().reset(first_seq);
+        }
+    }
+
+    /// End the level: wait until every listening subscriber has every accepted event of its
+    /// topic, or until `grace` has passed (call right after the level's last publish), then
+    /// count what is missing as lost and hand back the level's stats. The next level starts
+    /// with [`Fleet::open_level`].
+    pub async fn close_level(&self, grace: Duration) -> DeliveryLevelStats {
+        let sh = &self.shared;
+        let deadline = Instant::now() + grace;
+        sh.closing.store(true, Relaxed);
+        let expected = self.expected();
+        loop {
+            // Cheap test first (counts), the exact one only when the counts say "done".
+            let maybe_done = sh.subs.iter().zip(&expected).all(|(s, e)| {
+                let st = s.state();
+                !s.listening(&st) || st.acked.ones() >= *e
+            });
+            if maybe_done && self.missing() == 0 {
+                break;
+            }
+            let tick = (Instant::now() + Duration::from_millis(50)).min(deadline);
+            if Instant::now() >= deadline {
+                break;
+            }
+            tokio::select! {
+                _ = sh.delivered.notified() => {}
+                _ = tokio::time::sleep_until(tick) => {}
+            }
+        }
+        sh.closing.store(false, Relaxed);
+        self.take_stats(&expected)
+    }
+
+    /// Per subscriber: accepted events of its topic in the level.
+    fn expected(&self) -> Vec<u64> {
+        let sh = &self.shared;
+        let mut per_topic = vec![0u64; sh.first_sub.len()];
+        sh.tracker.for_each_accepted(|seq| {
+            let t = sh
+                .tracker
+                .sent(seq)
+                .map_or_else(|| sh.workload.topic_of_seq(seq), |s| s.topic);
+            if let Some(n) = per_topic.get_mut(t) {
+                *n += 1;
+            }
+        });
+        sh.subs.iter().map(|s| per_topic[s.topic]).collect()
+    }
+
+    /// Call `f(subscriber, acked?)` for every accepted event and every subscriber of its topic
+    /// that is listening (verified, and not gone).
+    fn each_expected(&self, mut f: impl FnMut(usize, bool)) {
+        let sh = &self.shared;
+        let guards: Vec<_> = sh.subs.iter().map(Subscriber::state).collect();
+        sh.tracker.for_each_accepted(|seq| {
+            let t = sh
+                .tracker
+                .sent(seq)
+                .map_or_else(|| sh.workload.topic_of_seq(seq), |s| s.topic);
+            let Some(&first) = sh.first_sub.get(t) else {
+                return;
+            };
+            if first == u32::MAX {
+                return;
+            }
+            let first = first as usize;
+            for (i, st) in guards.iter().enumerate().skip(first).take(sh.per_topic) {
+                if sh.subs[i].listening(st) {
+                    f(i, st.acked.get(seq));
+                }
+            }
+        });
+    }
+
+    /// Accepted events not yet delivered to subscribers that are still there.
+    fn missing(&self) -> u64 {
+        let mut n = 0;
+        self.each_expected(|_, acked| n += u64::from(!acked));
+        n
+    }
+
+    fn take_stats(&self, expected: &[u64]) -> DeliveryLevelStats {
+        let sh = &self.shared;
+        let mut lost = vec![0u64; sh.subs.len()];
+        self.each_expected(|i, acked| lost[i] += u64::from(!acked));
+        let mut out = DeliveryLevelStats::default();
+        for (i, s) in sh.subs.iter().enumerate() {
+            let mut st = s.state();
+            let mut c = std::mem::take(&mut st.counts);
+            c.expected = if s.intent() == Intent::Verified {
+                expected[i]
+            } else {
+                0
+            };
+            c.lost = lost[i];
+            out.counts += &c;
+            out.per_subscriber.insert(s.key(), c);
+            out.gone_subscribers += u64::from(st.gone);
+            out.unverified_subscribers += u64::from(s.intent() != Intent::Verified);
+            let _ = out.e2e_from_start.add(&st.e2e_from_start);
+            let _ = out.e2e_from_accepted.add(&st.e2e_from_accepted);
+            st.e2e_from_start.reset();
+            st.e2e_from_accepted.reset();
+            // Until the next level opens, every event of this one is late.
+            st.reset(u64::MAX);
+        }
+        sh.base.store(u64::MAX, Relaxed);
+        out
+    }
+}

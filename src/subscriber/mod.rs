@@ -1,0 +1,24 @@
+//! The subscriber side of hubload: a fleet of callback endpoints that subscribes to the hub and checks every delivery.
+//!
+//! The publisher tells the [`DeliveryTracker`] what it sent and what was accepted; the
+//! [`Fleet`] serves the callbacks, runs the subscription phase, matches every delivery to
+//! its event, and closes each level into [`DeliveryLevelStats`]. The model (what each
+//! counter means, the grace rule, the clocks) is in docs/delivery.md.
+
+mod behaviour;
+mod bitmap;
+pub mod client;
+mod fleet;
+mod receive;
+mod server;
+mod stats;
+mod subscribe;
+mod tracker;
+
+pub use behaviour::{Answer, Behaviour};
+pub use bitmap::{AtomicBitmap, SeqBitmap, MAX_SPAN};
+pub use fleet::{Fleet, FleetConfig, Intent};
+pub use receive::{check, signature_ok, Check};
+pub use stats::{DeliveryCounts, DeliveryLevelStats};
+pub use subscribe::{PhaseSettings, SubscriptionPhase};
+pub use tracker::{DeliveryTracker, SentEvent};

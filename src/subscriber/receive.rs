@@ -1,0 +1,390 @@
+//! Matching one delivery to the event it names: signature, identity, exact body, then the
+//! subscriber's bitmaps decide delivered, duplicate or redelivery (docs/delivery.md).
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::behaviour::{Answer, Behaviour};
+use super::bitmap::SeqBitmap;
+use super::stats::DeliveryCounts;
+use super::tracker::{DeliveryTracker, SentEvent};
+use crate::stats::{new_histogram, record, Histogram};
+use crate::workload::Workload;
+
+/// What the content of one delivery is, decided without the subscriber's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// `X-Hub-Signature` missing, malformed or wrong.
+    BadSignature,
+    /// Not one of our events, or not one published to this subscriber's topic.
+    Unexpected,
+    /// One of our events from an earlier level.
+    Late,
+    /// Names one of our events but differs from it.
+    BodyMismatch,
+    /// Exactly event `seq`, sent at `sent_us` (wall clock).
+    Event {
+        /// Sequence number.
+        seq: u64,
+        /// Send time from the body, µs since the Unix epoch.
+        sent_us: u64,
+    },
+}
+
+/// Whether `header` (`sha256=<hex>`) is the HMAC-SHA256 of `body` under `secret`.
+pub fn signature_ok(secret: &[u8], header: Option<&[u8]>, body: &[u8]) -> bool {
+    let Some(hex_sig) = header.and_then(|h| h.strip_prefix(b"sha256=")) else {
+        return false;
+    };
+    let Ok(sig) = hex::decode(hex_sig) else {
+        return false;
+    };
+    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(secret) else {
+        return false;
+    };
+    mac.update(body);
+    // Constant time: how long this takes says nothing about the secret.
+    mac.verify_slice(&sig).is_ok()
+}
+
+/// Classify one delivery to a subscriber of `topic` (level sequence numbers from `base`).
+pub fn check(
+    workload: &Workload,
+    tracker: &DeliveryTracker,
+    topic: usize,
+    base: u64,
+    secret: Option<&[u8]>,
+    signature: Option<&[u8]>,
+    body: &[u8],
+) -> Check {
+    if secret.is_some_and(|s| !signature_ok(s, signature, body)) {
+        return Check::BadSignature;
+    }
+    let Some((seq, sent_us)) = workload.parse_identity(body) else {
+        return Check::Unexpected;
+    };
+    if seq < base {
+        return Check::Late;
+    }
+    if !tracker.was_published(seq) {
+        return Check::Unexpected;
+    }
+    let its_topic = tracker
+        .sent(seq)
+        .map_or_else(|| workload.topic_of_seq(seq), |s| s.topic);
+    if its_topic != topic {
+        return Check::Unexpected;
+    }
+    if workload.event_at(seq, sent_us).body != body {
+        return Check::BodyMismatch;
+    }
+    Check::Event { seq, sent_us }
+}
+
+/// One subscriber's state for the open level (kept under its own lock).
+#[derive(Debug)]
+pub struct SubState {
+    /// Events acknowledged (2xx) this level.
+    pub acked: SeqBitmap,
+    /// Events answered with an error and not yet acknowledged.
+    pub refused: SeqBitmap,
+    /// The level's counters so far.
+    pub counts: DeliveryCounts,
+    /// Publish start → received, µs.
+    pub e2e_from_start: Histogram,
+    /// Accepted → received, µs.
+    pub e2e_from_accepted: Histogram,
+    /// Latest send instant (tracker ns) among events delivered so far, for the order check.
+    max_sent_ns: u64,
+    /// Deliveries received over the run (the knobs count these).
+    receipts: u64,
+    /// Deliveries acknowledged over the run.
+    acked_total: u64,
+    /// Answered 410 at least once.
+    pub gone: bool,
+}
+
+impl SubState {
+    /// A fresh state for a level starting at `base`.
+    pub fn new(base: u64) -> Self {
+        SubState {
+            acked: SeqBitmap::new(base),
+            refused: SeqBitmap::new(base),
+            counts: DeliveryCounts::default(),
+            e2e_from_start: new_histogram(),
+            e2e_from_accepted: new_histogram(),
+            max_sent_ns: 0,
+            receipts: 0,
+            acked_total: 0,
+            gone: false,
+        }
+    }
+
+    /// Start a new level at `base`: bitmaps cleared; counters and histograms were taken.
+    pub fn reset(&mut self, base: u64) {
+        self.acked.reset(base);
+        self.refused.reset(base);
+        self.max_sent_ns = 0;
+    }
+
+    /// Record one delivery: decide its answer with `behaviour` (subscriber id `id`) and count it.
+    /// `sent` is what the tracker still knows of the event; `received_ns` is on the tracker's clock.
+    pub fn receive(
+        &mut self,
+        id: u64,
+        behaviour: &Behaviour,
+        check: Check,
+        sent: Option<SentEvent>,
+        received_ns: u64,
+    ) -> Answer {
+        self.receipts += 1;
+        let answer = behaviour.answer(id, self.receipts, self.acked_total);
+        let c = &mut self.counts;
+        c.received += 1;
+        match answer {
+            Answer::Ok => {}
+            Answer::Error => c.answered_error += 1,
+            Answer::Gone => {
+                c.answered_gone += 1;
+                self.gone = true;
+            }
+        }
+        let (seq, sent_us) = match check {
+            Check::BadSignature => {
+                c.bad_signature += 1;
+                return answer;
+            }
+            Check::Unexpected => {
+                c.unexpected += 1;
+                return answer;
+            }
+            Check::Late => {
+                c.late += 1;
+                return answer;
+            }
+            Check::BodyMismatch => {
+                c.body_mismatch += 1;
+                return answer;
+            }
+            Check::Event { seq, sent_us } => (seq, sent_us),
+        };
+        if self.acked.get(seq) {
+            c.duplicates += 1;
+            return answer;
+        }
+        let retried = self.refused.get(seq);
+        if retried {
+            c.redeliveries += 1;
+        }
+        if answer != Answer::Ok {
+            self.refused.set(seq);
+            return answer;
+        }
+        self.acked.set(seq);
+        self.acked_total += 1;
+        c.delivered += 1;
+        match sent {
+            Some(s) => {
+                record(
+                    &mut self.e2e_from_start,
+                    received_ns.saturating_sub(s.sent_ns) / 1000,
+                );
+                match s.accepted_ns {
+                    Some(a) if a <= received_ns => {
+                        record(&mut self.e2e_from_accepted, (received_ns - a) / 1000);
+                    }
+                    _ => c.before_accepted += 1,
+                }
+                // Out of order: this event was accepted before an already delivered one was sent.
+                if !retried && s.accepted_ns.is_some_and(|a| a < self.max_sent_ns) {
+                    c.out_of_order += 1;
+                }
+                self.max_sent_ns = self.max_sent_ns.max(s.sent_ns);
+            }
+            None => {
+                // Another process (or a ring too small) sent it: the body's wall clock, skew included.
+                c.e2e_from_body += 1;
+                record(&mut self.e2e_from_start, unix_us().saturating_sub(sent_us));
+            }
+        }
+        answer
+    }
+}
+
+/// Wall clock, µs since the Unix epoch.
+fn unix_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// `Instant::now()` on the tracker's clock.
+pub fn now_ns(tracker: &DeliveryTracker) -> u64 {
+    tracker.ns(Instant::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{Distribution, TopicLayout, WorkloadConfig};
+
+    fn workload() -> Workload {
+        Workload::new(WorkloadConfig {
+            tenants: 3,
+            sps: 2,
+            users: 2,
+            channels: vec!["login".into(), "registration".into()],
+            layout: TopicLayout::PerTenantChannel,
+            payload_bytes: None,
+            seed: 7,
+            distribution: Distribution::Uniform,
+        })
+    }
+
+    fn sign(secret: &[u8], body: &[u8]) -> String {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).unwrap();
+        mac.update(body);
+        format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    }
+
+    #[test]
+    fn signatures_are_checked() {
+        // RFC 4231 test case 2.
+        let good = "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+        let body = b"what do ya want for nothing?";
+        assert!(signature_ok(b"Jefe", Some(good.as_bytes()), body));
+        assert!(!signature_ok(b"Jeff", Some(good.as_bytes()), body));
+        assert!(!signature_ok(b"Jefe", Some(&good.as_bytes()[1..]), body));
+        assert!(!signature_ok(b"Jefe", Some(b"sha256=zz"), body));
+        assert!(!signature_ok(b"Jefe", None, body));
+    }
+
+    #[test]
+    fn check_classifies_content() {
+        let w = workload();
+        let t = DeliveryTracker::new(64);
+        t.open_level(10);
+        let e = w.event_at(12, 1_000_000_000);
+        t.note_published(12, e.topic, Instant::now());
+        let sig = sign(b"k", &e.body);
+        let ck = |topic, body: &[u8], sig: &str| {
+            check(&w, &t, topic, 10, Some(b"k"), Some(sig.as_bytes()), body)
+        };
+        assert_eq!(
+            ck(e.topic, &e.body, &sig),
+            Check::Event {
+                seq: 12,
+                sent_us: 1_000_000_000
+            }
+        );
+        assert_eq!(ck(e.topic, &e.body, "sha256=00"), Check::BadSignature);
+        assert_eq!(ck(e.topic + 1, &e.body, &sig), Check::Unexpected);
+        let mut bent = e.body.to_vec();
+        let n = bent.len() - 3;
+        bent[n] ^= 1;
+        assert_eq!(ck(e.topic, &bent, &sign(b"k", &bent)), Check::BodyMismatch);
+        let never = w.event_at(13, 1);
+        assert_eq!(
+            ck(never.topic, &never.body, &sign(b"k", &never.body)),
+            Check::Unexpected
+        );
+        let old = w.event_at(3, 1);
+        assert_eq!(
+            ck(old.topic, &old.body, &sign(b"k", &old.body)),
+            Check::Late
+        );
+        assert_eq!(ck(e.topic, b"{}", &sign(b"k", b"{}")), Check::Unexpected);
+        // Without a secret the signature is not looked at.
+        assert!(matches!(
+            check(&w, &t, e.topic, 10, None, None, &e.body),
+            Check::Event { .. }
+        ));
+    }
+
+    fn sent(sent_ns: u64, accepted_ns: Option<u64>) -> Option<SentEvent> {
+        Some(SentEvent {
+            topic: 0,
+            sent_ns,
+            accepted_ns,
+        })
+    }
+
+    #[test]
+    fn duplicates_redeliveries_and_latency() {
+        let every2 = Behaviour {
+            fail_every: 2,
+            ..Behaviour::default()
+        };
+        let mut s = SubState::new(0);
+        let ev = |seq| Check::Event { seq, sent_us: 0 };
+        // receipt 1 ok, 2 fails, 3 (redelivery of 2) ok, 4 (duplicate of 1) fails, 5 ok.
+        assert_eq!(
+            s.receive(0, &every2, ev(1), sent(1_000, Some(3_000)), 10_000),
+            Answer::Ok
+        );
+        assert_eq!(
+            s.receive(0, &every2, ev(2), sent(2_000, None), 11_000),
+            Answer::Error
+        );
+        assert_eq!(
+            s.receive(0, &every2, ev(2), sent(2_000, None), 12_000),
+            Answer::Ok
+        );
+        assert_eq!(
+            s.receive(0, &every2, ev(1), sent(1_000, None), 13_000),
+            Answer::Error
+        );
+        assert_eq!(
+            s.receive(0, &every2, Check::Unexpected, None, 14_000),
+            Answer::Ok
+        );
+        let c = s.counts;
+        assert_eq!(
+            (
+                c.received,
+                c.delivered,
+                c.redeliveries,
+                c.duplicates,
+                c.unexpected,
+                c.answered_error
+            ),
+            (5, 2, 1, 1, 1, 2)
+        );
+        assert_eq!(c.before_accepted, 1, "seq 2 was never accepted");
+        assert_eq!(s.e2e_from_start.len(), 2);
+        assert_eq!((s.e2e_from_start.min(), s.e2e_from_start.max()), (9, 10));
+        assert_eq!(s.e2e_from_accepted.len(), 1);
+        assert_eq!(s.e2e_from_accepted.max(), 7);
+    }
+
+    #[test]
+    fn order_is_judged_by_accepted_before_sent() {
+        let b = Behaviour::default();
+        let mut s = SubState::new(0);
+        let ev = |seq| Check::Event { seq, sent_us: 0 };
+        // Event 1 sent at 100, accepted at 150; event 2 sent at 200.
+        s.receive(0, &b, ev(2), sent(200, Some(250)), 300);
+        s.receive(0, &b, ev(1), sent(100, Some(150)), 310);
+        // Overlapping publishes (accepted after the other was sent) are not an order error.
+        s.receive(0, &b, ev(3), sent(400, Some(500)), 600);
+        s.receive(0, &b, ev(4), sent(350, Some(450)), 610);
+        assert_eq!(s.counts.out_of_order, 1);
+        assert_eq!(s.counts.delivered, 4);
+    }
+
+    #[test]
+    fn gone_after_answers_410_and_marks_the_subscriber() {
+        let b = Behaviour {
+            gone_after: Some(1),
+            ..Behaviour::default()
+        };
+        let mut s = SubState::new(0);
+        let ev = |seq| Check::Event { seq, sent_us: 0 };
+        assert_eq!(s.receive(0, &b, ev(1), sent(1, None), 2), Answer::Ok);
+        assert_eq!(s.receive(0, &b, ev(2), sent(1, None), 2), Answer::Gone);
+        assert!(s.gone);
+        assert_eq!((s.counts.delivered, s.counts.answered_gone), (1, 1));
+    }
+}

@@ -1,0 +1,154 @@
+//! Delivery statistics of one level as plain, mergeable data: counters and end-to-end histograms.
+//!
+//! What each counter means is in docs/delivery.md. Shards' stats add with `+=` exactly (the
+//! histograms share the one layout of `stats::new_histogram`).
+
+use std::collections::BTreeMap;
+use std::ops::AddAssign;
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{new_histogram, Histogram};
+
+/// Delivery counters of one subscriber (or of many, added up).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryCounts {
+    /// Accepted publishes of the subscriber's topic in the level, for a verified subscriber
+    /// (what it should receive; 0 for one the hub never verified).
+    pub expected: u64,
+    /// Events received intact and acknowledged (2xx), each counted once.
+    pub delivered: u64,
+    /// Expected events not delivered within the grace, for subscribers still listening
+    /// (verified, and not gone: one that answered 410 expects nothing more).
+    pub lost: u64,
+    /// An event received again after it had been acknowledged.
+    pub duplicates: u64,
+    /// An event received again after the subscriber had answered it with an error: the hub retrying.
+    pub redeliveries: u64,
+    /// A first receipt of an event accepted before the publish of an event already delivered.
+    pub out_of_order: u64,
+    /// `X-Hub-Signature` missing or not the HMAC-SHA256 of the body.
+    pub bad_signature: u64,
+    /// Names one of our events but is not byte-identical to it.
+    pub body_mismatch: u64,
+    /// Not an event hubload published (to this subscriber's topic).
+    pub unexpected: u64,
+    /// An event of an earlier level (already counted lost there).
+    pub late: u64,
+    /// Every POST received, whatever it was.
+    pub received: u64,
+    /// Answered 500 by the behaviour knobs.
+    pub answered_error: u64,
+    /// Answered 410 by the behaviour knobs.
+    pub answered_gone: u64,
+    /// Delivered before hubload had read the publish's accepted answer (no accepted → received sample).
+    pub before_accepted: u64,
+    /// Latency taken from the body's wall-clock `sent_us` (another process published it).
+    pub e2e_from_body: u64,
+}
+
+impl AddAssign<&DeliveryCounts> for DeliveryCounts {
+    fn add_assign(&mut self, o: &DeliveryCounts) {
+        self.expected += o.expected;
+        self.delivered += o.delivered;
+        self.lost += o.lost;
+        self.duplicates += o.duplicates;
+        self.redeliveries += o.redeliveries;
+        self.out_of_order += o.out_of_order;
+        self.bad_signature += o.bad_signature;
+        self.body_mismatch += o.body_mismatch;
+        self.unexpected += o.unexpected;
+        self.late += o.late;
+        self.received += o.received;
+        self.answered_error += o.answered_error;
+        self.answered_gone += o.answered_gone;
+        self.before_accepted += o.before_accepted;
+        self.e2e_from_body += o.e2e_from_body;
+    }
+}
+
+/// One level's deliveries: totals, per subscriber, and end-to-end latency in µs.
+#[derive(Debug, Clone)]
+pub struct DeliveryLevelStats {
+    /// Every subscriber added up.
+    pub counts: DeliveryCounts,
+    /// Per subscriber, keyed `<topic index>/<subscriber index>` (the callback path's tail).
+    pub per_subscriber: BTreeMap<String, DeliveryCounts>,
+    /// Subscribers that have answered 410 (the hub should have removed them).
+    pub gone_subscribers: u64,
+    /// Subscribers the hub has not verified (or has unsubscribed): they expect nothing.
+    pub unverified_subscribers: u64,
+    /// Publish start → delivery received, µs.
+    pub e2e_from_start: Histogram,
+    /// Accepted answer read → delivery received, µs.
+    pub e2e_from_accepted: Histogram,
+}
+
+impl Default for DeliveryLevelStats {
+    fn default() -> Self {
+        DeliveryLevelStats {
+            counts: DeliveryCounts::default(),
+            per_subscriber: BTreeMap::new(),
+            gone_subscribers: 0,
+            unverified_subscribers: 0,
+            e2e_from_start: new_histogram(),
+            e2e_from_accepted: new_histogram(),
+        }
+    }
+}
+
+impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
+    fn add_assign(&mut self, o: &DeliveryLevelStats) {
+        self.counts += &o.counts;
+        for (k, v) in &o.per_subscriber {
+            *self.per_subscriber.entry(k.clone()).or_default() += v;
+        }
+        self.gone_subscribers += o.gone_subscribers;
+        self.unverified_subscribers += o.unverified_subscribers;
+        // Same layout and auto-resize: adding cannot fail.
+        let _ = self.e2e_from_start.add(&o.e2e_from_start);
+        let _ = self.e2e_from_accepted.add(&o.e2e_from_accepted);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::record;
+
+    fn part(key: &str, delivered: u64, lat: &[u64]) -> DeliveryLevelStats {
+        let mut s = DeliveryLevelStats::default();
+        let c = DeliveryCounts {
+            expected: delivered + 1,
+            delivered,
+            lost: 1,
+            ..DeliveryCounts::default()
+        };
+        s.counts += &c;
+        s.per_subscriber.insert(key.into(), c);
+        lat.iter().for_each(|v| record(&mut s.e2e_from_start, *v));
+        s
+    }
+
+    #[test]
+    fn merging_shards_equals_one_process() {
+        let mut merged = part("0/0", 3, &[100, 2_000]);
+        merged += &part("1/0", 4, &[50_000]);
+        merged += &part("0/0", 1, &[7]);
+        assert_eq!(
+            (
+                merged.counts.expected,
+                merged.counts.delivered,
+                merged.counts.lost
+            ),
+            (11, 8, 3)
+        );
+        assert_eq!(merged.per_subscriber["0/0"].delivered, 4);
+        assert_eq!(merged.per_subscriber["1/0"].delivered, 4);
+        let mut one = new_histogram();
+        for v in [100, 2_000, 50_000, 7] {
+            record(&mut one, v);
+        }
+        assert_eq!(merged.e2e_from_start, one);
+    }
+}

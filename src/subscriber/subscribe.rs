@@ -1,0 +1,160 @@
+//! The subscription phase: subscribe (or unsubscribe) every subscriber, then wait for the hub's verification.
+//!
+//! Requests go out with bounded concurrency; a 2xx (202 per WebSub) is "accepted", anything
+//! else is refused with the hub's reason kept for the first failure. The hub then verifies
+//! each accepted request with a GET that the callback server answers; the phase waits until
+//! every accepted request is verified or denied, or the timeout passes.
+
+use std::time::Duration;
+
+use futures_util::stream::{self, StreamExt};
+use tokio::time::Instant;
+
+use super::client::{self, post_form};
+use super::fleet::{Fleet, Intent, Shared, Subscriber};
+use crate::config::Secret;
+
+/// How to reach the hub for the phase.
+#[derive(Debug, Clone)]
+pub struct PhaseSettings {
+    /// The hub URL the requests are POSTed to.
+    pub hub_url: url::Url,
+    /// Bearer token, if the hub wants one.
+    pub token: Option<Secret>,
+    /// Requests in flight at once (≥ 1).
+    pub concurrency: usize,
+    /// Per request, and for the verification wait after the last request.
+    pub timeout: Duration,
+}
+
+/// How a subscription (or unsubscription) phase went, in subscribers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SubscriptionPhase {
+    /// Requests sent.
+    pub requested: u64,
+    /// Answered 2xx (202).
+    pub accepted: u64,
+    /// Verified by the hub (challenge echoed).
+    pub verified: u64,
+    /// Denied by the hub (`hub.mode=denied`).
+    pub denied: u64,
+    /// Accepted but neither verified nor denied within the timeout.
+    pub unverified: u64,
+    /// Not accepted: another status or no answer.
+    pub refused: u64,
+    /// Wall-clock duration, seconds.
+    pub duration_s: f64,
+    /// The first refusal, as one line with the hub's reason.
+    pub first_error: Option<String>,
+}
+
+impl Fleet {
+    /// Subscribe every subscriber (`hub.mode=subscribe`).
+    pub async fn subscribe(&self, p: &PhaseSettings) -> SubscriptionPhase {
+        run_phase(&self.shared, p, true).await
+    }
+
+    /// Unsubscribe every subscriber (`hub.mode=unsubscribe`).
+    pub async fn unsubscribe(&self, p: &PhaseSettings) -> SubscriptionPhase {
+        run_phase(&self.shared, p, false).await
+    }
+}
+
+fn form(sh: &Shared, s: &Subscriber, subscribe: bool) -> String {
+    let mut f = url::form_urlencoded::Serializer::new(String::new());
+    f.append_pair(
+        "hub.mode",
+        if subscribe {
+            "subscribe"
+        } else {
+            "unsubscribe"
+        },
+    )
+    .append_pair("hub.callback", &sh.callback(s))
+    .append_pair("hub.topic", &s.hub_topic);
+    if subscribe {
+        f.append_pair("hub.lease_seconds", &sh.lease_seconds.to_string())
+            .append_pair("hub.secret", sh.secret.expose());
+    }
+    f.finish()
+}
+
+async fn run_phase(sh: &Shared, p: &PhaseSettings, subscribe: bool) -> SubscriptionPhase {
+    let started = Instant::now();
+    let (pending, done) = if subscribe {
+        (Intent::Subscribing, Intent::Verified)
+    } else {
+        (Intent::Unsubscribing, Intent::Unsubscribed)
+    };
+    let replies: Vec<(usize, Result<client::Reply, String>)> =
+        stream::iter(sh.subs.iter().enumerate())
+            .map(|(i, s)| async move {
+                s.set_intent(pending);
+                let r = post_form(
+                    &p.hub_url,
+                    &form(sh, s, subscribe),
+                    p.token.as_ref(),
+                    p.timeout,
+                )
+                .await;
+                (i, r)
+            })
+            .buffer_unordered(p.concurrency.max(1))
+            .collect()
+            .await;
+    let mut out = SubscriptionPhase {
+        requested: replies.len() as u64,
+        ..SubscriptionPhase::default()
+    };
+    let mut accepted = Vec::new();
+    for (i, r) in replies {
+        let s = &sh.subs[i];
+        match r {
+            Ok(r) if (200..300).contains(&r.status) => accepted.push(i),
+            other => {
+                out.refused += 1;
+                s.set_intent(Intent::None);
+                out.first_error.get_or_insert_with(|| {
+                    let what = match other {
+                        Ok(r) => format!("HTTP {} ({})", r.status, client::reason(&r.body)),
+                        Err(e) => e,
+                    };
+                    let mode = if subscribe {
+                        "subscribe"
+                    } else {
+                        "unsubscribe"
+                    };
+                    format!("{mode} {}: {what}", s.hub_topic)
+                });
+            }
+        }
+    }
+    out.accepted = accepted.len() as u64;
+    // Wait for the verifications: every notification re-checks; the timeout bounds it.
+    let deadline = Instant::now() + p.timeout;
+    loop {
+        let woken = sh.intents.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let open = accepted
+            .iter()
+            .filter(|i| sh.subs[**i].intent() == pending)
+            .count();
+        if open == 0 || Instant::now() >= deadline {
+            break;
+        }
+        tokio::select! {
+            _ = woken => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+    for i in accepted {
+        match sh.subs[i].intent() {
+            i if i == done => out.verified += 1,
+            Intent::Denied => out.denied += 1,
+            _ => out.unverified += 1,
+        }
+    }
+    out.duration_s = started.elapsed().as_secs_f64();
+    out
+}
