@@ -77,6 +77,7 @@ mod tests {
             topics: vec![],
             registration: None,
             levels: vec![],
+            servicebus: None,
         }
     }
 

@@ -287,6 +287,7 @@ mod tests {
                     encode_level(&l.to_string(), Load::Concurrency(l + 1), &stats).unwrap()
                 })
                 .collect(),
+            servicebus: None,
         }
     }
 
