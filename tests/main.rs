@@ -9,4 +9,5 @@ mod reconcile;
 mod schema;
 mod servicebus;
 mod shards;
+mod table;
 mod util;

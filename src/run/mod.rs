@@ -44,6 +44,8 @@ pub struct RunOutcome {
     pub thresholds_failed: bool,
     /// Ctrl-C or SIGTERM cut the run short.
     pub interrupted: bool,
+    /// The validated configuration the run used.
+    pub config: RunConfig,
 }
 
 /// Run one opened target path into `dir`: JTL, set-up, levels, its section, tear-down, and
@@ -174,5 +176,6 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         report,
         thresholds_failed,
         interrupted: cancel.is_cancelled(),
+        config: cfg.clone(),
     })
 }
