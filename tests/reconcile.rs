@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use hubload_hub::{FaultConfig, StatsSnapshot};
 
-use crate::util::{count, run, Scenario, TestHub};
+use crate::util::{count, hub_with, run, Scenario};
 
 /// The hub counts an abandoned request when it notices the client left; give it a moment.
 async fn settled_stats(sc: &Scenario, publishes: u64) -> StatsSnapshot {
@@ -222,7 +222,7 @@ async fn a_fixed_50ms_delay_gives_a_median_of_50_to_52ms() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hub_that_dies_mid_run_is_classified_and_reported() {
-    let hub = TestHub::start(FaultConfig::default()).await;
+    let hub = hub_with(FaultConfig::default()).await;
     let url = hub.url.clone();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap().to_string();

@@ -9,7 +9,7 @@ use hubload_hub::FaultConfig;
 use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use hubload_servicebus::ConnectionString;
 
-use crate::util::{self, count, run, TestHub};
+use crate::util::{self, count, hub_with, run};
 
 /// An emulator on 127.0.0.1:0 on the test's runtime.
 async fn emulator(cfg: EmulatorConfig) -> EmulatorHandle {
@@ -365,7 +365,7 @@ async fn side_by_side_with_the_embedded_hub_and_emulator() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn side_by_side_reconciles_both_servers_and_fails_on_either_path() {
-    let hub = TestHub::start(FaultConfig::default()).await;
+    let hub = hub_with(FaultConfig::default()).await;
     let emu = emulator(EmulatorConfig {
         throttle_every: Some(2),
         ..EmulatorConfig::default()

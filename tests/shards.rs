@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use hubload_hub::FaultConfig;
 
-use crate::util::{assert_exit, count, read_summary, run, TestHub};
+use crate::util::{assert_exit, count, hub_with, read_summary, run};
 
 const ARGS: &[&str] = &[
     "--tenants",
@@ -78,7 +78,7 @@ fn merge_logs(dir: &Path, logs: &str) -> hubload::report::Report {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
-    let hub = TestHub::start(FaultConfig {
+    let hub = hub_with(FaultConfig {
         fail_503_every: Some(6),
         ..FaultConfig::default()
     })
@@ -113,7 +113,7 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
 
     // 2. The merge equals one process running the same workload: the same events, so the same
     //    counts per topic (the per-class split depends on the hub's fault schedule order).
-    let single_hub = TestHub::start(FaultConfig::default()).await;
+    let single_hub = hub_with(FaultConfig::default()).await;
     let out = tempfile::tempdir().unwrap();
     let mut args: Vec<&str> = ARGS.to_vec();
     args.retain(|a| *a != "--quiet");

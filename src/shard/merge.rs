@@ -455,6 +455,52 @@ mod tests {
     }
 
     #[test]
+    fn service_bus_sections_add_up() {
+        use crate::report::EmulatorTotals;
+        let section = |reconnects, puts, busy: u64, accepted: u64, topic: &str| ServiceBusInfo {
+            endpoint: "amqp://127.0.0.1:5672".into(),
+            topics: "per-topic".into(),
+            connections: 2,
+            reconnects,
+            token_puts: puts,
+            conditions: [("amqp:internal-error".to_string(), busy)].into(),
+            emulator: Some(EmulatorTotals {
+                accepted,
+                throttled: 1,
+                unauthorized: 0,
+                accepted_per_topic: [(topic.to_string(), accepted)].into(),
+            }),
+        };
+        let (mut shards, _) = run(2, 100);
+        shards[0].servicebus = Some(section(1, 4, 2, 30, "a"));
+        shards[1].servicebus = Some(section(0, 6, 5, 50, "b"));
+        let m = merge(shards.clone()).unwrap();
+        let sb = m.servicebus.unwrap();
+        assert_eq!((sb.reconnects, sb.token_puts, sb.connections), (1, 10, 2));
+        assert_eq!(
+            sb.conditions,
+            [("amqp:internal-error".to_string(), 7)].into()
+        );
+        let emu = sb.emulator.unwrap();
+        assert_eq!((emu.accepted, emu.throttled), (80, 2));
+        assert_eq!(
+            emu.accepted_per_topic,
+            [("a".to_string(), 30), ("b".to_string(), 50)].into()
+        );
+        // One shard without an emulator: the emulators' counts are no longer the run's.
+        shards[1].servicebus.as_mut().unwrap().emulator = None;
+        assert_eq!(
+            merge(shards.clone()).unwrap().servicebus.unwrap().emulator,
+            None
+        );
+        // A hub run has no section.
+        for s in &mut shards {
+            s.servicebus = None;
+        }
+        assert_eq!(merge(shards).unwrap().servicebus, None);
+    }
+
+    #[test]
     fn a_partial_shard_makes_the_run_partial_and_a_bad_histogram_is_named() {
         let (mut shards, _) = run(2, 30);
         shards[1].partial = true;
