@@ -7,6 +7,7 @@ use crate::util::{assert_exit, bin};
 
 #[test]
 fn the_documented_command_completes_with_zero_errors() {
+    let _turn = crate::util::SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let out = bin(
         &[
@@ -45,6 +46,7 @@ fn the_documented_command_completes_with_zero_errors() {
 #[cfg(unix)]
 #[test]
 fn sigterm_writes_partial_reports_and_exits_130() {
+    let _turn = crate::util::SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_hubload"))
         .args([

@@ -27,8 +27,10 @@ const ARGS: &[&str] = &[
 
 /// Run `count` shard processes of one run (the Indexed Job contract) with `args`, each into
 /// `dir/shard<i>`, starting together; every shard must exit 0. Returns their stdout together,
-/// as `kubectl logs` would collect it.
+/// as `kubectl logs` would collect it. Behind the serialising lock, like every measured run.
 async fn run_shards(dir: &Path, count: u32, run_id: &str, args: &[&str]) -> String {
+    // The shards share a start window: no other load may run meanwhile.
+    let _turn = crate::util::SERIAL.lock().await;
     let start_at =
         humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(4)).to_string();
     let children: Vec<_> = (0..count)
