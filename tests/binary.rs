@@ -1,4 +1,5 @@
-//! The built binary, end to end: the command, SIGTERM, and the report subcommands.
+//! The built binary, end to end: the command, SIGTERM, `kill -9` leaving a complete
+//! JTL, and the report subcommands.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

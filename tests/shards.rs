@@ -1,5 +1,6 @@
-//! Scale-out: N shard processes with the Indexed Job environment contract against one hub,
-//! merged, equal the hub's own counts and a single-process run of the same workload.
+//! Scale-out: N shard processes with the Indexed Job environment contract against one hub (or
+//! one Service Bus emulator), merged, equal the server's own counts and a single-process run of
+//! the same workload; a Service Bus run's `servicebus` sections merge too.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
