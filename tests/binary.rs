@@ -1,12 +1,14 @@
-//! The built binary, end to end: the issue's command, SIGTERM, and the report subcommands.
+//! The built binary, end to end: the issue's command, SIGTERM, `kill -9` leaving a complete
+//! JTL, and the report subcommands.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::util::bin;
+use crate::util::{assert_exit, bin};
 
 #[test]
 fn the_documented_command_completes_with_zero_errors() {
+    let _turn = crate::util::SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let out = bin(
         &[
@@ -45,6 +47,7 @@ fn the_documented_command_completes_with_zero_errors() {
 #[cfg(unix)]
 #[test]
 fn sigterm_writes_partial_reports_and_exits_130() {
+    let _turn = crate::util::SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_hubload"))
         .args([
@@ -113,29 +116,14 @@ fn report_and_compare_work_on_written_reports() {
             ],
             dir.path(),
         );
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_exit(&out, 0);
     }
     std::fs::remove_file(dir.path().join("a/report.html")).unwrap();
     let out = bin(&["report", "a/summary.json"], dir.path());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert!(dir.path().join("a/report.html").is_file());
     let out = bin(&["compare", "a", "b", "--out", "cmp"], dir.path());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert!(
         dir.path().join("cmp/compare.csv").is_file()
             && dir.path().join("cmp/compare.html").is_file()
@@ -198,12 +186,7 @@ fn jtl_streams_one_row_per_attempt() {
         ],
         dir.path(),
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let jtl = std::fs::read_to_string(dir.path().join("run.jtl")).unwrap();
     let mut lines = jtl.lines();
     assert_eq!(
@@ -218,4 +201,78 @@ fn jtl_streams_one_row_per_attempt() {
         "{}",
         rows[0]
     );
+}
+
+/// `kill -9` while the run is in its third level or later: the JTL holds every row of every
+/// level summary.json lists (the JTL is synced before each level's row is written), and at
+/// most one partial line at its end.
+#[test]
+fn after_kill_9_the_jtl_holds_every_row_of_every_listed_level() {
+    let _turn = crate::util::SERIAL.blocking_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hubload"))
+        .args([
+            "--tenants",
+            "4",
+            "--concurrency",
+            "1,2,3,4,5,6,7,8",
+            "--requests",
+            "4000",
+            "--jtl",
+            "run.jtl",
+            "--out",
+            "r",
+            "--quiet",
+        ])
+        .current_dir(dir.path())
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let summary = dir.path().join("r/summary.json");
+    let levels_listed = || -> usize {
+        std::fs::read_to_string(&summary)
+            .ok()
+            .and_then(|t| serde_json::from_str::<hubload::report::Report>(&t).ok())
+            .map_or(0, |r| r.levels.len())
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while levels_listed() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no 2 levels in 120 s");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended before the kill"
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let report = crate::util::read_summary(&dir.path().join("r"));
+    assert!(report.levels.len() >= 2 && report.levels.len() < 8);
+    let text = std::fs::read(dir.path().join("run.jtl")).unwrap();
+    let complete = match text.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &text[..=i],
+        None => &text[..0],
+    };
+    // Whatever follows the last newline is the one partial line.
+    assert!(!text[complete.len()..].contains(&b'\n'));
+    let mut rd = csv::Reader::from_reader(complete);
+    assert_eq!(rd.headers().unwrap().len(), 17);
+    let mut per_level = std::collections::HashMap::<String, u64>::new();
+    for rec in rd.records() {
+        let rec = rec.unwrap();
+        let tag = rec[2].split(' ').next().unwrap().to_string();
+        *per_level.entry(tag).or_default() += 1;
+    }
+    for l in &report.levels {
+        assert_eq!(l.samples, 4000, "level {}", l.label);
+        assert_eq!(
+            per_level[&format!("c{}", l.label)],
+            l.samples,
+            "level {}",
+            l.label
+        );
+    }
 }

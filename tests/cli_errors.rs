@@ -1,6 +1,6 @@
 //! Bad input gets one clear line naming the problem and exit code 2; never a panic.
 
-use crate::util::bin;
+use crate::util::{assert_exit, bin};
 
 fn assert_one_line_error(args: &[&str], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
@@ -193,12 +193,7 @@ fn secrets_never_appear_in_output_or_reports() {
         dir.path(),
     );
     // The embedded hub needs no token; a token it does not check is simply sent.
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let mut seen =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     for f in std::fs::read_dir(dir.path().join("r")).unwrap() {

@@ -3,32 +3,29 @@
 
 use hubload_hub::FaultConfig;
 
-use crate::util::{run, TestHub};
+use crate::util::Scenario;
 
 const HEADER: &str = "Concurrency,# Samples,Average,Median,90% Line,95% Line,99% Line,Min,Max,Error %,Throughput,Received KB/sec,Sent KB/sec,Accepted,Denied,4xx,502,503,504,Other 5xx,Timeouts,Connection errors";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_formats_and_total_row() {
-    let hub = TestHub::start(FaultConfig {
+    let sc = Scenario::start(FaultConfig {
         fail_503_every: Some(9),
         fail_502_every: Some(13),
         ..FaultConfig::default()
     })
     .await;
-    let out = tempfile::tempdir().unwrap();
-    let o = run(&[
-        "--hub-url",
-        &hub.url,
-        "--tenants",
-        "4",
-        "--concurrency",
-        "1,5,10",
-        "--requests",
-        "150",
-        "--out",
-        out.path().to_str().unwrap(),
-    ])
-    .await;
+    let (hub, out) = (&sc.hub, &sc.dir);
+    let o = sc
+        .run(&[
+            "--tenants",
+            "4",
+            "--concurrency",
+            "1,5,10",
+            "--requests",
+            "150",
+        ])
+        .await;
     let text = std::fs::read_to_string(out.path().join("aggregate.csv")).unwrap();
     let mut lines = text.lines();
     assert_eq!(lines.next().unwrap(), HEADER);

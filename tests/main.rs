@@ -10,4 +10,5 @@ mod schema;
 mod servicebus;
 mod shards;
 mod subscriber;
+mod table;
 mod util;

@@ -7,13 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use clap::Parser;
-use hubload::cli::Cli;
 use hubload::report::Report;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// What the scripted hub does to every request before answering.
 #[derive(Debug, Clone, Copy, Default)]
@@ -141,23 +138,17 @@ async fn serve_conn(mut sock: TcpStream, hub: Arc<Hub>) {
 async fn run(url: &str, args: &[&str]) -> Report {
     let out = tempfile::tempdir().unwrap();
     let mut argv = vec![
-        "hubload",
         "--hub-url",
         url,
         "--tenants",
         "1",
         "--channels",
         "login",
-        "--quiet",
         "--out",
         out.path().to_str().unwrap(),
     ];
     argv.extend_from_slice(args);
-    let cli = Cli::try_parse_from(argv).unwrap();
-    let cfg = hubload::config::resolve(&cli.run).unwrap();
-    let outcome = hubload::run::run_load(&cfg, CancellationToken::new())
-        .await
-        .unwrap();
+    let outcome = crate::util::run(&argv).await;
     assert!(!outcome.interrupted);
     outcome.report
 }

@@ -48,16 +48,39 @@ fn the_seed_profiles_say_what_the_issue_asks() {
     assert_eq!(hundred.workload.layout.topic_count(100, 4), 100);
 }
 
+/// The program's own merging (`app::parse_args`): the profile's settings go before the
+/// command line's flags, so a flag wins and what the flags leave alone comes from the profile.
 #[test]
 fn flags_override_the_profile() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("p.toml");
-    std::fs::write(&p, "tenants = 7\nconcurrency = [3, 4]\n").unwrap();
-    let mut args = vec!["hubload".to_string()];
-    args.extend(profile::to_args(&p).unwrap());
-    args.extend(["--tenants".to_string(), "9".to_string()]);
-    let cli = <Cli as clap::Parser>::try_parse_from(&args).unwrap();
+    std::fs::write(&p, "tenants = 7\nsps = 3\nconcurrency = [3, 4]\n").unwrap();
+    let argv = [
+        "hubload",
+        "--tenants",
+        "9",
+        "--profile",
+        p.to_str().unwrap(),
+    ];
+    let cli = hubload::app::parse_args(argv.iter().map(Into::into).collect()).unwrap();
+    assert_eq!(cli.run.profile.as_deref(), Some(p.as_path()));
     let cfg = resolve(&cli.run).unwrap();
-    assert_eq!(cfg.workload.tenants, 9);
-    assert_eq!(cfg.levels.len(), 2);
+    assert_eq!((cfg.workload.tenants, cfg.workload.sps), (9, 3));
+    let labels: Vec<String> = cfg.levels.iter().map(|l| l.load.label()).collect();
+    assert_eq!(labels, ["3", "4"]);
+    // Without the flag, the profile's value stands.
+    let argv = ["hubload", "--profile", p.to_str().unwrap()];
+    let cli = hubload::app::parse_args(argv.iter().map(Into::into).collect()).unwrap();
+    assert_eq!(resolve(&cli.run).unwrap().workload.tenants, 7);
+    // A missing profile is one line naming it.
+    let argv = ["hubload", "--profile", "/nonexistent/p.toml"];
+    match hubload::app::parse_args(argv.iter().map(Into::into).collect()) {
+        Err(hubload::app::ArgsError::Invalid(line)) => {
+            assert!(
+                line.contains("/nonexistent/p.toml") && !line.contains('\n'),
+                "{line}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -4,44 +4,49 @@ use std::time::Duration;
 
 use hubload_hub::{FaultConfig, StatsSnapshot};
 
-use crate::util::{count, run, TestHub};
+use crate::util::{count, hub_with, run, Scenario};
 
 /// The hub counts an abandoned request when it notices the client left; give it a moment.
-async fn settled_stats(hub: &TestHub, publishes: u64) -> StatsSnapshot {
+async fn settled_stats(sc: &Scenario, publishes: u64) -> StatsSnapshot {
     for _ in 0..100 {
-        let s = hub.stats().await;
+        let s = sc.hub_stats().await;
         if s.publish.total() >= publishes {
             return s;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    hub.stats().await
+    sc.hub_stats().await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_per_level_reconcile_exactly_with_the_hub() {
-    let hub = TestHub::start(FaultConfig::default()).await;
-    let out = tempfile::tempdir().unwrap();
-    let o = run(&[
-        "--hub-url",
-        &hub.url,
-        "--tenants",
-        "20",
-        "--sps",
-        "3",
-        "--users",
-        "5",
-        "--concurrency",
-        "1,8,32",
-        "--requests",
-        "300",
-        "--out",
-        out.path().to_str().unwrap(),
-    ])
-    .await;
-    let s = settled_stats(&hub, 900).await;
+    let sc = Scenario::start(FaultConfig::default()).await;
+    let out = &sc.dir;
+    let o = sc
+        .run(&[
+            "--tenants",
+            "20",
+            "--sps",
+            "3",
+            "--users",
+            "5",
+            "--concurrency",
+            "1,8,32",
+            "--requests",
+            "300",
+        ])
+        .await;
+    let s = settled_stats(&sc, 900).await;
     let r = &o.report;
     assert_eq!(r.levels.len(), 3);
+    let on_disk = sc.summary("");
+    let samples =
+        |r: &hubload::report::Report| r.levels.iter().map(|l| l.samples).collect::<Vec<_>>();
+    assert_eq!(
+        samples(&on_disk),
+        samples(r),
+        "summary.json is the returned report"
+    );
     for l in &r.levels {
         assert_eq!(l.samples, 300, "level {}", l.label);
         assert_eq!(l.events.total, 300);
@@ -74,24 +79,20 @@ async fn a_fault_schedule_reconciles_class_by_class() {
         fail_503_every: Some(7),
         ..FaultConfig::default()
     };
-    let hub = TestHub::start(faults).await;
-    let out = tempfile::tempdir().unwrap();
-    let o = run(&[
-        "--hub-url",
-        &hub.url,
-        "--tenants",
-        "5",
-        "--topics",
-        "shared",
-        "--concurrency",
-        "4,16",
-        "--requests",
-        "350",
-        "--out",
-        out.path().to_str().unwrap(),
-    ])
-    .await;
-    let s = settled_stats(&hub, 700).await;
+    let sc = Scenario::start(faults).await;
+    let o = sc
+        .run(&[
+            "--tenants",
+            "5",
+            "--topics",
+            "shared",
+            "--concurrency",
+            "4,16",
+            "--requests",
+            "350",
+        ])
+        .await;
+    let s = settled_stats(&sc, 700).await;
     let t = o.report.total.as_ref().unwrap();
     assert_eq!(t.samples, 700);
     assert_eq!(s.publish.total(), 700);
@@ -115,26 +116,22 @@ async fn resets_reconcile_with_the_hub() {
         reset_every: Some(9),
         ..FaultConfig::default()
     };
-    let hub = TestHub::start(faults).await;
-    let out = tempfile::tempdir().unwrap();
-    let o = run(&[
-        "--hub-url",
-        &hub.url,
-        "--tenants",
-        "3",
-        "--topics",
-        "shared",
-        "--concurrency",
-        "4",
-        "--requests",
-        "300",
-        "--register-concurrency",
-        "1",
-        "--out",
-        out.path().to_str().unwrap(),
-    ])
-    .await;
-    let s = settled_stats(&hub, 300).await;
+    let sc = Scenario::start(faults).await;
+    let o = sc
+        .run(&[
+            "--tenants",
+            "3",
+            "--topics",
+            "shared",
+            "--concurrency",
+            "4",
+            "--requests",
+            "300",
+            "--register-concurrency",
+            "1",
+        ])
+        .await;
+    let s = settled_stats(&sc, 300).await;
     let t = o.report.total.as_ref().unwrap();
     assert_eq!(s.publish.total(), 300, "{:?}", s.publish);
     assert_eq!(
@@ -151,24 +148,20 @@ async fn response_timeouts_equal_the_hubs_abandoned_requests() {
         broker_latency_ms: 400,
         ..FaultConfig::default()
     };
-    let hub = TestHub::start(faults).await;
-    let out = tempfile::tempdir().unwrap();
-    let o = run(&[
-        "--hub-url",
-        &hub.url,
-        "--tenants",
-        "2",
-        "--concurrency",
-        "5",
-        "--requests",
-        "40",
-        "--timeout",
-        "100ms",
-        "--out",
-        out.path().to_str().unwrap(),
-    ])
-    .await;
-    let s = settled_stats(&hub, 40).await;
+    let sc = Scenario::start(faults).await;
+    let o = sc
+        .run(&[
+            "--tenants",
+            "2",
+            "--concurrency",
+            "5",
+            "--requests",
+            "40",
+            "--timeout",
+            "100ms",
+        ])
+        .await;
+    let s = settled_stats(&sc, 40).await;
     let t = o.report.total.as_ref().unwrap();
     assert_eq!(t.timeouts.response, 40);
     assert_eq!(s.publish.abandoned, 40, "{:?}", s.publish);
@@ -182,26 +175,22 @@ async fn retries_count_attempts_and_events_like_the_hub() {
         fail_503_every: Some(3),
         ..FaultConfig::default()
     };
-    let hub = TestHub::start(faults).await;
-    let out = tempfile::tempdir().unwrap();
-    let o = run(&[
-        "--hub-url",
-        &hub.url,
-        "--tenants",
-        "2",
-        "--topics",
-        "shared",
-        "--concurrency",
-        "1",
-        "--requests",
-        "100",
-        "--retries",
-        "2",
-        "--out",
-        out.path().to_str().unwrap(),
-    ])
-    .await;
-    let s = settled_stats(&hub, 100).await;
+    let sc = Scenario::start(faults).await;
+    let o = sc
+        .run(&[
+            "--tenants",
+            "2",
+            "--topics",
+            "shared",
+            "--concurrency",
+            "1",
+            "--requests",
+            "100",
+            "--retries",
+            "2",
+        ])
+        .await;
+    let s = settled_stats(&sc, 100).await;
     let t = o.report.total.as_ref().unwrap();
     assert_eq!(t.events.total, 100);
     assert_eq!(t.events.failed, 0);
@@ -217,21 +206,11 @@ async fn a_fixed_50ms_delay_gives_a_median_of_50_to_52ms() {
         latency_ms: 50,
         ..FaultConfig::default()
     };
-    let hub = TestHub::start(faults).await;
-    let out = tempfile::tempdir().unwrap();
-    let o = run(&[
-        "--hub-url",
-        &hub.url,
-        "--tenants",
-        "2",
-        "--concurrency",
-        "4",
-        "--requests",
-        "120",
-        "--out",
-        out.path().to_str().unwrap(),
-    ])
-    .await;
+    let sc = Scenario::start(faults).await;
+
+    let o = sc
+        .run(&["--tenants", "2", "--concurrency", "4", "--requests", "120"])
+        .await;
     let l = &o.report.levels[0];
     assert!(
         (50..=52).contains(&l.median_ms),
@@ -243,7 +222,7 @@ async fn a_fixed_50ms_delay_gives_a_median_of_50_to_52ms() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hub_that_dies_mid_run_is_classified_and_reported() {
-    let hub = TestHub::start(FaultConfig::default()).await;
+    let hub = hub_with(FaultConfig::default()).await;
     let url = hub.url.clone();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap().to_string();

@@ -4,7 +4,7 @@
 use hubload::report::Report;
 use hubload_hub::FaultConfig;
 
-use crate::util::{run, TestHub};
+use crate::util::Scenario;
 
 fn committed_schema() -> serde_json::Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/summary.schema.json");
@@ -30,15 +30,13 @@ fn committed_schema() -> serde_json::Value {
 async fn real_summary_json_validates_against_the_committed_schema() {
     let schema = committed_schema();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let hub = TestHub::start(FaultConfig {
+    let sc = Scenario::start(FaultConfig {
         fail_503_every: Some(4),
         ..FaultConfig::default()
     })
     .await;
-    let out = tempfile::tempdir().unwrap();
-    run(&[
-        "--hub-url",
-        &hub.url,
+    let (hub, out) = (&sc.hub, &sc.dir);
+    sc.run(&[
         "--tenants",
         "3",
         "--concurrency",
@@ -50,8 +48,6 @@ async fn real_summary_json_validates_against_the_committed_schema() {
         "--threshold",
         "p99<5s",
         "--deregister",
-        "--out",
-        out.path().to_str().unwrap(),
     ])
     .await;
     let summary: serde_json::Value =

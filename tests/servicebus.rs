@@ -8,9 +8,8 @@ use hubload::report::Report;
 use hubload_hub::FaultConfig;
 use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use hubload_servicebus::ConnectionString;
-use tokio_util::sync::CancellationToken;
 
-use crate::util::{self, count, run, TestHub};
+use crate::util::{self, count, hub_with, run};
 
 /// An emulator on 127.0.0.1:0 on the test's runtime.
 async fn emulator(cfg: EmulatorConfig) -> EmulatorHandle {
@@ -96,16 +95,6 @@ async fn sends_reconcile_exactly_with_the_emulator_per_topic() {
     emu.shutdown().await;
 }
 
-/// hubload in-process, keeping the error (util::run unwraps it).
-async fn try_run(a: &[&str]) -> anyhow::Result<hubload::run::RunOutcome> {
-    let _turn = util::SERIAL.lock().await;
-    let mut all = vec!["hubload", "--quiet"];
-    all.extend_from_slice(a);
-    let cli = <hubload::cli::Cli as clap::Parser>::try_parse_from(&all).unwrap();
-    let cfg = hubload::config::resolve(&cli.run).unwrap();
-    hubload::run::run_load(&cfg, CancellationToken::new()).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_key_is_one_line_without_the_key_and_exit_2() {
     let emu = emulator(EmulatorConfig::default()).await;
@@ -128,7 +117,7 @@ async fn a_wrong_key_is_one_line_without_the_key_and_exit_2() {
         "--requests",
         "20",
     ];
-    let err = try_run(&args(&sb, out.path())).await.unwrap_err();
+    let err = util::try_run(&args(&sb, out.path())).await.unwrap_err();
     let msg = format!("{err:#}");
     assert!(!msg.contains('\n'), "{msg}");
     assert!(!msg.contains(wrong_key), "{msg}");
@@ -376,7 +365,7 @@ async fn side_by_side_with_the_embedded_hub_and_emulator() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn side_by_side_reconciles_both_servers_and_fails_on_either_path() {
-    let hub = TestHub::start(FaultConfig::default()).await;
+    let hub = hub_with(FaultConfig::default()).await;
     let emu = emulator(EmulatorConfig {
         throttle_every: Some(2),
         ..EmulatorConfig::default()
@@ -400,6 +389,8 @@ async fn side_by_side_reconciles_both_servers_and_fails_on_either_path() {
             "0",
             "--threshold",
             "errors<1%",
+            "--jtl",
+            out.path().join("run.jtl").to_str().unwrap(),
         ],
         out.path(),
     ))
@@ -417,6 +408,28 @@ async fn side_by_side_reconciles_both_servers_and_fails_on_either_path() {
     assert_eq!((c.accepted, c.throttled), (100, 100));
     assert_eq!(count(sb_total, "accepted"), c.accepted);
     assert_eq!(count(sb_total, "throttled"), c.throttled);
+    // `--jtl` gives one file per path, one row per attempt, each server's own count.
+    let hub_rows = util::jtl_rows(&out.path().join("run.websub.jtl"));
+    let sb_rows = util::jtl_rows(&out.path().join("run.servicebus.jtl"));
+    assert_eq!(hub_rows.len() as u64, s.publish.total());
+    assert_eq!(
+        hub_rows.len() as u64,
+        hub_report.total.as_ref().unwrap().samples
+    );
+    assert_eq!(sb_rows.len() as u64, c.accepted + c.throttled);
+    assert_eq!(sb_rows.len() as u64, sb_total.samples);
+    let ok = |rows: &[csv::StringRecord]| rows.iter().filter(|r| &r[7] == "true").count() as u64;
+    assert_eq!(
+        (ok(&hub_rows), ok(&sb_rows)),
+        (s.publish.accepted, c.accepted)
+    );
+    assert!(hub_rows
+        .iter()
+        .all(|r| r[13].ends_with("/hub?hub.mode=publish")));
+    assert!(sb_rows
+        .iter()
+        .all(|r| r[13].starts_with("amqp://127.0.0.1:")));
+    assert!(!out.path().join("run.jtl").exists());
     // Overhead error column: hub 0 % − broker 50 % = −50 pp, at every level.
     for r in &side_rows(out.path())[1..] {
         assert_eq!(r[19], "-50.000", "{r:?}");

@@ -1,12 +1,14 @@
-//! Scale-out: N shard processes with the Indexed Job environment contract against one hub,
-//! merged, equal the hub's own counts and a single-process run of the same workload.
+//! Scale-out: N shard processes with the Indexed Job environment contract against one hub (or
+//! one Service Bus emulator), merged, equal the server's own counts and a single-process run of
+//! the same workload; a Service Bus run's `servicebus` sections merge too.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use hubload_hub::FaultConfig;
 
-use crate::util::{count, run, TestHub};
+use crate::util::{assert_exit, count, hub_with, read_summary, run};
 
 const ARGS: &[&str] = &[
     "--tenants",
@@ -24,26 +26,23 @@ const ARGS: &[&str] = &[
     "--quiet",
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
-    let hub = TestHub::start(FaultConfig {
-        fail_503_every: Some(6),
-        ..FaultConfig::default()
-    })
-    .await;
-    let dir = tempfile::tempdir().unwrap();
+/// Run `count` shard processes of one run (the Indexed Job contract) with `args`, each into
+/// `dir/shard<i>`, starting together; every shard must exit 0. Returns their stdout together,
+/// as `kubectl logs` would collect it. Behind the serialising lock, like every measured run.
+async fn run_shards(dir: &Path, count: u32, run_id: &str, args: &[&str]) -> String {
+    // The shards share a start window: no other load may run meanwhile.
+    let _turn = crate::util::SERIAL.lock().await;
     let start_at =
         humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(4)).to_string();
-    let shards = 3;
-    let children: Vec<_> = (0..shards)
+    let children: Vec<_> = (0..count)
         .map(|i| {
-            let out = dir.path().join(format!("shard{i}"));
+            let out = dir.join(format!("shard{i}"));
             Command::new(env!("CARGO_BIN_EXE_hubload"))
-                .args(ARGS)
-                .args(["--hub-url", &hub.url, "--out", out.to_str().unwrap()])
+                .args(args)
+                .args(["--out", out.to_str().unwrap()])
                 .env("JOB_COMPLETION_INDEX", i.to_string())
-                .env("HUBLOAD_SHARD_COUNT", shards.to_string())
-                .env("HUBLOAD_RUN_ID", "shard-test")
+                .env("HUBLOAD_SHARD_COUNT", count.to_string())
+                .env("HUBLOAD_RUN_ID", run_id)
                 .env("HUBLOAD_START_AT", &start_at)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -56,18 +55,17 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
         let out = tokio::task::spawn_blocking(move || c.wait_with_output().unwrap())
             .await
             .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_exit(&out, 0);
         logs += &String::from_utf8_lossy(&out.stdout);
     }
-    // Collect from stdout, as `kubectl logs` would, and merge.
-    let dump = dir.path().join("shards.log");
-    std::fs::write(&dump, &logs).unwrap();
-    let merged_dir = dir.path().join("merged");
+    logs
+}
+
+/// `hubload merge` of a log dump into `dir/merged`; the merged summary.
+fn merge_logs(dir: &Path, logs: &str) -> hubload::report::Report {
+    let dump = dir.join("shards.log");
+    std::fs::write(&dump, logs).unwrap();
+    let merged_dir = dir.join("merged");
     let m = Command::new(env!("CARGO_BIN_EXE_hubload"))
         .args([
             "merge",
@@ -77,15 +75,22 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        m.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&m.stderr)
-    );
-    let merged: hubload::report::Report =
-        serde_json::from_str(&std::fs::read_to_string(merged_dir.join("summary.json")).unwrap())
-            .unwrap();
+    assert_exit(&m, 0);
+    read_summary(&merged_dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
+    let hub = hub_with(FaultConfig {
+        fail_503_every: Some(6),
+        ..FaultConfig::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = ARGS.to_vec();
+    args.extend(["--hub-url", &hub.url]);
+    let logs = run_shards(dir.path(), 3, "shard-test", &args).await;
+    let merged = merge_logs(dir.path(), &logs);
 
     // 1. The merge equals the hub's own counts.
     let s = hub.stats().await;
@@ -111,7 +116,7 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
 
     // 2. The merge equals one process running the same workload: the same events, so the same
     //    counts per topic (the per-class split depends on the hub's fault schedule order).
-    let single_hub = TestHub::start(FaultConfig::default()).await;
+    let single_hub = hub_with(FaultConfig::default()).await;
     let out = tempfile::tempdir().unwrap();
     let mut args: Vec<&str> = ARGS.to_vec();
     args.retain(|a| *a != "--quiet");
@@ -166,10 +171,69 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
 fn merging_nothing_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = crate::util::bin(&["merge", "nothing-here"], dir.path());
+    assert_exit(&out, 2);
+}
+
+/// Two Service Bus shards against one emulator: `hubload merge` adds their `servicebus`
+/// sections, and the merged counts equal the emulator's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_service_bus_shards_merge_their_section_to_the_emulators_counts() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let emu = hubload_servicebus::emulator::Emulator::start(
+        listener,
+        hubload_servicebus::emulator::EmulatorConfig {
+            throttle_every: Some(5),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let cs = emu.connection_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = ARGS.to_vec();
+    args.extend([
+        "--target",
+        "servicebus",
+        "--sb-connection-string",
+        &cs,
+        "--retries",
+        "0",
+    ]);
+    let logs = run_shards(dir.path(), 2, "sb-shards", &args).await;
+    let merged = merge_logs(dir.path(), &logs);
+    let shards: Vec<_> = (0..2)
+        .map(|i| read_summary(&dir.path().join(format!("shard{i}"))))
+        .collect();
+    let c = emu.counts();
+    let t = merged.total.as_ref().unwrap();
+    assert_eq!(merged.target.as_str(), "servicebus");
+    assert_eq!(t.samples, 480);
+    assert_eq!(c.accepted + c.throttled, 480);
+    assert_eq!(count(t, "accepted"), c.accepted);
+    assert_eq!(count(t, "throttled"), c.throttled);
+    let sb = merged
+        .servicebus
+        .as_ref()
+        .expect("the merged servicebus section");
+    let parts: Vec<_> = shards
+        .iter()
+        .map(|r| r.servicebus.clone().unwrap())
+        .collect();
+    assert!(parts.iter().all(|p| p.token_puts > 0));
     assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        sb.token_puts,
+        parts.iter().map(|p| p.token_puts).sum::<u64>()
     );
+    assert_eq!(
+        sb.reconnects,
+        parts.iter().map(|p| p.reconnects).sum::<u64>()
+    );
+    assert_eq!(
+        (sb.endpoint.as_str(), sb.connections),
+        (parts[0].endpoint.as_str(), parts[0].connections)
+    );
+    assert_eq!(sb.emulator, None, "an external emulator is not reported");
+    // Every topic was attached once, by the shard owning its tenant.
+    assert_eq!(merged.registration.as_ref().unwrap().topics, 36);
+    emu.shutdown().await;
 }

@@ -1,110 +1,110 @@
-//! Shared test helpers: a real reference hub on 127.0.0.1:0, running hubload in-process or as
-//! the built binary, and reading the hub's own counts.
+//! Shared test helpers: a real reference hub on 127.0.0.1:0, the one in-process runner (and
+//! the built binary), the scenario helper (hub + flags + reports + the hub's own counts).
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use hubload::cli::Cli;
-use hubload::run::RunOutcome;
-use hubload_hub::{FaultConfig, HubConfig, HubState, StatsSnapshot};
-use tokio::sync::oneshot;
+use hubload::report::Report;
+use hubload::RunOutcome;
+use hubload_hub::{FaultConfig, HubConfig, StatsSnapshot};
 use tokio_util::sync::CancellationToken;
 
-/// In-process runs take this in turn, so a timing-sensitive run never shares the 2 cores
-/// with another load.
+/// Every in-process run, and every other timing-sensitive test, takes this in turn, so a
+/// measured run never shares the 2 cores with another load.
 pub static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// A reference hub serving on 127.0.0.1 with an ephemeral port, stopped on drop.
-pub struct TestHub {
-    pub url: String,
-    /// The hub's state, for changing faults between runs.
-    #[allow(dead_code)]
-    pub state: HubState,
-    _stop: oneshot::Sender<()>,
+/// The one test hub: the hub crate's own ([`hubload_hub::testing::TestHub`]).
+pub use hubload_hub::testing::TestHub;
+
+/// A hub with `faults` (and otherwise the defaults).
+pub async fn hub_with(faults: FaultConfig) -> TestHub {
+    TestHub::start(HubConfig {
+        faults,
+        ..HubConfig::default()
+    })
+    .await
 }
 
-impl TestHub {
-    /// Start a hub with `faults` on the current runtime.
-    pub async fn start(faults: FaultConfig) -> TestHub {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let state = HubState::new(HubConfig {
-            faults,
-            ..HubConfig::default()
-        });
-        let (stop, stopped) = oneshot::channel::<()>();
-        let s = state.clone();
-        tokio::spawn(async move {
-            hubload_hub::serve(listener, s, async move {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap();
-        });
-        TestHub {
-            url: format!("http://{addr}/hub"),
-            state,
-            _stop: stop,
-        }
-    }
-
-    /// The hub's own counts, read over HTTP from `GET /stats` as any client would.
-    pub async fn stats(&self) -> StatsSnapshot {
-        let base = self.url.trim_end_matches("/hub");
-        let body = http_get(&format!("{base}/stats")).await;
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("bad /stats JSON: {e}: {body}"))
-    }
-}
-
-/// A minimal HTTP/1.1 GET over a fresh connection (test-only; no client crates needed).
-pub async fn http_get(url: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let u = url::Url::parse(url).unwrap();
-    let mut s = tokio::net::TcpStream::connect((u.host_str().unwrap(), u.port().unwrap()))
-        .await
-        .unwrap();
-    let req = format!(
-        "GET {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-        u.path()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.unwrap();
-    let text = String::from_utf8(buf).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_string()
-    }
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    loop {
-        let (size, rest) = s.split_once("\r\n").unwrap();
-        let n = usize::from_str_radix(size.trim(), 16).unwrap();
-        if n == 0 {
-            return out;
-        }
-        out.push_str(&rest[..n]);
-        s = &rest[n + 2..];
-    }
-}
-
-/// Run hubload in-process with these arguments (plus `--quiet`), one run at a time.
-pub async fn run(args: &[&str]) -> RunOutcome {
+/// Run hubload in-process as `hubload --quiet ARGS` would (profile merging included), one run
+/// at a time (behind [`SERIAL`]), keeping the error.
+pub async fn try_run(args: &[&str]) -> anyhow::Result<RunOutcome> {
     let _turn = SERIAL.lock().await;
     let mut all = vec!["hubload", "--quiet"];
     all.extend_from_slice(args);
-    let cli = <Cli as clap::Parser>::try_parse_from(&all).unwrap();
-    let cfg = hubload::config::resolve(&cli.run).unwrap();
-    hubload::run::run_load(&cfg, CancellationToken::new())
+    let cli = hubload::app::parse_args(all.iter().map(Into::into).collect())
+        .unwrap_or_else(|e| panic!("bad test arguments {args:?}: {e:?}"));
+    hubload::run(&cli.run, CancellationToken::new()).await
+}
+
+/// [`try_run`], which must succeed.
+pub async fn run(args: &[&str]) -> RunOutcome {
+    try_run(args)
         .await
-        .unwrap()
+        .unwrap_or_else(|e| panic!("run {args:?} failed: {e:#}"))
+}
+
+/// One integration scenario: a reference hub with given faults, a report directory, runs with
+/// given flags against both, and what each side counted.
+pub struct Scenario {
+    /// The hub the runs load.
+    pub hub: TestHub,
+    /// Reports (`--out`) and any other files of the scenario.
+    pub dir: tempfile::TempDir,
+}
+
+impl Scenario {
+    /// A hub with `faults` and an empty report directory.
+    pub async fn start(faults: FaultConfig) -> Scenario {
+        Scenario {
+            hub: hub_with(faults).await,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The flags that aim a run at this scenario: `--hub-url HUB --out DIR`.
+    fn target_args(&self) -> [String; 4] {
+        [
+            "--hub-url".into(),
+            self.hub.url.clone(),
+            "--out".into(),
+            self.dir.path().display().to_string(),
+        ]
+    }
+
+    /// Run hubload in-process against the hub, reports into the directory, plus `flags`.
+    pub async fn run(&self, flags: &[&str]) -> RunOutcome {
+        let target = self.target_args();
+        let mut all: Vec<&str> = target.iter().map(String::as_str).collect();
+        all.extend_from_slice(flags);
+        run(&all).await
+    }
+
+    /// `summary.json` as written (in `sub` of the directory, "" for the top).
+    pub fn summary(&self, sub: &str) -> Report {
+        read_summary(&self.dir.path().join(sub))
+    }
+
+    /// The hub's own counts.
+    pub async fn hub_stats(&self) -> StatsSnapshot {
+        self.hub.stats().await
+    }
+}
+
+/// `dir/summary.json`, parsed.
+pub fn read_summary(dir: &Path) -> Report {
+    let text = std::fs::read_to_string(dir.join("summary.json"))
+        .unwrap_or_else(|e| panic!("{}/summary.json: {e}", dir.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad summary.json: {e}"))
+}
+
+/// The data rows of a JTL file (header checked and skipped).
+pub fn jtl_rows(path: &Path) -> Vec<csv::StringRecord> {
+    let mut rd = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    assert_eq!(
+        rd.headers().unwrap().iter().collect::<Vec<_>>().join(","),
+        hubload::report::jtl::JTL_HEADER
+    );
+    rd.records().map(Result::unwrap).collect()
 }
 
 /// Run the built `hubload` binary.
@@ -122,4 +122,14 @@ pub fn count(row: &hubload::report::LevelReport, class: &str) -> u64 {
     *row.counts
         .get(class)
         .unwrap_or_else(|| panic!("no class {class}"))
+}
+
+/// The process exited with `code`; its stderr is the failure message otherwise.
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -18,6 +18,7 @@ mod serve;
 mod state;
 mod stats;
 mod subscribe;
+pub mod testing;
 
 use axum::routing::get;
 use axum::Router;

@@ -4,17 +4,18 @@
 //! 2 bad usage, bad configuration or a runtime error before/while loading; 3 a shard missed its
 //! start window; 4 `merge` is missing shards; 130 interrupted (reports written, marked partial).
 
-use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, Command};
-use crate::config::{self, profile};
-use crate::run::{run_load, signals};
+use crate::config;
+use crate::run::signals;
 
+mod args;
 mod subcommands;
+
+pub use args::{parse_args, ArgsError};
 
 /// Exit code: thresholds failed.
 pub const EXIT_THRESHOLDS: u8 = 1;
@@ -33,46 +34,6 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(EXIT_ERROR)
 }
 
-/// Parse the command line, inserting a profile's settings before the flags so flags win.
-fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
-    let first = parse_once(&args)?;
-    let Some(p) = &first.run.profile else {
-        return Ok(first);
-    };
-    let path = profile::locate(p).map_err(fail)?;
-    let prof = profile::to_args(&path).map_err(fail)?;
-    let mut all: Vec<OsString> = args.iter().take(1).cloned().collect();
-    all.extend(prof.into_iter().map(OsString::from));
-    all.extend(args.iter().skip(1).cloned());
-    let mut cli = parse_once(&all)?;
-    cli.run.profile = Some(path);
-    Ok(cli)
-}
-
-fn parse_once(args: &[OsString]) -> Result<Cli, ExitCode> {
-    Cli::try_parse_from(args).map_err(|e| {
-        use clap::error::ErrorKind;
-        match e.kind() {
-            ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                let _ = e.print();
-                ExitCode::SUCCESS
-            }
-            _ => {
-                // clap's message, first line only: one clear line, no usage dump.
-                let text = e.render().to_string();
-                let line = text
-                    .lines()
-                    .next()
-                    .unwrap_or("invalid arguments")
-                    .trim_start_matches("error: ");
-                fail(format!("{line} (see hubload --help)"))
-            }
-        }
-    })
-}
-
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -86,9 +47,13 @@ fn init_tracing() {
 /// The whole program: `main` calls this.
 pub fn main() -> ExitCode {
     init_tracing();
-    let cli = match parse(std::env::args_os().collect()) {
+    let cli = match parse_args(std::env::args_os().collect()) {
         Ok(c) => c,
-        Err(code) => return code,
+        Err(ArgsError::Display(e)) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(ArgsError::Invalid(line)) => return fail(line),
     };
     // Read before the runtime exists (it sizes it); `resolve` checks it again with the rest.
     let threads = match config::threads(cli.run.threads.as_deref()) {
@@ -151,13 +116,9 @@ fn done(r: anyhow::Result<u8>) -> ExitCode {
 }
 
 async fn load(cli: Cli) -> ExitCode {
-    let cfg = match config::resolve(&cli.run) {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
     let cancel = CancellationToken::new();
     signals::install(cancel.clone());
-    let outcome = match run_load(&cfg, cancel).await {
+    let outcome = match crate::run(&cli.run, cancel).await {
         Ok(o) => o,
         Err(e) if e.downcast_ref::<crate::shard::MissedStart>().is_some() => {
             eprintln!("hubload: error: {e:#}");
@@ -165,15 +126,13 @@ async fn load(cli: Cli) -> ExitCode {
         }
         Err(e) => return fail(format!("{e:#}")),
     };
+    let out = &outcome.config.output;
     // A side-by-side run has already printed its comparison; each path's full tables are in
     // its own subdirectory.
-    if !cfg.output.quiet && cfg.target.kinds.len() == 1 {
+    if !out.quiet && outcome.config.target.kinds.len() == 1 {
         print!("{}", subcommands::summary_text(&outcome.report));
     }
-    eprintln!(
-        "hubload: reports written to {}",
-        cfg.output.out_dir.display()
-    );
+    eprintln!("hubload: reports written to {}", out.out_dir.display());
     if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if outcome.thresholds_failed {

@@ -8,54 +8,13 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
-
+use super::context::LevelContext;
 use super::driver::{run_pacer, Driver, OpenParams, Seqs, Window};
-use super::live::Live;
-use super::pacer::Arrivals;
 use super::plan::{LevelSpec, Load};
-use super::worker::{stripes, worker_loop, JtlSink};
-use crate::stats::{Clock, LevelStats};
+use super::worker::{stripes, worker_loop};
+use crate::stats::LevelStats;
 use crate::targets::Target;
-use crate::workload::Workload;
-
-/// What every level of a run shares.
-pub struct LevelContext<T> {
-    /// Where the load goes.
-    pub target: Arc<T>,
-    /// Topics and the event generator.
-    pub workload: Arc<Workload>,
-    /// Maps instants to wall-clock µs.
-    pub clock: Clock,
-    /// Immediate retries after a retryable failure.
-    pub retries: u32,
-    /// Open model: inter-arrival law.
-    pub arrivals: Arrivals,
-    /// This process's shard index and the shard count (0, 1 when not sharded).
-    pub shard: (u64, u64),
-    /// Cancelled on Ctrl-C / SIGTERM: no new events, no more retries.
-    pub cancel: CancellationToken,
-    /// Live counts for the progress display.
-    pub live: Arc<Live>,
-    /// Streams every measured attempt to a JTL file.
-    pub jtl: Option<JtlSink>,
-    /// The load of the level being run (JTL labels).
-    pub level_load: Load,
-    /// Workers in the level being run (JTL thread counts).
-    pub level_workers: u32,
-    /// Open model: record latency from the intended start too.
-    pub open_model: bool,
-}
-
-impl<T> std::fmt::Debug for LevelContext<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LevelContext")
-            .field("retries", &self.retries)
-            .field("shard", &self.shard)
-            .finish_non_exhaustive()
-    }
-}
+use tokio::time::Instant;
 
 /// The result of one level.
 #[derive(Debug)]
@@ -78,7 +37,7 @@ pub async fn run_level<T: Target>(
     seq_base: u64,
 ) -> LevelRun {
     ctx.live.reset();
-    let (shard, shards) = ctx.shard;
+    let (shard, shards) = (u64::from(ctx.shard.index), u64::from(ctx.shard.count));
     let seqs = Seqs::striped(seq_base, spec.stop.requests, shard, shards);
     // Warm-up events come from their own sequence space so they never shift the measured stream.
     let warm_base = (1u64 << 62) + (index << 40);
@@ -174,12 +133,17 @@ pub async fn run_level<T: Target>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::live::Live;
+    use crate::engine::pacer::Arrivals;
     use crate::engine::plan::Stop;
     use crate::result::{Class, Outcome, TimeoutKind};
+    use crate::shard::ShardSlot;
+    use crate::stats::Clock;
     use crate::targets::mock::MockTarget;
-    use crate::workload::{Distribution, TopicLayout, WorkloadConfig};
+    use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
+    use tokio_util::sync::CancellationToken;
 
-    fn ctx(mock: MockTarget, retries: u32, shard: (u64, u64)) -> Arc<LevelContext<MockTarget>> {
+    fn ctx(mock: MockTarget, retries: u32, shard: ShardSlot) -> Arc<LevelContext<MockTarget>> {
         let workload = Workload::new(WorkloadConfig {
             tenants: 5,
             sps: 2,
@@ -199,7 +163,7 @@ mod tests {
             shard,
             cancel: CancellationToken::new(),
             live: Arc::new(Live::default()),
-            jtl: None,
+            attempts: None,
             level_load: Load::Closed { concurrency: 1 },
             level_workers: 1,
             open_model: false,
@@ -226,7 +190,7 @@ mod tests {
         let c = ctx(
             MockTarget::new(script, Duration::from_micros(200)),
             0,
-            (0, 1),
+            ShardSlot::WHOLE,
         );
         let run = run_level(c.clone(), &closed(7, Some(1000), None), 0, 0).await;
         assert_eq!(run.stats.attempts(), 1000);
@@ -242,7 +206,7 @@ mod tests {
     async fn retries_count_attempts_and_events_separately() {
         // Every attempt times out: each event is tried 1 + 2 times and fails.
         let script = vec![Outcome::Timeout(TimeoutKind::PoolWait)];
-        let c = ctx(MockTarget::new(script, Duration::ZERO), 2, (0, 1));
+        let c = ctx(MockTarget::new(script, Duration::ZERO), 2, ShardSlot::WHOLE);
         let run = run_level(c.clone(), &closed(4, Some(100), None), 0, 0).await;
         assert_eq!(run.stats.events, 100);
         assert_eq!(run.stats.events_failed, 100);
@@ -250,7 +214,7 @@ mod tests {
         assert_eq!(run.stats.retries, 200);
         // A denial is not retried; a 503 followed by an accept is one successful event.
         let script = vec![Outcome::Http503, Outcome::Accepted];
-        let c = ctx(MockTarget::new(script, Duration::ZERO), 2, (0, 1));
+        let c = ctx(MockTarget::new(script, Duration::ZERO), 2, ShardSlot::WHOLE);
         let run = run_level(c.clone(), &closed(1, Some(50), None), 0, 0).await;
         assert_eq!(
             (
@@ -264,10 +228,10 @@ mod tests {
 
     #[tokio::test]
     async fn shards_together_send_exactly_the_single_process_events() {
-        let mut single = ctx(
+        let single = ctx(
             MockTarget::new(vec![Outcome::Accepted], Duration::ZERO),
             0,
-            (0, 1),
+            ShardSlot::WHOLE,
         );
         let one = run_level(single.clone(), &closed(3, Some(500), None), 1, 500).await;
         let mut merged = LevelStats::default();
@@ -275,7 +239,7 @@ mod tests {
             let c = ctx(
                 MockTarget::new(vec![Outcome::Accepted], Duration::ZERO),
                 0,
-                (i, 3),
+                ShardSlot { index: i, count: 3 },
             );
             merged += &run_level(c, &closed(2, Some(500), None), 1, 500)
                 .await
@@ -284,48 +248,48 @@ mod tests {
         assert_eq!(merged.attempts(), 500);
         assert_eq!(merged.topic_attempts, one.stats.topic_attempts);
         assert_eq!(merged.bytes_sent, one.stats.bytes_sent);
-        let _ = Arc::get_mut(&mut single);
     }
 
-    #[tokio::test]
+    /// Paused time: every attempt takes exactly 20 ms, so the counts follow from the schedule.
+    #[tokio::test(start_paused = true)]
     async fn duration_levels_stop_and_await_in_flight_attempts() {
         let c = ctx(
             MockTarget::new(vec![Outcome::Accepted], Duration::from_millis(20)),
             0,
-            (0, 1),
+            ShardSlot::WHOLE,
         );
         let spec = LevelSpec {
             warmup: Duration::from_millis(100),
-            ..closed(4, None, Some(Duration::from_millis(300)))
+            ..closed(4, None, Some(Duration::from_millis(310)))
         };
         let run = run_level(c.clone(), &spec, 0, 0).await;
-        let target_total = c.target.counts().total();
-        // Warm-up attempts reach the target but are not recorded.
-        assert!(target_total > run.stats.attempts());
-        // 4 workers × 300 ms / 20 ms ≈ 60 measured; generous margins.
-        assert!(
-            (30..=70).contains(&run.stats.attempts()),
-            "{}",
-            run.stats.attempts()
-        );
-        assert_eq!(run.stats.attempts(), run.stats.events);
+        // Each of 4 workers: warm-up attempts start at 0, 20, …, 80 ms (5, sent, not recorded);
+        // measured ones at 100, 120, …, 400 ms (16: the deadline is 410 ms, and the attempt
+        // started at 400 ms is awaited until 420 ms and counted).
+        assert_eq!(c.target.counts().total(), 4 * (5 + 16));
+        assert_eq!(run.stats.attempts(), 4 * 16);
+        assert_eq!(run.stats.events, 4 * 16);
+        assert_eq!(run.elapsed, Duration::from_millis(320));
+        assert!(!run.interrupted);
     }
 
-    #[tokio::test]
+    /// Paused time: cancelled at 102 ms, 5 ms attempts; those started by 100 ms all finish.
+    #[tokio::test(start_paused = true)]
     async fn cancellation_stops_the_level() {
         let c = ctx(
             MockTarget::new(vec![Outcome::Accepted], Duration::from_millis(5)),
             0,
-            (0, 1),
+            ShardSlot::WHOLE,
         );
         let cancel = c.cancel.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(Duration::from_millis(102)).await;
             cancel.cancel();
         });
         let run = run_level(c, &closed(2, None, Some(Duration::from_secs(60))), 0, 0).await;
         assert!(run.interrupted);
-        assert!(run.elapsed < Duration::from_secs(10));
-        assert!(run.stats.attempts() > 0);
+        // 2 workers × attempts started at 0, 5, …, 100 ms; the last ends at 105 ms.
+        assert_eq!(run.stats.attempts(), 2 * 21);
+        assert_eq!(run.elapsed, Duration::from_millis(105));
     }
 }

@@ -1,5 +1,7 @@
 //! The engine: levels of load (closed or open model), one worker loop, shutdown.
 
+mod attempt;
+mod context;
 mod driver;
 mod level;
 mod live;
@@ -7,9 +9,10 @@ mod pacer;
 mod plan;
 mod worker;
 
+pub use attempt::{attempt_queue, AttemptReceiver, AttemptRecord, AttemptSender, Handout};
+pub use context::LevelContext;
 pub use driver::Seqs;
-pub use level::{run_level, LevelContext, LevelRun};
+pub use level::{run_level, LevelRun};
 pub use live::Live;
 pub use pacer::{Arrivals, Schedule};
 pub use plan::{LevelSpec, Load, PlanStep, Stop};
-pub use worker::JtlSink;

@@ -4,23 +4,13 @@ use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
 
+use super::attempt::AttemptRecord;
+use super::context::LevelContext;
 use super::driver::Driver;
-use super::level::LevelContext;
 use super::live::LiveDelta;
-use super::plan::Load;
-use crate::report::jtl::{level_tag, sample_label, thread_name, JtlRow, JtlSender};
 use crate::result::Class;
 use crate::stats::{AttemptTimes, LevelStats};
 use crate::targets::Target;
-
-/// Streams every measured attempt to a JMeter JTL file (`--jtl`).
-#[derive(Debug, Clone)]
-pub struct JtlSink {
-    /// The writer thread's queue (bounded: a slow disk slows the run, never drops rows).
-    pub sender: JtlSender,
-    /// The target URL shown in each row (no secrets).
-    pub url: Arc<str>,
-}
 
 /// Where workers record: a fixed number of stripes, each a `LevelStats` and a live delta
 /// behind its own mutex. Worker `w` records into stripe `w % n`.
@@ -58,17 +48,6 @@ pub(crate) async fn worker_loop<T: Target>(
 ) {
     let stripe = &stripes[worker % stripes.len()];
     let lock = || stripe.lock().unwrap_or_else(|e| e.into_inner());
-    // JTL labels, made once per worker: `c200 login`, thread `c200 1-7`.
-    let jtl_names = ctx.jtl.as_ref().map(|_| {
-        let tag = match ctx.level_load {
-            Load::Closed { concurrency } => level_tag(Some(u64::from(concurrency)), None),
-            Load::Open { rate, .. } => level_tag(None, Some(rate)),
-        };
-        let labels: Vec<Arc<str>> = (0..ctx.workload.config().channels.len())
-            .map(|c| sample_label(&tag, ctx.workload.channel_name(c)).into())
-            .collect();
-        (labels, Arc::<str>::from(thread_name(&tag, worker)))
-    });
     let max_attempts = ctx.retries + 1;
     while let Some(ticket) = driver.next().await {
         let iat_ms = ctx.clock.unix_us(Instant::now().into_std()) / 1000;
@@ -104,25 +83,21 @@ pub(crate) async fn worker_loop<T: Target>(
                     st.stats.record_attempt(&ctx.clock, times, &a, event.topic);
                     st.live.note(&ctx.live, class, us, end);
                 }
-                if let (Some(jtl), Some((labels, thread))) = (&ctx.jtl, &jtl_names) {
-                    let ms = us / 1000;
-                    let row = JtlRow {
-                        timestamp_ms: ctx.clock.unix_us(start.into_std()) / 1000,
-                        elapsed_ms: ms,
-                        label: labels[event.channel].clone(),
+                if let Some(out) = &ctx.attempts {
+                    let r = AttemptRecord {
+                        start_unix_us: ctx.clock.unix_us(start.into_std()),
+                        elapsed_us: us,
                         outcome: a.outcome,
                         status: a.status,
-                        thread_name: thread.clone(),
-                        bytes: a.bytes_received,
-                        sent_bytes: a.bytes_sent,
-                        grp_threads: ctx.level_workers,
-                        all_threads: ctx.level_workers,
-                        url: jtl.url.clone(),
-                        latency_ms: if a.bytes_received > 0 { ms } else { 0 },
-                        connect_ms: 0,
+                        bytes_received: a.bytes_received,
+                        bytes_sent: a.bytes_sent,
+                        channel: event.channel as u32,
+                        worker: worker as u32,
+                        load: ctx.level_load,
+                        workers: ctx.level_workers,
                     };
-                    // Fails only after a write error, which the writer reports at the end.
-                    let _ = jtl.sender.send(row).await;
+                    // Fails only after the consumer stopped, which it reports at the end.
+                    let _ = out.send(r).await;
                 }
             }
             if class == Class::Accepted {

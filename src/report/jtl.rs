@@ -6,16 +6,16 @@
 //! exception JMeter's Apache HttpClient sampler would have reported for the same failure.
 //!
 //! Rows go to disk through a `BufWriter` as they come; nothing of the run is kept in memory.
-//! Workers share one writer through [`channel_writer`]: a bounded queue to one thread.
+//! The engine hands out plain attempt records into a bounded queue; [`channel_writer`]'s thread
+//! turns each into a row here, and makes the file durable at every sync (each level's end, a
+//! stop), so a killed run leaves every row of its finished levels and at most one partial line.
 
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::Path;
-use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use tokio::sync::mpsc;
-
+use crate::engine::{attempt_queue, AttemptRecord, AttemptSender, Handout, Load};
 use crate::result::{ConnErrorKind, Outcome, TimeoutKind};
 
 /// JMeter's default JTL CSV header, exactly.
@@ -27,22 +27,22 @@ pub const JTL_QUEUE_ROWS: usize = 65_536;
 /// The `BufWriter` capacity in front of the file.
 const FILE_BUFFER: usize = 256 * 1024;
 
-/// One attempt, as a JTL row. The shared strings are `Arc`s so a worker clones them per row
-/// without allocating.
+/// One attempt, as a JTL row. The strings are borrowed: the writer thread formats the label
+/// and thread name into buffers it reuses.
 #[derive(Debug, Clone)]
-pub struct JtlRow {
+pub struct JtlRow<'a> {
     /// When the attempt started, ms since the Unix epoch (JMeter `timeStamp`).
     pub timestamp_ms: u64,
     /// Start to end, ms (`elapsed`).
     pub elapsed_ms: u64,
     /// The level and channel, e.g. `c200 login` (see [`sample_label`]).
-    pub label: Arc<str>,
+    pub label: &'a str,
     /// What the attempt ended in.
     pub outcome: Outcome,
     /// The HTTP status, or 0 when no response head was read.
     pub status: u16,
     /// The worker, JMeter style (see [`thread_name`]).
-    pub thread_name: Arc<str>,
+    pub thread_name: &'a str,
     /// Bytes received: status line, headers and body.
     pub bytes: u64,
     /// Bytes sent: request line, headers and body.
@@ -52,7 +52,7 @@ pub struct JtlRow {
     /// Active workers in the whole run (`allThreads`).
     pub all_threads: u32,
     /// The request URL (never carrying a secret).
-    pub url: Arc<str>,
+    pub url: &'a str,
     /// Start to the first response byte, ms (`Latency`); 0 when nothing was received.
     pub latency_ms: u64,
     /// Time spent connecting, ms (`Connect`); 0 on a reused connection.
@@ -178,16 +178,16 @@ fn response(outcome: Outcome, status: u16) -> Response {
     }
 }
 
-fn write_row<W: io::Write>(w: &mut csv::Writer<W>, row: &JtlRow) -> csv::Result<()> {
+fn write_row<W: io::Write>(w: &mut csv::Writer<W>, row: &JtlRow<'_>) -> csv::Result<()> {
     let r = response(row.outcome, row.status);
     let mut buf = itoa::Buffer::new();
     let mut num = |w: &mut csv::Writer<W>, v: u64| w.write_field(buf.format(v));
     num(w, row.timestamp_ms)?;
     num(w, row.elapsed_ms)?;
-    w.write_field(&*row.label)?;
+    w.write_field(row.label)?;
     w.write_field(&r.code)?;
     w.write_field(&r.message)?;
-    w.write_field(&*row.thread_name)?;
+    w.write_field(row.thread_name)?;
     w.write_field("text")?;
     w.write_field(if r.success { "true" } else { "false" })?;
     w.write_field(r.failure)?;
@@ -195,7 +195,7 @@ fn write_row<W: io::Write>(w: &mut csv::Writer<W>, row: &JtlRow) -> csv::Result<
     num(w, row.sent_bytes)?;
     num(w, u64::from(row.grp_threads))?;
     num(w, u64::from(row.all_threads))?;
-    w.write_field(&*row.url)?;
+    w.write_field(row.url)?;
     num(w, row.latency_ms)?;
     // IdleTime: hubload never pauses inside a sample.
     num(w, 0)?;
@@ -230,10 +230,16 @@ impl JtlWriter {
     }
 
     /// Append one row.
-    pub fn write(&mut self, row: &JtlRow) -> io::Result<()> {
+    pub fn write(&mut self, row: &JtlRow<'_>) -> io::Result<()> {
         write_row(&mut self.csv, row).map_err(csv_to_io)?;
         self.rows += 1;
         Ok(())
+    }
+
+    /// Push every row written so far to the file (one `write` of the buffer; no fsync: a
+    /// killed process loses nothing the kernel has, and a crashed kernel is out of scope).
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.csv.flush()
     }
 
     /// Rows written so far.
@@ -254,48 +260,119 @@ impl JtlWriter {
     }
 }
 
-/// The workers' handle on a shared JTL writer. Cheap to clone (one per worker).
+/// What a JTL row names besides the attempt itself (never a secret).
 #[derive(Debug, Clone)]
-pub struct JtlSender {
-    tx: mpsc::Sender<JtlRow>,
+pub struct JtlNames {
+    /// The request URL of every row.
+    pub url: String,
+    /// Channel names by index (the second word of each label).
+    pub channels: Vec<String>,
 }
 
-impl JtlSender {
-    /// Queue a row. When the queue is full this waits: a disk slower than the load throttles
-    /// the load instead of losing rows or growing memory. Returns false when the writer has
-    /// stopped (an IO error, reported by its join handle); the row is then dropped.
-    pub async fn send(&self, row: JtlRow) -> bool {
-        self.tx.send(row).await.is_ok()
-    }
-
-    /// [`send`](Self::send) for code outside the async runtime (never inside it: it blocks).
-    pub fn blocking_send(&self, row: JtlRow) -> bool {
-        self.tx.blocking_send(row).is_ok()
+/// The short name of a level's load in labels: see [`level_tag`].
+fn load_tag(load: Load) -> String {
+    match load {
+        Load::Closed { concurrency } => level_tag(Some(u64::from(concurrency)), None),
+        Load::Open { rate, .. } => level_tag(None, Some(rate)),
     }
 }
 
-/// One writer thread fed by a bounded queue of [`JTL_QUEUE_ROWS`] rows.
+/// Turns attempt records into rows, reusing its label and thread-name buffers.
+#[derive(Debug)]
+struct RowBuilder {
+    names: JtlNames,
+    load: Option<Load>,
+    tag: String,
+    label: String,
+    thread: String,
+}
+
+impl RowBuilder {
+    fn new(names: JtlNames) -> Self {
+        RowBuilder {
+            names,
+            load: None,
+            tag: String::new(),
+            label: String::new(),
+            thread: String::new(),
+        }
+    }
+
+    /// The row of `r`: `c200 login`, thread `c200 1-7`.
+    fn row(&mut self, r: &AttemptRecord) -> JtlRow<'_> {
+        use std::fmt::Write;
+        if self.load != Some(r.load) {
+            self.tag = load_tag(r.load);
+            self.load = Some(r.load);
+        }
+        let channel = self
+            .names
+            .channels
+            .get(r.channel as usize)
+            .map_or("", String::as_str);
+        self.label.clear();
+        let _ = write!(self.label, "{} {channel}", self.tag);
+        self.thread.clear();
+        let _ = write!(self.thread, "{} 1-{}", self.tag, u64::from(r.worker) + 1);
+        let ms = r.elapsed_us / 1000;
+        JtlRow {
+            timestamp_ms: r.start_unix_us / 1000,
+            elapsed_ms: ms,
+            label: &self.label,
+            outcome: r.outcome,
+            status: r.status,
+            thread_name: &self.thread,
+            bytes: r.bytes_received,
+            sent_bytes: r.bytes_sent,
+            grp_threads: r.workers,
+            all_threads: r.workers,
+            url: &self.names.url,
+            latency_ms: if r.bytes_received > 0 { ms } else { 0 },
+            connect_ms: 0,
+        }
+    }
+}
+
+/// One writer thread fed by a bounded queue of [`JTL_QUEUE_ROWS`] attempt records.
 ///
-/// Backpressure: a full queue makes `JtlSender::send` wait rather than drop rows or buffer
+/// Backpressure: a full queue makes `AttemptSender::send` wait rather than drop rows or buffer
 /// without bound. The queue absorbs bursts (64 Ki rows is seconds of load at the rates one
 /// process reaches), and the writer thread sustains far more rows per second than a worker
 /// pool produces (see the `throughput` test), so in practice senders never wait; when the
 /// disk truly cannot keep up, the run slows down visibly instead of lying.
 ///
-/// The thread ends when every sender is dropped; join it for the row count or the first IO
-/// error (after an error it stops reading, and later sends return false).
-pub fn channel_writer(path: &Path) -> io::Result<(JtlSender, JoinHandle<io::Result<u64>>)> {
+/// A [`Handout::Sync`] flushes the buffer to the file before it is answered. The thread ends
+/// when every sender is dropped; join it for the row count or the first IO error (after an
+/// error it stops reading, and later sends return false).
+pub fn channel_writer(
+    path: &Path,
+    names: JtlNames,
+) -> io::Result<(AttemptSender, JoinHandle<io::Result<u64>>)> {
     let mut writer = JtlWriter::create(path)?;
-    let (tx, mut rx) = mpsc::channel::<JtlRow>(JTL_QUEUE_ROWS);
+    let (tx, mut rx) = attempt_queue(JTL_QUEUE_ROWS);
     let handle = std::thread::Builder::new()
         .name("hubload-jtl".into())
         .spawn(move || {
-            while let Some(row) = rx.blocking_recv() {
-                writer.write(&row)?;
+            let mut rows = RowBuilder::new(names);
+            while let Some(item) = rx.blocking_recv() {
+                match item {
+                    Handout::Attempt(r) => writer.write(&rows.row(&r))?,
+                    Handout::Sync(ack) => {
+                        let flushed = writer.flush();
+                        let failed = flushed
+                            .as_ref()
+                            .err()
+                            .map(|e| io::Error::new(e.kind(), e.to_string()));
+                        let _ = ack.send(flushed);
+                        if let Some(e) = failed {
+                            return Err(e);
+                        }
+                    }
+                }
             }
             writer.finish()
         })?;
-    Ok((JtlSender { tx }, handle))
+    Ok((tx, handle))
 }
 
 #[cfg(test)]

@@ -203,6 +203,7 @@ impl RunRecord {
         report.finished_at = m.meta.finished_at.clone();
         report.partial = m.partial;
         report.registration = m.registration.as_ref().map(PhaseReport::from);
+        report.servicebus = m.servicebus.clone();
         let mut rec = RunRecord {
             report,
             total: LevelStats::default(),
@@ -265,6 +266,7 @@ impl RunRecord {
             topics: self.report.topics.clone(),
             registration: self.registration.as_ref().map(PhaseArtifact::from),
             levels,
+            servicebus: self.report.servicebus.clone(),
         })
     }
 

@@ -1,63 +1,79 @@
-//! A two-path run (`--target websub,servicebus`): each path in turn into its own report
-//! directory (`<out>/websub/`, `<out>/servicebus/`), then the side-by-side report at `<out>/`.
+//! The shape of a two-path run (`--target websub,servicebus`): each path's report directory
+//! (`<out>/websub/`, `<out>/servicebus/`) and JTL file (`<stem>.websub.jtl`, …), and the
+//! side-by-side report written at `<out>/` once both paths have run.
 
-use anyhow::Context;
+use std::path::{Path, PathBuf};
 
-use super::{run_websub, servicebus::run_servicebus, RunOutcome, RunRecord, Shared};
 use crate::config::TargetKind;
 use crate::report::side_by_side::{render_csv, render_text, side_by_side};
 use crate::report::writer::write_atomic;
 use crate::report::Report;
 
-fn dir_name(kind: TargetKind) -> &'static str {
-    match kind {
-        TargetKind::Websub => "websub",
-        TargetKind::Servicebus => "servicebus",
+/// Where one path of a run writes its reports: `--out` itself, or `<out>/<kind>/` when the
+/// run has several paths.
+pub(crate) fn report_dir(out: &Path, kind: TargetKind, paths: usize) -> PathBuf {
+    match paths {
+        1 => out.to_path_buf(),
+        _ => out.join(kind.as_str()),
     }
 }
 
-/// Run every kind of `--target` in order, each into its subdirectory, then write (and, unless
-/// quiet, print) the side-by-side report. The outcome's report is the first path's; the
-/// thresholds fail when they fail on any path.
-pub(super) async fn run_each(sh: &Shared<'_>) -> anyhow::Result<RunOutcome> {
-    let cfg = sh.cfg;
-    let out = &cfg.output.out_dir;
-    let mut reports: Vec<(TargetKind, Report)> = Vec::new();
-    for &kind in &cfg.target.kinds {
-        if sh.cancel.is_cancelled() && !reports.is_empty() {
-            break;
-        }
-        let dir = out.join(dir_name(kind));
-        let mut rec = RunRecord::with_dir(cfg, &sh.workload, &dir)
-            .with_context(|| format!("cannot prepare the reports in {}", dir.display()))?;
-        match kind {
-            TargetKind::Websub => run_websub(sh, &mut rec).await?,
-            TargetKind::Servicebus => run_servicebus(sh, &mut rec).await?,
-        }
-        reports.push((kind, rec.finish(sh.cancel.is_cancelled())?));
+/// Where one path writes its JTL: `--jtl` itself, or with the kind before the extension when
+/// the run has several paths (`run.jtl` → `run.websub.jtl`, `run` → `run.websub`).
+pub(crate) fn jtl_file(jtl: &Path, kind: TargetKind, paths: usize) -> PathBuf {
+    if paths == 1 {
+        return jtl.to_path_buf();
     }
-    let interrupted = sh.cancel.is_cancelled();
+    let stem = jtl.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match jtl.extension() {
+        Some(ext) => format!("{stem}.{}.{}", kind.as_str(), ext.to_string_lossy()),
+        None => format!("{stem}.{}", kind.as_str()),
+    };
+    jtl.with_file_name(name)
+}
+
+/// Write (and, unless quiet, print) the side-by-side report of the hub and broker paths.
+pub(crate) fn write(
+    out: &Path,
+    reports: &[(TargetKind, Report)],
+    quiet: bool,
+) -> anyhow::Result<()> {
     let find = |k: TargetKind| reports.iter().find(|(kind, _)| *kind == k).map(|(_, r)| r);
     if let (Some(hub), Some(broker)) = (find(TargetKind::Websub), find(TargetKind::Servicebus)) {
         let s = side_by_side(hub, broker);
         write_atomic(&out.join("side-by-side.csv"), &render_csv(&s)?)?;
         let text = render_text(&s);
         write_atomic(&out.join("side-by-side.txt"), text.as_bytes())?;
-        if !cfg.output.quiet {
+        if !quiet {
             println!("{text}");
         }
     }
-    let thresholds_failed = reports
-        .iter()
-        .any(|(_, r)| r.verdicts.iter().any(|v| !v.passed));
-    let report = reports
-        .into_iter()
-        .next()
-        .map(|(_, r)| r)
-        .context("the run was interrupted before any path ran")?;
-    Ok(RunOutcome {
-        report,
-        thresholds_failed,
-        interrupted,
-    })
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_path_keeps_the_names_and_two_paths_add_the_kind() {
+        let (out, jtl) = (Path::new("/r"), Path::new("/t/run.jtl"));
+        assert_eq!(report_dir(out, TargetKind::Websub, 1), Path::new("/r"));
+        assert_eq!(
+            report_dir(out, TargetKind::Servicebus, 2),
+            Path::new("/r/servicebus")
+        );
+        assert_eq!(
+            jtl_file(jtl, TargetKind::Websub, 1),
+            Path::new("/t/run.jtl")
+        );
+        assert_eq!(
+            jtl_file(jtl, TargetKind::Websub, 2),
+            Path::new("/t/run.websub.jtl")
+        );
+        assert_eq!(
+            jtl_file(Path::new("out"), TargetKind::Servicebus, 2),
+            Path::new("out.servicebus")
+        );
+    }
 }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::env::{validate_run_id, ShardSpec};
 use crate::kind::{Model, TargetKind};
+use crate::report::ServiceBusInfo;
 use crate::result::Class;
 use crate::stats::{Counts, Histogram, LevelStats, TimelineBucket, HIST_LOWEST_US, HIST_SIGFIG};
 use crate::targets::PhaseResult;
@@ -278,6 +279,9 @@ pub struct ShardArtifact {
     pub registration: Option<PhaseArtifact>,
     /// One entry per level, in run order.
     pub levels: Vec<LevelArtifact>,
+    /// What this shard's Service Bus sender (and embedded emulator) saw; `None` for a hub run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servicebus: Option<ServiceBusInfo>,
 }
 
 impl ShardArtifact {
@@ -507,6 +511,7 @@ mod tests {
             topics: vec!["a".into(), "b".into()],
             registration: Some(PhaseArtifact::from(&phase)),
             levels: vec![encode_level("20", Load::Concurrency(7), &stats).unwrap()],
+            servicebus: None,
         };
         let text = doc.to_json();
         assert!(text.contains("\"format\": \"hubload-shard\""));
@@ -534,6 +539,7 @@ mod tests {
             topics: vec![],
             registration: None,
             levels: vec![],
+            servicebus: None,
         };
         let text = doc.to_json();
         let v2 = text.replace("\"format_version\": 1", "\"format_version\": 2");

@@ -30,6 +30,36 @@ pub struct ShardEnvError {
     pub reason: String,
 }
 
+/// Which slice of the run this process takes: shard `index` of `count`. The run path and
+/// the engine carry this small value; [`ShardSpec`] adds the run id and start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSlot {
+    /// This shard's index, `0..count`.
+    pub index: u32,
+    /// Number of shards, ≥ 1.
+    pub count: u32,
+}
+
+impl ShardSlot {
+    /// An unsharded run: the one shard of one.
+    pub const WHOLE: ShardSlot = ShardSlot { index: 0, count: 1 };
+
+    /// Whether this shard publishes for `tenant`: see [`owns_tenant`].
+    pub fn owns_tenant(self, tenant: u32) -> bool {
+        owns_tenant(tenant, self.index, self.count)
+    }
+
+    /// This shard's part of `total`: see [`split_count`].
+    pub fn part(self, total: u64) -> u64 {
+        split_count(total, self.index, self.count)
+    }
+
+    /// True when the run has more than one shard.
+    pub fn is_sharded(self) -> bool {
+        self.count > 1
+    }
+}
+
 /// Which shard this process is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardSpec {
@@ -127,6 +157,14 @@ impl ShardSpec {
     /// This shard's part of `total` (requests, concurrency, rate): see [`split_count`].
     pub fn part(&self, total: u64) -> u64 {
         split_count(total, self.index, self.count)
+    }
+
+    /// This shard's index and count.
+    pub fn slot(&self) -> ShardSlot {
+        ShardSlot {
+            index: self.index,
+            count: self.count,
+        }
     }
 
     /// Whether this shard publishes for `tenant`: see [`owns_tenant`].

@@ -82,6 +82,7 @@ mod tests {
             topics: vec![],
             registration: None,
             levels: vec![],
+            servicebus: None,
         }
     }
 

@@ -292,6 +292,7 @@ mod tests {
                     encode_level(&l.to_string(), Load::Concurrency(l + 1), &stats).unwrap()
                 })
                 .collect(),
+            servicebus: None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! have recorded; nothing is averaged. Thresholds are judged by the caller on the result only.
 
 use super::artifact::{decode_level, ArtifactError, Load, ShardArtifact, ShardMeta};
+use crate::report::ServiceBusInfo;
 use crate::stats::LevelStats;
 use crate::targets::PhaseResult;
 
@@ -79,6 +80,8 @@ pub struct MergedRun {
     pub levels: Vec<MergedLevel>,
     /// True when any shard was partial.
     pub partial: bool,
+    /// Every shard's Service Bus section added (see [`add_servicebus`]); `None` for a hub run.
+    pub servicebus: Option<ServiceBusInfo>,
 }
 
 /// Merge the shards of one run. Order does not matter.
@@ -124,6 +127,18 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
             add_phase(registration.get_or_insert_with(PhaseResult::default), &p);
         }
     }
+    let servicebus = shards.iter().filter_map(|s| s.servicebus.as_ref()).fold(
+        None,
+        |acc: Option<ServiceBusInfo>, s| {
+            Some(match acc {
+                None => s.clone(),
+                Some(mut a) => {
+                    add_servicebus(&mut a, s);
+                    a
+                }
+            })
+        },
+    );
 
     let mut meta = first.meta.clone();
     meta.shard_index = 0;
@@ -149,6 +164,7 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
         registration,
         levels,
         partial: shards.iter().any(|s| s.partial),
+        servicebus,
     })
 }
 
@@ -239,6 +255,29 @@ fn add_load(a: Load, b: Load) -> Load {
     }
 }
 
+/// Add one shard's Service Bus section to `acc`: counts add; endpoint, topic mapping and the
+/// per-process connection setting are the run's (the same on every shard). Each shard ran its
+/// own embedded emulator, so the emulators' counts add too; a shard without one clears them.
+fn add_servicebus(acc: &mut ServiceBusInfo, s: &ServiceBusInfo) {
+    acc.reconnects += s.reconnects;
+    acc.token_puts += s.token_puts;
+    for (k, v) in &s.conditions {
+        *acc.conditions.entry(k.clone()).or_default() += v;
+    }
+    acc.emulator = match (acc.emulator.take(), &s.emulator) {
+        (Some(mut a), Some(e)) => {
+            a.accepted += e.accepted;
+            a.throttled += e.throttled;
+            a.unauthorized += e.unauthorized;
+            for (k, v) in &e.accepted_per_topic {
+                *a.accepted_per_topic.entry(k.clone()).or_default() += v;
+            }
+            Some(a)
+        }
+        _ => None,
+    };
+}
+
 fn add_phase(acc: &mut PhaseResult, p: &PhaseResult) {
     acc.topics += p.topics;
     acc.counts += &p.counts;
@@ -315,6 +354,7 @@ mod tests {
                             encode_level(label, Load::Concurrency(part), s).unwrap()
                         })
                         .collect(),
+                    servicebus: None,
                 }
             })
             .collect();
@@ -417,6 +457,52 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn service_bus_sections_add_up() {
+        use crate::report::EmulatorTotals;
+        let section = |reconnects, puts, busy: u64, accepted: u64, topic: &str| ServiceBusInfo {
+            endpoint: "amqp://127.0.0.1:5672".into(),
+            topics: "per-topic".into(),
+            connections: 2,
+            reconnects,
+            token_puts: puts,
+            conditions: [("amqp:internal-error".to_string(), busy)].into(),
+            emulator: Some(EmulatorTotals {
+                accepted,
+                throttled: 1,
+                unauthorized: 0,
+                accepted_per_topic: [(topic.to_string(), accepted)].into(),
+            }),
+        };
+        let (mut shards, _) = run(2, 100);
+        shards[0].servicebus = Some(section(1, 4, 2, 30, "a"));
+        shards[1].servicebus = Some(section(0, 6, 5, 50, "b"));
+        let m = merge(shards.clone()).unwrap();
+        let sb = m.servicebus.unwrap();
+        assert_eq!((sb.reconnects, sb.token_puts, sb.connections), (1, 10, 2));
+        assert_eq!(
+            sb.conditions,
+            [("amqp:internal-error".to_string(), 7)].into()
+        );
+        let emu = sb.emulator.unwrap();
+        assert_eq!((emu.accepted, emu.throttled), (80, 2));
+        assert_eq!(
+            emu.accepted_per_topic,
+            [("a".to_string(), 30), ("b".to_string(), 50)].into()
+        );
+        // One shard without an emulator: the emulators' counts are no longer the run's.
+        shards[1].servicebus.as_mut().unwrap().emulator = None;
+        assert_eq!(
+            merge(shards.clone()).unwrap().servicebus.unwrap().emulator,
+            None
+        );
+        // A hub run has no section.
+        for s in &mut shards {
+            s.servicebus = None;
+        }
+        assert_eq!(merge(shards).unwrap().servicebus, None);
     }
 
     #[test]

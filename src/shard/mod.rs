@@ -18,7 +18,9 @@ pub use artifact::{
     decode_level, encode_level, ArtifactError, HistLayout, LevelArtifact, Load, PhaseArtifact,
     ShardArtifact, ShardMeta,
 };
-pub use env::{owns_tenant, split_count, wait_for_start, MissedStart, ShardEnvError, ShardSpec};
+pub use env::{
+    owns_tenant, split_count, wait_for_start, MissedStart, ShardEnvError, ShardSlot, ShardSpec,
+};
 pub use files::{read_inputs, write_artifact};
 pub use logs::{from_log_dump, to_log_lines, LogError};
 pub use merge::{merge, MergeError, MergedLevel, MergedRun};

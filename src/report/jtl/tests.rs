@@ -2,26 +2,96 @@
 
 use super::*;
 
-fn row(outcome: Outcome, status: u16) -> JtlRow {
+fn row(outcome: Outcome, status: u16) -> JtlRow<'static> {
     JtlRow {
         timestamp_ms: 1_764_470_400_123,
         elapsed_ms: 12,
-        label: Arc::from(sample_label(&level_tag(Some(200), None), "login")),
+        label: "c200 login",
         outcome,
         status,
-        thread_name: Arc::from(thread_name("c200", 6)),
+        thread_name: "c200 1-7",
         bytes: 187,
         sent_bytes: 712,
         grp_threads: 200,
         all_threads: 200,
-        url: Arc::from("http://127.0.0.1:41237/hub"),
+        url: "http://127.0.0.1:41237/hub",
         latency_ms: 11,
         connect_ms: 3,
     }
 }
 
+/// The attempt record `row` is the row of (level c200, channel 1, worker 6).
+fn record(outcome: Outcome, status: u16) -> AttemptRecord {
+    AttemptRecord {
+        start_unix_us: 1_764_470_400_123_456,
+        elapsed_us: 12_345,
+        outcome,
+        status,
+        bytes_received: 187,
+        bytes_sent: 712,
+        channel: 1,
+        worker: 6,
+        load: Load::Closed { concurrency: 200 },
+        workers: 200,
+    }
+}
+
+fn names() -> JtlNames {
+    JtlNames {
+        url: "http://127.0.0.1:41237/hub".into(),
+        channels: vec!["registration".into(), "login".into()],
+    }
+}
+
+#[test]
+fn a_record_becomes_the_row_it_describes() {
+    let mut b = RowBuilder::new(names());
+    let got = written(&[b.row(&record(Outcome::Http503, 503))]);
+    let want = written(&[JtlRow {
+        elapsed_ms: 12,
+        latency_ms: 12,
+        connect_ms: 0,
+        ..row(Outcome::Http503, 503)
+    }]);
+    assert_eq!(got, want);
+    let open = AttemptRecord {
+        load: Load::Open {
+            rate: 2.5,
+            max_inflight: 10,
+        },
+        worker: 0,
+        channel: 0,
+        bytes_received: 0,
+        ..record(Outcome::Accepted, 200)
+    };
+    let r = b.row(&open);
+    assert_eq!(
+        (r.label, r.thread_name, r.latency_ms),
+        ("r2.5 registration", "r2.5 1-1", 0)
+    );
+}
+
+/// A sync makes every row queued before it readable in the file while the writer still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_puts_every_queued_row_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jtl");
+    let (tx, handle) = channel_writer(&path, names()).unwrap();
+    for n in [3u64, 500] {
+        for _ in 0..n {
+            assert!(tx.send(record(Outcome::Accepted, 200)).await);
+        }
+        tx.sync().await.unwrap();
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 1 + 503);
+    assert!(text.ends_with('\n'));
+    drop(tx);
+    assert_eq!(handle.join().unwrap().unwrap(), 503);
+}
+
 /// Write `rows` to a fresh JTL file and return its lines.
-fn written(rows: &[JtlRow]) -> Vec<String> {
+fn written(rows: &[JtlRow<'_>]) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.jtl");
     let mut w = JtlWriter::create(&path).unwrap();
@@ -139,8 +209,8 @@ fn rows_per_outcome() {
 #[test]
 fn labels_with_commas_and_quotes_are_quoted() {
     let mut r = row(Outcome::Accepted, 200);
-    r.label = Arc::from("c200 \"login, eu\"");
-    r.url = Arc::from("http://127.0.0.1:1/hub?a=1,2");
+    r.label = "c200 \"login, eu\"";
+    r.url = "http://127.0.0.1:1/hub?a=1,2";
     let lines = written(&[r]);
     assert_eq!(
         lines[1],
@@ -169,16 +239,17 @@ async fn workers_share_one_writer() {
     const ROWS: u64 = 5_000;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.jtl");
-    let (tx, handle) = channel_writer(&path).unwrap();
+    let (tx, handle) = channel_writer(&path, names()).unwrap();
     let tasks: Vec<_> = (0..WORKERS)
         .map(|w| {
             let tx = tx.clone();
             tokio::spawn(async move {
-                let name: Arc<str> = Arc::from(thread_name("c4", w));
                 for i in 0..ROWS {
-                    let mut r = row(Outcome::Accepted, 200);
-                    r.thread_name = name.clone();
-                    r.timestamp_ms = i;
+                    let r = AttemptRecord {
+                        worker: w as u32,
+                        start_unix_us: i * 1000,
+                        ..record(Outcome::Accepted, 200)
+                    };
                     assert!(tx.send(r).await);
                 }
             })
@@ -212,7 +283,7 @@ async fn workers_share_one_writer() {
 #[test]
 fn create_fails_in_a_missing_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let err = channel_writer(&dir.path().join("missing/run.jtl")).unwrap_err();
+    let err = channel_writer(&dir.path().join("missing/run.jtl"), names()).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::NotFound);
 }
 
@@ -225,10 +296,10 @@ fn a_full_disk_stops_the_writer_and_is_reported() {
     if !full.exists() {
         return;
     }
-    let (tx, handle) = channel_writer(full).unwrap();
+    let (tx, handle) = channel_writer(full, names()).unwrap();
     let mut sent = 0u64;
     // Bounded: the writer fails at its first flush (a few thousand rows), then closes the queue.
-    while sent < 10_000_000 && tx.blocking_send(row(Outcome::Accepted, 200)) {
+    while sent < 10_000_000 && tx.blocking_send(record(Outcome::Accepted, 200)) {
         sent += 1;
     }
     assert!(sent < 10_000_000, "sends never failed");
@@ -244,15 +315,15 @@ fn jtl_throughput() {
     const ROWS: u64 = 1_000_000;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.jtl");
-    let (tx, handle) = channel_writer(&path).unwrap();
+    let (tx, handle) = channel_writer(&path, names()).unwrap();
     let start = std::time::Instant::now();
     let senders: Vec<_> = (0..4)
         .map(|_| {
             let tx = tx.clone();
-            let r = row(Outcome::Timeout(TimeoutKind::Response), 0);
+            let r = record(Outcome::Timeout(TimeoutKind::Response), 0);
             std::thread::spawn(move || {
                 for _ in 0..ROWS / 4 {
-                    assert!(tx.blocking_send(r.clone()));
+                    assert!(tx.blocking_send(r));
                 }
             })
         })

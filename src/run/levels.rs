@@ -1,0 +1,203 @@
+//! The levels of one target path, in order (or as the capacity search's probes): each level
+//! split to this shard, run on a fresh target, its JTL rows synced, its row recorded.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::progress;
+use super::record::RunRecord;
+use super::shared::Shared;
+use crate::config::RunConfig;
+use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load};
+use crate::judge::find_capacity;
+use crate::report::build::level_report;
+use crate::shard::{Load as ShardLoad, ShardSlot};
+use crate::stats::LevelStats;
+use crate::targets::Target;
+
+/// How long after `HUBLOAD_START_AT` a shard may still join.
+const START_GRACE: Duration = Duration::from_secs(10);
+
+/// This shard's part of a level: the concurrency or rate split as floor plus remainder.
+/// (`--requests` needs no split: each shard takes every `count`-th event of the level.)
+pub(crate) fn shard_part(spec: &LevelSpec, shard: ShardSlot) -> (LevelSpec, ShardLoad) {
+    let split = |n: u64| shard.part(n);
+    match spec.load {
+        Load::Closed { concurrency } => {
+            let part = split(u64::from(concurrency));
+            (
+                LevelSpec {
+                    load: Load::Closed {
+                        concurrency: part as u32,
+                    },
+                    ..spec.clone()
+                },
+                ShardLoad::Concurrency(part),
+            )
+        }
+        Load::Open { rate, max_inflight } => {
+            let part = if rate.fract() == 0.0 {
+                split(rate as u64) as f64
+            } else {
+                rate / f64::from(shard.count)
+            };
+            let mi = split(u64::from(max_inflight)).max(1) as u32;
+            (
+                LevelSpec {
+                    load: Load::Open {
+                        rate: part,
+                        max_inflight: mi,
+                    },
+                    ..spec.clone()
+                },
+                ShardLoad::Rate(part),
+            )
+        }
+    }
+}
+
+/// First sequence number of level `i`: consecutive blocks with `--requests`, so a run (or a set
+/// of shards) with the same seed and count sends the same events; far-apart blocks otherwise.
+fn seq_base(spec: &LevelSpec, i: usize) -> u64 {
+    match spec.stop.requests {
+        Some(n) => n * i as u64,
+        None => (i as u64) << 40,
+    }
+}
+
+/// Connections per host for a level: `--pool-per-host`, else the level's concurrency.
+pub(crate) fn pool_size(cfg: &RunConfig, spec: &LevelSpec) -> usize {
+    cfg.client
+        .pool_per_host
+        .map(|n| n as usize)
+        .unwrap_or(match spec.load {
+            Load::Closed { concurrency } => concurrency as usize,
+            Load::Open { max_inflight, .. } => max_inflight as usize,
+        })
+}
+
+/// Run one level against a fresh target built by `make`.
+async fn run_spec<T: Target>(
+    sh: &Shared<'_>,
+    make: &impl Fn(&LevelSpec) -> T,
+    spec: &LevelSpec,
+    i: usize,
+) -> LevelRun {
+    let ctx = Arc::new(LevelContext {
+        target: Arc::new(make(spec)),
+        workload: sh.workload.clone(),
+        clock: sh.clock,
+        retries: sh.cfg.client.retries,
+        arrivals: sh.cfg.arrivals,
+        shard: sh.shard,
+        cancel: sh.cancel.clone(),
+        live: sh.live.clone(),
+        attempts: sh.jtl.clone(),
+        level_load: spec.load,
+        open_model: matches!(spec.load, Load::Open { .. }),
+        level_workers: match spec.load {
+            Load::Closed { concurrency } => concurrency,
+            Load::Open { max_inflight, .. } => max_inflight,
+        },
+    });
+    let bar = progress::LevelProgress::start(
+        progress::enabled(sh.cfg.output.quiet),
+        spec,
+        sh.live.clone(),
+    );
+    let run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+    bar.finish();
+    if let Some(jtl) = &sh.jtl {
+        // The level's rows reach the file before its row reaches summary.json, so a killed
+        // run's JTL holds every row of every level the summary lists. A failed writer is
+        // reported when it is joined at the end of the path.
+        let _ = jtl.sync().await;
+    }
+    run
+}
+
+/// `template` with its load set to `x` (a concurrency, or a rate).
+fn with_load(cfg: &RunConfig, template: &LevelSpec, x: f64) -> LevelSpec {
+    let load = match template.load {
+        Load::Closed { .. } => Load::Closed {
+            concurrency: x.round().max(1.0) as u32,
+        },
+        Load::Open { max_inflight, .. } => {
+            let need = (x * cfg.client.timeout.as_secs_f64())
+                .ceil()
+                .clamp(64.0, 20_000.0) as u32;
+            Load::Open {
+                rate: x,
+                max_inflight: max_inflight.max(need),
+            }
+        }
+    };
+    LevelSpec {
+        load,
+        ..template.clone()
+    }
+}
+
+/// Run every level (or the capacity search) against targets built by `make`, recording into `rec`.
+pub(crate) async fn run_levels<T: Target>(
+    sh: &Shared<'_>,
+    rec: &mut RunRecord,
+    make: impl Fn(&LevelSpec) -> T,
+) -> anyhow::Result<()> {
+    if let Some(cap) = &sh.cfg.capacity {
+        return find(sh, rec, &make, cap).await;
+    }
+    if let Some(at) = sh.start_at {
+        // Every shard registered its topics; now all start the measured load together.
+        crate::shard::wait_for_start(at, START_GRACE).await?;
+    }
+    for (i, spec) in sh.cfg.levels.iter().enumerate() {
+        if sh.cancel.is_cancelled() {
+            break;
+        }
+        let (part, _) = shard_part(spec, sh.shard);
+        let run = run_spec(sh, &make, &part, i).await;
+        rec.push_level(&part, &spec.load.label(), run)?;
+    }
+    Ok(())
+}
+
+/// The capacity finder: each probe is one level, recorded like any other.
+async fn find<T: Target>(
+    sh: &Shared<'_>,
+    rec: &mut RunRecord,
+    make: &impl Fn(&LevelSpec) -> T,
+    cap: &crate::config::CapacityConfig,
+) -> anyhow::Result<()> {
+    let template = &sh.cfg.levels[0];
+    let (start, integer) = match template.load {
+        Load::Closed { concurrency } => (f64::from(concurrency), true),
+        Load::Open { rate, .. } => (rate, false),
+    };
+    // Mutex and atomic rather than cells: they keep the run's future `Send`.
+    let rec_cell = std::sync::Mutex::new(&mut *rec);
+    let probes = std::sync::atomic::AtomicUsize::new(0);
+    let failed_write = std::sync::Mutex::new(None::<anyhow::Error>);
+    let probe = |x: f64| {
+        let spec = with_load(sh.cfg, template, x);
+        let (rec_cell, probes, failed_write) = (&rec_cell, &probes, &failed_write);
+        async move {
+            if sh.cancel.is_cancelled() {
+                // An empty row fails every SLO: the search winds down without sending load.
+                return level_report("cancelled", None, None, &LevelStats::default(), false);
+            }
+            let i = probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let run = run_spec(sh, make, &spec, i).await;
+            let mut rec = rec_cell.lock().unwrap_or_else(|e| e.into_inner());
+            if let Err(e) = rec.push_level(&spec, &spec.load.label(), run) {
+                *failed_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            }
+            rec.last_level().cloned().expect("a level was just pushed")
+        }
+    };
+    let result = find_capacity(probe, start, cap.max, &cap.slo, cap.budget, integer).await;
+    if let Some(e) = failed_write.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    rec.set_capacity(result)
+}

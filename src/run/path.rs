@@ -1,0 +1,42 @@
+//! One target kind of a run: the small interface `run_load`'s one loop drives for every kind
+//! (set up, make the target for a level, add its own section to the record, tear down).
+
+use crate::config::TargetKind;
+use crate::engine::LevelSpec;
+use crate::targets::{PhaseResult, Target};
+use crate::workload::Topic;
+
+use super::record::RunRecord;
+
+/// A target kind, opened (its embedded server or connection up), ready for the levels.
+pub(crate) trait TargetPath {
+    /// What each level sends to.
+    type Target: Target;
+    /// Which kind this is.
+    const KIND: TargetKind;
+    /// The set-up phase, for its error line: "register topics at the hub".
+    const PREPARE: &'static str;
+
+    /// Where the load goes, as recorded in the report (a URL password is redacted there).
+    fn url(&self) -> &url::Url;
+    /// Where the load goes, for messages and JTL rows (never a secret).
+    fn endpoint(&self) -> String;
+    /// The URL each JTL row names.
+    fn jtl_url(&self) -> String {
+        self.endpoint()
+    }
+    /// Register topics / attach links for the topics this shard owns.
+    async fn prepare(&self, mine: &[crate::workload::Topic]) -> PhaseResult;
+    /// A fresh target for one level.
+    fn target(&self, spec: &LevelSpec) -> Self::Target;
+    /// After the levels: add this kind's own section to the record (none by default).
+    fn add_section(&self, _rec: &mut RunRecord) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// After the levels: undo the set-up when the run asks for it (`--deregister`).
+    async fn teardown(&self, _mine: &[Topic]) -> Option<PhaseResult> {
+        None
+    }
+    /// Stop what `open` started (an embedded server).
+    async fn close(self);
+}
