@@ -18,6 +18,7 @@ mod serve;
 mod state;
 mod stats;
 mod subscribe;
+mod topic;
 
 use axum::routing::get;
 use axum::Router;
