@@ -329,8 +329,16 @@ mod tests {
         let cfg = Cli::try_parse_from(["x"]).unwrap().hub.to_config().unwrap();
         let d = HubConfig::default();
         assert_eq!(
-            (cfg.max_queue_bytes, cfg.max_memory_bytes, cfg.delivery_concurrency),
-            (d.max_queue_bytes, d.max_memory_bytes, d.delivery_concurrency)
+            (
+                cfg.max_queue_bytes,
+                cfg.max_memory_bytes,
+                cfg.delivery_concurrency
+            ),
+            (
+                d.max_queue_bytes,
+                d.max_memory_bytes,
+                d.delivery_concurrency
+            )
         );
         assert_eq!(cfg.delivery_timeout, d.delivery_timeout);
     }

@@ -269,7 +269,11 @@ fn topic_op(inner: &Inner, mode: Mode, p: &HubParams<'_>) -> (Verdict, Response)
     }
 }
 
-fn publish(inner: &Inner, p: &HubParams<'_>, content: Option<(Bytes, Option<header::HeaderValue>)>) -> (Verdict, Response) {
+fn publish(
+    inner: &Inner,
+    p: &HubParams<'_>,
+    content: Option<(Bytes, Option<header::HeaderValue>)>,
+) -> (Verdict, Response) {
     let t = match topic(inner, p) {
         Ok(t) => t,
         Err(reason) => return bad_request(reason),

@@ -192,9 +192,17 @@ impl Topic {
         }
     }
 
-    /// Whether any subscriber is active now (a publish then needs memory for its content).
+    /// Whether any subscriber is active now (a publish then needs memory for its content);
+    /// expired ones are removed.
     pub fn has_subscribers(&self, now_ms: u64) -> bool {
-        self.read_subs().iter().any(|s| s.is_active(now_ms))
+        let (active, expired) = self.read_subs().iter().fold((false, false), |(a, e), s| {
+            let on = s.is_active(now_ms);
+            (a || on, e || !on)
+        });
+        if expired {
+            self.remove_where(|s| !s.is_active(now_ms));
+        }
+        active
     }
 
     /// Offer a delivery to every active subscriber; expired ones are removed.
