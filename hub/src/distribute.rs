@@ -194,13 +194,14 @@ impl Worker {
         let signature = self.sub.secret().map(|s| signature(&s, &d.body));
         let (t, c) = (&self.ctx.topic.counters, &*self.ctx.counters);
         let attempt = || {
-            let mut req = self
-                .ctx
-                .client
-                .post(&self.sub.callback)
-                .timeout(self.ctx.timeout)
-                .header(header::LINK, self.link.clone())
-                .body(d.body.clone());
+            let client = &self.ctx.client;
+            let mut req = match &self.sub.url {
+                Some(url) => client.post(url.clone()),
+                None => client.post(&self.sub.callback),
+            }
+            .timeout(self.ctx.timeout)
+            .header(header::LINK, self.link.clone())
+            .body(d.body.clone());
             if let Some(ct) = &d.content_type {
                 req = req.header(header::CONTENT_TYPE, ct.clone());
             }

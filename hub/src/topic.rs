@@ -101,6 +101,8 @@ pub(crate) struct Queued {
 #[derive(Debug)]
 pub(crate) struct Subscription {
     pub callback: String,
+    /// `callback`, parsed once (every delivery POSTs to it).
+    pub url: Option<url::Url>,
     secret: Mutex<Option<Arc<[u8]>>>,
     /// Lease end, in ms since hub start.
     expires_ms: AtomicU64,
@@ -123,6 +125,7 @@ impl Subscription {
         let (tx, rx) = async_channel::bounded(queue_size.max(1));
         let sub = Subscription {
             callback: callback.to_owned(),
+            url: url::Url::parse(callback).ok(),
             secret: Mutex::new(secret),
             expires_ms: AtomicU64::new(expires_ms),
             tx,
