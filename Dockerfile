@@ -14,19 +14,21 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY hub/Cargo.toml hub/
 COPY servicebus/Cargo.toml servicebus/
-RUN mkdir -p src hub/src servicebus/src \
+COPY rng/Cargo.toml rng/
+RUN mkdir -p src hub/src servicebus/src rng/src \
  && echo 'fn main() {}' > src/main.rs \
  && echo 'fn main() {}' > hub/src/main.rs \
- && touch src/lib.rs hub/src/lib.rs servicebus/src/lib.rs \
+ && touch src/lib.rs hub/src/lib.rs servicebus/src/lib.rs rng/src/lib.rs \
  && cargo build --release --locked -p hubload -p hubload-hub \
- && rm -rf src hub/src servicebus/src
+ && rm -rf src hub/src servicebus/src rng/src
 
 # Then the sources. Touch them: COPY may keep mtimes older than the stub build, and cargo
 # would then keep the stub binaries.
 COPY src src
 COPY hub/src hub/src
 COPY servicebus/src servicebus/src
-RUN find src hub/src servicebus/src -name '*.rs' -exec touch {} + \
+COPY rng/src rng/src
+RUN find src hub/src servicebus/src rng/src -name '*.rs' -exec touch {} + \
  && cargo build --release --locked -p hubload -p hubload-hub \
  && mkdir -p /out \
  && cp target/release/hubload target/release/hubload-hub /out/ \

@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# Publish throughput of the reference hub (release build) with 0, 1 and 10 subscribers.
-# wrk (1 thread, 50 connections, 10 s per case) POSTs a ~550-byte identity event to
-# ?hub.mode=publish; a tiny local subscriber (hub/examples/sink.rs) takes the deliveries.
-# Everything stays on 127.0.0.1. Usage: bench/hub-subscribers.sh [duration] [connections]
+# Publish and delivery throughput of the reference hub (release build) with 0, 1 and 10
+# subscribers on one topic. wrk (1 thread, C connections) POSTs a ~550-byte identity event to
+# ?hub.mode=publish; the subscribers are callback paths on a one-worker nginx (a server we
+# did not write) answering every delivery POST 204 and echoing the verification challenge.
+# Everything stays on 127.0.0.1. Usage: bench/hub-subscribers.sh [duration, e.g. 5s] [connections]
+# Extra hub flags: HUB_FLAGS="--delivery-concurrency 8" bench/hub-subscribers.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10s}
 CONNS=${2:-50}
+SUBS_LIST=${SUBS_LIST:-"0 1 10"}
 HUB_PORT=${HUB_PORT:-39100}
 SINK_PORT=${SINK_PORT:-39101}
+HUB_FLAGS=${HUB_FLAGS:-}
 TOPIC="acme.0d5e7f.schema.WSO2.v1.event.login"
 HUB="http://127.0.0.1:$HUB_PORT"
-command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 2; }
+SECS=${DURATION%s}
+[[ "$SECS" =~ ^[0-9]+$ ]] || { echo "duration: expected whole seconds such as 5s, got $DURATION" >&2; exit 2; }
+for tool in wrk nginx curl python3; do
+  command -v "$tool" >/dev/null || { echo "$tool is missing: apt-get install -y $tool" >&2; exit 2; }
+done
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p hubload-hub --bin hubload-hub --example sink
+cargo build --release -q -p hubload-hub --bin hubload-hub
 BIN="$CARGO_TARGET_DIR/release"
 WORK=$(mktemp -d)
 PIDS=()
@@ -27,16 +35,52 @@ wrk.headers["activityid"] = "3f0e2c1a-8d4b-4f7e-9a61-2b5c7d9e0f11"
 wrk.body = '{"iss":"https://api.asgardeo.io/t/acme","jti":"6f1c2e0a-93b7-4c55-8d1e-0b9f7a3c2d41","iat":1764480000000,"events":{"https://schemas.identity.wso2.org/events/login/event-type/loginSuccess":{"user":{"id":"5b2d8f1e-7c3a-4e9b-a0d6-1f4e8c2b7a93","ref":"https://api.asgardeo.io/t/acme/scim2/Users/5b2d8f1e-7c3a-4e9b-a0d6-1f4e8c2b7a93"},"tenant":{"id":"12402","name":"acme"},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":"9e3f6a2b-1c4d-4b8e-8f7a-6d5c4b3a2e1f","name":"console"},"authenticationMethods":["BasicAuthenticator"]}}}'
 LUA
 
-"$BIN/examples/sink" "127.0.0.1:$SINK_PORT" & PIDS+=($!)
+# The subscriber: one nginx worker. Deliveries (POST) get 204 and their body is discarded.
+# The verification GET carries hub.challenge; nginx's $arg_NAME cannot name an argument with
+# a dot in it ($arg_hub_challenge looks for "hub_challenge"), so a map over $args extracts it.
+# stub_status counts the requests nginx answered, to reconcile with the hub's count.
+mkdir -p "$WORK/nginx"
+cat > "$WORK/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/nginx/body;
+  proxy_temp_path $WORK/nginx/proxy;
+  fastcgi_temp_path $WORK/nginx/fastcgi;
+  uwsgi_temp_path $WORK/nginx/uwsgi;
+  scgi_temp_path $WORK/nginx/scgi;
+  keepalive_requests 100000000;
+  map \$args \$challenge { "~(^|&)hub\\.challenge=(?<c>[^&]*)" \$c; default ""; }
+  server {
+    listen 127.0.0.1:$SINK_PORT;
+    location = /nginx_status { stub_status; }
+    location / {
+      if (\$challenge) { return 200 \$challenge; }
+      return 204;
+    }
+  }
+}
+NGINX
+nginx -c "$WORK/nginx.conf" -p "$WORK/nginx" & PIDS+=($!)
 
 wait_http() { for _ in $(seq 100); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 2; }
-stat() { curl -fs "$HUB/stats" | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"; }
+wait_http "http://127.0.0.1:$SINK_PORT/nginx_status"
+# nginx's own count of requests so far (stub_status "requests", this one included).
+nginx_requests() { curl -fs "http://127.0.0.1:$SINK_PORT/nginx_status" | awk 'NR==3 {print $3}'; }
+stat() { curl -fs "$HUB/stats" | python3 -c "import json,sys; s=json.load(sys.stdin); d=s['distribution']; print($1)"; }
 
-# wrk-done: responses wrk counted; accepted: the hub's own count (it also counts the requests still
-# in flight when wrk stopped, at most one per connection).
-printf "%-12s %12s %10s %10s %10s %10s %10s %8s\n" subscribers "publish/s" wrk-done accepted delivered dropped pending errors
-for SUBS in 0 1 10; do
-  RUST_LOG=warn "$BIN/hubload-hub" --listen "127.0.0.1:$HUB_PORT" & HUB_PID=$!
+# publish/s: wrk's rate. delivered/s: deliveries answered 2xx while wrk ran, per second.
+# accepted: the hub's count (it includes the requests in flight when wrk stopped).
+# delivered/dropped/pending: after the hub drained (at most 30 s), dropped with its reasons.
+# nginx-seen: delivery POSTs nginx answered (its stub_status), which must equal attempts.
+printf "%-5s %10s %10s %11s %10s %10s %8s %8s %10s %10s\n" subs publish/s accepted delivered/s delivered attempts dropped pending nginx-seen drop-why
+for SUBS in $SUBS_LIST; do
+  # shellcheck disable=SC2086
+  RUST_LOG=warn "$BIN/hubload-hub" --listen "127.0.0.1:$HUB_PORT" $HUB_FLAGS & HUB_PID=$!
   wait_http "$HUB/stats"
   curl -fs -X POST -H 'content-type: application/json' "$HUB/hub?hub.mode=register&hub.topic=$TOPIC" >/dev/null
   for i in $(seq "$SUBS"); do
@@ -45,12 +89,14 @@ for SUBS in 0 1 10; do
   for _ in $(seq 100); do
     [ "$(stat "s['topics']['$TOPIC']['subscribers']")" = "$SUBS" ] && break; sleep 0.05
   done
+  [ "$(stat "s['topics']['$TOPIC']['subscribers']")" = "$SUBS" ] || { echo "only some of $SUBS subscriptions were verified" >&2; exit 1; }
+  NGINX_BEFORE=$(nginx_requests)
   OUT=$(wrk -t1 -c"$CONNS" -d"$DURATION" -s "$WORK/post.lua" "$HUB/hub?hub.mode=publish&hub.topic=$TOPIC")
+  DEL_AT_END=$(stat "d['delivered']")
   RPS=$(echo "$OUT" | awk '/Requests\/sec/ {print $2}')
-  DONE=$(echo "$OUT" | awk '/requests in/ {print $1}')
-  ERRS=$(echo "$OUT" | awk '/Non-2xx|Socket errors/ {n++} END {print n+0}')
-  sleep 1
-  read -r ACC DEL DROP PEND < <(stat "s['publish']['accepted'], s['distribution']['delivered'], s['distribution']['dropped'], s['distribution']['pending']" | tr -d '(),')
-  printf "%-12s %12s %10s %10s %10s %10s %10s %8s\n" "$SUBS" "$RPS" "$DONE" "$ACC" "$DEL" "$DROP" "$PEND" "$ERRS"
+  for _ in $(seq 300); do [ "$(stat "d['pending']")" = 0 ] && break; sleep 0.1; done
+  read -r ACC DEL ATT DROP PEND WHY < <(stat "s['publish']['accepted'], d['delivered'], d['attempts'], d['dropped'], d['pending'], 'full=%d;bytes=%d;ended=%d' % (d['dropped_queue_full'], d['dropped_queue_bytes'], d['dropped_ended'])" | tr -d "(),'")
+  SEEN=$(( $(nginx_requests) - NGINX_BEFORE - 1 ))
+  printf "%-5s %10s %10s %11s %10s %10s %8s %8s %10s %10s\n" "$SUBS" "$RPS" "$ACC" "$((DEL_AT_END / SECS))" "$DEL" "$ATT" "$DROP" "$PEND" "$SEEN" "$WHY"
   kill -INT "$HUB_PID"; wait "$HUB_PID" || true
 done

@@ -31,6 +31,20 @@ pub struct HubArgs {
     /// Deliveries queued per subscriber before they are dropped.
     #[arg(long, default_value_t = 1024)]
     pub queue_size: usize,
+    /// Bytes of content one subscriber may hold (queued or in flight) before deliveries to it
+    /// are dropped; suffixes K, M, G (powers of 1024).
+    #[arg(long, default_value = "16M", value_parser = parse_bytes)]
+    pub max_queue_bytes: u64,
+    /// Bytes of content the hub may hold for delivery in all (each publish's body counted
+    /// once); a publish beyond it is answered 503. Suffixes K, M, G.
+    #[arg(long, default_value = "256M", value_parser = parse_bytes)]
+    pub max_memory: u64,
+    /// Deliveries in flight per subscriber (1 keeps deliveries in publish order).
+    #[arg(long, default_value_t = 16)]
+    pub delivery_concurrency: usize,
+    /// Timeout of one delivery attempt, in ms.
+    #[arg(long, default_value_t = 10_000)]
+    pub delivery_timeout_ms: u64,
     /// Lease granted when a subscriber asks for none, in seconds.
     #[arg(long, default_value_t = 864_000)]
     pub lease_default_secs: u64,
@@ -109,6 +123,21 @@ pub struct FaultFlags {
     pub seed: Option<u64>,
 }
 
+/// `123`, `64K`, `16M`, `1G` (powers of 1024) as bytes.
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| format!("{s:?}: expected a number of bytes, e.g. 1048576, 64K, 16M or 1G"))
+}
+
 fn parse_window(s: &str) -> Result<[u64; 2], String> {
     let (a, b) = s
         .split_once('-')
@@ -170,14 +199,24 @@ impl HubArgs {
         if self.lease_default_secs == 0 || self.lease_max_secs == 0 {
             anyhow::bail!("--lease-default-secs and --lease-max-secs must be at least 1");
         }
-        if self.queue_size == 0 {
-            anyhow::bail!("--queue-size must be at least 1");
+        for (flag, v) in [
+            ("--queue-size", self.queue_size as u64),
+            ("--delivery-concurrency", self.delivery_concurrency as u64),
+            ("--delivery-timeout-ms", self.delivery_timeout_ms),
+        ] {
+            if v == 0 {
+                anyhow::bail!("{flag} must be at least 1");
+            }
         }
         Ok(HubConfig {
             max_body_bytes: self.max_body_bytes,
             bearer_token: self.token.clone().filter(|t| !t.is_empty()),
             public_url: self.public_url.clone(),
             queue_size: self.queue_size,
+            max_queue_bytes: self.max_queue_bytes,
+            max_memory_bytes: self.max_memory,
+            delivery_concurrency: self.delivery_concurrency,
+            delivery_timeout: Duration::from_millis(self.delivery_timeout_ms),
             lease_default: Duration::from_secs(self.lease_default_secs),
             lease_max: Duration::from_secs(self.lease_max_secs),
             retry: RetryPolicy {
@@ -278,11 +317,42 @@ mod tests {
     }
 
     #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
+        assert_eq!(parse_bytes("64K"), Ok(64 << 10));
+        assert_eq!(parse_bytes("16m"), Ok(16 << 20));
+        assert_eq!(parse_bytes("2G"), Ok(2 << 30));
+        assert!(parse_bytes("").is_err());
+        assert!(parse_bytes("M").is_err());
+        assert!(parse_bytes("-1").is_err());
+        assert!(parse_bytes("99999999999G").is_err());
+        let cfg = Cli::try_parse_from(["x"]).unwrap().hub.to_config().unwrap();
+        let d = HubConfig::default();
+        assert_eq!(
+            (
+                cfg.max_queue_bytes,
+                cfg.max_memory_bytes,
+                cfg.delivery_concurrency
+            ),
+            (
+                d.max_queue_bytes,
+                d.max_memory_bytes,
+                d.delivery_concurrency
+            )
+        );
+        assert_eq!(cfg.delivery_timeout, d.delivery_timeout);
+    }
+
+    #[test]
     fn bad_input_names_the_problem() {
         let bad = Cli::try_parse_from(["x", "--reset-ratio", "2"]).unwrap();
         let err = bad.hub.to_config().unwrap_err().to_string();
         assert!(err.contains("reset_ratio"), "{err}");
         assert!(Cli::try_parse_from(["x", "--stall-window", "5"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--max-memory", "12X"]).is_err());
+        let zero = Cli::try_parse_from(["x", "--delivery-concurrency", "0"]).unwrap();
+        let err = zero.hub.to_config().unwrap_err().to_string();
+        assert_eq!(err, "--delivery-concurrency must be at least 1");
         let missing = Cli::try_parse_from(["x", "--config", "/nonexistent/f.toml"]).unwrap();
         let err = format!("{:#}", missing.hub.to_config().unwrap_err());
         assert!(err.contains("--config /nonexistent/f.toml"), "{err}");

@@ -56,6 +56,13 @@ pub struct HubConfig {
     pub lease_max: Duration,
     /// Deliveries queued per subscriber; beyond this they are dropped (and counted).
     pub queue_size: usize,
+    /// Bytes of content one subscriber may hold, queued or in flight; beyond, dropped.
+    pub max_queue_bytes: u64,
+    /// Bytes of content the whole hub may hold for delivery, each publish counted once;
+    /// a publish that does not fit is answered 503.
+    pub max_memory_bytes: u64,
+    /// Deliveries in flight per subscriber.
+    pub delivery_concurrency: usize,
     /// Retry policy for failed deliveries.
     pub retry: RetryPolicy,
     /// Timeout of one delivery attempt.
@@ -81,6 +88,9 @@ impl Default for HubConfig {
             lease_default: Duration::from_secs(10 * 24 * 3600),
             lease_max: Duration::from_secs(30 * 24 * 3600),
             queue_size: 1024,
+            max_queue_bytes: 16 << 20,
+            max_memory_bytes: 256 << 20,
+            delivery_concurrency: 16,
             retry: RetryPolicy::default(),
             delivery_timeout: Duration::from_secs(10),
             verify_timeout: Duration::from_secs(10),
@@ -104,6 +114,9 @@ impl fmt::Debug for HubConfig {
             .field("lease_default", &self.lease_default)
             .field("lease_max", &self.lease_max)
             .field("queue_size", &self.queue_size)
+            .field("max_queue_bytes", &self.max_queue_bytes)
+            .field("max_memory_bytes", &self.max_memory_bytes)
+            .field("delivery_concurrency", &self.delivery_concurrency)
             .field("retry", &self.retry)
             .field("delivery_timeout", &self.delivery_timeout)
             .field("verify_timeout", &self.verify_timeout)

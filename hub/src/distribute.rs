@@ -1,111 +1,57 @@
-//! Content distribution (WebSub §7): one bounded queue and one delivery worker per subscription.
+//! Content distribution (WebSub §7): the delivery workers of each subscription.
 //!
-//! The publish path only `try_send`s into each queue, so a slow or dead subscriber never
-//! blocks publishers or other subscribers. Every offered delivery ends in exactly one of
-//! delivered, failed (after the last retry, or a 410) or dropped (queue full, or the
-//! subscription ended first); until then it is counted as pending.
+//! The publish path only `try_send`s into each subscriber's queue (`topic.rs`), so a slow or
+//! dead subscriber never blocks publishers or other subscribers. Each subscription has
+//! `--delivery-concurrency` workers taking deliveries from its queue in FIFO order over the
+//! hub's pooled keep-alive client; so up to that many deliveries are in flight per
+//! subscriber and they can complete out of order (concurrency 1 keeps strict order). Every
+//! offered delivery ends in exactly one of delivered, failed (after the last retry, or a
+//! 410) or dropped (queue full, over its byte budget, or the subscription ended first);
+//! until then it is counted as pending.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::{header, HeaderValue};
-use bytes::Bytes;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RetryPolicy;
-use crate::state::{Inner, Topic};
-use crate::stats::{Counters, TopicCounters};
+use crate::stats::{Counters, DropReason};
+use crate::topic::{Queued, Subscription, Topic};
 
-/// One publish's content, shared (not copied) by every subscriber's queue.
+/// What a subscription's workers need from the hub.
 #[derive(Debug, Clone)]
-pub(crate) struct Delivery {
-    pub body: Bytes,
-    pub content_type: Option<HeaderValue>,
+pub(crate) struct Workers {
+    pub topic: Arc<Topic>,
+    pub counters: Arc<Counters>,
+    pub client: reqwest::Client,
+    /// The hub URL written in `Link: <…>; rel="hub"`.
+    pub hub_url: String,
+    pub retry: RetryPolicy,
+    pub timeout: Duration,
+    /// Hub start (leases are measured from there).
+    pub started: Instant,
+    /// Workers per subscription: deliveries in flight to one callback.
+    pub concurrency: usize,
 }
 
-/// An active (verified) subscription of one callback to one topic.
-#[derive(Debug)]
-pub(crate) struct Subscription {
-    pub callback: String,
-    secret: Mutex<Option<Arc<[u8]>>>,
-    /// Lease end, in ms since hub start.
-    expires_ms: AtomicU64,
-    tx: mpsc::Sender<Delivery>,
-    stop: CancellationToken,
-}
-
-impl Subscription {
-    /// Active until its lease ends.
-    pub fn is_active(&self, now_ms: u64) -> bool {
-        now_ms < self.expires_ms.load(Relaxed)
-    }
-
-    /// Renew after a verified re-subscription: new lease and secret, same queue.
-    pub fn renew(&self, secret: Option<Arc<[u8]>>, expires_ms: u64) {
-        *self.secret.lock().unwrap_or_else(|e| e.into_inner()) = secret;
-        self.expires_ms.store(expires_ms, Relaxed);
-    }
-
-    /// End the subscription: its worker stops and counts what is still queued as dropped.
-    pub fn stop(&self) {
-        self.stop.cancel();
-    }
-
-    /// Queue a delivery, or count it dropped when the queue is full. Never waits.
-    pub fn offer(&self, d: Delivery, topic: &TopicCounters, counters: &Counters) {
-        counters.pending.fetch_add(1, Relaxed);
-        if self.tx.try_send(d).is_err() {
-            counters.pending.fetch_sub(1, Relaxed);
-            topic.dropped.fetch_add(1, Relaxed);
-            counters.dropped.fetch_add(1, Relaxed);
+impl Workers {
+    /// Start the workers of `sub`, taking from `rx`.
+    pub fn spawn(self, sub: Arc<Subscription>, rx: async_channel::Receiver<Queued>) {
+        let worker = Arc::new(Worker {
+            link: link_header(&self.hub_url, &self.topic.name),
+            sub,
+            ctx: self,
+        });
+        for _ in 0..worker.ctx.concurrency.max(1) {
+            tokio::spawn(worker.clone().run(rx.clone()));
         }
     }
-
-    fn secret(&self) -> Option<Arc<[u8]>> {
-        self.secret
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-}
-
-/// Add (or renew) the subscription of `callback` to `topic` and start its worker if new.
-pub(crate) fn upsert(
-    inner: &Arc<Inner>,
-    topic: &Arc<Topic>,
-    callback: &str,
-    secret: Option<Arc<[u8]>>,
-    expires_ms: u64,
-) {
-    let mut subs = topic.subs.write().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = subs.iter().find(|s| s.callback == callback) {
-        s.renew(secret, expires_ms);
-        return;
-    }
-    let (tx, rx) = mpsc::channel(inner.cfg.queue_size.max(1));
-    let sub = Arc::new(Subscription {
-        callback: callback.to_owned(),
-        secret: Mutex::new(secret),
-        expires_ms: AtomicU64::new(expires_ms),
-        tx,
-        stop: inner.stop_all.child_token(),
-    });
-    subs.push(sub.clone());
-    let worker = Worker {
-        sub,
-        topic: topic.clone(),
-        counters: inner.counters.clone(),
-        client: inner.client.clone(),
-        link: link_header(inner.hub_url(), &topic.name),
-        retry: inner.cfg.retry.clone(),
-        timeout: inner.cfg.delivery_timeout,
-        inner: Arc::downgrade(inner),
-    };
-    tokio::spawn(worker.run(rx));
 }
 
 /// `Link: <hub>; rel="hub", <topic>; rel="self"`.
@@ -174,96 +120,117 @@ where
     Final::Failed
 }
 
+#[derive(Debug)]
 struct Worker {
+    ctx: Workers,
     sub: Arc<Subscription>,
-    topic: Arc<Topic>,
-    counters: Arc<Counters>,
-    client: reqwest::Client,
     link: HeaderValue,
-    retry: RetryPolicy,
-    timeout: std::time::Duration,
-    inner: std::sync::Weak<Inner>,
 }
 
 impl Worker {
-    async fn run(self, mut rx: mpsc::Receiver<Delivery>) {
+    async fn run(self: Arc<Self>, rx: async_channel::Receiver<Queued>) {
         let stop = self.sub.stop.clone();
         loop {
-            let d = tokio::select! {
+            let item = tokio::select! {
                 biased;
                 _ = stop.cancelled() => break,
-                d = rx.recv() => match d { Some(d) => d, None => break },
+                d = rx.recv() => match d { Ok(d) => d, Err(_) => break },
             };
-            let expired = self
-                .inner
-                .upgrade()
-                .is_none_or(|i| !self.sub.is_active(i.now_ms()));
-            let end = if expired {
-                Final::Stopped
-            } else {
-                self.deliver(&d, &stop).await
-            };
+            let now_ms = self.ctx.started.elapsed().as_millis() as u64;
+            if !self.sub.is_active(now_ms) {
+                self.count(Final::Stopped);
+                self.remove(false);
+                break;
+            }
+            let end = self.deliver(&item, &stop).await;
+            drop(item);
             self.count(end);
-            if end == Final::Gone || expired {
-                let me = Arc::as_ptr(&self.sub);
-                self.topic.remove_where(|s| std::ptr::eq(s, me));
+            if end == Final::Gone {
+                self.remove(true);
                 break;
             }
         }
+        // Nothing more gets in; what is still queued is dropped (another worker of this
+        // subscription may be draining too: each item is taken once).
         rx.close();
         while rx.try_recv().is_ok() {
             self.count(Final::Stopped);
         }
-        tracing::debug!(callback = %self.sub.callback, topic = %self.topic.name, "subscription ended");
+    }
+
+    /// Take this subscription out of its topic (and stop its other workers).
+    fn remove(&self, gone: bool) {
+        let me = Arc::as_ptr(&self.sub);
+        let removed = self.ctx.topic.remove_where(|s| std::ptr::eq(s, me));
+        self.sub.stop();
+        if gone && removed > 0 {
+            self.ctx.counters.gone_removed.fetch_add(1, Relaxed);
+            tracing::debug!(callback = %self.sub.callback, topic = %self.ctx.topic.name, "410: subscription removed");
+        }
     }
 
     fn count(&self, end: Final) {
-        let (t, c) = (&self.topic.counters, &*self.counters);
-        let (ta, ca) = match end {
-            Final::Delivered => (&t.delivered, &c.delivered),
-            Final::Gone | Final::Failed => (&t.failed, &c.failed),
-            Final::Stopped => (&t.dropped, &c.dropped),
-        };
-        ta.fetch_add(1, Relaxed);
-        ca.fetch_add(1, Relaxed);
+        let (t, c) = (&self.ctx.topic.counters, &*self.ctx.counters);
+        match end {
+            Final::Delivered => {
+                t.delivered.fetch_add(1, Relaxed);
+                c.delivered.fetch_add(1, Relaxed);
+            }
+            Final::Gone | Final::Failed => {
+                t.failed.fetch_add(1, Relaxed);
+                c.failed.fetch_add(1, Relaxed);
+            }
+            Final::Stopped => {
+                t.dropped.fetch_add(1, Relaxed);
+                c.drop(DropReason::Ended);
+            }
+        }
+        t.pending.fetch_sub(1, Relaxed);
         c.pending.fetch_sub(1, Relaxed);
     }
 
-    async fn deliver(&self, d: &Delivery, stop: &CancellationToken) -> Final {
+    async fn deliver(&self, item: &Queued, stop: &CancellationToken) -> Final {
+        let d = &item.content;
         let signature = self.sub.secret().map(|s| signature(&s, &d.body));
+        let (t, c) = (&self.ctx.topic.counters, &*self.ctx.counters);
         let attempt = || {
-            let mut req = self
-                .client
-                .post(&self.sub.callback)
-                .timeout(self.timeout)
-                .header(header::LINK, self.link.clone())
-                .body(d.body.clone());
+            let client = &self.ctx.client;
+            let mut req = match &self.sub.url {
+                Some(url) => client.post(url.clone()),
+                None => client.post(&self.sub.callback),
+            }
+            .timeout(self.ctx.timeout)
+            .header(header::LINK, self.link.clone())
+            .body(d.body.clone());
             if let Some(ct) = &d.content_type {
                 req = req.header(header::CONTENT_TYPE, ct.clone());
             }
             if let Some(sig) = &signature {
                 req = req.header("X-Hub-Signature", sig.as_str());
             }
+            t.attempts.fetch_add(1, Relaxed);
+            c.attempts.fetch_add(1, Relaxed);
             async move {
-                match req.send().await {
-                    Ok(r) if r.status().is_success() => Attempt::Delivered,
-                    Ok(r) if r.status() == reqwest::StatusCode::GONE => Attempt::Gone,
-                    Ok(r) => {
-                        tracing::debug!(status = %r.status(), "delivery failed");
-                        Attempt::Failed
+                let (attempt, cause) = match req.send().await {
+                    Ok(r) if r.status().is_success() => return Attempt::Delivered,
+                    Ok(r) if r.status() == reqwest::StatusCode::GONE => {
+                        (Attempt::Gone, r.status().as_u16().to_string())
                     }
-                    Err(e) => {
-                        tracing::debug!(error = %e, "delivery failed");
-                        Attempt::Failed
-                    }
-                }
+                    Ok(r) => (Attempt::Failed, r.status().as_u16().to_string()),
+                    Err(e) if e.is_timeout() => (Attempt::Failed, "timeout".to_owned()),
+                    Err(e) if e.is_connect() => (Attempt::Failed, "connect".to_owned()),
+                    Err(_) => (Attempt::Failed, "error".to_owned()),
+                };
+                tracing::debug!(%cause, "delivery attempt failed");
+                c.failed_attempt(cause);
+                attempt
             }
         };
         let on_retry = || {
-            self.topic.counters.retried.fetch_add(1, Relaxed);
-            self.counters.retried.fetch_add(1, Relaxed);
+            t.retried.fetch_add(1, Relaxed);
+            c.retried.fetch_add(1, Relaxed);
         };
-        with_retries(&self.retry, stop, attempt, on_retry).await
+        with_retries(&self.ctx.retry, stop, attempt, on_retry).await
     }
 }
 

@@ -1,6 +1,6 @@
 //! Proxy-style fault settings and the pure decision of which fault hits which request.
 //!
-//! The faults are those a proxy or gateway in front of a real hub produces (PROTOCOL.md §2):
+//! The faults are those a proxy or gateway in front of a real hub produces (docs/hub.md):
 //! 503 over an in-flight limit, 502s, connection resets, extra latency, stall windows, and a
 //! "broker" latency inside publish. Decisions are deterministic: every request gets a sequence
 //! number (restarting at 1 whenever the settings change) and the ratios draw from a hash of
@@ -159,16 +159,14 @@ impl FaultConfig {
         periodic.max(explicit)
     }
 
-    /// A uniform draw in [0, 1) for (seed, seq, stream): SplitMix64 of the three.
+    /// A uniform draw in [0, 1) for (seed, seq, stream): SplitMix64's finaliser of
+    /// `seed + seq·γ + stream·0xD1B5_4A32_D192_ED03` (docs/hub.md states the rule).
     fn draw(&self, seq: u64, stream: u64) -> f64 {
-        let mut z = self
+        let z = self
             .seed
-            .wrapping_add(seq.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .wrapping_add(seq.wrapping_mul(hubload_rng::GAMMA))
             .wrapping_add(stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
+        hubload_rng::unit(hubload_rng::mix(z))
     }
 }
 

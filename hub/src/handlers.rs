@@ -14,7 +14,6 @@ use axum::http::{header, request::Parts, Method, StatusCode};
 use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
-use crate::distribute::Delivery;
 use crate::faults::Action;
 use crate::params::{self, HubParams};
 use crate::serve::ConnHandle;
@@ -172,9 +171,9 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
     let (verdict, response) = match mode {
         Mode::Register | Mode::Deregister => topic_op(inner, mode, &p),
         Mode::Publish => {
-            let content = (!from_body).then(|| Delivery {
-                body: bytes.clone(),
-                content_type: parts.headers.get(header::CONTENT_TYPE).cloned(),
+            let content = (!from_body).then(|| {
+                let ct = parts.headers.get(header::CONTENT_TYPE).cloned();
+                (bytes.clone(), ct)
             });
             if broker_latency > Duration::ZERO {
                 tokio::time::sleep(broker_latency).await;
@@ -270,13 +269,24 @@ fn topic_op(inner: &Inner, mode: Mode, p: &HubParams<'_>) -> (Verdict, Response)
     }
 }
 
-fn publish(inner: &Inner, p: &HubParams<'_>, content: Option<Delivery>) -> (Verdict, Response) {
+fn publish(
+    inner: &Inner,
+    p: &HubParams<'_>,
+    content: Option<(Bytes, Option<header::HeaderValue>)>,
+) -> (Verdict, Response) {
     let t = match topic(inner, p) {
         Ok(t) => t,
         Err(reason) => return bad_request(reason),
     };
     match inner.publish(t, content) {
         RegistryResult::Ok => (Verdict::Accepted, params::accepted()),
+        RegistryResult::OverMemory => (
+            Verdict::OverMemory,
+            params::plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the hub holds its memory budget of queued content; retry later",
+            ),
+        ),
         _ => (
             Verdict::Denied,
             params::denied(StatusCode::NOT_FOUND, &params::not_registered(t)),

@@ -19,6 +19,7 @@ mod state;
 mod stats;
 mod subscribe;
 pub mod testing;
+mod topic;
 
 use axum::routing::get;
 use axum::Router;

@@ -58,9 +58,11 @@ pub fn render(s: &StatsSnapshot, inflight: u64) -> String {
     let d = &s.distribution;
     let kinds = [
         ("published", d.published),
+        ("attempts", d.attempts),
         ("delivered", d.delivered),
         ("retried", d.retried),
         ("failed", d.failed),
+        ("gone_removed", d.gone_removed),
         ("dropped", d.dropped),
     ];
     let samples: Vec<_> = kinds
@@ -73,16 +75,60 @@ pub fn render(s: &StatsSnapshot, inflight: u64) -> String {
         "counter",
         &samples,
     );
+    let drops = [
+        ("queue_full", d.dropped_queue_full),
+        ("queue_bytes", d.dropped_queue_bytes),
+        ("ended", d.dropped_ended),
+    ];
+    let drops: Vec<_> = drops
+        .iter()
+        .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), *v))
+        .collect();
+    line(
+        "hub_distribution_dropped_total",
+        "Deliveries dropped, by reason.",
+        "counter",
+        &drops,
+    );
+    let failures: Vec<_> = d
+        .failed_attempts
+        .iter()
+        .map(|(cause, v)| (format!("{{cause=\"{cause}\"}}"), *v))
+        .collect();
+    line(
+        "hub_delivery_failed_attempts_total",
+        "Failed delivery attempts, by HTTP status or timeout/connect/error.",
+        "counter",
+        &failures,
+    );
     line(
         "hub_distribution_pending",
         "Deliveries queued or in progress.",
         "gauge",
         &[(String::new(), d.pending)],
     );
+    line(
+        "hub_queued_bytes",
+        "Bytes held by subscriber queues, each subscriber's share counted.",
+        "gauge",
+        &[(String::new(), d.queued_bytes)],
+    );
+    line(
+        "hub_memory_bytes",
+        "Bytes of content held for delivery, each publish counted once.",
+        "gauge",
+        &[(String::new(), d.memory_bytes)],
+    );
+    line(
+        "hub_memory_limit_bytes",
+        "The hub's memory budget for queued content.",
+        "gauge",
+        &[(String::new(), d.memory_limit)],
+    );
     out
 }
 
-fn outcomes(c: &ModeCounts) -> [(&'static str, u64); 11] {
+fn outcomes(c: &ModeCounts) -> [(&'static str, u64); 12] {
     [
         ("accepted", c.accepted),
         ("denied", c.denied),
@@ -95,6 +141,7 @@ fn outcomes(c: &ModeCounts) -> [(&'static str, u64); 11] {
         ("abandoned", c.abandoned),
         ("conflict", c.conflict),
         ("not_found", c.not_found),
+        ("over_memory", c.over_memory),
     ]
 }
 
@@ -110,11 +157,17 @@ mod tests {
         };
         s.publish.fault_502 = 3;
         s.distribution.pending = 2;
+        s.distribution.queued_bytes = 3_000_000;
+        s.distribution.dropped_queue_bytes = 5;
+        s.distribution.failed_attempts.insert("503".into(), 6);
         let text = render(&s, 4);
         assert!(text.contains("hub_requests_total 7\n"));
         assert!(text.contains("hub_answers_total{mode=\"publish\",outcome=\"fault_502\"} 3\n"));
         assert!(text.contains("hub_inflight 4\n"));
         assert!(text.contains("hub_distribution_pending 2\n"));
-        assert_eq!(text.matches("# TYPE").count(), 7);
+        assert!(text.contains("hub_queued_bytes 3000000\n"));
+        assert!(text.contains("hub_distribution_dropped_total{reason=\"queue_bytes\"} 5\n"));
+        assert!(text.contains("hub_delivery_failed_attempts_total{cause=\"503\"} 6\n"));
+        assert_eq!(text.matches("# TYPE").count(), 12);
     }
 }

@@ -1,6 +1,6 @@
 //! The `hub.*` parameters of a request (query string or form body) and the hub's replies.
 //!
-//! Replies follow the Ballerina/WSO2 dialect (PROTOCOL.md §2): form-encoded
+//! Replies follow the Ballerina/WSO2 dialect (docs/hub.md): form-encoded
 //! `hub.mode=accepted` or `hub.mode=denied&hub.reason=…`; errors that are not denials
 //! (409, 404 on deregister) carry only `hub.reason=…` so a client can tell them apart;
 //! 400/401/413 are text/plain; injected 502/503 are small HTML pages, as a proxy sends.

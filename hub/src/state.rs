@@ -4,8 +4,8 @@
 //! counters are atomics, and the fault settings are read through an `ArcSwap`.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -13,10 +13,14 @@ use dashmap::DashMap;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use axum::http::HeaderValue;
+use bytes::Bytes;
+
 use crate::config::HubConfig;
-use crate::distribute::{Delivery, Subscription};
+use crate::distribute::Workers;
 use crate::faults::FaultConfig;
-use crate::stats::{Counters, Mode, StatsSnapshot, TopicCounters, TopicStats};
+use crate::stats::{Counters, Mode, StatsSnapshot, TopicStats};
+use crate::topic::{Budget, Charge, Content, Subscription, Topic};
 
 /// The hub's state, cheap to clone (an `Arc` inside).
 #[derive(Clone, Debug)]
@@ -59,22 +63,14 @@ pub(crate) struct Inner {
     pub client: reqwest::Client,
     /// Cancelled when the hub state goes away: stops every delivery worker.
     pub stop_all: CancellationToken,
+    /// Content held for delivery, each publish's body counted once (`--max-memory`).
+    pub memory: Arc<Budget>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         self.stop_all.cancel();
     }
-}
-
-/// One topic: registered or not (a publish to an unknown topic still gets counted here),
-/// its counters, and its subscribers.
-#[derive(Debug)]
-pub(crate) struct Topic {
-    pub name: String,
-    pub registered: AtomicBool,
-    pub counters: TopicCounters,
-    pub subs: RwLock<Vec<Arc<Subscription>>>,
 }
 
 /// Result of a register, deregister or publish on the registry.
@@ -85,13 +81,21 @@ pub(crate) enum RegistryResult {
     Exists,
     /// Deregister or publish: not registered.
     Unknown,
+    /// Publish: the content would take the hub over its memory budget.
+    OverMemory,
 }
 
 impl HubState {
     /// A hub with these settings and no topics. Needs no runtime.
     pub fn new(cfg: HubConfig) -> Self {
+        let cfg_memory = cfg.max_memory_bytes;
+        // One pooled keep-alive client for every callback; idle connections are kept for as
+        // many deliveries as a subscriber can have in flight.
         let client = reqwest::Client::builder()
             .timeout(cfg.delivery_timeout.max(cfg.verify_timeout))
+            .pool_max_idle_per_host(cfg.delivery_concurrency.max(1) * 4)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
             .build()
             .unwrap_or_default();
         HubState {
@@ -105,6 +109,7 @@ impl HubState {
                 bound_url: OnceLock::new(),
                 client,
                 stop_all: CancellationToken::new(),
+                memory: Budget::new(cfg_memory),
             }),
         }
     }
@@ -134,6 +139,10 @@ impl HubState {
             .iter()
             .map(|e| (e.key().clone(), e.value().snapshot(now)))
             .collect();
+        let mut distribution = c.distribution();
+        distribution.queued_bytes = topics.values().map(|t| t.queued_bytes).sum();
+        distribution.memory_bytes = self.inner.memory.used();
+        distribution.memory_limit = self.inner.memory.max();
         StatsSnapshot {
             requests: c.requests.load(Relaxed),
             publish: c.mode_counts(Mode::Publish),
@@ -143,7 +152,7 @@ impl HubState {
             other: c.mode_counts(Mode::Other),
             stalled: c.stalled.load(Relaxed),
             topics,
-            distribution: c.distribution(),
+            distribution,
         }
     }
 
@@ -193,12 +202,7 @@ impl Inner {
         }
         let entry = self.topics.entry(name.to_owned()).or_insert_with(|| {
             self.topic_count.fetch_add(1, Relaxed);
-            Arc::new(Topic {
-                name: name.to_owned(),
-                registered: AtomicBool::new(false),
-                counters: TopicCounters::default(),
-                subs: RwLock::new(Vec::new()),
-            })
+            Arc::new(Topic::new(name))
         });
         Some(entry.value().clone())
     }
@@ -217,19 +221,21 @@ impl Inner {
     pub fn deregister(&self, name: &str) -> RegistryResult {
         match self.topic(name) {
             Some(t) if t.registered.swap(false, Relaxed) => {
-                let subs = std::mem::take(&mut *t.subs.write().unwrap_or_else(|e| e.into_inner()));
-                for s in subs {
-                    s.stop();
-                }
+                t.remove_all();
                 RegistryResult::Ok
             }
             _ => RegistryResult::Unknown,
         }
     }
 
-    /// Publish to a topic: count it, and offer the content to every active subscriber.
-    /// Never waits on delivery.
-    pub fn publish(&self, name: &str, delivery: Option<Delivery>) -> RegistryResult {
+    /// Publish to a topic: count it, and offer the content (`body`, with its content type)
+    /// to every active subscriber. Never waits on delivery. The content is charged once to
+    /// the hub's memory budget; a publish it does not fit is refused (`OverMemory`).
+    pub fn publish(
+        &self,
+        name: &str,
+        content: Option<(Bytes, Option<HeaderValue>)>,
+    ) -> RegistryResult {
         let topic = match self.topic(name) {
             Some(t) if t.registered.load(Relaxed) => t,
             other => {
@@ -239,65 +245,51 @@ impl Inner {
                 return RegistryResult::Unknown;
             }
         };
+        let now = self.now_ms();
+        let content = match content {
+            Some((body, ct)) if topic.has_subscribers(now) => {
+                let Some(charge) = Charge::take(&self.memory, body.len() as u64) else {
+                    return RegistryResult::OverMemory;
+                };
+                Some(Content::new(body, ct, charge))
+            }
+            _ => None,
+        };
         topic.counters.published.fetch_add(1, Relaxed);
         self.counters.published.fetch_add(1, Relaxed);
-        if let Some(d) = delivery {
-            topic.fan_out(d, self.now_ms(), &self.counters);
+        if let Some(c) = content {
+            topic.fan_out(&c, now, &self.counters);
         }
         RegistryResult::Ok
     }
-}
 
-impl Topic {
-    /// Offer a delivery to every active subscriber; expired ones are removed.
-    fn fan_out(&self, d: Delivery, now_ms: u64, counters: &Counters) {
-        let mut expired = false;
-        {
-            let subs = self.subs.read().unwrap_or_else(|e| e.into_inner());
-            for s in subs.iter() {
-                if s.is_active(now_ms) {
-                    s.offer(d.clone(), &self.counters, counters);
-                } else {
-                    expired = true;
-                }
-            }
+    /// Add (or renew) the subscription of `callback` to `topic`, starting its workers if new.
+    pub fn subscribe(
+        &self,
+        topic: &Arc<Topic>,
+        callback: &str,
+        secret: Option<Arc<[u8]>>,
+        expires_ms: u64,
+    ) {
+        let mut subs = topic.subs.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = subs.iter().find(|s| s.callback == callback) {
+            s.renew(secret, expires_ms);
+            return;
         }
-        if expired {
-            self.remove_where(|s| !s.is_active(now_ms));
-        }
-    }
-
-    /// Remove (and stop) the subscriptions matching `pred`; returns how many.
-    pub fn remove_where(&self, pred: impl Fn(&Subscription) -> bool) -> usize {
-        let mut subs = self.subs.write().unwrap_or_else(|e| e.into_inner());
-        let before = subs.len();
-        subs.retain(|s| {
-            let gone = pred(s);
-            if gone {
-                s.stop();
-            }
-            !gone
-        });
-        before - subs.len()
-    }
-
-    fn snapshot(&self, now_ms: u64) -> TopicStats {
-        let c = &self.counters;
-        let subscribers = self
-            .subs
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .filter(|s| s.is_active(now_ms))
-            .count() as u64;
-        TopicStats {
-            published: c.published.load(Relaxed),
-            denied: c.denied.load(Relaxed),
-            subscribers,
-            delivered: c.delivered.load(Relaxed),
-            retried: c.retried.load(Relaxed),
-            failed: c.failed.load(Relaxed),
-            dropped: c.dropped.load(Relaxed),
-        }
+        let limits = (self.cfg.queue_size, self.cfg.max_queue_bytes);
+        let stop = self.stop_all.child_token();
+        let (sub, rx) = Subscription::new(callback, secret, expires_ms, limits, stop);
+        subs.push(sub.clone());
+        let workers = Workers {
+            topic: topic.clone(),
+            counters: self.counters.clone(),
+            client: self.client.clone(),
+            hub_url: self.hub_url().to_owned(),
+            retry: self.cfg.retry.clone(),
+            timeout: self.cfg.delivery_timeout,
+            started: self.started,
+            concurrency: self.cfg.delivery_concurrency,
+        };
+        workers.spawn(sub, rx);
     }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -65,9 +65,11 @@ pub enum Verdict {
     Conflict,
     /// 404: deregister of a topic that is not registered.
     NotFound,
+    /// 503: a publish whose content would take the hub over its memory budget.
+    OverMemory,
 }
 
-const VERDICTS: usize = 10;
+const VERDICTS: usize = 11;
 const ABANDONED: usize = VERDICTS;
 const MODES: usize = 5;
 
@@ -96,6 +98,9 @@ pub struct ModeCounts {
     pub conflict: u64,
     /// Answered 404 (deregister of an unknown topic).
     pub not_found: u64,
+    /// Answered 503 because the content would take the hub over `--max-memory`.
+    #[serde(default)]
+    pub over_memory: u64,
 }
 
 impl ModeCounts {
@@ -112,11 +117,13 @@ impl ModeCounts {
             + self.abandoned
             + self.conflict
             + self.not_found
+            + self.over_memory
     }
 }
 
 /// Per-topic counters in a snapshot.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct TopicStats {
     /// Publishes accepted for this topic.
     pub published: u64,
@@ -124,31 +131,73 @@ pub struct TopicStats {
     pub denied: u64,
     /// Active (verified, unexpired) subscribers now.
     pub subscribers: u64,
+    /// Delivery attempts (POSTs to a callback), retries included.
+    pub attempts: u64,
     /// Deliveries answered 2xx by a subscriber.
     pub delivered: u64,
     /// Delivery attempts beyond the first.
     pub retried: u64,
     /// Deliveries given up after the last attempt (or answered 410).
     pub failed: u64,
-    /// Deliveries never attempted: queue full, or the subscription went away first.
+    /// Deliveries never (fully) attempted: queue full, over the subscriber's byte budget, or
+    /// the subscription went away first.
     pub dropped: u64,
+    /// Deliveries queued or in flight now.
+    pub pending: u64,
+    /// Bytes those deliveries hold, each subscriber's share counted.
+    pub queued_bytes: u64,
 }
 
-/// Distribution totals over all topics.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+/// Distribution totals over all topics (docs/hub.md lists how they reconcile).
+///
+/// Every delivery offered (accepted publish × active subscriber at that moment) ends in
+/// exactly one of `delivered`, `failed`, `dropped`, or is still `pending`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
 pub struct DistributionStats {
     /// Publishes accepted (each is fanned out to the topic's subscribers of that moment).
     pub published: u64,
+    /// Delivery attempts (POSTs to a callback), retries included.
+    pub attempts: u64,
     /// Deliveries answered 2xx.
     pub delivered: u64,
-    /// Delivery attempts beyond the first.
+    /// Delivery attempts beyond the first (redeliveries after a failed attempt).
     pub retried: u64,
-    /// Deliveries given up.
+    /// Deliveries given up: the last attempt failed, or the subscriber answered 410.
     pub failed: u64,
-    /// Deliveries never attempted.
+    /// Failed attempts by cause: the HTTP status (`"500"`, `"410"`, …), `"timeout"`,
+    /// `"connect"` (no connection) or `"error"` (the exchange broke off).
+    pub failed_attempts: BTreeMap<String, u64>,
+    /// Subscriptions removed because their callback answered 410.
+    pub gone_removed: u64,
+    /// Deliveries dropped, all reasons.
     pub dropped: u64,
-    /// Deliveries queued or in progress now.
+    /// Dropped because the subscriber's queue held `--queue-size` messages.
+    pub dropped_queue_full: u64,
+    /// Dropped because the subscriber's queue held `--max-queue-bytes`.
+    pub dropped_queue_bytes: u64,
+    /// Dropped because the subscription ended (410, unsubscribe, deregister, lease end)
+    /// before the delivery was made.
+    pub dropped_ended: u64,
+    /// Deliveries queued or in flight now.
     pub pending: u64,
+    /// Bytes held by subscribers' queues now, each subscriber's share counted.
+    pub queued_bytes: u64,
+    /// Bytes of content held now, each publish's body counted once (the `--max-memory` budget).
+    pub memory_bytes: u64,
+    /// The `--max-memory` budget.
+    pub memory_limit: u64,
+}
+
+/// Why a delivery was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DropReason {
+    /// The subscriber's queue held its maximum number of messages.
+    QueueFull,
+    /// The subscriber's queue held its maximum number of bytes.
+    QueueBytes,
+    /// The subscription ended first.
+    Ended,
 }
 
 /// Everything `GET /stats` shows.
@@ -179,6 +228,8 @@ pub struct StatsSnapshot {
 pub(crate) struct TopicCounters {
     pub published: AtomicU64,
     pub denied: AtomicU64,
+    pub attempts: AtomicU64,
+    pub pending: AtomicU64,
     pub delivered: AtomicU64,
     pub retried: AtomicU64,
     pub failed: AtomicU64,
@@ -192,10 +243,15 @@ pub(crate) struct Counters {
     pub stalled: AtomicU64,
     modes: [[AtomicU64; VERDICTS + 1]; MODES],
     pub published: AtomicU64,
+    pub attempts: AtomicU64,
     pub delivered: AtomicU64,
     pub retried: AtomicU64,
     pub failed: AtomicU64,
+    /// Failed attempts by cause (the failure path only: a lock is cheap there).
+    failed_attempts: Mutex<BTreeMap<String, u64>>,
+    pub gone_removed: AtomicU64,
     pub dropped: AtomicU64,
+    dropped_by: [AtomicU64; 3],
     pub pending: AtomicU64,
     pub inflight: AtomicU64,
 }
@@ -221,18 +277,48 @@ impl Counters {
             abandoned: c[ABANDONED].load(Relaxed),
             conflict: g(Verdict::Conflict),
             not_found: g(Verdict::NotFound),
+            over_memory: g(Verdict::OverMemory),
         }
     }
 
-    /// Distribution totals.
+    /// Count a dropped delivery (hub-wide; the caller counts the topic's).
+    pub fn drop(&self, reason: DropReason) {
+        self.dropped.fetch_add(1, Relaxed);
+        self.dropped_by[reason as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Count a failed attempt under its cause.
+    pub fn failed_attempt(&self, cause: String) {
+        let mut m = self
+            .failed_attempts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *m.entry(cause).or_default() += 1;
+    }
+
+    /// Distribution totals; the byte gauges come from the registry.
     pub fn distribution(&self) -> DistributionStats {
+        let by = |r: DropReason| self.dropped_by[r as usize].load(Relaxed);
         DistributionStats {
             published: self.published.load(Relaxed),
+            attempts: self.attempts.load(Relaxed),
             delivered: self.delivered.load(Relaxed),
             retried: self.retried.load(Relaxed),
             failed: self.failed.load(Relaxed),
+            failed_attempts: self
+                .failed_attempts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            gone_removed: self.gone_removed.load(Relaxed),
             dropped: self.dropped.load(Relaxed),
+            dropped_queue_full: by(DropReason::QueueFull),
+            dropped_queue_bytes: by(DropReason::QueueBytes),
+            dropped_ended: by(DropReason::Ended),
             pending: self.pending.load(Relaxed),
+            queued_bytes: 0,
+            memory_bytes: 0,
+            memory_limit: 0,
         }
     }
 }
@@ -334,9 +420,9 @@ mod tests {
         let v = serde_json::to_value(StatsSnapshot::default()).unwrap();
         for mode in ["publish", "register", "deregister", "subscribe", "other"] {
             let keys: Vec<_> = v[mode].as_object().unwrap().keys().cloned().collect();
-            assert_eq!(keys.len(), 11, "{mode}: {keys:?}");
+            assert_eq!(keys.len(), 12, "{mode}: {keys:?}");
         }
-        assert_eq!(v["distribution"].as_object().unwrap().len(), 6);
+        assert_eq!(v["distribution"].as_object().unwrap().len(), 15);
         assert!(v["topics"].as_object().unwrap().is_empty());
     }
 }

@@ -10,7 +10,6 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use crate::distribute;
 use crate::params::{self, HubParams};
 use crate::state::Inner;
 use crate::stats::Verdict;
@@ -153,7 +152,7 @@ async fn verify(inner: Arc<Inner>, req: SubRequest) {
             return;
         }
         let expires = inner.now_ms() + req.lease.as_millis() as u64;
-        distribute::upsert(&inner, &topic, &req.callback, req.secret, expires);
+        inner.subscribe(&topic, &req.callback, req.secret, expires);
         tracing::debug!(callback = %req.callback, topic = %req.topic, "subscribed");
     } else {
         topic.remove_where(|s| s.callback == req.callback);

@@ -1,12 +1,31 @@
-//! Distribution: 410 removal, retries, queue overflow, lease expiry, and a publish path that never waits.
+//! Distribution: 410 removal, retries, queue overflow in messages and bytes, concurrent
+//! deliveries, lease expiry, and a publish path that never waits.
 
 use std::time::{Duration, Instant};
 
 use hubload_hub::{HubConfig, RetryPolicy};
 
-use crate::util::{eventually, hub_with_subscriber, subscribe, subscribers, Subscriber};
+use crate::util::{eventually, hub_with_subscriber, subscribe, subscribers, Hub, Subscriber};
 
 const JSON: &str = "application/json";
+
+/// Publish `body` to "t" and check, from the hub's own counts at the moment it answered,
+/// that the publish was accepted and offered to no subscriber (the fan-out happens before
+/// the answer, so nothing can be offered later): no delivery is pending and the attempts
+/// stay at `attempts`.
+async fn publish_to_nobody(hub: &Hub, attempts: u64) {
+    let before = hub.state.stats().distribution;
+    assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
+    let d = hub.state.stats().distribution;
+    assert_eq!(d.published, before.published + 1);
+    let ends = |d: &hubload_hub::DistributionStats| d.delivered + d.failed + d.dropped + d.pending;
+    assert_eq!(
+        ends(&d),
+        ends(&before),
+        "the publish was offered to someone"
+    );
+    assert_eq!((d.pending, d.attempts), (0, attempts));
+}
 
 fn fast_retries(max_attempts: u32) -> HubConfig {
     HubConfig {
@@ -26,8 +45,7 @@ async fn gone_410_removes_the_subscription() {
     sub.answer(&[410]);
     assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
     eventually("removal", || subscribers(&hub, "t") == 0).await;
-    assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    publish_to_nobody(&hub, 1).await;
     assert_eq!(sub.arrived(), 1);
     let s = hub.stats().await;
     let t = s.topics["t"];
@@ -35,7 +53,9 @@ async fn gone_410_removes_the_subscription() {
         (t.published, t.delivered, t.failed, t.retried),
         (2, 0, 1, 0)
     );
-    assert_eq!(s.distribution.pending, 0);
+    let d = &s.distribution;
+    assert_eq!((d.pending, d.gone_removed, d.attempts), (0, 1, 1));
+    assert_eq!(d.failed_attempts.get("410"), Some(&1));
     hub.stop().await;
 }
 
@@ -60,6 +80,14 @@ async fn failures_are_retried_then_delivered_or_given_up() {
         (d.published, d.delivered, d.retried, d.failed, d.pending),
         (2, 1, 4, 1, 0)
     );
+    assert_eq!(d.attempts, 6);
+    let by_status: Vec<_> = d
+        .failed_attempts
+        .iter()
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect();
+    assert_eq!(by_status, [("404", 1), ("500", 2), ("502", 1), ("503", 1)]);
+    assert_eq!(d.gone_removed, 0);
     assert_eq!(sub.arrived(), 6);
     assert_eq!(
         subscribers(&hub, "t"),
@@ -73,6 +101,7 @@ async fn failures_are_retried_then_delivered_or_given_up() {
 async fn queue_overflow_is_counted_and_publish_never_waits() {
     let (hub, slow) = hub_with_subscriber(HubConfig {
         queue_size: 2,
+        delivery_concurrency: 1,
         ..HubConfig::default()
     })
     .await;
@@ -103,7 +132,11 @@ async fn queue_overflow_is_counted_and_publish_never_waits() {
     .await;
     let s = hub.state.stats();
     assert_eq!(s.distribution.dropped, 7);
+    assert_eq!(s.distribution.dropped_queue_full, 7);
     assert_eq!(s.distribution.pending, 3);
+    // the slow subscriber holds 3 one-byte bodies; the hub holds each body once
+    assert_eq!(s.distribution.queued_bytes, 3);
+    assert_eq!(s.distribution.memory_bytes, 3);
     slow.hold(false);
     eventually("the slow subscriber got 3", || slow.delivered() == 3).await;
     eventually("nothing pending", || {
@@ -117,7 +150,100 @@ async fn queue_overflow_is_counted_and_publish_never_waits() {
     // every fanned-out delivery is accounted for: 2 subscribers × 10 publishes
     assert_eq!(d.delivered + d.failed + d.dropped + d.pending, 20);
     assert_eq!((d.published, d.delivered, d.dropped), (10, 13, 7));
+    assert_eq!((d.queued_bytes, d.memory_bytes), (0, 0));
     assert_eq!(s.topics["t"].dropped, 7);
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn several_deliveries_in_flight_then_the_byte_budget() {
+    // 4 in flight per subscriber; 10-byte bodies; 45 bytes per subscriber: 4 in flight
+    // and none queued fit (40), the 5th does not (50 > 45)
+    let (hub, sub) = hub_with_subscriber(HubConfig {
+        delivery_concurrency: 4,
+        max_queue_bytes: 45,
+        ..HubConfig::default()
+    })
+    .await;
+    subscribe(&hub, "t", &sub.callback("cb"), &[]).await;
+    sub.hold(true);
+    for i in 0..4 {
+        assert_eq!(
+            hub.publish("t", JSON, format!("{i:010}").as_bytes())
+                .await
+                .0,
+            200
+        );
+    }
+    eventually("4 deliveries in flight at once", || sub.arrived() == 4).await;
+    for i in 4..7 {
+        assert_eq!(
+            hub.publish("t", JSON, format!("{i:010}").as_bytes())
+                .await
+                .0,
+            200
+        );
+    }
+    let d = hub.state.stats().distribution;
+    assert_eq!((d.pending, d.dropped, d.dropped_queue_bytes), (4, 3, 3));
+    assert_eq!((d.queued_bytes, d.memory_bytes, d.attempts), (40, 40, 4));
+    sub.hold(false);
+    eventually("4 delivered", || {
+        hub.state.stats().distribution.delivered == 4
+    })
+    .await;
+    let mut bodies: Vec<_> = sub.deliveries().iter().map(|d| d.body.clone()).collect();
+    bodies.sort();
+    assert_eq!(
+        bodies,
+        ["0000000000", "0000000001", "0000000002", "0000000003"]
+    );
+    let d = hub.stats().await.distribution;
+    assert_eq!((d.pending, d.queued_bytes, d.memory_bytes), (0, 0, 0));
+    hub.stop().await;
+}
+
+#[tokio::test]
+async fn a_publish_over_the_memory_budget_gets_503() {
+    // two subscribers share each 10-byte body: the hub holds it once (10), each subscriber
+    // its full share; 25 bytes of memory fit two publishes, not a third
+    let (hub, a) = hub_with_subscriber(HubConfig {
+        max_memory_bytes: 25,
+        ..HubConfig::default()
+    })
+    .await;
+    let b = Subscriber::start().await;
+    subscribe(&hub, "t", &a.callback("a"), &[]).await;
+    subscribe(&hub, "t", &b.callback("b"), &[]).await;
+    eventually("two subscribers", || subscribers(&hub, "t") == 2).await;
+    a.hold(true);
+    b.hold(true);
+    for i in 0..2 {
+        assert_eq!(
+            hub.publish("t", JSON, format!("{i:010}").as_bytes())
+                .await
+                .0,
+            200
+        );
+    }
+    let (status, body) = hub.publish("t", JSON, b"0000000002").await;
+    assert_eq!(status, 503, "{body}");
+    let s = hub.state.stats();
+    assert_eq!((s.publish.accepted, s.publish.over_memory), (2, 1));
+    let d = &s.distribution;
+    assert_eq!((d.published, d.pending, d.dropped), (2, 4, 0));
+    assert_eq!(
+        (d.memory_bytes, d.queued_bytes, d.memory_limit),
+        (20, 40, 25)
+    );
+    a.hold(false);
+    b.hold(false);
+    eventually("4 delivered", || {
+        hub.state.stats().distribution.delivered == 4
+    })
+    .await;
+    assert_eq!(hub.state.stats().distribution.memory_bytes, 0);
+    assert_eq!(hub.publish("t", JSON, b"0000000002").await.0, 200);
     hub.stop().await;
 }
 
@@ -133,10 +259,8 @@ async fn an_expired_lease_ends_delivery() {
     .await;
     assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
     eventually("first delivery", || sub.delivered() == 1).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(subscribers(&hub, "t"), 0);
-    assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually("the lease to end", || subscribers(&hub, "t") == 0).await;
+    publish_to_nobody(&hub, 1).await;
     assert_eq!(sub.arrived(), 1);
     hub.stop().await;
 }
@@ -172,8 +296,7 @@ async fn deregister_ends_subscriptions() {
     );
     assert_eq!(subscribers(&hub, "t"), 0);
     hub.register("t").await;
-    assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    publish_to_nobody(&hub, 0).await;
     assert_eq!(sub.arrived(), 0);
     hub.stop().await;
 }

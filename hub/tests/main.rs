@@ -4,6 +4,7 @@ mod dialect;
 mod distribution;
 mod faults;
 mod limits;
+mod memory;
 mod oneshot;
 mod util;
 mod websub;

@@ -164,6 +164,21 @@ pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for: {what}");
 }
 
+/// Poll the async `cond` every 10 ms for up to 10 s.
+pub async fn eventually_async<F, Fut>(what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..1000 {
+        if cond().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
 /// One delivery a subscriber received.
 #[derive(Debug, Clone)]
 pub struct Received {

@@ -123,13 +123,9 @@ impl Shared {
     }
 }
 
-/// splitmix64 of (seed, n) mapped to [0, 1).
+/// SplitMix64's finaliser of (seed, n), mapped to [0, 1).
 fn unit_hash(seed: u64, n: u64) -> f64 {
-    let mut z = seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
+    hubload_rng::unit(hubload_rng::mix(seed ^ n.wrapping_mul(hubload_rng::GAMMA)))
 }
 
 /// The emulator: [`Emulator::start`] it on a bound listener.

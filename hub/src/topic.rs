@@ -1,0 +1,284 @@
+//! The registry's data: a topic, its subscriptions, and each subscription's delivery queue,
+//! bounded in messages and in bytes, with the hub-wide memory budget its content is charged to.
+//!
+//! Memory accounting (docs/hub.md): one publish's body is one `Bytes` allocation shared by
+//! every subscriber's queue. It is charged ONCE to the hub-wide budget (`--max-memory`) while
+//! any queue still holds it, and charged IN FULL to each subscriber's own budget
+//! (`--max-queue-bytes`) while that subscriber holds it, queued or in flight.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
+
+use axum::http::HeaderValue;
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use crate::stats::{Counters, DropReason, TopicCounters, TopicStats};
+
+/// A byte budget: what is taken never exceeds `max`.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    used: AtomicU64,
+    max: u64,
+}
+
+impl Budget {
+    pub fn new(max: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            used: AtomicU64::new(0),
+            max,
+        })
+    }
+
+    /// Bytes taken now.
+    pub fn used(&self) -> u64 {
+        self.used.load(Relaxed)
+    }
+
+    /// The limit.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+}
+
+/// `n` bytes taken from a budget, given back on drop.
+#[derive(Debug)]
+pub(crate) struct Charge {
+    budget: Arc<Budget>,
+    n: u64,
+}
+
+impl Charge {
+    /// Take `n` bytes if the budget has room for them.
+    pub fn take(budget: &Arc<Budget>, n: u64) -> Option<Charge> {
+        budget
+            .used
+            .fetch_update(Relaxed, Relaxed, |u| {
+                u.checked_add(n).filter(|&v| v <= budget.max)
+            })
+            .ok()?;
+        Some(Charge {
+            budget: budget.clone(),
+            n,
+        })
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.n, Relaxed);
+    }
+}
+
+/// One publish's content, shared (not copied) by every subscriber's queue; its charge to the
+/// hub-wide budget ends when the last queue lets go of it.
+#[derive(Debug)]
+pub(crate) struct Content {
+    pub body: Bytes,
+    pub content_type: Option<HeaderValue>,
+    _memory: Charge,
+}
+
+impl Content {
+    pub fn new(body: Bytes, content_type: Option<HeaderValue>, memory: Charge) -> Arc<Content> {
+        Arc::new(Content {
+            body,
+            content_type,
+            _memory: memory,
+        })
+    }
+}
+
+/// A delivery in one subscriber's queue (or in flight): the shared content and this
+/// subscriber's charge for it.
+#[derive(Debug)]
+pub(crate) struct Queued {
+    pub content: Arc<Content>,
+    _charge: Charge,
+}
+
+/// An active (verified) subscription of one callback to one topic.
+#[derive(Debug)]
+pub(crate) struct Subscription {
+    pub callback: String,
+    /// `callback`, parsed once (every delivery POSTs to it).
+    pub url: Option<url::Url>,
+    secret: Mutex<Option<Arc<[u8]>>>,
+    /// Lease end, in ms since hub start.
+    expires_ms: AtomicU64,
+    tx: async_channel::Sender<Queued>,
+    /// Bytes of the content this subscriber holds, queued or in flight.
+    pub bytes: Arc<Budget>,
+    pub stop: CancellationToken,
+}
+
+impl Subscription {
+    /// A subscription and the receiving end of its queue (`queue_size` messages,
+    /// `max_bytes` bytes).
+    pub fn new(
+        callback: &str,
+        secret: Option<Arc<[u8]>>,
+        expires_ms: u64,
+        (queue_size, max_bytes): (usize, u64),
+        stop: CancellationToken,
+    ) -> (Arc<Subscription>, async_channel::Receiver<Queued>) {
+        let (tx, rx) = async_channel::bounded(queue_size.max(1));
+        let sub = Subscription {
+            callback: callback.to_owned(),
+            url: url::Url::parse(callback).ok(),
+            secret: Mutex::new(secret),
+            expires_ms: AtomicU64::new(expires_ms),
+            tx,
+            bytes: Budget::new(max_bytes),
+            stop,
+        };
+        (Arc::new(sub), rx)
+    }
+
+    /// Active until its lease ends.
+    pub fn is_active(&self, now_ms: u64) -> bool {
+        now_ms < self.expires_ms.load(Relaxed)
+    }
+
+    /// Renew after a verified re-subscription: new lease and secret, same queue.
+    pub fn renew(&self, secret: Option<Arc<[u8]>>, expires_ms: u64) {
+        *self.secret.lock().unwrap_or_else(|e| e.into_inner()) = secret;
+        self.expires_ms.store(expires_ms, Relaxed);
+    }
+
+    /// End the subscription: nothing more is queued; its workers stop and count what is
+    /// still queued as dropped.
+    pub fn stop(&self) {
+        self.tx.close();
+        self.stop.cancel();
+    }
+
+    /// Queue a delivery. Never waits.
+    pub fn offer(&self, content: &Arc<Content>) -> Result<(), DropReason> {
+        let charge =
+            Charge::take(&self.bytes, content.body.len() as u64).ok_or(DropReason::QueueBytes)?;
+        let item = Queued {
+            content: content.clone(),
+            _charge: charge,
+        };
+        self.tx.try_send(item).map_err(|e| match e {
+            async_channel::TrySendError::Full(_) => DropReason::QueueFull,
+            async_channel::TrySendError::Closed(_) => DropReason::Ended,
+        })
+    }
+
+    pub fn secret(&self) -> Option<Arc<[u8]>> {
+        self.secret
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// One topic: registered or not (a publish to an unknown topic still gets counted here),
+/// its counters, and its subscribers.
+#[derive(Debug)]
+pub(crate) struct Topic {
+    pub name: String,
+    pub registered: AtomicBool,
+    pub counters: TopicCounters,
+    pub subs: RwLock<Vec<Arc<Subscription>>>,
+}
+
+impl Topic {
+    pub fn new(name: &str) -> Topic {
+        Topic {
+            name: name.to_owned(),
+            registered: AtomicBool::new(false),
+            counters: TopicCounters::default(),
+            subs: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// Whether any subscriber is active now (a publish then needs memory for its content);
+    /// expired ones are removed.
+    pub fn has_subscribers(&self, now_ms: u64) -> bool {
+        let (active, expired) = self.read_subs().iter().fold((false, false), |(a, e), s| {
+            let on = s.is_active(now_ms);
+            (a || on, e || !on)
+        });
+        if expired {
+            self.remove_where(|s| !s.is_active(now_ms));
+        }
+        active
+    }
+
+    /// Offer a delivery to every active subscriber; expired ones are removed.
+    pub fn fan_out(&self, content: &Arc<Content>, now_ms: u64, counters: &Counters) {
+        let mut expired = false;
+        for s in self.read_subs().iter() {
+            if !s.is_active(now_ms) {
+                expired = true;
+                continue;
+            }
+            counters.pending.fetch_add(1, Relaxed);
+            self.counters.pending.fetch_add(1, Relaxed);
+            if let Err(reason) = s.offer(content) {
+                counters.pending.fetch_sub(1, Relaxed);
+                self.counters.pending.fetch_sub(1, Relaxed);
+                counters.drop(reason);
+                self.counters.dropped.fetch_add(1, Relaxed);
+            }
+        }
+        if expired {
+            self.remove_where(|s| !s.is_active(now_ms));
+        }
+    }
+
+    /// Remove (and stop) the subscriptions matching `pred`; returns how many.
+    pub fn remove_where(&self, pred: impl Fn(&Subscription) -> bool) -> usize {
+        let mut subs = self.subs.write().unwrap_or_else(|e| e.into_inner());
+        let before = subs.len();
+        subs.retain(|s| {
+            let gone = pred(s);
+            if gone {
+                s.stop();
+            }
+            !gone
+        });
+        before - subs.len()
+    }
+
+    /// Remove (and stop) every subscription.
+    pub fn remove_all(&self) {
+        let subs = std::mem::take(&mut *self.subs.write().unwrap_or_else(|e| e.into_inner()));
+        for s in subs {
+            s.stop();
+        }
+    }
+
+    pub fn read_subs(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Subscription>>> {
+        self.subs.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes held by this topic's subscribers' queues (each subscriber's full share).
+    pub fn queued_bytes(&self) -> u64 {
+        self.read_subs().iter().map(|s| s.bytes.used()).sum()
+    }
+
+    pub fn snapshot(&self, now_ms: u64) -> TopicStats {
+        let c = &self.counters;
+        let subscribers = self
+            .read_subs()
+            .iter()
+            .filter(|s| s.is_active(now_ms))
+            .count() as u64;
+        TopicStats {
+            published: c.published.load(Relaxed),
+            denied: c.denied.load(Relaxed),
+            subscribers,
+            attempts: c.attempts.load(Relaxed),
+            delivered: c.delivered.load(Relaxed),
+            retried: c.retried.load(Relaxed),
+            failed: c.failed.load(Relaxed),
+            dropped: c.dropped.load(Relaxed),
+            pending: c.pending.load(Relaxed),
+            queued_bytes: self.queued_bytes(),
+        }
+    }
+}
