@@ -25,6 +25,7 @@ pub fn latency(h: &Histogram, exact: Option<(u64, u64, u64)>) -> LatencyUs {
         p95: q(0.95),
         p99: q(0.99),
         p999: q(0.999),
+        p9999: q(0.9999),
         max,
     }
 }

@@ -10,6 +10,7 @@ use std::fmt::Write;
 
 use self::charts::{level_axis_title, visible_groups};
 use self::svg::escape;
+use super::precision::{latency_cells, ms3};
 use super::{LevelReport, PhaseReport, Report, Reporter};
 use crate::result::Class;
 
@@ -230,8 +231,8 @@ fn cards(b: &mut String, report: &Report, t: &LevelReport) {
         ("Attempts", t.samples.to_string()),
         ("Error %", fmt_error_pct(t.error_pct)),
         ("Throughput", format!("{:.1}/s", t.throughput)),
-        ("Median", format!("{} ms", t.median_ms)),
-        ("p99", format!("{} ms", t.p99_ms)),
+        ("Median", format!("{} ms", ms3(t.latency_us.p50 as f64))),
+        ("p99", format!("{} ms", ms3(t.latency_us.p99 as f64))),
         ("Levels", report.levels.len().to_string()),
     ];
     b.push_str("<div class=\"cards\">");
@@ -264,21 +265,16 @@ fn aggregate_table(report: &Report) -> String {
     let rows: Vec<Vec<Cell>> = rows_with_total(report)
         .into_iter()
         .map(|l| {
-            vec![
-                Cell::text(&l.label),
-                Cell::num(l.samples.to_string()),
-                Cell::num(l.average_ms.to_string()),
-                Cell::num(l.median_ms.to_string()),
-                Cell::num(l.p90_ms.to_string()),
-                Cell::num(l.p95_ms.to_string()),
-                Cell::num(l.p99_ms.to_string()),
-                Cell::num(l.min_ms.to_string()),
-                Cell::num(l.max_ms.to_string()),
+            let mut row = vec![Cell::text(&l.label), Cell::num(l.samples.to_string())];
+            // Three significant digits (ms) where aggregate.csv has whole milliseconds.
+            row.extend(latency_cells(l).map(Cell::num));
+            row.extend([
                 Cell::num(fmt_error_pct(l.error_pct)),
                 Cell::num(format!("{:.1}", l.throughput)),
                 Cell::num(format!("{:.2}", l.received_kb_per_sec)),
                 Cell::num(format!("{:.2}", l.sent_kb_per_sec)),
-            ]
+            ]);
+            row
         })
         .collect();
     table(&head, &rows, report.total.is_some())

@@ -179,6 +179,9 @@ pub struct LatencyUs {
     pub p95: u64,
     pub p99: u64,
     pub p999: u64,
+    /// 99.99th percentile (absent from summaries written before it existed: 0).
+    #[serde(default)]
+    pub p9999: u64,
     pub max: u64,
 }
 

@@ -9,6 +9,7 @@ use crate::judge::{judge, what_if_for_rows, CapacityResult};
 use crate::report::build::level_report;
 use crate::report::csv::CsvReporter;
 use crate::report::json::JsonReporter;
+use crate::report::latency_csv::LatencyCsvReporter;
 use crate::report::table::TableReporter;
 use crate::report::whatif_csv::WhatIfCsvReporter;
 use crate::report::writer::ReportWriter;
@@ -40,6 +41,7 @@ pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
     vec![
         Box::new(TableReporter),
         Box::new(CsvReporter),
+        Box::new(LatencyCsvReporter),
         Box::new(JsonReporter),
         Box::new(WhatIfCsvReporter),
         Box::new(HtmlReporter),
