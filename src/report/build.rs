@@ -3,7 +3,14 @@
 use crate::result::Class;
 use crate::stats::{Histogram, LevelStats};
 
-use super::model::{EventSummary, LatencyUs, LevelReport, TimeoutSplit};
+use super::model::{EventSummary, LatencyUs, LevelReport, ReportHistograms, TimeoutSplit};
+
+/// The interchange encoding of a histogram (see [`ReportHistograms`]).
+fn encode(h: &Histogram) -> String {
+    // Serializing into memory fails only for a histogram too large for the V2 header; hubload's
+    // (1 µs to at most u64::MAX, 3 digits) is never that.
+    crate::shard::artifact::encode_histogram("latency", h).expect("hubload histograms serialize")
+}
 
 /// Percentiles from a histogram; min, max and mean from the exact counters when given.
 pub fn latency(h: &Histogram, exact: Option<(u64, u64, u64)>) -> LatencyUs {
@@ -85,6 +92,7 @@ pub fn level_report(
         },
         dropped: s.dropped,
         span_s: span,
+        first_start_us: s.first_start_us,
         bytes_sent: s.bytes_sent,
         bytes_received: s.bytes_received,
         latency_us: lat,
@@ -92,6 +100,10 @@ pub fn level_report(
         accepted_latency_us: latency(&s.accepted_latency, None),
         topic_attempts: s.topic_attempts.clone(),
         timeline: s.timeline.clone(),
+        histograms: (!s.latency.is_empty()).then(|| ReportHistograms {
+            latency: encode(&s.latency),
+            corrected: (open && !s.corrected.is_empty()).then(|| encode(&s.corrected)),
+        }),
         stats: Some(s.clone()),
     }
 }

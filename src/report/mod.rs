@@ -3,6 +3,7 @@
 pub mod build;
 pub mod compare;
 pub mod csv;
+pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod jtl;
@@ -17,7 +18,7 @@ pub mod writer;
 pub use html::HtmlReporter;
 pub use model::{
     EmulatorTotals, EventSummary, LatencyUs, LevelReport, PhaseReport, RateCheck, Report,
-    ServiceBusInfo, TimeoutSplit,
+    ReportHistograms, ServiceBusInfo, TimeoutSplit,
 };
 
 /// One output format. Renders bytes from the report; the manager does the IO.

@@ -169,6 +169,18 @@ impl From<&PhaseResult> for PhaseReport {
     }
 }
 
+/// A level's HdrHistograms in the HdrHistogram interchange encoding: V2, DEFLATE-compressed,
+/// standard base64 (the payload of an interval log line; it begins `HISTF`). Values in µs;
+/// layout: lowest 1 µs, 3 significant digits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportHistograms {
+    /// Latency of every attempt, actual start → end.
+    pub latency: String,
+    /// Latency from the intended start (open model only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<String>,
+}
+
 /// Latency summary in µs, from the HdrHistogram (percentiles) and exact counters (min, max, mean).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatencyUs {
@@ -243,6 +255,9 @@ pub struct LevelReport {
     pub dropped: u64,
     /// First start → last end, seconds.
     pub span_s: f64,
+    /// Earliest attempt start, µs since the Unix epoch (absent from older summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_start_us: Option<u64>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// Latency of all attempts from their actual start (raw), µs.
@@ -255,6 +270,10 @@ pub struct LevelReport {
     pub topic_attempts: Vec<u64>,
     /// Per-second buckets since the level started.
     pub timeline: Vec<TimelineBucket>,
+    /// The level's latency histograms, so `hubload report` can redraw the distribution and
+    /// rewrite `latency.hlog` (absent from summaries written before they were added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<ReportHistograms>,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,

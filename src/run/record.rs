@@ -8,6 +8,7 @@ use crate::judge::Threshold;
 use crate::judge::{judge, what_if_for_rows, CapacityResult};
 use crate::report::build::level_report;
 use crate::report::csv::CsvReporter;
+use crate::report::hlog::HlogReporter;
 use crate::report::json::JsonReporter;
 use crate::report::latency_csv::LatencyCsvReporter;
 use crate::report::table::TableReporter;
@@ -42,6 +43,7 @@ pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
         Box::new(TableReporter),
         Box::new(CsvReporter),
         Box::new(LatencyCsvReporter),
+        Box::new(HlogReporter),
         Box::new(JsonReporter),
         Box::new(WhatIfCsvReporter),
         Box::new(HtmlReporter),
