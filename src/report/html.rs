@@ -4,6 +4,7 @@
 //! test can parse it, and so it renders the same in every browser, headless Chromium included.
 
 pub(crate) mod charts;
+pub(crate) mod distribution;
 pub(crate) mod svg;
 
 use std::fmt::Write;
@@ -187,11 +188,14 @@ pub fn render(report: &Report) -> String {
         let _ = write!(
             b,
             "<h2>Charts</h2><div class=\"charts\"><figure>{}</figure><figure>{}</figure>\
-             <figure>{}</figure><figure>{}</figure><figure class=\"wide\">{}</figure></div>",
+             <figure>{}</figure><figure>{}</figure>{}<figure class=\"wide\">{}</figure></div>",
             charts::latency(report),
             charts::throughput(report),
             charts::outcomes(report, true),
             charts::outcomes(report, false),
+            distribution::distribution(report)
+                .map(|svg| format!("<figure class=\"wide\">{svg}</figure>"))
+                .unwrap_or_default(),
             charts::timeline(report),
         );
     }
