@@ -1,5 +1,6 @@
 //! Reports: the `Report` model, the `Reporter` trait and one reporter per file.
 
+pub mod banner;
 pub mod build;
 pub mod compare;
 pub mod csv;

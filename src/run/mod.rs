@@ -330,6 +330,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
             "--find-capacity cannot run sharded (HUBLOAD_SHARD_COUNT > 1): run it in one process"
         );
     }
+    crate::report::banner::print_banner(cfg, &workload);
     let sh = Shared {
         cfg,
         workload: workload.clone(),
