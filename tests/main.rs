@@ -10,4 +10,5 @@ mod reconcile;
 mod schema;
 mod servicebus;
 mod shards;
+mod topics;
 mod util;

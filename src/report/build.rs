@@ -1,9 +1,12 @@
 //! Turns `LevelStats` into a `LevelReport` row: JMeter's aggregate numbers plus what the JSON adds.
 
 use crate::result::Class;
-use crate::stats::{Histogram, LevelStats};
+use crate::shard::artifact::TopicArtifact;
+use crate::stats::{Histogram, LevelStats, TopicStats};
 
-use super::model::{EventSummary, LatencyUs, LevelReport, ReportHistograms, TimeoutSplit};
+use super::model::{
+    EventSummary, LatencyUs, LevelReport, ReportHistograms, TimeoutSplit, TopicReport,
+};
 
 /// The interchange encoding of a histogram (see [`ReportHistograms`]).
 fn encode(h: &Histogram) -> String {
@@ -34,6 +37,20 @@ pub fn latency(h: &Histogram, exact: Option<(u64, u64, u64)>) -> LatencyUs {
         p999: q(0.999),
         p9999: q(0.9999),
         max,
+    }
+}
+
+/// One topic's row: counts, percentiles and the sparse histogram.
+pub fn topic_report(topic: usize, t: &TopicStats) -> TopicReport {
+    let a = TopicArtifact::from(t);
+    TopicReport {
+        topic,
+        attempts: t.counts.total(),
+        counts: a.counts,
+        p50_us: t.quantile(0.50),
+        p99_us: t.quantile(0.99),
+        max_us: t.max_us,
+        buckets: a.buckets,
     }
 }
 
@@ -100,6 +117,13 @@ pub fn level_report(
         accepted_latency_us: latency(&s.accepted_latency, None),
         topic_attempts: s.topic_attempts.clone(),
         timeline: s.timeline.clone(),
+        topics: s
+            .topics
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(i, t)| topic_report(i, t))
+            .collect(),
         histograms: (!s.latency.is_empty()).then(|| ReportHistograms {
             latency: encode(&s.latency),
             corrected: (open && !s.corrected.is_empty()).then(|| encode(&s.corrected)),

@@ -13,13 +13,14 @@ mod model;
 pub mod precision;
 pub mod side_by_side;
 pub mod table;
+pub mod topics_csv;
 pub mod whatif_csv;
 pub mod writer;
 
 pub use html::HtmlReporter;
 pub use model::{
     EmulatorTotals, EventSummary, LatencyUs, LevelReport, PhaseReport, RateCheck, Report,
-    ReportHistograms, ServiceBusInfo, TimeoutSplit,
+    ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
 };
 
 /// One output format. Renders bytes from the report; the manager does the IO.

@@ -33,6 +33,10 @@ pub struct Report {
     pub config: serde_json::Value,
     /// Topic names, indexed as in `LevelReport::topic_attempts`.
     pub topics: Vec<String>,
+    /// The tenant of each topic, indexed as `topics` (`null` for a topic shared by tenants);
+    /// empty in summaries written before it existed and in merged runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topic_tenants: Vec<Option<u32>>,
     /// The topic registration phase.
     pub registration: Option<PhaseReport>,
     /// The deregistration phase (`--deregister`).
@@ -106,6 +110,7 @@ impl Report {
             partial: true,
             config,
             topics,
+            topic_tenants: Vec::new(),
             registration: None,
             deregistration: None,
             levels: Vec::new(),
@@ -167,6 +172,25 @@ impl From<&PhaseResult> for PhaseReport {
             first_error: p.first_error.clone(),
         }
     }
+}
+
+/// One topic in one level (`summary.json` `levels[].topics[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TopicReport {
+    /// Index into `Report::topics`.
+    pub topic: usize,
+    /// Attempts.
+    pub attempts: u64,
+    /// Attempts per class name (non-zero classes only).
+    pub counts: BTreeMap<String, u64>,
+    /// Nearest-rank percentiles from the topic's compact histogram (≤ 12.5% high), µs.
+    pub p50_us: u64,
+    pub p99_us: u64,
+    /// Exact largest latency, µs.
+    pub max_us: u64,
+    /// `[bucket, count]` of every non-empty bucket of the 200-bucket layout (README:
+    /// "Per-topic statistics"), so tenants roll up exactly.
+    pub buckets: Vec<(usize, u32)>,
 }
 
 /// A level's HdrHistograms in the HdrHistogram interchange encoding: V2, DEFLATE-compressed,
@@ -270,6 +294,9 @@ pub struct LevelReport {
     pub topic_attempts: Vec<u64>,
     /// Per-second buckets since the level started.
     pub timeline: Vec<TimelineBucket>,
+    /// Per topic that saw an attempt: counts, p50/p99/max and the compact histogram.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topics: Vec<TopicReport>,
     /// The level's latency histograms, so `hubload report` can redraw the distribution and
     /// rewrite `latency.hlog` (absent from summaries written before they were added).
     #[serde(default, skip_serializing_if = "Option::is_none")]

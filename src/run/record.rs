@@ -12,6 +12,7 @@ use crate::report::hlog::HlogReporter;
 use crate::report::json::JsonReporter;
 use crate::report::latency_csv::LatencyCsvReporter;
 use crate::report::table::TableReporter;
+use crate::report::topics_csv::{TenantsCsvReporter, TopicsCsvReporter};
 use crate::report::whatif_csv::WhatIfCsvReporter;
 use crate::report::writer::ReportWriter;
 use crate::report::{HtmlReporter, LevelReport, PhaseReport, RateCheck, Report, Reporter};
@@ -44,6 +45,8 @@ pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
         Box::new(CsvReporter),
         Box::new(LatencyCsvReporter),
         Box::new(HlogReporter),
+        Box::new(TopicsCsvReporter),
+        Box::new(TenantsCsvReporter),
         Box::new(JsonReporter),
         Box::new(WhatIfCsvReporter),
         Box::new(HtmlReporter),
@@ -72,6 +75,7 @@ impl RunRecord {
             .map(|t| t.name.to_string())
             .collect();
         let mut report = Report::new_empty(cfg.model, cfg.shown.clone(), topics);
+        report.topic_tenants = workload.topics().iter().map(|t| t.tenant).collect();
         report.started_at = now_rfc3339();
         report.finished_at = report.started_at.clone();
         let writer = ReportWriter::new(dir, reporters())?;

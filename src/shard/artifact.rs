@@ -14,7 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use super::env::{validate_run_id, ShardSpec};
 use crate::result::Class;
-use crate::stats::{Counts, Histogram, LevelStats, TimelineBucket, HIST_LOWEST_US, HIST_SIGFIG};
+use crate::stats::{
+    Counts, Histogram, LevelStats, TimelineBucket, TopicStats, HIST_LOWEST_US, HIST_SIGFIG,
+    TOPIC_BUCKETS,
+};
 use crate::targets::PhaseResult;
 
 /// The value of `meta.format` in every shard artifact.
@@ -66,6 +69,14 @@ pub enum ArtifactError {
         name: &'static str,
         /// What is wrong with it.
         reason: String,
+    },
+    /// A per-topic histogram bucket beyond the layout.
+    #[error("level {label:?}: topics: bucket {index} is beyond the {TOPIC_BUCKETS}-bucket layout")]
+    TopicBucket {
+        /// The level.
+        label: String,
+        /// The bucket index found.
+        index: usize,
     },
     /// A class name in `counts` that this build does not know.
     #[error("{context}: unknown outcome class {name:?}")]
@@ -218,6 +229,61 @@ pub struct LevelArtifact {
     pub timeline: Vec<TimelineBucket>,
     /// The histograms.
     pub histograms: LevelHistograms,
+    /// Per global topic index: counts and the compact latency histogram (absent in artifacts
+    /// written before per-topic statistics: then empty).
+    #[serde(default)]
+    pub topics: Vec<TopicArtifact>,
+}
+
+/// One topic of one level: what [`TopicStats`] holds, sparsely.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopicArtifact {
+    /// Attempts per class name (non-zero classes only).
+    pub counts: BTreeMap<String, u64>,
+    /// `[bucket, count]` for every non-empty bucket of the 200-bucket layout.
+    pub buckets: Vec<(usize, u32)>,
+    /// Exact largest latency, µs.
+    pub max_us: u64,
+}
+
+impl From<&TopicStats> for TopicArtifact {
+    fn from(t: &TopicStats) -> Self {
+        TopicArtifact {
+            counts: t
+                .counts
+                .to_map()
+                .into_iter()
+                .filter(|(_, v)| *v > 0)
+                .collect(),
+            buckets: t
+                .buckets
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, c)| (i, *c))
+                .collect(),
+            max_us: t.max_us,
+        }
+    }
+}
+
+fn topic_stats(a: &TopicArtifact, label: &str) -> Result<TopicStats, ArtifactError> {
+    let mut t = TopicStats {
+        counts: counts_from_map(&a.counts, &format!("level {label:?} topics"))?,
+        max_us: a.max_us,
+        ..TopicStats::default()
+    };
+    for (i, c) in &a.buckets {
+        let slot = t
+            .buckets
+            .get_mut(*i)
+            .ok_or_else(|| ArtifactError::TopicBucket {
+                label: label.to_string(),
+                index: *i,
+            })?;
+        *slot = *c;
+    }
+    Ok(t)
 }
 
 /// A registration or deregistration phase of one shard (the topics this shard owns).
@@ -356,6 +422,7 @@ pub fn encode_level(
             accepted_latency: encode_histogram("accepted_latency", &s.accepted_latency)?,
             event_latency: encode_histogram("event_latency", &s.event_latency)?,
         },
+        topics: s.topics.iter().map(TopicArtifact::from).collect(),
     })
 }
 
@@ -383,6 +450,11 @@ pub fn decode_level(a: &LevelArtifact) -> Result<LevelStats, ArtifactError> {
         topic_attempts: a.topic_attempts.clone(),
         topic_accepted: a.topic_accepted.clone(),
         timeline: a.timeline.clone(),
+        topics: a
+            .topics
+            .iter()
+            .map(|t| topic_stats(t, &a.label))
+            .collect::<Result<_, _>>()?,
     })
 }
 
