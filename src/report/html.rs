@@ -6,6 +6,7 @@
 pub(crate) mod charts;
 pub(crate) mod distribution;
 pub(crate) mod svg;
+pub(crate) mod topics;
 
 use std::fmt::Write;
 
@@ -203,6 +204,7 @@ pub fn render(report: &Report) -> String {
     b.push_str(&aggregate_table(report));
     b.push_str("<h2>Outcomes per level</h2>");
     b.push_str(&outcome_table(report));
+    b.push_str(&topics::worst_topics(report));
     b.push_str("<div class=\"cols\">");
     for (name, phase) in [
         ("Registration", &report.registration),
