@@ -20,7 +20,11 @@ fn error_pct(t: &TopicReport) -> f64 {
 }
 
 /// The `n` worst topics of a level by `key` (descending; ties by topic index).
-pub fn worst<'a>(l: &'a LevelReport, key: impl Fn(&TopicReport) -> f64, n: usize) -> Vec<&'a TopicReport> {
+pub fn worst<'a>(
+    l: &'a LevelReport,
+    key: impl Fn(&TopicReport) -> f64,
+    n: usize,
+) -> Vec<&'a TopicReport> {
     let mut v: Vec<&TopicReport> = l.topics.iter().filter(|t| t.attempts > 0).collect();
     v.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.topic.cmp(&b.topic)));
     v.truncate(n);
@@ -32,12 +36,22 @@ fn ranking(report: &Report, topics: &[&TopicReport]) -> String {
     let head: Vec<Cell> = head
         .iter()
         .enumerate()
-        .map(|(i, h)| if i == 0 { Cell::text(*h) } else { Cell::num(*h) })
+        .map(|(i, h)| {
+            if i == 0 {
+                Cell::text(*h)
+            } else {
+                Cell::num(*h)
+            }
+        })
         .collect();
     let rows: Vec<Vec<Cell>> = topics
         .iter()
         .map(|t| {
-            let name = report.topics.get(t.topic).cloned().unwrap_or_else(|| t.topic.to_string());
+            let name = report
+                .topics
+                .get(t.topic)
+                .cloned()
+                .unwrap_or_else(|| t.topic.to_string());
             vec![
                 Cell::text(name),
                 Cell::num(t.attempts.to_string()),
@@ -93,9 +107,19 @@ mod tests {
         let l = &mut r.levels[0];
         // 30 topics: p99 grows with the index, errors shrink with it; topic 29 has no attempts.
         l.topics = (0..30)
-            .map(|i| topic(i, if i == 29 { 0 } else { 100 }, 70 + i as u64, 1000 * (i as u64 + 1)))
+            .map(|i| {
+                topic(
+                    i,
+                    if i == 29 { 0 } else { 100 },
+                    70 + i as u64,
+                    1000 * (i as u64 + 1),
+                )
+            })
             .collect();
-        let by_p99: Vec<usize> = worst(l, |t| t.p99_us as f64, WORST).iter().map(|t| t.topic).collect();
+        let by_p99: Vec<usize> = worst(l, |t| t.p99_us as f64, WORST)
+            .iter()
+            .map(|t| t.topic)
+            .collect();
         assert_eq!(by_p99, (9..29).rev().collect::<Vec<_>>());
         let by_err: Vec<usize> = worst(l, error_pct, WORST).iter().map(|t| t.topic).collect();
         assert_eq!(by_err, (0..20).collect::<Vec<_>>());
