@@ -188,9 +188,35 @@ pub struct TopicReport {
     pub p99_us: u64,
     /// Exact largest latency, µs.
     pub max_us: u64,
-    /// `[bucket, count]` of every non-empty bucket of the 200-bucket layout (README:
-    /// "Per-topic statistics"), so tenants roll up exactly.
+    /// Every non-empty bucket of the 200-bucket layout (README: "Per-topic statistics") as
+    /// `bucket:count` pairs separated by spaces (`"3:12 17:40"`), so tenants roll up exactly.
+    #[serde(with = "sparse_buckets")]
+    #[schemars(with = "String")]
     pub buckets: Vec<(usize, u32)>,
+}
+
+/// `[(bucket, count)]` ⇄ `"bucket:count bucket:count"`: one short string per topic keeps
+/// summary.json small (a pretty-printed array would take a line per number).
+mod sparse_buckets {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[(usize, u32)], s: S) -> Result<S::Ok, S::Error> {
+        let text: Vec<String> = v.iter().map(|(i, c)| format!("{i}:{c}")).collect();
+        s.serialize_str(&text.join(" "))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(usize, u32)>, D::Error> {
+        let text = String::deserialize(d)?;
+        text.split_whitespace()
+            .map(|pair| {
+                pair.split_once(':')
+                    .and_then(|(i, c)| Some((i.parse().ok()?, c.parse().ok()?)))
+                    .ok_or_else(|| {
+                        serde::de::Error::custom(format!("bucket pair {pair:?} is not INDEX:COUNT"))
+                    })
+            })
+            .collect()
+    }
 }
 
 /// A level's HdrHistograms in the HdrHistogram interchange encoding: V2, DEFLATE-compressed,

@@ -145,3 +145,29 @@ impl Reporter for TenantsCsvReporter {
         render_tenants_csv(report)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::report::TopicReport;
+
+    #[test]
+    fn buckets_round_trip_through_summary_json_as_one_string() {
+        let t = TopicReport {
+            topic: 3,
+            attempts: 52,
+            counts: [("accepted".to_string(), 52)].into(),
+            p50_us: 10,
+            p99_us: 600,
+            max_us: 601,
+            buckets: vec![(3, 12), (17, 40)],
+        };
+        let j = serde_json::to_value(&t).unwrap();
+        assert_eq!(j["buckets"], "3:12 17:40");
+        let back: TopicReport = serde_json::from_value(j.clone()).unwrap();
+        assert_eq!(back, t);
+        let mut bad = j;
+        bad["buckets"] = "3-12".into();
+        let e = serde_json::from_value::<TopicReport>(bad).unwrap_err();
+        assert!(e.to_string().contains("\"3-12\" is not INDEX:COUNT"), "{e}");
+    }
+}
