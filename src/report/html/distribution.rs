@@ -84,7 +84,8 @@ pub fn distribution(report: &Report) -> Option<String> {
             x: XAxis::Nines { max: MAX_NINES },
             series,
             separators: vec![],
-            width: None,
+            // Full page width, like the timeline: the figure spans both columns.
+            width: Some(1280.0),
             log_y,
         }
         .render(),

@@ -423,8 +423,10 @@ impl LineChart {
                 for n in 0..=*max {
                     let _ = write!(
                         out,
-                        r#"<line class="grid" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{b:.1}"/><text class="tick" x="{x:.1}" y="{y:.1}" text-anchor="middle">{}</text>"#,
+                        r#"<line class="grid" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{b:.1}"/><text class="tick" x="{x:.1}" y="{y:.1}" text-anchor="{anchor}">{}</text>"#,
                         escape(&nines_label(f64::from(n))),
+                        // The last label ends at the axis end, inside the canvas.
+                        anchor = if n == *max { "end" } else { "middle" },
                         x = LEFT + f64::from(n) * scale,
                         b = f.bottom(),
                     );
