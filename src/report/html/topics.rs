@@ -20,11 +20,7 @@ fn error_pct(t: &TopicReport) -> f64 {
 }
 
 /// The `n` worst topics of a level by `key` (descending; ties by topic index).
-pub fn worst<'a>(
-    l: &'a LevelReport,
-    key: impl Fn(&TopicReport) -> f64,
-    n: usize,
-) -> Vec<&'a TopicReport> {
+pub fn worst(l: &LevelReport, key: impl Fn(&TopicReport) -> f64, n: usize) -> Vec<&TopicReport> {
     let mut v: Vec<&TopicReport> = l.topics.iter().filter(|t| t.attempts > 0).collect();
     v.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.topic.cmp(&b.topic)));
     v.truncate(n);
