@@ -99,6 +99,24 @@ async fn per_tenant_channel_topics_sum_to_the_aggregate_row_and_the_hubs_counts(
             }
         }
     }
+    // `hubload report` regenerates both files (and latency.csv) from summary.json alone.
+    let files = ["topics.csv", "tenants.csv", "latency.csv"];
+    let before: Vec<String> = files
+        .iter()
+        .map(|f| std::fs::read_to_string(out.path().join(f)).unwrap())
+        .collect();
+    for f in files {
+        std::fs::remove_file(out.path().join(f)).unwrap();
+    }
+    let o = crate::util::bin(&["report", "summary.json"], out.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (f, b) in files.iter().zip(&before) {
+        assert_eq!(
+            &std::fs::read_to_string(out.path().join(f)).unwrap(),
+            b,
+            "{f}"
+        );
+    }
     // The hub's own per-topic count of accepted publishes, over both levels.
     let stats = hub.stats().await;
     let mut ours: BTreeMap<&str, u64> = BTreeMap::new();

@@ -548,6 +548,30 @@ mod tests {
     }
 
     #[test]
+    fn per_topic_statistics_round_trip_and_older_artifacts_without_them_still_read() {
+        let stats = random_level(9, 2_000);
+        assert!(stats.topics.iter().filter(|t| !t.is_empty()).count() > 1);
+        let a = encode_level("50", Load::Concurrency(4), &stats).unwrap();
+        let mut json = serde_json::to_value(&a).unwrap();
+        let back: LevelArtifact = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(decode_level(&back).unwrap().topics, stats.topics);
+        // An artifact written before per-topic statistics: no `topics` key.
+        json.as_object_mut().unwrap().remove("topics");
+        let old: LevelArtifact = serde_json::from_value(json).unwrap();
+        let decoded = decode_level(&old).unwrap();
+        assert!(decoded.topics.is_empty());
+        assert_eq!(decoded.topic_attempts, stats.topic_attempts);
+        // A bucket beyond the layout is refused with the level named.
+        let mut bad = a.clone();
+        bad.topics[0].buckets.push((TOPIC_BUCKETS, 1));
+        let e = decode_level(&bad).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("level \"50\": topics: bucket {TOPIC_BUCKETS} is beyond the {TOPIC_BUCKETS}-bucket layout")
+        );
+    }
+
+    #[test]
     fn empty_level_round_trips() {
         let stats = LevelStats::default();
         let back = decode_level(&encode_level("1", Load::Rate(2.5), &stats).unwrap()).unwrap();
