@@ -111,6 +111,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn one_topic_costs_its_counters_buckets_and_max() {
+        // A class counter × 8 B, 200 buckets × 4 B, the max: 960 B with 19 classes, and still
+        // under the README's "about 1 KB" with a few more classes.
+        let want = Class::COUNT * 8 + TOPIC_BUCKETS * 4 + 8;
+        assert_eq!(std::mem::size_of::<TopicStats>(), want);
+        assert!(want <= 1024, "{want}");
+    }
+
+    #[test]
     fn buckets_tile_the_range_in_order() {
         // Every value's bucket holds it, and buckets are contiguous and increasing.
         for us in [
