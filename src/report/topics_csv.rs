@@ -69,8 +69,12 @@ fn stat_fields(s: &TopicStats) -> Vec<String> {
         .collect()
 }
 
-/// Every topic of the run for one level, in topic order (zeros for topics without attempts).
+/// Every topic of the run for one level, in topic order (zeros for topics without attempts);
+/// nothing for a level that has attempts but no per-topic statistics (an older summary).
 fn level_topics(report: &Report, l: &LevelReport) -> Vec<(usize, TopicStats)> {
+    if l.topics.is_empty() && l.samples > 0 {
+        return Vec::new();
+    }
     let mut all: Vec<TopicStats> = vec![TopicStats::default(); report.topics.len()];
     for t in &l.topics {
         if t.topic >= all.len() {
@@ -149,6 +153,16 @@ impl Reporter for TenantsCsvReporter {
 #[cfg(test)]
 mod tests {
     use crate::report::TopicReport;
+
+    #[test]
+    fn an_older_summary_without_topic_statistics_gives_headers_only() {
+        let r = crate::report::html::tests::sample();
+        assert!(r.levels.iter().all(|l| l.topics.is_empty() && l.samples > 0));
+        let csv = String::from_utf8(super::render_topics_csv(&r).unwrap()).unwrap();
+        assert_eq!(csv.lines().count(), 1, "{csv}");
+        let csv = String::from_utf8(super::render_tenants_csv(&r).unwrap()).unwrap();
+        assert_eq!(csv.lines().count(), 1, "{csv}");
+    }
 
     #[test]
     fn buckets_round_trip_through_summary_json_as_one_string() {
