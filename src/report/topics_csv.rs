@@ -157,7 +157,10 @@ mod tests {
     #[test]
     fn an_older_summary_without_topic_statistics_gives_headers_only() {
         let r = crate::report::html::tests::sample();
-        assert!(r.levels.iter().all(|l| l.topics.is_empty() && l.samples > 0));
+        assert!(r
+            .levels
+            .iter()
+            .all(|l| l.topics.is_empty() && l.samples > 0));
         let csv = String::from_utf8(super::render_topics_csv(&r).unwrap()).unwrap();
         assert_eq!(csv.lines().count(), 1, "{csv}");
         let csv = String::from_utf8(super::render_tenants_csv(&r).unwrap()).unwrap();
