@@ -167,8 +167,14 @@ fn an_unreachable_hub_is_one_line_and_exit_2() {
         err.contains("cannot register topics at the hub") && err.contains("refused"),
         "{err}"
     );
+    // The run banner comes first (its head line, then indented lines); then one error line.
+    let banner_head = format!("hubload {}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(err.lines().next(), Some(banner_head.as_str()), "{err}");
     assert_eq!(
-        err.lines().filter(|l| !l.trim().is_empty()).count(),
+        err.lines()
+            .skip(1)
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("  "))
+            .count(),
         1,
         "{err}"
     );

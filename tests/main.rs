@@ -3,6 +3,7 @@
 mod binary;
 mod cli_errors;
 mod csv_format;
+mod hlog;
 mod open_model;
 mod profiles;
 mod reconcile;
@@ -11,4 +12,5 @@ mod servicebus;
 mod shards;
 mod subscriber;
 mod table;
+mod topics;
 mod util;

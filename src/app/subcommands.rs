@@ -56,10 +56,12 @@ pub fn report(summary: &Path, out: Option<&Path>) -> anyhow::Result<u8> {
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
     };
-    // The histograms are not in summary.json; everything the reports show is.
+    // Everything the reports show is in summary.json; the histograms of latency.hlog only in
+    // summaries written since they were added (an older one leaves an existing .hlog alone).
     let reporters = crate::run::record::reporters()
         .into_iter()
         .filter(|rep| rep.file_name() != "summary.json" && rep.file_name() != "whatif.csv")
+        .filter(|rep| rep.file_name() != "latency.hlog" || crate::report::hlog::has_histograms(&r))
         .collect();
     ReportWriter::new(&dir, reporters)?.write_all(&r)?;
     eprintln!("hubload: report.html written to {}", dir.display());

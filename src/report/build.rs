@@ -1,9 +1,19 @@
 //! Turns `LevelStats` into a `LevelReport` row: JMeter's aggregate numbers plus what the JSON adds.
 
 use crate::result::Class;
-use crate::stats::{Histogram, LevelStats};
+use crate::shard::artifact::TopicArtifact;
+use crate::stats::{Histogram, LevelStats, TopicStats};
 
-use super::model::{EventSummary, LatencyUs, LevelReport, TimeoutSplit};
+use super::model::{
+    EventSummary, LatencyUs, LevelReport, ReportHistograms, TimeoutSplit, TopicReport,
+};
+
+/// The interchange encoding of a histogram (see [`ReportHistograms`]).
+fn encode(h: &Histogram) -> String {
+    // Serializing into memory fails only for a histogram too large for the V2 header; hubload's
+    // (1 µs to at most u64::MAX, 3 digits) is never that.
+    crate::shard::artifact::encode_histogram("latency", h).expect("hubload histograms serialize")
+}
 
 /// Percentiles from a histogram; min, max and mean from the exact counters when given.
 pub fn latency(h: &Histogram, exact: Option<(u64, u64, u64)>) -> LatencyUs {
@@ -25,7 +35,22 @@ pub fn latency(h: &Histogram, exact: Option<(u64, u64, u64)>) -> LatencyUs {
         p95: q(0.95),
         p99: q(0.99),
         p999: q(0.999),
+        p9999: q(0.9999),
         max,
+    }
+}
+
+/// One topic's row: counts, percentiles and the sparse histogram.
+pub fn topic_report(topic: usize, t: &TopicStats) -> TopicReport {
+    let a = TopicArtifact::from(t);
+    TopicReport {
+        topic,
+        attempts: t.counts.total(),
+        counts: a.counts,
+        p50_us: t.quantile(0.50),
+        p99_us: t.quantile(0.99),
+        max_us: t.max_us,
+        buckets: a.buckets,
     }
 }
 
@@ -84,6 +109,7 @@ pub fn level_report(
         },
         dropped: s.dropped,
         span_s: span,
+        first_start_us: s.first_start_us,
         bytes_sent: s.bytes_sent,
         bytes_received: s.bytes_received,
         latency_us: lat,
@@ -91,6 +117,17 @@ pub fn level_report(
         accepted_latency_us: latency(&s.accepted_latency, None),
         topic_attempts: s.topic_attempts.clone(),
         timeline: s.timeline.clone(),
+        topics: s
+            .topics
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(i, t)| topic_report(i, t))
+            .collect(),
+        histograms: (!s.latency.is_empty()).then(|| ReportHistograms {
+            latency: encode(&s.latency),
+            corrected: (open && !s.corrected.is_empty()).then(|| encode(&s.corrected)),
+        }),
         stats: Some(s.clone()),
     }
 }

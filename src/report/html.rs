@@ -4,12 +4,15 @@
 //! test can parse it, and so it renders the same in every browser, headless Chromium included.
 
 pub(crate) mod charts;
+pub(crate) mod distribution;
 pub(crate) mod svg;
+pub(crate) mod topics;
 
 use std::fmt::Write;
 
 use self::charts::{level_axis_title, visible_groups};
 use self::svg::escape;
+use super::precision::{latency_cells, ms3};
 use super::{LevelReport, PhaseReport, Report, Reporter};
 use crate::kind::Model;
 use crate::result::Class;
@@ -187,11 +190,14 @@ pub fn render(report: &Report) -> String {
         let _ = write!(
             b,
             "<h2>Charts</h2><div class=\"charts\"><figure>{}</figure><figure>{}</figure>\
-             <figure>{}</figure><figure>{}</figure><figure class=\"wide\">{}</figure></div>",
+             <figure>{}</figure><figure>{}</figure>{}<figure class=\"wide\">{}</figure></div>",
             charts::latency(report),
             charts::throughput(report),
             charts::outcomes(report, true),
             charts::outcomes(report, false),
+            distribution::distribution(report)
+                .map(|svg| format!("<figure class=\"wide\">{svg}</figure>"))
+                .unwrap_or_default(),
             charts::timeline(report),
         );
     }
@@ -199,6 +205,7 @@ pub fn render(report: &Report) -> String {
     b.push_str(&aggregate_table(report));
     b.push_str("<h2>Outcomes per level</h2>");
     b.push_str(&outcome_table(report));
+    b.push_str(&topics::worst_topics(report));
     b.push_str("<div class=\"cols\">");
     for (name, phase) in [
         ("Registration", &report.registration),
@@ -231,8 +238,8 @@ fn cards(b: &mut String, report: &Report, t: &LevelReport) {
         ("Attempts", t.samples.to_string()),
         ("Error %", fmt_error_pct(t.error_pct)),
         ("Throughput", format!("{:.1}/s", t.throughput)),
-        ("Median", format!("{} ms", t.median_ms)),
-        ("p99", format!("{} ms", t.p99_ms)),
+        ("Median", format!("{} ms", ms3(t.latency_us.p50 as f64))),
+        ("p99", format!("{} ms", ms3(t.latency_us.p99 as f64))),
         ("Levels", report.levels.len().to_string()),
     ];
     b.push_str("<div class=\"cards\">");
@@ -265,21 +272,16 @@ fn aggregate_table(report: &Report) -> String {
     let rows: Vec<Vec<Cell>> = rows_with_total(report)
         .into_iter()
         .map(|l| {
-            vec![
-                Cell::text(&l.label),
-                Cell::num(l.samples.to_string()),
-                Cell::num(l.average_ms.to_string()),
-                Cell::num(l.median_ms.to_string()),
-                Cell::num(l.p90_ms.to_string()),
-                Cell::num(l.p95_ms.to_string()),
-                Cell::num(l.p99_ms.to_string()),
-                Cell::num(l.min_ms.to_string()),
-                Cell::num(l.max_ms.to_string()),
+            let mut row = vec![Cell::text(&l.label), Cell::num(l.samples.to_string())];
+            // Three significant digits (ms) where aggregate.csv has whole milliseconds.
+            row.extend(latency_cells(l).map(Cell::num));
+            row.extend([
                 Cell::num(fmt_error_pct(l.error_pct)),
                 Cell::num(format!("{:.1}", l.throughput)),
                 Cell::num(format!("{:.2}", l.received_kb_per_sec)),
                 Cell::num(format!("{:.2}", l.sent_kb_per_sec)),
-            ]
+            ]);
+            row
         })
         .collect();
     table(&head, &rows, report.total.is_some())

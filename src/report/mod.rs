@@ -1,22 +1,27 @@
 //! Reports: the `Report` model, the `Reporter` trait and one reporter per file.
 
+pub mod banner;
 pub mod build;
 pub mod compare;
 pub mod csv;
+pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod jtl;
 pub mod judging;
+pub mod latency_csv;
 mod model;
+pub mod precision;
 pub mod side_by_side;
 pub mod table;
+pub mod topics_csv;
 pub mod whatif_csv;
 pub mod writer;
 
 pub use html::HtmlReporter;
 pub use model::{
     EmulatorTotals, EventSummary, LatencyUs, LevelReport, PhaseReport, RateCheck, Report,
-    ServiceBusInfo, TimeoutSplit,
+    ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
 };
 
 /// One output format. Renders bytes from the report; the manager does the IO.

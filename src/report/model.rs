@@ -34,6 +34,10 @@ pub struct Report {
     pub config: serde_json::Value,
     /// Topic names, indexed as in `LevelReport::topic_attempts`.
     pub topics: Vec<String>,
+    /// The tenant of each topic, indexed as `topics` (`null` for a topic shared by tenants);
+    /// empty in summaries written before it existed and in merged runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topic_tenants: Vec<Option<u32>>,
     /// The topic registration phase.
     pub registration: Option<PhaseReport>,
     /// The deregistration phase (`--deregister`).
@@ -107,6 +111,7 @@ impl Report {
             partial: true,
             config,
             topics,
+            topic_tenants: Vec::new(),
             registration: None,
             deregistration: None,
             levels: Vec::new(),
@@ -170,6 +175,63 @@ impl From<&PhaseResult> for PhaseReport {
     }
 }
 
+/// One topic in one level (`summary.json` `levels[].topics[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TopicReport {
+    /// Index into `Report::topics`.
+    pub topic: usize,
+    /// Attempts.
+    pub attempts: u64,
+    /// Attempts per class name (non-zero classes only).
+    pub counts: BTreeMap<String, u64>,
+    /// Nearest-rank percentiles from the topic's compact histogram (≤ 12.5% high), µs.
+    pub p50_us: u64,
+    pub p99_us: u64,
+    /// Exact largest latency, µs.
+    pub max_us: u64,
+    /// Every non-empty bucket of the 200-bucket layout (README: "Per-topic statistics") as
+    /// `bucket:count` pairs separated by spaces (`"3:12 17:40"`), so tenants roll up exactly.
+    #[serde(with = "sparse_buckets")]
+    #[schemars(with = "String")]
+    pub buckets: Vec<(usize, u32)>,
+}
+
+/// `[(bucket, count)]` ⇄ `"bucket:count bucket:count"`: one short string per topic keeps
+/// summary.json small (a pretty-printed array would take a line per number).
+mod sparse_buckets {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[(usize, u32)], s: S) -> Result<S::Ok, S::Error> {
+        let text: Vec<String> = v.iter().map(|(i, c)| format!("{i}:{c}")).collect();
+        s.serialize_str(&text.join(" "))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(usize, u32)>, D::Error> {
+        let text = String::deserialize(d)?;
+        text.split_whitespace()
+            .map(|pair| {
+                pair.split_once(':')
+                    .and_then(|(i, c)| Some((i.parse().ok()?, c.parse().ok()?)))
+                    .ok_or_else(|| {
+                        serde::de::Error::custom(format!("bucket pair {pair:?} is not INDEX:COUNT"))
+                    })
+            })
+            .collect()
+    }
+}
+
+/// A level's HdrHistograms in the HdrHistogram interchange encoding: V2, DEFLATE-compressed,
+/// standard base64 (the payload of an interval log line; it begins `HISTF`). Values in µs;
+/// layout: lowest 1 µs, 3 significant digits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportHistograms {
+    /// Latency of every attempt, actual start → end.
+    pub latency: String,
+    /// Latency from the intended start (open model only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<String>,
+}
+
 /// Latency summary in µs, from the HdrHistogram (percentiles) and exact counters (min, max, mean).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatencyUs {
@@ -180,6 +242,9 @@ pub struct LatencyUs {
     pub p95: u64,
     pub p99: u64,
     pub p999: u64,
+    /// 99.99th percentile (absent from summaries written before it existed: 0).
+    #[serde(default)]
+    pub p9999: u64,
     pub max: u64,
 }
 
@@ -241,6 +306,9 @@ pub struct LevelReport {
     pub dropped: u64,
     /// First start → last end, seconds.
     pub span_s: f64,
+    /// Earliest attempt start, µs since the Unix epoch (absent from older summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_start_us: Option<u64>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// Latency of all attempts from their actual start (raw), µs.
@@ -253,6 +321,13 @@ pub struct LevelReport {
     pub topic_attempts: Vec<u64>,
     /// Per-second buckets since the level started.
     pub timeline: Vec<TimelineBucket>,
+    /// Per topic that saw an attempt: counts, p50/p99/max and the compact histogram.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topics: Vec<TopicReport>,
+    /// The level's latency histograms, so `hubload report` can redraw the distribution and
+    /// rewrite `latency.hlog` (absent from summaries written before they were added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<ReportHistograms>,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,

@@ -3,7 +3,9 @@
 use std::fmt::Write;
 
 use super::csv::{aggregate_fields, class_columns};
+use super::precision::latency_cells;
 use super::{Report, Reporter};
+use crate::result::Class;
 
 /// Renders the aligned text table.
 #[derive(Debug, Default)]
@@ -12,30 +14,56 @@ pub struct TableReporter;
 const HEAD: &[&str] = &[
     "Level",
     "Samples",
-    "Avg",
-    "Med",
-    "p90",
-    "p95",
-    "p99",
-    "Min",
-    "Max",
+    "Avg ms",
+    "Med ms",
+    "p90 ms",
+    "p95 ms",
+    "p99 ms",
+    "Min ms",
+    "Max ms",
     "Error %",
     "Req/s",
     "Recv KB/s",
     "Sent KB/s",
 ];
 
+/// The classes that neither the target's class columns nor the timeout and connection-error
+/// columns show, but that some row counts: each gets a column of its own (headed by its name),
+/// so every row adds up to its samples whatever classes exist.
+fn extra_classes(report: &Report) -> Vec<&'static str> {
+    let shown = class_columns(report);
+    Class::ALL
+        .iter()
+        .filter(|c| !c.is_timeout() && !c.is_conn_error())
+        .map(|c| c.name())
+        .filter(|n| shown.iter().all(|col| col.0 != *n))
+        .filter(|n| {
+            report
+                .levels
+                .iter()
+                .chain(report.total.as_ref())
+                .any(|r| r.counts.get(*n).copied().unwrap_or(0) > 0)
+        })
+        .collect()
+}
+
 /// Render the table as text.
 pub fn render_table(report: &Report) -> String {
-    let classes = class_columns(report);
+    let classes: Vec<(&str, &str)> = class_columns(report)
+        .iter()
+        .map(|c| (c.0, c.2))
+        .chain(extra_classes(report).into_iter().map(|n| (n, n)))
+        .collect();
     let head = HEAD
         .iter()
         .copied()
-        .chain(classes.iter().map(|c| c.2))
+        .chain(classes.iter().map(|c| c.1))
         .chain(["TO conn", "TO pool", "TO resp", "ConnErr"]);
     let mut rows: Vec<Vec<String>> = vec![head.map(str::to_string).collect()];
     for r in report.levels.iter().chain(report.total.as_ref()) {
         let mut row = aggregate_fields(r);
+        // Three significant digits where aggregate.csv keeps JMeter's whole milliseconds.
+        row.splice(2..9, latency_cells(r));
         row.extend(
             classes
                 .iter()
@@ -108,5 +136,77 @@ impl Reporter for TableReporter {
     }
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
         Ok(render_table(report).into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::LevelReport;
+
+    fn level(label: &str, counts: &[(&str, u64)], p50_us: u64) -> LevelReport {
+        let mut l: LevelReport = serde_json::from_value(serde_json::json!({
+            "label": label, "concurrency": null, "rate": null, "samples": 0,
+            "average_ms": 0, "median_ms": 0, "p90_ms": 0, "p95_ms": 0, "p99_ms": 0,
+            "min_ms": 0, "max_ms": 0, "error_pct": 0.0, "throughput": 10.0,
+            "received_kb_per_sec": 0.0, "sent_kb_per_sec": 0.0, "counts": {},
+            "timeouts": {"connect": 0, "pool_wait": 0, "response": 0},
+            "connection_errors": 0, "status_codes": {},
+            "events": {"total": 0, "succeeded": 0, "failed": 0, "retries": 0},
+            "dropped": 0, "span_s": 1.0, "bytes_sent": 0, "bytes_received": 0,
+            "latency_us": {"mean": 230.5, "min": 101, "p50": 0, "p90": 0, "p95": 0,
+                           "p99": 0, "p999": 0, "max": 1_204_000},
+            "corrected_latency_us": null,
+            "accepted_latency_us": {"mean": 0.0, "min": 0, "p50": 0, "p90": 0, "p95": 0,
+                                    "p99": 0, "p999": 0, "max": 0},
+            "topic_attempts": [], "timeline": []
+        }))
+        .unwrap();
+        l.latency_us.p50 = p50_us;
+        for (k, v) in counts {
+            l.counts.insert(k.to_string(), *v);
+            l.samples += v;
+        }
+        l
+    }
+
+    #[test]
+    fn sub_millisecond_latencies_are_not_zero() {
+        let mut r = Report::new_empty(crate::kind::Model::Closed, serde_json::Value::Null, vec![]);
+        r.levels.push(level("1", &[("accepted", 5)], 214));
+        let t = render_table(&r);
+        let row: Vec<&str> = t.lines().nth(2).unwrap().split_whitespace().collect();
+        // Level, Samples, Avg, Med, p90, p95, p99, Min, Max.
+        assert_eq!(
+            &row[..9],
+            ["1", "5", "0.231", "0.214", "0.000", "0.000", "0.000", "0.101", "1204"]
+        );
+    }
+
+    #[test]
+    fn every_counted_class_has_a_column_and_rows_add_up() {
+        let mut r = Report::new_empty(crate::kind::Model::Closed, serde_json::Value::Null, vec![]);
+        r.levels
+            .push(level("1", &[("accepted", 5), ("other", 3)], 0));
+        r.levels
+            .push(level("2", &[("accepted", 1), ("throttled", 2)], 0));
+        let t = render_table(&r);
+        let lines: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
+        // Headings have spaces ("Avg ms", "TO conn"); the class headings are the single-word
+        // ones just before the 7 words of "TO conn TO pool TO resp ConnErr".
+        let n_classes = lines[2].len() - 13 - 4;
+        let head = &lines[0][lines[0].len() - 7 - n_classes..lines[0].len() - 7];
+        let col = |name: &str| 13 + head.iter().position(|h| *h == name).expect(name);
+        let (other, thr) = (col("other"), col("throttled"));
+        assert_eq!(lines[2][other], "3");
+        assert_eq!(lines[3][thr], "2");
+        // Samples = the sum of the class, timeout and connection-error columns.
+        for row in &lines[2..4] {
+            let samples: u64 = row[1].parse().unwrap();
+            let sum: u64 = row[13..].iter().map(|c| c.parse::<u64>().unwrap()).sum();
+            assert_eq!(sum, samples, "{row:?}");
+        }
+        // A class no row counts gets no column.
+        assert!(!head.contains(&"rejected"));
     }
 }

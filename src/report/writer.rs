@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
 
@@ -54,13 +55,113 @@ impl ReportWriter {
 }
 
 /// Write `bytes` to `path` via a temporary file in the same directory and a rename.
+///
+/// The temporary file is created like any other file (mode 0666 less the umask, so 0644 under
+/// the usual 022), not 0600 as `tempfile` would, so the renamed report is readable by whoever
+/// may read the directory. Every error names `path`, the file the user asked for, never the
+/// temporary name.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    let (tmp_path, mut file) = create_temp(dir, path)?;
+    let written = fill(&mut file, bytes, path).and_then(|()| {
+        file.sync_all()
+            .with_context(|| format!("cannot write {}", path.display()))
+    });
+    drop(file);
+    let renamed = written.and_then(|()| {
+        std::fs::rename(&tmp_path, path).with_context(|| format!("cannot write {}", path.display()))
+    });
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
+    }
+    renamed
+}
+
+/// A new, uniquely named file next to `path` (`.NAME.PID.N.tmp`), created with the umask.
+fn create_temp(dir: &Path, path: &Path) -> anyhow::Result<(PathBuf, std::fs::File)> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
+    loop {
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(anyhow::Error::new(e))
+                    .with_context(|| format!("cannot write {}", path.display()))
+            }
+        }
+    }
+}
+
+/// Write all of `bytes` into `out`; a failure (a full disk, say) names `path`.
+fn fill(out: &mut impl Write, bytes: &[u8], path: &Path) -> anyhow::Result<()> {
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn reports_get_the_umask_mode_not_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        // What this process's umask gives a plain new file: the oracle is the OS, not us.
+        let probe = dir.path().join("probe");
+        std::fs::write(&probe, b"x").unwrap();
+        let want = std::fs::metadata(&probe).unwrap().permissions().mode() & 0o777;
+        let path = dir.path().join("summary.json");
+        write_atomic(&path, b"{}\n").unwrap();
+        let got = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(got, want, "report mode {got:o}, plain file mode {want:o}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
+        // No temporary file is left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_full_disk_names_the_report_file() {
+        // /dev/full answers every write with ENOSPC.
+        let mut full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let path = Path::new("/some/dir/report.html");
+        let e = fill(&mut full, &[b'x'; 100_000], path).unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(
+            msg.starts_with("cannot write /some/dir/report.html: "),
+            "{msg}"
+        );
+        assert!(msg.contains("No space left on device"), "{msg}");
+        assert!(!msg.contains(".tmp"), "{msg}");
+    }
+
+    #[test]
+    fn a_failed_rename_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // The target is a non-empty directory: the rename fails.
+        let path = dir.path().join("out");
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("x"), b"").unwrap();
+        let e = write_atomic(&path, b"data").unwrap_err();
+        assert!(format!("{e:#}").contains(&path.display().to_string()));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 }

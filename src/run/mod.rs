@@ -127,6 +127,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     // Read and validated once, in config (with the sharded capacity-search rule).
     let spec = cfg.shard.clone();
     let slot = spec.as_ref().map_or(ShardSlot::WHOLE, ShardSpec::slot);
+    crate::report::banner::print_banner(cfg, &workload);
     let sh = Shared {
         cfg,
         workload: workload.clone(),

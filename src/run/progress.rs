@@ -1,5 +1,10 @@
-//! The live progress bar per level (TTY only, silent with --quiet): elapsed/total, req/s,
-//! errors by class and p99 so far.
+//! The live progress line per level: on a TTY a bar with elapsed/total, current req/s, error %,
+//! errors by class and p99 so far; off a TTY one summary line on stderr when the level ends;
+//! nothing with --quiet.
+//!
+//! "p99 so far" is exact to the histogram's 3 significant digits, not sampled: workers flush
+//! their attempts into one shared HdrHistogram for the level every 200 ms (`engine::live`), so
+//! it lags by at most that.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -17,20 +22,64 @@ use crate::result::Class;
 pub struct LevelProgress {
     bar: ProgressBar,
     task: Option<JoinHandle<()>>,
+    /// Off a TTY: print one line at the end (label, start, live counts).
+    end_line: Option<(String, Instant, Arc<Live>)>,
 }
 
-/// Whether progress should be drawn.
-pub fn enabled(quiet: bool) -> bool {
-    !quiet && std::io::stderr().is_terminal()
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A live bar (stderr is a terminal).
+    Bar,
+    /// One line per level end (stderr is a file or a pipe).
+    EndLine,
+    /// Nothing (`--quiet`).
+    Off,
+}
+
+/// How progress should be shown.
+pub fn enabled(quiet: bool) -> Mode {
+    mode(quiet, std::io::stderr().is_terminal())
+}
+
+fn mode(quiet: bool, tty: bool) -> Mode {
+    match (quiet, tty) {
+        (true, _) => Mode::Off,
+        (false, true) => Mode::Bar,
+        (false, false) => Mode::EndLine,
+    }
+}
+
+/// Error % of a count: attempts not accepted.
+fn error_pct(counts: &crate::stats::Counts) -> f64 {
+    let n = counts.total();
+    if n == 0 {
+        0.0
+    } else {
+        (n - counts.get(Class::Accepted)) as f64 * 100.0 / n as f64
+    }
+}
+
+/// The line printed off a TTY when a level ends.
+pub fn end_line(label: &str, counts: &crate::stats::Counts, p99_us: u64, secs: f64) -> String {
+    let n = counts.total();
+    let rps = if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    format!(
+        "hubload: level {label} done: {n} attempts in {secs:.1}s, {rps:.1} req/s, {:.3}% errors, p99 {} ms",
+        error_pct(counts),
+        crate::report::precision::ms3(p99_us as f64)
+    )
 }
 
 impl LevelProgress {
-    /// Start drawing for `spec`; a no-op bar when `on` is false.
-    pub fn start(on: bool, spec: &LevelSpec, live: Arc<Live>) -> Self {
-        if !on {
+    /// Start showing progress for `spec` as `mode` says.
+    pub fn start(mode: Mode, spec: &LevelSpec, live: Arc<Live>) -> Self {
+        if mode != Mode::Bar {
             return LevelProgress {
                 bar: ProgressBar::hidden(),
                 task: None,
+                end_line: (mode == Mode::EndLine)
+                    .then(|| (spec.load.label(), Instant::now(), live)),
             };
         }
         let total = spec.stop.requests.unwrap_or_else(|| {
@@ -72,8 +121,9 @@ impl LevelProgress {
                     started.elapsed().as_millis() as u64
                 });
                 b.set_message(format!(
-                    "{rps:>8.0} req/s  p99 {:>7.1} ms  {}",
-                    p99 as f64 / 1000.0,
+                    "{rps:>8.0} req/s  err {:>6.2}%  p99 {:>6} ms  {}",
+                    error_pct(&counts),
+                    crate::report::precision::ms3(p99 as f64),
                     if errs.is_empty() {
                         "no errors".to_string()
                     } else {
@@ -85,14 +135,46 @@ impl LevelProgress {
         LevelProgress {
             bar,
             task: Some(task),
+            end_line: None,
         }
     }
 
-    /// Stop and clear the bar.
+    /// Stop and clear the bar; off a TTY, print the level's line.
     pub fn finish(mut self) {
         if let Some(t) = self.task.take() {
             t.abort();
         }
         self.bar.finish_and_clear();
+        if let Some((label, started, live)) = self.end_line.take() {
+            let (counts, p99) = live.snapshot();
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!("{}", end_line(&label, &counts, p99, secs));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_wins_then_the_terminal_decides() {
+        assert_eq!(mode(true, true), Mode::Off);
+        assert_eq!(mode(true, false), Mode::Off);
+        assert_eq!(mode(false, true), Mode::Bar);
+        assert_eq!(mode(false, false), Mode::EndLine);
+    }
+
+    #[test]
+    fn the_end_line_names_rate_errors_and_p99() {
+        let mut c = crate::stats::Counts::default();
+        for _ in 0..3 {
+            c.bump(Class::Accepted);
+        }
+        c.bump(Class::Http503);
+        assert_eq!(
+            end_line("200", &c, 4213, 2.0),
+            "hubload: level 200 done: 4 attempts in 2.0s, 2.0 req/s, 25.000% errors, p99 4.21 ms"
+        );
     }
 }

@@ -9,8 +9,11 @@ use crate::judge::{judge, what_if_for_rows, CapacityResult};
 use crate::kind::{Model, TargetKind};
 use crate::report::build::level_report;
 use crate::report::csv::CsvReporter;
+use crate::report::hlog::HlogReporter;
 use crate::report::json::JsonReporter;
+use crate::report::latency_csv::LatencyCsvReporter;
 use crate::report::table::TableReporter;
+use crate::report::topics_csv::{TenantsCsvReporter, TopicsCsvReporter};
 use crate::report::whatif_csv::WhatIfCsvReporter;
 use crate::report::writer::ReportWriter;
 use crate::report::{HtmlReporter, LevelReport, PhaseReport, RateCheck, Report, Reporter};
@@ -41,6 +44,10 @@ pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
     vec![
         Box::new(TableReporter),
         Box::new(CsvReporter),
+        Box::new(LatencyCsvReporter),
+        Box::new(HlogReporter),
+        Box::new(TopicsCsvReporter),
+        Box::new(TenantsCsvReporter),
         Box::new(JsonReporter),
         Box::new(WhatIfCsvReporter),
         Box::new(HtmlReporter),
@@ -69,6 +76,7 @@ impl RunRecord {
             .map(|t| t.name.to_string())
             .collect();
         let mut report = Report::new_empty(cfg.model, cfg.shown.clone(), topics);
+        report.topic_tenants = workload.topics().iter().map(|t| t.tenant).collect();
         report.started_at = now_rfc3339();
         report.finished_at = report.started_at.clone();
         let writer = ReportWriter::new(dir, reporters())?;

@@ -16,7 +16,10 @@ use super::env::{validate_run_id, ShardSpec};
 use crate::kind::{Model, TargetKind};
 use crate::report::ServiceBusInfo;
 use crate::result::Class;
-use crate::stats::{Counts, Histogram, LevelStats, TimelineBucket, HIST_LOWEST_US, HIST_SIGFIG};
+use crate::stats::{
+    Counts, Histogram, LevelStats, TimelineBucket, TopicStats, HIST_LOWEST_US, HIST_SIGFIG,
+    TOPIC_BUCKETS,
+};
 use crate::targets::PhaseResult;
 
 /// The value of `meta.format` in every shard artifact.
@@ -68,6 +71,14 @@ pub enum ArtifactError {
         name: &'static str,
         /// What is wrong with it.
         reason: String,
+    },
+    /// A per-topic histogram bucket beyond the layout.
+    #[error("level {label:?}: topics: bucket {index} is beyond the {TOPIC_BUCKETS}-bucket layout")]
+    TopicBucket {
+        /// The level.
+        label: String,
+        /// The bucket index found.
+        index: usize,
     },
     /// A class name in `counts` that this build does not know.
     #[error("{context}: unknown outcome class {name:?}")]
@@ -220,6 +231,61 @@ pub struct LevelArtifact {
     pub timeline: Vec<TimelineBucket>,
     /// The histograms.
     pub histograms: LevelHistograms,
+    /// Per global topic index: counts and the compact latency histogram (absent in artifacts
+    /// written before per-topic statistics: then empty).
+    #[serde(default)]
+    pub topics: Vec<TopicArtifact>,
+}
+
+/// One topic of one level: what [`TopicStats`] holds, sparsely.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopicArtifact {
+    /// Attempts per class name (non-zero classes only).
+    pub counts: BTreeMap<String, u64>,
+    /// `[bucket, count]` for every non-empty bucket of the 200-bucket layout.
+    pub buckets: Vec<(usize, u32)>,
+    /// Exact largest latency, µs.
+    pub max_us: u64,
+}
+
+impl From<&TopicStats> for TopicArtifact {
+    fn from(t: &TopicStats) -> Self {
+        TopicArtifact {
+            counts: t
+                .counts
+                .to_map()
+                .into_iter()
+                .filter(|(_, v)| *v > 0)
+                .collect(),
+            buckets: t
+                .buckets
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, c)| (i, *c))
+                .collect(),
+            max_us: t.max_us,
+        }
+    }
+}
+
+fn topic_stats(a: &TopicArtifact, label: &str) -> Result<TopicStats, ArtifactError> {
+    let mut t = TopicStats {
+        counts: counts_from_map(&a.counts, &format!("level {label:?} topics"))?,
+        max_us: a.max_us,
+        ..TopicStats::default()
+    };
+    for (i, c) in &a.buckets {
+        let slot = t
+            .buckets
+            .get_mut(*i)
+            .ok_or_else(|| ArtifactError::TopicBucket {
+                label: label.to_string(),
+                index: *i,
+            })?;
+        *slot = *c;
+    }
+    Ok(t)
 }
 
 /// A registration or deregistration phase of one shard (the topics this shard owns).
@@ -361,6 +427,7 @@ pub fn encode_level(
             accepted_latency: encode_histogram("accepted_latency", &s.accepted_latency)?,
             event_latency: encode_histogram("event_latency", &s.event_latency)?,
         },
+        topics: s.topics.iter().map(TopicArtifact::from).collect(),
     })
 }
 
@@ -388,6 +455,11 @@ pub fn decode_level(a: &LevelArtifact) -> Result<LevelStats, ArtifactError> {
         topic_attempts: a.topic_attempts.clone(),
         topic_accepted: a.topic_accepted.clone(),
         timeline: a.timeline.clone(),
+        topics: a
+            .topics
+            .iter()
+            .map(|t| topic_stats(t, &a.label))
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -478,6 +550,30 @@ mod tests {
         let back = decode_level(&a).unwrap();
         assert_level_eq(&back, &stats);
         assert!(back.latency.is_auto_resize());
+    }
+
+    #[test]
+    fn per_topic_statistics_round_trip_and_older_artifacts_without_them_still_read() {
+        let stats = random_level(9, 2_000);
+        assert!(stats.topics.iter().filter(|t| !t.is_empty()).count() > 1);
+        let a = encode_level("50", Load::Concurrency(4), &stats).unwrap();
+        let mut json = serde_json::to_value(&a).unwrap();
+        let back: LevelArtifact = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(decode_level(&back).unwrap().topics, stats.topics);
+        // An artifact written before per-topic statistics: no `topics` key.
+        json.as_object_mut().unwrap().remove("topics");
+        let old: LevelArtifact = serde_json::from_value(json).unwrap();
+        let decoded = decode_level(&old).unwrap();
+        assert!(decoded.topics.is_empty());
+        assert_eq!(decoded.topic_attempts, stats.topic_attempts);
+        // A bucket beyond the layout is refused with the level named.
+        let mut bad = a.clone();
+        bad.topics[0].buckets.push((TOPIC_BUCKETS, 1));
+        let e = decode_level(&bad).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("level \"50\": topics: bucket {TOPIC_BUCKETS} is beyond the {TOPIC_BUCKETS}-bucket layout")
+        );
     }
 
     #[test]

@@ -141,5 +141,6 @@ pub fn assert_level_eq(a: &LevelStats, b: &LevelStats) {
     assert_eq!(a.last_end_us, b.last_end_us, "last_end_us");
     assert_eq!(a.topic_attempts, b.topic_attempts, "topic_attempts");
     assert_eq!(a.topic_accepted, b.topic_accepted, "topic_accepted");
+    assert_eq!(a.topics, b.topics, "topics");
     assert_eq!(a.timeline, b.timeline, "timeline");
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{new_histogram, record, Clock, Histogram};
+use super::{new_histogram, record, Clock, Histogram, TopicStats};
 use crate::result::{Attempt, Class};
 
 /// Counts per [`Class`], indexed by [`Class::index`].
@@ -115,6 +115,8 @@ pub struct LevelStats {
     pub topic_attempts: Vec<u64>,
     /// Accepted attempts per topic index.
     pub topic_accepted: Vec<u64>,
+    /// Outcome counts and a compact latency histogram per topic index (grown on first use).
+    pub topics: Vec<TopicStats>,
     /// One bucket per second since the level started.
     pub timeline: Vec<TimelineBucket>,
 }
@@ -141,6 +143,7 @@ impl Default for LevelStats {
             last_end_us: None,
             topic_attempts: Vec::new(),
             topic_accepted: Vec::new(),
+            topics: Vec::new(),
             timeline: Vec::new(),
         }
     }
@@ -203,6 +206,10 @@ impl LevelStats {
             self.topic_accepted.resize(topic + 1, 0);
         }
         self.topic_attempts[topic] += 1;
+        if self.topics.len() <= topic {
+            self.topics.resize_with(topic + 1, TopicStats::default);
+        }
+        self.topics[topic].record(class, us);
         if class == Class::Accepted {
             self.topic_accepted[topic] += 1;
         }
@@ -290,6 +297,13 @@ impl AddAssign<&LevelStats> for LevelStats {
         merge_opt(&mut self.last_end_us, rhs.last_end_us, u64::max);
         add_vec(&mut self.topic_attempts, &rhs.topic_attempts);
         add_vec(&mut self.topic_accepted, &rhs.topic_accepted);
+        if self.topics.len() < rhs.topics.len() {
+            self.topics
+                .resize_with(rhs.topics.len(), TopicStats::default);
+        }
+        for (a, b) in self.topics.iter_mut().zip(&rhs.topics) {
+            *a += b;
+        }
         if self.timeline.len() < rhs.timeline.len() {
             self.timeline
                 .resize(rhs.timeline.len(), TimelineBucket::default());
@@ -352,6 +366,10 @@ mod tests {
         assert_eq!(merged.first_start_us, single.first_start_us);
         assert_eq!(merged.last_end_us, single.last_end_us);
         assert_eq!(merged.topic_attempts, single.topic_attempts);
+        assert_eq!(merged.topics, single.topics);
+        assert_eq!(merged.topics.len(), 7);
+        let per_topic: u64 = merged.topics.iter().map(|t| t.counts.total()).sum();
+        assert_eq!(per_topic, 1000);
         assert_eq!(merged.timeline, single.timeline);
         assert_eq!(merged.status_codes, single.status_codes);
         assert_eq!(merged.counts.get(Class::Http503), 200);

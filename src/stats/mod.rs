@@ -3,7 +3,9 @@
 mod clock;
 mod histogram;
 mod level;
+mod topic;
 
 pub use clock::Clock;
 pub use histogram::{new_histogram, record, Histogram, HIST_LOWEST_US, HIST_SIGFIG};
 pub use level::{AttemptTimes, Counts, LevelStats, TimelineBucket};
+pub use topic::{bucket_high, bucket_of, TopicStats, TOPIC_BUCKETS};

@@ -324,7 +324,7 @@ pub fn timeline(report: &Report) -> String {
     .render()
 }
 
-fn latency_axis_title(log: bool) -> &'static str {
+pub(super) fn latency_axis_title(log: bool) -> &'static str {
     if log {
         "Latency (ms, log scale)"
     } else {

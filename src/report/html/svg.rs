@@ -42,6 +42,16 @@ pub enum XAxis {
     Categories(Vec<String>),
     /// A numeric axis from 0 to `max`.
     Linear { max: f64 },
+    /// Percentiles on a log "nines" scale: x = −log10(1 − p), labelled 0%, 90%, 99%, … up
+    /// to `max` nines (5 = 99.999%).
+    Nines { max: u32 },
+}
+
+/// The percentile label of a nines value: 0 → `0%`, 1 → `90%`, 3 → `99.9%`.
+pub fn nines_label(n: f64) -> String {
+    let pct = 100.0 * (1.0 - 10f64.powf(-n));
+    let s = format!("{pct:.5}");
+    format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// One line of a line chart.
@@ -407,6 +417,22 @@ impl LineChart {
                 }
                 Box::new(move |v| LEFT + v * scale)
             }
+            XAxis::Nines { max } => {
+                let scale = f.plot_w() / f64::from((*max).max(1));
+                let y = f.bottom() + 16.0;
+                for n in 0..=*max {
+                    let _ = write!(
+                        out,
+                        r#"<line class="grid" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{b:.1}"/><text class="tick" x="{x:.1}" y="{y:.1}" text-anchor="{anchor}">{}</text>"#,
+                        escape(&nines_label(f64::from(n))),
+                        // The last label ends at the axis end, inside the canvas.
+                        anchor = if n == *max { "end" } else { "middle" },
+                        x = LEFT + f64::from(n) * scale,
+                        b = f.bottom(),
+                    );
+                }
+                Box::new(move |v| LEFT + v * scale)
+            }
         };
         f.x_title(&mut out, &self.x_label);
         for s in &self.separators {
@@ -460,6 +486,7 @@ impl LineChart {
                 let at = match &self.x {
                     XAxis::Categories(c) => c.get(*x as usize).cloned().unwrap_or_default(),
                     XAxis::Linear { .. } => fmt_value(*x),
+                    XAxis::Nines { .. } => nines_label(*x),
                 };
                 let _ = write!(
                     out,

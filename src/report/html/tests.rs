@@ -270,3 +270,59 @@ fn write_sample_html() {
     std::fs::write(&path, render(&sample())).unwrap();
     println!("{}", path.display());
 }
+
+/// A histogram of `n` values 1..=n µs times `scale`, in the interchange encoding.
+fn encoded(n: u64, scale: u64) -> String {
+    let mut h = crate::stats::new_histogram();
+    for v in 1..=n {
+        crate::stats::record(&mut h, v * scale);
+    }
+    crate::shard::artifact::encode_histogram("latency", &h).unwrap()
+}
+
+#[test]
+fn distribution_chart_one_line_per_level_dashed_when_corrected() {
+    let mut report = sample();
+    // The fixture predates histograms in summary.json: no distribution chart, no error.
+    assert!(!render(&report).contains("chart-distribution"));
+    for (i, l) in report.levels.iter_mut().enumerate() {
+        l.histograms = Some(crate::report::ReportHistograms {
+            latency: encoded(1000, i as u64 + 1),
+            corrected: None,
+        });
+    }
+    let html = render(&report);
+    let doc = parse(&html);
+    let chart = by_id(&doc, "chart-distribution");
+    let lines: Vec<_> = chart
+        .descendants()
+        .filter(|n| n.tag_name().name() == "polyline")
+        .collect();
+    assert_eq!(lines.len(), 5);
+    assert!(lines
+        .iter()
+        .all(|n| n.attribute("stroke-dasharray").is_none()));
+    let ticks: Vec<&str> = chart
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("tick"))
+        .filter_map(|n| n.text())
+        .collect();
+    for t in ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%"] {
+        assert!(ticks.contains(&t), "{t} in {ticks:?}");
+    }
+    // Open model: a dashed line per level for the latency from the intended start.
+    for l in &mut report.levels {
+        let h = l.histograms.as_mut().unwrap();
+        h.corrected = Some(encoded(1000, 7));
+    }
+    let html = render(&report);
+    let doc = parse(&html);
+    let chart = by_id(&doc, "chart-distribution");
+    let dashed = chart
+        .descendants()
+        .filter(|n| n.tag_name().name() == "polyline")
+        .filter(|n| n.attribute("stroke-dasharray").is_some())
+        .count();
+    assert_eq!(dashed, 5);
+    assert_eq!(count_tag(chart, "polyline"), 10);
+}

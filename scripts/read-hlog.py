@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Read a latency.hlog with the HdrHistogram Python library (PyPI: hdrhistogram), a decoder
+hubload did not write, and print per tag: total count, p50, p99 and max as JSON.
+
+Usage: read-hlog.py latency.hlog
+Percentiles are HdrHistogram's get_value_at_percentile (the bucket's highest equivalent value
+of the nearest rank); hubload's summary.json uses the same rank and value, clamped to the exact
+max (docs/reports.md).
+"""
+import json
+import sys
+
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+
+
+def main(path):
+    # The reference histogram only supplies defaults; each interval carries its own layout.
+    reader = HistogramLogReader(path, HdrHistogram(1, 60 * 60 * 1000 * 1000, 3))
+    out = {}
+    while True:
+        h = reader.get_next_interval_histogram()
+        if h is None:
+            break
+        tag = h.get_tag()
+        out[tag] = {
+            "count": h.get_total_count(),
+            "p50": h.get_value_at_percentile(50.0),
+            "p99": h.get_value_at_percentile(99.0),
+            "max": h.get_max_value(),
+            "start_s": h.get_start_time_stamp() / 1000.0,
+        }
+    json.dump(out, sys.stdout, sort_keys=True)
+    print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

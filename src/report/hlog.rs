@@ -1,0 +1,153 @@
+//! `latency.hlog`: the levels' latency histograms as an HdrHistogram interval log (format
+//! version 1.3), readable by HistogramLogAnalyzer, hdr-plot and the HdrHistogram libraries.
+//!
+//! One tagged interval per level: `Tag=c200` (closed model) or `Tag=r500` (open model), and in
+//! the open model a second one, `Tag=r500-corrected`, for the latency from the intended start.
+//! Values are µs; `Interval_Max` is in ms (µs / 1000, the convention that the value unit is a
+//! thousandth of the logged max's); timestamps are seconds since `#[StartTime]`, the first
+//! level's first attempt. The histograms are those of `summary.json` (`levels[].histograms`),
+//! so `hubload report` rewrites the same log. Per-second intervals are not written (docs/reports.md).
+
+use std::fmt::Write;
+
+use super::jtl::level_tag;
+use super::{Report, Reporter};
+
+/// Writes `latency.hlog`.
+#[derive(Debug, Default)]
+pub struct HlogReporter;
+
+/// Whether the report holds any histogram to log (summaries before 0.1 have none).
+pub fn has_histograms(report: &Report) -> bool {
+    report.levels.iter().any(|l| l.histograms.is_some())
+}
+
+/// Render the interval log.
+pub fn render_hlog(report: &Report) -> String {
+    let base_us = report
+        .levels
+        .iter()
+        .filter_map(|l| l.first_start_us)
+        .min()
+        .unwrap_or(0);
+    let base_s = base_us as f64 / 1e6;
+    let mut out = String::new();
+    let _ = writeln!(out, "#[Logged with {} {}]", report.tool, report.version);
+    out.push_str("#[Histogram log format version 1.3]\n");
+    let _ = writeln!(
+        out,
+        "#[StartTime: {base_s:.3} (seconds since epoch), {}]",
+        humantime::format_rfc3339_millis(
+            std::time::UNIX_EPOCH + std::time::Duration::from_micros(base_us)
+        )
+    );
+    let _ = writeln!(out, "#[BaseTime: {base_s:.3} (seconds since epoch)]");
+    out.push_str("\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n");
+    for l in &report.levels {
+        let (Some(h), Some(start)) = (&l.histograms, l.first_start_us) else {
+            continue;
+        };
+        let tag = level_tag(l.concurrency, l.rate);
+        let start_s = start.saturating_sub(base_us) as f64 / 1e6;
+        let mut line = |tag: &str, max_us: u64, payload: &str| {
+            let _ = writeln!(
+                out,
+                "Tag={tag},{start_s:.3},{:.3},{:.3},{payload}",
+                l.span_s,
+                max_us as f64 / 1000.0
+            );
+        };
+        line(&tag, l.latency_us.max, &h.latency);
+        if let (Some(c), Some(cl)) = (&h.corrected, &l.corrected_latency_us) {
+            line(&format!("{tag}-corrected"), cl.max, c);
+        }
+    }
+    out
+}
+
+impl Reporter for HlogReporter {
+    fn file_name(&self) -> &'static str {
+        "latency.hlog"
+    }
+    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        Ok(render_hlog(report).into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::build::level_report;
+    use crate::result::{Attempt, Outcome};
+    use crate::shard::artifact::decode_histogram;
+    use crate::stats::{AttemptTimes, Clock, LevelStats};
+    use std::time::Duration;
+
+    fn level(n: u64, us: u64) -> LevelStats {
+        let clock = Clock::new();
+        let t0 = clock.anchor();
+        let mut s = LevelStats::default();
+        for i in 0..n {
+            let start = t0 + Duration::from_millis(i);
+            let t = AttemptTimes {
+                level_start: t0,
+                intended: None,
+                start,
+                end: start + Duration::from_micros(us + i),
+            };
+            let a = Attempt {
+                outcome: Outcome::Accepted,
+                status: 200,
+                bytes_sent: 1,
+                bytes_received: 1,
+            };
+            s.record_attempt(&clock, t, &a, 0);
+        }
+        s
+    }
+
+    #[test]
+    fn one_tagged_interval_per_level_whose_payload_decodes_to_the_level() {
+        let mut r = Report::new_empty(crate::kind::Model::Closed, serde_json::Value::Null, vec![]);
+        let (a, b) = (level(100, 200), level(50, 5000));
+        r.levels.push(level_report("1", Some(1), None, &a, false));
+        r.levels.push(level_report("8", Some(8), None, &b, false));
+        r.total = Some(level_report("TOTAL", None, None, &a, false));
+        let log = render_hlog(&r);
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines[1], "#[Histogram log format version 1.3]");
+        assert!(lines[2].starts_with("#[StartTime: "), "{}", lines[2]);
+        assert_eq!(
+            lines[4],
+            "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
+        );
+        assert_eq!(lines.len(), 7, "two levels, no TOTAL line:\n{log}");
+        for (line, (tag, stats)) in lines[5..].iter().zip([("c1", &a), ("c8", &b)]) {
+            let f: Vec<&str> = line.split(',').collect();
+            assert_eq!(f[0], format!("Tag={tag}"));
+            assert_eq!(
+                f[3],
+                format!("{:.3}", stats.max_us.unwrap() as f64 / 1000.0)
+            );
+            assert!(f[4].starts_with("HISTF"), "{}", f[4]);
+            let h = decode_histogram(tag, "latency", f[4]).unwrap();
+            assert_eq!(h, stats.latency);
+        }
+    }
+
+    #[test]
+    fn a_summary_without_histograms_has_nothing_to_log() {
+        let mut r = Report::new_empty(crate::kind::Model::Closed, serde_json::Value::Null, vec![]);
+        r.levels.push(level_report(
+            "1",
+            Some(1),
+            None,
+            &LevelStats::default(),
+            false,
+        ));
+        assert!(!has_histograms(&r));
+        r.levels
+            .push(level_report("2", Some(2), None, &level(3, 10), false));
+        assert!(has_histograms(&r));
+    }
+}

@@ -1,0 +1,128 @@
+//! The "Worst topics" section of report.html: per level, the 20 topics with the highest p99
+//! and the 20 with the highest error %, from `levels[].topics` (the compact per-topic histograms).
+
+use std::fmt::Write;
+
+use super::svg::escape;
+use super::{fmt_error_pct, table, Cell};
+use crate::report::precision::ms3;
+use crate::report::{LevelReport, Report, TopicReport};
+
+/// How many topics each ranking shows.
+pub const WORST: usize = 20;
+
+fn error_pct(t: &TopicReport) -> f64 {
+    if t.attempts == 0 {
+        return 0.0;
+    }
+    let accepted = t.counts.get("accepted").copied().unwrap_or(0);
+    (t.attempts - accepted) as f64 * 100.0 / t.attempts as f64
+}
+
+/// The `n` worst topics of a level by `key` (descending; ties by topic index).
+pub fn worst(l: &LevelReport, key: impl Fn(&TopicReport) -> f64, n: usize) -> Vec<&TopicReport> {
+    let mut v: Vec<&TopicReport> = l.topics.iter().filter(|t| t.attempts > 0).collect();
+    v.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.topic.cmp(&b.topic)));
+    v.truncate(n);
+    v
+}
+
+fn ranking(report: &Report, topics: &[&TopicReport]) -> String {
+    let head = ["Topic", "Attempts", "Error %", "p50 ms", "p99 ms", "Max ms"];
+    let head: Vec<Cell> = head
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            if i == 0 {
+                Cell::text(*h)
+            } else {
+                Cell::num(*h)
+            }
+        })
+        .collect();
+    let rows: Vec<Vec<Cell>> = topics
+        .iter()
+        .map(|t| {
+            let name = report
+                .topics
+                .get(t.topic)
+                .cloned()
+                .unwrap_or_else(|| t.topic.to_string());
+            vec![
+                Cell::text(name),
+                Cell::num(t.attempts.to_string()),
+                Cell::num(fmt_error_pct(error_pct(t))),
+                Cell::num(ms3(t.p50_us as f64)),
+                Cell::num(ms3(t.p99_us as f64)),
+                Cell::num(ms3(t.max_us as f64)),
+            ]
+        })
+        .collect();
+    table(&head, &rows, false)
+}
+
+/// The section, or an empty string when no level has per-topic statistics.
+pub fn worst_topics(report: &Report) -> String {
+    if report.levels.iter().all(|l| l.topics.is_empty()) {
+        return String::new();
+    }
+    let mut b = format!("<h2>Worst topics</h2><p>Per level, the {WORST} topics with the highest p99 and the {WORST} with the highest error %. Topic percentiles come from a compact histogram and read up to 12.5% high.</p>");
+    for l in report.levels.iter().filter(|l| !l.topics.is_empty()) {
+        let _ = write!(
+            b,
+            "<details><summary>Level {} ({} topics)</summary><div class=\"cols\"><section><h3>By p99</h3>{}</section><section><h3>By error %</h3>{}</section></div></details>",
+            escape(&l.label),
+            l.topics.len(),
+            ranking(report, &worst(l, |t| t.p99_us as f64, WORST)),
+            ranking(report, &worst(l, error_pct, WORST)),
+        );
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn topic(i: usize, attempts: u64, accepted: u64, p99: u64) -> TopicReport {
+        TopicReport {
+            topic: i,
+            attempts,
+            counts: BTreeMap::from([("accepted".to_string(), accepted)]),
+            p50_us: p99 / 2,
+            p99_us: p99,
+            max_us: p99,
+            buckets: vec![],
+        }
+    }
+
+    #[test]
+    fn rankings_take_the_twenty_worst() {
+        let mut r = crate::report::html::tests::sample();
+        let l = &mut r.levels[0];
+        // 30 topics: p99 grows with the index, errors shrink with it; topic 29 has no attempts.
+        l.topics = (0..30)
+            .map(|i| {
+                topic(
+                    i,
+                    if i == 29 { 0 } else { 100 },
+                    70 + i as u64,
+                    1000 * (i as u64 + 1),
+                )
+            })
+            .collect();
+        let by_p99: Vec<usize> = worst(l, |t| t.p99_us as f64, WORST)
+            .iter()
+            .map(|t| t.topic)
+            .collect();
+        assert_eq!(by_p99, (9..29).rev().collect::<Vec<_>>());
+        let by_err: Vec<usize> = worst(l, error_pct, WORST).iter().map(|t| t.topic).collect();
+        assert_eq!(by_err, (0..20).collect::<Vec<_>>());
+        let html = worst_topics(&r);
+        assert_eq!(html.matches("<tbody>").count(), 2);
+        assert_eq!(html.matches("<tr>").count(), 2 * (WORST + 1));
+        // The fixture's other levels have no per-topic statistics: one level shown.
+        assert_eq!(html.matches("<details>").count(), 1);
+    }
+}

@@ -1,0 +1,190 @@
+//! `topics.csv` (one row per level and topic) and `tenants.csv` (the same rolled up per
+//! tenant): attempts, every outcome class, error % and p50/p99/max from the per-topic
+//! compact histograms (`summary.json` `levels[].topics`).
+//!
+//! A class column exists for every class hubload knows (`Class::ALL`, by name), so the class
+//! columns of a level's rows sum exactly to that level's `aggregate.csv` counts. Topics that
+//! saw no attempt in a level get a row of zeros. Topics shared by several tenants
+//! (`--topics shared` or a count) roll up under the tenant `shared`.
+
+use std::collections::BTreeMap;
+
+use super::{LevelReport, Report, Reporter, TopicReport};
+use crate::result::Class;
+use crate::stats::{Counts, TopicStats};
+use crate::workload::tenant_name;
+
+/// Writes `topics.csv`.
+#[derive(Debug, Default)]
+pub struct TopicsCsvReporter;
+
+/// Writes `tenants.csv`.
+#[derive(Debug, Default)]
+pub struct TenantsCsvReporter;
+
+/// Back from the report's sparse form to the mergeable statistics.
+fn stats_of(t: &TopicReport) -> TopicStats {
+    let mut s = TopicStats {
+        max_us: t.max_us,
+        ..TopicStats::default()
+    };
+    for (name, n) in &t.counts {
+        if let Some(c) = Class::ALL.iter().find(|c| c.name() == name) {
+            s.counts.0[c.index()] = *n;
+        }
+    }
+    for (i, n) in &t.buckets {
+        if let Some(b) = s.buckets.get_mut(*i) {
+            *b = *n;
+        }
+    }
+    s
+}
+
+fn header(first: &[&str]) -> Vec<String> {
+    first
+        .iter()
+        .map(|s| s.to_string())
+        .chain(Class::ALL.iter().map(|c| c.name().to_string()))
+        .chain(["Error %", "p50_us", "p99_us", "max_us"].map(String::from))
+        .collect()
+}
+
+fn stat_fields(s: &TopicStats) -> Vec<String> {
+    let c: &Counts = &s.counts;
+    let n = c.total();
+    let err = if n == 0 {
+        0.0
+    } else {
+        (n - c.get(Class::Accepted)) as f64 * 100.0 / n as f64
+    };
+    std::iter::once(n.to_string())
+        .chain(Class::ALL.iter().map(|k| c.get(*k).to_string()))
+        .chain([
+            format!("{err:.3}%"),
+            s.quantile(0.50).to_string(),
+            s.quantile(0.99).to_string(),
+            s.max_us.to_string(),
+        ])
+        .collect()
+}
+
+/// Every topic of the run for one level, in topic order (zeros for topics without attempts);
+/// nothing for a level that has attempts but no per-topic statistics (an older summary).
+fn level_topics(report: &Report, l: &LevelReport) -> Vec<(usize, TopicStats)> {
+    if l.topics.is_empty() && l.samples > 0 {
+        return Vec::new();
+    }
+    let mut all: Vec<TopicStats> = vec![TopicStats::default(); report.topics.len()];
+    for t in &l.topics {
+        if t.topic >= all.len() {
+            all.resize(t.topic + 1, TopicStats::default());
+        }
+        all[t.topic] = stats_of(t);
+    }
+    all.into_iter().enumerate().collect()
+}
+
+fn tenant_of(report: &Report, topic: usize) -> String {
+    match report.topic_tenants.get(topic) {
+        Some(Some(t)) => tenant_name(*t),
+        Some(None) => "shared".into(),
+        None => String::new(),
+    }
+}
+
+/// Render `topics.csv`.
+pub fn render_topics_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(header(&["Level", "Topic", "Tenant", "Attempts"]))?;
+    for l in &report.levels {
+        for (i, s) in level_topics(report, l) {
+            let name = report
+                .topics
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| i.to_string());
+            let mut row = vec![l.label.clone(), name, tenant_of(report, i)];
+            row.extend(stat_fields(&s));
+            w.write_record(&row)?;
+        }
+    }
+    Ok(w.into_inner()?)
+}
+
+/// Render `tenants.csv`: per level and tenant, the sum of its topics (histograms added).
+pub fn render_tenants_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(header(&["Level", "Tenant", "Topics", "Attempts"]))?;
+    for l in &report.levels {
+        let mut by_tenant: BTreeMap<String, (u64, TopicStats)> = BTreeMap::new();
+        for (i, s) in level_topics(report, l) {
+            let e = by_tenant.entry(tenant_of(report, i)).or_default();
+            e.0 += 1;
+            e.1 += &s;
+        }
+        for (tenant, (topics, s)) in by_tenant {
+            let mut row = vec![l.label.clone(), tenant, topics.to_string()];
+            row.extend(stat_fields(&s));
+            w.write_record(&row)?;
+        }
+    }
+    Ok(w.into_inner()?)
+}
+
+impl Reporter for TopicsCsvReporter {
+    fn file_name(&self) -> &'static str {
+        "topics.csv"
+    }
+    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        render_topics_csv(report)
+    }
+}
+
+impl Reporter for TenantsCsvReporter {
+    fn file_name(&self) -> &'static str {
+        "tenants.csv"
+    }
+    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        render_tenants_csv(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::TopicReport;
+
+    #[test]
+    fn an_older_summary_without_topic_statistics_gives_headers_only() {
+        let r = crate::report::html::tests::sample();
+        assert!(r
+            .levels
+            .iter()
+            .all(|l| l.topics.is_empty() && l.samples > 0));
+        let csv = String::from_utf8(super::render_topics_csv(&r).unwrap()).unwrap();
+        assert_eq!(csv.lines().count(), 1, "{csv}");
+        let csv = String::from_utf8(super::render_tenants_csv(&r).unwrap()).unwrap();
+        assert_eq!(csv.lines().count(), 1, "{csv}");
+    }
+
+    #[test]
+    fn buckets_round_trip_through_summary_json_as_one_string() {
+        let t = TopicReport {
+            topic: 3,
+            attempts: 52,
+            counts: [("accepted".to_string(), 52)].into(),
+            p50_us: 10,
+            p99_us: 600,
+            max_us: 601,
+            buckets: vec![(3, 12), (17, 40)],
+        };
+        let j = serde_json::to_value(&t).unwrap();
+        assert_eq!(j["buckets"], "3:12 17:40");
+        let back: TopicReport = serde_json::from_value(j.clone()).unwrap();
+        assert_eq!(back, t);
+        let mut bad = j;
+        bad["buckets"] = "3-12".into();
+        let e = serde_json::from_value::<TopicReport>(bad).unwrap_err();
+        assert!(e.to_string().contains("\"3-12\" is not INDEX:COUNT"), "{e}");
+    }
+}
