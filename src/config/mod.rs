@@ -4,6 +4,7 @@
 mod parse;
 pub mod profile;
 mod secret;
+pub mod tls;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -139,6 +140,8 @@ pub struct RunConfig {
     #[serde(skip)]
     pub arrivals: Arrivals,
     pub client: ClientConfig,
+    /// How https hubs are verified.
+    pub tls: tls::TlsConfig,
     pub target: TargetConfig,
     /// Concurrency of the registration phase.
     pub register_concurrency: u32,
@@ -479,6 +482,7 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
         model,
         levels,
         arrivals,
+        tls: tls::resolve(a, client.connect_timeout)?,
         client,
         target,
         register_concurrency,
@@ -519,6 +523,7 @@ fn shown(a: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "ramp_up": cfg.levels.first().map(|l| humantime::format_duration(l.ramp_up).to_string()),
         "arrivals": format!("{:?}", cfg.arrivals).to_lowercase(),
         "client": cfg.client,
+        "tls": cfg.tls,
         "target": cfg.target,
         "register_concurrency": cfg.register_concurrency,
         "deregister": cfg.deregister,

@@ -229,6 +229,10 @@ pub struct LevelReport {
     pub sent_kb_per_sec: f64,
     /// Attempts per outcome class (every class present).
     pub counts: BTreeMap<String, u64>,
+    /// Attempts per `class.reason` for the classes that carry one (`other`, `tls_error`,
+    /// `client_error`); only reasons seen.
+    #[serde(default)]
+    pub reasons: BTreeMap<String, u64>,
     /// Timeouts split by kind.
     pub timeouts: TimeoutSplit,
     /// Connection errors (refused + reset + closed).

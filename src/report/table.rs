@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::csv::{aggregate_fields, class_columns};
+use super::csv::{aggregate_fields, class_columns, class_count, TRAILING_CLASSES};
 use super::{Report, Reporter};
 
 /// Renders the aligned text table.
@@ -32,21 +32,23 @@ pub fn render_table(report: &Report) -> String {
         .iter()
         .copied()
         .chain(classes.iter().map(|c| c.2))
-        .chain(["TO conn", "TO pool", "TO resp", "ConnErr"]);
+        .chain(["TO conn", "TO pool", "TO resp", "ConnErr"])
+        .chain(TRAILING_CLASSES.iter().map(|c| c.2));
     let mut rows: Vec<Vec<String>> = vec![head.map(str::to_string).collect()];
     for r in report.levels.iter().chain(report.total.as_ref()) {
         let mut row = aggregate_fields(r);
-        row.extend(
-            classes
-                .iter()
-                .map(|c| r.counts.get(c.0).copied().unwrap_or(0).to_string()),
-        );
+        row.extend(classes.iter().map(|c| class_count(r, c).to_string()));
         row.extend([
             r.timeouts.connect.to_string(),
             r.timeouts.pool_wait.to_string(),
             r.timeouts.response.to_string(),
             r.connection_errors.to_string(),
         ]);
+        row.extend(
+            TRAILING_CLASSES
+                .iter()
+                .map(|c| class_count(r, c).to_string()),
+        );
         // The table is for eyes: fewer decimals than the CSV.
         row[10] = format!("{:.1}", r.throughput);
         rows.push(row);

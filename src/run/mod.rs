@@ -277,7 +277,8 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
         (None, None) => unreachable!("embedded hub started above"),
     };
     rec.set_target("websub", &url);
-    let endpoint = HubEndpoint::resolve(&url).await?;
+    let endpoint = HubEndpoint::resolve(&url, cfg.tls.for_url(&url)?).await?;
+    announce_endpoint(cfg, &url, &endpoint);
     // JTL rows name the publish URL.
     let sh = &Shared {
         jtl: sh.jtl.as_ref().map(|j| JtlSink {
@@ -289,6 +290,7 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
     let client = |max_conns: usize| WebSubClient {
         timeout: cfg.client.timeout,
         connect_timeout: cfg.client.connect_timeout,
+        tls_timeout: cfg.tls.tls_timeout,
         pool_timeout: cfg.client.pool_timeout,
         max_conns,
         token: cfg.target.hub_token.clone(),
@@ -298,6 +300,7 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
     let phase_client = WebSubClient {
         timeout: cfg.client.timeout.max(Duration::from_secs(5)),
         connect_timeout: cfg.client.connect_timeout.max(Duration::from_secs(5)),
+        tls_timeout: cfg.tls.tls_timeout.max(Duration::from_secs(5)),
         pool_timeout: Duration::from_secs(60),
         ..client(cfg.register_concurrency as usize)
     };
@@ -316,6 +319,19 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
         rec.set_deregistration(&dereg)?;
     }
     Ok(())
+}
+
+/// Say once on stderr what an https run will not check, and which addresses carry the load.
+fn announce_endpoint(cfg: &RunConfig, url: &url::Url, endpoint: &HubEndpoint) {
+    if endpoint.tls.is_some() && cfg.tls.insecure {
+        tracing::warn!("--insecure: the hub's TLS certificate is NOT verified");
+    }
+    let addrs: Vec<String> = endpoint.addrs.iter().map(ToString::to_string).collect();
+    tracing::info!(
+        "hub {} at {}",
+        url.host_str().unwrap_or_default(),
+        addrs.join(", ")
+    );
 }
 
 /// Run the load described by `cfg`; reports go to `cfg.output.out_dir` after every level.

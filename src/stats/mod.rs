@@ -6,4 +6,4 @@ mod level;
 
 pub use clock::Clock;
 pub use histogram::{new_histogram, record, Histogram, HIST_LOWEST_US, HIST_SIGFIG};
-pub use level::{AttemptTimes, Counts, LevelStats, TimelineBucket};
+pub use level::{AttemptTimes, Counts, LevelStats, Reasons, TimelineBucket};

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
-use super::http::{HttpPool, PoolConfig};
+use super::http::{HttpPool, PoolConfig, Response, Tls};
 use super::{PhaseResult, Target};
 use crate::config::Secret;
 use crate::result::{Attempt, Class, Outcome};
@@ -21,8 +21,10 @@ use crate::workload::{Event, Topic};
 /// Where the hub is and how to reach it.
 #[derive(Debug, Clone)]
 pub struct HubEndpoint {
-    /// Resolved socket address.
-    pub addr: SocketAddr,
+    /// Resolved socket addresses that accepted a connection at start (at least one).
+    pub addrs: Vec<SocketAddr>,
+    /// The TLS settings for an `https://` hub.
+    pub tls: Option<Tls>,
     /// `Host` header value.
     pub host: String,
     /// Path (and existing query) of the hub URL, e.g. `/hub`.
@@ -32,27 +34,40 @@ pub struct HubEndpoint {
 }
 
 impl HubEndpoint {
-    /// Resolve a hub URL. Errors are one line naming the URL's host.
-    pub async fn resolve(url: &url::Url) -> anyhow::Result<Self> {
-        if url.scheme() != "http" {
-            anyhow::bail!("invalid --hub-url `{url}`: only http:// is supported on the publish path (put TLS on a sidecar or proxy)");
-        }
+    /// Resolve a hub URL (`tls` is given for an `https://` URL). Every address the host
+    /// resolves to is probed once; those that refuse are left out, as Go's dialer falls back
+    /// to the next address (so `localhost` works when the hub listens on one of `::1` and
+    /// `127.0.0.1`). When none accepts, all are kept: the load then counts the refusals.
+    /// Errors are one line naming the URL's host.
+    pub async fn resolve(url: &url::Url, tls: Option<Tls>) -> anyhow::Result<Self> {
         let host = url.host_str().unwrap_or_default().to_string();
         let port = url.port_or_known_default().unwrap_or(80);
-        let addr =
-            tokio::net::lookup_host((host.trim_start_matches('[').trim_end_matches(']'), port))
-                .await
-                .ok()
-                .and_then(|mut a| a.next())
-                .ok_or_else(|| {
-                    anyhow::anyhow!("invalid --hub-url: cannot resolve host `{host}`")
-                })?;
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let mut resolved: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
+            .await
+            .map(Iterator::collect)
+            .unwrap_or_default();
+        resolved.dedup();
+        if resolved.is_empty() {
+            anyhow::bail!("invalid --hub-url: cannot resolve host `{host}`");
+        }
+        let addrs = accepting(resolved, Duration::from_secs(2)).await;
+        Self::at(url, addrs, tls)
+    }
+
+    /// The endpoint of `url` at these addresses, without resolving or probing.
+    pub fn at(url: &url::Url, addrs: Vec<SocketAddr>, tls: Option<Tls>) -> anyhow::Result<Self> {
+        let host = url.host_str().unwrap_or_default().to_string();
+        if url.scheme() == "https" && tls.is_none() {
+            anyhow::bail!("invalid --hub-url `{host}`: https needs TLS settings");
+        }
         let host_header = match url.port() {
             Some(p) => format!("{host}:{p}"),
             None => host.clone(),
         };
         Ok(HubEndpoint {
-            addr,
+            addrs,
+            tls: if url.scheme() == "https" { tls } else { None },
             host: host_header,
             path: url.path().to_string()
                 + url
@@ -62,6 +77,31 @@ impl HubEndpoint {
                     .unwrap_or(""),
             has_query: url.query().is_some(),
         })
+    }
+}
+
+/// The addresses of `all` that accept a TCP connection within `limit`; all of them when
+/// none does (so the run reports the refusals rather than failing to start).
+async fn accepting(all: Vec<SocketAddr>, limit: Duration) -> Vec<SocketAddr> {
+    if all.len() == 1 {
+        return all;
+    }
+    let probes = all.iter().map(|a| async move {
+        matches!(
+            tokio::time::timeout(limit, tokio::net::TcpStream::connect(a)).await,
+            Ok(Ok(_))
+        )
+    });
+    let ok = join_all(probes).await;
+    let up: Vec<SocketAddr> = all
+        .iter()
+        .zip(ok)
+        .filter_map(|(a, ok)| ok.then_some(*a))
+        .collect();
+    if up.is_empty() {
+        all
+    } else {
+        up
     }
 }
 
@@ -77,6 +117,8 @@ pub struct WebSubClient {
     pub timeout: Duration,
     /// Connect bound.
     pub connect_timeout: Duration,
+    /// TLS handshake bound (https only).
+    pub tls_timeout: Duration,
     /// Pool-wait bound.
     pub pool_timeout: Duration,
     /// Connections to the hub at most.
@@ -102,14 +144,18 @@ pub struct WebSubTarget {
 impl WebSubTarget {
     /// A target for `topics` at `hub`.
     pub fn new(hub: HubEndpoint, topics: &[Topic], client: &WebSubClient) -> Self {
-        let pool = HttpPool::new(
-            hub.addr,
+        let mut pool = HttpPool::with_addrs(
+            hub.addrs.clone(),
             PoolConfig {
                 max_conns: client.max_conns,
                 connect_timeout: client.connect_timeout,
+                tls_timeout: client.tls_timeout,
                 pool_timeout: client.pool_timeout,
             },
         );
+        if let Some(tls) = &hub.tls {
+            pool = pool.with_tls(tls.clone());
+        }
         let mut t = WebSubTarget {
             pool,
             timeout: client.timeout,
@@ -147,21 +193,24 @@ impl WebSubTarget {
         h.into_bytes()
     }
 
+    /// The pool publishes go through (per-address counts, handshakes).
+    pub fn pool(&self) -> &HttpPool {
+        &self.pool
+    }
+
     async fn exchange(&self, request: &[u8]) -> Attempt {
         let deadline = Instant::now() + self.timeout;
-        match self.pool.send(request, deadline).await {
-            Ok(resp) => Attempt {
-                outcome: resp.outcome(),
-                status: resp.status,
-                bytes_sent: request.len() as u64,
-                bytes_received: resp.bytes_received,
+        let mut resp = Response::default();
+        let result = self.pool.send_into(request, deadline, &mut resp).await;
+        Attempt {
+            outcome: match result {
+                Ok(()) => resp.outcome(),
+                Err(e) => e.outcome(),
             },
-            Err(e) => Attempt {
-                outcome: e.outcome(),
-                status: 0,
-                bytes_sent: request.len() as u64,
-                bytes_received: 0,
-            },
+            status: if result.is_ok() { resp.status } else { 0 },
+            bytes_sent: request.len() as u64,
+            // Every byte read, whatever the outcome.
+            bytes_received: resp.bytes_received,
         }
     }
 
