@@ -3,6 +3,7 @@
 mod binary;
 mod cli_errors;
 mod csv_format;
+mod https;
 mod open_model;
 mod profiles;
 mod reconcile;

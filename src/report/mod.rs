@@ -14,8 +14,8 @@ pub mod writer;
 
 pub use html::HtmlReporter;
 pub use model::{
-    EmulatorTotals, EventSummary, LatencyUs, LevelReport, PhaseReport, RateCheck, Report,
-    ServiceBusInfo, TimeoutSplit,
+    AddressAttempts, EmulatorTotals, EventSummary, Handshakes, HubHost, LatencyUs, LevelReport,
+    PhaseReport, RateCheck, Report, ServiceBusInfo, TimeoutSplit,
 };
 
 /// One output format. Renders bytes from the report; the manager does the IO.

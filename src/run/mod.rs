@@ -304,21 +304,50 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
         pool_timeout: Duration::from_secs(60),
         ..client(cfg.register_concurrency as usize)
     };
-    let phase_target = WebSubTarget::new(endpoint.clone(), sh.workload.topics(), &phase_client);
+    let phase_target = WebSubTarget::new(
+        endpoint.with_own_counters(),
+        sh.workload.topics(),
+        &phase_client,
+    );
     let mine = owned_topics(&sh.workload, sh.shard);
     let reg = phase_target.prepare(&mine).await;
-    check_phase(&reg, &url)?;
+    // Recorded first, so a failed registration's counts and reasons are in summary.json.
     rec.set_registration(&reg)?;
+    check_phase(&reg, &url)?;
     let topics = sh.workload.topics();
-    run_levels(sh, rec, |spec| {
+    let levels = run_levels(sh, rec, |spec| {
         WebSubTarget::new(endpoint.clone(), topics, &client(pool_size(cfg, spec)))
     })
-    .await?;
+    .await;
+    rec.set_hub_host(hub_host(cfg, &endpoint))?;
+    levels?;
     if cfg.deregister {
         let dereg = phase_target.teardown(&mine).await;
         rec.set_deregistration(&dereg)?;
     }
     Ok(())
+}
+
+/// The load's attempts per address and TLS handshakes, for the report.
+fn hub_host(cfg: &RunConfig, endpoint: &HubEndpoint) -> crate::report::HubHost {
+    let addresses = endpoint
+        .addrs
+        .iter()
+        .zip(endpoint.counters.attempts())
+        .map(|(a, attempts)| crate::report::AddressAttempts {
+            address: a.to_string(),
+            attempts,
+        })
+        .collect();
+    let h = endpoint.counters.handshakes();
+    crate::report::HubHost {
+        addresses,
+        tls_handshakes: endpoint.tls.as_ref().map(|_| crate::report::Handshakes {
+            count: h.count,
+            sum_us: h.sum_us,
+        }),
+        tls_insecure: endpoint.tls.is_some() && cfg.tls.insecure,
+    }
 }
 
 /// Say once on stderr what an https run will not check, and which addresses carry the load.

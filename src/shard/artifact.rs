@@ -267,6 +267,8 @@ impl PhaseArtifact {
         Ok(PhaseResult {
             topics: self.topics,
             counts: counts_from_map(&self.counts, "registration")?,
+            // Shard artifacts carry the phases' class counts only.
+            reasons: Reasons::default(),
             already_registered: self.already_registered,
             duration_s: self.duration_s,
             first_error: self.first_error.clone(),

@@ -8,11 +8,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
-use super::http::{HttpPool, PoolConfig, Response, Tls};
+use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
 use super::{PhaseResult, Target};
 use crate::config::Secret;
 use crate::result::{Attempt, Class, Outcome};
@@ -25,6 +26,9 @@ pub struct HubEndpoint {
     pub addrs: Vec<SocketAddr>,
     /// The TLS settings for an `https://` hub.
     pub tls: Option<Tls>,
+    /// Attempts per address and TLS handshakes of every target made from this endpoint
+    /// (clones share them; [`with_own_counters`](Self::with_own_counters) does not).
+    pub counters: Arc<HostCounters>,
     /// `Host` header value.
     pub host: String,
     /// Path (and existing query) of the hub URL, e.g. `/hub`.
@@ -66,6 +70,7 @@ impl HubEndpoint {
             None => host.clone(),
         };
         Ok(HubEndpoint {
+            counters: HostCounters::new(addrs.len()),
             addrs,
             tls: if url.scheme() == "https" { tls } else { None },
             host: host_header,
@@ -77,6 +82,17 @@ impl HubEndpoint {
                     .unwrap_or(""),
             has_query: url.query().is_some(),
         })
+    }
+}
+
+impl HubEndpoint {
+    /// The same endpoint counting into counters of its own (registration, say, apart from
+    /// the load).
+    pub fn with_own_counters(&self) -> Self {
+        HubEndpoint {
+            counters: HostCounters::new(self.addrs.len()),
+            ..self.clone()
+        }
     }
 }
 
@@ -152,7 +168,8 @@ impl WebSubTarget {
                 tls_timeout: client.tls_timeout,
                 pool_timeout: client.pool_timeout,
             },
-        );
+        )
+        .with_counters(hub.counters.clone());
         if let Some(tls) = &hub.tls {
             pool = pool.with_tls(tls.clone());
         }
@@ -241,6 +258,9 @@ impl WebSubTarget {
                 continue;
             }
             p.counts.bump(a.outcome.class());
+            if let Some(r) = a.outcome.reason() {
+                p.reasons.add(r, 1);
+            }
             if a.outcome.class() != Class::Accepted && p.first_error.is_none() {
                 p.first_error = Some(format!("{mode} `{topic}`: {}", describe(&a)));
             }
@@ -256,10 +276,21 @@ pub fn describe(a: &Attempt) -> String {
         Outcome::ConnError(k) => format!("connection {}", format!("{k:?}").to_lowercase()),
         Outcome::Timeout(k) => format!("{} timeout", format!("{k:?}").to_lowercase()),
         Outcome::Denied => format!("denied (HTTP {})", a.status),
-        o => match o.status() {
-            Some(s) => format!("HTTP {s}"),
-            None if a.status != 0 => format!("unexpected reply (HTTP {})", a.status),
-            None => format!("{:?}", o.class()).to_lowercase(),
+        Outcome::TlsError(crate::result::TlsReason::UnknownIssuer) => {
+            "TLS handshake failed: tls_error.unknown_issuer (a private CA? give it with --ca-cert)"
+                .into()
+        }
+        Outcome::TlsError(_) => format!(
+            "TLS handshake failed: {}",
+            a.outcome.reason().map_or("", |r| r.name())
+        ),
+        o => match (o.status(), o.reason()) {
+            (Some(s), _) => format!("HTTP {s}"),
+            (None, Some(r)) if a.status != 0 => {
+                format!("unexpected reply (HTTP {}, {})", a.status, r.name())
+            }
+            (None, Some(r)) => r.name().to_string(),
+            (None, None) => o.class().name().to_string(),
         },
     }
 }

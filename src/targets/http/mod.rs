@@ -47,7 +47,7 @@ mod tls;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::TcpStream;
@@ -158,8 +158,8 @@ pub struct HttpPool {
     addrs: Vec<SocketAddr>,
     /// The address the next new connection tries first.
     next_addr: AtomicUsize,
-    /// Attempts per address (counted only when there is more than one).
-    addr_attempts: Vec<AtomicU64>,
+    /// Attempts per address and handshakes; may be shared by several pools of one host.
+    counters: Arc<HostCounters>,
     cfg: PoolConfig,
     /// One permit per exchange in flight, so at most `max_conns` connections are in use.
     permits: Semaphore,
@@ -170,8 +170,44 @@ pub struct HttpPool {
     idle_timeout: Duration,
     /// `Some` for an `https://` host.
     tls: Option<Tls>,
+}
+
+/// What the pools of one host count beside the attempts' own stats: attempts per address
+/// (only when there is more than one; otherwise every attempt went to the one) and the TLS
+/// handshakes with their exact total time. Touched per attempt only with several addresses,
+/// and per new connection otherwise.
+#[derive(Debug)]
+pub struct HostCounters {
+    attempts: Vec<AtomicU64>,
     handshakes: AtomicU64,
     handshake_us: AtomicU64,
+}
+
+impl HostCounters {
+    /// Counters for a host with `addrs` addresses.
+    pub fn new(addrs: usize) -> Arc<Self> {
+        Arc::new(Self {
+            attempts: (0..addrs).map(|_| AtomicU64::new(0)).collect(),
+            handshakes: AtomicU64::new(0),
+            handshake_us: AtomicU64::new(0),
+        })
+    }
+
+    /// Attempts per address, in address order (all zero with a single address).
+    pub fn attempts(&self) -> Vec<u64> {
+        self.attempts
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Completed TLS handshakes and their total time.
+    pub fn handshakes(&self) -> Handshakes {
+        Handshakes {
+            count: self.handshakes.load(Ordering::Relaxed),
+            sum_us: self.handshake_us.load(Ordering::Relaxed),
+        }
+    }
 }
 
 impl HttpPool {
@@ -185,7 +221,7 @@ impl HttpPool {
         assert!(!addrs.is_empty(), "a pool needs an address");
         let max = cfg.max_conns.max(1);
         Self {
-            addr_attempts: addrs.iter().map(|_| AtomicU64::new(0)).collect(),
+            counters: HostCounters::new(addrs.len()),
             addrs,
             next_addr: AtomicUsize::new(0),
             permits: Semaphore::new(max),
@@ -193,9 +229,14 @@ impl HttpPool {
             cfg,
             tls: None,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            handshakes: AtomicU64::new(0),
-            handshake_us: AtomicU64::new(0),
         }
+    }
+
+    /// Count into `counters` (made for as many addresses), shared with other pools.
+    pub fn with_counters(mut self, counters: Arc<HostCounters>) -> Self {
+        assert_eq!(counters.attempts.len(), self.addrs.len(), "one counter per address");
+        self.counters = counters;
+        self
     }
 
     /// Speak TLS to this host (`https://`).
@@ -212,18 +253,12 @@ impl HttpPool {
     /// Attempts per address, in [`addrs`](Self::addrs) order. With one address, nothing is
     /// counted here (every attempt went to it).
     pub fn addr_attempts(&self) -> Vec<u64> {
-        self.addr_attempts
-            .iter()
-            .map(|a| a.load(Ordering::Relaxed))
-            .collect()
+        self.counters.attempts()
     }
 
     /// Completed TLS handshakes and their total time.
     pub fn handshakes(&self) -> Handshakes {
-        Handshakes {
-            count: self.handshakes.load(Ordering::Relaxed),
-            sum_us: self.handshake_us.load(Ordering::Relaxed),
-        }
+        self.counters.handshakes()
     }
 
     /// Close idle connections after `idle_timeout` instead of [`DEFAULT_IDLE_TIMEOUT`].
@@ -264,7 +299,7 @@ impl HttpPool {
             None => self.connect(deadline).await?,
         };
         if self.addrs.len() > 1 {
-            self.addr_attempts[conn.addr].fetch_add(1, Ordering::Relaxed);
+            self.counters.attempts[conn.addr].fetch_add(1, Ordering::Relaxed);
         }
         loop {
             match timeout_at(deadline, conn.exchange(request, resp)).await {
@@ -326,8 +361,8 @@ impl HttpPool {
             Err(_) => Err(TransportError::Timeout(TimeoutKind::Connect)),
             Ok(Ok(s)) => {
                 let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-                self.handshakes.fetch_add(1, Ordering::Relaxed);
-                self.handshake_us.fetch_add(us, Ordering::Relaxed);
+                self.counters.handshakes.fetch_add(1, Ordering::Relaxed);
+                self.counters.handshake_us.fetch_add(us, Ordering::Relaxed);
                 Ok(Conn::new(Stream::Tls(Box::new(s)), addr))
             }
             Ok(Err(e)) => Err(tls::handshake_error(&e)),
