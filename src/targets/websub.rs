@@ -98,7 +98,7 @@ impl HubEndpoint {
 
 /// The addresses of `all` that accept a TCP connection within `limit`; all of them when
 /// none does (so the run reports the refusals rather than failing to start).
-async fn accepting(all: Vec<SocketAddr>, limit: Duration) -> Vec<SocketAddr> {
+pub(crate) async fn accepting(all: Vec<SocketAddr>, limit: Duration) -> Vec<SocketAddr> {
     if all.len() == 1 {
         return all;
     }

@@ -36,6 +36,8 @@
 //! close`, no body for 1xx/204/304/HEAD, and 1xx interim responses skipped; any split of
 //! the bytes across reads. `TCP_NODELAY` on every socket.
 
+#[cfg(test)]
+mod addrs;
 mod conn;
 #[cfg(test)]
 mod determinism;
