@@ -49,7 +49,9 @@ fn tool(name: &str) -> Option<PathBuf> {
             std::env::var_os("CI").is_none(),
             "{name} is not installed and CI is set: install it (see .ci/run)"
         );
-        eprintln!("!!!!!!!! SKIPPED: {name} is not installed; the https tests did not run !!!!!!!!");
+        eprintln!(
+            "!!!!!!!! SKIPPED: {name} is not installed; the https tests did not run !!!!!!!!"
+        );
     }
     found
 }
@@ -65,7 +67,13 @@ fn sh(cmd: &mut Command) {
 
 /// A CA and a `localhost` / 127.0.0.1 leaf it signed, as PEM files in `dir`.
 fn make_certs(openssl: &Path, dir: &Path) {
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
     sh(Command::new(openssl)
         .current_dir(dir)
         .args(["req", "-x509"])
@@ -76,15 +84,35 @@ fn make_certs(openssl: &Path, dir: &Path) {
         .current_dir(dir)
         .arg("req")
         .args(ec)
-        .args(["-keyout", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=localhost"]));
+        .args([
+            "-keyout",
+            "leaf.key",
+            "-out",
+            "leaf.csr",
+            "-subj",
+            "/CN=localhost",
+        ]));
     std::fs::write(
         dir.join("leaf.ext"),
         "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
     )
     .unwrap();
     sh(Command::new(openssl).current_dir(dir).args([
-        "x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "leaf.ext",
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "leaf.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
     ]));
 }
 
@@ -198,7 +226,10 @@ async fn https_with_ca_cert_reconciles_exactly_with_the_hub() {
     // `localhost` is also ::1, where nothing listens: only 127.0.0.1 is used.
     let host = r.hub.as_ref().unwrap();
     assert_eq!(host.addresses.len(), 1, "{:?}", host.addresses);
-    assert_eq!(host.addresses[0].address, format!("127.0.0.1:{}", nginx.port));
+    assert_eq!(
+        host.addresses[0].address,
+        format!("127.0.0.1:{}", nginx.port)
+    );
     assert_eq!(host.addresses[0].attempts, 600);
     let hs = host.tls_handshakes.as_ref().unwrap();
     // One handshake per connection: at most 4 + 16 for the two levels.
@@ -241,7 +272,13 @@ async fn https_insecure_works_and_the_reports_say_so() {
     };
     let out = dir.path().join("out");
     let url = format!("https://127.0.0.1:{}/hub", nginx.port);
-    let mut args = vec!["--hub-url", &url, "--insecure", "--out", out.to_str().unwrap()];
+    let mut args = vec![
+        "--hub-url",
+        &url,
+        "--insecure",
+        "--out",
+        out.to_str().unwrap(),
+    ];
     args.extend_from_slice(LOAD);
     let o = bin(&args, dir.path());
     let stderr = String::from_utf8_lossy(&o.stderr);

@@ -76,7 +76,10 @@ async fn two_listeners_behind_one_host_share_the_load() {
     for t in tasks {
         t.await.unwrap();
     }
-    let (na, nb) = (served_a.load(Ordering::SeqCst), served_b.load(Ordering::SeqCst));
+    let (na, nb) = (
+        served_a.load(Ordering::SeqCst),
+        served_b.load(Ordering::SeqCst),
+    );
     assert_eq!(na + nb, 400);
     assert_eq!(pool.addr_attempts(), vec![na as u64, nb as u64]);
     // Four connections taken in turn: two to each address.

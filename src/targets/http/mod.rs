@@ -236,7 +236,11 @@ impl HttpPool {
 
     /// Count into `counters` (made for as many addresses), shared with other pools.
     pub fn with_counters(mut self, counters: Arc<HostCounters>) -> Self {
-        assert_eq!(counters.attempts.len(), self.addrs.len(), "one counter per address");
+        assert_eq!(
+            counters.attempts.len(),
+            self.addrs.len(),
+            "one counter per address"
+        );
         self.counters = counters;
         self
     }
