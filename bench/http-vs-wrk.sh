@@ -16,6 +16,8 @@
 #                 does, `N requests in …` and `Requests/sec: N`. Default: the http_bench example.
 #   HUBLOAD_BIN   path to a built `hubload`: measure the whole CLI (its own events, one shared
 #                 topic) instead of the bare client; the label is `cli`.
+#   TLS=1         nginx terminates TLS (a throw-away CA made with openssl; hubload gets it
+#                 with --ca-cert, wrk does not verify); needs HUBLOAD_BIN; oha is skipped.
 # Exit status: 0, or 1 when hubload's request count does not match nginx's.
 set -euo pipefail
 
@@ -40,7 +42,7 @@ hubload_cli() {
     # --threads 1: one load thread, like wrk -t1 (on 2 cores a second thread would take CPU
     # from the one-worker nginx being measured).
     "$HUBLOAD_BIN" --hub-url "${URL%%\?*}" --concurrency "$CONCURRENCY" --duration "${DURATION}s" \
-        --threads "${HUBLOAD_THREADS:-1}" --quiet \
+        --threads "${HUBLOAD_THREADS:-1}" --quiet ${TLS_FLAGS:-} \
         --tenants 1 --topics shared --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
         { cat "$WORK/hubload.log" >&2; return 1; }
     awk -F, '$1 == "TOTAL" { print $2 + 1 " requests in (incl. 1 registration)"; print "Requests/sec: " $11 }' \
@@ -55,7 +57,11 @@ if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx wrk >/dev/null
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-(cd "$ROOT" && cargo build --quiet --release --example http_bench)
+if [[ ${TLS:-} == 1 && -z ${HUBLOAD_BIN:-} ]]; then
+    echo "TLS=1 needs HUBLOAD_BIN (the http_bench example speaks plain http)" >&2
+    exit 2
+fi
+[[ ${TLS:-} == 1 ]] || (cd "$ROOT" && cargo build --quiet --release --example http_bench)
 
 # --- server ------------------------------------------------------------------------------
 WORK=$(mktemp -d)
@@ -66,7 +72,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PORT=$(free_port)
+# stub_status on a plain port of its own, so the counts can be read over /dev/tcp with TLS too.
+STATUS_PORT=$PORT
+LISTEN="listen 127.0.0.1:$PORT;"
+SCHEME=http
+STATUS_SERVER=""
+if [[ ${TLS:-} == 1 ]]; then
+    STATUS_PORT=$(free_port)
+    SCHEME=https
+    ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+    (cd "$WORK" &&
+        openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 2 -subj "/CN=bench CA" &&
+        openssl req "${ec[@]}" -keyout leaf.key -out leaf.csr -subj /CN=localhost &&
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >leaf.ext &&
+        openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem \
+            -days 2 -extfile leaf.ext) >/dev/null 2>&1
+    LISTEN="listen 127.0.0.1:$PORT ssl; ssl_certificate $WORK/leaf.pem; ssl_certificate_key $WORK/leaf.key;"
+    STATUS_SERVER="server { listen 127.0.0.1:$STATUS_PORT; location = /nginx_status { stub_status; } }"
+    export TLS_FLAGS="--ca-cert $WORK/ca.pem"
+fi
 mkdir -p "$WORK/tmp"
 cat >"$WORK/nginx.conf" <<CONF
 worker_processes 1;
@@ -82,8 +108,9 @@ http {
     uwsgi_temp_path $WORK/tmp/uwsgi;
     scgi_temp_path $WORK/tmp/scgi;
     keepalive_requests 100000000;
+    $STATUS_SERVER
     server {
-        listen 127.0.0.1:$PORT;
+        $LISTEN
         location = /nginx_status { stub_status; }
         location /hub {
             default_type application/x-www-form-urlencoded;
@@ -102,7 +129,7 @@ done
 # The 543-byte login event of PROTOCOL.md §3.
 BODY_FILE=$WORK/login-event.json
 printf '%s' '{"iss":"https://api.asgardeo.io/t/tnt7","jti":"3f9c2a1e-7b4d-4e8a-9c61-2d5f0b8e7a13","iat":1764478800000,"events":{"https://schemas.identity.wso2.org/events/login/event-type/loginSuccess":{"user":{"id":"8d1e4c7a-2b9f-4a63-b0d5-6e2f1c9a8b47","ref":"https://api.asgardeo.io/t/tnt7/scim2/Users/8d1e4c7a-2b9f-4a63-b0d5-6e2f1c9a8b47"},"tenant":{"id":"12402","name":"tnt7"},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":"c4a7e2d9-5f1b-4c83-a6e0-9b2d7f4e1a58","name":"app07"},"authenticationMethods":["BasicAuthenticator"]}}}' >"$BODY_FILE"
-URL="http://127.0.0.1:$PORT/hub?hub.mode=publish&hub.topic=T"
+URL="$SCHEME://127.0.0.1:$PORT/hub?hub.mode=publish&hub.topic=T"
 cat >"$WORK/post.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -113,16 +140,18 @@ f:close()
 LUA
 
 # Check the server answers the POST as a hub would before measuring anything.
-"$BENCH_BIN" --check --body-file "$BODY_FILE" "$URL" >/dev/null ||
-    { echo "nginx did not accept the POST; see $WORK/error.log" >&2; exit 2; }
-echo "body $(wc -c <"$BODY_FILE") B, concurrency $CONCURRENCY, ${DURATION}s, nginx 1 worker, $(nproc) cores"
+if [[ ${TLS:-} != 1 ]]; then
+    "$BENCH_BIN" --check --body-file "$BODY_FILE" "$URL" >/dev/null ||
+        { echo "nginx did not accept the POST; see $WORK/error.log" >&2; exit 2; }
+fi
+echo "body $(wc -c <"$BODY_FILE") B, concurrency $CONCURRENCY, ${DURATION}s, nginx 1 worker, $(nproc) cores, $SCHEME"
 
 rps() { awk '/^Requests\/sec:/ { print $2 }'; }
 # Requests the client says it completed (`N requests in …`, as wrk prints).
 count() { awk '/ requests in / { print $1; exit }'; }
 # nginx's own request count (stub_status); this request itself is counted in it.
 served() {
-    exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+    exec 3<>"/dev/tcp/127.0.0.1/$STATUS_PORT"
     printf 'GET /nginx_status HTTP/1.0\r\nHost: bench\r\n\r\n' >&3
     awk 'f { print $3; exit } /accepts handled requests/ { f = 1 }' <&3
     exec 3<&-
@@ -190,6 +219,7 @@ round() {
 
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 OHA=$(command -v oha || { [[ -x $HOME/.cargo/bin/oha ]] && echo "$HOME/.cargo/bin/oha"; } || true)
+[[ ${TLS:-} != 1 ]] || OHA=""
 
 for ((r = 1; r <= ROUNDS; r++)); do
     ((ROUNDS == 1)) || echo "round $r/$ROUNDS"

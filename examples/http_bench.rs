@@ -137,6 +137,7 @@ fn pool_config(max_conns: usize) -> PoolConfig {
     PoolConfig {
         max_conns,
         connect_timeout: Duration::from_secs(2),
+        tls_timeout: Duration::from_secs(2),
         pool_timeout: Duration::from_secs(5),
     }
 }

@@ -178,6 +178,17 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Client")]
     pub retries: Option<String>,
 
+    // ---- TLS (src/config/tls.rs)
+    /// Trust this CA (PEM) for an https hub, besides the web PKI roots (repeatable).
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub ca_cert: Vec<PathBuf>,
+    /// Do not verify the hub's certificate (warned on stderr, recorded in the reports).
+    #[arg(long, help_heading = "TLS")]
+    pub insecure: bool,
+    /// TLS handshake timeout, after the TCP connect [default: the connect timeout].
+    #[arg(long, help_heading = "TLS")]
+    pub tls_timeout: Option<String>,
+
     // ---- phases
     /// Concurrency of the topic registration phase [default: 16].
     #[arg(long, help_heading = "Phases")]

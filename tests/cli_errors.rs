@@ -59,10 +59,6 @@ fn bad_combinations_are_one_line_and_exit_2() {
         ),
         (&["--threads", "1025"], "invalid --threads `1025`"),
         (
-            &["--hub-url", "https://127.0.0.1:1/hub"],
-            "invalid --hub-url `https://127.0.0.1:1/hub`: only http:// is supported",
-        ),
-        (
             &["--hub-url", "http://127.0.0.1:1/hub?hub.mode=publish"],
             "--hub-url `http://127.0.0.1:1/hub?hub.mode=publish`: already carries hub.mode",
         ),

@@ -4,6 +4,8 @@ mod binary;
 mod cli_errors;
 mod csv_format;
 mod hlog;
+mod https;
+mod local_limits;
 mod open_model;
 mod profiles;
 mod reconcile;

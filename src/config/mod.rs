@@ -10,6 +10,7 @@ pub mod profile;
 mod target;
 #[cfg(test)]
 mod testutil;
+pub mod tls;
 mod workload;
 
 use std::path::PathBuf;
@@ -133,6 +134,8 @@ pub struct RunConfig {
     #[serde(skip)]
     pub arrivals: Arrivals,
     pub client: ClientConfig,
+    /// How https hubs are verified.
+    pub tls: tls::TlsConfig,
     pub target: TargetConfig,
     /// Concurrency of the registration phase.
     pub register_concurrency: u32,
@@ -203,6 +206,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         model: load.model,
         levels: load.levels,
         arrivals: load.arrivals,
+        tls: tls::resolve(a, client.connect_timeout)?,
         client,
         target,
         register_concurrency: target::register_concurrency(a)?,
@@ -241,6 +245,7 @@ fn shown(a: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "ramp_up": cfg.levels.first().map(|l| humantime::format_duration(l.ramp_up).to_string()),
         "arrivals": format!("{:?}", cfg.arrivals).to_lowercase(),
         "client": cfg.client,
+        "tls": cfg.tls,
         "target": cfg.target,
         "register_concurrency": cfg.register_concurrency,
         "deregister": cfg.deregister,

@@ -6,11 +6,6 @@ use super::{opt, ConfigError, SbTopics, Secret, TargetConfig};
 use crate::cli::RunArgs;
 use crate::kind::TargetKind;
 
-/// The publish path supports `https://` hub URLs. It does not yet: the HTTP client can speak
-/// TLS, but the WebSub target does not build TLS pools. Flip this when it does; it is the
-/// only place that decides.
-const HTTPS_PUBLISH: bool = false;
-
 fn kinds(a: &RunArgs) -> Result<Vec<TargetKind>, ConfigError> {
     let Some(s) = opt(&a.target) else {
         return Ok(vec![TargetKind::Websub]);
@@ -39,11 +34,6 @@ fn hub_url(a: &RunArgs) -> Result<Option<url::Url>, ConfigError> {
     match u.scheme() {
         "http" | "https" if u.host().is_some() => {}
         _ => return Err(bad("must be an http:// or https:// URL with a host")),
-    }
-    if u.scheme() == "https" && !HTTPS_PUBLISH {
-        return Err(bad(
-            "only http:// is supported on the publish path (put TLS on a sidecar or proxy)",
-        ));
     }
     if u.query_pairs().any(|(k, _)| k == "hub.mode") {
         return Err(bad(
@@ -138,10 +128,6 @@ mod tests {
                 "invalid --hub-url `ftp://x/hub`: must be an http:// or https:// URL",
             ),
             (&["--hub-url", "hub"], "invalid --hub-url `hub`"),
-            (
-                &["--hub-url", "https://h/hub"],
-                "invalid --hub-url `https://h/hub`: only http:// is supported",
-            ),
             (
                 &["--hub-url", "http://h/hub?hub.mode=publish"],
                 "invalid --hub-url `http://h/hub?hub.mode=publish`: already carries hub.mode",

@@ -90,6 +90,7 @@ pub fn level_report(
         received_kb_per_sec: per_sec(s.bytes_received as f64 / 1024.0),
         sent_kb_per_sec: per_sec(s.bytes_sent as f64 / 1024.0),
         counts: s.counts.to_map(),
+        reasons: s.reasons.to_map(),
         timeouts: TimeoutSplit {
             connect: s.counts.get(Class::TimeoutConnect),
             pool_wait: s.counts.get(Class::TimeoutPoolWait),

@@ -47,6 +47,16 @@ pub const SERVICEBUS_CLASSES: &[ClassColumn] = &[
     ("too_large", "Too large", "TooBig"),
 ];
 
+/// The columns after the timeout and connection-error columns, for every target: failures
+/// that are neither the hub's answer nor the network's (TLS, the generator's own limits, a
+/// stop, a response not understood). With them every row adds up to its samples.
+pub const TRAILING_CLASSES: &[ClassColumn] = &[
+    ("tls_error", "TLS errors", "TLS"),
+    ("client_error", "Client errors", "Client"),
+    ("cancelled", "Cancelled", "Cancel"),
+    ("other", "Other", "Other"),
+];
+
 /// The class columns of a report's target.
 pub fn class_columns(report: &Report) -> &'static [ClassColumn] {
     if report.target == TargetKind::Servicebus {
@@ -67,6 +77,7 @@ pub fn header(report: &Report) -> Vec<&'static str> {
         .chain(AGGREGATE_COLUMNS)
         .chain(class_columns(report).iter().map(|c| c.1))
         .chain(["Timeouts", "Connection errors"])
+        .chain(TRAILING_CLASSES.iter().map(|c| c.1))
         .collect()
 }
 
@@ -93,12 +104,19 @@ pub fn aggregate_fields(r: &LevelReport) -> Vec<String> {
     ]
 }
 
+/// The count of one class column in a row (missing keys count as zero).
+pub fn class_count(r: &LevelReport, c: &ClassColumn) -> u64 {
+    r.counts.get(c.0).copied().unwrap_or(0)
+}
+
 fn class_fields(r: &LevelReport, classes: &[ClassColumn]) -> Vec<String> {
     let timeouts = r.timeouts.connect + r.timeouts.pool_wait + r.timeouts.response;
+    let count = |c| class_count(r, c);
     classes
         .iter()
-        .map(|c| r.counts.get(c.0).copied().unwrap_or(0))
+        .map(count)
         .chain([timeouts, r.connection_errors])
+        .chain(TRAILING_CLASSES.iter().map(count))
         .map(|n| n.to_string())
         .collect()
 }

@@ -220,6 +220,10 @@ pub fn render(report: &Report) -> String {
         }
     }
     b.push_str("</div>");
+    if let Some(h) = &report.hub {
+        b.push_str("<h2>Hub addresses</h2>");
+        b.push_str(&kv_table(&hub_rows(h)));
+    }
     b.push_str("<h2>Configuration</h2>");
     let mut rows = Vec::new();
     flatten_config("", &report.config, &mut rows);
@@ -330,6 +334,29 @@ fn outcome_table(report: &Report) -> String {
         })
         .collect();
     table(&head, &rows, report.total.is_some())
+}
+
+/// Attempts per address, then the TLS handshakes and whether certificates were checked.
+fn hub_rows(h: &crate::report::HubHost) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = h
+        .addresses
+        .iter()
+        .map(|a| (a.address.clone(), format!("{} attempts", a.attempts)))
+        .collect();
+    if let Some(t) = &h.tls_handshakes {
+        let mean_ms = t.sum_us.checked_div(t.count).unwrap_or(0) as f64 / 1000.0;
+        rows.push((
+            "TLS handshakes".into(),
+            format!("{} (mean {mean_ms:.2} ms)", t.count),
+        ));
+        let verified = if h.tls_insecure {
+            "NOT verified (--insecure)"
+        } else {
+            "verified"
+        };
+        rows.push(("TLS certificate".into(), verified.into()));
+    }
+    rows
 }
 
 fn phase_rows(p: &PhaseReport) -> Vec<(String, String)> {

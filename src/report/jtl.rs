@@ -16,7 +16,7 @@ use std::path::Path;
 use std::thread::JoinHandle;
 
 use crate::engine::{attempt_queue, AttemptRecord, AttemptSender, Handout, Load};
-use crate::result::{ConnErrorKind, Outcome, TimeoutKind};
+use crate::result::{ConnErrorKind, OtherReason, Outcome, TimeoutKind};
 
 /// JMeter's default JTL CSV header, exactly.
 pub const JTL_HEADER: &str = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect";
@@ -135,7 +135,15 @@ fn response(outcome: Outcome, status: u16) -> Response {
         | Outcome::Http503
         | Outcome::Http504
         | Outcome::Http5xx(_) => http(false, ""),
-        Outcome::Other if status != 0 => http(false, "unexpected response (no hub.mode=accepted)"),
+        Outcome::Other(OtherReason::Unexpected1xx) if status != 0 => {
+            http(false, "unexpected informational response")
+        }
+        Outcome::Other(OtherReason::Unexpected3xx) if status != 0 => {
+            http(false, "unexpected redirect (not followed)")
+        }
+        Outcome::Other(_) if status != 0 => {
+            http(false, "unexpected response (no hub.mode=accepted)")
+        }
         Outcome::Timeout(TimeoutKind::Response) => {
             non_http("java.net.SocketTimeoutException", "Read timed out", "")
         }
@@ -174,7 +182,9 @@ fn response(outcome: Outcome, status: u16) -> Response {
             "The message is too large",
             "",
         ),
-        Outcome::Other => non_http("java.io.IOException", "Unexpected error", ""),
+        Outcome::Other(_) | Outcome::TlsError(_) | Outcome::ClientError(_) | Outcome::Cancelled => {
+            reasons::response(outcome)
+        }
     }
 }
 
@@ -375,5 +385,6 @@ pub fn channel_writer(
     Ok((tx, handle))
 }
 
+mod reasons;
 #[cfg(test)]
 mod tests;

@@ -20,8 +20,8 @@ pub mod writer;
 
 pub use html::HtmlReporter;
 pub use model::{
-    EmulatorTotals, EventSummary, LatencyUs, LevelReport, PhaseReport, RateCheck, Report,
-    ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
+    AddressAttempts, EmulatorTotals, EventSummary, Handshakes, HubHost, LatencyUs, LevelReport,
+    PhaseReport, RateCheck, Report, ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
 };
 
 /// One output format. Renders bytes from the report; the manager does the IO.

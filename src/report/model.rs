@@ -61,6 +61,39 @@ pub struct Report {
     /// Service Bus runs: the sender's reconnects and rejection conditions.
     #[serde(default)]
     pub servicebus: Option<ServiceBusInfo>,
+    /// WebSub runs: the hub's addresses in use and the TLS handshakes.
+    #[serde(default)]
+    pub hub: Option<HubHost>,
+}
+
+/// A WebSub run's view of the hub's host (`target` = "websub").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HubHost {
+    /// Every address the load went to (those that accepted a connection at start), with
+    /// the attempts each carried over every level.
+    pub addresses: Vec<AddressAttempts>,
+    /// TLS handshakes completed by the load's connections; `None` for an http hub.
+    pub tls_handshakes: Option<Handshakes>,
+    /// `--insecure`: the hub's certificate was not verified.
+    pub tls_insecure: bool,
+}
+
+/// One address of the hub's host and its attempts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AddressAttempts {
+    /// `ip:port`.
+    pub address: String,
+    /// Attempts sent to it.
+    pub attempts: u64,
+}
+
+/// TLS handshakes: how many completed and their exact total time.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Handshakes {
+    /// Handshakes completed.
+    pub count: u64,
+    /// Their total duration, µs (so `sum_us / count` is the exact mean).
+    pub sum_us: u64,
 }
 
 /// What a Service Bus run adds to the report (`target` is Service Bus).
@@ -121,6 +154,7 @@ impl Report {
             what_if: None,
             capacity: None,
             servicebus: None,
+            hub: None,
         }
     }
 }
@@ -155,6 +189,9 @@ pub struct PhaseReport {
     pub failed: u64,
     /// Per-class counts.
     pub counts: BTreeMap<String, u64>,
+    /// Per `class.reason` (`tls_error.unknown_issuer`, ...), only reasons seen.
+    #[serde(default)]
+    pub reasons: BTreeMap<String, u64>,
     /// Seconds.
     pub duration_s: f64,
     /// The first failure seen, if any.
@@ -169,6 +206,7 @@ impl From<&PhaseResult> for PhaseReport {
             already_registered: p.already_registered,
             failed: p.failed(),
             counts: p.counts.to_map(),
+            reasons: p.reasons.to_map(),
             duration_s: p.duration_s,
             first_error: p.first_error.clone(),
         }
@@ -295,6 +333,10 @@ pub struct LevelReport {
     pub sent_kb_per_sec: f64,
     /// Attempts per outcome class (every class present).
     pub counts: BTreeMap<String, u64>,
+    /// Attempts per `class.reason` for the classes that carry one (`other`, `tls_error`,
+    /// `client_error`); only reasons seen.
+    #[serde(default)]
+    pub reasons: BTreeMap<String, u64>,
     /// Timeouts split by kind.
     pub timeouts: TimeoutSplit,
     /// Connection errors (refused + reset + closed).

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::csv::{aggregate_fields, class_columns};
+use super::csv::{aggregate_fields, class_columns, class_count, TRAILING_CLASSES};
 use super::precision::latency_cells;
 use super::{Report, Reporter};
 use crate::result::Class;
@@ -36,7 +36,7 @@ fn extra_classes(report: &Report) -> Vec<&'static str> {
         .iter()
         .filter(|c| !c.is_timeout() && !c.is_conn_error())
         .map(|c| c.name())
-        .filter(|n| shown.iter().all(|col| col.0 != *n))
+        .filter(|n| shown.iter().chain(TRAILING_CLASSES).all(|col| col.0 != *n))
         .filter(|n| {
             report
                 .levels
@@ -49,32 +49,34 @@ fn extra_classes(report: &Report) -> Vec<&'static str> {
 
 /// Render the table as text.
 pub fn render_table(report: &Report) -> String {
-    let classes: Vec<(&str, &str)> = class_columns(report)
+    let classes: Vec<(&str, &str, &str)> = class_columns(report)
         .iter()
-        .map(|c| (c.0, c.2))
-        .chain(extra_classes(report).into_iter().map(|n| (n, n)))
+        .copied()
+        .chain(extra_classes(report).into_iter().map(|n| (n, n, n)))
         .collect();
     let head = HEAD
         .iter()
         .copied()
-        .chain(classes.iter().map(|c| c.1))
-        .chain(["TO conn", "TO pool", "TO resp", "ConnErr"]);
+        .chain(classes.iter().map(|c| c.2))
+        .chain(["TO conn", "TO pool", "TO resp", "ConnErr"])
+        .chain(TRAILING_CLASSES.iter().map(|c| c.2));
     let mut rows: Vec<Vec<String>> = vec![head.map(str::to_string).collect()];
     for r in report.levels.iter().chain(report.total.as_ref()) {
         let mut row = aggregate_fields(r);
         // Three significant digits where aggregate.csv keeps JMeter's whole milliseconds.
         row.splice(2..9, latency_cells(r));
-        row.extend(
-            classes
-                .iter()
-                .map(|c| r.counts.get(c.0).copied().unwrap_or(0).to_string()),
-        );
+        row.extend(classes.iter().map(|c| class_count(r, c).to_string()));
         row.extend([
             r.timeouts.connect.to_string(),
             r.timeouts.pool_wait.to_string(),
             r.timeouts.response.to_string(),
             r.connection_errors.to_string(),
         ]);
+        row.extend(
+            TRAILING_CLASSES
+                .iter()
+                .map(|c| class_count(r, c).to_string()),
+        );
         // The table is for eyes: fewer decimals than the CSV.
         row[10] = format!("{:.1}", r.throughput);
         rows.push(row);

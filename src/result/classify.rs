@@ -3,7 +3,7 @@
 //! The hub dialect (PROTOCOL.md §2) can answer `200` with `hub.mode=denied&hub.reason=…`,
 //! so the status alone never decides: a denial in the body wins over any status.
 
-use super::Outcome;
+use super::{OtherReason, Outcome};
 
 /// Classify a complete HTTP response to a publish or register request.
 ///
@@ -22,7 +22,7 @@ pub fn classify_http(status: u16, content_type: Option<&[u8]>, body: &[u8]) -> O
             if !form || mode == Some(b"accepted".as_slice()) {
                 Outcome::Accepted
             } else {
-                Outcome::Other
+                Outcome::Other(OtherReason::UnexpectedBody)
             }
         }
         400..=499 => Outcome::Http4xx(status),
@@ -30,7 +30,9 @@ pub fn classify_http(status: u16, content_type: Option<&[u8]>, body: &[u8]) -> O
         503 => Outcome::Http503,
         504 => Outcome::Http504,
         500..=599 => Outcome::Http5xx(status),
-        _ => Outcome::Other,
+        100..=199 => Outcome::Other(OtherReason::Unexpected1xx),
+        300..=399 => Outcome::Other(OtherReason::Unexpected3xx),
+        _ => Outcome::Other(OtherReason::MalformedStatusLine),
     }
 }
 
@@ -90,8 +92,13 @@ mod tests {
                 b"hub.mode=denied&hub.reason=broker",
                 Outcome::Denied,
             ),
-            (200, FORM, b"hub.mode=weird", Outcome::Other),
-            (200, FORM, b"", Outcome::Other),
+            (
+                200,
+                FORM,
+                b"hub.mode=weird",
+                Outcome::Other(OtherReason::UnexpectedBody),
+            ),
+            (200, FORM, b"", Outcome::Other(OtherReason::UnexpectedBody)),
             (
                 400,
                 Some(b"text/plain"),
@@ -116,8 +123,8 @@ mod tests {
             (503, None, b"", Outcome::Http503),
             (504, None, b"", Outcome::Http504),
             (599, None, b"", Outcome::Http5xx(599)),
-            (301, None, b"", Outcome::Other),
-            (101, None, b"", Outcome::Other),
+            (301, None, b"", Outcome::Other(OtherReason::Unexpected3xx)),
+            (101, None, b"", Outcome::Other(OtherReason::Unexpected1xx)),
         ];
         for (status, ct, body, want) in cases {
             assert_eq!(
@@ -136,6 +143,9 @@ mod tests {
             classify_http(200, Some(ct), b"hub.mode=accepted"),
             Outcome::Accepted
         );
-        assert_eq!(classify_http(200, Some(ct), b"nope"), Outcome::Other);
+        assert_eq!(
+            classify_http(200, Some(ct), b"nope"),
+            Outcome::Other(OtherReason::UnexpectedBody)
+        );
     }
 }

@@ -3,4 +3,7 @@
 pub mod classify;
 mod outcome;
 
-pub use outcome::{Attempt, Class, ConnErrorKind, Outcome, TimeoutKind};
+pub use outcome::{
+    Attempt, Class, ClientReason, ConnErrorKind, OtherReason, Outcome, Reason, TimeoutKind,
+    TlsReason,
+};

@@ -26,6 +26,66 @@ pub enum ConnErrorKind {
     Closed,
 }
 
+/// Why a response was not understood (class `other`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OtherReason {
+    /// The status line is not `HTTP/1.x NNN ...`.
+    MalformedStatusLine,
+    /// A header line, `Content-Length` or the framing headers are invalid.
+    MalformedHead,
+    /// The response head is longer than the client accepts (64 KiB).
+    HeadTooLarge,
+    /// More header fields than the client accepts.
+    TooManyHeaders,
+    /// The chunked framing is invalid (size line, CRLF after data, trailers).
+    BadChunk,
+    /// A 1xx status the client cannot act on (101 Switching Protocols).
+    Unexpected1xx,
+    /// A 3xx: hubload never follows redirects on the publish path.
+    Unexpected3xx,
+    /// The bytes are not HTTP at all.
+    NotHttp,
+    /// A 2xx with a form body that does not say `hub.mode=accepted`, or another status
+    /// outside the known classes.
+    UnexpectedBody,
+    /// A failure that fits no other class (kept so every attempt is counted somewhere).
+    Unknown,
+}
+
+/// Why a TLS handshake failed (class `tls_error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TlsReason {
+    /// The certificate chain does not lead to a trusted root (`--ca-cert` missing?).
+    UnknownIssuer,
+    /// The certificate is not valid for the host name in the URL.
+    NameMismatch,
+    /// The certificate is expired or not yet valid.
+    Expired,
+    /// The certificate is malformed, revoked or otherwise refused.
+    BadCertificate,
+    /// The handshake itself failed: no common version or cipher, an alert, bad records.
+    Handshake,
+    /// Anything else.
+    Other,
+}
+
+/// Which local resource the generator itself ran out of (class `client_error`): never the
+/// hub's fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientReason {
+    /// EMFILE / ENFILE: too many open files.
+    TooManyOpenFiles,
+    /// EADDRNOTAVAIL / EADDRINUSE on connect: no free ephemeral port.
+    NoEphemeralPorts,
+    /// ENOBUFS / ENOMEM: the kernel had no buffers.
+    NoBuffers,
+    /// Any other local socket error.
+    Other,
+}
+
 /// What one attempt ended in. `classify` produces it; stats count it by [`Class`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -57,8 +117,14 @@ pub enum Outcome {
     NotFound,
     /// Service Bus: `amqp:link:message-size-exceeded`.
     TooLarge,
-    /// Anything else (1xx/3xx statuses, unparsable responses, unexpected errors).
-    Other,
+    /// The TLS handshake failed.
+    TlsError(TlsReason),
+    /// The generator ran out of a local resource (descriptors, ports, buffers).
+    ClientError(ClientReason),
+    /// The attempt was abandoned because the run was stopped.
+    Cancelled,
+    /// Anything else (1xx/3xx statuses, unparsable responses), with the reason.
+    Other(OtherReason),
 }
 
 /// The countable class of an [`Outcome`], without its payload. The order of
@@ -84,12 +150,15 @@ pub enum Class {
     Unauthorized,
     NotFound,
     TooLarge,
+    TlsError,
+    ClientError,
+    Cancelled,
     Other,
 }
 
 impl Class {
     /// Number of classes; the length of every per-class counter array.
-    pub const COUNT: usize = 19;
+    pub const COUNT: usize = 22;
 
     /// Every class, in report order.
     pub const ALL: [Class; Class::COUNT] = [
@@ -111,6 +180,9 @@ impl Class {
         Class::Unauthorized,
         Class::NotFound,
         Class::TooLarge,
+        Class::TlsError,
+        Class::ClientError,
+        Class::Cancelled,
         Class::Other,
     ];
 
@@ -135,6 +207,9 @@ impl Class {
             Class::Unauthorized => "unauthorized",
             Class::NotFound => "not_found",
             Class::TooLarge => "too_large",
+            Class::TlsError => "tls_error",
+            Class::ClientError => "client_error",
+            Class::Cancelled => "cancelled",
             Class::Other => "other",
         }
     }
@@ -193,7 +268,20 @@ impl Outcome {
             Outcome::Unauthorized => Class::Unauthorized,
             Outcome::NotFound => Class::NotFound,
             Outcome::TooLarge => Class::TooLarge,
-            Outcome::Other => Class::Other,
+            Outcome::TlsError(_) => Class::TlsError,
+            Outcome::ClientError(_) => Class::ClientError,
+            Outcome::Cancelled => Class::Cancelled,
+            Outcome::Other(_) => Class::Other,
+        }
+    }
+
+    /// The reason counted beside the class, for the classes that carry one.
+    pub fn reason(self) -> Option<Reason> {
+        match self {
+            Outcome::Other(r) => Some(Reason::Other(r)),
+            Outcome::TlsError(r) => Some(Reason::Tls(r)),
+            Outcome::ClientError(r) => Some(Reason::Client(r)),
+            _ => None,
         }
     }
 
@@ -206,6 +294,90 @@ impl Outcome {
             Outcome::Http504 => Some(504),
             _ => None,
         }
+    }
+}
+
+/// A reason of any class that has one; counted per level in a fixed array
+/// ([`Reason::index`]) and named `class.reason` in `summary.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    Other(OtherReason),
+    Tls(TlsReason),
+    Client(ClientReason),
+}
+
+impl Reason {
+    /// Number of reasons; the length of every per-reason counter array.
+    pub const COUNT: usize = 20;
+
+    /// Every reason, in index order.
+    pub const ALL: [Reason; Reason::COUNT] = [
+        Reason::Other(OtherReason::MalformedStatusLine),
+        Reason::Other(OtherReason::MalformedHead),
+        Reason::Other(OtherReason::HeadTooLarge),
+        Reason::Other(OtherReason::TooManyHeaders),
+        Reason::Other(OtherReason::BadChunk),
+        Reason::Other(OtherReason::Unexpected1xx),
+        Reason::Other(OtherReason::Unexpected3xx),
+        Reason::Other(OtherReason::NotHttp),
+        Reason::Other(OtherReason::UnexpectedBody),
+        Reason::Other(OtherReason::Unknown),
+        Reason::Tls(TlsReason::UnknownIssuer),
+        Reason::Tls(TlsReason::NameMismatch),
+        Reason::Tls(TlsReason::Expired),
+        Reason::Tls(TlsReason::BadCertificate),
+        Reason::Tls(TlsReason::Handshake),
+        Reason::Tls(TlsReason::Other),
+        Reason::Client(ClientReason::TooManyOpenFiles),
+        Reason::Client(ClientReason::NoEphemeralPorts),
+        Reason::Client(ClientReason::NoBuffers),
+        Reason::Client(ClientReason::Other),
+    ];
+
+    /// Index into per-reason counter arrays.
+    pub fn index(self) -> usize {
+        match self {
+            Reason::Other(r) => r as usize,
+            Reason::Tls(r) => 10 + r as usize,
+            Reason::Client(r) => 16 + r as usize,
+        }
+    }
+
+    /// The stable key, `class.reason` (e.g. `other.head_too_large`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Other(r) => match r {
+                OtherReason::MalformedStatusLine => "other.malformed_status_line",
+                OtherReason::MalformedHead => "other.malformed_head",
+                OtherReason::HeadTooLarge => "other.head_too_large",
+                OtherReason::TooManyHeaders => "other.too_many_headers",
+                OtherReason::BadChunk => "other.bad_chunk",
+                OtherReason::Unexpected1xx => "other.unexpected_1xx",
+                OtherReason::Unexpected3xx => "other.unexpected_3xx",
+                OtherReason::NotHttp => "other.not_http",
+                OtherReason::UnexpectedBody => "other.unexpected_body",
+                OtherReason::Unknown => "other.unknown",
+            },
+            Reason::Tls(r) => match r {
+                TlsReason::UnknownIssuer => "tls_error.unknown_issuer",
+                TlsReason::NameMismatch => "tls_error.name_mismatch",
+                TlsReason::Expired => "tls_error.expired",
+                TlsReason::BadCertificate => "tls_error.bad_certificate",
+                TlsReason::Handshake => "tls_error.handshake",
+                TlsReason::Other => "tls_error.other",
+            },
+            Reason::Client(r) => match r {
+                ClientReason::TooManyOpenFiles => "client_error.too_many_open_files",
+                ClientReason::NoEphemeralPorts => "client_error.no_ephemeral_ports",
+                ClientReason::NoBuffers => "client_error.no_buffers",
+                ClientReason::Other => "client_error.other",
+            },
+        }
+    }
+
+    /// The reason with this key, if any.
+    pub fn from_name(name: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|r| r.name() == name)
     }
 }
 
@@ -231,6 +403,19 @@ mod tests {
         for (i, c) in Class::ALL.iter().enumerate() {
             assert_eq!(c.index(), i, "{c:?}");
         }
+    }
+
+    #[test]
+    fn reason_order_matches_indices_and_names_are_unique() {
+        for (i, r) in Reason::ALL.iter().enumerate() {
+            assert_eq!(r.index(), i, "{r:?}");
+            assert_eq!(Reason::from_name(r.name()), Some(*r));
+        }
+        let mut names: Vec<_> = Reason::ALL.iter().map(|r| r.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Reason::COUNT);
+        assert!(std::mem::size_of::<Outcome>() <= 4);
     }
 
     #[test]

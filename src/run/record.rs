@@ -107,6 +107,16 @@ impl RunRecord {
         self.report.target_url = u.to_string();
     }
 
+    /// Record the hub's addresses in use and its TLS handshakes (WebSub runs).
+    /// With one address nothing is counted per address: it carried every attempt.
+    pub fn set_hub_host(&mut self, mut host: crate::report::HubHost) -> anyhow::Result<()> {
+        if let ([only], Some(total)) = (host.addresses.as_mut_slice(), &self.report.total) {
+            only.attempts = total.samples;
+        }
+        self.report.hub = Some(host);
+        self.write()
+    }
+
     /// Record the registration phase.
     pub fn set_registration(&mut self, p: &PhaseResult) -> anyhow::Result<()> {
         self.report.registration = Some(PhaseReport::from(p));

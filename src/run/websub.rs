@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::embedded::EmbeddedHub;
 use super::levels::pool_size;
 use super::path::TargetPath;
+use super::record::RunRecord;
 use crate::config::{RunConfig, TargetKind};
 use crate::engine::LevelSpec;
 use crate::targets::websub::{HubEndpoint, WebSubClient, WebSubTarget};
@@ -27,6 +28,7 @@ fn client(cfg: &RunConfig, max_conns: usize) -> WebSubClient {
     WebSubClient {
         timeout: cfg.client.timeout,
         connect_timeout: cfg.client.connect_timeout,
+        tls_timeout: cfg.tls.tls_timeout,
         pool_timeout: cfg.client.pool_timeout,
         max_conns,
         token: cfg.target.hub_token.clone(),
@@ -46,15 +48,22 @@ impl<'a> WebSubPath<'a> {
             (None, Some(h)) => h.url.clone(),
             (None, None) => unreachable!("embedded hub started above"),
         };
-        let endpoint = HubEndpoint::resolve(&url).await?;
+        let endpoint = HubEndpoint::resolve(&url, cfg.tls.for_url(&url)?).await?;
+        announce_endpoint(cfg, &url, &endpoint);
         // Registration gets its own pool and at least 5 s per request: it is set-up, not load.
         let phase_client = WebSubClient {
             timeout: cfg.client.timeout.max(Duration::from_secs(5)),
             connect_timeout: cfg.client.connect_timeout.max(Duration::from_secs(5)),
+            tls_timeout: cfg.tls.tls_timeout.max(Duration::from_secs(5)),
             pool_timeout: Duration::from_secs(60),
             ..client(cfg, cfg.register_concurrency as usize)
         };
-        let phase = WebSubTarget::new(endpoint.clone(), workload.topics(), &phase_client);
+        // The set-up phase counts on its own, so per-address attempts are the load's alone.
+        let phase = WebSubTarget::new(
+            endpoint.with_own_counters(),
+            workload.topics(),
+            &phase_client,
+        );
         Ok(WebSubPath {
             cfg,
             workload,
@@ -87,6 +96,10 @@ impl TargetPath for WebSubPath<'_> {
         self.phase.prepare(mine).await
     }
 
+    fn add_section(&self, rec: &mut RunRecord) -> anyhow::Result<()> {
+        rec.set_hub_host(hub_host(self.cfg, &self.endpoint))
+    }
+
     fn target(&self, spec: &LevelSpec) -> WebSubTarget {
         let c = client(self.cfg, pool_size(self.cfg, spec));
         WebSubTarget::new(self.endpoint.clone(), self.workload.topics(), &c)
@@ -100,4 +113,39 @@ impl TargetPath for WebSubPath<'_> {
     }
 
     async fn close(self) {}
+}
+
+/// The load's attempts per address and TLS handshakes, for the report.
+fn hub_host(cfg: &RunConfig, endpoint: &HubEndpoint) -> crate::report::HubHost {
+    let addresses = endpoint
+        .addrs
+        .iter()
+        .zip(endpoint.counters.attempts())
+        .map(|(a, attempts)| crate::report::AddressAttempts {
+            address: a.to_string(),
+            attempts,
+        })
+        .collect();
+    let h = endpoint.counters.handshakes();
+    crate::report::HubHost {
+        addresses,
+        tls_handshakes: endpoint.tls.as_ref().map(|_| crate::report::Handshakes {
+            count: h.count,
+            sum_us: h.sum_us,
+        }),
+        tls_insecure: endpoint.tls.is_some() && cfg.tls.insecure,
+    }
+}
+
+/// Say once on stderr what an https run will not check, and which addresses carry the load.
+fn announce_endpoint(cfg: &RunConfig, url: &url::Url, endpoint: &HubEndpoint) {
+    if endpoint.tls.is_some() && cfg.tls.insecure {
+        tracing::warn!("--insecure: the hub's TLS certificate is NOT verified");
+    }
+    let addrs: Vec<String> = endpoint.addrs.iter().map(ToString::to_string).collect();
+    tracing::info!(
+        "hub {} at {}",
+        url.host_str().unwrap_or_default(),
+        addrs.join(", ")
+    );
 }

@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 use super::env::{validate_run_id, ShardSpec};
 use crate::kind::{Model, TargetKind};
 use crate::report::ServiceBusInfo;
-use crate::result::Class;
+use crate::result::{Class, Reason};
 use crate::stats::{
-    Counts, Histogram, LevelStats, TimelineBucket, TopicStats, HIST_LOWEST_US, HIST_SIGFIG,
-    TOPIC_BUCKETS,
+    Counts, Histogram, LevelStats, Reasons, TimelineBucket, TopicStats, HIST_LOWEST_US,
+    HIST_SIGFIG, TOPIC_BUCKETS,
 };
 use crate::targets::PhaseResult;
 
@@ -79,6 +79,14 @@ pub enum ArtifactError {
         label: String,
         /// The bucket index found.
         index: usize,
+    },
+    /// A reason name in `reasons` that this build does not know.
+    #[error("level {label:?}: unknown outcome reason {name:?}")]
+    UnknownReason {
+        /// The level label.
+        label: String,
+        /// The name found.
+        name: String,
     },
     /// A class name in `counts` that this build does not know.
     #[error("{context}: unknown outcome class {name:?}")]
@@ -199,6 +207,10 @@ pub struct LevelArtifact {
     pub load: Load,
     /// Attempts per class name (every class, zeros included).
     pub counts: BTreeMap<String, u64>,
+    /// Attempts per `class.reason` (only reasons seen; missing means zero, so artifacts
+    /// from builds without reasons still load).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasons: BTreeMap<String, u64>,
     /// Attempts per non-2xx HTTP status.
     pub status_codes: BTreeMap<u16, u64>,
     /// Events.
@@ -321,6 +333,8 @@ impl PhaseArtifact {
         Ok(PhaseResult {
             topics: self.topics,
             counts: counts_from_map(&self.counts, "registration")?,
+            // Shard artifacts carry the phases' class counts only.
+            reasons: Reasons::default(),
             already_registered: self.already_registered,
             duration_s: self.duration_s,
             first_error: self.first_error.clone(),
@@ -406,6 +420,7 @@ pub fn encode_level(
         label: label.to_string(),
         load,
         counts: s.counts.to_map(),
+        reasons: s.reasons.to_map(),
         status_codes: s.status_codes.clone(),
         events: s.events,
         events_failed: s.events_failed,
@@ -440,6 +455,7 @@ pub fn decode_level(a: &LevelArtifact) -> Result<LevelStats, ArtifactError> {
         accepted_latency: hist("accepted_latency", &a.histograms.accepted_latency)?,
         event_latency: hist("event_latency", &a.histograms.event_latency)?,
         counts: counts_from_map(&a.counts, &format!("level {:?}", a.label))?,
+        reasons: reasons_from_map(&a.reasons, &a.label)?,
         status_codes: a.status_codes.clone(),
         events: a.events,
         events_failed: a.events_failed,
@@ -517,6 +533,18 @@ fn counts_from_map(m: &BTreeMap<String, u64>, context: &str) -> Result<Counts, A
         c.0[class.index()] = *v;
     }
     Ok(c)
+}
+
+fn reasons_from_map(m: &BTreeMap<String, u64>, label: &str) -> Result<Reasons, ArtifactError> {
+    let mut r = Reasons::default();
+    for (name, v) in m {
+        let reason = Reason::from_name(name).ok_or_else(|| ArtifactError::UnknownReason {
+            label: label.to_string(),
+            name: name.clone(),
+        })?;
+        r.add(reason, *v);
+    }
+    Ok(r)
 }
 
 #[cfg(test)]

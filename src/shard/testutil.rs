@@ -6,7 +6,7 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::result::{Attempt, ConnErrorKind, Outcome, TimeoutKind};
+use crate::result::{Attempt, ConnErrorKind, OtherReason, Outcome, TimeoutKind, TlsReason};
 use crate::stats::{AttemptTimes, Clock, Histogram, LevelStats};
 
 /// One synthetic event: its topic and its attempts as (offset from level start µs, latency µs, outcome).
@@ -31,7 +31,8 @@ pub fn random_events(seed: u64, n: usize) -> Vec<SimEvent> {
         Outcome::Timeout(TimeoutKind::PoolWait),
         Outcome::Timeout(TimeoutKind::Response),
         Outcome::ConnError(ConnErrorKind::Reset),
-        Outcome::Other,
+        Outcome::Other(OtherReason::BadChunk),
+        Outcome::TlsError(TlsReason::UnknownIssuer),
     ];
     (0..n)
         .map(|_| {
@@ -127,6 +128,7 @@ pub fn assert_level_eq(a: &LevelStats, b: &LevelStats) {
         "event_latency"
     );
     assert_eq!(a.counts, b.counts, "counts");
+    assert_eq!(a.reasons, b.reasons, "reasons");
     assert_eq!(a.status_codes, b.status_codes, "status_codes");
     assert_eq!(a.events, b.events, "events");
     assert_eq!(a.events_failed, b.events_failed, "events_failed");

@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::{new_histogram, record, Clock, Histogram, TopicStats};
-use crate::result::{Attempt, Class};
+use crate::result::{Attempt, Class, Reason};
 
 /// Counts per [`Class`], indexed by [`Class::index`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +57,44 @@ impl AddAssign<&Counts> for Counts {
     }
 }
 
+/// Counts per [`Reason`] (of `other`, `tls_error`, `client_error`), indexed by
+/// [`Reason::index`]. Touched only by attempts that carry a reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reasons(pub [u64; Reason::COUNT]);
+
+impl Default for Reasons {
+    fn default() -> Self {
+        Reasons([0; Reason::COUNT])
+    }
+}
+
+impl Reasons {
+    /// The count of one reason.
+    pub fn get(&self, r: Reason) -> u64 {
+        self.0[r.index()]
+    }
+    /// Add `n` to a reason.
+    pub fn add(&mut self, r: Reason, n: u64) {
+        self.0[r.index()] += n;
+    }
+    /// The reasons seen, `class.reason → count` (zeros left out).
+    pub fn to_map(&self) -> BTreeMap<String, u64> {
+        Reason::ALL
+            .iter()
+            .filter(|r| self.get(**r) > 0)
+            .map(|r| (r.name().to_string(), self.get(*r)))
+            .collect()
+    }
+}
+
+impl AddAssign<&Reasons> for Reasons {
+    fn add_assign(&mut self, rhs: &Reasons) {
+        for (a, b) in self.0.iter_mut().zip(rhs.0.iter()) {
+            *a += b;
+        }
+    }
+}
+
 /// One second of a level: enough for a latency-over-time chart, and mergeable.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
@@ -87,6 +125,8 @@ pub struct LevelStats {
     pub event_latency: Histogram,
     /// Attempts per outcome class.
     pub counts: Counts,
+    /// Attempts per reason, for the classes that carry one.
+    pub reasons: Reasons,
     /// Attempts per HTTP status code for every non-2xx status seen.
     pub status_codes: BTreeMap<u16, u64>,
     /// Events (an event is one or more attempts).
@@ -129,6 +169,7 @@ impl Default for LevelStats {
             accepted_latency: new_histogram(),
             event_latency: new_histogram(),
             counts: Counts::default(),
+            reasons: Reasons::default(),
             status_codes: BTreeMap::new(),
             events: 0,
             events_failed: 0,
@@ -178,6 +219,9 @@ impl LevelStats {
         let us = t.end.saturating_duration_since(t.start).as_micros() as u64;
         let class = a.outcome.class();
         self.counts.bump(class);
+        if let Some(reason) = a.outcome.reason() {
+            self.reasons.add(reason, 1);
+        }
         // `auto(true)` makes record infallible for any u64; saturate just in case.
         record(&mut self.latency, us);
         if let Some(intended) = t.intended {
@@ -281,6 +325,7 @@ impl AddAssign<&LevelStats> for LevelStats {
             .add(&rhs.event_latency)
             .expect("same histogram layout");
         self.counts += &rhs.counts;
+        self.reasons += &rhs.reasons;
         for (k, v) in &rhs.status_codes {
             *self.status_codes.entry(*k).or_insert(0) += v;
         }

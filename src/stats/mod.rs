@@ -7,5 +7,5 @@ mod topic;
 
 pub use clock::Clock;
 pub use histogram::{new_histogram, record, Histogram, HIST_LOWEST_US, HIST_SIGFIG};
-pub use level::{AttemptTimes, Counts, LevelStats, TimelineBucket};
+pub use level::{AttemptTimes, Counts, LevelStats, Reasons, TimelineBucket};
 pub use topic::{bucket_high, bucket_of, TopicStats, TOPIC_BUCKETS};

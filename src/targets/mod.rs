@@ -10,7 +10,7 @@ pub mod websub;
 use std::future::Future;
 
 use crate::result::{Attempt, Class};
-use crate::stats::Counts;
+use crate::stats::{Counts, Reasons};
 use crate::workload::{Event, Topic};
 
 /// Outcome of a phase that touches every topic once (registration, deregistration).
@@ -20,6 +20,8 @@ pub struct PhaseResult {
     pub topics: u64,
     /// Outcome class per attempt (a 409 on register is counted in `already_registered`, not here).
     pub counts: Counts,
+    /// Attempts per reason, for the classes that carry one.
+    pub reasons: Reasons,
     /// Register answered 409: the topic already existed, which is fine.
     pub already_registered: u64,
     /// Wall-clock duration of the phase, seconds.

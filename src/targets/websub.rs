@@ -8,11 +8,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
-use super::http::{HttpPool, PoolConfig};
+use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
 use super::{PhaseResult, Target};
 use crate::result::{Attempt, Class, Outcome};
 use crate::secret::Secret;
@@ -21,8 +22,13 @@ use crate::workload::{Event, Topic};
 /// Where the hub is and how to reach it.
 #[derive(Debug, Clone)]
 pub struct HubEndpoint {
-    /// Resolved socket address.
-    pub addr: SocketAddr,
+    /// Resolved socket addresses that accepted a connection at start (at least one).
+    pub addrs: Vec<SocketAddr>,
+    /// The TLS settings for an `https://` hub.
+    pub tls: Option<Tls>,
+    /// Attempts per address and TLS handshakes of every target made from this endpoint
+    /// (clones share them; [`with_own_counters`](Self::with_own_counters) does not).
+    pub counters: Arc<HostCounters>,
     /// `Host` header value.
     pub host: String,
     /// Path (and existing query) of the hub URL, e.g. `/hub`.
@@ -32,25 +38,41 @@ pub struct HubEndpoint {
 }
 
 impl HubEndpoint {
-    /// Resolve a hub URL. Errors are one line naming the URL's host.
-    pub async fn resolve(url: &url::Url) -> anyhow::Result<Self> {
-        // `config` admits only http:// until TLS pools are wired here (`HTTPS_PUBLISH`).
+    /// Resolve a hub URL (`tls` is given for an `https://` URL). Every address the host
+    /// resolves to is probed once; those that refuse are left out, as Go's dialer falls back
+    /// to the next address (so `localhost` works when the hub listens on one of `::1` and
+    /// `127.0.0.1`). When none accepts, all are kept: the load then counts the refusals.
+    /// Errors are one line naming the URL's host.
+    pub async fn resolve(url: &url::Url, tls: Option<Tls>) -> anyhow::Result<Self> {
         let host = url.host_str().unwrap_or_default().to_string();
         let port = url.port_or_known_default().unwrap_or(80);
-        let addr =
-            tokio::net::lookup_host((host.trim_start_matches('[').trim_end_matches(']'), port))
-                .await
-                .ok()
-                .and_then(|mut a| a.next())
-                .ok_or_else(|| {
-                    anyhow::anyhow!("invalid --hub-url: cannot resolve host `{host}`")
-                })?;
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let mut resolved: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
+            .await
+            .map(Iterator::collect)
+            .unwrap_or_default();
+        resolved.dedup();
+        if resolved.is_empty() {
+            anyhow::bail!("invalid --hub-url: cannot resolve host `{host}`");
+        }
+        let addrs = accepting(resolved, Duration::from_secs(2)).await;
+        Self::at(url, addrs, tls)
+    }
+
+    /// The endpoint of `url` at these addresses, without resolving or probing.
+    pub fn at(url: &url::Url, addrs: Vec<SocketAddr>, tls: Option<Tls>) -> anyhow::Result<Self> {
+        let host = url.host_str().unwrap_or_default().to_string();
+        if url.scheme() == "https" && tls.is_none() {
+            anyhow::bail!("invalid --hub-url `{host}`: https needs TLS settings");
+        }
         let host_header = match url.port() {
             Some(p) => format!("{host}:{p}"),
             None => host.clone(),
         };
         Ok(HubEndpoint {
-            addr,
+            counters: HostCounters::new(addrs.len()),
+            addrs,
+            tls: if url.scheme() == "https" { tls } else { None },
             host: host_header,
             path: url.path().to_string()
                 + url
@@ -60,6 +82,42 @@ impl HubEndpoint {
                     .unwrap_or(""),
             has_query: url.query().is_some(),
         })
+    }
+}
+
+impl HubEndpoint {
+    /// The same endpoint counting into counters of its own (registration, say, apart from
+    /// the load).
+    pub fn with_own_counters(&self) -> Self {
+        HubEndpoint {
+            counters: HostCounters::new(self.addrs.len()),
+            ..self.clone()
+        }
+    }
+}
+
+/// The addresses of `all` that accept a TCP connection within `limit`; all of them when
+/// none does (so the run reports the refusals rather than failing to start).
+pub(crate) async fn accepting(all: Vec<SocketAddr>, limit: Duration) -> Vec<SocketAddr> {
+    if all.len() == 1 {
+        return all;
+    }
+    let probes = all.iter().map(|a| async move {
+        matches!(
+            tokio::time::timeout(limit, tokio::net::TcpStream::connect(a)).await,
+            Ok(Ok(_))
+        )
+    });
+    let ok = join_all(probes).await;
+    let up: Vec<SocketAddr> = all
+        .iter()
+        .zip(ok)
+        .filter_map(|(a, ok)| ok.then_some(*a))
+        .collect();
+    if up.is_empty() {
+        all
+    } else {
+        up
     }
 }
 
@@ -75,6 +133,8 @@ pub struct WebSubClient {
     pub timeout: Duration,
     /// Connect bound.
     pub connect_timeout: Duration,
+    /// TLS handshake bound (https only).
+    pub tls_timeout: Duration,
     /// Pool-wait bound.
     pub pool_timeout: Duration,
     /// Connections to the hub at most.
@@ -100,14 +160,19 @@ pub struct WebSubTarget {
 impl WebSubTarget {
     /// A target for `topics` at `hub`.
     pub fn new(hub: HubEndpoint, topics: &[Topic], client: &WebSubClient) -> Self {
-        let pool = HttpPool::new(
-            hub.addr,
+        let mut pool = HttpPool::with_addrs(
+            hub.addrs.clone(),
             PoolConfig {
                 max_conns: client.max_conns,
                 connect_timeout: client.connect_timeout,
+                tls_timeout: client.tls_timeout,
                 pool_timeout: client.pool_timeout,
             },
-        );
+        )
+        .with_counters(hub.counters.clone());
+        if let Some(tls) = &hub.tls {
+            pool = pool.with_tls(tls.clone());
+        }
         let mut t = WebSubTarget {
             pool,
             timeout: client.timeout,
@@ -145,21 +210,24 @@ impl WebSubTarget {
         h.into_bytes()
     }
 
+    /// The pool publishes go through (per-address counts, handshakes).
+    pub fn pool(&self) -> &HttpPool {
+        &self.pool
+    }
+
     async fn exchange(&self, request: &[u8]) -> Attempt {
         let deadline = Instant::now() + self.timeout;
-        match self.pool.send(request, deadline).await {
-            Ok(resp) => Attempt {
-                outcome: resp.outcome(),
-                status: resp.status,
-                bytes_sent: request.len() as u64,
-                bytes_received: resp.bytes_received,
+        let mut resp = Response::default();
+        let result = self.pool.send_into(request, deadline, &mut resp).await;
+        Attempt {
+            outcome: match result {
+                Ok(()) => resp.outcome(),
+                Err(e) => e.outcome(),
             },
-            Err(e) => Attempt {
-                outcome: e.outcome(),
-                status: 0,
-                bytes_sent: request.len() as u64,
-                bytes_received: 0,
-            },
+            status: if result.is_ok() { resp.status } else { 0 },
+            bytes_sent: request.len() as u64,
+            // Every byte read, whatever the outcome.
+            bytes_received: resp.bytes_received,
         }
     }
 
@@ -190,6 +258,9 @@ impl WebSubTarget {
                 continue;
             }
             p.counts.bump(a.outcome.class());
+            if let Some(r) = a.outcome.reason() {
+                p.reasons.add(r, 1);
+            }
             if a.outcome.class() != Class::Accepted && p.first_error.is_none() {
                 p.first_error = Some(format!("{mode} `{topic}`: {}", describe(&a)));
             }
@@ -205,10 +276,21 @@ pub fn describe(a: &Attempt) -> String {
         Outcome::ConnError(k) => format!("connection {}", format!("{k:?}").to_lowercase()),
         Outcome::Timeout(k) => format!("{} timeout", format!("{k:?}").to_lowercase()),
         Outcome::Denied => format!("denied (HTTP {})", a.status),
-        o => match o.status() {
-            Some(s) => format!("HTTP {s}"),
-            None if a.status != 0 => format!("unexpected reply (HTTP {})", a.status),
-            None => format!("{:?}", o.class()).to_lowercase(),
+        Outcome::TlsError(crate::result::TlsReason::UnknownIssuer) => {
+            "TLS handshake failed: tls_error.unknown_issuer (a private CA? give it with --ca-cert)"
+                .into()
+        }
+        Outcome::TlsError(_) => format!(
+            "TLS handshake failed: {}",
+            a.outcome.reason().map_or("", |r| r.name())
+        ),
+        o => match (o.status(), o.reason()) {
+            (Some(s), _) => format!("HTTP {s}"),
+            (None, Some(r)) if a.status != 0 => {
+                format!("unexpected reply (HTTP {}, {})", a.status, r.name())
+            }
+            (None, Some(r)) => r.name().to_string(),
+            (None, None) => o.class().name().to_string(),
         },
     }
 }

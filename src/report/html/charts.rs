@@ -47,6 +47,9 @@ pub const GROUPS: &[ClassGroup] = &[
     group("Unauthorized", "#7f3c8d", &[Class::Unauthorized], false),
     group("Not found", "#c49c94", &[Class::NotFound], false),
     group("Too large", "#9edae5", &[Class::TooLarge], false),
+    group("TLS errors", "#e377c2", &[Class::TlsError], false),
+    group("Client errors", "#ff7f0e", &[Class::ClientError], false),
+    group("Cancelled", "#c7c7c7", &[Class::Cancelled], false),
     group("Other", "#9a9a9a", &[Class::Other], false),
 ];
 

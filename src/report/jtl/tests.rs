@@ -1,6 +1,7 @@
 //! Tests of the JTL writer: exact header, exact rows per outcome, quoting, and the shared writer.
 
 use super::*;
+use crate::result::{ClientReason, TlsReason};
 
 fn row(outcome: Outcome, status: u16) -> JtlRow<'static> {
     JtlRow {
@@ -133,7 +134,7 @@ fn rows_per_outcome() {
         (Outcome::Http4xx(413), 413, "413,Payload Too Large,c200 1-7,text,false,"),
         (Outcome::Http5xx(500), 500, "500,Internal Server Error,c200 1-7,text,false,"),
         (
-            Outcome::Other,
+            Outcome::Other(OtherReason::UnexpectedBody),
             200,
             "200,OK,c200 1-7,text,false,unexpected response (no hub.mode=accepted)",
         ),
@@ -193,9 +194,29 @@ fn rows_per_outcome() {
             "Non HTTP response code: amqp:rejected,Non HTTP response message: The message was rejected,c200 1-7,text,false,",
         ),
         (
-            Outcome::Other,
+            Outcome::Other(OtherReason::Unknown),
             0,
-            "Non HTTP response code: java.io.IOException,Non HTTP response message: Unexpected error,c200 1-7,text,false,",
+            "Non HTTP response code: java.io.IOException,Non HTTP response message: Unexpected error,c200 1-7,text,false,other.unknown",
+        ),
+        (
+            Outcome::Other(OtherReason::HeadTooLarge),
+            0,
+            "Non HTTP response code: org.apache.http.MessageConstraintException,Non HTTP response message: Maximum line length limit exceeded,c200 1-7,text,false,other.head_too_large",
+        ),
+        (
+            Outcome::TlsError(TlsReason::UnknownIssuer),
+            0,
+            "Non HTTP response code: javax.net.ssl.SSLHandshakeException,Non HTTP response message: unable to find valid certification path to requested target,c200 1-7,text,false,tls_error.unknown_issuer",
+        ),
+        (
+            Outcome::ClientError(ClientReason::TooManyOpenFiles),
+            0,
+            "Non HTTP response code: java.net.SocketException,Non HTTP response message: Too many open files,c200 1-7,text,false,client_error.too_many_open_files",
+        ),
+        (
+            Outcome::Cancelled,
+            0,
+            "Non HTTP response code: java.io.InterruptedIOException,Non HTTP response message: Request cancelled,c200 1-7,text,false,",
         ),
     ];
     let rows: Vec<JtlRow> = cases.iter().map(|(o, s, _)| row(*o, *s)).collect();

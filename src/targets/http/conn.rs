@@ -6,9 +6,10 @@ use std::io;
 use super::parse::{append_capped, parse_head, Chunked, Framing};
 use super::stream::Stream;
 use super::{Response, TransportError, BODY_CAP};
+use crate::result::{ClientReason, ConnErrorKind, OtherReason};
 
 /// Longest response head accepted, bytes.
-const MAX_HEAD: usize = 64 * 1024;
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// Initial read buffer size, and the least free space offered to each read, bytes.
 const READ_CHUNK: usize = 8 * 1024;
 
@@ -32,26 +33,43 @@ pub(crate) struct Conn {
     pos: usize,
     /// Whether this connection has already carried a complete exchange.
     pub reused: bool,
+    /// Which of the pool's addresses this connection goes to.
+    pub addr: usize,
 }
 
 impl Conn {
-    pub(crate) fn new(stream: Stream) -> Self {
+    pub(crate) fn new(stream: Stream, addr: usize) -> Self {
         Self {
             stream,
             buf: Vec::with_capacity(READ_CHUNK),
             pos: 0,
             reused: false,
+            addr,
         }
     }
 
-    /// Send `request` and read one response into `resp`. `Ok(true)` means the connection is
-    /// clean and may be reused.
+    /// Tests: bytes the scripted peer has not handed over yet.
+    #[cfg(test)]
+    pub(crate) fn scripted_bytes_left(&self) -> usize {
+        match &self.stream {
+            Stream::Script(pieces) => pieces.iter().map(Vec::len).sum(),
+            _ => 0,
+        }
+    }
+
     /// True when the idle connection cannot carry a request: the peer closed or reset it, or
     /// sent bytes nobody asked for (a `408` before closing, a TLS close_notify).
     pub(crate) fn is_stale(&self) -> bool {
         self.stream.is_stale()
     }
 
+    /// Send `request` and read one response into `resp`. `Ok(true)` means the connection is
+    /// clean and may be reused. `resp.bytes_received` counts every byte read, as it is read,
+    /// so it is right on failure too (and when the caller's deadline drops this future).
+    ///
+    /// Every limit is applied to the bytes, never to how they arrived: the head parser sees
+    /// at most the first [`MAX_HEAD`] bytes of a head, so a head is too large exactly when
+    /// those bytes hold no complete head, however the reads split them.
     pub(crate) async fn exchange(
         &mut self,
         request: &[u8],
@@ -73,22 +91,19 @@ impl Conn {
 
         // The head; informational 1xx heads (100 Continue, 103 Early Hints) are skipped.
         let head = loop {
-            match parse_head(&self.buf[self.pos..], head_request, &mut resp.content_type) {
-                Err(msg) => return Err(protocol(msg)),
+            let window = (self.buf.len() - self.pos).min(MAX_HEAD);
+            let bytes = &self.buf[self.pos..self.pos + window];
+            match parse_head(bytes, head_request, &mut resp.content_type) {
+                Err(reason) => return Err(protocol(reason)),
                 Ok(Some(h)) => {
                     self.pos += h.len;
-                    resp.bytes_received += h.len as u64;
                     if (100..200).contains(&h.status) && h.status != 101 {
                         continue;
                     }
                     break h;
                 }
-                Ok(None) => {
-                    if self.buf.len() - self.pos > MAX_HEAD {
-                        return Err(protocol("response head too large"));
-                    }
-                    self.fill().await?;
-                }
+                Ok(None) if window == MAX_HEAD => return Err(protocol(OtherReason::HeadTooLarge)),
+                Ok(None) => self.fill(&mut resp.bytes_received).await?,
             }
         };
         resp.status = head.status;
@@ -101,12 +116,11 @@ impl Conn {
                 let n = avail.len().min(usize::try_from(left).unwrap_or(usize::MAX));
                 append_capped(&mut resp.body, &avail[..n], BODY_CAP);
                 self.pos += n;
-                resp.bytes_received += n as u64;
                 left -= n as u64;
                 if left == 0 {
                     break;
                 }
-                self.fill().await?;
+                self.fill(&mut resp.bytes_received).await?;
             },
             Framing::Chunked => {
                 let mut dec = Chunked::default();
@@ -115,19 +129,17 @@ impl Conn {
                         .decode(&self.buf[self.pos..], &mut resp.body, BODY_CAP)
                         .map_err(protocol)?;
                     self.pos += n;
-                    resp.bytes_received += n as u64;
                     if dec.is_done() {
                         break;
                     }
-                    self.fill().await?;
+                    self.fill(&mut resp.bytes_received).await?;
                 }
             }
             Framing::UntilClose => loop {
                 let avail = &self.buf[self.pos..];
                 append_capped(&mut resp.body, avail, BODY_CAP);
-                resp.bytes_received += avail.len() as u64;
                 self.pos = self.buf.len();
-                match self.read_more().await {
+                match self.read_more(&mut resp.bytes_received).await {
                     Ok(0) => break,
                     Ok(_) => {}
                     Err(e) => return Err(read_failure(&e)),
@@ -142,10 +154,10 @@ impl Conn {
     }
 
     /// Read more bytes for a response that is not complete; EOF is an error here.
-    async fn fill(&mut self) -> Result<(), Failure> {
-        match self.read_more().await {
+    async fn fill(&mut self, received: &mut u64) -> Result<(), Failure> {
+        match self.read_more(received).await {
             Ok(0) => Err(Failure {
-                error: TransportError::Conn(crate::result::ConnErrorKind::Closed),
+                error: TransportError::Conn(ConnErrorKind::Closed),
                 unsent: false,
             }),
             Ok(_) => Ok(()),
@@ -153,8 +165,9 @@ impl Conn {
         }
     }
 
-    /// One read into the free space after the unconsumed bytes. Returns the bytes read.
-    async fn read_more(&mut self) -> io::Result<usize> {
+    /// One read into the free space after the unconsumed bytes, counted into `received`.
+    /// Returns the bytes read.
+    async fn read_more(&mut self, received: &mut u64) -> io::Result<usize> {
         if self.pos == self.buf.len() {
             self.buf.clear();
             self.pos = 0;
@@ -163,13 +176,15 @@ impl Conn {
             self.pos = 0;
         }
         self.buf.reserve(READ_CHUNK / 2);
-        self.stream.read_buf(&mut self.buf).await
+        let n = self.stream.read_buf(&mut self.buf).await?;
+        *received += n as u64;
+        Ok(n)
     }
 }
 
-fn protocol(msg: &'static str) -> Failure {
+fn protocol(reason: OtherReason) -> Failure {
     Failure {
-        error: TransportError::Protocol(msg),
+        error: TransportError::Protocol(reason),
         unsent: false,
     }
 }
@@ -181,15 +196,77 @@ fn read_failure(e: &io::Error) -> Failure {
     }
 }
 
-/// Map a socket error to its transport class.
+/// Map a socket error to its transport class. The generator's own resource limits
+/// (descriptors, ephemeral ports, kernel buffers) are [`TransportError::Client`]: they must
+/// never be read as the hub's failures.
 pub(crate) fn io_error(e: &io::Error) -> TransportError {
-    use crate::result::ConnErrorKind;
+    if let Some(reason) = e.raw_os_error().and_then(local_resource) {
+        return TransportError::Client(reason);
+    }
     match e.kind() {
         io::ErrorKind::ConnectionRefused => TransportError::Conn(ConnErrorKind::Refused),
         io::ErrorKind::ConnectionReset
         | io::ErrorKind::ConnectionAborted
         | io::ErrorKind::BrokenPipe => TransportError::Conn(ConnErrorKind::Reset),
         io::ErrorKind::UnexpectedEof => TransportError::Conn(ConnErrorKind::Closed),
+        io::ErrorKind::AddrNotAvailable | io::ErrorKind::AddrInUse => {
+            TransportError::Client(ClientReason::NoEphemeralPorts)
+        }
+        io::ErrorKind::OutOfMemory => TransportError::Client(ClientReason::NoBuffers),
         kind => TransportError::Io(kind),
+    }
+}
+
+/// The local resource an OS error code says the generator ran out of.
+fn local_resource(code: i32) -> Option<ClientReason> {
+    match code {
+        libc::EMFILE | libc::ENFILE => Some(ClientReason::TooManyOpenFiles),
+        libc::EADDRNOTAVAIL | libc::EADDRINUSE => Some(ClientReason::NoEphemeralPorts),
+        libc::ENOBUFS | libc::ENOMEM => Some(ClientReason::NoBuffers),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{Outcome, TimeoutKind};
+
+    #[test]
+    fn io_errors_map_to_classes() {
+        let os = |code| io_error(&io::Error::from_raw_os_error(code)).outcome();
+        use ClientReason::*;
+        assert_eq!(os(libc::EMFILE), Outcome::ClientError(TooManyOpenFiles));
+        assert_eq!(os(libc::ENFILE), Outcome::ClientError(TooManyOpenFiles));
+        assert_eq!(
+            os(libc::EADDRNOTAVAIL),
+            Outcome::ClientError(NoEphemeralPorts)
+        );
+        assert_eq!(os(libc::ENOBUFS), Outcome::ClientError(NoBuffers));
+        assert_eq!(os(libc::ENOMEM), Outcome::ClientError(NoBuffers));
+        assert_eq!(
+            os(libc::ECONNREFUSED),
+            Outcome::ConnError(ConnErrorKind::Refused)
+        );
+        assert_eq!(
+            os(libc::ECONNRESET),
+            Outcome::ConnError(ConnErrorKind::Reset)
+        );
+        assert_eq!(os(libc::EPIPE), Outcome::ConnError(ConnErrorKind::Reset));
+        let kind = |k| io_error(&io::Error::from(k)).outcome();
+        assert_eq!(
+            kind(io::ErrorKind::UnexpectedEof),
+            Outcome::ConnError(ConnErrorKind::Closed)
+        );
+        assert_eq!(
+            kind(io::ErrorKind::Other),
+            Outcome::Other(OtherReason::Unknown)
+        );
+        assert_ne!(
+            TransportError::Timeout(TimeoutKind::Connect)
+                .outcome()
+                .class(),
+            crate::result::Class::ClientError
+        );
     }
 }

@@ -23,15 +23,24 @@
 //!   processed it, and every attempt hubload counts must be one request the hub saw. A reset
 //!   or EOF after writing is classified, so resets injected by a proxy are counted exactly.
 //!   The engine's `--retries` are separate and visible.
-//! - `https://` hosts: [`HttpPool::new_tls`] with a [`Tls`] (rustls, ring, webpki roots or
-//!   given roots); the handshake is part of the connect.
+//! - `https://` hosts: [`HttpPool::with_tls`] with a [`Tls`] (rustls, ring, webpki roots plus
+//!   given roots, or no verification); the handshake follows the TCP connect and has its own
+//!   bound (`tls_timeout`, a [`TimeoutKind::Connect`] when it runs out); a refused handshake
+//!   is [`Outcome::TlsError`] with its reason. Handshakes are counted and timed per pool.
+//! - **several addresses:** a pool may be given every address its host resolved to; new
+//!   connections go to them in turn, and one that refuses is skipped for the next (as Go's
+//!   dialer falls back). Attempts are counted per address when there is more than one.
 //!
 //! Responses: `Content-Length`, `Transfer-Encoding: chunked` (extensions and trailers),
 //! bodies delimited by close, HTTP/1.0 (keep-alive only when asked for), `Connection:
 //! close`, no body for 1xx/204/304/HEAD, and 1xx interim responses skipped; any split of
 //! the bytes across reads. `TCP_NODELAY` on every socket.
 
+#[cfg(test)]
+mod addrs;
 mod conn;
+#[cfg(test)]
+mod determinism;
 mod parse;
 mod stream;
 #[cfg(test)]
@@ -39,14 +48,15 @@ mod tests;
 mod tls;
 
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::{timeout_at, Instant};
 
-use crate::result::{ConnErrorKind, Outcome, TimeoutKind};
+use crate::result::{ClientReason, ConnErrorKind, OtherReason, Outcome, TimeoutKind, TlsReason};
 use conn::{io_error, Conn};
 use stream::Stream;
 pub use tls::{Tls, TlsError};
@@ -66,6 +76,8 @@ pub struct PoolConfig {
     pub max_conns: usize,
     /// Longest TCP connect (`--connect-timeout`).
     pub connect_timeout: Duration,
+    /// Longest TLS handshake after the TCP connect (`--tls-timeout`); unused for http.
+    pub tls_timeout: Duration,
     /// Longest wait for a free or permitted connection (`--pool-timeout`).
     pub pool_timeout: Duration,
 }
@@ -105,9 +117,15 @@ pub enum TransportError {
     #[error("connection error ({0:?})")]
     Conn(ConnErrorKind),
     /// The server's bytes are not a valid HTTP/1.x response.
-    #[error("protocol error: {0}")]
-    Protocol(&'static str),
-    /// Any other socket error (for example no free local port).
+    #[error("protocol error ({0:?})")]
+    Protocol(OtherReason),
+    /// The TLS handshake failed.
+    #[error("TLS handshake failed ({0:?})")]
+    Tls(TlsReason),
+    /// The generator ran out of a local resource (descriptors, ports, buffers).
+    #[error("local resource exhausted ({0:?})")]
+    Client(ClientReason),
+    /// Any other socket error.
     #[error("I/O error: {0}")]
     Io(std::io::ErrorKind),
 }
@@ -118,15 +136,32 @@ impl TransportError {
         match *self {
             TransportError::Timeout(kind) => Outcome::Timeout(kind),
             TransportError::Conn(kind) => Outcome::ConnError(kind),
-            TransportError::Protocol(_) | TransportError::Io(_) => Outcome::Other,
+            TransportError::Protocol(reason) => Outcome::Other(reason),
+            TransportError::Tls(reason) => Outcome::TlsError(reason),
+            TransportError::Client(reason) => Outcome::ClientError(reason),
+            TransportError::Io(_) => Outcome::Other(OtherReason::Unknown),
         }
     }
+}
+
+/// TLS handshakes of a pool: how many succeeded and their exact total time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Handshakes {
+    /// Completed handshakes.
+    pub count: u64,
+    /// Sum of their durations, µs.
+    pub sum_us: u64,
 }
 
 /// The connection pool for one host. `Send + Sync`: share it by `&` or `Arc`.
 #[derive(Debug)]
 pub struct HttpPool {
-    addr: SocketAddr,
+    /// Every address of the host that is in use; new connections take them in turn.
+    addrs: Vec<SocketAddr>,
+    /// The address the next new connection tries first.
+    next_addr: AtomicUsize,
+    /// Attempts per address and handshakes; may be shared by several pools of one host.
+    counters: Arc<HostCounters>,
     cfg: PoolConfig,
     /// One permit per exchange in flight, so at most `max_conns` connections are in use.
     permits: Semaphore,
@@ -139,12 +174,58 @@ pub struct HttpPool {
     tls: Option<Tls>,
 }
 
+/// What the pools of one host count beside the attempts' own stats: attempts per address
+/// (only when there is more than one; otherwise every attempt went to the one) and the TLS
+/// handshakes with their exact total time. Touched per attempt only with several addresses,
+/// and per new connection otherwise.
+#[derive(Debug)]
+pub struct HostCounters {
+    attempts: Vec<AtomicU64>,
+    handshakes: AtomicU64,
+    handshake_us: AtomicU64,
+}
+
+impl HostCounters {
+    /// Counters for a host with `addrs` addresses.
+    pub fn new(addrs: usize) -> Arc<Self> {
+        Arc::new(Self {
+            attempts: (0..addrs).map(|_| AtomicU64::new(0)).collect(),
+            handshakes: AtomicU64::new(0),
+            handshake_us: AtomicU64::new(0),
+        })
+    }
+
+    /// Attempts per address, in address order (all zero with a single address).
+    pub fn attempts(&self) -> Vec<u64> {
+        self.attempts
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Completed TLS handshakes and their total time.
+    pub fn handshakes(&self) -> Handshakes {
+        Handshakes {
+            count: self.handshakes.load(Ordering::Relaxed),
+            sum_us: self.handshake_us.load(Ordering::Relaxed),
+        }
+    }
+}
+
 impl HttpPool {
     /// A pool for the `http://` host at `addr`. Nothing is connected until the first send.
     pub fn new(addr: SocketAddr, cfg: PoolConfig) -> Self {
+        Self::with_addrs(vec![addr], cfg)
+    }
+
+    /// A pool for a host reachable at every one of `addrs` (at least one).
+    pub fn with_addrs(addrs: Vec<SocketAddr>, cfg: PoolConfig) -> Self {
+        assert!(!addrs.is_empty(), "a pool needs an address");
         let max = cfg.max_conns.max(1);
         Self {
-            addr,
+            counters: HostCounters::new(addrs.len()),
+            addrs,
+            next_addr: AtomicUsize::new(0),
             permits: Semaphore::new(max),
             idle: Mutex::new(Vec::with_capacity(max)),
             cfg,
@@ -153,20 +234,48 @@ impl HttpPool {
         }
     }
 
+    /// Count into `counters` (made for as many addresses), shared with other pools.
+    pub fn with_counters(mut self, counters: Arc<HostCounters>) -> Self {
+        assert_eq!(
+            counters.attempts.len(),
+            self.addrs.len(),
+            "one counter per address"
+        );
+        self.counters = counters;
+        self
+    }
+
+    /// Speak TLS to this host (`https://`).
+    pub fn with_tls(mut self, tls: Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The addresses in use.
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// Attempts per address, in [`addrs`](Self::addrs) order. With one address, nothing is
+    /// counted here (every attempt went to it).
+    pub fn addr_attempts(&self) -> Vec<u64> {
+        self.counters.attempts()
+    }
+
+    /// Completed TLS handshakes and their total time.
+    pub fn handshakes(&self) -> Handshakes {
+        self.counters.handshakes()
+    }
+
     /// Close idle connections after `idle_timeout` instead of [`DEFAULT_IDLE_TIMEOUT`].
     pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
         self.idle_timeout = idle_timeout;
         self
     }
 
-    /// A pool for the `https://` host at `addr`. The TLS handshake is part of the connect
-    /// and bounded by `connect_timeout`; a failed handshake (bad certificate, wrong name) is
-    /// [`TransportError::Protocol`].
+    /// A pool for the `https://` host at `addr`; see [`with_tls`](Self::with_tls).
     pub fn new_tls(addr: SocketAddr, cfg: PoolConfig, tls: Tls) -> Self {
-        Self {
-            tls: Some(tls),
-            ..Self::new(addr, cfg)
-        }
+        Self::new(addr, cfg).with_tls(tls)
     }
 
     /// One request/response exchange. `request` is the complete pre-rendered request (head
@@ -195,6 +304,9 @@ impl HttpPool {
             Some(conn) => conn,
             None => self.connect(deadline).await?,
         };
+        if self.addrs.len() > 1 {
+            self.counters.attempts[conn.addr].fetch_add(1, Ordering::Relaxed);
+        }
         loop {
             match timeout_at(deadline, conn.exchange(request, resp)).await {
                 Err(_) => return Err(TransportError::Timeout(TimeoutKind::Response)),
@@ -237,31 +349,55 @@ impl HttpPool {
         }
     }
 
+    /// A new connection: TCP within `connect_timeout` (trying the next address when one
+    /// refuses), then the TLS handshake within `tls_timeout` for an https host.
     async fn connect(&self, deadline: Instant) -> Result<Conn, TransportError> {
         let limit = deadline.min(Instant::now() + self.cfg.connect_timeout);
-        match timeout_at(limit, self.open()).await {
+        let (tcp, addr) = match timeout_at(limit, self.open_tcp()).await {
+            Err(_) => return Err(TransportError::Timeout(TimeoutKind::Connect)),
+            Ok(result) => result?,
+        };
+        let Some(tls) = &self.tls else {
+            return Ok(Conn::new(Stream::Plain(tcp), addr));
+        };
+        let started = Instant::now();
+        let limit = deadline.min(started + self.cfg.tls_timeout);
+        let handshake = tls.connector.connect(tls.server_name.clone(), tcp);
+        match timeout_at(limit, handshake).await {
             Err(_) => Err(TransportError::Timeout(TimeoutKind::Connect)),
-            Ok(result) => result.map(Conn::new),
+            Ok(Ok(s)) => {
+                let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                self.counters.handshakes.fetch_add(1, Ordering::Relaxed);
+                self.counters.handshake_us.fetch_add(us, Ordering::Relaxed);
+                Ok(Conn::new(Stream::Tls(Box::new(s)), addr))
+            }
+            Ok(Err(e)) => Err(tls::handshake_error(&e)),
         }
     }
 
-    /// TCP connect with `TCP_NODELAY`, then the TLS handshake for an https host.
-    async fn open(&self) -> Result<Stream, TransportError> {
-        let tcp = TcpStream::connect(self.addr)
-            .await
-            .map_err(|e| io_error(&e))?;
-        tcp.set_nodelay(true).map_err(|e| io_error(&e))?;
-        let Some(tls) = &self.tls else {
-            return Ok(Stream::Plain(tcp));
+    /// TCP connect with `TCP_NODELAY` to the next address in turn; on a refusal, the
+    /// following ones, each once. Returns the stream and its address index.
+    async fn open_tcp(&self) -> Result<(TcpStream, usize), TransportError> {
+        let n = self.addrs.len();
+        let first = if n == 1 {
+            0
+        } else {
+            self.next_addr.fetch_add(1, Ordering::Relaxed) % n
         };
-        match tls.connector.connect(tls.server_name.clone(), tcp).await {
-            Ok(s) => Ok(Stream::Tls(Box::new(s))),
-            // rustls reports certificate and handshake failures as InvalidData.
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                Err(TransportError::Protocol("TLS handshake failed"))
+        let mut last = TransportError::Conn(ConnErrorKind::Refused);
+        for i in (0..n).map(|k| (first + k) % n) {
+            match TcpStream::connect(self.addrs[i]).await {
+                Ok(tcp) => {
+                    tcp.set_nodelay(true).map_err(|e| io_error(&e))?;
+                    return Ok((tcp, i));
+                }
+                Err(e) => match io_error(&e) {
+                    refused @ TransportError::Conn(ConnErrorKind::Refused) => last = refused,
+                    other => return Err(other),
+                },
             }
-            Err(e) => Err(io_error(&e)),
         }
+        Err(last)
     }
 
     /// The most recently used idle connection, unless it has been idle too long; then it

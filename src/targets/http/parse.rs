@@ -3,8 +3,14 @@
 //!
 //! Pure functions on byte slices; the socket loop lives in `conn.rs`.
 
+use crate::result::OtherReason;
+
 /// Most headers a response may carry; more is a protocol error.
 const MAX_HEADERS: usize = 64;
+/// Longest chunk extension (after the size, up to the end of the line), bytes.
+const MAX_CHUNK_EXT: u32 = 4 * 1024;
+/// Longest trailer section, bytes (the head limit, as for the head).
+const MAX_TRAILERS: u32 = 64 * 1024;
 
 /// How the body of a response is delimited (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,18 +42,23 @@ pub(crate) struct Head {
 ///
 /// `Ok(None)` means the head is not complete yet. For a final (non-1xx) response the
 /// `Content-Type` value is copied into `content_type`, reusing its allocation.
+///
+/// The verdict depends on the bytes only: an error is found in a prefix of the head, so any
+/// longer input gives the same error (the caller bounds the input to the head limit).
 pub(crate) fn parse_head(
     buf: &[u8],
     head_request: bool,
     content_type: &mut Option<Vec<u8>>,
-) -> Result<Option<Head>, &'static str> {
+) -> Result<Option<Head>, OtherReason> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
     let len = match resp.parse(buf) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(None),
-        Err(httparse::Error::TooManyHeaders) => return Err("too many response headers"),
-        Err(_) => return Err("malformed response head"),
+        Err(httparse::Error::TooManyHeaders) => return Err(OtherReason::TooManyHeaders),
+        Err(httparse::Error::Version) => return Err(OtherReason::NotHttp),
+        Err(httparse::Error::Status) => return Err(OtherReason::MalformedStatusLine),
+        Err(_) => return Err(OtherReason::MalformedHead),
     };
     let status = resp.code.unwrap_or(0);
     let http11 = resp.version == Some(1);
@@ -60,9 +71,9 @@ pub(crate) fn parse_head(
     for h in resp.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
-            let n = parse_length(h.value).ok_or("invalid Content-Length")?;
+            let n = parse_length(h.value).ok_or(OtherReason::MalformedHead)?;
             if length.is_some_and(|old| old != n) {
-                return Err("conflicting Content-Length headers");
+                return Err(OtherReason::MalformedHead);
             }
             length = Some(n);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
@@ -172,6 +183,8 @@ pub(crate) struct Chunked {
     /// The size being read, then the data left in the current chunk.
     size: u64,
     digits: u8,
+    /// Bytes of the current chunk extension, then of the trailer section (both bounded).
+    extra: u32,
 }
 
 impl Default for Chunked {
@@ -180,6 +193,7 @@ impl Default for Chunked {
             state: ChunkState::Size,
             size: 0,
             digits: 0,
+            extra: 0,
         }
     }
 }
@@ -198,7 +212,7 @@ impl Chunked {
         input: &[u8],
         out: &mut Vec<u8>,
         cap: usize,
-    ) -> Result<usize, &'static str> {
+    ) -> Result<usize, OtherReason> {
         let mut i = 0;
         while i < input.len() && self.state != ChunkState::Done {
             if self.state == ChunkState::Data {
@@ -213,10 +227,24 @@ impl Chunked {
             }
             let b = input[i];
             i += 1;
+            if matches!(
+                self.state,
+                ChunkState::Ext | ChunkState::TrailerStart | ChunkState::TrailerLine
+            ) {
+                self.extra += 1;
+                let limit = if self.state == ChunkState::Ext {
+                    MAX_CHUNK_EXT
+                } else {
+                    MAX_TRAILERS
+                };
+                if self.extra > limit {
+                    return Err(OtherReason::BadChunk);
+                }
+            }
             self.state = match (self.state, b) {
                 (ChunkState::Size, b) if b.is_ascii_hexdigit() => {
                     if self.size > u64::MAX >> 4 {
-                        return Err("chunk size overflow");
+                        return Err(OtherReason::BadChunk);
                     }
                     self.size = self.size << 4 | u64::from(hex_value(b));
                     self.digits = self.digits.saturating_add(1);
@@ -227,23 +255,22 @@ impl Chunked {
                 (ChunkState::Size | ChunkState::Ext | ChunkState::SizeLf, b'\n') => {
                     self.end_of_size_line()?
                 }
-                (ChunkState::Size, _) => return Err("invalid chunk size"),
+                (ChunkState::Size, _) => return Err(OtherReason::BadChunk),
                 (ChunkState::Ext, _) => ChunkState::Ext,
-                (ChunkState::SizeLf, _) => return Err("invalid chunk size line"),
+                (ChunkState::SizeLf, _) => return Err(OtherReason::BadChunk),
                 (ChunkState::DataCr, b'\r') => ChunkState::DataLf,
                 (ChunkState::DataCr | ChunkState::DataLf, b'\n') => {
                     self.size = 0;
                     self.digits = 0;
+                    self.extra = 0;
                     ChunkState::Size
                 }
-                (ChunkState::DataCr | ChunkState::DataLf, _) => {
-                    return Err("missing CRLF after chunk data")
-                }
+                (ChunkState::DataCr | ChunkState::DataLf, _) => return Err(OtherReason::BadChunk),
                 (ChunkState::TrailerStart, b'\r') => ChunkState::EndLf,
                 (ChunkState::TrailerStart | ChunkState::EndLf, b'\n') => ChunkState::Done,
                 (ChunkState::TrailerLine, b'\n') => ChunkState::TrailerStart,
                 (ChunkState::TrailerStart | ChunkState::TrailerLine, _) => ChunkState::TrailerLine,
-                (ChunkState::EndLf, _) => return Err("invalid chunked trailer"),
+                (ChunkState::EndLf, _) => return Err(OtherReason::BadChunk),
                 // Data is copied in bulk above and the loop stops at Done.
                 (ChunkState::Data | ChunkState::Done, _) => self.state,
             };
@@ -251,10 +278,11 @@ impl Chunked {
         Ok(i)
     }
 
-    fn end_of_size_line(&mut self) -> Result<ChunkState, &'static str> {
+    fn end_of_size_line(&mut self) -> Result<ChunkState, OtherReason> {
         if self.digits == 0 {
-            return Err("missing chunk size");
+            return Err(OtherReason::BadChunk);
         }
+        self.extra = 0;
         Ok(if self.size == 0 {
             ChunkState::TrailerStart
         } else {
@@ -281,7 +309,7 @@ pub(crate) fn append_capped(out: &mut Vec<u8>, data: &[u8], cap: usize) {
 mod tests {
     use super::*;
 
-    fn head(bytes: &[u8], head_request: bool) -> Result<Option<Head>, &'static str> {
+    fn head(bytes: &[u8], head_request: bool) -> Result<Option<Head>, OtherReason> {
         parse_head(bytes, head_request, &mut None)
     }
 
@@ -388,7 +416,15 @@ mod tests {
             b"\r\n",
         ]
         .concat();
-        assert_eq!(head(&many, false), Err("too many response headers"));
+        assert_eq!(head(&many, false), Err(OtherReason::TooManyHeaders));
+        assert_eq!(
+            head(b"SSH-2.0-OpenSSH\r\n\r\n", false),
+            Err(OtherReason::NotHttp)
+        );
+        assert_eq!(
+            head(b"HTTP/1.1 2x0 OK\r\n\r\n", false),
+            Err(OtherReason::MalformedStatusLine)
+        );
     }
 
     #[test]
@@ -469,6 +505,8 @@ mod tests {
             b"3\rX",
             b"0\r\n\rX",
             b"11111111111111111\r\n",
+            &[b"1;".as_slice(), &[b'x'; 5000]].concat(),
+            &[b"0\r\n".as_slice(), &b"X: y\r\n".repeat(12_000)].concat(),
         ] {
             let mut dec = Chunked::default();
             assert!(

@@ -14,6 +14,10 @@ pub(crate) enum Stream {
     Plain(TcpStream),
     /// `https://` (boxed: the TLS state is large and this enum is moved around).
     Tls(Box<TlsStream<TcpStream>>),
+    /// Tests: a peer whose every read returns exactly the next scripted piece, so a test
+    /// decides how the bytes of a response are split across reads.
+    #[cfg(test)]
+    Script(std::collections::VecDeque<Vec<u8>>),
 }
 
 impl Stream {
@@ -26,6 +30,8 @@ impl Stream {
                 // rustls buffers records; flush sends them.
                 s.flush().await
             }
+            #[cfg(test)]
+            Stream::Script(_) => Ok(()),
         }
     }
 
@@ -36,6 +42,8 @@ impl Stream {
         let tcp = match self {
             Stream::Plain(s) => s,
             Stream::Tls(s) => s.get_ref().0,
+            #[cfg(test)]
+            Stream::Script(_) => return false,
         };
         let mut byte = [0u8; 1];
         let mut buf = tokio::io::ReadBuf::new(&mut byte);
@@ -48,6 +56,12 @@ impl Stream {
         match self {
             Stream::Plain(s) => s.read_buf(buf).await,
             Stream::Tls(s) => s.read_buf(buf).await,
+            #[cfg(test)]
+            Stream::Script(pieces) => {
+                let piece = pieces.pop_front().unwrap_or_default();
+                buf.extend_from_slice(&piece);
+                Ok(piece.len())
+            }
         }
     }
 }

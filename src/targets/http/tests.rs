@@ -102,6 +102,7 @@ fn cfg(max_conns: usize) -> PoolConfig {
     PoolConfig {
         max_conns,
         connect_timeout: Duration::from_secs(5),
+        tls_timeout: Duration::from_secs(5),
         pool_timeout: Duration::from_secs(5),
     }
 }
@@ -489,8 +490,8 @@ async fn garbage_is_a_protocol_error() {
     let server = serve(|s| answer_all(s, b"SSH-2.0-OpenSSH\r\n\r\n")).await;
     let pool = HttpPool::new(server.addr, cfg(1));
     let err = pool.send(REQUEST, in_secs(5)).await.unwrap_err();
-    assert!(matches!(err, TransportError::Protocol(_)), "{err:?}");
-    assert_eq!(err.outcome(), Outcome::Other);
+    assert_eq!(err, TransportError::Protocol(OtherReason::NotHttp));
+    assert_eq!(err.outcome(), Outcome::Other(OtherReason::NotHttp));
 }
 
 #[tokio::test]

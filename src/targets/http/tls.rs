@@ -1,11 +1,24 @@
 //! TLS settings for an `https://` host: a rustls client configuration (ring provider, HTTP/1.1
-//! ALPN) and the server name to verify, shared by every connection of a pool.
+//! ALPN, SNI from the host) and the server name to verify, shared by every connection of a
+//! pool; and the mapping of a failed handshake to its [`TlsReason`].
 
 use std::sync::Arc;
 
-use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
-use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
+use tokio_rustls::rustls::client::danger::{
+    HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
+};
+use tokio_rustls::rustls::crypto::{
+    verify_tls12_signature, verify_tls13_signature, CryptoProvider,
+};
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use tokio_rustls::rustls::{
+    self, CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 use tokio_rustls::TlsConnector;
+
+use super::TransportError;
+use crate::result::TlsReason;
 
 /// Why TLS settings could not be built. One line, naming the field at fault.
 #[derive(Debug, thiserror::Error)]
@@ -39,9 +52,32 @@ impl std::fmt::Debug for Tls {
 impl Tls {
     /// Verify the server against the Mozilla root store (`webpki-roots`).
     pub fn webpki(server_name: &str) -> Result<Self, TlsError> {
+        Self::webpki_plus(server_name, &[])
+    }
+
+    /// Verify the server against the Mozilla roots plus the certificates of these PEM
+    /// texts (`--ca-cert`, for a private CA).
+    pub fn webpki_plus(server_name: &str, pems: &[Vec<u8>]) -> Result<Self, TlsError> {
         let mut roots = RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        for pem in pems {
+            add_pem(&mut roots, pem)?;
+        }
         Self::build(server_name, roots)
+    }
+
+    /// Do not verify the server's certificate at all (`--insecure`): the handshake still
+    /// checks its signatures, so the connection is encrypted, but to whoever answers.
+    pub fn insecure(server_name: &str) -> Result<Self, TlsError> {
+        let name = server_name_of(server_name)?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError::Config(e.to_string()))?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerifier(provider)))
+            .with_no_client_auth();
+        Ok(Self::finish(config, name))
     }
 
     /// Verify the server against these DER roots only (a private CA, or a test CA).
@@ -56,19 +92,126 @@ impl Tls {
     }
 
     fn build(server_name: &str, roots: RootCertStore) -> Result<Self, TlsError> {
-        let name = ServerName::try_from(server_name.to_string())
-            .map_err(|_| TlsError::ServerName(server_name.to_string()))?;
+        let name = server_name_of(server_name)?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = ClientConfig::builder_with_provider(provider)
+        let config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Config(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
+        Ok(Self::finish(config, name))
+    }
+
+    fn finish(mut config: ClientConfig, name: ServerName<'static>) -> Self {
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Ok(Self {
+        Self {
             connector: TlsConnector::from(Arc::new(config)),
             server_name: name,
-        })
+        }
+    }
+}
+
+fn server_name_of(host: &str) -> Result<ServerName<'static>, TlsError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(bare.to_string()).map_err(|_| TlsError::ServerName(host.to_string()))
+}
+
+/// Add every certificate of a PEM text; a text holding none is an error.
+fn add_pem(roots: &mut RootCertStore, pem: &[u8]) -> Result<(), TlsError> {
+    let mut added = 0;
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|e| TlsError::Root(e.to_string()))?;
+        roots.add(cert).map_err(|e| TlsError::Root(e.to_string()))?;
+        added += 1;
+    }
+    if added == 0 {
+        return Err(TlsError::Root("no PEM CERTIFICATE block".into()));
+    }
+    Ok(())
+}
+
+/// The reason a handshake failed. tokio-rustls wraps rustls' error in an `io::Error`;
+/// anything that is not a rustls error is a socket failure, mapped like any other.
+pub(crate) fn handshake_error(e: &std::io::Error) -> TransportError {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        Some(err) => TransportError::Tls(tls_reason(err)),
+        None => super::conn::io_error(e),
+    }
+}
+
+fn tls_reason(err: &rustls::Error) -> TlsReason {
+    use CertificateError as C;
+    match err {
+        rustls::Error::InvalidCertificate(c) => match c {
+            C::UnknownIssuer => TlsReason::UnknownIssuer,
+            C::NotValidForName | C::NotValidForNameContext { .. } => TlsReason::NameMismatch,
+            C::Expired
+            | C::ExpiredContext { .. }
+            | C::NotValidYet
+            | C::NotValidYetContext { .. } => TlsReason::Expired,
+            _ => TlsReason::BadCertificate,
+        },
+        rustls::Error::AlertReceived(_)
+        | rustls::Error::PeerIncompatible(_)
+        | rustls::Error::PeerMisbehaved(_)
+        | rustls::Error::InappropriateMessage { .. }
+        | rustls::Error::InappropriateHandshakeMessage { .. }
+        | rustls::Error::InvalidMessage(_)
+        | rustls::Error::NoApplicationProtocol
+        | rustls::Error::DecryptError => TlsReason::Handshake,
+        _ => TlsReason::Other,
+    }
+}
+
+/// `--insecure`: accept any certificate, but still check the handshake signatures.
+#[derive(Debug)]
+struct NoVerifier(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerifier {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 
@@ -138,6 +281,7 @@ mod tests {
         PoolConfig {
             max_conns: 1,
             connect_timeout: Duration::from_secs(5),
+            tls_timeout: Duration::from_secs(5),
             pool_timeout: Duration::from_secs(5),
         }
     }
@@ -156,19 +300,67 @@ mod tests {
             assert_eq!(resp.bytes_received, REPLY.len() as u64);
         }
         assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        assert_eq!(pool.handshakes().count, 1);
     }
 
     #[tokio::test]
-    async fn wrong_name_or_untrusted_root_fails_the_handshake() {
+    async fn wrong_name_or_untrusted_root_fails_the_handshake_with_its_reason() {
         let (addr, _) = tls_server().await;
-        for tls in [
-            Tls::with_roots("example.com", &[CA]).unwrap(),
-            Tls::webpki("localhost").unwrap(),
+        for (tls, reason) in [
+            (
+                Tls::with_roots("example.com", &[CA]).unwrap(),
+                TlsReason::NameMismatch,
+            ),
+            (Tls::webpki("localhost").unwrap(), TlsReason::UnknownIssuer),
         ] {
             let pool = HttpPool::new_tls(addr, cfg(), tls);
             let err = pool.send(REQUEST, deadline()).await.unwrap_err();
-            assert_eq!(err, TransportError::Protocol("TLS handshake failed"));
+            assert_eq!(err, TransportError::Tls(reason));
+            assert_eq!(err.outcome(), Outcome::TlsError(reason));
+            assert_eq!(pool.handshakes().count, 0);
         }
+    }
+
+    #[tokio::test]
+    async fn insecure_and_pem_roots_complete_the_handshake() {
+        let (addr, _) = tls_server().await;
+        let pem = format!(
+            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, CA)
+        );
+        for tls in [
+            Tls::insecure("example.com").unwrap(),
+            Tls::webpki_plus("localhost", &[pem.into_bytes()]).unwrap(),
+        ] {
+            let pool = HttpPool::new_tls(addr, cfg(), tls);
+            let resp = pool.send(REQUEST, deadline()).await.unwrap();
+            assert_eq!(resp.outcome(), Outcome::Accepted);
+        }
+        assert!(matches!(
+            Tls::webpki_plus("localhost", &[b"not pem".to_vec()]),
+            Err(TlsError::Root(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_the_handshake_times_out_as_connect() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Accept and hold the socket open without a word.
+        let held = tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            drop(s);
+        });
+        let mut c = cfg();
+        c.tls_timeout = Duration::from_millis(200);
+        let pool = HttpPool::new_tls(addr, c, Tls::insecure("localhost").unwrap());
+        let err = pool.send(REQUEST, deadline()).await.unwrap_err();
+        assert_eq!(
+            err,
+            TransportError::Timeout(crate::result::TimeoutKind::Connect)
+        );
+        held.abort();
     }
 
     #[test]
