@@ -194,12 +194,21 @@ mod tests {
             .push(level("2", &[("accepted", 1), ("throttled", 2)], 0));
         let t = render_table(&r);
         let lines: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
-        // Headings have spaces ("Avg ms", "TO conn"); the class headings are the single-word
-        // ones just before the 7 words of "TO conn TO pool TO resp ConnErr".
-        let n_classes = lines[2].len() - 13 - 4;
-        let head = &lines[0][lines[0].len() - 7 - n_classes..lines[0].len() - 7];
-        let col = |name: &str| 13 + head.iter().position(|h| *h == name).expect(name);
-        let (other, thr) = (col("other"), col("throttled"));
+        // Headings have spaces ("Avg ms", "TO conn"): the 13 aggregate headings are 23 words,
+        // then one word per class column, the 7 words of "TO conn TO pool TO resp ConnErr",
+        // and one word per trailing class (TLS, Client, Cancel, Other).
+        let trailing = TRAILING_CLASSES.len();
+        let n_classes = lines[2].len() - 13 - 4 - trailing;
+        let head: Vec<&str> = lines[0][23..23 + n_classes]
+            .iter()
+            .chain(&lines[0][23 + n_classes + 7..])
+            .copied()
+            .collect();
+        let col = |name: &str| {
+            let i = head.iter().position(|h| *h == name).expect(name);
+            13 + if i < n_classes { i } else { i + 4 }
+        };
+        let (other, thr) = (col("Other"), col("throttled"));
         assert_eq!(lines[2][other], "3");
         assert_eq!(lines[3][thr], "2");
         // Samples = the sum of the class, timeout and connection-error columns.
