@@ -196,9 +196,9 @@ for l in json.loads(json.load(sys.stdin)["Manifest"])["layers"]:
 inspect_image() {
     local user entry
     user=$(buildah inspect --type image --format '{{.OCIv1.Config.User}}' "$IMAGE")
-    entry=$(buildah inspect --type image --format '{{json .OCIv1.Config.Entrypoint}}' "$IMAGE")
+    entry=$(buildah inspect --type image --format '{{.OCIv1.Config.Entrypoint}}' "$IMAGE")
     [ "$user" = "$NONROOT:$NONROOT" ] || fail "image user is '$user', want $NONROOT:$NONROOT"
-    [ "$entry" = '["hubload"]' ] || fail "image entrypoint is $entry, want [\"hubload\"]"
+    [ "$entry" = '[hubload]' ] || fail "image entrypoint is $entry, want [hubload]"
     local ctr mnt b
     ctr=$(buildah from --pull=never "$IMAGE")
     containers+=("$ctr")
@@ -233,9 +233,13 @@ new_container() {
 
 # in_image CONTAINER [buildah-run options] -- CMD...: run CMD from the image as 65532, host network.
 in_image() {
-    local ctr=$1
+    local ctr=$1 opts=()
     shift
-    buildah run "${ISO[@]}" --network host --user "$NONROOT:$NONROOT" "$@" "$ctr"
+    while [ "$1" != -- ]; do
+        opts+=("$1")
+        shift
+    done
+    buildah run "${ISO[@]}" --network host --user "$NONROOT:$NONROOT" "${opts[@]}" "$ctr" "$@"
 }
 
 # A directory the image's user can write, mounted as the Job's /out.
