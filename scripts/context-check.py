@@ -12,8 +12,8 @@ buildah really sends.
     python3 scripts/context-check.py --list     # print the context, one file a line
     python3 scripts/context-check.py --root DIR --rev REV   # another tree, REV's tracked files
 
-Required: every tracked file of the three crates' sources, their manifests, Cargo.lock and
-profiles/. Forbidden: anything under target/, reports/ or .git, and every other tracked file.
+Required: every tracked file of the workspace members' src/ (read from Cargo.toml), their
+manifests, Cargo.lock and profiles/. Forbidden: anything under target/, reports/ or .git, and every other tracked file.
 """
 
 import argparse
@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 
 # ------------------------------------------------------------------ ignorefile.ReadAll
 
@@ -175,9 +176,16 @@ def context(root, matcher):
 
 # ------------------------------------------------------------------ the check
 
-CRATE_SOURCES = ["src", "hub/src", "servicebus/src", "profiles"]
-MANIFESTS = ["Cargo.toml", "Cargo.lock", "hub/Cargo.toml", "servicebus/Cargo.toml"]
 FORBIDDEN_TOPS = ["target", "reports", ".git"]
+
+
+def needed(root):
+    """What the build copies: every workspace member's manifest and src/, the lock file, profiles/."""
+    with open(os.path.join(root, "Cargo.toml"), "rb") as f:
+        members = tomllib.load(f)["workspace"]["members"]
+    prefix = lambda m: "" if m == "." else m + "/"  # noqa: E731
+    manifests = ["Cargo.lock"] + [prefix(m) + "Cargo.toml" for m in members]
+    return manifests, [prefix(m) + "src" for m in members] + ["profiles"]
 
 
 def tracked(root, rev):
@@ -202,10 +210,11 @@ def main():
         return 0
 
     files = tracked(args.root, args.rev)
-    required = {f for f in files if f in MANIFESTS or any(f.startswith(d + "/") for d in CRATE_SOURCES)}
+    manifests, sources = needed(args.root)
+    required = {f for f in files if f in manifests or any(f.startswith(d + "/") for d in sources)}
     have = set(ctx)
     problems = []
-    for f in sorted(set(MANIFESTS) - set(files)):
+    for f in sorted(set(manifests) - set(files)):
         problems.append(f"{f}: not tracked, but the build needs it")
     for f in sorted(required - have):
         problems.append(f"{f}: needed by the build, left out of the context")
