@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Compare a hubload summary.json with the reference hub's own counts (the change in its /stats).
+
+    image-reconcile.py WHAT SUMMARY STATS_BEFORE STATS_AFTER [--levels N] [--requests N] [--nonzero CLASS,…]
+
+Every outcome class of the WebSub publishes must equal the hub's count for the answers that
+produce it, the registration phase must equal the hub's register counts, and every topic's
+attempts its published and denied counts (over all topics when faults were injected: the hub
+does not count a faulted publish against its topic). Exit 1 with one line per difference. Used by image-check.sh.
+"""
+
+import argparse
+import json
+import sys
+
+# hubload's class (summary.json counts) -> the hub's /stats keys (publish) that produce it.
+# A class with no key here is one this hub cannot cause: it must be 0.
+CLASS_TO_HUB = {
+    "accepted": ["accepted"],
+    "denied": ["denied"],
+    "http_4xx": ["bad_request", "unauthorized", "too_large", "conflict", "not_found"],
+    "http_502": ["fault_502"],
+    "http_503": ["fault_503"],
+    "conn_reset": ["fault_reset"],
+}
+TIMEOUTS = ["timeout_connect", "timeout_pool_wait", "timeout_response"]  # <-> "abandoned"
+
+
+def delta(after, before, mode):
+    a, b = after.get(mode, {}), before.get(mode, {})
+    return {k: a[k] - b.get(k, 0) for k in a}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what")
+    ap.add_argument("summary")
+    ap.add_argument("before")
+    ap.add_argument("after")
+    ap.add_argument("--levels", type=int)
+    ap.add_argument("--requests", type=int, help="measured events per level")
+    ap.add_argument("--nonzero", default="", help="classes that must have happened (the faults fired)")
+    args = ap.parse_args()
+    load = lambda p: json.load(open(p, encoding="utf-8"))  # noqa: E731
+    s, before, after = load(args.summary), load(args.before), load(args.after)
+
+    bad = []
+
+    def same(name, ours, hubs):
+        if ours != hubs:
+            bad.append(f"{name}: hubload {ours}, hub {hubs}")
+
+    levels, total = s["levels"], s["total"]
+    if args.levels is not None:
+        same("levels", len(levels), args.levels)
+    if args.requests is not None:
+        for lv in levels:
+            same(f"level {lv['label']} events", lv["events"]["total"], args.requests)
+    counts = total["counts"]
+    pub = delta(after, before, "publish")
+    same("publish requests (samples)", total["samples"], sum(pub.values()))
+    for cls, n in sorted(counts.items()):
+        if cls in CLASS_TO_HUB:
+            same(f"class {cls}", n, sum(pub[k] for k in CLASS_TO_HUB[cls]))
+        elif cls not in TIMEOUTS:
+            same(f"class {cls} (the hub cannot cause it)", n, 0)
+    same("timeouts vs the hub's abandoned", sum(counts.get(k, 0) for k in TIMEOUTS), pub["abandoned"])
+    for cls in filter(None, args.nonzero.split(",")):
+        if counts.get(cls, 0) == 0:
+            bad.append(f"class {cls}: 0, but the hub's faults should have caused some")
+
+    reg = s.get("registration")
+    hub_reg = delta(after, before, "register")
+    if reg is None:
+        bad.append("summary.json has no registration phase")
+    else:
+        same("registration accepted", reg["accepted"], hub_reg["accepted"])
+        same("registration already registered (409)", reg["already_registered"], hub_reg["conflict"])
+        same("registration requests", reg["topics"], sum(hub_reg.values()))
+
+    # The hub counts a topic's publishes when its logic answers them; an injected fault is
+    # answered before that. So per topic when nothing was faulted, else over all topics.
+    def topic_delta(name):
+        t_after, t_before = after["topics"].get(name, {}), before.get("topics", {}).get(name, {})
+        return sum(t_after.get(k, 0) - t_before.get(k, 0) for k in ("published", "denied"))
+
+    faulted = sum(pub[k] for k in ("fault_502", "fault_503", "fault_reset", "abandoned"))
+    attempts = total["topic_attempts"]
+    ours = [attempts[i] if i < len(attempts) else 0 for i in range(len(s["topics"]))]
+    if faulted == 0:
+        for name, n in zip(s["topics"], ours):
+            same(f"topic {name} publishes", n, topic_delta(name))
+    else:
+        same("publishes that reached the hub's logic, over all topics", sum(ours) - faulted,
+             sum(topic_delta(name) for name in s["topics"]))
+
+    if bad:
+        for b in bad:
+            print(f"{args.what}: MISMATCH {b}", file=sys.stderr)
+        return 1
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v)
+    print(
+        f"{args.what}: {len(levels)} levels, {total['samples']} publishes ({shown}) = the hub's /stats; "
+        f"registration {reg['accepted']} accepted + {reg['already_registered']} already registered = the hub's; "
+        f"{len(s['topics'])} topics match"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
