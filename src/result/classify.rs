@@ -34,7 +34,8 @@ pub fn classify_http(status: u16, content_type: Option<&[u8]>, body: &[u8]) -> O
     }
 }
 
-fn is_form_encoded(content_type: &[u8]) -> bool {
+/// Whether a `Content-Type` value is `application/x-www-form-urlencoded` (any case, any parameters).
+pub fn is_form_encoded(content_type: &[u8]) -> bool {
     let ct = content_type.trim_ascii_start();
     ct.len() >= 33 && ct[..33].eq_ignore_ascii_case(b"application/x-www-form-urlencoded")
 }

@@ -291,7 +291,13 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
         connect_timeout: cfg.client.connect_timeout,
         pool_timeout: cfg.client.pool_timeout,
         max_conns,
-        token: cfg.target.hub_token.clone(),
+        headers: cfg.target.hub_headers.clone(),
+        dialect: cfg.websub.dialect,
+        topic_url_prefix: cfg
+            .websub
+            .topic_url_prefix
+            .as_ref()
+            .map_or(String::new(), |u| u.to_string()),
         phase_concurrency: cfg.register_concurrency as usize,
     };
     // Registration gets its own pool and at least 5 s per request: it is set-up, not load.
@@ -303,15 +309,17 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
     };
     let phase_target = WebSubTarget::new(endpoint.clone(), sh.workload.topics(), &phase_client);
     let mine = owned_topics(&sh.workload, sh.shard);
-    let reg = phase_target.prepare(&mine).await;
-    check_phase(&reg, &url)?;
-    rec.set_registration(&reg)?;
+    if cfg.websub.register {
+        let reg = phase_target.prepare(&mine).await;
+        check_phase(&reg, &url)?;
+        rec.set_registration(&reg)?;
+    }
     let topics = sh.workload.topics();
     run_levels(sh, rec, |spec| {
         WebSubTarget::new(endpoint.clone(), topics, &client(pool_size(cfg, spec)))
     })
     .await?;
-    if cfg.deregister {
+    if cfg.deregister && cfg.websub.register {
         let dereg = phase_target.teardown(&mine).await;
         rec.set_deregistration(&dereg)?;
     }

@@ -4,6 +4,8 @@
 
 pub mod http;
 pub mod mock;
+pub mod reason;
+pub mod request;
 pub mod servicebus;
 pub mod websub;
 
