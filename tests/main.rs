@@ -1,8 +1,11 @@
 //! hubload's integration tests: one binary, one module per area.
 
 mod binary;
+mod capture;
 mod cli_errors;
+mod creds;
 mod csv_format;
+mod dialect;
 mod open_model;
 mod profiles;
 mod reconcile;

@@ -114,7 +114,9 @@ mod tests {
 
     #[test]
     fn reasons() {
-        let cases: &[(Option<&[u8]>, &[u8], Option<&str>)] = &[
+        /// (content type, body, the reason shown)
+        type Case<'a> = (Option<&'a [u8]>, &'a [u8], Option<&'a str>);
+        let cases: &[Case] = &[
             (
                 FORM,
                 b"hub.mode=denied&hub.reason=Topic+%5Bt%5D+is+not+registered",
