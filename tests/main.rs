@@ -6,6 +6,7 @@ mod cli_errors;
 mod creds;
 mod csv_format;
 mod dialect;
+mod first_failures;
 mod open_model;
 mod profiles;
 mod reconcile;

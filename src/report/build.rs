@@ -91,6 +91,7 @@ pub fn level_report(
         accepted_latency_us: latency(&s.accepted_latency, None),
         topic_attempts: s.topic_attempts.clone(),
         timeline: s.timeline.clone(),
+        first_failures: Default::default(),
         stats: Some(s.clone()),
     }
 }

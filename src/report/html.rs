@@ -4,6 +4,7 @@
 //! test can parse it, and so it renders the same in every browser, headless Chromium included.
 
 pub(crate) mod charts;
+mod first_failures;
 pub(crate) mod svg;
 
 use std::fmt::Write;
@@ -199,6 +200,7 @@ pub fn render(report: &Report) -> String {
     b.push_str(&aggregate_table(report));
     b.push_str("<h2>Outcomes per level</h2>");
     b.push_str(&outcome_table(report));
+    b.push_str(&first_failures::section(report));
     b.push_str("<div class=\"cols\">");
     for (name, phase) in [
         ("Registration", &report.registration),

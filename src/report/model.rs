@@ -253,6 +253,10 @@ pub struct LevelReport {
     pub topic_attempts: Vec<u64>,
     /// Per-second buckets since the level started.
     pub timeline: Vec<TimelineBucket>,
+    /// The first failure of each class in this level (class name → status and the hub's
+    /// reason, as one line). Absent from summaries written before it existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_failures: BTreeMap<String, String>,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,

@@ -121,8 +121,9 @@ async fn run_spec<T: Target>(
     spec: &LevelSpec,
     i: usize,
 ) -> LevelRun {
+    let target = Arc::new(make(spec));
     let ctx = Arc::new(LevelContext {
-        target: Arc::new(make(spec)),
+        target: target.clone(),
         workload: sh.workload.clone(),
         clock: sh.clock,
         retries: sh.cfg.client.retries,
@@ -143,7 +144,8 @@ async fn run_spec<T: Target>(
         spec,
         sh.live.clone(),
     );
-    let run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+    let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+    run.first_failures = target.first_failures();
     bar.finish();
     run
 }

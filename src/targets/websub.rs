@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
+use super::first_failure::FirstFailures;
 use super::http::{HttpPool, PoolConfig, Response};
 use super::reason::{explain, hub_reason};
 use super::request::{Dialect, ExtraHeaders, HubTarget, RequestShape};
@@ -96,6 +97,8 @@ pub struct WebSubTarget {
     publish_heads: Vec<Vec<u8>>,
     shape: RequestShape,
     phase_concurrency: usize,
+    /// The first failure of each class among the publishes.
+    first: FirstFailures,
 }
 
 impl WebSubTarget {
@@ -131,6 +134,7 @@ impl WebSubTarget {
             publish_heads,
             shape,
             phase_concurrency: client.phase_concurrency.max(1),
+            first: FirstFailures::default(),
         }
     }
 
@@ -163,6 +167,21 @@ impl WebSubTarget {
     fn explain(&self, a: &Attempt, resp: Option<&Response>) -> String {
         let reason = resp.and_then(|r| hub_reason(r.content_type.as_deref(), &r.body));
         explain(self.shape.dialect, a, reason.as_deref())
+    }
+
+    /// `a`, after recording it when it is the first failure of its class (formatted only then).
+    fn noted(&self, a: Attempt, resp: Option<&Response>, topic: &Topic) -> Attempt {
+        let class = a.outcome.class();
+        if class != Class::Accepted {
+            self.first.note(class, || {
+                format!(
+                    "publish {}: {}",
+                    self.shape.hub_topic(&topic.name),
+                    self.explain(&a, resp)
+                )
+            });
+        }
+        a
     }
 
     /// One register/deregister over every topic, with bounded concurrency.
@@ -210,11 +229,12 @@ impl Target for WebSubTarget {
         self.phase(topics, "register").await
     }
 
-    async fn send(&self, _topic: &Topic, event: &Event) -> Attempt {
+    async fn send(&self, topic: &Topic, event: &Event) -> Attempt {
         let head = &self.publish_heads[event.topic];
         if self.shape.dialect == Dialect::Websub {
             // The thin ping is the same for every event of a topic: the hub fetches content.
-            return self.exchange(head).await.0;
+            let (a, resp) = self.exchange(head).await;
+            return self.noted(a, resp.as_ref(), topic);
         }
         let mut req = Vec::with_capacity(head.len() + 64 + event.body.len());
         req.extend_from_slice(head);
@@ -229,10 +249,15 @@ impl Target for WebSubTarget {
         req.extend_from_slice(itoa::Buffer::new().format(event.body.len()).as_bytes());
         req.extend_from_slice(b"\r\n\r\n");
         req.extend_from_slice(&event.body);
-        self.exchange(&req).await.0
+        let (a, resp) = self.exchange(&req).await;
+        self.noted(a, resp.as_ref(), topic)
     }
 
     async fn teardown(&self, topics: &[Topic]) -> PhaseResult {
         self.phase(topics, "deregister").await
+    }
+
+    fn first_failures(&self) -> std::collections::BTreeMap<String, String> {
+        self.first.snapshot()
     }
 }
