@@ -24,6 +24,13 @@ pub const ACCEPTED: Reply = Reply {
     body: "hub.mode=accepted",
 };
 
+/// What flask-websub (a hub of the websub dialect) answers a Ballerina register or publish.
+pub const WEBSUB_HUB_400: Reply = Reply {
+    status: "400 BAD REQUEST",
+    content_type: "text/html; charset=utf-8",
+    body: "Missing form argument: hub.mode",
+};
+
 /// One request as received.
 #[derive(Debug, Clone)]
 pub struct Request {

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use base64::Engine as _;
 
-use crate::capture::{Capture, Reply, ACCEPTED};
+use crate::capture::{Capture, Reply, ACCEPTED, WEBSUB_HUB_400};
 use crate::util::bin;
 
 const TOPIC: &str = "hubload.shared.schema.WSO2.v1.event";
@@ -238,11 +238,7 @@ fn with_header<'a>(mut base: Vec<&'a str>, header: &'a str) -> Vec<&'a str> {
 #[test]
 fn a_rejected_registration_repeats_the_hub_reason_with_a_dialect_hint() {
     // What flask-websub answers a Ballerina register (no form body).
-    let cap = Capture::start(Reply {
-        status: "400 BAD REQUEST",
-        content_type: "text/html; charset=utf-8",
-        body: "Missing form argument: hub.mode",
-    });
+    let cap = Capture::start(WEBSUB_HUB_400);
     let dir = tempfile::tempdir().unwrap();
     let out = bin(&small_run(&cap.url, "5"), dir.path());
     assert_eq!(out.status.code(), Some(2));

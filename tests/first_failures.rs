@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use hubload_hub::FaultConfig;
 
-use crate::capture::{Capture, Reply};
+use crate::capture::{Capture, WEBSUB_HUB_400};
 use crate::util::{bin, count, run, TestHub};
 
 const TOPIC: &str = "hubload.shared.schema.WSO2.v1.event";
@@ -75,11 +75,7 @@ async fn injected_503s_are_shown_once_per_level_with_the_hub_page() {
 
 #[test]
 fn a_400_with_a_reason_is_shown_with_the_dialect_hint() {
-    let cap = Capture::start(Reply {
-        status: "400 BAD REQUEST",
-        content_type: "text/html; charset=utf-8",
-        body: "Missing form argument: hub.mode",
-    });
+    let cap = Capture::start(WEBSUB_HUB_400);
     let dir = tempfile::tempdir().unwrap();
     let out = bin(
         &[
