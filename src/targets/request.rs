@@ -19,7 +19,8 @@ pub struct ExtraHeader {
     pub value: Secret,
 }
 
-/// The extra headers of every hub request, in order. Reports show the names only.
+/// The extra headers of every hub request, in order. Reports show the names only, as
+/// `{"Name": "<redacted>"}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExtraHeaders(pub Vec<ExtraHeader>);
 
@@ -42,7 +43,8 @@ impl ExtraHeaders {
 
 impl Serialize for ExtraHeaders {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|h| h.name.as_str()))
+        // Names are unique (config checks, any case); each value shows as `<redacted>`.
+        s.collect_map(self.0.iter().map(|h| (h.name.as_str(), &h.value)))
     }
 }
 
@@ -266,7 +268,7 @@ mod tests {
         let s = shape(Dialect::Websub, &[("X-Api-Key", "hunter2")]);
         assert_eq!(
             serde_json::to_string(&s.headers).unwrap(),
-            r#"["X-Api-Key"]"#
+            r#"{"X-Api-Key":"<redacted>"}"#
         );
         assert!(!format!("{:?}", s.headers).contains("hunter2"));
     }
