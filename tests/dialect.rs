@@ -69,3 +69,75 @@ async fn thin_pings_reconcile_with_the_hub() {
     assert_eq!(s.requests, 121);
     assert_eq!(s.other.total(), 0);
 }
+
+#[test]
+fn thin_pings_on_the_wire_and_a_202_html_answer_is_accepted() {
+    use crate::capture::{Capture, Reply};
+    // flask-websub's answer to a publish.
+    let cap = Capture::start(Reply {
+        status: "202 ACCEPTED",
+        content_type: "text/html; charset=utf-8",
+        body: "Request received: publish",
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::util::bin(
+        &[
+            "--hub-url",
+            &cap.url,
+            "--dialect",
+            "websub",
+            "--topic-url-prefix",
+            "http://topics.ns.svc:9100/t/",
+            "--topics",
+            "2",
+            "--concurrency",
+            "2",
+            "--requests",
+            "30",
+            "--out",
+            "r",
+        ],
+        dir.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reqs = cap.requests();
+    // No registration: exactly the 30 publishes.
+    assert_eq!(reqs.len(), 30);
+    let mut per_topic = std::collections::BTreeMap::<String, u64>::new();
+    for r in &reqs {
+        assert!(r.head.starts_with("POST /hub HTTP/1.1\r\n"), "{}", r.head);
+        assert_eq!(
+            r.headers("content-type"),
+            ["application/x-www-form-urlencoded"]
+        );
+        let body = String::from_utf8(r.body.clone()).unwrap();
+        let pairs: Vec<(String, String)> = url::form_urlencoded::parse(body.as_bytes())
+            .into_owned()
+            .collect();
+        assert_eq!(pairs.len(), 3, "{body}");
+        assert_eq!(pairs[0], ("hub.mode".into(), "publish".into()));
+        assert_eq!(
+            (pairs[1].0.as_str(), pairs[2].0.as_str()),
+            ("hub.topic", "hub.url")
+        );
+        assert_eq!(pairs[1].1, pairs[2].1);
+        *per_topic.entry(pairs[1].1.clone()).or_default() += 1;
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r/summary.json")).unwrap()).unwrap();
+    assert_eq!(json["levels"][0]["counts"]["accepted"], 30);
+    // Per topic, what the server received equals what hubload counted.
+    let names = json["topics"].as_array().unwrap();
+    let attempts = json["levels"][0]["topic_attempts"].as_array().unwrap();
+    assert_eq!(names.len(), 2);
+    for (name, n) in names.iter().zip(attempts) {
+        let url = format!("http://topics.ns.svc:9100/t/{}", name.as_str().unwrap());
+        assert_eq!(per_topic.get(&url).copied(), n.as_u64(), "{url}");
+    }
+    assert_eq!(per_topic.values().sum::<u64>(), 30);
+}

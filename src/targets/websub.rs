@@ -144,7 +144,7 @@ impl WebSubTarget {
         match self.pool.send(request, deadline).await {
             Ok(resp) => (
                 Attempt {
-                    outcome: resp.outcome(),
+                    outcome: self.classify(&resp),
                     status: resp.status,
                     bytes_sent: request.len() as u64,
                     bytes_received: resp.bytes_received,
@@ -159,6 +159,18 @@ impl WebSubTarget {
                     bytes_received: 0,
                 },
                 None,
+            ),
+        }
+    }
+
+    /// The outcome of a response, as the dialect reads it.
+    fn classify(&self, resp: &Response) -> Outcome {
+        match self.shape.dialect {
+            Dialect::Ballerina => resp.outcome(),
+            Dialect::Websub => crate::result::classify::classify_thin_ping(
+                resp.status,
+                resp.content_type.as_deref(),
+                &resp.body,
             ),
         }
     }
