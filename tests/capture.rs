@@ -135,3 +135,9 @@ fn serve(stream: TcpStream, reqs: &Mutex<Vec<Request>>, reply: &Reply) {
         }
     }
 }
+
+/// The summary.json a run wrote into `dir`.
+pub fn summary(dir: &std::path::Path) -> serde_json::Value {
+    let bytes = std::fs::read(dir.join("summary.json")).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}

@@ -72,7 +72,7 @@ async fn thin_pings_reconcile_with_the_hub() {
 
 #[test]
 fn thin_pings_on_the_wire_and_a_202_html_answer_is_accepted() {
-    use crate::capture::{Capture, Reply};
+    use crate::capture::{summary, Capture, Reply};
     // flask-websub's answer to a publish.
     let cap = Capture::start(Reply {
         status: "202 ACCEPTED",
@@ -128,8 +128,7 @@ fn thin_pings_on_the_wire_and_a_202_html_answer_is_accepted() {
         assert_eq!(pairs[1].1, pairs[2].1);
         *per_topic.entry(pairs[1].1.clone()).or_default() += 1;
     }
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("r/summary.json")).unwrap()).unwrap();
+    let json = summary(&dir.path().join("r"));
     assert_eq!(json["levels"][0]["counts"]["accepted"], 30);
     // Per topic, what the server received equals what hubload counted.
     let names = json["topics"].as_array().unwrap();

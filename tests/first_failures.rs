@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use hubload_hub::FaultConfig;
 
-use crate::capture::{Capture, WEBSUB_HUB_400};
+use crate::capture::{summary, Capture, WEBSUB_HUB_400};
 use crate::util::{bin, count, run, TestHub};
 
 const TOPIC: &str = "hubload.shared.schema.WSO2.v1.event";
@@ -63,8 +63,7 @@ async fn injected_503s_are_shown_once_per_level_with_the_hub_page() {
     }
     // The TOTAL row keeps none (it is not a level), and summary.json carries the same.
     assert!(o.report.total.as_ref().unwrap().first_failures.is_empty());
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("summary.json")).unwrap()).unwrap();
+    let json = summary(out.path());
     for l in json["levels"].as_array().unwrap() {
         assert_eq!(l["first_failures"]["http_503"], want["http_503"].as_str());
     }
@@ -101,8 +100,7 @@ fn a_400_with_a_reason_is_shown_with_the_dialect_hint() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(cap.requests().len(), 10);
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("r/summary.json")).unwrap()).unwrap();
+    let json = summary(&dir.path().join("r"));
     let level = &json["levels"][0];
     assert_eq!(level["counts"]["http_4xx"], 10);
     assert_eq!(

@@ -280,11 +280,15 @@ async fn run_websub(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> 
     };
     rec.set_target(TargetKind::Websub, &url);
     let endpoint = HubEndpoint::resolve(&url).await?;
-    // JTL rows name the publish URL.
+    // JTL rows name the publish URL (a thin ping names its mode in the body).
     let sh = &Shared {
         jtl: sh.jtl.as_ref().map(|j| JtlSink {
             sender: j.sender.clone(),
-            url: format!("{url}?hub.mode=publish").into(),
+            url: match cfg.websub.dialect {
+                crate::config::Dialect::Ballerina => format!("{url}?hub.mode=publish"),
+                crate::config::Dialect::Websub => url.to_string(),
+            }
+            .into(),
         }),
         ..sh.clone()
     };
