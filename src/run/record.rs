@@ -240,7 +240,13 @@ impl RunRecord {
                 ShardLoad::Concurrency(c) => (Some(c), None),
                 ShardLoad::Rate(r) => (None, Some(r)),
             };
-            rec.push_stats(&l.label, concurrency, rate, l.stats.clone())?;
+            rec.push_row(
+                &l.label,
+                concurrency,
+                rate,
+                l.stats.clone(),
+                l.first_failures.clone(),
+            )?;
         }
         Ok(rec.report)
     }
@@ -269,7 +275,9 @@ impl RunRecord {
                     .stats
                     .as_ref()
                     .expect("rows of this run carry their stats");
-                encode_level(&row.label, *load, stats).map_err(anyhow::Error::from)
+                let mut l = encode_level(&row.label, *load, stats)?;
+                l.first_failures.clone_from(&row.first_failures);
+                Ok(l)
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(ShardArtifact {

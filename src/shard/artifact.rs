@@ -219,6 +219,10 @@ pub struct LevelArtifact {
     pub timeline: Vec<TimelineBucket>,
     /// The histograms.
     pub histograms: LevelHistograms,
+    /// The shard's first failure of each class (class name → text); absent when none, and
+    /// in artifacts written before it existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_failures: BTreeMap<String, String>,
 }
 
 /// A registration or deregistration phase of one shard (the topics this shard owns).
@@ -357,6 +361,7 @@ pub fn encode_level(
             accepted_latency: encode_histogram("accepted_latency", &s.accepted_latency)?,
             event_latency: encode_histogram("event_latency", &s.event_latency)?,
         },
+        first_failures: BTreeMap::new(),
     })
 }
 
