@@ -100,6 +100,30 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Target")]
     pub sb_connections: Option<String>,
 
+    // ---- credentials and dialect (config/auth.rs, config/dialect.rs)
+    /// Read the bearer token from this file (one trailing newline removed, as a mounted
+    /// Kubernetes Secret has).
+    #[arg(long, value_name = "FILE", help_heading = "Target")]
+    pub hub_token_file: Option<PathBuf>,
+    /// An extra header on every hub request, e.g. 'X-Api-Key: …' for a gateway (repeatable;
+    /// values are treated as secrets and never shown).
+    #[arg(long = "header", value_name = "NAME: VALUE", help_heading = "Target")]
+    pub header: Vec<String>,
+    /// The hub's publisher convention: ballerina (register, publish the event) or websub
+    /// (topics are URLs, a publish is a thin ping) [default: ballerina].
+    #[arg(long, help_heading = "Target")]
+    pub dialect: Option<String>,
+    /// Websub dialect: each topic's URL is this prefix followed by the topic name.
+    #[arg(long, value_name = "URL", help_heading = "Target")]
+    pub topic_url_prefix: Option<String>,
+    /// Register topics before the load: auto (what the dialect needs: ballerina registers,
+    /// websub does not), always, or never [default: auto].
+    #[arg(long, help_heading = "Phases")]
+    pub register: Option<String>,
+    /// Websub dialect: where hubload's topic server listens, e.g. 0.0.0.0:9100.
+    #[arg(long, value_name = "ADDR", help_heading = "Target")]
+    pub topic_server_listen: Option<String>,
+
     // ---- workload
     /// Tenants [default: 10].
     #[arg(long, help_heading = "Workload")]

@@ -1,8 +1,12 @@
 //! hubload's integration tests: one binary, one module per area.
 
 mod binary;
+mod capture;
 mod cli_errors;
+mod creds;
 mod csv_format;
+mod dialect;
+mod first_failures;
 mod hlog;
 mod https;
 mod local_limits;

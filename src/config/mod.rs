@@ -1,7 +1,9 @@
 //! Profile + flags → one validated `RunConfig`. Every cross-field check lives here; nothing
 //! downstream sees clap or re-validates.
 
+mod auth;
 mod client;
+mod dialect;
 mod judging;
 mod load;
 mod output;
@@ -22,6 +24,7 @@ pub use client::threads;
 
 pub use crate::kind::{Model, SbTopics, TargetKind};
 pub use crate::secret::Secret;
+pub use crate::targets::request::{Dialect, ExtraHeaders};
 
 use crate::cli::RunArgs;
 use crate::engine::{Arrivals, LevelSpec};
@@ -45,6 +48,9 @@ pub enum ConfigError {
     /// A `--threshold` or `--slo` rule does not parse (the error names the flag).
     #[error("invalid {0}")]
     Gate(crate::gate::GateError),
+    /// A secret-bearing flag is wrong; the message never repeats its value.
+    #[error("invalid --{field}: {message}")]
+    Secret { field: String, message: String },
     /// A profile could not be used.
     #[error("profile {path}: {message}")]
     Profile { path: String, message: String },
@@ -85,17 +91,32 @@ pub struct ClientConfig {
 pub struct TargetConfig {
     /// In run order; two entries give a side-by-side run.
     pub kinds: Vec<TargetKind>,
-    /// The hub URL; `None` starts the embedded hub. A password in it is redacted in reports.
+    /// The hub URL; `None` starts the embedded hub. Its user-info has been moved into
+    /// `hub_headers` (Basic), so it carries no password; redacted again in case.
     #[serde(serialize_with = "redacted_url")]
     pub hub_url: Option<url::Url>,
-    /// Bearer token for the hub.
-    pub hub_token: Option<Secret>,
+    /// Credentials and `--header`s of every hub request (`auth.rs`); reports show names only.
+    pub hub_headers: ExtraHeaders,
     /// Service Bus connection string; `None` starts the emulator.
     pub sb_connection_string: Option<Secret>,
     /// Service Bus topic mapping.
     pub sb_topics: SbTopics,
     /// AMQP connections.
     pub sb_connections: u32,
+}
+
+/// The WebSub target's dialect settings (`dialect.rs`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WebSubConfig {
+    /// The hub's publisher convention.
+    pub dialect: Dialect,
+    /// Websub dialect: topic URL = this prefix + the topic name.
+    #[serde(serialize_with = "redacted_url")]
+    pub topic_url_prefix: Option<url::Url>,
+    /// Whether topics are registered before the load (`--register`, resolved for the dialect).
+    pub register: bool,
+    /// Where the topic server listens (websub dialect); wired by the topic server.
+    pub topic_server_listen: Option<std::net::SocketAddr>,
 }
 
 /// The capacity finder's settings.
@@ -137,6 +158,8 @@ pub struct RunConfig {
     /// How https hubs are verified.
     pub tls: tls::TlsConfig,
     pub target: TargetConfig,
+    /// Dialect, topic URLs and whether to register.
+    pub websub: WebSubConfig,
     /// Concurrency of the registration phase.
     pub register_concurrency: u32,
     /// Deregister at the end.
@@ -198,7 +221,9 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
     let workload = workload::resolve(a)?;
     let client = client::resolve(a)?;
     let load = load::resolve(a, client.timeout)?;
-    let target = target::resolve(a)?;
+    let mut target = target::resolve(a)?;
+    target.hub_headers = auth::resolve(a, target.hub_url.as_mut())?;
+    let websub = dialect::resolve(a)?;
     let judging = judging::resolve(a, shard.as_ref())?;
     let output = output::resolve(a);
     let mut cfg = RunConfig {
@@ -209,6 +234,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         tls: tls::resolve(a, client.connect_timeout)?,
         client,
         target,
+        websub,
         register_concurrency: target::register_concurrency(a)?,
         deregister: a.deregister,
         output,
@@ -247,6 +273,7 @@ fn shown(a: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "client": cfg.client,
         "tls": cfg.tls,
         "target": cfg.target,
+        "websub": cfg.websub,
         "register_concurrency": cfg.register_concurrency,
         "deregister": cfg.deregister,
         "thresholds": cfg.thresholds.iter().map(|t| t.text.clone()).collect::<Vec<_>>(),

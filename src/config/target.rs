@@ -1,4 +1,4 @@
-//! The target flags (kinds, hub URL, token, Service Bus settings) and the topic phases →
+//! The target flags (kinds, hub URL, Service Bus settings) and the topic phases →
 //! `TargetConfig`.
 
 use super::parse::{count32, list};
@@ -29,8 +29,10 @@ fn hub_url(a: &RunArgs) -> Result<Option<url::Url>, ConfigError> {
     let Some(s) = opt(&a.hub_url) else {
         return Ok(None);
     };
-    let bad = |why: &str| ConfigError::invalid("hub-url", s, why);
-    let u = url::Url::parse(s.trim()).map_err(|e| ConfigError::invalid("hub-url", s, e))?;
+    // Errors show the URL with its password redacted.
+    let shown = super::auth::redact_url_text(s);
+    let bad = |why: &str| ConfigError::invalid("hub-url", &shown, why);
+    let u = url::Url::parse(s.trim()).map_err(|e| ConfigError::invalid("hub-url", &shown, e))?;
     match u.scheme() {
         "http" | "https" if u.host().is_some() => {}
         _ => return Err(bad("must be an http:// or https:// URL with a host")),
@@ -62,7 +64,7 @@ pub(super) fn resolve(a: &RunArgs) -> Result<TargetConfig, ConfigError> {
     Ok(TargetConfig {
         kinds: kinds(a)?,
         hub_url: hub_url(a)?,
-        hub_token: a.hub_token.clone().map(Secret::new),
+        hub_headers: Default::default(),
         sb_connection_string: a.sb_connection_string.clone().map(Secret::new),
         sb_topics: sb_topics(a)?,
         sb_connections: opt(&a.sb_connections)

@@ -27,6 +27,8 @@ pub struct LevelRun {
     pub elapsed: Duration,
     /// True when the level was cut short by cancellation.
     pub interrupted: bool,
+    /// The target's first failure of each class (class name → text), set by the run.
+    pub first_failures: std::collections::BTreeMap<String, String>,
 }
 
 /// Run `spec` as level number `index`. `seq_base` is the first event sequence number of the level.
@@ -127,6 +129,7 @@ pub async fn run_level<T: Target>(
         scheduled,
         elapsed: Instant::now().saturating_duration_since(measured_start),
         interrupted: ctx.cancel.is_cancelled(),
+        first_failures: Default::default(),
     }
 }
 

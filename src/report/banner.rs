@@ -38,12 +38,30 @@ fn target_line(cfg: &RunConfig, kind: TargetKind) -> String {
                 }
                 None => "the embedded hub on 127.0.0.1".into(),
             };
-            let token = if cfg.target.hub_token.is_some() {
-                ", bearer token set"
-            } else {
-                ""
+            // Header names only: every value may be a credential.
+            let names: Vec<&str> = cfg
+                .target
+                .hub_headers
+                .0
+                .iter()
+                .map(|h| h.name.as_str())
+                .collect();
+            let headers = match names.is_empty() {
+                true => String::new(),
+                false => format!(", headers {} (values hidden)", names.join(", ")),
             };
-            format!("websub (Ballerina/WSO2 hub dialect) at {hub}{token}")
+            let dialect = match (&cfg.websub.dialect, &cfg.websub.topic_url_prefix) {
+                (crate::config::Dialect::Websub, Some(p)) => {
+                    format!("WebSub thin-ping dialect, topics at {p}<topic>")
+                }
+                (crate::config::Dialect::Websub, None) => "WebSub thin-ping dialect".into(),
+                (crate::config::Dialect::Ballerina, _) => "Ballerina/WSO2 hub dialect".into(),
+            };
+            let register = match cfg.websub.register {
+                true => "",
+                false => ", no registration",
+            };
+            format!("websub ({dialect}{register}) at {hub}{headers}")
         }
         TargetKind::Servicebus => {
             let at = if cfg.target.sb_connection_string.is_some() {

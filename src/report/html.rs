@@ -5,6 +5,7 @@
 
 pub(crate) mod charts;
 pub(crate) mod distribution;
+mod first_failures;
 pub(crate) mod svg;
 pub(crate) mod topics;
 
@@ -206,6 +207,7 @@ pub fn render(report: &Report) -> String {
     b.push_str("<h2>Outcomes per level</h2>");
     b.push_str(&outcome_table(report));
     b.push_str(&topics::worst_topics(report));
+    b.push_str(&first_failures::section(report));
     b.push_str("<div class=\"cols\">");
     for (name, phase) in [
         ("Registration", &report.registration),

@@ -370,6 +370,10 @@ pub struct LevelReport {
     /// rewrite `latency.hlog` (absent from summaries written before they were added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<ReportHistograms>,
+    /// The first failure of each class in this level (class name → status and the hub's
+    /// reason, as one line). Absent from summaries written before it existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_failures: BTreeMap<String, String>,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,

@@ -1,6 +1,6 @@
 //! Pure classification of an HTTP response (status, content type, body) into an [`Outcome`].
 //!
-//! The hub dialect (PROTOCOL.md §2) can answer `200` with `hub.mode=denied&hub.reason=…`,
+//! The hub dialect (docs/protocol.md §2) can answer `200` with `hub.mode=denied&hub.reason=…`,
 //! so the status alone never decides: a denial in the body wins over any status.
 
 use super::{OtherReason, Outcome};
@@ -36,7 +36,18 @@ pub fn classify_http(status: u16, content_type: Option<&[u8]>, body: &[u8]) -> O
     }
 }
 
-fn is_form_encoded(content_type: &[u8]) -> bool {
+/// Classify the answer to a websub-dialect thin ping (docs/protocol.md §7): any 2xx is
+/// accepted unless the body says `hub.mode=denied`, since WebSub hubs answer a publish with
+/// whatever body they like (flask-websub: `202 text/html` "Request received: publish").
+pub fn classify_thin_ping(status: u16, content_type: Option<&[u8]>, body: &[u8]) -> Outcome {
+    match classify_http(status, content_type, body) {
+        Outcome::Other(_) if (200..=299).contains(&status) => Outcome::Accepted,
+        o => o,
+    }
+}
+
+/// Whether a `Content-Type` value is `application/x-www-form-urlencoded` (any case, any parameters).
+pub fn is_form_encoded(content_type: &[u8]) -> bool {
     let ct = content_type.trim_ascii_start();
     ct.len() >= 33 && ct[..33].eq_ignore_ascii_case(b"application/x-www-form-urlencoded")
 }
@@ -132,6 +143,32 @@ mod tests {
                 *want,
                 "status {status} body {:?}",
                 String::from_utf8_lossy(body)
+            );
+        }
+    }
+
+    #[test]
+    fn thin_ping_answers() {
+        let html: Option<&[u8]> = Some(b"text/html; charset=utf-8");
+        let cases: &[Case] = &[
+            (202, html, b"Request received: publish", Outcome::Accepted),
+            (202, FORM, b"", Outcome::Accepted),
+            (200, FORM, b"hub.mode=weird", Outcome::Accepted),
+            (200, FORM, b"hub.mode=denied&hub.reason=no", Outcome::Denied),
+            (
+                400,
+                html,
+                b"Missing form argument: hub.url",
+                Outcome::Http4xx(400),
+            ),
+            (503, None, b"", Outcome::Http503),
+            (301, None, b"", Outcome::Other(OtherReason::Unexpected3xx)),
+        ];
+        for (status, ct, body, want) in cases {
+            assert_eq!(
+                classify_thin_ping(*status, *ct, body),
+                *want,
+                "{status} {body:?}"
             );
         }
     }

@@ -83,8 +83,9 @@ async fn run_spec<T: Target>(
     spec: &LevelSpec,
     i: usize,
 ) -> LevelRun {
+    let target = Arc::new(make(spec));
     let ctx = Arc::new(LevelContext {
-        target: Arc::new(make(spec)),
+        target: target.clone(),
         workload: sh.workload.clone(),
         clock: sh.clock,
         retries: sh.cfg.client.retries,
@@ -105,7 +106,8 @@ async fn run_spec<T: Target>(
         spec,
         sh.live.clone(),
     );
-    let run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+    let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+    run.first_failures = target.first_failures();
     bar.finish();
     if let Some(jtl) = &sh.jtl {
         // The level's rows reach the file before its row reaches summary.json, so a killed

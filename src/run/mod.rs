@@ -80,10 +80,11 @@ async fn run_path<P: TargetPath>(
     }
     let sh = Shared { jtl, ..sh.clone() };
     let mine = owned_topics(&sh.workload, sh.shard);
-    let prepared = path.prepare(&mine).await;
-    // Recorded first, so a failed registration's counts and reasons are in summary.json.
-    rec.set_registration(&prepared)?;
-    check_phase(&prepared, P::PREPARE, &path.endpoint())?;
+    if let Some(prepared) = path.prepare(&mine).await {
+        // Recorded first, so a failed registration's counts and reasons are in summary.json.
+        rec.set_registration(&prepared)?;
+        check_phase(&prepared, P::PREPARE, &path.endpoint())?;
+    }
     let levels = run_levels(&sh, &mut rec, |spec| path.target(spec)).await;
     path.add_section(&mut rec)?;
     levels?;

@@ -25,8 +25,9 @@ pub(crate) trait TargetPath {
     fn jtl_url(&self) -> String {
         self.endpoint()
     }
-    /// Register topics / attach links for the topics this shard owns.
-    async fn prepare(&self, mine: &[crate::workload::Topic]) -> PhaseResult;
+    /// Register topics / attach links for the topics this shard owns (`None`: this kind or
+    /// dialect has no set-up phase, as a thin-ping hub has no registration).
+    async fn prepare(&self, mine: &[crate::workload::Topic]) -> Option<PhaseResult>;
     /// A fresh target for one level.
     fn target(&self, spec: &LevelSpec) -> Self::Target;
     /// After the levels: add this kind's own section to the record (none by default).

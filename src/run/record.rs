@@ -1,5 +1,6 @@
 //! `RunRecord`: the report of a run in progress; every change rewrites all report files.
 
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use crate::config::RunConfig;
@@ -169,7 +170,7 @@ impl RunRecord {
                 below_target,
             });
         }
-        self.push_stats(&label, concurrency, rate, run.stats)
+        self.push_row(&label, concurrency, rate, run.stats, run.first_failures)
     }
 
     /// Add a level's row from its statistics, recompute TOTAL, verdicts and the what-if table,
@@ -181,7 +182,20 @@ impl RunRecord {
         rate: Option<f64>,
         stats: LevelStats,
     ) -> anyhow::Result<()> {
-        let row = level_report(label, concurrency, rate, &stats, rate.is_some());
+        self.push_row(label, concurrency, rate, stats, Default::default())
+    }
+
+    /// [`push_stats`](Self::push_stats) with the level's first failure of each class.
+    fn push_row(
+        &mut self,
+        label: &str,
+        concurrency: Option<u64>,
+        rate: Option<f64>,
+        stats: LevelStats,
+        first_failures: BTreeMap<String, String>,
+    ) -> anyhow::Result<()> {
+        let mut row = level_report(label, concurrency, rate, &stats, rate.is_some());
+        row.first_failures = first_failures;
         self.total += &stats;
         self.report.levels.push(row);
         let open_run = self.report.model == Model::Open;
@@ -245,7 +259,13 @@ impl RunRecord {
                 ShardLoad::Concurrency(c) => (Some(c), None),
                 ShardLoad::Rate(r) => (None, Some(r)),
             };
-            rec.push_stats(&l.label, concurrency, rate, l.stats.clone())?;
+            rec.push_row(
+                &l.label,
+                concurrency,
+                rate,
+                l.stats.clone(),
+                l.first_failures.clone(),
+            )?;
         }
         Ok(rec.report)
     }
@@ -274,7 +294,9 @@ impl RunRecord {
                     .stats
                     .as_ref()
                     .expect("rows of this run carry their stats");
-                encode_level(&row.label, *load, stats).map_err(anyhow::Error::from)
+                let mut l = encode_level(&row.label, *load, stats)?;
+                l.first_failures.clone_from(&row.first_failures);
+                Ok(l)
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(ShardArtifact {

@@ -111,8 +111,8 @@ impl TargetPath for ServiceBusPath<'_> {
         self.endpoint.clone()
     }
 
-    async fn prepare(&self, mine: &[Topic]) -> PhaseResult {
-        self.target.prepare(mine).await
+    async fn prepare(&self, mine: &[Topic]) -> Option<PhaseResult> {
+        Some(self.target.prepare(mine).await)
     }
 
     fn target(&self, _spec: &LevelSpec) -> ServiceBusTarget {

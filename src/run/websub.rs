@@ -7,7 +7,7 @@ use super::embedded::EmbeddedHub;
 use super::levels::pool_size;
 use super::path::TargetPath;
 use super::record::RunRecord;
-use crate::config::{RunConfig, TargetKind};
+use crate::config::{Dialect, RunConfig, TargetKind};
 use crate::engine::LevelSpec;
 use crate::targets::websub::{HubEndpoint, WebSubClient, WebSubTarget};
 use crate::targets::{PhaseResult, Target};
@@ -31,7 +31,13 @@ fn client(cfg: &RunConfig, max_conns: usize) -> WebSubClient {
         tls_timeout: cfg.tls.tls_timeout,
         pool_timeout: cfg.client.pool_timeout,
         max_conns,
-        token: cfg.target.hub_token.clone(),
+        headers: cfg.target.hub_headers.clone(),
+        dialect: cfg.websub.dialect,
+        topic_url_prefix: cfg
+            .websub
+            .topic_url_prefix
+            .as_ref()
+            .map_or(String::new(), |u| u.to_string()),
         phase_concurrency: cfg.register_concurrency as usize,
     }
 }
@@ -89,11 +95,19 @@ impl TargetPath for WebSubPath<'_> {
     }
 
     fn jtl_url(&self) -> String {
-        format!("{}?hub.mode=publish", self.url)
+        // A thin ping names its mode in the body, not the URL.
+        match self.cfg.websub.dialect {
+            Dialect::Ballerina => format!("{}?hub.mode=publish", self.url),
+            Dialect::Websub => self.url.to_string(),
+        }
     }
 
-    async fn prepare(&self, mine: &[Topic]) -> PhaseResult {
-        self.phase.prepare(mine).await
+    async fn prepare(&self, mine: &[Topic]) -> Option<PhaseResult> {
+        // `--register never` (or the websub dialect's `auto`): no registration phase at all.
+        match self.cfg.websub.register {
+            true => Some(self.phase.prepare(mine).await),
+            false => None,
+        }
     }
 
     fn add_section(&self, rec: &mut RunRecord) -> anyhow::Result<()> {
@@ -106,7 +120,7 @@ impl TargetPath for WebSubPath<'_> {
     }
 
     async fn teardown(&self, mine: &[Topic]) -> Option<PhaseResult> {
-        match self.cfg.deregister {
+        match self.cfg.deregister && self.cfg.websub.register {
             true => Some(self.phase.teardown(mine).await),
             false => None,
         }

@@ -247,6 +247,10 @@ pub struct LevelArtifact {
     /// written before per-topic statistics: then empty).
     #[serde(default)]
     pub topics: Vec<TopicArtifact>,
+    /// The shard's first failure of each class (class name → text); absent when none, and
+    /// in artifacts written before it existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_failures: BTreeMap<String, String>,
 }
 
 /// One topic of one level: what [`TopicStats`] holds, sparsely.
@@ -443,6 +447,7 @@ pub fn encode_level(
             event_latency: encode_histogram("event_latency", &s.event_latency)?,
         },
         topics: s.topics.iter().map(TopicArtifact::from).collect(),
+        first_failures: BTreeMap::new(),
     })
 }
 

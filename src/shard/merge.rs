@@ -4,6 +4,8 @@
 //! Histograms share one layout, so the merged percentiles are exactly those one process would
 //! have recorded; nothing is averaged. Thresholds are judged by the caller on the result only.
 
+use std::collections::BTreeMap;
+
 use super::artifact::{decode_level, ArtifactError, Load, ShardArtifact, ShardMeta};
 use crate::report::ServiceBusInfo;
 use crate::stats::LevelStats;
@@ -58,6 +60,8 @@ pub struct MergedLevel {
     pub load: Load,
     /// Every shard's stats added together.
     pub stats: LevelStats,
+    /// Per class, the first failure of the lowest-numbered shard that saw one.
+    pub first_failures: BTreeMap<String, String>,
 }
 
 /// A whole run rebuilt from its shards; what reporters need to write the single-run reports.
@@ -112,6 +116,7 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
             label: l.label.clone(),
             load: zero_like(l.load),
             stats: LevelStats::default(),
+            first_failures: BTreeMap::new(),
         })
         .collect();
     let mut registration: Option<PhaseResult> = None;
@@ -121,6 +126,11 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
         for (m, l) in levels.iter_mut().zip(&s.levels) {
             m.stats += &decode_level(l).map_err(art)?;
             m.load = add_load(m.load, l.load);
+            for (class, text) in &l.first_failures {
+                m.first_failures
+                    .entry(class.clone())
+                    .or_insert_with(|| text.clone());
+            }
         }
         if let Some(p) = &s.registration {
             let p = p.to_phase_result().map_err(art)?;
@@ -413,6 +423,33 @@ mod tests {
             "missing shard index(es) 1, 3; every index from 0 to count−1 is needed"
         );
         assert!(matches!(merge(vec![]), Err(MergeError::Empty)));
+    }
+
+    #[test]
+    fn first_failures_survive_the_wire_and_the_lowest_shard_wins() {
+        let (mut shards, _) = run(3, 50);
+        let ff = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        };
+        shards[2].levels[0].first_failures = ff(&[("http_503", "from 2"), ("denied", "d2")]);
+        shards[1].levels[0].first_failures = ff(&[("http_503", "from 1")]);
+        // Through the log lines, as `merge` reads them.
+        let lines: String = shards
+            .iter()
+            .rev()
+            .flat_map(to_log_lines)
+            .map(|l| l + "\n")
+            .collect();
+        let back = from_log_dump(&lines).unwrap();
+        let m = merge(back).unwrap();
+        assert_eq!(
+            m.levels[0].first_failures,
+            ff(&[("denied", "d2"), ("http_503", "from 1")])
+        );
+        assert!(m.levels[1].first_failures.is_empty());
     }
 
     #[test]

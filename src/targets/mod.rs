@@ -2,8 +2,11 @@
 //!
 //! The engine knows nothing of HTTP or AMQP. One implementation per protocol, plus a mock.
 
+pub mod first_failure;
 pub mod http;
 pub mod mock;
+pub mod reason;
+pub mod request;
 pub mod servicebus;
 pub mod websub;
 
@@ -52,4 +55,10 @@ pub trait Target: Send + Sync + 'static {
 
     /// Deregister every topic after the load (`--deregister`).
     fn teardown(&self, topics: &[Topic]) -> impl Future<Output = PhaseResult> + Send;
+
+    /// The first failure of each class this target saw (class name → one line of what the
+    /// server said); targets that keep none return an empty map.
+    fn first_failures(&self) -> std::collections::BTreeMap<String, String> {
+        Default::default()
+    }
 }

@@ -1,8 +1,9 @@
-//! The WebSub hub target, in the Ballerina/WSO2 dialect (PROTOCOL.md §2–3): register topics,
-//! then `POST hub?hub.mode=publish&hub.topic=T` with the event as a JSON body.
+//! The WebSub hub target (docs/protocol.md §7): in the Ballerina/WSO2 dialect register topics,
+//! then `POST hub?hub.mode=publish&hub.topic=T` with the event as a JSON body; in the websub
+//! dialect a publish is a thin ping naming the topic URL.
 //!
-//! Requests are pre-rendered per topic; a publish only appends the correlation id, the length
-//! and the body, and goes out on the lean HTTP/1.1 pool.
+//! Requests are pre-rendered per topic (`request.rs`); a Ballerina publish only appends the
+//! correlation id, the length and the body, and goes out on the lean HTTP/1.1 pool.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -13,10 +14,12 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
+use super::first_failure::FirstFailures;
 use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
+use super::reason::{explain, hub_reason};
+use super::request::{Dialect, ExtraHeaders, HubTarget, RequestShape};
 use super::{PhaseResult, Target};
 use crate::result::{Attempt, Class, Outcome};
-use crate::secret::Secret;
 use crate::workload::{Event, Topic};
 
 /// Where the hub is and how to reach it.
@@ -121,11 +124,6 @@ pub(crate) async fn accepting(all: Vec<SocketAddr>, limit: Duration) -> Vec<Sock
     }
 }
 
-/// Percent-encode a query value (RFC 3986 unreserved kept).
-fn enc(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
-
 /// The client settings the target applies.
 #[derive(Debug, Clone)]
 pub struct WebSubClient {
@@ -139,8 +137,12 @@ pub struct WebSubClient {
     pub pool_timeout: Duration,
     /// Connections to the hub at most.
     pub max_conns: usize,
-    /// Bearer token.
-    pub token: Option<Secret>,
+    /// Credentials and gateway headers, validated by `config`.
+    pub headers: ExtraHeaders,
+    /// The publisher convention the hub speaks.
+    pub dialect: Dialect,
+    /// Websub dialect: topic URL = this prefix + the topic name.
+    pub topic_url_prefix: String,
     /// Concurrency of registration/deregistration.
     pub phase_concurrency: usize,
 }
@@ -150,11 +152,13 @@ pub struct WebSubClient {
 pub struct WebSubTarget {
     pool: HttpPool,
     timeout: Duration,
-    /// Per topic: the publish request up to (not including) the `activityid` value.
+    /// Per topic: the Ballerina publish request up to (not including) the `activityid`
+    /// value, or the complete websub thin ping.
     publish_heads: Vec<Vec<u8>>,
-    hub: HubEndpoint,
-    token: Option<Secret>,
+    shape: RequestShape,
     phase_concurrency: usize,
+    /// The first failure of each class among the publishes.
+    first: FirstFailures,
 }
 
 impl WebSubTarget {
@@ -173,41 +177,30 @@ impl WebSubTarget {
         if let Some(tls) = &hub.tls {
             pool = pool.with_tls(tls.clone());
         }
-        let mut t = WebSubTarget {
-            pool,
-            timeout: client.timeout,
-            publish_heads: Vec::new(),
-            hub,
-            token: client.token.clone(),
-            phase_concurrency: client.phase_concurrency.max(1),
+        let shape = RequestShape {
+            hub: HubTarget {
+                host: hub.host.clone(),
+                path: hub.path.clone(),
+            },
+            dialect: client.dialect,
+            topic_url_prefix: client.topic_url_prefix.clone(),
+            headers: client.headers.clone(),
         };
-        t.publish_heads = topics
+        let publish_heads = topics
             .iter()
-            .map(|topic| {
-                let mut h = t.head("publish", &topic.name, "application/json");
-                h.extend_from_slice(b"Accept: application/json\r\nactivityid: ");
-                h
+            .map(|topic| match shape.dialect {
+                Dialect::Ballerina => shape.publish_head(&topic.name),
+                Dialect::Websub => shape.thin_ping(&topic.name),
             })
             .collect();
-        t
-    }
-
-    /// `POST {path}?hub.mode=M&hub.topic=T HTTP/1.1` plus the common headers, open for more.
-    fn head(&self, mode: &str, topic: &str, content_type: &str) -> Vec<u8> {
-        let sep = if self.hub.has_query { '&' } else { '?' };
-        let mut h = format!(
-            "POST {}{sep}hub.mode={mode}&hub.topic={} HTTP/1.1\r\nHost: {}\r\nUser-Agent: hubload/{}\r\nContent-Type: {content_type}\r\n",
-            self.hub.path,
-            enc(topic),
-            self.hub.host,
-            env!("CARGO_PKG_VERSION"),
-        );
-        if let Some(t) = &self.token {
-            h.push_str("Authorization: Bearer ");
-            h.push_str(t.expose());
-            h.push_str("\r\n");
+        WebSubTarget {
+            pool,
+            timeout: client.timeout,
+            publish_heads,
+            shape,
+            phase_concurrency: client.phase_concurrency.max(1),
+            first: FirstFailures::default(),
         }
-        h.into_bytes()
     }
 
     /// The pool publishes go through (per-address counts, handshakes).
@@ -215,20 +208,66 @@ impl WebSubTarget {
         &self.pool
     }
 
-    async fn exchange(&self, request: &[u8]) -> Attempt {
+    /// One exchange; the response too when there was one.
+    async fn exchange(&self, request: &[u8]) -> (Attempt, Option<Response>) {
         let deadline = Instant::now() + self.timeout;
         let mut resp = Response::default();
         let result = self.pool.send_into(request, deadline, &mut resp).await;
-        Attempt {
-            outcome: match result {
-                Ok(()) => resp.outcome(),
-                Err(e) => e.outcome(),
-            },
-            status: if result.is_ok() { resp.status } else { 0 },
-            bytes_sent: request.len() as u64,
-            // Every byte read, whatever the outcome.
-            bytes_received: resp.bytes_received,
+        // Every byte read counts, whatever the outcome.
+        let bytes_received = resp.bytes_received;
+        match result {
+            Ok(()) => (
+                Attempt {
+                    outcome: self.classify(&resp),
+                    status: resp.status,
+                    bytes_sent: request.len() as u64,
+                    bytes_received,
+                },
+                Some(resp),
+            ),
+            Err(e) => (
+                Attempt {
+                    outcome: e.outcome(),
+                    status: 0,
+                    bytes_sent: request.len() as u64,
+                    bytes_received,
+                },
+                None,
+            ),
         }
+    }
+
+    /// The outcome of a response, as the dialect reads it.
+    fn classify(&self, resp: &Response) -> Outcome {
+        match self.shape.dialect {
+            Dialect::Ballerina => resp.outcome(),
+            Dialect::Websub => crate::result::classify::classify_thin_ping(
+                resp.status,
+                resp.content_type.as_deref(),
+                &resp.body,
+            ),
+        }
+    }
+
+    /// A failed attempt as one line: status, the hub's reason, a dialect hint.
+    fn explain(&self, a: &Attempt, resp: Option<&Response>) -> String {
+        let reason = resp.and_then(|r| hub_reason(r.content_type.as_deref(), &r.body));
+        explain(self.shape.dialect, a, reason.as_deref())
+    }
+
+    /// `a`, after recording it when it is the first failure of its class (formatted only then).
+    fn noted(&self, a: Attempt, resp: Option<&Response>, topic: &Topic) -> Attempt {
+        let class = a.outcome.class();
+        if class != Class::Accepted {
+            self.first.note(class, || {
+                format!(
+                    "publish {}: {}",
+                    self.shape.hub_topic(&topic.name),
+                    self.explain(&a, resp)
+                )
+            });
+        }
+        a
     }
 
     /// One register/deregister over every topic, with bounded concurrency.
@@ -241,18 +280,22 @@ impl WebSubTarget {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(topic) = topics.get(i) else { break };
-                let mut req = self.head(mode, &topic.name, "application/json");
-                req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
-                done.push((self.exchange(&req).await, topic.name.to_string()));
+                let req = self.shape.phase_request(mode, &topic.name);
+                let (a, resp) = self.exchange(&req).await;
+                // Explained here, while the response is at hand; only failures keep text.
+                let why =
+                    (a.outcome.class() != Class::Accepted).then(|| self.explain(&a, resp.as_ref()));
+                done.push((a, why, &*topic.name));
             }
             done
         });
-        let results: Vec<(Attempt, String)> = join_all(lanes).await.into_iter().flatten().collect();
+        let results: Vec<(Attempt, Option<String>, &str)> =
+            join_all(lanes).await.into_iter().flatten().collect();
         let mut p = PhaseResult {
             topics: topics.len() as u64,
             ..PhaseResult::default()
         };
-        for (a, topic) in results {
+        for (a, why, topic) in results {
             if mode == "register" && a.outcome == Outcome::Http4xx(409) {
                 p.already_registered += 1;
                 continue;
@@ -261,37 +304,12 @@ impl WebSubTarget {
             if let Some(r) = a.outcome.reason() {
                 p.reasons.add(r, 1);
             }
-            if a.outcome.class() != Class::Accepted && p.first_error.is_none() {
-                p.first_error = Some(format!("{mode} `{topic}`: {}", describe(&a)));
+            if let (Some(why), None) = (why, &p.first_error) {
+                p.first_error = Some(format!("{mode} {}: {why}", self.shape.hub_topic(topic)));
             }
         }
         p.duration_s = started.elapsed().as_secs_f64();
         p
-    }
-}
-
-/// A human description of a failed attempt, for the registration error line.
-pub fn describe(a: &Attempt) -> String {
-    match a.outcome {
-        Outcome::ConnError(k) => format!("connection {}", format!("{k:?}").to_lowercase()),
-        Outcome::Timeout(k) => format!("{} timeout", format!("{k:?}").to_lowercase()),
-        Outcome::Denied => format!("denied (HTTP {})", a.status),
-        Outcome::TlsError(crate::result::TlsReason::UnknownIssuer) => {
-            "TLS handshake failed: tls_error.unknown_issuer (a private CA? give it with --ca-cert)"
-                .into()
-        }
-        Outcome::TlsError(_) => format!(
-            "TLS handshake failed: {}",
-            a.outcome.reason().map_or("", |r| r.name())
-        ),
-        o => match (o.status(), o.reason()) {
-            (Some(s), _) => format!("HTTP {s}"),
-            (None, Some(r)) if a.status != 0 => {
-                format!("unexpected reply (HTTP {}, {})", a.status, r.name())
-            }
-            (None, Some(r)) => r.name().to_string(),
-            (None, None) => o.class().name().to_string(),
-        },
     }
 }
 
@@ -300,8 +318,13 @@ impl Target for WebSubTarget {
         self.phase(topics, "register").await
     }
 
-    async fn send(&self, _topic: &Topic, event: &Event) -> Attempt {
+    async fn send(&self, topic: &Topic, event: &Event) -> Attempt {
         let head = &self.publish_heads[event.topic];
+        if self.shape.dialect == Dialect::Websub {
+            // The thin ping is the same for every event of a topic: the hub fetches content.
+            let (a, resp) = self.exchange(head).await;
+            return self.noted(a, resp.as_ref(), topic);
+        }
         let mut req = Vec::with_capacity(head.len() + 64 + event.body.len());
         req.extend_from_slice(head);
         req.extend_from_slice(
@@ -315,10 +338,15 @@ impl Target for WebSubTarget {
         req.extend_from_slice(itoa::Buffer::new().format(event.body.len()).as_bytes());
         req.extend_from_slice(b"\r\n\r\n");
         req.extend_from_slice(&event.body);
-        self.exchange(&req).await
+        let (a, resp) = self.exchange(&req).await;
+        self.noted(a, resp.as_ref(), topic)
     }
 
     async fn teardown(&self, topics: &[Topic]) -> PhaseResult {
         self.phase(topics, "deregister").await
+    }
+
+    fn first_failures(&self) -> std::collections::BTreeMap<String, String> {
+        self.first.snapshot()
     }
 }

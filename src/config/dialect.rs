@@ -1,0 +1,147 @@
+//! The WebSub dialect flags (`--dialect`, `--topic-url-prefix`, `--register`,
+//! `--topic-server-listen`) → `WebSubConfig`.
+
+use super::parse::value;
+use super::{opt, ConfigError, Dialect, WebSubConfig};
+use crate::cli::RunArgs;
+
+fn dialect(a: &RunArgs) -> Result<Dialect, ConfigError> {
+    match opt(&a.dialect).map(str::trim) {
+        None | Some("ballerina") => Ok(Dialect::Ballerina),
+        Some("websub") => Ok(Dialect::Websub),
+        Some(s) => Err(ConfigError::invalid(
+            "dialect",
+            s,
+            "is not ballerina or websub",
+        )),
+    }
+}
+
+/// `--topic-url-prefix`: an http(s) URL with a host, required by the websub dialect.
+fn topic_url_prefix(a: &RunArgs, d: Dialect) -> Result<Option<url::Url>, ConfigError> {
+    let field = "topic-url-prefix";
+    let Some(s) = opt(&a.topic_url_prefix) else {
+        return match d {
+            Dialect::Websub => Err(ConfigError::Conflict(
+                "--dialect websub needs --topic-url-prefix URL (each topic's URL is the prefix followed by the topic name)".into(),
+            )),
+            Dialect::Ballerina => Ok(None),
+        };
+    };
+    let shown = super::auth::redact_url_text(s);
+    let u = url::Url::parse(s.trim()).map_err(|e| ConfigError::invalid(field, &shown, e))?;
+    if !matches!(u.scheme(), "http" | "https") || u.host().is_none() {
+        return Err(ConfigError::invalid(
+            field,
+            &shown,
+            "must be an http:// or https:// URL with a host",
+        ));
+    }
+    if d == Dialect::Ballerina {
+        return Err(ConfigError::Conflict(
+            "--topic-url-prefix is for --dialect websub (ballerina topics are names)".into(),
+        ));
+    }
+    Ok(Some(u))
+}
+
+/// `--register auto|always|never`; auto is what the dialect needs.
+fn register(a: &RunArgs, d: Dialect) -> Result<bool, ConfigError> {
+    match opt(&a.register).map(str::trim) {
+        None | Some("auto") => Ok(d == Dialect::Ballerina),
+        Some("always") => Ok(true),
+        Some("never") => Ok(false),
+        Some(s) => Err(ConfigError::invalid(
+            "register",
+            s,
+            "is not auto, always or never",
+        )),
+    }
+}
+
+/// The WebSub target's dialect settings.
+pub(super) fn resolve(a: &RunArgs) -> Result<WebSubConfig, ConfigError> {
+    let d = dialect(a)?;
+    Ok(WebSubConfig {
+        dialect: d,
+        topic_url_prefix: topic_url_prefix(a, d)?,
+        register: register(a, d)?,
+        topic_server_listen: opt(&a.topic_server_listen)
+            .map(|s| value("topic-server-listen", s))
+            .transpose()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{args, err};
+    use super::*;
+
+    #[test]
+    fn defaults_and_dialects() {
+        let c = resolve(&args(&[])).unwrap();
+        assert_eq!((c.dialect, c.register), (Dialect::Ballerina, true));
+        assert_eq!(c.topic_url_prefix, None);
+        let c = resolve(&args(&[
+            "--dialect",
+            "websub",
+            "--topic-url-prefix",
+            "http://topics.ns.svc:9100/t/",
+            "--topic-server-listen",
+            "0.0.0.0:9100",
+        ]))
+        .unwrap();
+        assert_eq!((c.dialect, c.register), (Dialect::Websub, false));
+        assert_eq!(
+            c.topic_url_prefix.unwrap().as_str(),
+            "http://topics.ns.svc:9100/t/"
+        );
+        assert_eq!(c.topic_server_listen, Some("0.0.0.0:9100".parse().unwrap()));
+        let w = ["--dialect", "websub", "--topic-url-prefix", "http://t/"];
+        for (reg, want) in [("always", true), ("never", false), ("auto", false)] {
+            let argv: Vec<&str> = w.iter().copied().chain(["--register", reg]).collect();
+            assert_eq!(resolve(&args(&argv)).unwrap().register, want, "{reg}");
+        }
+        assert!(!resolve(&args(&["--register", "never"])).unwrap().register);
+    }
+
+    #[test]
+    fn rules_and_messages() {
+        for (argv, want) in [
+            (
+                &["--dialect", "wso2"][..],
+                "invalid --dialect `wso2`: is not ballerina or websub",
+            ),
+            (
+                &["--dialect", "websub"],
+                "--dialect websub needs --topic-url-prefix URL",
+            ),
+            (
+                &["--dialect", "websub", "--topic-url-prefix", "topics/"],
+                "invalid --topic-url-prefix `topics/`: relative URL without a base",
+            ),
+            (
+                &["--dialect", "websub", "--topic-url-prefix", "ftp://h/"],
+                "invalid --topic-url-prefix `ftp://h/`: must be an http:// or https:// URL",
+            ),
+            (
+                &["--dialect", "websub", "--topic-url-prefix", "http://u:pw@/"],
+                "invalid --topic-url-prefix `http://u:redacted@/`",
+            ),
+            (
+                &["--topic-url-prefix", "http://t/"],
+                "--topic-url-prefix is for --dialect websub",
+            ),
+            (
+                &["--register", "yes"],
+                "invalid --register `yes`: is not auto, always or never",
+            ),
+            (
+                &["--topic-server-listen", "9100"],
+                "invalid --topic-server-listen `9100`",
+            ),
+        ] {
+            err(resolve(&args(argv)), want);
+        }
+    }
+}
