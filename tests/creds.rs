@@ -242,8 +242,19 @@ fn a_rejected_registration_repeats_the_hub_reason_with_a_dialect_hint() {
     let dir = tempfile::tempdir().unwrap();
     let out = bin(&small_run(&cap.url, "5"), dir.path());
     assert_eq!(out.status.code(), Some(2));
+    // The run banner comes first; the error is the one line after it.
+    let err = stderr(&out);
     assert_eq!(
-        stderr(&out),
+        err.lines()
+            .filter(|l| l.starts_with("hubload: error"))
+            .count(),
+        1
+    );
+    assert_eq!(
+        err.lines()
+            .last()
+            .map(|l| format!("{l}\n"))
+            .unwrap_or_default(),
         format!(
             "hubload: error: cannot register topics at the hub {}: register {TOPIC}: HTTP 400 \
              (Missing form argument: hub.mode); does this hub speak the websub dialect? try \
@@ -259,11 +270,23 @@ fn a_rejected_registration_repeats_the_hub_reason_with_a_dialect_hint() {
     });
     let out = bin(&small_run(&cap.url, "5"), dir.path());
     assert_eq!(
-        stderr(&out),
+        error_line(&out),
         format!(
             "hubload: error: cannot register topics at the hub {}: register {TOPIC}: denied \
              (HTTP 403: tenant quota\\nexceeded)\n",
             cap.url
         )
     );
+}
+
+/// The one error line of a failed run (the run banner comes before it on stderr).
+fn error_line(out: &std::process::Output) -> String {
+    let err = stderr(out);
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("hubload: error"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
+    format!("{}\n", errors[0])
 }

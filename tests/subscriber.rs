@@ -119,8 +119,10 @@ async fn one_level(
     for (t, ok) in accepted {
         per_topic_accepted[t] += u64::from(ok);
     }
-    let stats = fleet.close_level(Duration::from_secs(15)).await;
+    // The hub first: once nothing is pending (queued or in flight) every answer the fleet
+    // gave, 410s to deliveries that were in flight included, is in the level it closes.
     let settled = hub.stats_when(|s| s.distribution.pending == 0).await;
+    let stats = fleet.close_level(Duration::from_secs(15)).await;
     (stats, per_topic_accepted, settled)
 }
 

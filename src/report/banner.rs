@@ -202,7 +202,7 @@ mod tests {
         let want = format!(
             "\
 hubload {}
-  target    websub (Ballerina/WSO2 hub dialect) at http://alice:redacted@127.0.0.1:9/hub
+  target    websub (Ballerina/WSO2 hub dialect) at http://127.0.0.1:9/hub, headers Authorization (values hidden)
   workload  3 tenants × 10 SPs × 10 users, channels login,registration,credential,session (4), uniform publishers, seed 1
   topics    per-tenant-channel (12 topics)
   levels    closed model: 1, 20, 30s each
@@ -237,7 +237,7 @@ hubload {}
         let lines: Vec<&str> = got.lines().collect();
         assert_eq!(
             lines[1],
-            "  target    websub (Ballerina/WSO2 hub dialect) at http://127.0.0.1:9/hub, bearer token set"
+            "  target    websub (Ballerina/WSO2 hub dialect) at http://127.0.0.1:9/hub, headers Authorization (values hidden)"
         );
         assert_eq!(lines[3], "  topics    shared (1 topics)");
         assert_eq!(
