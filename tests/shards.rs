@@ -142,6 +142,22 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
             a.label
         );
     }
+    // tenants.csv of the merge rolls up by tenant like the single run's: the same tenants,
+    // topics and attempts per level (9 tenants, none blank).
+    let tenant_rows = |d: &Path| -> Vec<[String; 4]> {
+        let text = std::fs::read_to_string(d.join("tenants.csv")).unwrap();
+        text.lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                [f[0], f[1], f[2], f[3]].map(String::from)
+            })
+            .collect()
+    };
+    let merged_tenants = tenant_rows(&dir.path().join("merged"));
+    assert_eq!(merged_tenants, tenant_rows(out.path()));
+    assert_eq!(merged_tenants.len(), 2 * 9, "{merged_tenants:?}");
+    assert!(merged_tenants.iter().all(|r| r[1].starts_with("tenant")));
     let single_hub_stats = single_hub.stats().await;
     for (i, name) in single.topics.iter().enumerate() {
         assert_eq!(

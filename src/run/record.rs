@@ -222,6 +222,7 @@ impl RunRecord {
         report.partial = m.partial;
         report.registration = m.registration.as_ref().map(PhaseReport::from);
         report.servicebus = m.servicebus.clone();
+        report.topic_tenants = m.topic_tenants.clone();
         let mut rec = RunRecord {
             report,
             total: LevelStats::default(),
@@ -285,6 +286,7 @@ impl RunRecord {
             registration: self.registration.as_ref().map(PhaseArtifact::from),
             levels,
             servicebus: self.report.servicebus.clone(),
+            topic_tenants: self.report.topic_tenants.clone(),
         })
     }
 

@@ -362,6 +362,11 @@ pub struct ShardArtifact {
     /// What this shard's Service Bus sender (and embedded emulator) saw; `None` for a hub run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub servicebus: Option<ServiceBusInfo>,
+    /// The tenant of each topic by global index (`null` for a topic shared by tenants), as
+    /// `summary.json` `topic_tenants`, so a merged run's `tenants.csv` rolls up by tenant;
+    /// absent from older artifacts (then empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topic_tenants: Vec<Option<u32>>,
 }
 
 impl ShardArtifact {
@@ -636,6 +641,7 @@ mod tests {
             registration: Some(PhaseArtifact::from(&phase)),
             levels: vec![encode_level("20", Load::Concurrency(7), &stats).unwrap()],
             servicebus: None,
+            topic_tenants: vec![],
         };
         let text = doc.to_json();
         assert!(text.contains("\"format\": \"hubload-shard\""));
@@ -664,6 +670,7 @@ mod tests {
             registration: None,
             levels: vec![],
             servicebus: None,
+            topic_tenants: vec![],
         };
         let text = doc.to_json();
         let v2 = text.replace("\"format_version\": 1", "\"format_version\": 2");
