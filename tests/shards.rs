@@ -114,6 +114,35 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
         ["3", "7"]
     );
 
+    // Per-second histograms merge second by second: the merged second s counts the shards'
+    // seconds s together, which is the merged timeline (recorded apart), and the level.
+    let shard_reports: Vec<_> = (0..3)
+        .map(|i| read_summary(&dir.path().join(format!("shard{i}"))))
+        .collect();
+    let per_second = |l: &hubload::report::LevelReport| -> Vec<u64> {
+        let ps = &l.histograms.as_ref().unwrap().per_second;
+        ps.latency
+            .iter()
+            .map(|b| match b.as_str() {
+                "" => 0,
+                b => hubload::stats::from_base64(b).unwrap().len(),
+            })
+            .collect()
+    };
+    for (i, l) in merged.levels.iter().enumerate() {
+        let got = per_second(l);
+        let mut want = vec![0u64; got.len()];
+        for r in &shard_reports {
+            for (s, c) in per_second(&r.levels[i]).into_iter().enumerate() {
+                want[s] += c;
+            }
+        }
+        assert_eq!(got, want, "level {}", l.label);
+        let timeline: Vec<u64> = l.timeline.iter().map(|b| b.count).collect();
+        assert_eq!(got, timeline, "level {}", l.label);
+        assert_eq!(got.iter().sum::<u64>(), l.samples, "level {}", l.label);
+    }
+
     // 2. The merge equals one process running the same workload: the same events, so the same
     //    counts per topic (the per-class split depends on the hub's fault schedule order).
     let single_hub = hub_with(FaultConfig::default()).await;

@@ -182,7 +182,7 @@ impl RunRecord {
         stats: LevelStats,
     ) -> anyhow::Result<()> {
         let row = level_report(label, concurrency, rate, &stats, rate.is_some());
-        self.total += &stats;
+        self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         let open_run = self.report.model == Model::Open;
         self.report.total = Some(level_report("TOTAL", None, None, &self.total, open_run));
