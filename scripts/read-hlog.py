@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Read a latency.hlog with the HdrHistogram Python library (PyPI: hdrhistogram), a decoder
-hubload did not write, and print per tag: total count, p50, p99 and max as JSON.
+hubload did not write, and print per tag, as JSON: the intervals (absolute start and end in
+seconds, count, max) and, over all intervals of the tag added together, total count, p50, p99
+and max.
 
 Usage: read-hlog.py latency.hlog
 Percentiles are HdrHistogram's get_value_at_percentile (the bucket's highest equivalent value
@@ -18,18 +20,29 @@ def main(path):
     # The reference histogram only supplies defaults; each interval carries its own layout.
     reader = HistogramLogReader(path, HdrHistogram(1, 60 * 60 * 1000 * 1000, 3))
     out = {}
+    added = {}
     while True:
         h = reader.get_next_interval_histogram()
         if h is None:
             break
         tag = h.get_tag()
-        out[tag] = {
+        out.setdefault(tag, {"intervals": []})["intervals"].append({
+            "start_s": h.get_start_time_stamp() / 1000.0,
+            "end_s": h.get_end_time_stamp() / 1000.0,
+            "count": h.get_total_count(),
+            "max": h.get_max_value(),
+        })
+        if tag in added:
+            added[tag].add(h)
+        else:
+            added[tag] = h
+    for tag, h in added.items():
+        out[tag].update({
             "count": h.get_total_count(),
             "p50": h.get_value_at_percentile(50.0),
             "p99": h.get_value_at_percentile(99.0),
             "max": h.get_max_value(),
-            "start_s": h.get_start_time_stamp() / 1000.0,
-        }
+        })
     json.dump(out, sys.stdout, sort_keys=True)
     print()
 

@@ -114,6 +114,35 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
         ["3", "7"]
     );
 
+    // Per-second histograms merge second by second: the merged second s counts the shards'
+    // seconds s together, which is the merged timeline (recorded apart), and the level.
+    let shard_reports: Vec<_> = (0..3)
+        .map(|i| read_summary(&dir.path().join(format!("shard{i}"))))
+        .collect();
+    let per_second = |l: &hubload::report::LevelReport| -> Vec<u64> {
+        let ps = &l.histograms.as_ref().unwrap().per_second;
+        ps.latency
+            .iter()
+            .map(|b| match b.as_str() {
+                "" => 0,
+                b => hubload::stats::from_base64(b).unwrap().len(),
+            })
+            .collect()
+    };
+    for (i, l) in merged.levels.iter().enumerate() {
+        let got = per_second(l);
+        let mut want = vec![0u64; got.len()];
+        for r in &shard_reports {
+            for (s, c) in per_second(&r.levels[i]).into_iter().enumerate() {
+                want[s] += c;
+            }
+        }
+        assert_eq!(got, want, "level {}", l.label);
+        let timeline: Vec<u64> = l.timeline.iter().map(|b| b.count).collect();
+        assert_eq!(got, timeline, "level {}", l.label);
+        assert_eq!(got.iter().sum::<u64>(), l.samples, "level {}", l.label);
+    }
+
     // 2. The merge equals one process running the same workload: the same events, so the same
     //    counts per topic (the per-class split depends on the hub's fault schedule order).
     let single_hub = hub_with(FaultConfig::default()).await;
@@ -142,6 +171,22 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
             a.label
         );
     }
+    // tenants.csv of the merge rolls up by tenant like the single run's: the same tenants,
+    // topics and attempts per level (9 tenants, none blank).
+    let tenant_rows = |d: &Path| -> Vec<[String; 4]> {
+        let text = std::fs::read_to_string(d.join("tenants.csv")).unwrap();
+        text.lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                [f[0], f[1], f[2], f[3]].map(String::from)
+            })
+            .collect()
+    };
+    let merged_tenants = tenant_rows(&dir.path().join("merged"));
+    assert_eq!(merged_tenants, tenant_rows(out.path()));
+    assert_eq!(merged_tenants.len(), 2 * 9, "{merged_tenants:?}");
+    assert!(merged_tenants.iter().all(|r| r[1].starts_with("tenant")));
     let single_hub_stats = single_hub.stats().await;
     for (i, name) in single.topics.iter().enumerate() {
         assert_eq!(

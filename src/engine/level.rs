@@ -12,7 +12,7 @@ use super::context::LevelContext;
 use super::driver::{run_pacer, Driver, OpenParams, Seqs, Window};
 use super::plan::{LevelSpec, Load};
 use super::worker::{stripes, worker_loop};
-use crate::stats::LevelStats;
+use crate::stats::{LevelStats, SharedLevel};
 use crate::targets::Target;
 use tokio::time::Instant;
 
@@ -90,9 +90,16 @@ pub async fn run_level<T: Target>(
         Load::Open { .. } => Duration::ZERO, // the pacer ramps the rate
     };
     let stripes = stripes(workers);
+    let topics = ctx.workload.topics().len();
+    let shared = Arc::new(SharedLevel::new(
+        topics,
+        &ctx.clock,
+        measured_start.into_std(),
+    ));
     let mut handles = Vec::with_capacity(workers);
     for w in 0..workers {
         let (ctx, driver, stripes) = (ctx.clone(), driver.clone(), stripes.clone());
+        let shared = shared.clone();
         // Closed-model ramp: worker w joins at w/C of the ramp, after the warm-up.
         let delay = ramp.mul_f64(w as f64 / workers as f64);
         handles.push(tokio::spawn(async move {
@@ -102,7 +109,7 @@ pub async fn run_level<T: Target>(
                     _ = tokio::time::sleep_until(measured_start + delay) => {}
                 }
             }
-            worker_loop(ctx, driver, stripes, w, measured_start).await
+            worker_loop(ctx, driver, stripes, shared, w, measured_start).await
         }));
     }
     let mut stats = LevelStats::default();
@@ -124,6 +131,7 @@ pub async fn run_level<T: Target>(
         s.live.flush(&ctx.live, now);
         stats += &s.stats;
     }
+    shared.finish(&mut stats);
     LevelRun {
         stats,
         scheduled,

@@ -9,7 +9,7 @@ use super::context::LevelContext;
 use super::driver::Driver;
 use super::live::LiveDelta;
 use crate::result::Class;
-use crate::stats::{AttemptTimes, LevelStats};
+use crate::stats::{AttemptTimes, LevelStats, SharedLevel};
 use crate::targets::Target;
 
 /// Where workers record: a fixed number of stripes, each a `LevelStats` and a live delta
@@ -43,6 +43,7 @@ pub(crate) async fn worker_loop<T: Target>(
     ctx: Arc<LevelContext<T>>,
     driver: Arc<Driver>,
     stripes: Arc<[Mutex<Stripe>]>,
+    shared: Arc<SharedLevel>,
     worker: usize,
     level_start: Instant,
 ) {
@@ -80,9 +81,10 @@ pub(crate) async fn worker_loop<T: Target>(
                 let us = (end - start).as_micros() as u64;
                 {
                     let mut st = lock();
-                    st.stats.record_attempt(&ctx.clock, times, &a, event.topic);
+                    st.stats.record_attempt_without_topic(&ctx.clock, times, &a);
                     st.live.note(&ctx.live, class, us, end);
                 }
+                shared.record(worker, times, class, event.topic);
                 if let Some(out) = &ctx.attempts {
                     let r = AttemptRecord {
                         start_unix_us: ctx.clock.unix_us(start.into_std()),

@@ -128,6 +128,7 @@ pub fn level_report(
         histograms: (!s.latency.is_empty()).then(|| ReportHistograms {
             latency: encode(&s.latency),
             corrected: (open && !s.corrected.is_empty()).then(|| encode(&s.corrected)),
+            per_second: s.seconds.clone(),
         }),
         first_failures: Default::default(),
         stats: Some(s.clone()),

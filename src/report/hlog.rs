@@ -6,7 +6,11 @@
 //! Values are µs; `Interval_Max` is in ms (µs / 1000, the convention that the value unit is a
 //! thousandth of the logged max's); timestamps are seconds since `#[StartTime]`, the first
 //! level's first attempt. The histograms are those of `summary.json` (`levels[].histograms`),
-//! so `hubload report` rewrites the same log. Per-second intervals are not written (docs/reports.md).
+//! so `hubload report` rewrites the same log.
+//!
+//! Then, per level, one interval per second with attempts, tagged `c200-per-second` (and
+//! `r500-corrected-per-second`): a tag is a series to HistogramLogAnalyzer and the libraries'
+//! log processors, and the second is the interval's timestamp (docs/reports.md).
 
 use std::fmt::Write;
 
@@ -48,18 +52,50 @@ pub fn render_hlog(report: &Report) -> String {
             continue;
         };
         let tag = level_tag(l.concurrency, l.rate);
-        let start_s = start.saturating_sub(base_us) as f64 / 1e6;
-        let mut line = |tag: &str, max_us: u64, payload: &str| {
+        let end = start + (l.span_s * 1e6).round() as u64;
+        let mut line = |tag: &str, (from, to): (u64, u64), max_us: u64, payload: &str| {
             let _ = writeln!(
                 out,
-                "Tag={tag},{start_s:.3},{:.3},{:.3},{payload}",
-                l.span_s,
+                "Tag={tag},{:.3},{:.3},{:.3},{payload}",
+                from.saturating_sub(base_us) as f64 / 1e6,
+                to.saturating_sub(from) as f64 / 1e6,
                 max_us as f64 / 1000.0
             );
         };
-        line(&tag, l.latency_us.max, &h.latency);
+        line(&tag, (start, end), l.latency_us.max, &h.latency);
         if let (Some(c), Some(cl)) = (&h.corrected, &l.corrected_latency_us) {
-            line(&format!("{tag}-corrected"), cl.max, c);
+            line(&format!("{tag}-corrected"), (start, end), cl.max, c);
+        }
+        let ps = &h.per_second;
+        let Some(origin) = ps.origin_us else {
+            continue;
+        };
+        let (raw_tag, corrected_tag) = (
+            format!("{tag}-per-second"),
+            format!("{tag}-corrected-per-second"),
+        );
+        let hist_max = |b64: &str| crate::stats::from_base64(b64).map_or(0, |h| h.max());
+        for (s, raw) in ps.latency.iter().enumerate() {
+            if raw.is_empty() {
+                continue;
+            }
+            // Second s is [origin + s, origin + s + 1), cut to the level's first start → last end.
+            let from = (origin + s as u64 * 1_000_000).max(start);
+            let span = (
+                from,
+                (origin + (s as u64 + 1) * 1_000_000).min(end).max(from),
+            );
+            // The timeline's exact max of the second, else the histogram's.
+            let max = l
+                .timeline
+                .get(s)
+                .map(|b| b.max_us)
+                .filter(|m| *m > 0)
+                .unwrap_or_else(|| hist_max(raw));
+            line(&raw_tag, span, max, raw);
+            if let Some(c) = ps.corrected.get(s).filter(|c| !c.is_empty()) {
+                line(&corrected_tag, span, hist_max(c), c);
+            }
         }
     }
     out

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::kind::{Model, TargetKind};
 use crate::result::Class;
-use crate::stats::{LevelStats, TimelineBucket};
+use crate::stats::{LevelStats, SecondHistograms, TimelineBucket};
 use crate::targets::PhaseResult;
 use crate::verdict::{CapacityResult, Verdict, WhatIfTable};
 
@@ -268,6 +268,10 @@ pub struct ReportHistograms {
     /// Latency from the intended start (open model only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrected: Option<String>,
+    /// The same histograms per second of the level (the `latency.hlog` per-second intervals;
+    /// absent from summaries written before them).
+    #[serde(default, skip_serializing_if = "SecondHistograms::is_empty")]
+    pub per_second: SecondHistograms,
 }
 
 /// Latency summary in µs, from the HdrHistogram (percentiles) and exact counters (min, max, mean).

@@ -196,7 +196,7 @@ impl RunRecord {
     ) -> anyhow::Result<()> {
         let mut row = level_report(label, concurrency, rate, &stats, rate.is_some());
         row.first_failures = first_failures;
-        self.total += &stats;
+        self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         let open_run = self.report.model == Model::Open;
         self.report.total = Some(level_report("TOTAL", None, None, &self.total, open_run));
@@ -236,6 +236,7 @@ impl RunRecord {
         report.partial = m.partial;
         report.registration = m.registration.as_ref().map(PhaseReport::from);
         report.servicebus = m.servicebus.clone();
+        report.topic_tenants = m.topic_tenants.clone();
         let mut rec = RunRecord {
             report,
             total: LevelStats::default(),
@@ -307,6 +308,7 @@ impl RunRecord {
             registration: self.registration.as_ref().map(PhaseArtifact::from),
             levels,
             servicebus: self.report.servicebus.clone(),
+            topic_tenants: self.report.topic_tenants.clone(),
         })
     }
 

@@ -7,9 +7,6 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
 
 use super::env::{validate_run_id, ShardSpec};
@@ -17,8 +14,8 @@ use crate::kind::{Model, TargetKind};
 use crate::report::ServiceBusInfo;
 use crate::result::{Class, Reason};
 use crate::stats::{
-    Counts, Histogram, LevelStats, Reasons, TimelineBucket, TopicStats, HIST_LOWEST_US,
-    HIST_SIGFIG, TOPIC_BUCKETS,
+    Counts, Histogram, LevelStats, Reasons, SecondHistograms, TimelineBucket, TopicStats,
+    HIST_LOWEST_US, HIST_SIGFIG, TOPIC_BUCKETS,
 };
 use crate::targets::PhaseResult;
 
@@ -70,6 +67,14 @@ pub enum ArtifactError {
         /// Which histogram.
         name: &'static str,
         /// What is wrong with it.
+        reason: String,
+    },
+    /// A per-second histogram that does not decode to hubload's layout.
+    #[error("level {label:?}: per-second histograms: {reason}")]
+    Seconds {
+        /// The level.
+        label: String,
+        /// Which second and what is wrong.
         reason: String,
     },
     /// A per-topic histogram bucket beyond the layout.
@@ -251,6 +256,10 @@ pub struct LevelArtifact {
     /// in artifacts written before it existed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub first_failures: BTreeMap<String, String>,
+    /// Latency histograms per second of the level, as `summary.json`
+    /// `levels[].histograms.per_second` (absent in older artifacts: then empty).
+    #[serde(default, skip_serializing_if = "SecondHistograms::is_empty")]
+    pub seconds: SecondHistograms,
 }
 
 /// One topic of one level: what [`TopicStats`] holds, sparsely.
@@ -366,6 +375,11 @@ pub struct ShardArtifact {
     /// What this shard's Service Bus sender (and embedded emulator) saw; `None` for a hub run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub servicebus: Option<ServiceBusInfo>,
+    /// The tenant of each topic by global index (`null` for a topic shared by tenants), as
+    /// `summary.json` `topic_tenants`, so a merged run's `tenants.csv` rolls up by tenant;
+    /// absent from older artifacts (then empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topic_tenants: Vec<Option<u32>>,
 }
 
 impl ShardArtifact {
@@ -448,6 +462,7 @@ pub fn encode_level(
         },
         topics: s.topics.iter().map(TopicArtifact::from).collect(),
         first_failures: BTreeMap::new(),
+        seconds: s.seconds.clone(),
     })
 }
 
@@ -481,19 +496,21 @@ pub fn decode_level(a: &LevelArtifact) -> Result<LevelStats, ArtifactError> {
             .iter()
             .map(|t| topic_stats(t, &a.label))
             .collect::<Result<_, _>>()?,
+        seconds: {
+            a.seconds
+                .validate()
+                .map_err(|reason| ArtifactError::Seconds {
+                    label: a.label.clone(),
+                    reason,
+                })?;
+            a.seconds.clone()
+        },
     })
 }
 
 /// V2+DEFLATE, then standard base64: the HdrHistogram interchange string (begins `HISTF`).
 pub fn encode_histogram(name: &'static str, h: &Histogram) -> Result<String, ArtifactError> {
-    let mut buf = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(h, &mut buf)
-        .map_err(|e| ArtifactError::Serialize {
-            name,
-            reason: e.to_string(),
-        })?;
-    Ok(B64.encode(buf))
+    crate::stats::to_base64(h).map_err(|reason| ArtifactError::Serialize { name, reason })
 }
 
 /// The inverse of [`encode_histogram`]; rejects any layout but hubload's, and re-enables auto-resize.
@@ -502,27 +519,11 @@ pub fn decode_histogram(
     name: &'static str,
     b64: &str,
 ) -> Result<Histogram, ArtifactError> {
-    let err = |reason: String| ArtifactError::Histogram {
+    crate::stats::from_base64(b64).map_err(|reason| ArtifactError::Histogram {
         label: label.to_string(),
         name,
         reason,
-    };
-    let bytes = B64
-        .decode(b64.trim())
-        .map_err(|e| err(format!("not base64: {e}")))?;
-    let mut h: Histogram = Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| err(format!("not an HdrHistogram V2 encoding: {e}")))?;
-    if h.low() != HIST_LOWEST_US || h.sigfig() != HIST_SIGFIG {
-        return Err(err(format!(
-            "layout is lowest {} µs, {} digits; hubload merges only lowest {HIST_LOWEST_US} µs, {HIST_SIGFIG} digits",
-            h.low(),
-            h.sigfig()
-        )));
-    }
-    // The encoding does not carry the auto-resize flag; every hubload histogram has it.
-    h.auto(true);
-    Ok(h)
+    })
 }
 
 fn counts_from_map(m: &BTreeMap<String, u64>, context: &str) -> Result<Counts, ArtifactError> {
@@ -556,6 +557,8 @@ fn reasons_from_map(m: &BTreeMap<String, u64>, label: &str) -> Result<Reasons, A
 mod tests {
     use super::*;
     use crate::shard::testutil::{assert_level_eq, random_level};
+    use base64::engine::general_purpose::STANDARD as B64;
+    use base64::Engine as _;
 
     fn spec() -> ShardSpec {
         ShardSpec {
@@ -641,6 +644,7 @@ mod tests {
             registration: Some(PhaseArtifact::from(&phase)),
             levels: vec![encode_level("20", Load::Concurrency(7), &stats).unwrap()],
             servicebus: None,
+            topic_tenants: vec![],
         };
         let text = doc.to_json();
         assert!(text.contains("\"format\": \"hubload-shard\""));
@@ -669,6 +673,7 @@ mod tests {
             registration: None,
             levels: vec![],
             servicebus: None,
+            topic_tenants: vec![],
         };
         let text = doc.to_json();
         let v2 = text.replace("\"format_version\": 1", "\"format_version\": 2");

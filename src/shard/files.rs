@@ -83,6 +83,7 @@ mod tests {
             registration: None,
             levels: vec![],
             servicebus: None,
+            topic_tenants: vec![],
         }
     }
 

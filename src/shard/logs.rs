@@ -293,6 +293,7 @@ mod tests {
                 })
                 .collect(),
             servicebus: None,
+            topic_tenants: vec![],
         }
     }
 

@@ -86,6 +86,8 @@ pub struct MergedRun {
     pub partial: bool,
     /// Every shard's Service Bus section added (see [`add_servicebus`]); `None` for a hub run.
     pub servicebus: Option<ServiceBusInfo>,
+    /// The tenant of each topic (shard 0's; every shard derives it from the same workload).
+    pub topic_tenants: Vec<Option<u32>>,
 }
 
 /// Merge the shards of one run. Order does not matter.
@@ -175,6 +177,7 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
         levels,
         partial: shards.iter().any(|s| s.partial),
         servicebus,
+        topic_tenants: first.topic_tenants.clone(),
     })
 }
 
@@ -365,6 +368,7 @@ mod tests {
                         })
                         .collect(),
                     servicebus: None,
+                    topic_tenants: vec![],
                 }
             })
             .collect();

@@ -7,7 +7,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::result::{Attempt, ConnErrorKind, OtherReason, Outcome, TimeoutKind, TlsReason};
-use crate::stats::{AttemptTimes, Clock, Histogram, LevelStats};
+use crate::stats::{AttemptTimes, Clock, Histogram, LevelStats, SecondsRecorder};
 
 /// One synthetic event: its topic and its attempts as (offset from level start µs, latency µs, outcome).
 #[derive(Debug, Clone)]
@@ -63,17 +63,23 @@ pub fn random_events(seed: u64, n: usize) -> Vec<SimEvent> {
         .collect()
 }
 
+/// The times of an attempt `off` µs after the clock's anchor, taking `lat` µs.
+fn times(clock: &Clock, off: u64, lat: u64) -> AttemptTimes {
+    let t0 = clock.anchor();
+    let start = t0 + Duration::from_micros(off);
+    AttemptTimes {
+        level_start: t0,
+        intended: Some(start - Duration::from_micros(off % 7)),
+        start,
+        end: start + Duration::from_micros(lat),
+    }
+}
+
 /// Record `e` (its attempts, then the event) into `s`, with times relative to the clock's anchor.
 pub fn record(s: &mut LevelStats, clock: &Clock, e: &SimEvent) {
     let t0 = clock.anchor();
     for &(off, lat, outcome) in &e.attempts {
-        let start = t0 + Duration::from_micros(off);
-        let t = AttemptTimes {
-            level_start: t0,
-            intended: Some(start - Duration::from_micros(off % 7)),
-            start,
-            end: start + Duration::from_micros(lat),
-        };
+        let t = times(clock, off, lat);
         let a = Attempt {
             outcome,
             status: outcome.status().unwrap_or(200),
@@ -92,13 +98,26 @@ pub fn record(s: &mut LevelStats, clock: &Clock, e: &SimEvent) {
     );
 }
 
-/// A level with `n` random events recorded.
+/// A level with `n` random events recorded, per-second histograms included.
 pub fn random_level(seed: u64, n: usize) -> LevelStats {
     let clock = Clock::new();
     let mut s = LevelStats::default();
+    let seconds = SecondsRecorder::new(&clock, clock.anchor(), 2);
+    let mut ends = Vec::new();
     for e in random_events(seed, n) {
         record(&mut s, &clock, &e);
+        ends.extend(
+            e.attempts
+                .iter()
+                .map(|&(off, lat, _)| (off + lat, off, lat)),
+        );
     }
+    // In end order, as a level records them (out-of-order seconds are exact but slow).
+    ends.sort_unstable();
+    for (i, (_, off, lat)) in ends.into_iter().enumerate() {
+        seconds.record(i, &times(&clock, off, lat));
+    }
+    s.seconds = seconds.finish();
     s.record_drop();
     s
 }
@@ -145,4 +164,5 @@ pub fn assert_level_eq(a: &LevelStats, b: &LevelStats) {
     assert_eq!(a.topic_accepted, b.topic_accepted, "topic_accepted");
     assert_eq!(a.topics, b.topics, "topics");
     assert_eq!(a.timeline, b.timeline, "timeline");
+    assert_eq!(a.seconds, b.seconds, "seconds");
 }

@@ -29,6 +29,41 @@ pub fn record(h: &mut Histogram, us: u64) {
     }
 }
 
+/// The HdrHistogram interchange string of `h`: V2, DEFLATE-compressed, standard base64 (the
+/// payload of an interval-log line; it begins `HISTF`). Fails only for a histogram too large
+/// for the V2 header.
+pub fn to_base64(h: &Histogram) -> Result<String, String> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut buf)
+        .map_err(|e| e.to_string())?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(buf))
+}
+
+/// The inverse of [`to_base64`], refusing any layout but hubload's (so the result adds to any
+/// hubload histogram), with auto-resize on again. The error says what is wrong.
+pub fn from_base64(b64: &str) -> Result<Histogram, String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    let mut h: Histogram = hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("not an HdrHistogram V2 encoding: {e}"))?;
+    if h.low() != HIST_LOWEST_US || h.sigfig() != HIST_SIGFIG {
+        return Err(format!(
+            "layout is lowest {} µs, {} digits; hubload merges only lowest {HIST_LOWEST_US} µs, {HIST_SIGFIG} digits",
+            h.low(),
+            h.sigfig()
+        ));
+    }
+    // The encoding does not carry the auto-resize flag; every hubload histogram has it.
+    h.auto(true);
+    Ok(h)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{new_histogram, record, Clock, Histogram, TopicStats};
+use super::{new_histogram, record, Clock, Histogram, SecondHistograms, TopicStats};
 use crate::result::{Attempt, Class, Reason};
 
 /// Counts per [`Class`], indexed by [`Class::index`].
@@ -159,6 +159,9 @@ pub struct LevelStats {
     pub topics: Vec<TopicStats>,
     /// One bucket per second since the level started.
     pub timeline: Vec<TimelineBucket>,
+    /// Latency histograms per second since the level started, encoded (recorded by the
+    /// level's [`SecondsRecorder`](super::SecondsRecorder), not by `record_attempt`).
+    pub seconds: SecondHistograms,
 }
 
 impl Default for LevelStats {
@@ -186,6 +189,7 @@ impl Default for LevelStats {
             topic_accepted: Vec::new(),
             topics: Vec::new(),
             timeline: Vec::new(),
+            seconds: SecondHistograms::default(),
         }
     }
 }
@@ -216,6 +220,26 @@ impl LevelStats {
 
     /// Record one attempt against topic index `topic`.
     pub fn record_attempt(&mut self, clock: &Clock, t: AttemptTimes, a: &Attempt, topic: usize) {
+        self.record_attempt_without_topic(clock, t, a);
+        let us = t.end.saturating_duration_since(t.start).as_micros() as u64;
+        let class = a.outcome.class();
+        if self.topic_attempts.len() <= topic {
+            self.topic_attempts.resize(topic + 1, 0);
+            self.topic_accepted.resize(topic + 1, 0);
+        }
+        self.topic_attempts[topic] += 1;
+        if self.topics.len() <= topic {
+            self.topics.resize_with(topic + 1, TopicStats::default);
+        }
+        self.topics[topic].record(class, us);
+        if class == Class::Accepted {
+            self.topic_accepted[topic] += 1;
+        }
+    }
+
+    /// Record one attempt, except for its topic: the engine's stripes, whose level records
+    /// topics once for all stripes ([`SharedLevel`](super::SharedLevel)).
+    pub fn record_attempt_without_topic(&mut self, clock: &Clock, t: AttemptTimes, a: &Attempt) {
         let us = t.end.saturating_duration_since(t.start).as_micros() as u64;
         let class = a.outcome.class();
         self.counts.bump(class);
@@ -245,18 +269,6 @@ impl LevelStats {
         let e = clock.unix_us(t.end);
         self.first_start_us = Some(self.first_start_us.map_or(s, |m| m.min(s)));
         self.last_end_us = Some(self.last_end_us.map_or(e, |m| m.max(e)));
-        if self.topic_attempts.len() <= topic {
-            self.topic_attempts.resize(topic + 1, 0);
-            self.topic_accepted.resize(topic + 1, 0);
-        }
-        self.topic_attempts[topic] += 1;
-        if self.topics.len() <= topic {
-            self.topics.resize_with(topic + 1, TopicStats::default);
-        }
-        self.topics[topic].record(class, us);
-        if class == Class::Accepted {
-            self.topic_accepted[topic] += 1;
-        }
         let sec = (t.end.saturating_duration_since(t.level_start).as_secs() as usize)
             .min(MAX_TIMELINE_SECS);
         if self.timeline.len() <= sec {
@@ -311,6 +323,15 @@ fn add_vec(a: &mut Vec<u64>, b: &[u64]) {
 
 impl AddAssign<&LevelStats> for LevelStats {
     fn add_assign(&mut self, rhs: &LevelStats) {
+        self.add_all_but_seconds(rhs);
+        self.seconds += &rhs.seconds;
+    }
+}
+
+impl LevelStats {
+    /// `+=` without the per-second histograms: for a run's TOTAL, where seconds of different
+    /// levels do not belong together.
+    pub fn add_all_but_seconds(&mut self, rhs: &LevelStats) {
         // Same layout everywhere, so `add` cannot fail on bounds; auto-resize covers ranges.
         self.latency
             .add(&rhs.latency)

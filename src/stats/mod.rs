@@ -3,9 +3,15 @@
 mod clock;
 mod histogram;
 mod level;
+mod seconds;
+mod shared;
 mod topic;
 
 pub use clock::Clock;
-pub use histogram::{new_histogram, record, Histogram, HIST_LOWEST_US, HIST_SIGFIG};
+pub use histogram::{
+    from_base64, new_histogram, record, to_base64, Histogram, HIST_LOWEST_US, HIST_SIGFIG,
+};
 pub use level::{AttemptTimes, Counts, LevelStats, Reasons, TimelineBucket};
-pub use topic::{bucket_high, bucket_of, TopicStats, TOPIC_BUCKETS};
+pub use seconds::{SecondHistograms, SecondsRecorder};
+pub use shared::SharedLevel;
+pub use topic::{bucket_high, bucket_of, TopicStats, TopicTable, TOPIC_BUCKETS};

@@ -289,6 +289,7 @@ fn distribution_chart_one_line_per_level_dashed_when_corrected() {
         l.histograms = Some(crate::report::ReportHistograms {
             latency: encoded(1000, i as u64 + 1),
             corrected: None,
+            per_second: Default::default(),
         });
     }
     let html = render(&report);

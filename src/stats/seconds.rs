@@ -1,0 +1,392 @@
+//! Per-second latency histograms of a level (the `latency.hlog` per-second intervals): recorded
+//! by every worker through a few shared slots, kept encoded once a second closes.
+//!
+//! Layout: the level's own HdrHistogram layout (1 µs, 3 significant digits), so the seconds of
+//! a level add up exactly to its histogram and shards add second by second. Second `s` holds
+//! the attempts that *ended* in `[origin + s, origin + s + 1)`, `origin` being the level's
+//! measured start: the seconds of `timeline`.
+//!
+//! Memory, bounded by the number of seconds and never by the request count:
+//! - while a level runs, at most [`OPEN_SECONDS`] full histograms per slot (slots: one per
+//!   core, at most 8) plus [`GRACE`] + 1 being folded, each up to ~100 KB for latencies up to
+//!   seconds (about 1 MB on 2 cores, raw and corrected);
+//! - every closed second as its V2+DEFLATE base64 string, 0.2–8 KB (measured in the tests below;
+//!   docs/reports.md), so an hour-long level keeps a few MB.
+
+use std::ops::AddAssign;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::{from_base64, new_histogram, record, to_base64, AttemptTimes, Clock, Histogram};
+
+/// Seconds a slot keeps open before folding the oldest into the level's list.
+pub const OPEN_SECONDS: usize = 2;
+/// Seconds a folded second stays a full histogram (other slots may still fold into it) before
+/// it is encoded.
+pub const GRACE: usize = 2;
+/// The longest per-second list kept, as `timeline`: later attempts land in the last second.
+const MAX_SECS: usize = 24 * 3600;
+
+/// A level's per-second histograms, encoded: plain, mergeable data (`+=` adds second by second).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SecondHistograms {
+    /// Start of second 0 (the level's measured start), µs since the Unix epoch; for merged
+    /// shards the earliest shard's.
+    pub origin_us: Option<u64>,
+    /// Per second: the raw latency histogram, V2+DEFLATE base64 (`""` for a second without
+    /// attempts).
+    pub latency: Vec<String>,
+    /// Per second: the latency from the intended start (open model; empty in the closed model).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corrected: Vec<String>,
+}
+
+/// Add the encoded histogram `b` into the encoded `a` (either may be `""`).
+fn add_encoded(a: &mut String, b: &str) {
+    if b.is_empty() {
+        return;
+    }
+    if a.is_empty() {
+        *a = b.to_string();
+        return;
+    }
+    // Both were encoded by hubload or checked by `validate`: they decode, in one layout.
+    let mut h = from_base64(a).expect("a checked per-second histogram");
+    h.add(from_base64(b).expect("a checked per-second histogram"))
+        .expect("same histogram layout");
+    *a = to_base64(&h).expect("hubload histograms serialize");
+}
+
+fn add_list(a: &mut Vec<String>, b: &[String]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), String::new());
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        add_encoded(x, y);
+    }
+}
+
+impl SecondHistograms {
+    /// True when no second was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.latency.is_empty()
+    }
+
+    /// Add one second's histograms.
+    fn put(&mut self, sec: usize, latency: &Histogram, corrected: Option<&Histogram>) {
+        let one = |h: &Histogram| {
+            let mut v = vec![String::new(); sec + 1];
+            if !h.is_empty() {
+                v[sec] = to_base64(h).expect("hubload histograms serialize");
+            }
+            v
+        };
+        add_list(&mut self.latency, &one(latency));
+        if let Some(c) = corrected {
+            add_list(&mut self.corrected, &one(c));
+        }
+    }
+
+    /// Check that every entry decodes to hubload's layout; the error names the second.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, list) in [("latency", &self.latency), ("corrected", &self.corrected)] {
+            for (s, b64) in list.iter().enumerate() {
+                if !b64.is_empty() {
+                    from_base64(b64).map_err(|e| format!("{name} second {s}: {e}"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl AddAssign<&SecondHistograms> for SecondHistograms {
+    fn add_assign(&mut self, rhs: &SecondHistograms) {
+        self.origin_us = match (self.origin_us, rhs.origin_us) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        add_list(&mut self.latency, &rhs.latency);
+        add_list(&mut self.corrected, &rhs.corrected);
+    }
+}
+
+/// One second in progress in a slot.
+#[derive(Debug)]
+struct Open {
+    sec: usize,
+    latency: Histogram,
+    corrected: Option<Histogram>,
+}
+
+/// Seconds closed by some slot, not yet encoded, and the encoded list.
+#[derive(Debug, Default)]
+struct Folded {
+    pending: Vec<Open>,
+    newest: usize,
+    done: SecondHistograms,
+}
+
+impl Folded {
+    fn encode(&mut self, o: Open) {
+        self.done.put(o.sec, &o.latency, o.corrected.as_ref());
+    }
+
+    fn fold(&mut self, o: Open) {
+        self.newest = self.newest.max(o.sec);
+        match self.pending.iter_mut().find(|p| p.sec == o.sec) {
+            Some(p) => {
+                p.latency.add(&o.latency).expect("same histogram layout");
+                if let (Some(a), Some(b)) = (&mut p.corrected, &o.corrected) {
+                    a.add(b).expect("same histogram layout");
+                }
+            }
+            None => self.pending.push(o),
+        }
+        let newest = self.newest;
+        let (old, keep): (Vec<Open>, Vec<Open>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|p| p.sec + GRACE < newest);
+        self.pending = keep;
+        for p in old {
+            self.encode(p);
+        }
+    }
+}
+
+/// Where the workers of one level record per-second histograms: a few slots (worker `w` uses
+/// slot `w % slots`), each a lock around its open seconds, taken once per attempt.
+#[derive(Debug)]
+pub struct SecondsRecorder {
+    level_start: Instant,
+    origin_us: u64,
+    slots: Box<[Mutex<Vec<Open>>]>,
+    folded: Mutex<Folded>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SecondsRecorder {
+    /// A recorder for a level whose measured time starts at `level_start`, with `slots` slots.
+    pub fn new(clock: &Clock, level_start: Instant, slots: usize) -> Self {
+        SecondsRecorder {
+            level_start,
+            origin_us: clock.unix_us(level_start),
+            slots: (0..slots.max(1)).map(|_| Mutex::new(Vec::new())).collect(),
+            folded: Mutex::new(Folded::default()),
+        }
+    }
+
+    /// Slots for a machine: one per core, at most 8.
+    pub fn default_slots() -> usize {
+        std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+    }
+
+    /// Record one attempt into slot `slot % slots`.
+    pub fn record(&self, slot: usize, t: &AttemptTimes) {
+        let sec =
+            (t.end.saturating_duration_since(self.level_start).as_secs() as usize).min(MAX_SECS);
+        let us = t.end.saturating_duration_since(t.start).as_micros() as u64;
+        let corrected = t
+            .intended
+            .map(|i| t.end.saturating_duration_since(i).as_micros() as u64);
+        let evicted = {
+            let mut open = lock(&self.slots[slot % self.slots.len()]);
+            let i = match open.iter().position(|o| o.sec >= sec) {
+                Some(i) if open[i].sec == sec => i,
+                found => {
+                    let i = found.unwrap_or(open.len());
+                    let o = Open {
+                        sec,
+                        latency: new_histogram(),
+                        corrected: corrected.map(|_| new_histogram()),
+                    };
+                    open.insert(i, o);
+                    i
+                }
+            };
+            record(&mut open[i].latency, us);
+            if let (Some(h), Some(c)) = (&mut open[i].corrected, corrected) {
+                record(h, c);
+            }
+            (open.len() > OPEN_SECONDS).then(|| open.remove(0))
+        };
+        if let Some(o) = evicted {
+            lock(&self.folded).fold(o);
+        }
+    }
+
+    /// Everything recorded, encoded (call once the workers are done).
+    pub fn finish(&self) -> SecondHistograms {
+        let mut f = lock(&self.folded);
+        for slot in self.slots.iter() {
+            for o in std::mem::take(&mut *lock(slot)) {
+                f.fold(o);
+            }
+        }
+        for p in std::mem::take(&mut f.pending) {
+            f.encode(p);
+        }
+        let mut out = std::mem::take(&mut f.done);
+        if !out.is_empty() {
+            out.origin_us = Some(self.origin_us);
+        }
+        out
+    }
+
+    /// Full histograms held right now (open in slots plus pending), for the memory bound.
+    pub fn live_histograms(&self) -> usize {
+        let count = |o: &Open| 1 + usize::from(o.corrected.is_some());
+        let open: usize = self
+            .slots
+            .iter()
+            .map(|s| lock(s).iter().map(count).sum::<usize>())
+            .sum();
+        open + lock(&self.folded).pending.iter().map(count).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn times(
+        t0: Instant,
+        end_us: u64,
+        lat_us: u64,
+        intended_early_us: Option<u64>,
+    ) -> AttemptTimes {
+        let end = t0 + Duration::from_micros(end_us);
+        let start = end - Duration::from_micros(lat_us);
+        AttemptTimes {
+            level_start: t0,
+            intended: intended_early_us.map(|e| start - Duration::from_micros(e)),
+            start,
+            end,
+        }
+    }
+
+    /// Eight threads (more than the slots) record 10 s of attempts, some recorded late (a
+    /// straggler of an already-folded second): every second holds exactly its attempts, the
+    /// seconds add up to one histogram of everything, and the live state stays bounded.
+    #[test]
+    fn seconds_hold_exactly_their_attempts_and_add_up_to_the_level() {
+        let clock = Clock::new();
+        let t0 = clock.anchor() + Duration::from_secs(1);
+        let rec = SecondsRecorder::new(&clock, t0, 3);
+        let n = 20_000u64;
+        let at = |i: u64| {
+            // Ends spread over 10 s; every 97th is recorded out of order, 3 s late.
+            let end = i * 500 + 1;
+            let lat = 50 + (i * 7919) % 30_000;
+            (end, lat)
+        };
+        let mut whole = new_histogram();
+        let mut whole_corrected = new_histogram();
+        let mut per_sec = [0u64; 10];
+        for i in 0..n {
+            let (end, lat) = at(i);
+            record(&mut whole, lat);
+            record(&mut whole_corrected, lat + i % 100);
+            per_sec[(end / 1_000_000) as usize] += 1;
+        }
+        let max_live = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for w in 0..8u64 {
+                let (rec, max_live) = (&rec, &max_live);
+                s.spawn(move || {
+                    let mine: Vec<u64> = (w..n).step_by(8).collect();
+                    let (late, on_time): (Vec<u64>, Vec<u64>) =
+                        mine.iter().partition(|i| *i % 97 == 0);
+                    let mut order = on_time;
+                    // Late ones go in 6,000 attempts (3 s) after their time.
+                    for l in late {
+                        let pos = order
+                            .iter()
+                            .position(|i| *i > l + 6_000)
+                            .unwrap_or(order.len());
+                        order.insert(pos, l);
+                    }
+                    for i in order {
+                        let (end, lat) = at(i);
+                        rec.record(w as usize, &times(t0, end, lat, Some(i % 100)));
+                        max_live
+                            .fetch_max(rec.live_histograms(), std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        let out = rec.finish();
+        assert_eq!(out.origin_us, Some(clock.unix_us(t0)));
+        assert_eq!((out.latency.len(), out.corrected.len()), (10, 10));
+        let mut sum = new_histogram();
+        let mut sum_corrected = new_histogram();
+        for (s, (b64, c64)) in out.latency.iter().zip(&out.corrected).enumerate() {
+            let h = from_base64(b64).unwrap();
+            assert_eq!(h.len(), per_sec[s], "second {s}");
+            sum.add(&h).unwrap();
+            sum_corrected.add(from_base64(c64).unwrap()).unwrap();
+        }
+        assert_eq!(sum, whole);
+        assert_eq!(sum_corrected, whole_corrected);
+        // 3 slots × 2 open seconds + 3 pending, raw and corrected.
+        let bound = 2 * (3 * OPEN_SECONDS + GRACE + 1);
+        let seen = max_live.into_inner();
+        assert!(seen <= bound, "{seen} live histograms > {bound}");
+        assert_eq!(rec.live_histograms(), 0);
+        // Merging two halves second by second equals the whole.
+        let mut a = SecondHistograms {
+            latency: out.latency[..4].to_vec(),
+            ..out.clone()
+        };
+        let b = SecondHistograms {
+            latency: out.latency[4..]
+                .iter()
+                .fold(vec![String::new(); 4], |mut v, x| {
+                    v.push(x.clone());
+                    v
+                }),
+            corrected: vec![],
+            origin_us: out.origin_us.map(|o| o + 5),
+        };
+        a.corrected.clear();
+        a += &b;
+        assert_eq!(a.latency, out.latency);
+        assert_eq!(a.origin_us, out.origin_us);
+        assert!(a.validate().is_ok());
+        a.latency[3] = "!!".into();
+        assert!(a
+            .validate()
+            .unwrap_err()
+            .starts_with("latency second 3: not base64"));
+    }
+
+    /// What one closed second costs, encoded: the figure docs/reports.md gives.
+    #[test]
+    fn an_encoded_second_takes_hundreds_of_bytes_to_a_few_kilobytes() {
+        let clock = Clock::new();
+        let t0 = clock.anchor();
+        for (n, spread) in [
+            (100u64, 1_000u64),
+            (1_000, 20_000),
+            (10_000, 200_000),
+            (100_000, 5_000_000),
+        ] {
+            let rec = SecondsRecorder::new(&clock, t0, 1);
+            for i in 0..n {
+                // A long-tailed spread: most near 1 ms, some up to `spread` µs.
+                let lat = 800 + (i * 7919 % 1000) * (i * 104_729 % spread) / 1000;
+                rec.record(0, &times(t0, 100, lat.max(1), None));
+            }
+            let out = rec.finish();
+            let bytes = out.latency[0].len();
+            eprintln!("{n} attempts up to {spread} µs: {bytes} B");
+            assert!((100..10_000).contains(&bytes), "{n}: {bytes} B");
+        }
+    }
+}

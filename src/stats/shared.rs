@@ -1,0 +1,45 @@
+//! What all workers of a level record into together, beside their own stripe: the per-topic
+//! table (atomics) and the per-second histograms (a few slots). Memory per level, not per
+//! stripe: see [`TopicTable`] and [`SecondsRecorder`].
+
+use std::time::Instant;
+
+use super::{AttemptTimes, Clock, LevelStats, SecondsRecorder, TopicTable};
+use crate::result::Class;
+
+/// The shared recorders of one level.
+#[derive(Debug)]
+pub struct SharedLevel {
+    topics: TopicTable,
+    seconds: SecondsRecorder,
+}
+
+impl SharedLevel {
+    /// Recorders for a level of `topics` topics whose measured time starts at `level_start`.
+    pub fn new(topics: usize, clock: &Clock, level_start: Instant) -> Self {
+        SharedLevel {
+            topics: TopicTable::new(topics),
+            seconds: SecondsRecorder::new(clock, level_start, SecondsRecorder::default_slots()),
+        }
+    }
+
+    /// Record one attempt of topic index `topic` by worker `worker`.
+    pub fn record(&self, worker: usize, t: AttemptTimes, class: Class, topic: usize) {
+        let us = t.end.saturating_duration_since(t.start).as_micros() as u64;
+        self.topics.record(topic, class, us);
+        self.seconds.record(worker, &t);
+    }
+
+    /// Put what was recorded into `stats` (the stripes' merge): per-topic counts and
+    /// histograms, and the per-second histograms. Call once the workers are done.
+    pub fn finish(&self, stats: &mut LevelStats) {
+        stats.topics = self.topics.snapshot();
+        stats.topic_attempts = stats.topics.iter().map(|t| t.counts.total()).collect();
+        stats.topic_accepted = stats
+            .topics
+            .iter()
+            .map(|t| t.counts.get(Class::Accepted))
+            .collect();
+        stats.seconds = self.seconds.finish();
+    }
+}
