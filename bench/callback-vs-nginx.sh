@@ -20,7 +20,8 @@ for tool in wrk nginx curl; do
   command -v "$tool" >/dev/null || { echo "$tool is missing: apt-get install -y $tool" >&2; exit 2; }
 done
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p hubload --example callback_server
+# One build command for every bench script (the same feature set: nothing rebuilt between them).
+cargo build --release -q -p hubload -p hubload-hub --bin hubload --bin hubload-hub --example callback_server
 BIN="$CARGO_TARGET_DIR/release/examples/callback_server"
 TCK=$(getconf CLK_TCK)
 WORK=$(mktemp -d)

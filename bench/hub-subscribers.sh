@@ -26,7 +26,8 @@ done
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 RATED=${RATED:-1}
 RATE=${RATE:-}
-cargo build --release -q -p hubload -p hubload-hub --bin hubload --bin hubload-hub
+# One build command for every bench script (the same feature set: nothing rebuilt between them).
+cargo build --release -q -p hubload -p hubload-hub --bin hubload --bin hubload-hub --example callback_server
 BIN="$CARGO_TARGET_DIR/release"
 TCK=$(getconf CLK_TCK)
 WORK=$(mktemp -d)
