@@ -5,6 +5,9 @@
 # did not write) answering every delivery POST 204 and echoing the verification challenge.
 # Everything stays on 127.0.0.1. Usage: bench/hub-subscribers.sh [duration, e.g. 5s] [connections]
 # Extra hub flags: HUB_FLAGS="--delivery-concurrency 8" bench/hub-subscribers.sh
+# Then (RATED=1, the default) a rate-limited publisher: hubload's open model at RATE events/s
+# (default: half the publish-only rate wrk measured) for the same duration, one subscriber,
+# to show whether the hub keeps up without drops at that rate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10s}
@@ -21,8 +24,12 @@ for tool in wrk nginx curl python3; do
   command -v "$tool" >/dev/null || { echo "$tool is missing: apt-get install -y $tool" >&2; exit 2; }
 done
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p hubload-hub --bin hubload-hub
+RATED=${RATED:-1}
+RATE=${RATE:-}
+# One build command for every bench script (the same feature set: nothing rebuilt between them).
+cargo build --release -q -p hubload -p hubload-hub --bin hubload --bin hubload-hub --example callback_server
 BIN="$CARGO_TARGET_DIR/release"
+TCK=$(getconf CLK_TCK)
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
@@ -72,31 +79,77 @@ wait_http "http://127.0.0.1:$SINK_PORT/nginx_status"
 # nginx's own count of requests so far (stub_status "requests", this one included).
 nginx_requests() { curl -fs "http://127.0.0.1:$SINK_PORT/nginx_status" | awk 'NR==3 {print $3}'; }
 stat() { curl -fs "$HUB/stats" | python3 -c "import json,sys; s=json.load(sys.stdin); d=s['distribution']; print($1)"; }
+# CPU time (user + sys) of a process so far, in µs.
+cpu_us() { awk -v t="$TCK" '{print int(($14 + $15) * 1000000 / t)}' "/proc/$1/stat"; }
+# $1 µs over $2 events, one decimal ("-" for no events).
+per() { awk -v a="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.1f", a / n; else printf "-" }'; }
+
+# One hub with SUBS nginx subscribers on TOPIC, verified; sets HUB_PID and NGINX_BEFORE.
+start_hub() {
+  # shellcheck disable=SC2086
+  RUST_LOG=warn "$BIN/hubload-hub" --listen "127.0.0.1:$HUB_PORT" $HUB_FLAGS & HUB_PID=$!
+  wait_http "$HUB/stats"
+  curl -fs -X POST -H 'content-type: application/json' "$HUB/hub?hub.mode=register&hub.topic=$1" >/dev/null
+  for i in $(seq "$2"); do
+    curl -fs -X POST "$HUB/hub" -d "hub.mode=subscribe&hub.topic=$1&hub.callback=http://127.0.0.1:$SINK_PORT/cb$i" >/dev/null
+  done
+  for _ in $(seq 100); do
+    [ "$(stat "s['topics']['$1']['subscribers']")" = "$2" ] && break; sleep 0.05
+  done
+  [ "$(stat "s['topics']['$1']['subscribers']")" = "$2" ] || { echo "only some of $2 subscriptions were verified" >&2; exit 1; }
+  NGINX_BEFORE=$(nginx_requests)
+}
+
+# After the load: wait for the hub to drain (at most 30 s), read its counts and CPU, check
+# nginx's count against the hub's attempts, stop the hub. Sets ACC DEL ATT DROP PEND WHY CPU SEEN.
+finish_hub() {
+  for _ in $(seq 300); do [ "$(stat "d['pending']")" = 0 ] && break; sleep 0.1; done
+  read -r ACC DEL ATT DROP PEND WHY < <(stat "s['publish']['accepted'], d['delivered'], d['attempts'], d['dropped'], d['pending'], 'full=%d;bytes=%d;ended=%d' % (d['dropped_queue_full'], d['dropped_queue_bytes'], d['dropped_ended'])" | tr -d "(),'")
+  CPU=$(( $(cpu_us "$HUB_PID") - CPU0 ))
+  SEEN=$(( $(nginx_requests) - NGINX_BEFORE - 1 ))
+  kill -INT "$HUB_PID"; wait "$HUB_PID" || true
+  [ "$SEEN" = "$ATT" ] || { echo "nginx saw $SEEN delivery POSTs but the hub counted $ATT attempts" >&2; exit 1; }
+}
 
 # publish/s: wrk's rate. delivered/s: deliveries answered 2xx while wrk ran, per second.
 # accepted: the hub's count (it includes the requests in flight when wrk stopped).
 # delivered/dropped/pending: after the hub drained (at most 30 s), dropped with its reasons.
 # nginx-seen: delivery POSTs nginx answered (its stub_status), which must equal attempts.
-printf "%-5s %10s %10s %11s %10s %10s %8s %8s %10s %10s\n" subs publish/s accepted delivered/s delivered attempts dropped pending nginx-seen drop-why
+# cpu/pub, cpu/del: the hub process's CPU (user + sys) over the whole case, per accepted
+# publish and per delivery attempt (the latter includes the publishes' share).
+printf "%-5s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %s\n" subs publish/s accepted delivered/s delivered attempts dropped pending nginx-seen cpu/pub cpu/del drop-why
+PUBLISH_ONLY=""
 for SUBS in $SUBS_LIST; do
-  # shellcheck disable=SC2086
-  RUST_LOG=warn "$BIN/hubload-hub" --listen "127.0.0.1:$HUB_PORT" $HUB_FLAGS & HUB_PID=$!
-  wait_http "$HUB/stats"
-  curl -fs -X POST -H 'content-type: application/json' "$HUB/hub?hub.mode=register&hub.topic=$TOPIC" >/dev/null
-  for i in $(seq "$SUBS"); do
-    curl -fs -X POST "$HUB/hub" -d "hub.mode=subscribe&hub.topic=$TOPIC&hub.callback=http://127.0.0.1:$SINK_PORT/cb$i" >/dev/null
-  done
-  for _ in $(seq 100); do
-    [ "$(stat "s['topics']['$TOPIC']['subscribers']")" = "$SUBS" ] && break; sleep 0.05
-  done
-  [ "$(stat "s['topics']['$TOPIC']['subscribers']")" = "$SUBS" ] || { echo "only some of $SUBS subscriptions were verified" >&2; exit 1; }
-  NGINX_BEFORE=$(nginx_requests)
+  start_hub "$TOPIC" "$SUBS"
+  CPU0=$(cpu_us "$HUB_PID")
   OUT=$(wrk -t1 -c"$CONNS" -d"$DURATION" -s "$WORK/post.lua" "$HUB/hub?hub.mode=publish&hub.topic=$TOPIC")
   DEL_AT_END=$(stat "d['delivered']")
   RPS=$(echo "$OUT" | awk '/Requests\/sec/ {print $2}')
-  for _ in $(seq 300); do [ "$(stat "d['pending']")" = 0 ] && break; sleep 0.1; done
-  read -r ACC DEL ATT DROP PEND WHY < <(stat "s['publish']['accepted'], d['delivered'], d['attempts'], d['dropped'], d['pending'], 'full=%d;bytes=%d;ended=%d' % (d['dropped_queue_full'], d['dropped_queue_bytes'], d['dropped_ended'])" | tr -d "(),'")
-  SEEN=$(( $(nginx_requests) - NGINX_BEFORE - 1 ))
-  printf "%-5s %10s %10s %11s %10s %10s %8s %8s %10s %10s\n" "$SUBS" "$RPS" "$ACC" "$((DEL_AT_END / SECS))" "$DEL" "$ATT" "$DROP" "$PEND" "$SEEN" "$WHY"
-  kill -INT "$HUB_PID"; wait "$HUB_PID" || true
+  [ "$SUBS" = 0 ] && PUBLISH_ONLY=$RPS
+  finish_hub
+  printf "%-5s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %s\n" "$SUBS" "$RPS" "$ACC" "$((DEL_AT_END / SECS))" "$DEL" "$ATT" "$DROP" "$PEND" "$SEEN" "$(per "$CPU" "$ACC")" "$(per "$CPU" "$ATT")" "$WHY"
 done
+
+[ "$RATED" = 1 ] || exit 0
+# The rate-limited publisher: hubload's open model (constant arrivals) publishing the shared
+# topic, which the hub already has registered (hubload's 409 is fine), one nginx subscriber.
+# publish/s and delivered/s are the hub's counts over the duration; every accepted publish
+# must be delivered, none dropped.
+if [ -z "$RATE" ]; then
+  [ -n "$PUBLISH_ONLY" ] || { echo "RATE is not set and SUBS_LIST has no 0 case to take half of" >&2; exit 2; }
+  RATE=$(awk -v r="$PUBLISH_ONLY" 'BEGIN { printf "%d", r / 2 }')
+fi
+SHARED="hubload.shared.schema.WSO2.v1.event"
+echo
+echo "rate-limited: hubload --rate $RATE --duration $DURATION, 1 subscriber"
+printf "%8s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %s\n" rate publish/s accepted delivered/s delivered attempts dropped pending nginx-seen cpu/pub cpu/del drop-why
+start_hub "$SHARED" 1
+CPU0=$(cpu_us "$HUB_PID")
+"$BIN/hubload" --hub-url "$HUB/hub" --tenants 1 --channels login --topics shared --rate "$RATE" \
+  --duration "$DURATION" --threads 1 --quiet --out "$WORK/report" >"$WORK/hubload.log" 2>&1 \
+  || { cat "$WORK/hubload.log" >&2; echo "hubload failed" >&2; exit 1; }
+finish_hub
+printf "%8s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %s\n" "$RATE" "$((ACC / SECS))" "$ACC" "$((DEL / SECS))" "$DEL" "$ATT" "$DROP" "$PEND" "$SEEN" "$(per "$CPU" "$ACC")" "$(per "$CPU" "$ATT")" "$WHY"
+if [ "$DROP" != 0 ] || [ "$DEL" != "$ACC" ]; then
+  echo "at $RATE/s the hub did not deliver every accepted publish ($DEL of $ACC, $DROP dropped)" >&2; exit 1
+fi

@@ -2,9 +2,11 @@
 //!
 //! The publish path only `try_send`s into each subscriber's queue (`topic.rs`), so a slow or
 //! dead subscriber never blocks publishers or other subscribers. Each subscription has
-//! `--delivery-concurrency` workers taking deliveries from its queue in FIFO order over the
-//! hub's pooled keep-alive client; so up to that many deliveries are in flight per
-//! subscriber and they can complete out of order (concurrency 1 keeps strict order). Every
+//! `--delivery-concurrency` workers taking deliveries from its queue in FIFO order; each
+//! worker owns one keep-alive connection to an `http://` callback (`callback_conn.rs`;
+//! `https://` callbacks share the hub's pooled TLS client). So up to that many deliveries are
+//! in flight per subscriber and they can complete out of order (concurrency 1 keeps strict
+//! order). Every
 //! offered delivery ends in exactly one of delivered, failed (after the last retry, or a
 //! 410) or dropped (queue full, over its byte budget, or the subscription ended first);
 //! until then it is counted as pending.
@@ -17,12 +19,14 @@ use std::time::Duration;
 use axum::http::{header, HeaderValue};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use tokio::sync::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::callback_conn::{Conn, Failure, Target};
 use crate::config::RetryPolicy;
 use crate::stats::{Counters, DropReason};
-use crate::topic::{Queued, Subscription, Topic};
+use crate::topic::{Content, Queued, Subscription, Topic};
 
 /// What a subscription's workers need from the hub.
 #[derive(Debug, Clone)]
@@ -43,8 +47,12 @@ pub(crate) struct Workers {
 impl Workers {
     /// Start the workers of `sub`, taking from `rx`.
     pub fn spawn(self, sub: Arc<Subscription>, rx: async_channel::Receiver<Queued>) {
+        let link = link_header(&self.hub_url, &self.topic.name);
+        let link_line = [b"Link: ", link.as_bytes(), b"\r\n"].concat();
         let worker = Arc::new(Worker {
-            link: link_header(&self.hub_url, &self.topic.name),
+            target: sub.url.as_ref().and_then(Target::new),
+            link,
+            link_line,
             sub,
             ctx: self,
         });
@@ -125,11 +133,16 @@ struct Worker {
     ctx: Workers,
     sub: Arc<Subscription>,
     link: HeaderValue,
+    /// `Link: …\r\n`, as written on the worker's own connection.
+    link_line: Vec<u8>,
+    /// The callback, when it is `http://` (each worker then owns a connection to it).
+    target: Option<Target>,
 }
 
 impl Worker {
     async fn run(self: Arc<Self>, rx: async_channel::Receiver<Queued>) {
         let stop = self.sub.stop.clone();
+        let conn = Mutex::new(Conn::default());
         loop {
             let item = tokio::select! {
                 biased;
@@ -142,7 +155,7 @@ impl Worker {
                 self.remove(false);
                 break;
             }
-            let end = self.deliver(&item, &stop).await;
+            let end = self.deliver(&item, &stop, &conn).await;
             drop(item);
             self.count(end);
             if end == Final::Gone {
@@ -189,37 +202,45 @@ impl Worker {
         c.pending.fetch_sub(1, Relaxed);
     }
 
-    async fn deliver(&self, item: &Queued, stop: &CancellationToken) -> Final {
+    async fn deliver(&self, item: &Queued, stop: &CancellationToken, conn: &Mutex<Conn>) -> Final {
         let d = &item.content;
         let signature = self.sub.secret().map(|s| signature(&s, &d.body));
         let (t, c) = (&self.ctx.topic.counters, &*self.ctx.counters);
         let attempt = || {
-            let client = &self.ctx.client;
-            let mut req = match &self.sub.url {
-                Some(url) => client.post(url.clone()),
-                None => client.post(&self.sub.callback),
-            }
-            .timeout(self.ctx.timeout)
-            .header(header::LINK, self.link.clone())
-            .body(d.body.clone());
-            if let Some(ct) = &d.content_type {
-                req = req.header(header::CONTENT_TYPE, ct.clone());
-            }
-            if let Some(sig) = &signature {
-                req = req.header("X-Hub-Signature", sig.as_str());
-            }
             t.attempts.fetch_add(1, Relaxed);
             c.attempts.fetch_add(1, Relaxed);
+            let signature = signature.as_deref();
             async move {
-                let (attempt, cause) = match req.send().await {
-                    Ok(r) if r.status().is_success() => return Attempt::Delivered,
-                    Ok(r) if r.status() == reqwest::StatusCode::GONE => {
-                        (Attempt::Gone, r.status().as_u16().to_string())
+                let status = match &self.target {
+                    Some(target) => {
+                        let ct = d.content_type.as_ref().map(HeaderValue::as_bytes);
+                        let (ct_name, ct, ct_end) = match ct {
+                            Some(v) => (&b"Content-Type: "[..], v, &b"\r\n"[..]),
+                            None => (&b""[..], &b""[..], &b""[..]),
+                        };
+                        let (sig_name, sig, sig_end) = match signature {
+                            Some(v) => (&b"X-Hub-Signature: "[..], v.as_bytes(), &b"\r\n"[..]),
+                            None => (&b""[..], &b""[..], &b""[..]),
+                        };
+                        let lines = [
+                            &self.link_line[..],
+                            ct_name,
+                            ct,
+                            ct_end,
+                            sig_name,
+                            sig,
+                            sig_end,
+                        ];
+                        let mut conn = conn.lock().await;
+                        conn.post(target, &lines, &d.body, self.ctx.timeout).await
                     }
-                    Ok(r) => (Attempt::Failed, r.status().as_u16().to_string()),
-                    Err(e) if e.is_timeout() => (Attempt::Failed, "timeout".to_owned()),
-                    Err(e) if e.is_connect() => (Attempt::Failed, "connect".to_owned()),
-                    Err(_) => (Attempt::Failed, "error".to_owned()),
+                    None => self.post_tls(d, signature).await,
+                };
+                let (attempt, cause) = match status {
+                    Ok(s) if (200..300).contains(&s) => return Attempt::Delivered,
+                    Ok(410) => (Attempt::Gone, "410".to_owned()),
+                    Ok(s) => (Attempt::Failed, s.to_string()),
+                    Err(f) => (Attempt::Failed, f.cause().to_owned()),
                 };
                 tracing::debug!(%cause, "delivery attempt failed");
                 c.failed_attempt(cause);
@@ -231,6 +252,31 @@ impl Worker {
             c.retried.fetch_add(1, Relaxed);
         };
         with_retries(&self.ctx.retry, stop, attempt, on_retry).await
+    }
+
+    /// One attempt to an `https://` (or otherwise not plain-http) callback, over the hub's
+    /// pooled TLS client.
+    async fn post_tls(&self, d: &Content, signature: Option<&str>) -> Result<u16, Failure> {
+        let client = &self.ctx.client;
+        let mut req = match &self.sub.url {
+            Some(url) => client.post(url.clone()),
+            None => client.post(&self.sub.callback),
+        }
+        .timeout(self.ctx.timeout)
+        .header(header::LINK, self.link.clone())
+        .body(d.body.clone());
+        if let Some(ct) = &d.content_type {
+            req = req.header(header::CONTENT_TYPE, ct.clone());
+        }
+        if let Some(sig) = signature {
+            req = req.header("X-Hub-Signature", sig);
+        }
+        match req.send().await {
+            Ok(r) => Ok(r.status().as_u16()),
+            Err(e) if e.is_timeout() => Err(Failure::Timeout),
+            Err(e) if e.is_connect() => Err(Failure::Connect),
+            Err(_) => Err(Failure::Error),
+        }
     }
 }
 

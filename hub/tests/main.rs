@@ -3,6 +3,7 @@
 mod dialect;
 mod distribution;
 mod faults;
+mod framing;
 mod limits;
 mod memory;
 mod oneshot;

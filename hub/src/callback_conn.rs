@@ -1,0 +1,461 @@
+//! One delivery worker's own HTTP/1.1 keep-alive connection to an `http://` callback: write a
+//! POST, read the answer's status, discard its body, keep the socket for the next delivery.
+//!
+//! No pool and no connection task: the worker owns the socket, so a delivery costs one write,
+//! usually one read, and no cross-task wake-up. The response framing follows RFC 9112 §6.3:
+//! 1xx answers are skipped; 204 and 304 have no body; `Transfer-Encoding: chunked` is decoded
+//! (and discarded); else `Content-Length`; else the body runs to the end of the connection,
+//! which is then not reused. A connection the callback closed while idle is noticed before
+//! the next write (without a system call when the socket had no event), and replaced.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::net::TcpStream;
+use url::{Host, Url};
+
+/// Where an `http://` callback is and what its requests say in their head.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    host: Host<String>,
+    port: u16,
+    /// The request line and `Host` header, up to and including the `Host` line's CRLF.
+    head: Vec<u8>,
+}
+
+impl Target {
+    /// `None` unless `url` is `http://` (https callbacks go through the TLS client).
+    pub fn new(url: &Url) -> Option<Target> {
+        if url.scheme() != "http" {
+            return None;
+        }
+        let host = url.host()?.to_owned();
+        let port = url.port_or_known_default()?;
+        let path = &url[url::Position::BeforePath..url::Position::AfterQuery];
+        let path = if path.is_empty() { "/" } else { path };
+        let authority = &url[url::Position::BeforeHost..url::Position::AfterPort];
+        let head = format!("POST {path} HTTP/1.1\r\nHost: {authority}\r\n").into_bytes();
+        Some(Target { host, port, head })
+    }
+
+    async fn connect(&self) -> io::Result<TcpStream> {
+        let s = match &self.host {
+            Host::Ipv4(ip) => TcpStream::connect(SocketAddr::from((*ip, self.port))).await?,
+            Host::Ipv6(ip) => TcpStream::connect(SocketAddr::from((*ip, self.port))).await?,
+            Host::Domain(d) => TcpStream::connect((d.as_str(), self.port)).await?,
+        };
+        s.set_nodelay(true)?;
+        Ok(s)
+    }
+}
+
+/// Why an attempt got no status: the `failed_attempts` causes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failure {
+    Timeout,
+    Connect,
+    Error,
+}
+
+impl Failure {
+    pub fn cause(self) -> &'static str {
+        match self {
+            Failure::Timeout => "timeout",
+            Failure::Connect => "connect",
+            Failure::Error => "error",
+        }
+    }
+}
+
+/// A worker's connection (none until the first delivery, or after one failed), and its
+/// buffers: the request head, and the answer as read.
+#[derive(Debug, Default)]
+pub(crate) struct Conn {
+    stream: Option<TcpStream>,
+    out: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    /// POST `body` with the extra header lines `headers` (each `Name: value\r\n`, already
+    /// validated) to `target`; the answer's status. Connect, write and read all fall within
+    /// `timeout`; after any failure the connection is closed.
+    pub async fn post(
+        &mut self,
+        target: &Target,
+        headers: &[&[u8]],
+        body: &[u8],
+        timeout: Duration,
+    ) -> Result<u16, Failure> {
+        let r = tokio::time::timeout(timeout, self.exchange(target, headers, body)).await;
+        let r = r.unwrap_or(Err(Failure::Timeout));
+        if r.is_err() {
+            self.stream = None;
+        }
+        r
+    }
+
+    async fn exchange(
+        &mut self,
+        target: &Target,
+        headers: &[&[u8]],
+        body: &[u8],
+    ) -> Result<u16, Failure> {
+        if self.stream.as_ref().is_some_and(closed_by_peer) {
+            self.stream = None;
+        }
+        if self.stream.is_none() {
+            self.stream = Some(target.connect().await.map_err(|_| Failure::Connect)?);
+        }
+        let out = &mut self.out;
+        out.clear();
+        out.extend_from_slice(&target.head);
+        for h in headers {
+            out.extend_from_slice(h);
+        }
+        out.extend_from_slice(b"Content-Length: ");
+        out.extend_from_slice(body.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n\r\n");
+        let stream = self.stream.as_mut().ok_or(Failure::Error)?;
+        // Head and body in one vectored write; the (shared) body is not copied.
+        let mut req = bytes::Buf::chain(&out[..], body);
+        stream
+            .write_all_buf(&mut req)
+            .await
+            .map_err(|_| Failure::Error)?;
+        let (status, reuse) = read_response(stream, &mut self.buf).await?;
+        if !reuse {
+            self.stream = None;
+        }
+        Ok(status)
+    }
+}
+
+/// Whether an idle keep-alive socket was closed (or sent something unasked) since its last
+/// answer. Only readiness already reported by the reactor is looked at; then one read.
+fn closed_by_peer(s: &TcpStream) -> bool {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let ready = std::pin::pin!(s.ready(Interest::READABLE));
+    match std::future::Future::poll(ready, &mut cx) {
+        std::task::Poll::Pending => false,
+        std::task::Poll::Ready(Err(_)) => true,
+        std::task::Poll::Ready(Ok(_)) => {
+            let mut b = [0u8; 1];
+            !matches!(s.try_read(&mut b), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+        }
+    }
+}
+
+/// How the body of an answer ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+    Close,
+}
+
+/// The head of one answer: status, framing, and whether the connection stays open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Head {
+    status: u16,
+    framing: Framing,
+    keep_alive: bool,
+    len: usize,
+}
+
+/// Parse a complete head at the start of `buf`; `Ok(None)` if more bytes are needed.
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut r = httparse::Response::new(&mut headers);
+    let len = match r.parse(buf).map_err(|_| Failure::Error)? {
+        httparse::Status::Complete(n) => n,
+        httparse::Status::Partial => return Ok(None),
+    };
+    let status = r.code.ok_or(Failure::Error)?;
+    let mut keep_alive = r.version == Some(1);
+    let (mut length, mut chunked, mut coded) = (None, false, false);
+    for h in r.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let v = std::str::from_utf8(h.value).map_err(|_| Failure::Error)?;
+            let n: u64 = v.trim().parse().map_err(|_| Failure::Error)?;
+            if length.is_some_and(|l| l != n) {
+                return Err(Failure::Error);
+            }
+            length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            coded = true;
+            let last = h.value.rsplit(|&b| b == b',').next().unwrap_or_default();
+            chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let close = h
+                .value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+            keep_alive &= !close;
+        }
+    }
+    let framing = if (100..200).contains(&status) || status == 204 || status == 304 {
+        Framing::None
+    } else if chunked {
+        Framing::Chunked
+    } else if coded {
+        Framing::Close
+    } else {
+        length.map_or(Framing::Close, Framing::Length)
+    };
+    Ok(Some(Head {
+        status,
+        framing,
+        keep_alive: keep_alive && framing != Framing::Close,
+        len,
+    }))
+}
+
+/// Read one answer (skipping 1xx ones) and discard its body: (status, connection reusable).
+async fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(u16, bool), Failure> {
+    buf.clear();
+    loop {
+        let head = loop {
+            if let Some(h) = parse_head(buf)? {
+                break h;
+            }
+            if buf.len() > 64 * 1024 {
+                return Err(Failure::Error);
+            }
+            fill(s, buf).await?;
+        };
+        buf.drain(..head.len);
+        if (100..200).contains(&head.status) {
+            continue;
+        }
+        let done = match head.framing {
+            Framing::None => true,
+            Framing::Length(n) => skip(s, buf, n).await?,
+            Framing::Chunked => skip_chunked(s, buf).await?,
+            Framing::Close => {
+                while fill(s, buf).await.is_ok() {
+                    buf.clear();
+                }
+                false
+            }
+        };
+        // Bytes beyond the answer were never asked for: do not reuse the connection then.
+        return Ok((head.status, head.keep_alive && done && buf.is_empty()));
+    }
+}
+
+/// Read more bytes into `buf`; the end of the connection is an error.
+async fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), Failure> {
+    buf.reserve(4096);
+    match s.read_buf(buf).await {
+        Ok(0) | Err(_) => Err(Failure::Error),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Discard `n` body bytes (those in `buf` first); true when all were read.
+async fn skip(s: &mut TcpStream, buf: &mut Vec<u8>, mut n: u64) -> Result<bool, Failure> {
+    loop {
+        let take = n.min(buf.len() as u64) as usize;
+        buf.drain(..take);
+        n -= take as u64;
+        if n == 0 {
+            return Ok(true);
+        }
+        fill(s, buf).await?;
+    }
+}
+
+/// Discard a chunked body (those bytes in `buf` first); true when its end was read.
+async fn skip_chunked(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<bool, Failure> {
+    let mut dec = Chunked::default();
+    loop {
+        let used = dec.feed(buf)?;
+        buf.drain(..used);
+        if dec.done() {
+            return Ok(true);
+        }
+        fill(s, buf).await?;
+    }
+}
+
+/// A chunked-body decoder that only finds the body's end (RFC 9112 §7.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunked {
+    /// In the hex size (the value so far, whether a digit was seen).
+    Size(u64, bool),
+    /// In a chunk extension, or after the size's CR.
+    Ext(u64),
+    SizeLf(u64),
+    /// Data bytes still to skip.
+    Data(u64),
+    DataCr,
+    DataLf,
+    /// At the start of a trailer line (or the final empty line).
+    LineStart,
+    Trailer,
+    EndLf,
+    Done,
+}
+
+impl Default for Chunked {
+    fn default() -> Self {
+        Chunked::Size(0, false)
+    }
+}
+
+impl Chunked {
+    fn done(&self) -> bool {
+        *self == Chunked::Done
+    }
+
+    fn after_size(n: u64) -> Chunked {
+        if n == 0 {
+            Chunked::LineStart
+        } else {
+            Chunked::Data(n)
+        }
+    }
+
+    /// Consume bytes of `b` (stopping at the body's end); how many were used.
+    fn feed(&mut self, b: &[u8]) -> Result<usize, Failure> {
+        let mut i = 0;
+        while i < b.len() && !self.done() {
+            if let Chunked::Data(n) = *self {
+                let take = n.min((b.len() - i) as u64);
+                i += take as usize;
+                *self = if take == n {
+                    Chunked::DataCr
+                } else {
+                    Chunked::Data(n - take)
+                };
+                continue;
+            }
+            let c = b[i];
+            i += 1;
+            *self = match (*self, c) {
+                (Chunked::Size(n, _), c) if c.is_ascii_hexdigit() => {
+                    let d = (c as char).to_digit(16).unwrap_or(0) as u64;
+                    let v = n.checked_mul(16).and_then(|v| v.checked_add(d));
+                    Chunked::Size(v.ok_or(Failure::Error)?, true)
+                }
+                (Chunked::Size(n, true), b';' | b' ' | b'\t') => Chunked::Ext(n),
+                (Chunked::Size(n, true) | Chunked::Ext(n), b'\r') => Chunked::SizeLf(n),
+                (Chunked::Size(n, true) | Chunked::Ext(n) | Chunked::SizeLf(n), b'\n') => {
+                    Chunked::after_size(n)
+                }
+                (Chunked::Ext(n), _) => Chunked::Ext(n),
+                (Chunked::DataCr, b'\r') => Chunked::DataLf,
+                (Chunked::DataCr | Chunked::DataLf, b'\n') => Chunked::default(),
+                (Chunked::LineStart, b'\r') => Chunked::EndLf,
+                (Chunked::LineStart | Chunked::EndLf, b'\n') => Chunked::Done,
+                (Chunked::Trailer, b'\n') => Chunked::LineStart,
+                (Chunked::LineStart | Chunked::Trailer, _) => Chunked::Trailer,
+                _ => return Err(Failure::Error),
+            };
+        }
+        Ok(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(s: &str) -> Head {
+        parse_head(s.as_bytes()).unwrap().unwrap()
+    }
+
+    #[test]
+    fn framing_follows_the_status_and_headers() {
+        let h = head("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n");
+        assert_eq!(
+            (h.status, h.framing, h.keep_alive),
+            (204, Framing::None, true)
+        );
+        let h = head("HTTP/1.1 500 X\r\ncontent-length: 12\r\n\r\n");
+        assert_eq!((h.status, h.framing), (500, Framing::Length(12)));
+        let h = head(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 3\r\n\r\n",
+        );
+        assert_eq!(h.framing, Framing::Chunked);
+        let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n");
+        assert_eq!((h.framing, h.keep_alive), (Framing::Close, false));
+        let h =
+            head("HTTP/1.1 410 Gone\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!((h.status, h.keep_alive), (410, false));
+        let h = head("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");
+        assert!(!h.keep_alive);
+        let h = head("HTTP/1.1 200 OK\r\n\r\n");
+        assert_eq!((h.framing, h.keep_alive), (Framing::Close, false));
+        assert_eq!(h.len, "HTTP/1.1 200 OK\r\n\r\n".len());
+    }
+
+    #[test]
+    fn a_bad_or_partial_head_is_told_apart() {
+        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le"), Ok(None));
+        assert_eq!(
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"),
+            Err(Failure::Error)
+        );
+        assert_eq!(
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"),
+            Err(Failure::Error)
+        );
+        assert_eq!(parse_head(b"garbage\r\n\r\n"), Err(Failure::Error));
+    }
+
+    #[test]
+    fn chunked_end_is_found_byte_by_byte_and_whole() {
+        let body = b"5;ext=1\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n";
+        let mut d = Chunked::default();
+        assert_eq!(d.feed(body), Ok(body.len()));
+        assert!(d.done());
+        let mut d = Chunked::default();
+        for (i, b) in body.iter().enumerate() {
+            assert!(!d.done(), "done early at {i}");
+            assert_eq!(d.feed(std::slice::from_ref(b)), Ok(1));
+        }
+        assert!(d.done());
+        // Bytes after the end are left alone.
+        let mut d = Chunked::default();
+        assert_eq!(d.feed(b"0\r\n\r\nHTTP/1.1"), Ok(5));
+    }
+
+    #[test]
+    fn chunked_errors_are_errors() {
+        for bad in [
+            &b"\r\n"[..],
+            b"zz\r\n",
+            b"3\r\nabcXY",
+            b"fffffffffffffffff0\r\n",
+        ] {
+            let mut d = Chunked::default();
+            assert_eq!(
+                d.feed(bad),
+                Err(Failure::Error),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn the_target_head_names_path_query_and_authority() {
+        let t = Target::new(&Url::parse("http://127.0.0.1:8080/cb/1?x=a%20b").unwrap()).unwrap();
+        assert_eq!(
+            t.head,
+            b"POST /cb/1?x=a%20b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+        );
+        let t = Target::new(&Url::parse("http://[::1]").unwrap()).unwrap();
+        assert_eq!(
+            (t.head.as_slice(), t.port),
+            (&b"POST / HTTP/1.1\r\nHost: [::1]\r\n"[..], 80)
+        );
+        assert!(Target::new(&Url::parse("https://example.test/cb").unwrap()).is_none());
+    }
+}
