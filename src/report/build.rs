@@ -130,6 +130,7 @@ pub fn level_report(
             corrected: (open && !s.corrected.is_empty()).then(|| encode(&s.corrected)),
         }),
         first_failures: Default::default(),
+        topic_server: None,
         stats: Some(s.clone()),
     }
 }
