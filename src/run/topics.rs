@@ -15,8 +15,9 @@ use crate::workload::Workload;
 pub(crate) const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
 
-/// Published events kept per topic for the hub's fetches; beyond, the oldest is dropped.
-const QUEUE_CAP: usize = 65_536;
+/// Published events kept per topic for the hub's fetches; beyond, the oldest is dropped
+/// (`overflowed`). 16 bytes each: a hub that never fetches costs at most 16 KiB per topic.
+const QUEUE_CAP: usize = 1024;
 
 /// The topic server of a websub-dialect run against `hub` (`None` in the ballerina dialect).
 pub(crate) async fn start(
