@@ -113,14 +113,16 @@ pub struct RunArgs {
     /// (topics are URLs, a publish is a thin ping) [default: ballerina].
     #[arg(long, help_heading = "Target")]
     pub dialect: Option<String>,
-    /// Websub dialect: each topic's URL is this prefix followed by the topic name.
+    /// Websub dialect: each topic's URL is this prefix followed by the topic name; how the
+    /// hub reaches hubload's topic server [default: http://<topic server address>/topics/].
     #[arg(long, value_name = "URL", help_heading = "Target")]
     pub topic_url_prefix: Option<String>,
     /// Register topics before the load: auto (what the dialect needs: ballerina registers,
     /// websub does not), always, or never [default: auto].
     #[arg(long, help_heading = "Phases")]
     pub register: Option<String>,
-    /// Websub dialect: where hubload's topic server listens, e.g. 0.0.0.0:9100.
+    /// Websub dialect: where hubload's topic server listens (the hub fetches each topic URL
+    /// there), e.g. 0.0.0.0:9100 with --topic-url-prefix [default: 127.0.0.1:0].
     #[arg(long, value_name = "ADDR", help_heading = "Target")]
     pub topic_server_listen: Option<String>,
 

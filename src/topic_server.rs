@@ -36,7 +36,7 @@ pub struct TopicServerConfig {
 }
 
 /// Fetch counters (per level when taken with [`TopicServer::take_stats`]); add with `+=`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TopicFetchStats {
     /// Every GET of a known topic.
     pub fetches: u64,
@@ -50,6 +50,9 @@ pub struct TopicFetchStats {
     pub unknown: u64,
     /// Pending events dropped because the topic's queue was full (never fetched).
     pub overflowed: u64,
+    /// Fetches per topic index (as `topic_attempts`), trailing zeros left off.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_topic: Vec<u64>,
 }
 
 impl AddAssign<&TopicFetchStats> for TopicFetchStats {
@@ -60,6 +63,12 @@ impl AddAssign<&TopicFetchStats> for TopicFetchStats {
         self.fetched_empty += o.fetched_empty;
         self.unknown += o.unknown;
         self.overflowed += o.overflowed;
+        if self.by_topic.len() < o.by_topic.len() {
+            self.by_topic.resize(o.by_topic.len(), 0);
+        }
+        for (a, b) in self.by_topic.iter_mut().zip(&o.by_topic) {
+            *a += b;
+        }
     }
 }
 
@@ -157,6 +166,11 @@ impl TopicServer {
         self.local_addr
     }
 
+    /// The prefix topic names are appended to (given, or `http://<bound address>/topics/`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// The URL of workload topic `topic` (what a thin ping names as `hub.topic`).
     pub fn topic_url(&self, topic: usize) -> Option<String> {
         let t = self.shared.workload.topics().get(topic)?;
@@ -217,6 +231,10 @@ async fn fetch(State(sh): State<Arc<Shared>>, req: Request) -> Response {
     {
         let mut st = sh.stats();
         st.fetches += 1;
+        if st.by_topic.len() <= topic {
+            st.by_topic.resize(topic + 1, 0);
+        }
+        st.by_topic[topic] += 1;
         match next {
             Some((_, true)) => st.fetched_new += 1,
             Some((_, false)) => st.fetched_again += 1,

@@ -140,3 +140,37 @@ fn thin_pings_on_the_wire_and_a_202_html_answer_is_accepted() {
     }
     assert_eq!(per_topic.values().sum::<u64>(), 30);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_prefix_topics_are_named_after_the_topic_servers_address() {
+    let hub = TestHub::start(Default::default()).await;
+    let out = tempfile::tempdir().unwrap();
+    let port = crate::util::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let o = run(&[
+        "--hub-url",
+        &hub.url,
+        "--dialect",
+        "websub",
+        "--topic-server-listen",
+        &listen,
+        "--register",
+        "always",
+        "--topics",
+        "shared",
+        "--concurrency",
+        "2",
+        "--requests",
+        "10",
+        "--out",
+        out.path().to_str().unwrap(),
+    ])
+    .await;
+    let s = hub.stats().await;
+    let topic_url = format!("http://{listen}/topics/{TOPIC}");
+    assert_eq!(s.topics[&topic_url].published, 10, "{:?}", s.topics.keys());
+    // The reference hub takes fat pings only: it never fetches, and the section says so.
+    let level = &o.report.levels[0];
+    assert_eq!(count(level, "accepted"), 10);
+    assert_eq!(level.topic_server, Some(Default::default()));
+}

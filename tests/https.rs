@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use hubload_hub::FaultConfig;
 
-use crate::util::{bin, count, hub_with, run, TestHub};
+use crate::util::{bin, count, free_port, hub_with, run, TestHub};
 
 /// A one-process nginx terminating TLS on 127.0.0.1 and proxying to `upstream`; killed on drop.
 struct Nginx {
@@ -114,14 +114,6 @@ fn make_certs(openssl: &Path, dir: &Path) {
         "-extfile",
         "leaf.ext",
     ]));
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Start nginx in `dir` (which holds the certificates) in front of `upstream` (`host:port`).

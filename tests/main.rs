@@ -7,6 +7,7 @@ mod creds;
 mod csv_format;
 mod dialect;
 mod first_failures;
+mod flask_websub;
 mod hlog;
 mod https;
 mod local_limits;

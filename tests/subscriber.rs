@@ -397,6 +397,11 @@ async fn the_topic_server_hands_out_each_event_once_in_order() {
         ),
         (4, 2, 1, 1, 1, 0)
     );
+    assert_eq!(
+        st.by_topic,
+        [3, 1],
+        "per topic: 3 of topic 0, the empty one of topic 1"
+    );
     assert_eq!(ts.take_stats().fetches, 0, "taken per level");
 }
 

@@ -133,3 +133,13 @@ pub fn assert_exit(out: &Output, code: i32) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A port free a moment ago on 127.0.0.1, for a server whose address must be known up front
+/// (one started as another process, or named in a URL before it binds).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -4,6 +4,7 @@
 use super::parse::value;
 use super::{opt, ConfigError, Dialect, WebSubConfig};
 use crate::cli::RunArgs;
+use std::net::SocketAddr;
 
 fn dialect(a: &RunArgs) -> Result<Dialect, ConfigError> {
     match opt(&a.dialect).map(str::trim) {
@@ -17,15 +18,21 @@ fn dialect(a: &RunArgs) -> Result<Dialect, ConfigError> {
     }
 }
 
-/// `--topic-url-prefix`: an http(s) URL with a host, required by the websub dialect.
-fn topic_url_prefix(a: &RunArgs, d: Dialect) -> Result<Option<url::Url>, ConfigError> {
+/// `--topic-url-prefix`: an http(s) URL with a host. Optional with the websub dialect: without
+/// it topics are named after the topic server's bound address (`http://<addr>/topics/`),
+/// which needs a `--topic-server-listen` the hub can dial (not a wildcard like `0.0.0.0`).
+fn topic_url_prefix(
+    a: &RunArgs,
+    d: Dialect,
+    listen: Option<SocketAddr>,
+) -> Result<Option<url::Url>, ConfigError> {
     let field = "topic-url-prefix";
     let Some(s) = opt(&a.topic_url_prefix) else {
-        return match d {
-            Dialect::Websub => Err(ConfigError::Conflict(
-                "--dialect websub needs --topic-url-prefix URL (each topic's URL is the prefix followed by the topic name)".into(),
-            )),
-            Dialect::Ballerina => Ok(None),
+        return match listen {
+            Some(l) if d == Dialect::Websub && l.ip().is_unspecified() => Err(ConfigError::Conflict(format!(
+                "--topic-server-listen {l} needs --topic-url-prefix URL (a wildcard address is no URL the hub can fetch)"
+            ))),
+            _ => Ok(None),
         };
     };
     let shown = super::auth::redact_url_text(s);
@@ -62,13 +69,20 @@ fn register(a: &RunArgs, d: Dialect) -> Result<bool, ConfigError> {
 /// The WebSub target's dialect settings.
 pub(super) fn resolve(a: &RunArgs) -> Result<WebSubConfig, ConfigError> {
     let d = dialect(a)?;
+    let listen: Option<SocketAddr> = opt(&a.topic_server_listen)
+        .map(|s| value("topic-server-listen", s))
+        .transpose()?;
+    if listen.is_some() && d == Dialect::Ballerina {
+        return Err(ConfigError::Conflict(
+            "--topic-server-listen is for --dialect websub (ballerina publishes carry the content)"
+                .into(),
+        ));
+    }
     Ok(WebSubConfig {
         dialect: d,
-        topic_url_prefix: topic_url_prefix(a, d)?,
+        topic_url_prefix: topic_url_prefix(a, d, listen)?,
         register: register(a, d)?,
-        topic_server_listen: opt(&a.topic_server_listen)
-            .map(|s| value("topic-server-listen", s))
-            .transpose()?,
+        topic_server_listen: listen,
     })
 }
 
@@ -103,6 +117,14 @@ mod tests {
             assert_eq!(resolve(&args(&argv)).unwrap().register, want, "{reg}");
         }
         assert!(!resolve(&args(&["--register", "never"])).unwrap().register);
+        // Without a prefix, the topic server's bound address names the topics (run/topics.rs).
+        for listen in [None, Some("127.0.0.1:9100"), Some("[::1]:0")] {
+            let mut argv = vec!["--dialect", "websub"];
+            argv.extend(listen.iter().flat_map(|l| ["--topic-server-listen", *l]));
+            let c = resolve(&args(&argv)).unwrap();
+            assert_eq!(c.topic_url_prefix, None, "{listen:?}");
+            assert_eq!(c.topic_server_listen, listen.map(|l| l.parse().unwrap()));
+        }
     }
 
     #[test]
@@ -113,8 +135,21 @@ mod tests {
                 "invalid --dialect `wso2`: is not ballerina or websub",
             ),
             (
-                &["--dialect", "websub"],
-                "--dialect websub needs --topic-url-prefix URL",
+                &[
+                    "--dialect",
+                    "websub",
+                    "--topic-server-listen",
+                    "0.0.0.0:9100",
+                ],
+                "--topic-server-listen 0.0.0.0:9100 needs --topic-url-prefix URL",
+            ),
+            (
+                &["--dialect", "websub", "--topic-server-listen", "[::]:0"],
+                "--topic-server-listen [::]:0 needs --topic-url-prefix URL",
+            ),
+            (
+                &["--topic-server-listen", "127.0.0.1:9100"],
+                "--topic-server-listen is for --dialect websub",
             ),
             (
                 &["--dialect", "websub", "--topic-url-prefix", "topics/"],
@@ -137,7 +172,7 @@ mod tests {
                 "invalid --register `yes`: is not auto, always or never",
             ),
             (
-                &["--topic-server-listen", "9100"],
+                &["--dialect", "websub", "--topic-server-listen", "9100"],
                 "invalid --topic-server-listen `9100`",
             ),
         ] {

@@ -29,6 +29,8 @@ pub struct LevelRun {
     pub interrupted: bool,
     /// The target's first failure of each class (class name → text), set by the run.
     pub first_failures: std::collections::BTreeMap<String, String>,
+    /// The topic server's fetches during the level (websub dialect), set by the run.
+    pub topic_server: Option<crate::topic_server::TopicFetchStats>,
 }
 
 /// Run `spec` as level number `index`. `seq_base` is the first event sequence number of the level.
@@ -138,6 +140,7 @@ pub async fn run_level<T: Target>(
         elapsed: Instant::now().saturating_duration_since(measured_start),
         interrupted: ctx.cancel.is_cancelled(),
         first_failures: Default::default(),
+        topic_server: None,
     }
 }
 

@@ -131,6 +131,7 @@ pub fn level_report(
             per_second: s.seconds.clone(),
         }),
         first_failures: Default::default(),
+        topic_server: None,
         stats: Some(s.clone()),
     }
 }

@@ -378,6 +378,10 @@ pub struct LevelReport {
     /// reason, as one line). Absent from summaries written before it existed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub first_failures: BTreeMap<String, String>,
+    /// Websub dialect: the hub's fetches of hubload's topic server during this level (absent
+    /// in the other dialect, in merged sharded runs and in summaries written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_server: Option<crate::topic_server::TopicFetchStats>,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,

@@ -108,6 +108,7 @@ async fn run_spec<T: Target>(
     );
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
     run.first_failures = target.first_failures();
+    run.topic_server = target.topic_fetches();
     bar.finish();
     if let Some(jtl) = &sh.jtl {
         // The level's rows reach the file before its row reaches summary.json, so a killed

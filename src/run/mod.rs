@@ -11,6 +11,7 @@ mod servicebus;
 mod shared;
 mod side_by_side;
 pub mod signals;
+mod topics;
 mod websub;
 
 use std::path::Path;

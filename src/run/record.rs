@@ -170,7 +170,11 @@ impl RunRecord {
                 below_target,
             });
         }
-        self.push_row(&label, concurrency, rate, run.stats, run.first_failures)
+        let extra = RowExtra {
+            first_failures: run.first_failures,
+            topic_server: run.topic_server,
+        };
+        self.push_row(&label, concurrency, rate, run.stats, extra)
     }
 
     /// Add a level's row from its statistics, recompute TOTAL, verdicts and the what-if table,
@@ -182,20 +186,21 @@ impl RunRecord {
         rate: Option<f64>,
         stats: LevelStats,
     ) -> anyhow::Result<()> {
-        self.push_row(label, concurrency, rate, stats, Default::default())
+        self.push_row(label, concurrency, rate, stats, RowExtra::default())
     }
 
-    /// [`push_stats`](Self::push_stats) with the level's first failure of each class.
+    /// [`push_stats`](Self::push_stats) with what the target adds to the level's row.
     fn push_row(
         &mut self,
         label: &str,
         concurrency: Option<u64>,
         rate: Option<f64>,
         stats: LevelStats,
-        first_failures: BTreeMap<String, String>,
+        extra: RowExtra,
     ) -> anyhow::Result<()> {
         let mut row = level_report(label, concurrency, rate, &stats, rate.is_some());
-        row.first_failures = first_failures;
+        row.first_failures = extra.first_failures;
+        row.topic_server = extra.topic_server;
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         let open_run = self.report.model == Model::Open;
@@ -260,13 +265,11 @@ impl RunRecord {
                 ShardLoad::Concurrency(c) => (Some(c), None),
                 ShardLoad::Rate(r) => (None, Some(r)),
             };
-            rec.push_row(
-                &l.label,
-                concurrency,
-                rate,
-                l.stats.clone(),
-                l.first_failures.clone(),
-            )?;
+            let extra = RowExtra {
+                first_failures: l.first_failures.clone(),
+                topic_server: None,
+            };
+            rec.push_row(&l.label, concurrency, rate, l.stats.clone(), extra)?;
         }
         Ok(rec.report)
     }
@@ -364,4 +367,13 @@ impl RunRecord {
         self.write()?;
         Ok(self.report)
     }
+}
+
+/// What the target adds to a level's row beyond its statistics.
+#[derive(Default)]
+struct RowExtra {
+    /// The first failure of each class (class name → one line).
+    first_failures: BTreeMap<String, String>,
+    /// The topic server's fetches (websub dialect).
+    topic_server: Option<crate::topic_server::TopicFetchStats>,
 }

@@ -1,6 +1,7 @@
 //! The WebSub path: a hub URL (or the embedded hub), topics registered up front, one HTTP
 //! target per level, topics deregistered at the end when asked.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::embedded::EmbeddedHub;
@@ -11,6 +12,7 @@ use crate::config::{Dialect, RunConfig, TargetKind};
 use crate::engine::LevelSpec;
 use crate::targets::websub::{HubEndpoint, WebSubClient, WebSubTarget};
 use crate::targets::{PhaseResult, Target};
+use crate::topic_server::TopicServer;
 use crate::workload::{Topic, Workload};
 
 /// A hub, resolved, with the registration client ready.
@@ -20,11 +22,13 @@ pub(crate) struct WebSubPath<'a> {
     url: url::Url,
     endpoint: HubEndpoint,
     phase: WebSubTarget,
+    /// Websub dialect: serves each topic URL the hub fetches after a thin ping.
+    topics: Option<Arc<TopicServer>>,
     _embedded: Option<EmbeddedHub>,
 }
 
-/// The publish client for `max_conns` connections.
-fn client(cfg: &RunConfig, max_conns: usize) -> WebSubClient {
+/// The publish client for `max_conns` connections; topic URLs start with `prefix`.
+fn client(cfg: &RunConfig, max_conns: usize, prefix: &str) -> WebSubClient {
     WebSubClient {
         timeout: cfg.client.timeout,
         connect_timeout: cfg.client.connect_timeout,
@@ -33,18 +37,17 @@ fn client(cfg: &RunConfig, max_conns: usize) -> WebSubClient {
         max_conns,
         headers: cfg.target.hub_headers.clone(),
         dialect: cfg.websub.dialect,
-        topic_url_prefix: cfg
-            .websub
-            .topic_url_prefix
-            .as_ref()
-            .map_or(String::new(), |u| u.to_string()),
+        topic_url_prefix: prefix.to_owned(),
         phase_concurrency: cfg.register_concurrency as usize,
     }
 }
 
 impl<'a> WebSubPath<'a> {
     /// `--hub-url`, or the embedded hub when none is given.
-    pub(crate) async fn open(cfg: &'a RunConfig, workload: &'a Workload) -> anyhow::Result<Self> {
+    pub(crate) async fn open(
+        cfg: &'a RunConfig,
+        workload: &'a Arc<Workload>,
+    ) -> anyhow::Result<Self> {
         let embedded = match &cfg.target.hub_url {
             Some(_) => None,
             None => Some(EmbeddedHub::start(hubload_hub::HubConfig::default())?),
@@ -56,13 +59,15 @@ impl<'a> WebSubPath<'a> {
         };
         let endpoint = HubEndpoint::resolve(&url, cfg.tls.for_url(&url)?).await?;
         announce_endpoint(cfg, &url, &endpoint);
+        let topics = super::topics::start(cfg, workload, &url).await?;
+        let prefix = topics.as_ref().map_or("", |t| t.prefix());
         // Registration gets its own pool and at least 5 s per request: it is set-up, not load.
         let phase_client = WebSubClient {
             timeout: cfg.client.timeout.max(Duration::from_secs(5)),
             connect_timeout: cfg.client.connect_timeout.max(Duration::from_secs(5)),
             tls_timeout: cfg.tls.tls_timeout.max(Duration::from_secs(5)),
             pool_timeout: Duration::from_secs(60),
-            ..client(cfg, cfg.register_concurrency as usize)
+            ..client(cfg, cfg.register_concurrency as usize, prefix)
         };
         // The set-up phase counts on its own, so per-address attempts are the load's alone.
         let phase = WebSubTarget::new(
@@ -76,6 +81,7 @@ impl<'a> WebSubPath<'a> {
             url,
             endpoint,
             phase,
+            topics,
             _embedded: embedded,
         })
     }
@@ -115,8 +121,13 @@ impl TargetPath for WebSubPath<'_> {
     }
 
     fn target(&self, spec: &LevelSpec) -> WebSubTarget {
-        let c = client(self.cfg, pool_size(self.cfg, spec));
-        WebSubTarget::new(self.endpoint.clone(), self.workload.topics(), &c)
+        let prefix = self.topics.as_ref().map_or("", |t| t.prefix());
+        let c = client(self.cfg, pool_size(self.cfg, spec), prefix);
+        let t = WebSubTarget::new(self.endpoint.clone(), self.workload.topics(), &c);
+        match &self.topics {
+            Some(ts) => t.with_topic_server(ts.clone()),
+            None => t,
+        }
     }
 
     async fn teardown(&self, mine: &[Topic]) -> Option<PhaseResult> {

@@ -20,6 +20,7 @@ use super::reason::{explain, hub_reason};
 use super::request::{Dialect, ExtraHeaders, HubTarget, RequestShape};
 use super::{PhaseResult, Target};
 use crate::result::{Attempt, Class, Outcome};
+use crate::topic_server::TopicServer;
 use crate::workload::{Event, Topic};
 
 /// Where the hub is and how to reach it.
@@ -159,6 +160,8 @@ pub struct WebSubTarget {
     phase_concurrency: usize,
     /// The first failure of each class among the publishes.
     first: FirstFailures,
+    /// Websub dialect: told of each event before its thin ping, so the hub's fetch finds it.
+    topic_server: Option<Arc<TopicServer>>,
 }
 
 impl WebSubTarget {
@@ -200,7 +203,14 @@ impl WebSubTarget {
             shape,
             phase_concurrency: client.phase_concurrency.max(1),
             first: FirstFailures::default(),
+            topic_server: None,
         }
+    }
+
+    /// Tell `server` of every event before its thin ping (the websub dialect).
+    pub fn with_topic_server(mut self, server: Arc<TopicServer>) -> Self {
+        self.topic_server = Some(server);
+        self
     }
 
     /// The pool publishes go through (per-address counts, handshakes).
@@ -321,7 +331,11 @@ impl Target for WebSubTarget {
     async fn send(&self, topic: &Topic, event: &Event) -> Attempt {
         let head = &self.publish_heads[event.topic];
         if self.shape.dialect == Dialect::Websub {
-            // The thin ping is the same for every event of a topic: the hub fetches content.
+            // The thin ping is the same for every event of a topic: the hub fetches content,
+            // which the topic server must know before the ping leaves.
+            if let Some(ts) = &self.topic_server {
+                ts.note_published(event.topic, event.seq, event.sent_us);
+            }
             let (a, resp) = self.exchange(head).await;
             return self.noted(a, resp.as_ref(), topic);
         }
@@ -348,5 +362,9 @@ impl Target for WebSubTarget {
 
     fn first_failures(&self) -> std::collections::BTreeMap<String, String> {
         self.first.snapshot()
+    }
+
+    fn topic_fetches(&self) -> Option<crate::topic_server::TopicFetchStats> {
+        self.topic_server.as_ref().map(|ts| ts.take_stats())
     }
 }

@@ -30,6 +30,9 @@ pub struct Event {
     pub jti: uuid::Uuid,
     /// The application's id (a UUID, stable per tenant and SP).
     pub application_id: uuid::Uuid,
+    /// The send time the body names (wall clock, µs since the Unix epoch): with `seq`, what
+    /// [`Workload::event_at`] needs to render the same body again (the topic server does).
+    pub sent_us: u64,
     /// The JSON body.
     pub body: Bytes,
 }
@@ -230,6 +233,7 @@ impl Workload {
             topic,
             jti,
             application_id,
+            sent_us,
             body: Bytes::from(body),
         }
     }
