@@ -36,7 +36,6 @@ pub async fn run_level<T: Target>(
     index: u64,
     seq_base: u64,
 ) -> LevelRun {
-    ctx.live.reset();
     let (shard, shards) = (u64::from(ctx.shard.index), u64::from(ctx.shard.count));
     let seqs = Seqs::striped(seq_base, spec.stop.requests, shard, shards);
     // Warm-up events come from their own sequence space so they never shift the measured stream.
@@ -88,6 +87,7 @@ pub async fn run_level<T: Target>(
         Load::Open { .. } => Duration::ZERO, // the pacer ramps the rate
     };
     let stripes = stripes(workers);
+    ctx.live.watch(stripes.clone());
     let mut handles = Vec::with_capacity(workers);
     for w in 0..workers {
         let (ctx, driver, stripes) = (ctx.clone(), driver.clone(), stripes.clone());
@@ -116,11 +116,8 @@ pub async fn run_level<T: Target>(
         // A worker panic is a bug; surface it rather than silently losing its counts.
         h.await.expect("worker task panicked");
     }
-    let now = Instant::now();
     for s in stripes.iter() {
-        let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
-        s.live.flush(&ctx.live, now);
-        stats += &s.stats;
+        stats += &s.lock().unwrap_or_else(|e| e.into_inner()).stats;
     }
     LevelRun {
         stats,
