@@ -197,6 +197,14 @@ mod tests {
         assert_eq!(run.stats.counts.get(Class::Denied), 250);
         assert_eq!(run.stats.topic_attempts, c.target.per_topic());
         assert_eq!(run.stats.latency.len(), 1000);
+        // The live display reads the same stripes after the level: the same counts and p99.
+        let (live_counts, live_p99) = c.live.snapshot();
+        assert_eq!(live_counts, run.stats.counts);
+        assert_eq!(live_p99, run.stats.latency.value_at_quantile(0.99));
+        assert!(
+            live_p99 >= 200,
+            "each attempt takes at least 200 µs: {live_p99}"
+        );
     }
 
     #[tokio::test]

@@ -27,11 +27,6 @@ impl Live {
         *self.stripes.lock().unwrap_or_else(|e| e.into_inner()) = Some(stripes);
     }
 
-    /// Forget the previous level.
-    pub fn reset(&self) {
-        *self.stripes.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    }
-
     /// Counts so far and the p99 latency so far (µs).
     pub fn snapshot(&self) -> (Counts, u64) {
         let stripes = self
