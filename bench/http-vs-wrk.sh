@@ -41,7 +41,7 @@ hubload_cli() {
     rm -rf "$WORK/report"
     # --threads 1: one load thread, like wrk -t1 (on 2 cores a second thread would take CPU
     # from the one-worker nginx being measured).
-    "$HUBLOAD_BIN" --hub-url "${URL%%\?*}" --concurrency "$CONCURRENCY" --duration "${DURATION}s" \
+    /usr/bin/time -f %M -o "$WORK/rss" "$HUBLOAD_BIN" --hub-url "${URL%%\?*}" --concurrency "$CONCURRENCY" --duration "${DURATION}s" \
         --threads "${HUBLOAD_THREADS:-1}" --quiet ${TLS_FLAGS:-} \
         --tenants 1 --topics shared --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
         { cat "$WORK/hubload.log" >&2; return 1; }
@@ -61,7 +61,8 @@ if [[ ${TLS:-} == 1 && -z ${HUBLOAD_BIN:-} ]]; then
     echo "TLS=1 needs HUBLOAD_BIN (the http_bench example speaks plain http)" >&2
     exit 2
 fi
-[[ ${TLS:-} == 1 ]] || (cd "$ROOT" && cargo build --quiet --release --example http_bench)
+# The example is only needed when it is what is measured (the CLI is checked with curl).
+[[ -n ${HUBLOAD_BIN:-} ]] || (cd "$ROOT" && cargo build --quiet --release --example http_bench)
 
 # --- server ------------------------------------------------------------------------------
 WORK=$(mktemp -d)
@@ -99,7 +100,8 @@ worker_processes 1;
 daemon off;
 pid $WORK/nginx.pid;
 error_log $WORK/error.log warn;
-events { worker_connections 4096; }
+worker_rlimit_nofile $((CONCURRENCY * 2 + 1024));
+events { worker_connections $((CONCURRENCY + 1024)); }
 http {
     access_log off;
     client_body_temp_path $WORK/tmp/body;
@@ -140,9 +142,12 @@ f:close()
 LUA
 
 # Check the server answers the POST as a hub would before measuring anything.
-if [[ ${TLS:-} != 1 ]]; then
+if [[ -z ${HUBLOAD_BIN:-} ]]; then
     "$BENCH_BIN" --check --body-file "$BODY_FILE" "$URL" >/dev/null ||
         { echo "nginx did not accept the POST; see $WORK/error.log" >&2; exit 2; }
+elif [[ $(curl -sk -X POST -H 'Content-Type: application/json' --data-binary "@$BODY_FILE" "$URL") != hub.mode=accepted ]]; then
+    echo "nginx did not accept the POST; see $WORK/error.log" >&2
+    exit 2
 fi
 echo "body $(wc -c <"$BODY_FILE") B, concurrency $CONCURRENCY, ${DURATION}s, nginx 1 worker, $(nproc) cores, $SCHEME"
 
@@ -157,15 +162,23 @@ served() {
     exec 3<&-
 }
 
-# Run a command, keep its stdout in $OUT and its CPU seconds (user + sys) in $CPU.
+# Run a command, keep its stdout in $OUT and its CPU seconds in $USR (user) and $SYS (kernel).
+# An external command's peak resident memory (KiB) goes to $WORK/rss (hubload_cli writes it
+# itself: /usr/bin/time cannot run a shell function).
 measure() {
     local t
+    rm -f "$WORK/rss"
+    [[ $1 == eval ]] || set -- /usr/bin/time -f %M -o "$WORK/rss" "$@"
     t=$({ TIMEFORMAT='%U %S'; time "$@" >"$WORK/out"; } 2>&1)
     OUT=$(cat "$WORK/out")
-    CPU=$(awk '{ print $1 + $2 }' <<<"$t")
+    read -r USR SYS <<<"$t"
 }
-# CPU µs per request, from CPU seconds and req/s over DURATION.
-per_req() { awk -v c="$1" -v r="$2" -v d="$DURATION" 'BEGIN { printf "%.1f", c * 1e6 / (r * d) }'; }
+# CPU µs per request (user + sys, then each), from the CPU seconds and req/s over DURATION.
+per_req() {
+    awk -v u="$USR" -v s="$SYS" -v r="$1" -v d="$DURATION" 'BEGIN {
+        n = r * d; printf "%5.2f µs CPU/req (user %.2f, sys %.2f)", (u + s) * 1e6 / n, u * 1e6 / n, s * 1e6 / n }'
+    [[ ! -s $WORK/rss ]] || awk '{ printf ", max RSS %.1f MiB", $1 / 1024 }' "$WORK/rss"
+}
 
 # One round: wrk, then each runtime; prints a line per client and appends the ratios to
 # $WORK/ratio.<runtime> (one per round) for the medians at the end.
@@ -176,7 +189,7 @@ round() {
     WRK_RPS=$(rps <<<"$OUT")
     if grep -q "Non-2xx" <<<"$OUT"; then grep "Non-2xx" <<<"$OUT" >&2; fi
     WRK_SERVED=$(($(served) - BEFORE - 1))
-    printf '%-22s %10.0f req/s   %5s µs CPU/req\n' "wrk -t1" "$WRK_RPS" "$(per_req "$CPU" "$WRK_RPS")"
+    printf '%-22s %10.0f req/s   %s\n' "wrk -t1" "$WRK_RPS" "$(per_req "$WRK_RPS")"
     # wrk does not count the requests in flight when it stops: nginx may see up to C more.
     echo "  wrk counted $(count <<<"$OUT"), nginx served $WRK_SERVED"
 
@@ -188,7 +201,7 @@ round() {
             -T application/json -D "$BODY_FILE" --no-tui "$URL"
         OHA_RPS=$(awk '/Requests\/sec:/ { print $2; exit }' <<<"$OUT")
         OHA_SERVED=$(($(served) - BEFORE - 1))
-        printf '%-22s %10.0f req/s   %5s µs CPU/req\n' "oha" "$OHA_RPS" "$(per_req "$CPU" "$OHA_RPS")"
+        printf '%-22s %10.0f req/s   %s\n' "oha" "$OHA_RPS" "$(per_req "$OHA_RPS")"
         echo "  nginx served $OHA_SERVED"
     fi
 
@@ -201,8 +214,8 @@ round() {
         if grep -q "[1-9][0-9]* not accepted" <<<"$OUT"; then head -1 <<<"$OUT" >&2; fi
         RATIO=$(awk -v a="$HL_RPS" -v b="$WRK_RPS" 'BEGIN { printf "%.2f", a / b }')
         echo "$RATIO" >>"$WORK/ratio.$RUNTIME"
-        printf '%-22s %10.0f req/s   %5s µs CPU/req   ratio %sx wrk\n' "hubload ($RUNTIME)" \
-            "$HL_RPS" "$(per_req "$CPU" "$HL_RPS")" "$RATIO"
+        printf '%-22s %10.0f req/s   %s   ratio %sx wrk\n' "hubload ($RUNTIME)" \
+            "$HL_RPS" "$(per_req "$HL_RPS")" "$RATIO"
         if [[ -n $OHA_RPS ]]; then
             OHA_RATIO=$(awk -v a="$HL_RPS" -v b="$OHA_RPS" 'BEGIN { printf "%.2f", a / b }')
             echo "$OHA_RATIO" >>"$WORK/ratio_oha.$RUNTIME"

@@ -40,7 +40,6 @@ pub async fn run_level<T: Target>(
     index: u64,
     seq_base: u64,
 ) -> LevelRun {
-    ctx.live.reset();
     let (shard, shards) = (u64::from(ctx.shard.index), u64::from(ctx.shard.count));
     let seqs = Seqs::striped(seq_base, spec.stop.requests, shard, shards);
     // Warm-up events come from their own sequence space so they never shift the measured stream.
@@ -98,6 +97,7 @@ pub async fn run_level<T: Target>(
         &ctx.clock,
         measured_start.into_std(),
     ));
+    ctx.live.watch(stripes.clone());
     let mut handles = Vec::with_capacity(workers);
     for w in 0..workers {
         let (ctx, driver, stripes) = (ctx.clone(), driver.clone(), stripes.clone());
@@ -127,11 +127,8 @@ pub async fn run_level<T: Target>(
         // A worker panic is a bug; surface it rather than silently losing its counts.
         h.await.expect("worker task panicked");
     }
-    let now = Instant::now();
     for s in stripes.iter() {
-        let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
-        s.live.flush(&ctx.live, now);
-        stats += &s.stats;
+        stats += &s.lock().unwrap_or_else(|e| e.into_inner()).stats;
     }
     shared.finish(&mut stats);
     LevelRun {
@@ -214,6 +211,14 @@ mod tests {
         assert_eq!(run.stats.counts.get(Class::Denied), 250);
         assert_eq!(run.stats.topic_attempts, c.target.per_topic());
         assert_eq!(run.stats.latency.len(), 1000);
+        // The live display reads the same stripes after the level: the same counts and p99.
+        let (live_counts, live_p99) = c.live.snapshot();
+        assert_eq!(live_counts, run.stats.counts);
+        assert_eq!(live_p99, run.stats.latency.value_at_quantile(0.99));
+        assert!(
+            live_p99 >= 200,
+            "each attempt takes at least 200 µs: {live_p99}"
+        );
     }
 
     #[tokio::test]

@@ -7,13 +7,12 @@ use tokio::time::Instant;
 use super::attempt::AttemptRecord;
 use super::context::LevelContext;
 use super::driver::Driver;
-use super::live::LiveDelta;
 use crate::result::Class;
 use crate::stats::{AttemptTimes, LevelStats, SharedLevel};
 use crate::targets::Target;
 
-/// Where workers record: a fixed number of stripes, each a `LevelStats` and a live delta
-/// behind its own mutex. Worker `w` records into stripe `w % n`.
+/// Where workers record: a fixed number of stripes, each a `LevelStats` behind its own mutex
+/// (the progress display reads them too, `live.rs`). Worker `w` records into stripe `w % n`.
 ///
 /// Why not one `LevelStats` per worker (the plain design): each holds four HdrHistograms of
 /// up to ~100 KB, and the open model runs up to `--max-inflight` workers (thousands), so memory
@@ -21,7 +20,6 @@ use crate::targets::Target;
 /// await, and with several stripes per core it is almost never contended (~20 ns).
 pub(crate) struct Stripe {
     pub stats: LevelStats,
-    pub live: LiveDelta,
 }
 
 /// Stripes for a level: enough that two runtime threads rarely meet on one.
@@ -32,7 +30,6 @@ pub(crate) fn stripes(workers: usize) -> Arc<[Mutex<Stripe>]> {
         .map(|_| {
             Mutex::new(Stripe {
                 stats: LevelStats::default(),
-                live: LiveDelta::new(),
             })
         })
         .collect()
@@ -79,11 +76,9 @@ pub(crate) async fn worker_loop<T: Target>(
                     end: end.into_std(),
                 };
                 let us = (end - start).as_micros() as u64;
-                {
-                    let mut st = lock();
-                    st.stats.record_attempt_without_topic(&ctx.clock, times, &a);
-                    st.live.note(&ctx.live, class, us, end);
-                }
+                lock()
+                    .stats
+                    .record_attempt_without_topic(&ctx.clock, times, &a);
                 shared.record(worker, times, class, event.topic);
                 if let Some(out) = &ctx.attempts {
                     let r = AttemptRecord {

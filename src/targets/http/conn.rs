@@ -92,6 +92,11 @@ impl Conn {
         // The head; informational 1xx heads (100 Continue, 103 Early Hints) are skipped.
         let head = loop {
             let window = (self.buf.len() - self.pos).min(MAX_HEAD);
+            if window == 0 {
+                // Nothing to parse yet (an empty head is incomplete): read first.
+                self.fill(&mut resp.bytes_received).await?;
+                continue;
+            }
             let bytes = &self.buf[self.pos..self.pos + window];
             match parse_head(bytes, head_request, &mut resp.content_type) {
                 Err(reason) => return Err(protocol(reason)),
