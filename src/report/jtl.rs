@@ -1,7 +1,7 @@
 //! `--jtl FILE`: one row per attempt in JMeter's default CSV (JTL) format, streamed to disk.
 //!
 //! The file is readable by `jmeter -g file.jtl -o dir`: the header is JMeter's default
-//! (PROTOCOL.md §4), HTTP results carry their status and reason phrase, and transport failures
+//! (docs/protocol.md §4), HTTP results carry their status and reason phrase, and transport failures
 //! use JMeter's own convention (`Non HTTP response code: <exception class>`) with the Java
 //! exception JMeter's Apache HttpClient sampler would have reported for the same failure.
 //!

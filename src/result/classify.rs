@@ -1,6 +1,6 @@
 //! Pure classification of an HTTP response (status, content type, body) into an [`Outcome`].
 //!
-//! The hub dialect (PROTOCOL.md §2) can answer `200` with `hub.mode=denied&hub.reason=…`,
+//! The hub dialect (docs/protocol.md §2) can answer `200` with `hub.mode=denied&hub.reason=…`,
 //! so the status alone never decides: a denial in the body wins over any status.
 
 use super::{OtherReason, Outcome};

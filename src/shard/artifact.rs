@@ -1,5 +1,5 @@
 //! The shard artifact: one shard's results as a self-describing, versioned JSON document, with
-//! exact counters and V2+DEFLATE base64 histograms (PROTOCOL.md §5), and its exact round trip.
+//! exact counters and V2+DEFLATE base64 histograms (docs/protocol.md §5), and its exact round trip.
 //!
 //! The document is meant to be read by people as well as by `hubload merge`: counts are keyed
 //! by class name, times are RFC 3339, and the histogram layout is spelled out in `meta.layout`.

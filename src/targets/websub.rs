@@ -1,4 +1,4 @@
-//! The WebSub hub target, in the Ballerina/WSO2 dialect (PROTOCOL.md §2–3): register topics,
+//! The WebSub hub target, in the Ballerina/WSO2 dialect (docs/protocol.md §2–3): register topics,
 //! then `POST hub?hub.mode=publish&hub.topic=T` with the event as a JSON body.
 //!
 //! Requests are pre-rendered per topic; a publish only appends the correlation id, the length
