@@ -80,7 +80,7 @@ pub struct MergedRun {
     pub levels: Vec<MergedLevel>,
     /// True when any shard was partial.
     pub partial: bool,
-    /// Every shard's Service Bus section added (see [`add_servicebus`]); `None` for a hub run.
+    /// Every shard's Service Bus section added (see `add_servicebus`); `None` for a hub run.
     pub servicebus: Option<ServiceBusInfo>,
 }
 
