@@ -128,6 +128,11 @@ fn shard_settings_are_checked_before_any_load() {
         "--find-capacity cannot run sharded (HUBLOAD_SHARD_COUNT > 1)",
     );
     assert_sharded_error(
+        &["--target", "websub,servicebus"],
+        &two,
+        "--target websub,servicebus (side by side) cannot run sharded (HUBLOAD_SHARD_COUNT > 1)",
+    );
+    assert_sharded_error(
         &[],
         &[("HUBLOAD_SHARD_COUNT", "two")],
         "HUBLOAD_SHARD_COUNT: expected a whole number of shards",

@@ -199,6 +199,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
     let client = client::resolve(a)?;
     let load = load::resolve(a, client.timeout)?;
     let target = target::resolve(a)?;
+    target::check_sharded(&target, shard.as_ref())?;
     let judging = judging::resolve(a, shard.as_ref())?;
     let output = output::resolve(a);
     let mut cfg = RunConfig {
