@@ -10,7 +10,8 @@ so a re-export alone is not an edge. Declaring `mod b;` is not an edge either. A
 calls into its child while the child imports from the parent IS a cycle.
 
 Usage: scripts/import-cycles.py [CRATE_SRC_DIR ...]   (default: src hub/src)
-Exit status 1 and one line per cycle when there is one.
+Exit status 1 and one line per cycle when there is one that KNOWN does not list, or when a
+KNOWN cycle is gone (then delete its entry, so the list only shrinks).
 """
 
 import os
@@ -18,6 +19,21 @@ import re
 import sys
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+
+# The cycles found when this check was written, in files other work was changing at the time.
+# Most are a parent that defines types its children use while it calls them (fix: move the
+# shared types into a child of their own); stats::{level,topic} and subscriber::{fleet,server}
+# are siblings. Delete an entry once its cycle is fixed.
+KNOWN = {
+    ("src", ("app", "app::subcommands")),
+    ("src", ("config", "config::client", "config::judging", "config::load", "config::output",
+             "config::parse", "config::target", "config::tls", "config::workload")),
+    ("src", ("report", "report::csv", "report::html", "report::html::topics")),
+    ("src", ("report::compare", "report::compare::gate", "report::compare::render")),
+    ("src", ("stats::level", "stats::topic")),
+    ("src", ("subscriber::fleet", "subscriber::server")),
+    ("src", ("targets::http", "targets::http::conn", "targets::http::tls")),
+}
 
 
 def strip(text):
@@ -276,13 +292,21 @@ def main():
         g = edges(mods)
         found = cycles(g)
         n_edges = sum(len(v) for v in g.values())
+        seen = set()
         for comp in found:
-            bad += 1
+            key = (src, tuple(name(c) for c in comp))
             inside = set(comp)
             links = [f"{name(a)} -> {name(b)}" for a in comp for b in sorted(g[a]) if b in inside]
-            print(f"{src}: import cycle among {', '.join(name(c) for c in comp)}: {'; '.join(links)}")
-        if not found:
-            print(f"{src}: {len(mods)} modules, {n_edges} import edges, no cycle")
+            what = "known import cycle (listed in KNOWN)" if key in KNOWN else "import cycle"
+            print(f"{src}: {what} among {', '.join(key[1])}: {'; '.join(links)}")
+            if key in KNOWN:
+                seen.add(key)
+            else:
+                bad += 1
+        for key in sorted(k for k in KNOWN if k[0] == src and k not in seen):
+            print(f"{src}: the KNOWN cycle among {', '.join(key[1])} is gone: delete its entry")
+            bad += 1
+        print(f"{src}: {len(mods)} modules, {n_edges} import edges, {len(found)} cycles ({len(seen)} known)")
     return 1 if bad else 0
 
 
