@@ -117,6 +117,19 @@ pub fn bin(args: &[&str], cwd: &Path) -> Output {
         .unwrap()
 }
 
+/// Start the built `hubload` binary in `cwd` (stdout discarded, stderr to `stderr`), for tests
+/// that signal or kill it mid-run.
+pub fn bin_child(args: &[&str], cwd: &Path, stderr: std::process::Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_hubload"))
+        .args(args)
+        .current_dir(cwd)
+        .env("RUST_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
 /// A hubload count by class name from a report row.
 pub fn count(row: &hubload::report::LevelReport, class: &str) -> u64 {
     *row.counts
