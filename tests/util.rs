@@ -109,10 +109,16 @@ pub fn jtl_rows(path: &Path) -> Vec<csv::StringRecord> {
 
 /// Run the built `hubload` binary.
 pub fn bin(args: &[&str], cwd: &Path) -> Output {
+    bin_env(args, cwd, &[])
+}
+
+/// [`bin`] with extra environment variables (the shard contract's, for instance).
+pub fn bin_env(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hubload"))
         .args(args)
         .current_dir(cwd)
         .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
