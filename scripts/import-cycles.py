@@ -29,7 +29,6 @@ KNOWN = {
     ("src", ("config", "config::client", "config::judging", "config::load", "config::output",
              "config::parse", "config::target", "config::tls", "config::workload")),
     ("src", ("report", "report::csv", "report::html", "report::html::topics")),
-    ("src", ("report::compare", "report::compare::gate", "report::compare::render")),
     ("src", ("stats::level", "stats::topic")),
     ("src", ("subscriber::fleet", "subscriber::server")),
     ("src", ("targets::http", "targets::http::conn", "targets::http::tls")),
