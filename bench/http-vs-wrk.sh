@@ -128,7 +128,7 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 
-# The 543-byte login event of PROTOCOL.md §3.
+# The 543-byte login event of docs/protocol.md §3.
 BODY_FILE=$WORK/login-event.json
 printf '%s' '{"iss":"https://api.asgardeo.io/t/tnt7","jti":"3f9c2a1e-7b4d-4e8a-9c61-2d5f0b8e7a13","iat":1764478800000,"events":{"https://schemas.identity.wso2.org/events/login/event-type/loginSuccess":{"user":{"id":"8d1e4c7a-2b9f-4a63-b0d5-6e2f1c9a8b47","ref":"https://api.asgardeo.io/t/tnt7/scim2/Users/8d1e4c7a-2b9f-4a63-b0d5-6e2f1c9a8b47"},"tenant":{"id":"12402","name":"tnt7"},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":"c4a7e2d9-5f1b-4c83-a6e0-9b2d7f4e1a58","name":"app07"},"authenticationMethods":["BasicAuthenticator"]}}}' >"$BODY_FILE"
 URL="$SCHEME://127.0.0.1:$PORT/hub?hub.mode=publish&hub.topic=T"

@@ -54,7 +54,7 @@ pub enum Command {
         /// Shard artifact files, directories or log dumps.
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
-        /// Output directory (default: reports/<UTC timestamp>-merged).
+        /// Output directory (default: `reports/<UTC timestamp>-merged`).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Thresholds judged on the merged data (repeatable).
@@ -245,7 +245,7 @@ pub struct RunArgs {
     pub what_if_timeouts: Option<String>,
 
     // ---- output
-    /// Report directory [default: reports/<UTC timestamp>].
+    /// Report directory (default: `reports/<UTC timestamp>`).
     #[arg(long, help_heading = "Output")]
     pub out: Option<PathBuf>,
     /// Also stream every attempt to this JMeter JTL file.

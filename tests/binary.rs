@@ -4,11 +4,11 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::util::{assert_exit, bin};
+use crate::util::{assert_exit, bin, bin_child, jtl_rows, read_summary, SERIAL};
 
 #[test]
 fn the_documented_command_completes_with_zero_errors() {
-    let _turn = crate::util::SERIAL.blocking_lock();
+    let _turn = SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let out = bin(
         &[
@@ -47,10 +47,10 @@ fn the_documented_command_completes_with_zero_errors() {
 #[cfg(unix)]
 #[test]
 fn sigterm_writes_partial_reports_and_exits_130() {
-    let _turn = crate::util::SERIAL.blocking_lock();
+    let _turn = SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_hubload"))
-        .args([
+    let child = bin_child(
+        &[
             "--tenants",
             "3",
             "--concurrency",
@@ -60,12 +60,10 @@ fn sigterm_writes_partial_reports_and_exits_130() {
             "--out",
             "r",
             "--quiet",
-        ])
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+        dir.path(),
+        Stdio::piped(),
+    );
     // Wait until the first level is under way (the report directory exists from the start).
     let summary = dir.path().join("r/summary.json");
     for _ in 0..100 {
@@ -83,16 +81,14 @@ fn sigterm_writes_partial_reports_and_exits_130() {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
-    assert_eq!(s["partial"], true);
-    let levels = s["levels"].as_array().unwrap();
+    let report = read_summary(&dir.path().join("r"));
+    assert!(report.partial);
     assert_eq!(
-        levels.len(),
+        report.levels.len(),
         1,
         "only the interrupted first level was measured"
     );
-    assert!(levels[0]["samples"].as_u64().unwrap() > 0);
+    assert!(report.levels[0].samples > 0);
     assert!(std::fs::read_to_string(dir.path().join("r/table.txt"))
         .unwrap()
         .contains("PARTIAL"));
@@ -100,6 +96,7 @@ fn sigterm_writes_partial_reports_and_exits_130() {
 
 #[test]
 fn report_and_compare_work_on_written_reports() {
+    let _turn = SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     for name in ["a", "b"] {
         let out = bin(
@@ -169,6 +166,7 @@ fn report_and_compare_work_on_written_reports() {
 
 #[test]
 fn jtl_streams_one_row_per_attempt() {
+    let _turn = SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let out = bin(
         &[
@@ -187,20 +185,12 @@ fn jtl_streams_one_row_per_attempt() {
         dir.path(),
     );
     assert_exit(&out, 0);
-    let jtl = std::fs::read_to_string(dir.path().join("run.jtl")).unwrap();
-    let mut lines = jtl.lines();
-    assert_eq!(
-        lines.next().unwrap(),
-        "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect"
-    );
-    let rows: Vec<&str> = lines.collect();
+    // The exact header is checked by `jtl_rows`.
+    let rows = jtl_rows(&dir.path().join("run.jtl"));
     assert_eq!(rows.len(), 25);
-    assert!(
-        rows.iter()
-            .all(|r| r.contains(",c2 ") && r.contains(",200,")),
-        "{}",
-        rows[0]
-    );
+    for r in &rows {
+        assert!(r[5].starts_with("c2 ") && &r[3] == "200", "{r:?}");
+    }
 }
 
 /// `kill -9` while the run is in its third level or later: the JTL holds every row of every
@@ -208,10 +198,10 @@ fn jtl_streams_one_row_per_attempt() {
 /// most one partial line at its end.
 #[test]
 fn after_kill_9_the_jtl_holds_every_row_of_every_listed_level() {
-    let _turn = crate::util::SERIAL.blocking_lock();
+    let _turn = SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hubload"))
-        .args([
+    let mut child = bin_child(
+        &[
             "--tenants",
             "4",
             "--concurrency",
@@ -223,13 +213,10 @@ fn after_kill_9_the_jtl_holds_every_row_of_every_listed_level() {
             "--out",
             "r",
             "--quiet",
-        ])
-        .current_dir(dir.path())
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+        dir.path(),
+        Stdio::null(),
+    );
     let summary = dir.path().join("r/summary.json");
     let levels_listed = || -> usize {
         std::fs::read_to_string(&summary)
@@ -249,7 +236,7 @@ fn after_kill_9_the_jtl_holds_every_row_of_every_listed_level() {
     );
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let report = crate::util::read_summary(&dir.path().join("r"));
+    let report = read_summary(&dir.path().join("r"));
     assert!(report.levels.len() >= 2 && report.levels.len() < 8);
     let text = std::fs::read(dir.path().join("run.jtl")).unwrap();
     let complete = match text.iter().rposition(|&b| b == b'\n') {

@@ -1,16 +1,11 @@
 //! Bad input gets one clear line naming the problem and exit code 2; never a panic.
 
-use crate::util::{assert_exit, bin};
+use std::process::Output;
 
-fn assert_one_line_error(args: &[&str], needle: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("profiles")).unwrap();
-    std::fs::write(
-        dir.path().join("profiles/typo.toml"),
-        "tenants = 3\ntenents = 4\n",
-    )
-    .unwrap();
-    let out = bin(args, dir.path());
+use crate::util::{assert_exit, bin, bin_env, SERIAL};
+
+/// Exit 2, one stderr line containing `needle`, no panic, nothing on stdout.
+fn assert_one_line_exit_2(out: &Output, args: &[&str], needle: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -25,6 +20,17 @@ fn assert_one_line_error(args: &[&str], needle: &str) {
         "{err}"
     );
     assert!(out.stdout.is_empty(), "{args:?}: printed to stdout");
+}
+
+fn assert_one_line_error(args: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("profiles")).unwrap();
+    std::fs::write(
+        dir.path().join("profiles/typo.toml"),
+        "tenants = 3\ntenents = 4\n",
+    )
+    .unwrap();
+    assert_one_line_exit_2(&bin(args, dir.path()), args, needle);
 }
 
 #[test]
@@ -99,18 +105,8 @@ fn bad_combinations_are_one_line_and_exit_2() {
 /// nothing written (config refused it before any load).
 fn assert_sharded_error(args: &[&str], env: &[(&str, &str)], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hubload"))
-        .args(args)
-        .args(["--out", "r"])
-        .current_dir(dir.path())
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    assert!(lines[0].contains(needle), "{err}");
+    let all = [args, &["--out", "r"]].concat();
+    assert_one_line_exit_2(&bin_env(&all, dir.path(), env), &all, needle);
     assert!(!dir.path().join("r").exists());
 }
 
@@ -128,6 +124,11 @@ fn shard_settings_are_checked_before_any_load() {
         "--find-capacity cannot run sharded (HUBLOAD_SHARD_COUNT > 1)",
     );
     assert_sharded_error(
+        &["--target", "websub,servicebus"],
+        &two,
+        "--target websub,servicebus (side by side) cannot run sharded (HUBLOAD_SHARD_COUNT > 1)",
+    );
+    assert_sharded_error(
         &[],
         &[("HUBLOAD_SHARD_COUNT", "two")],
         "HUBLOAD_SHARD_COUNT: expected a whole number of shards",
@@ -136,6 +137,7 @@ fn shard_settings_are_checked_before_any_load() {
 
 #[test]
 fn an_unreachable_hub_is_one_line_and_exit_2() {
+    let _turn = SERIAL.blocking_lock();
     // A port that was just free: nothing listens there.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -178,6 +180,7 @@ fn an_unreachable_hub_is_one_line_and_exit_2() {
 
 #[test]
 fn secrets_never_appear_in_output_or_reports() {
+    let _turn = SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
     let out = bin(
         &[

@@ -9,7 +9,7 @@ use hubload_hub::FaultConfig;
 use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use hubload_servicebus::ConnectionString;
 
-use crate::util::{self, count, hub_with, run};
+use crate::util::{self, count, hub_with, read_summary as summary, run};
 
 /// An emulator on 127.0.0.1:0 on the test's runtime.
 async fn emulator(cfg: EmulatorConfig) -> EmulatorHandle {
@@ -281,11 +281,6 @@ async fn dropped_links_are_reattached_and_counted() {
     // Sends in flight when the link went are connection errors; nothing else fails.
     assert_eq!(c.accepted + count(total, "conn_closed"), 2000);
     assert_eq!(o.report.servicebus.as_ref().unwrap().reconnects, 1);
-}
-
-fn summary(dir: &Path) -> Report {
-    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
 }
 
 /// The side-by-side CSV's rows, as cells.

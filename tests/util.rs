@@ -109,11 +109,30 @@ pub fn jtl_rows(path: &Path) -> Vec<csv::StringRecord> {
 
 /// Run the built `hubload` binary.
 pub fn bin(args: &[&str], cwd: &Path) -> Output {
+    bin_env(args, cwd, &[])
+}
+
+/// [`bin`] with extra environment variables (the shard contract's, for instance).
+pub fn bin_env(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hubload"))
         .args(args)
         .current_dir(cwd)
         .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
         .output()
+        .unwrap()
+}
+
+/// Start the built `hubload` binary in `cwd` (stdout discarded, stderr to `stderr`), for tests
+/// that signal or kill it mid-run.
+pub fn bin_child(args: &[&str], cwd: &Path, stderr: std::process::Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_hubload"))
+        .args(args)
+        .current_dir(cwd)
+        .env("RUST_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
         .unwrap()
 }
 

@@ -14,9 +14,9 @@ use axum::http::{header, request::Parts, Method, StatusCode};
 use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
+use crate::conn::ConnHandle;
 use crate::faults::Action;
 use crate::params::{self, HubParams};
-use crate::serve::ConnHandle;
 use crate::state::{HubState, Inner, RegistryResult};
 use crate::stats::{Mode, Tally, Verdict};
 use crate::subscribe;

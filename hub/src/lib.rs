@@ -10,11 +10,13 @@ mod admin;
 mod callback_conn;
 pub mod cli;
 mod config;
+mod conn;
 mod distribute;
 mod faults;
 mod handlers;
 mod metrics;
 mod params;
+mod routes;
 mod serve;
 mod state;
 mod stats;
@@ -22,26 +24,9 @@ mod subscribe;
 pub mod testing;
 mod topic;
 
-use axum::routing::get;
-use axum::Router;
-
 pub use config::{HubConfig, RetryPolicy};
 pub use faults::{Action as FaultAction, FaultConfig, FaultError};
+pub use routes::router;
 pub use serve::serve;
 pub use state::HubState;
 pub use stats::{DistributionStats, ModeCounts, StatsSnapshot, TopicStats};
-
-/// The hub's routes: `/stats`, `/metrics`, `/admin/faults` (GET, PUT), and the hub itself
-/// on every other path. Usable without a socket (e.g. with `tower::ServiceExt::oneshot`);
-/// connection resets need [`serve`].
-pub fn router(state: HubState) -> Router {
-    Router::new()
-        .route("/stats", get(admin::stats))
-        .route("/metrics", get(admin::prometheus))
-        .route(
-            "/admin/faults",
-            get(admin::get_faults).put(admin::put_faults),
-        )
-        .fallback(handlers::hub)
-        .with_state(state)
-}

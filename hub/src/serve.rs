@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::io;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -12,26 +11,16 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use crate::conn::ConnHandle;
+use crate::routes::router;
 use crate::state::HubState;
 
 /// How long open connections may take to finish their requests after shutdown is asked.
 const GRACE: Duration = Duration::from_secs(5);
-
-/// Put in every request's extensions by [`serve`]: lets a handler reset its connection.
-#[derive(Clone, Debug)]
-pub(crate) struct ConnHandle(Arc<Notify>);
-
-impl ConnHandle {
-    /// Ask the connection task to reset the connection (SO_LINGER 0, then close: a TCP RST).
-    pub fn reset(&self) {
-        self.0.notify_one();
-    }
-}
 
 /// Serve the hub on `listener` until `shutdown` completes, then let open requests finish
 /// (for up to 5 s) and return.
@@ -43,7 +32,7 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         let _ = state.inner.bound_url.set(format!("http://{addr}/"));
     }
-    let router = crate::router(state);
+    let router = router(state);
     let graceful = CancellationToken::new();
     let force = CancellationToken::new();
     let tracker = TaskTracker::new();
@@ -95,7 +84,7 @@ async fn connection(
             return;
         }
     };
-    let handle = ConnHandle(Arc::new(Notify::new()));
+    let handle = ConnHandle::default();
     let for_requests = handle.clone();
     let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(for_requests.clone());
@@ -115,7 +104,7 @@ async fn connection(
                 }
                 break;
             }
-            _ = handle.0.notified() => {
+            _ = handle.reset_asked() => {
                 let _ = dup.set_linger(Some(Duration::ZERO));
                 break;
             }

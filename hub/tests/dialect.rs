@@ -1,12 +1,12 @@
 //! The Ballerina/WSO2 publisher dialect, reconciled with `/stats`.
 
-use crate::util::{raw, Hub};
+use crate::util::{raw, TestHub};
 
 const FORM: &str = "application/x-www-form-urlencoded";
 
 #[tokio::test]
 async fn register_publish_deregister() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     let t = "myorg.0d5e.schema.WSO2.v1.event.login";
     // register with the query string and an empty JSON body
     hub.register(t).await;
@@ -97,7 +97,7 @@ async fn register_publish_deregister() {
 
 #[tokio::test]
 async fn bad_modes_are_400_text_plain() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     for (query, ct, body) in [
         ("", "application/json", &b"{}"[..]),
         ("hub.mode=bogus&hub.topic=t", "application/json", b""),
@@ -133,7 +133,7 @@ async fn bad_modes_are_400_text_plain() {
 
 #[tokio::test]
 async fn admin_and_stats_are_not_counted() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     for path in ["/stats", "/metrics", "/admin/faults"] {
         let (status, _) = raw(hub.addr, "GET", path, &[], b"").await.unwrap();
         assert_eq!(status, 200, "{path}");
@@ -149,7 +149,7 @@ async fn admin_and_stats_are_not_counted() {
 
 #[tokio::test]
 async fn concurrent_publishes_are_all_counted() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     let mut tasks = Vec::new();
     for _ in 0..20 {
@@ -179,7 +179,7 @@ async fn concurrent_publishes_are_all_counted() {
 
 #[tokio::test]
 async fn shutdown_lets_open_requests_finish() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     hub.state.set_faults(hubload_hub::FaultConfig {
         broker_latency_ms: 300,

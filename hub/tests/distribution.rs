@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use hubload_hub::{HubConfig, RetryPolicy};
 
-use crate::util::{eventually, hub_with_subscriber, subscribe, subscribers, Hub, Subscriber};
+use crate::util::{eventually, hub_with_subscriber, subscribe, subscribers, Subscriber, TestHub};
 
 const JSON: &str = "application/json";
 
@@ -13,7 +13,7 @@ const JSON: &str = "application/json";
 /// that the publish was accepted and offered to no subscriber (the fan-out happens before
 /// the answer, so nothing can be offered later): no delivery is pending and the attempts
 /// stay at `attempts`.
-async fn publish_to_nobody(hub: &Hub, attempts: u64) {
+async fn publish_to_nobody(hub: &TestHub, attempts: u64) {
     let before = hub.state.stats().distribution;
     assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
     let d = hub.state.stats().distribution;

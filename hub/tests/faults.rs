@@ -4,11 +4,11 @@ use std::time::{Duration, Instant};
 
 use hubload_hub::{FaultConfig, HubConfig};
 
-use crate::util::{eventually, raw, Hub};
+use crate::util::{eventually, raw, TestHub};
 
 const JSON: &str = "application/json";
 
-async fn put_faults(hub: &Hub, json: &str) -> u16 {
+async fn put_faults(hub: &TestHub, json: &str) -> u16 {
     hub.client
         .put(format!("http://{}/admin/faults", hub.addr))
         .header("content-type", JSON)
@@ -21,7 +21,7 @@ async fn put_faults(hub: &Hub, json: &str) -> u16 {
 }
 
 /// Publish `n` times in sequence; how many got each status.
-async fn publish_n(hub: &Hub, n: usize) -> std::collections::BTreeMap<u16, u64> {
+async fn publish_n(hub: &TestHub, n: usize) -> std::collections::BTreeMap<u16, u64> {
     let mut seen = std::collections::BTreeMap::new();
     for _ in 0..n {
         *seen
@@ -33,7 +33,7 @@ async fn publish_n(hub: &Hub, n: usize) -> std::collections::BTreeMap<u16, u64> 
 
 #[tokio::test]
 async fn fail_502_every_5() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     assert_eq!(put_faults(&hub, r#"{"fail_502_every": 5}"#).await, 200);
     let seen = publish_n(&hub, 100).await;
@@ -54,7 +54,7 @@ async fn fail_502_every_5() {
 
 #[tokio::test]
 async fn fail_503_every_4_set_in_process_and_body_is_html() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     hub.state.set_faults(FaultConfig {
         fail_503_every: Some(4),
@@ -79,7 +79,7 @@ async fn fail_503_every_4_set_in_process_and_body_is_html() {
 
 #[tokio::test]
 async fn reset_every_10() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     hub.state.set_faults(FaultConfig {
         reset_every: Some(10),
@@ -134,7 +134,7 @@ fn documented_status(seed: u64, seq: u64, r502: f64, r503: f64) -> u16 {
 
 #[tokio::test]
 async fn ratios_are_reproducible_and_reconcile() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     let f = FaultConfig {
         fail_502_ratio: 0.2,
@@ -168,7 +168,7 @@ async fn ratios_are_reproducible_and_reconcile() {
 
 #[tokio::test]
 async fn max_inflight_answers_503() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     hub.state.set_faults(FaultConfig {
         max_inflight: Some(2),
@@ -202,7 +202,7 @@ async fn max_inflight_answers_503() {
 
 #[tokio::test]
 async fn latency_and_broker_latency_are_added() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     hub.state.set_faults(FaultConfig {
         latency_ms: 50,
@@ -231,7 +231,7 @@ async fn latency_and_broker_latency_are_added() {
 
 #[tokio::test]
 async fn stall_window_holds_requests_and_counts_abandoned() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     let now = hub.state.uptime().as_millis() as u64;
     hub.state.set_faults(FaultConfig {
@@ -268,7 +268,7 @@ async fn stall_window_holds_requests_and_counts_abandoned() {
 
 #[tokio::test]
 async fn a_client_that_times_out_during_broker_latency_is_abandoned() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     hub.state.set_faults(FaultConfig {
         broker_latency_ms: 400,
@@ -300,7 +300,7 @@ async fn a_client_that_times_out_during_broker_latency_is_abandoned() {
 
 #[tokio::test]
 async fn faulted_form_requests_count_under_their_mode() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     hub.register("t").await;
     hub.state.set_faults(FaultConfig {
         fail_502_every: Some(1),
@@ -333,7 +333,7 @@ async fn faulted_form_requests_count_under_their_mode() {
 
 #[tokio::test]
 async fn settings_from_the_start_apply() {
-    let hub = Hub::start(HubConfig {
+    let hub = TestHub::start(HubConfig {
         faults: FaultConfig {
             fail_503_every: Some(2),
             ..FaultConfig::default()

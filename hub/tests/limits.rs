@@ -2,11 +2,11 @@
 
 use hubload_hub::HubConfig;
 
-use crate::util::{raw, Hub};
+use crate::util::{raw, TestHub};
 
 #[tokio::test]
 async fn size_and_length_limits() {
-    let hub = Hub::start(HubConfig {
+    let hub = TestHub::start(HubConfig {
         max_body_bytes: 1000,
         max_topic_len: 20,
         max_callback_len: 40,
@@ -80,7 +80,7 @@ async fn size_and_length_limits() {
 }
 
 /// Publish `n` chunks of `size` bytes with `Transfer-Encoding: chunked` (no declared length).
-async fn chunked_publish(hub: &Hub, n: usize, size: usize) -> u16 {
+async fn chunked_publish(hub: &TestHub, n: usize, size: usize) -> u16 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(hub.addr).await.unwrap();
     let mut req = String::from(
@@ -100,7 +100,7 @@ async fn chunked_publish(hub: &Hub, n: usize, size: usize) -> u16 {
 
 #[tokio::test]
 async fn bearer_token() {
-    let hub = Hub::start(HubConfig {
+    let hub = TestHub::start(HubConfig {
         bearer_token: Some("tok-123".into()),
         ..HubConfig::default()
     })

@@ -1,4 +1,4 @@
-//! Test helpers: a hub on 127.0.0.1 port 0, a raw HTTP/1.1 client, and a test subscriber.
+//! Test helpers: the crate's TestHub, a raw HTTP/1.1 client, and a test subscriber.
 
 #![allow(dead_code)]
 
@@ -13,111 +13,13 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::Router;
-use hubload_hub::{HubConfig, HubState, StatsSnapshot};
+use hubload_hub::HubConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::watch;
 
-/// A hub served on a fresh loopback port.
-pub struct Hub {
-    pub addr: SocketAddr,
-    /// `http://127.0.0.1:<port>/hub`
-    pub url: String,
-    pub state: HubState,
-    pub client: reqwest::Client,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<std::io::Result<()>>>,
-}
-
-impl Hub {
-    pub async fn start(cfg: HubConfig) -> Hub {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let state = HubState::new(cfg);
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(hubload_hub::serve(listener, state.clone(), async move {
-            let _ = rx.await;
-        }));
-        Hub {
-            addr,
-            url: format!("http://{addr}/hub"),
-            state,
-            client: reqwest::Client::new(),
-            stop: Some(tx),
-            task: Some(task),
-        }
-    }
-
-    pub async fn default() -> Hub {
-        Hub::start(HubConfig::default()).await
-    }
-
-    /// POST with a query string, a content type and a body; (status, body).
-    pub async fn post(&self, query: &str, content_type: &str, body: &[u8]) -> (u16, String) {
-        let r = self
-            .client
-            .post(format!("{}?{query}", self.url))
-            .header("content-type", content_type)
-            .body(body.to_vec())
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.text().await.unwrap())
-    }
-
-    /// POST a form body; (status, body).
-    pub async fn form(&self, pairs: &[(&str, &str)]) -> (u16, String) {
-        let body = url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(pairs)
-            .finish();
-        self.post("", "application/x-www-form-urlencoded", body.as_bytes())
-            .await
-    }
-
-    /// Publish content the identity-publisher way.
-    pub async fn publish(&self, topic: &str, content_type: &str, body: &[u8]) -> (u16, String) {
-        let q = url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("hub.mode", "publish")
-            .append_pair("hub.topic", topic)
-            .finish();
-        self.post(&q, content_type, body).await
-    }
-
-    /// Register a topic the identity-publisher way, and insist it worked.
-    pub async fn register(&self, topic: &str) {
-        let q = url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("hub.mode", "register")
-            .append_pair("hub.topic", topic)
-            .finish();
-        let r = self.post(&q, "application/json", b"").await;
-        assert_eq!(r, (200, "hub.mode=accepted".to_owned()), "register {topic}");
-    }
-
-    /// `GET /stats` over HTTP.
-    pub async fn stats(&self) -> StatsSnapshot {
-        let body = self
-            .client
-            .get(format!("http://{}/stats", self.addr))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        serde_json::from_slice(&body).unwrap()
-    }
-
-    /// Stop serving and wait for `serve` to return.
-    pub async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.task.take() {
-            t.await.unwrap().unwrap();
-        }
-    }
-}
+/// The hub for tests: the crate's own [`hubload_hub::testing::TestHub`].
+pub use hubload_hub::testing::TestHub;
 
 /// One request on a fresh connection (`Connection: close`), read to the end.
 /// `Err` is the transport error (a reset shows as `ConnectionReset`).
@@ -294,7 +196,7 @@ async fn deliver(
 
 /// Subscribe `callback` to `topic` (extra form fields appended) and wait until the topic has
 /// an active subscriber.
-pub async fn subscribe(hub: &Hub, topic: &str, callback: &str, extra: &[(&str, &str)]) {
+pub async fn subscribe(hub: &TestHub, topic: &str, callback: &str, extra: &[(&str, &str)]) {
     let mut pairs = vec![
         ("hub.mode", "subscribe"),
         ("hub.topic", topic),
@@ -310,15 +212,15 @@ pub async fn subscribe(hub: &Hub, topic: &str, callback: &str, extra: &[(&str, &
 }
 
 /// A hub with these settings, a subscriber, and the topic "t" registered.
-pub async fn hub_with_subscriber(cfg: HubConfig) -> (Hub, Subscriber) {
-    let hub = Hub::start(cfg).await;
+pub async fn hub_with_subscriber(cfg: HubConfig) -> (TestHub, Subscriber) {
+    let hub = TestHub::start(cfg).await;
     let sub = Subscriber::start().await;
     hub.register("t").await;
     (hub, sub)
 }
 
 /// Active subscribers of `topic` now.
-pub fn subscribers(hub: &Hub, topic: &str) -> u64 {
+pub fn subscribers(hub: &TestHub, topic: &str) -> u64 {
     hub.state
         .stats()
         .topics

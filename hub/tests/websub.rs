@@ -5,7 +5,7 @@ use sha2::Sha256;
 
 use hubload_hub::HubConfig;
 
-use crate::util::{eventually, hub_with_subscriber, subscribe, subscribers, Hub, Subscriber};
+use crate::util::{eventually, hub_with_subscriber, subscribe, subscribers, Subscriber, TestHub};
 
 const JSON: &str = "application/json";
 
@@ -18,7 +18,7 @@ async fn wait_deliveries(sub: &Subscriber, n: usize) {
 }
 
 /// Publish and check that the one subscriber got exactly this content with the right headers.
-async fn publish_and_check(hub: &Hub, sub: &Subscriber, topic: &str, ct: &str, body: &[u8]) {
+async fn publish_and_check(hub: &TestHub, sub: &Subscriber, topic: &str, ct: &str, body: &[u8]) {
     let before = sub.delivered();
     assert_eq!(hub.publish(topic, ct, body).await.0, 200);
     wait_deliveries(sub, before + 1).await;
@@ -36,7 +36,7 @@ async fn publish_and_check(hub: &Hub, sub: &Subscriber, topic: &str, ct: &str, b
 
 #[tokio::test]
 async fn t100_plain_subscription_gets_an_unsigned_delivery() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     let sub = Subscriber::start().await;
     let topic = "https://example.test/blog";
     hub.register(topic).await;
@@ -180,7 +180,7 @@ async fn t106_json_topic() {
 
 #[tokio::test]
 async fn a_wrong_echo_does_not_subscribe() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     let sub = Subscriber::start().await;
     sub.wrong_echo(true);
     hub.register("t").await;
@@ -201,7 +201,7 @@ async fn a_wrong_echo_does_not_subscribe() {
 
 #[tokio::test]
 async fn subscribing_to_an_unregistered_topic_is_denied() {
-    let hub = Hub::default().await;
+    let hub = TestHub::default().await;
     let (status, body) = hub
         .form(&[
             ("hub.mode", "subscribe"),

@@ -2,7 +2,7 @@
 //!
 //! The event generator uses the sequential form ([`SplitMix64`]); the hub's fault draws and
 //! the Service Bus emulator's throttling hash a (seed, sequence number) pair with the same
-//! finaliser ([`mix`]) and map it to [0, 1) with [`unit`]. Identical on every platform and build.
+//! finaliser ([`mix`]) and map it to [0, 1) with [`unit()`]. Identical on every platform and build.
 
 /// The SplitMix64 increment (the golden ratio, 2^64 / φ).
 pub const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;

@@ -1,6 +1,6 @@
 //! Parse an Azure Service Bus connection string into a validated [`ConnectionString`].
 //!
-//! Format (PROTOCOL.md §6): `Endpoint=sb://<host>[:port]/;SharedAccessKeyName=<name>;
+//! Format (docs/protocol.md §6): `Endpoint=sb://<host>[:port]/;SharedAccessKeyName=<name>;
 //! SharedAccessKey=<key>[;EntityPath=<topic>][;UseDevelopmentEmulator=true]`. No Rust crate
 //! parses it, so this does. Errors are one line, name the field and never contain a value
 //! (a typo can put the key anywhere); `Debug` redacts the key.
@@ -97,7 +97,7 @@ impl ConnectionString {
     }
 
     /// The full address of an entity, used as both the CBS audience and the link target
-    /// (PROTOCOL.md §6: the target is the full URL, not the bare name).
+    /// (docs/protocol.md §6: the target is the full URL, not the bare name).
     pub fn entity_address(&self, entity: &str) -> String {
         format!("{}/{}", self.amqp_base(), entity)
     }

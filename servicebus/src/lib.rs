@@ -5,7 +5,7 @@
 //! - [`SbSender`]: a pool of AMQP connections with CBS auth, token refresh and reconnects.
 //! - [`emulator`]: a Service Bus stand-in on fe2o3-amqp's acceptor, for tests and demos.
 //!
-//! See PROTOCOL.md §6 for the wire facts and README.md for why not `azure_messaging_servicebus`.
+//! See docs/protocol.md §6 for the wire facts and README.md for why not `azure_messaging_servicebus`.
 
 pub mod connection_string;
 pub mod emulator;

@@ -1,6 +1,6 @@
 //! What one send ended in ([`SendOutcome`]) and the pure mapping from AMQP results to it.
 //!
-//! Conditions (PROTOCOL.md §6): `com.microsoft:server-busy` → throttled;
+//! Conditions (docs/protocol.md §6): `com.microsoft:server-busy` → throttled;
 //! `amqp:unauthorized-access` → unauthorized; `amqp:not-found` → not found;
 //! `amqp:link:message-size-exceeded` → too large; a connection, session or forced link
 //! detach → connection error; anything else → rejected, with the condition kept.

@@ -1,6 +1,6 @@
 //! Shared Access Signature tokens: make one (the sender) and check one (the emulator).
 //!
-//! Format (PROTOCOL.md §6): `SharedAccessSignature sr=<enc(audience)>&sig=<enc(sig)>&se=<expiry
+//! Format (docs/protocol.md §6): `SharedAccessSignature sr=<enc(audience)>&sig=<enc(sig)>&se=<expiry
 //! unix s>&skn=<key name>`, where sig is base64(HMAC-SHA256(key, enc(audience) "\n" expiry)).
 //! The key string's UTF-8 bytes are the HMAC key; it is not base64-decoded.
 

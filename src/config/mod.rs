@@ -224,6 +224,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
     let mut target = target::resolve(a)?;
     target.hub_headers = auth::resolve(a, target.hub_url.as_mut())?;
     let websub = dialect::resolve(a)?;
+    target::check_sharded(&target, shard.as_ref())?;
     let judging = judging::resolve(a, shard.as_ref())?;
     let output = output::resolve(a);
     let mut cfg = RunConfig {

@@ -5,6 +5,7 @@ use super::parse::{count32, list};
 use super::{opt, ConfigError, SbTopics, Secret, TargetConfig};
 use crate::cli::RunArgs;
 use crate::kind::TargetKind;
+use crate::shard::ShardSpec;
 
 fn kinds(a: &RunArgs) -> Result<Vec<TargetKind>, ConfigError> {
     let Some(s) = opt(&a.target) else {
@@ -72,6 +73,24 @@ pub(super) fn resolve(a: &RunArgs) -> Result<TargetConfig, ConfigError> {
     })
 }
 
+/// A side-by-side run is refused when sharded: each shard would write one artifact (and one
+/// `HUBLOAD-SHARD` log stream) per target, which `hubload merge` would add together. Run each
+/// target as its own sharded Job instead.
+pub(super) fn check_sharded(
+    t: &TargetConfig,
+    shard: Option<&ShardSpec>,
+) -> Result<(), ConfigError> {
+    if t.kinds.len() > 1 && shard.is_some_and(|s| s.count > 1) {
+        let names: Vec<&str> = t.kinds.iter().map(|k| k.as_str()).collect();
+        return Err(ConfigError::Conflict(format!(
+            "--target {} (side by side) cannot run sharded (HUBLOAD_SHARD_COUNT > 1): \
+             run each target as its own sharded Job",
+            names.join(",")
+        )));
+    }
+    Ok(())
+}
+
 /// `--register-concurrency` [default: 16].
 pub(super) fn register_concurrency(a: &RunArgs) -> Result<u32, ConfigError> {
     opt(&a.register_concurrency).map_or(Ok(16), |s| count32("register-concurrency", s, 1))
@@ -104,6 +123,29 @@ mod tests {
         assert_eq!(t.sb_topics, SbTopics::Single("all".into()));
         assert_eq!(t.sb_connections, 4);
         assert_eq!(register_concurrency(&args(&[])).unwrap(), 16);
+    }
+
+    #[test]
+    fn side_by_side_is_refused_only_when_sharded() {
+        let shard = |count| ShardSpec {
+            index: 0,
+            count,
+            run_id: "r".into(),
+            start_at: None,
+        };
+        let two = resolve(&args(&["--target", "websub,servicebus"])).unwrap();
+        let one = resolve(&args(&["--target", "servicebus"])).unwrap();
+        let e = check_sharded(&two, Some(&shard(2)))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--target websub,servicebus (side by side) cannot run sharded \
+             (HUBLOAD_SHARD_COUNT > 1): run each target as its own sharded Job"
+        );
+        assert!(check_sharded(&two, Some(&shard(1))).is_ok());
+        assert!(check_sharded(&two, None).is_ok());
+        assert!(check_sharded(&one, Some(&shard(2))).is_ok());
     }
 
     #[test]

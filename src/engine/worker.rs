@@ -101,7 +101,7 @@ pub(crate) async fn worker_loop<T: Target>(
                 ok = true;
                 break;
             }
-            // Retries are immediate, as the real publisher's client does (PROTOCOL.md §3).
+            // Retries are immediate, as the real publisher's client does (docs/protocol.md §3).
             if attempt_no >= max_attempts || !class.is_retryable() || ctx.cancel.is_cancelled() {
                 break;
             }

@@ -1,7 +1,7 @@
 //! `--jtl FILE`: one row per attempt in JMeter's default CSV (JTL) format, streamed to disk.
 //!
 //! The file is readable by `jmeter -g file.jtl -o dir`: the header is JMeter's default
-//! (PROTOCOL.md §4), HTTP results carry their status and reason phrase, and transport failures
+//! (docs/protocol.md §4), HTTP results carry their status and reason phrase, and transport failures
 //! use JMeter's own convention (`Non HTTP response code: <exception class>`) with the Java
 //! exception JMeter's Apache HttpClient sampler would have reported for the same failure.
 //!
@@ -16,7 +16,7 @@ use std::path::Path;
 use std::thread::JoinHandle;
 
 use crate::engine::{attempt_queue, AttemptRecord, AttemptSender, Handout, Load};
-use crate::result::{ConnErrorKind, OtherReason, Outcome, TimeoutKind};
+use crate::result::Outcome;
 
 /// JMeter's default JTL CSV header, exactly.
 pub const JTL_HEADER: &str = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect";
@@ -80,116 +80,8 @@ pub fn thread_name(level_tag: &str, worker: usize) -> String {
     format!("{level_tag} 1-{}", worker + 1)
 }
 
-/// The response columns of a row: code, message, success, failure message.
-#[derive(Debug, PartialEq, Eq)]
-struct Response {
-    code: String,
-    message: String,
-    success: bool,
-    failure: &'static str,
-}
-
-/// A JMeter transport failure: the exception class and its message.
-fn non_http(exception: &str, message: &str, failure: &'static str) -> Response {
-    Response {
-        code: format!("Non HTTP response code: {exception}"),
-        message: format!("Non HTTP response message: {message}"),
-        success: false,
-        failure,
-    }
-}
-
-fn reason(status: u16) -> String {
-    http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("")
-        .to_string()
-}
-
-/// Map an outcome to JMeter's response columns.
-fn response(outcome: Outcome, status: u16) -> Response {
-    let status = if status != 0 {
-        status
-    } else {
-        outcome.status().unwrap_or(0)
-    };
-    let http = |success: bool, failure: &'static str| Response {
-        code: status.to_string(),
-        message: reason(status),
-        success,
-        failure,
-    };
-    match outcome {
-        // Service Bus settles without a status: JMeter's generic "OK" (SampleResult.setResponseCodeOK).
-        Outcome::Accepted if status == 0 => Response {
-            code: "200".into(),
-            message: "OK".into(),
-            success: true,
-            failure: "",
-        },
-        Outcome::Accepted => http(true, ""),
-        Outcome::Denied => http(false, "hub.mode=denied"),
-        Outcome::Http4xx(_)
-        | Outcome::Http502
-        | Outcome::Http503
-        | Outcome::Http504
-        | Outcome::Http5xx(_) => http(false, ""),
-        Outcome::Other(OtherReason::Unexpected1xx) if status != 0 => {
-            http(false, "unexpected informational response")
-        }
-        Outcome::Other(OtherReason::Unexpected3xx) if status != 0 => {
-            http(false, "unexpected redirect (not followed)")
-        }
-        Outcome::Other(_) if status != 0 => {
-            http(false, "unexpected response (no hub.mode=accepted)")
-        }
-        Outcome::Timeout(TimeoutKind::Response) => {
-            non_http("java.net.SocketTimeoutException", "Read timed out", "")
-        }
-        Outcome::Timeout(TimeoutKind::PoolWait) => non_http(
-            "org.apache.http.conn.ConnectionPoolTimeoutException",
-            "Timeout waiting for connection from pool",
-            "",
-        ),
-        Outcome::Timeout(TimeoutKind::Connect) => non_http(
-            "org.apache.http.conn.ConnectTimeoutException",
-            "Connect timed out",
-            "",
-        ),
-        Outcome::ConnError(ConnErrorKind::Refused) => {
-            non_http("java.net.ConnectException", "Connection refused", "")
-        }
-        Outcome::ConnError(ConnErrorKind::Reset) => {
-            non_http("java.net.SocketException", "Connection reset", "")
-        }
-        Outcome::ConnError(ConnErrorKind::Closed) => non_http(
-            "org.apache.http.NoHttpResponseException",
-            "The target server failed to respond",
-            "",
-        ),
-        // Service Bus: the AMQP condition stands in for the exception class.
-        Outcome::Throttled => non_http(
-            "com.microsoft:server-busy",
-            "The request was throttled",
-            "throttled",
-        ),
-        Outcome::Rejected => non_http("amqp:rejected", "The message was rejected", ""),
-        Outcome::Unauthorized => non_http("amqp:unauthorized-access", "Unauthorized access", ""),
-        Outcome::NotFound => non_http("amqp:not-found", "The entity was not found", ""),
-        Outcome::TooLarge => non_http(
-            "amqp:link:message-size-exceeded",
-            "The message is too large",
-            "",
-        ),
-        Outcome::Other(_) | Outcome::TlsError(_) | Outcome::ClientError(_) | Outcome::Cancelled => {
-            reasons::response(outcome)
-        }
-    }
-}
-
 fn write_row<W: io::Write>(w: &mut csv::Writer<W>, row: &JtlRow<'_>) -> csv::Result<()> {
-    let r = response(row.outcome, row.status);
+    let r = reasons::response(row.outcome, row.status);
     let mut buf = itoa::Buffer::new();
     let mut num = |w: &mut csv::Writer<W>, v: u64| w.write_field(buf.format(v));
     num(w, row.timestamp_ms)?;

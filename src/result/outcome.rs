@@ -236,7 +236,7 @@ impl Class {
     }
 
     /// Whether the real publisher would retry this attempt: on a 5xx, a timeout or an I/O error
-    /// (PROTOCOL.md §3); never on a denial or a 4xx. Service Bus throttling is retried too.
+    /// (docs/protocol.md §3); never on a denial or a 4xx. Service Bus throttling is retried too.
     pub fn is_retryable(self) -> bool {
         matches!(
             self,

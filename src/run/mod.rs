@@ -16,6 +16,7 @@ mod websub;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
@@ -80,30 +81,30 @@ async fn run_path<P: TargetPath>(
         writer = Some(handle);
     }
     let sh = Shared { jtl, ..sh.clone() };
-    let mine = owned_topics(&sh.workload, sh.shard);
-    if let Some(prepared) = path.prepare(&mine).await {
-        // Recorded first, so a failed registration's counts and reasons are in summary.json.
-        rec.set_registration(&prepared)?;
-        check_phase(&prepared, P::PREPARE, &path.endpoint())?;
+    // Everything that can fail between opening the JTL file and joining its writer, so that
+    // every exit (an error included) joins the writer and its last rows reach the file.
+    let ran: anyhow::Result<()> = async {
+        let mine = owned_topics(&sh.workload, sh.shard);
+        if let Some(prepared) = path.prepare(&mine).await {
+            // Recorded first, so a failed registration's counts and reasons are in summary.json.
+            rec.set_registration(&prepared)?;
+            check_phase(&prepared, P::PREPARE, &path.endpoint())?;
+        }
+        let levels = run_levels(&sh, &mut rec, |spec| path.target(spec)).await;
+        path.add_section(&mut rec)?;
+        levels?;
+        if let Some(dereg) = path.teardown(&mine).await {
+            rec.set_deregistration(&dereg)?;
+        }
+        path.close().await;
+        Ok(())
     }
-    let levels = run_levels(&sh, &mut rec, |spec| path.target(spec)).await;
-    path.add_section(&mut rec)?;
-    levels?;
-    if let Some(dereg) = path.teardown(&mine).await {
-        rec.set_deregistration(&dereg)?;
-    }
-    path.close().await;
+    .await;
     let interrupted = sh.cancel.is_cancelled();
     drop(sh);
-    if let Some(h) = writer {
-        let rows = tokio::task::spawn_blocking(move || h.join())
-            .await
-            .ok()
-            .and_then(|r| r.ok())
-            .transpose()
-            .context("writing the JTL file")?;
-        tracing::info!(rows = rows.unwrap_or(0), "JTL written");
-    }
+    let joined = join_jtl(writer).await;
+    ran?;
+    joined?;
     let Some(spec) = shard else {
         return rec.finish(interrupted);
     };
@@ -122,6 +123,21 @@ async fn run_path<P: TargetPath>(
         let _ = writeln!(out, "{line}");
     }
     Ok(report)
+}
+
+/// Wait for the JTL writer (every sender dropped) to write its last rows and close the file.
+async fn join_jtl(writer: Option<JoinHandle<std::io::Result<u64>>>) -> anyhow::Result<()> {
+    let Some(h) = writer else {
+        return Ok(());
+    };
+    let rows = tokio::task::spawn_blocking(move || h.join())
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .transpose()
+        .context("writing the JTL file")?;
+    tracing::info!(rows = rows.unwrap_or(0), "JTL written");
+    Ok(())
 }
 
 /// Run the load described by `cfg`; reports go to `cfg.output.out_dir` after every level.

@@ -84,7 +84,7 @@ pub struct MergedRun {
     pub levels: Vec<MergedLevel>,
     /// True when any shard was partial.
     pub partial: bool,
-    /// Every shard's Service Bus section added (see [`add_servicebus`]); `None` for a hub run.
+    /// Every shard's Service Bus section added (see `add_servicebus`); `None` for a hub run.
     pub servicebus: Option<ServiceBusInfo>,
     /// The tenant of each topic (shard 0's; every shard derives it from the same workload).
     pub topic_tenants: Vec<Option<u32>>,

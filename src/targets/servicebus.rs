@@ -1,4 +1,4 @@
-//! The Azure Service Bus target (PROTOCOL.md §6): each event as one AMQP message to a Service
+//! The Azure Service Bus target (docs/protocol.md §6): each event as one AMQP message to a Service
 //! Bus topic through a shared [`SbSender`], its settlement mapped onto hubload's outcomes.
 //!
 //! The sender (pool of connections and links) is made once per run and shared by every level:

@@ -3,7 +3,7 @@
 //! transfers to topic addresses settled *accepted* and counted per topic, with optional
 //! `server-busy` injection and added latency.
 //!
-//! Generic brokers cannot stand in: they do not answer CBS (PROTOCOL.md §6).
+//! Generic brokers cannot stand in: they do not answer CBS (docs/protocol.md §6).
 
 pub mod cli;
 mod conn;

@@ -94,7 +94,7 @@ impl PooledConn {
         let stream = TcpStream::connect((cs.host.as_str(), port))
             .await
             .map_err(|e| Fail::new(SendOutcome::Connect, format!("TCP connect: {e}")))?;
-        // Without TCP_NODELAY the p99 shows a ~40 ms Nagle/delayed-ACK artefact (PROTOCOL.md §6).
+        // Without TCP_NODELAY the p99 shows a ~40 ms Nagle/delayed-ACK artefact (docs/protocol.md §6).
         let _ = stream.set_nodelay(true);
         let container = format!("hubload-{}-{id}", std::process::id());
         let builder = Connection::builder()

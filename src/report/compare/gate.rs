@@ -9,7 +9,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{Comparison, Delta, Metric};
+use super::format::{delta_abs, delta_pct, value};
+use super::model::{Comparison, Delta, Metric};
 use crate::gate::{self, Bound, Flag, Gate, GateError};
 
 /// One `--fail-if` rule: the parsed gate and the compare column it reads.
@@ -95,10 +96,10 @@ impl fmt::Display for Violation {
             "{}: level {}: {} → {} ({}, {})",
             self.rule,
             self.label,
-            super::render::value(m, self.baseline),
-            super::render::value(m, self.candidate),
-            super::render::delta_abs(m, self.delta.abs),
-            super::render::delta_pct(self.delta.pct),
+            value(m, self.baseline),
+            value(m, self.candidate),
+            delta_abs(m, self.delta.abs),
+            delta_pct(self.delta.pct),
         )
     }
 }

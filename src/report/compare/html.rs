@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
-use super::render::{plain_delta, plain_pct, plain_value};
-use super::{Comparison, Delta, FailIf, LevelComparison, Metric, Metrics, Violation};
+use super::format::{plain_delta, plain_pct, plain_value};
+use super::gate::{FailIf, Violation};
+use super::model::{Comparison, Delta, LevelComparison, Metric, Metrics};
 use crate::report::html::svg::{escape, spans_decades, LineChart, Series, XAxis};
 use crate::report::html::{document, kv_table};
 

@@ -1,39 +1,10 @@
-//! Text (terminal) and CSV (`compare.csv`) renderings of a [`Comparison`], and the number formats they share.
+//! Text (terminal) and CSV (`compare.csv`) renderings of a [`Comparison`].
 
 use std::fmt::Write;
 
-use super::{Comparison, FailIf, LevelComparison, Metric, Presence, Violation};
-
-/// `v` with `decimals` places and an explicit sign; never "-0.0".
-fn signed(v: f64, decimals: usize) -> String {
-    let scale = 10f64.powi(decimals as i32);
-    // Adding +0.0 turns a rounded -0.0 into +0.0.
-    let r = (v * scale).round() / scale + 0.0;
-    format!("{r:+.decimals$}")
-}
-
-/// A value with its unit, for people: "12.3 ms", "0.500%", "2000.0/s".
-pub fn value(m: Metric, v: f64) -> String {
-    match m {
-        Metric::ErrorPct => format!("{v:.3}%"),
-        Metric::Throughput => format!("{v:.1}/s"),
-        _ => format!("{v:.1} ms"),
-    }
-}
-
-/// An absolute delta with its unit: "+1.0 ms", "+1.000 pp", "-200.0/s".
-pub fn delta_abs(m: Metric, d: f64) -> String {
-    match m {
-        Metric::ErrorPct => format!("{} pp", signed(d, 3)),
-        Metric::Throughput => format!("{}/s", signed(d, 1)),
-        _ => format!("{} ms", signed(d, 1)),
-    }
-}
-
-/// A relative delta: "+10.00%", or "n/a" from a zero baseline.
-pub fn delta_pct(p: Option<f64>) -> String {
-    p.map_or_else(|| "n/a".to_string(), plain_pct)
-}
+use super::format::{delta_abs, delta_pct, plain_delta, plain_pct, plain_value, value};
+use super::gate::{FailIf, Violation};
+use super::model::{Comparison, LevelComparison, Metric, Metrics, Presence};
 
 /// One line of the text table.
 enum Line {
@@ -151,27 +122,6 @@ pub fn render_text(cmp: &Comparison, rules: &[FailIf], violations: &[Violation])
     out
 }
 
-/// A plain number for the CSV and the HTML table (units live in the header).
-pub(super) fn plain_value(m: Metric, v: f64) -> String {
-    match m {
-        Metric::ErrorPct => format!("{v:.3}%"),
-        _ => format!("{v:.1}"),
-    }
-}
-
-/// A plain signed delta for the CSV and the HTML table.
-pub(super) fn plain_delta(m: Metric, d: f64) -> String {
-    match m {
-        Metric::ErrorPct => signed(d, 3),
-        _ => signed(d, 1),
-    }
-}
-
-/// A relative delta without "n/a": "+10.00%".
-pub(super) fn plain_pct(p: f64) -> String {
-    format!("{}%", signed(p, 2))
-}
-
 /// The header of `compare.csv`: the level, where it exists, then per metric the baseline,
 /// the candidate, the absolute delta and the relative delta.
 pub fn csv_header() -> Vec<String> {
@@ -200,17 +150,13 @@ pub fn render_csv(cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
     for row in cmp.rows() {
         let mut rec = vec![row.label.clone(), row.presence().as_str().to_string()];
         for m in Metric::ALL {
-            let side =
-                |s: Option<super::Metrics>| s.map_or(String::new(), |s| plain_value(m, s.get(m)));
+            let side = |s: Option<Metrics>| s.map_or(String::new(), |s| plain_value(m, s.get(m)));
             rec.push(side(row.baseline));
             rec.push(side(row.candidate));
             match row.delta(m) {
                 Some(d) => {
                     rec.push(plain_delta(m, d.abs));
-                    rec.push(
-                        d.pct
-                            .map_or(String::new(), |p| format!("{}%", signed(p, 2))),
-                    );
+                    rec.push(d.pct.map_or(String::new(), plain_pct));
                 }
                 None => rec.extend([String::new(), String::new()]),
             }

@@ -1,13 +1,120 @@
-//! The JTL response columns of the classes that carry a reason (`other`, `tls_error`,
-//! `client_error`) and of `cancelled`: the exception JMeter's Apache HttpClient sampler
-//! would have reported for the same failure, with the reason as the failure message.
+//! The JTL response columns of each outcome: status and reason phrase for HTTP answers, and
+//! for transport failures the exception JMeter's Apache HttpClient sampler would have
+//! reported, with the reason (`other`, `tls_error`, `client_error`) as the failure message.
 
-use super::{non_http, Response};
-use crate::result::{ClientReason, OtherReason, Outcome, TlsReason};
+use crate::result::{ClientReason, ConnErrorKind, OtherReason, Outcome, TimeoutKind, TlsReason};
+
+/// The response columns of a row: code, message, success, failure message.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Response {
+    pub code: String,
+    pub message: String,
+    pub success: bool,
+    pub failure: &'static str,
+}
+
+/// A JMeter transport failure: the exception class and its message.
+fn non_http(exception: &str, message: &str, failure: &'static str) -> Response {
+    Response {
+        code: format!("Non HTTP response code: {exception}"),
+        message: format!("Non HTTP response message: {message}"),
+        success: false,
+        failure,
+    }
+}
+
+fn reason(status: u16) -> String {
+    http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Map an outcome to JMeter's response columns.
+pub(super) fn response(outcome: Outcome, status: u16) -> Response {
+    let status = if status != 0 {
+        status
+    } else {
+        outcome.status().unwrap_or(0)
+    };
+    let http = |success: bool, failure: &'static str| Response {
+        code: status.to_string(),
+        message: reason(status),
+        success,
+        failure,
+    };
+    match outcome {
+        // Service Bus settles without a status: JMeter's generic "OK" (SampleResult.setResponseCodeOK).
+        Outcome::Accepted if status == 0 => Response {
+            code: "200".into(),
+            message: "OK".into(),
+            success: true,
+            failure: "",
+        },
+        Outcome::Accepted => http(true, ""),
+        Outcome::Denied => http(false, "hub.mode=denied"),
+        Outcome::Http4xx(_)
+        | Outcome::Http502
+        | Outcome::Http503
+        | Outcome::Http504
+        | Outcome::Http5xx(_) => http(false, ""),
+        Outcome::Other(OtherReason::Unexpected1xx) if status != 0 => {
+            http(false, "unexpected informational response")
+        }
+        Outcome::Other(OtherReason::Unexpected3xx) if status != 0 => {
+            http(false, "unexpected redirect (not followed)")
+        }
+        Outcome::Other(_) if status != 0 => {
+            http(false, "unexpected response (no hub.mode=accepted)")
+        }
+        Outcome::Timeout(TimeoutKind::Response) => {
+            non_http("java.net.SocketTimeoutException", "Read timed out", "")
+        }
+        Outcome::Timeout(TimeoutKind::PoolWait) => non_http(
+            "org.apache.http.conn.ConnectionPoolTimeoutException",
+            "Timeout waiting for connection from pool",
+            "",
+        ),
+        Outcome::Timeout(TimeoutKind::Connect) => non_http(
+            "org.apache.http.conn.ConnectTimeoutException",
+            "Connect timed out",
+            "",
+        ),
+        Outcome::ConnError(ConnErrorKind::Refused) => {
+            non_http("java.net.ConnectException", "Connection refused", "")
+        }
+        Outcome::ConnError(ConnErrorKind::Reset) => {
+            non_http("java.net.SocketException", "Connection reset", "")
+        }
+        Outcome::ConnError(ConnErrorKind::Closed) => non_http(
+            "org.apache.http.NoHttpResponseException",
+            "The target server failed to respond",
+            "",
+        ),
+        // Service Bus: the AMQP condition stands in for the exception class.
+        Outcome::Throttled => non_http(
+            "com.microsoft:server-busy",
+            "The request was throttled",
+            "throttled",
+        ),
+        Outcome::Rejected => non_http("amqp:rejected", "The message was rejected", ""),
+        Outcome::Unauthorized => non_http("amqp:unauthorized-access", "Unauthorized access", ""),
+        Outcome::NotFound => non_http("amqp:not-found", "The entity was not found", ""),
+        Outcome::TooLarge => non_http(
+            "amqp:link:message-size-exceeded",
+            "The message is too large",
+            "",
+        ),
+        Outcome::Other(_) | Outcome::TlsError(_) | Outcome::ClientError(_) | Outcome::Cancelled => {
+            with_reason(outcome)
+        }
+    }
+}
 
 /// The response columns of a transport failure with a reason (no HTTP status was read).
 /// Outcomes mapped elsewhere fall back to JMeter's generic I/O error.
-pub(super) fn response(outcome: Outcome) -> Response {
+fn with_reason(outcome: Outcome) -> Response {
     let failure = outcome.reason().map_or("", |r| r.name());
     let (exception, message) = match outcome {
         Outcome::Other(r) => match r {

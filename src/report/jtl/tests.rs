@@ -1,7 +1,7 @@
 //! Tests of the JTL writer: exact header, exact rows per outcome, quoting, and the shared writer.
 
 use super::*;
-use crate::result::{ClientReason, TlsReason};
+use crate::result::{ClientReason, ConnErrorKind, OtherReason, TimeoutKind, TlsReason};
 
 fn row(outcome: Outcome, status: u16) -> JtlRow<'static> {
     JtlRow {

@@ -97,7 +97,7 @@ pub struct Response {
 }
 
 impl Response {
-    /// Classify this response (PROTOCOL.md §2: a body saying `hub.mode=denied` wins).
+    /// Classify this response (docs/protocol.md §2: a body saying `hub.mode=denied` wins).
     pub fn outcome(&self) -> Outcome {
         crate::result::classify::classify_http(
             self.status,
