@@ -4,6 +4,7 @@
 
 pub mod embedded;
 mod levels;
+mod local_limits;
 mod path;
 mod progress;
 pub mod record;
@@ -80,14 +81,16 @@ async fn run_path<P: TargetPath>(
     }
     let sh = Shared { jtl, ..sh.clone() };
     let mine = owned_topics(&sh.workload, sh.shard);
-    let prepared = path.prepare(&mine).await;
+    let prepared = path.prepare(&mine, &sh.cancel).await;
     // Recorded first, so a failed registration's counts and reasons are in summary.json.
     rec.set_registration(&prepared)?;
-    check_phase(&prepared, P::PREPARE, &path.endpoint())?;
+    if !sh.cancel.is_cancelled() {
+        check_phase(&prepared, P::PREPARE, &path.endpoint())?;
+    }
     let levels = run_levels(&sh, &mut rec, |spec| path.target(spec)).await;
     path.add_section(&mut rec)?;
     levels?;
-    if let Some(dereg) = path.teardown(&mine).await {
+    if let Some(dereg) = path.teardown(&mine, &sh.cancel).await {
         rec.set_deregistration(&dereg)?;
     }
     path.close().await;
@@ -129,6 +132,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     let spec = cfg.shard.clone();
     let slot = spec.as_ref().map_or(ShardSlot::WHOLE, ShardSpec::slot);
     crate::report::banner::print_banner(cfg, &workload);
+    local_limits::announce(cfg);
     let sh = Shared {
         cfg,
         workload: workload.clone(),

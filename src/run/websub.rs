@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use super::embedded::EmbeddedHub;
 use super::levels::pool_size;
 use super::path::TargetPath;
@@ -92,8 +94,8 @@ impl TargetPath for WebSubPath<'_> {
         format!("{}?hub.mode=publish", self.url)
     }
 
-    async fn prepare(&self, mine: &[Topic]) -> PhaseResult {
-        self.phase.prepare(mine).await
+    async fn prepare(&self, mine: &[Topic], cancel: &CancellationToken) -> PhaseResult {
+        self.phase.prepare(mine, cancel).await
     }
 
     fn add_section(&self, rec: &mut RunRecord) -> anyhow::Result<()> {
@@ -105,9 +107,9 @@ impl TargetPath for WebSubPath<'_> {
         WebSubTarget::new(self.endpoint.clone(), self.workload.topics(), &c)
     }
 
-    async fn teardown(&self, mine: &[Topic]) -> Option<PhaseResult> {
+    async fn teardown(&self, mine: &[Topic], cancel: &CancellationToken) -> Option<PhaseResult> {
         match self.cfg.deregister {
-            true => Some(self.phase.teardown(mine).await),
+            true => Some(self.phase.teardown(mine, cancel).await),
             false => None,
         }
     }

@@ -7,13 +7,14 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::future::join_all;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
+use super::lanes::run_lanes;
 use super::{PhaseResult, Target};
 use crate::result::{Attempt, Class, Outcome};
 use crate::secret::Secret;
@@ -231,23 +232,19 @@ impl WebSubTarget {
         }
     }
 
-    /// One register/deregister over every topic, with bounded concurrency.
-    async fn phase(&self, topics: &[Topic], mode: &str) -> PhaseResult {
+    /// One register/deregister over every topic, with bounded concurrency; stops on `cancel`
+    /// (in-flight requests abandoned, counted `cancelled`).
+    async fn phase(&self, topics: &[Topic], mode: &str, cancel: &CancellationToken) -> PhaseResult {
         let started = std::time::Instant::now();
-        // N lanes pulling topic indices: bounded concurrency without spawning.
-        let next = AtomicUsize::new(0);
-        let lanes = (0..self.phase_concurrency.min(topics.len().max(1))).map(|_| async {
-            let mut done = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(topic) = topics.get(i) else { break };
-                let mut req = self.head(mode, &topic.name, "application/json");
-                req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
-                done.push((self.exchange(&req).await, topic.name.to_string()));
-            }
-            done
-        });
-        let results: Vec<(Attempt, String)> = join_all(lanes).await.into_iter().flatten().collect();
+        let done = run_lanes(topics, self.phase_concurrency, cancel, |topic| {
+            let mut req = self.head(mode, &topic.name, "application/json");
+            req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+            async move { self.exchange(&req).await }
+        })
+        .await;
+        let results = done
+            .into_iter()
+            .map(|(t, a)| (a.unwrap_or(Attempt::CANCELLED), t.name.to_string()));
         let mut p = PhaseResult {
             topics: topics.len() as u64,
             ..PhaseResult::default()
@@ -261,7 +258,8 @@ impl WebSubTarget {
             if let Some(r) = a.outcome.reason() {
                 p.reasons.add(r, 1);
             }
-            if a.outcome.class() != Class::Accepted && p.first_error.is_none() {
+            let class = a.outcome.class();
+            if !matches!(class, Class::Accepted | Class::Cancelled) && p.first_error.is_none() {
                 p.first_error = Some(format!("{mode} `{topic}`: {}", describe(&a)));
             }
         }
@@ -296,8 +294,8 @@ pub fn describe(a: &Attempt) -> String {
 }
 
 impl Target for WebSubTarget {
-    async fn prepare(&self, topics: &[Topic]) -> PhaseResult {
-        self.phase(topics, "register").await
+    async fn prepare(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
+        self.phase(topics, "register", cancel).await
     }
 
     async fn send(&self, _topic: &Topic, event: &Event) -> Attempt {
@@ -318,7 +316,7 @@ impl Target for WebSubTarget {
         self.exchange(&req).await
     }
 
-    async fn teardown(&self, topics: &[Topic]) -> PhaseResult {
-        self.phase(topics, "deregister").await
+    async fn teardown(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
+        self.phase(topics, "deregister", cancel).await
     }
 }
