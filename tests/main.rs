@@ -17,6 +17,7 @@ mod reconcile;
 mod schema;
 mod servicebus;
 mod shards;
+mod stops;
 mod subscriber;
 mod table;
 mod topics;

@@ -15,6 +15,7 @@ use hubload::topic_server::{TopicServer, TopicServerConfig};
 use hubload::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
 use hubload_hub::StatsSnapshot;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 mod support;
 use support::{now_us, request, sign, stand_in_hub, Hub};
@@ -72,7 +73,7 @@ async fn one_level(
         concurrency: 4,
         timeout: Duration::from_secs(10),
     };
-    let phase = fleet.subscribe(&settings).await;
+    let phase = fleet.subscribe(&settings, &CancellationToken::new()).await;
     let n = (w.topics().len() * per_topic) as u64;
     assert_eq!(
         (
@@ -184,7 +185,9 @@ async fn delivers_exactly_once(per_topic: usize) {
         timeout: Duration::from_secs(10),
     };
     let n = (w.topics().len() * per_topic) as u64;
-    let gone = fleet.unsubscribe(&settings).await;
+    let gone = fleet
+        .unsubscribe(&settings, &CancellationToken::new())
+        .await;
     assert_eq!(
         (
             gone.requested,
@@ -251,7 +254,13 @@ async fn hand_made_deliveries_are_classified() {
         timeout: Duration::from_secs(10),
     };
     let n = w.topics().len() as u64;
-    assert_eq!(fleet.subscribe(&settings).await.verified, n);
+    assert_eq!(
+        fleet
+            .subscribe(&settings, &CancellationToken::new())
+            .await
+            .verified,
+        n
+    );
     fleet.open_level(100);
     let e = w.event_at(100, now_us());
     fleet
@@ -441,12 +450,15 @@ async fn a_refused_subscription_keeps_the_hubs_reason() {
     let fleet = fleet(&w, 1, Behaviour::default()).await;
     // Nothing registered: the reference hub refuses each subscription at once.
     let phase = fleet
-        .subscribe(&PhaseSettings {
-            hub_url: hub.url(),
-            token: None,
-            concurrency: 2,
-            timeout: Duration::from_secs(5),
-        })
+        .subscribe(
+            &PhaseSettings {
+                hub_url: hub.url(),
+                token: None,
+                concurrency: 2,
+                timeout: Duration::from_secs(5),
+            },
+            &CancellationToken::new(),
+        )
         .await;
     let n = w.topics().len() as u64;
     assert_eq!(
@@ -470,12 +482,15 @@ async fn a_denial_is_recorded() {
     let fleet = fleet(&w, 2, Behaviour::default()).await;
     let hub = stand_in_hub(true).await;
     let phase = fleet
-        .subscribe(&PhaseSettings {
-            hub_url: format!("http://{hub}/hub").parse().unwrap(),
-            token: None,
-            concurrency: 3,
-            timeout: Duration::from_secs(10),
-        })
+        .subscribe(
+            &PhaseSettings {
+                hub_url: format!("http://{hub}/hub").parse().unwrap(),
+                token: None,
+                concurrency: 3,
+                timeout: Duration::from_secs(10),
+            },
+            &CancellationToken::new(),
+        )
         .await;
     let n = (w.topics().len() * 2) as u64;
     assert_eq!(

@@ -10,7 +10,7 @@ use hubload_hub::HubConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::util::{eventually, subscribe, Hub};
+use crate::util::{eventually, subscribe, TestHub};
 
 /// The answers to the deliveries, in turn; the last one closes the connection.
 const ANSWERS: [&str; 4] = [
@@ -93,7 +93,7 @@ async fn every_framing_is_read_to_its_end_and_the_connection_reused_when_allowed
         }
     });
     // One worker: deliveries go one after another over its one connection.
-    let hub = Hub::start(HubConfig {
+    let hub = TestHub::start(HubConfig {
         delivery_concurrency: 1,
         ..HubConfig::default()
     })

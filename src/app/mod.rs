@@ -13,6 +13,8 @@ use crate::config;
 use crate::run::signals;
 
 mod args;
+mod hub_log;
+mod limits;
 mod subcommands;
 
 pub use args::{parse_args, ArgsError};
@@ -35,22 +37,30 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 fn init_tracing() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let printed = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(
             std::io::IsTerminal::is_terminal(&std::io::stderr())
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         )
         .with_target(false)
+        .with_filter(filter)
+        .with_filter(tracing_subscriber::filter::filter_fn(hub_log::printed));
+    let _ = tracing_subscriber::registry()
+        .with(printed)
+        .with(hub_log::HubWarnings.with_filter(tracing_subscriber::filter::LevelFilter::WARN))
         .try_init();
 }
 
 /// The whole program: `main` calls this.
 pub fn main() -> ExitCode {
     init_tracing();
+    limits::raise_open_files();
     let cli = match parse_args(std::env::args_os().collect()) {
         Ok(c) => c,
         Err(ArgsError::Display(e)) => {
@@ -79,7 +89,10 @@ pub fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the runtime: {e}")),
     };
-    rt.block_on(dispatch(cli))
+    let code = rt.block_on(dispatch(cli));
+    // Blocking work still running (a stalled write, a DNS lookup) must not hold the exit.
+    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+    code
 }
 
 async fn dispatch(cli: Cli) -> ExitCode {
@@ -122,7 +135,12 @@ fn done(r: anyhow::Result<u8>) -> ExitCode {
 async fn load(cli: Cli) -> ExitCode {
     let cancel = CancellationToken::new();
     signals::install(cancel.clone());
-    let outcome = match crate::run(&cli.run, cancel).await {
+    hub_log::count_from_now();
+    let result = crate::run(&cli.run, cancel).await;
+    if let Some(line) = hub_log::summary() {
+        eprintln!("{line}");
+    }
+    let outcome = match result {
         Ok(o) => o,
         Err(e) if e.downcast_ref::<crate::shard::MissedStart>().is_some() => {
             eprintln!("hubload: error: {e:#}");

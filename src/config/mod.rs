@@ -5,6 +5,7 @@ mod auth;
 mod client;
 mod dialect;
 mod judging;
+pub mod limits;
 mod load;
 mod output;
 mod parse;
@@ -181,6 +182,9 @@ pub struct RunConfig {
     /// The settings as given (profile + flags), for reports; secrets redacted.
     #[serde(skip)]
     pub shown: serde_json::Value,
+    /// The open-files budget the open model's default in-flight bound was sized from.
+    #[serde(skip)]
+    pub descriptors: Option<limits::DescriptorBudget>,
 }
 
 mod humantime_serde_str {
@@ -245,7 +249,9 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         threads,
         shard,
         shown: serde_json::Value::Null,
+        descriptors: None,
     };
+    limits::apply(&mut cfg, a);
     cfg.shown = shown(a, &cfg);
     Ok(cfg)
 }

@@ -292,7 +292,9 @@ mod tests {
         assert!(!run.interrupted);
     }
 
-    /// Paused time: cancelled at 102 ms, 5 ms attempts; those started by 100 ms all finish.
+    /// Paused time: cancelled at 102 ms, 5 ms attempts. Those started at 0, 5, …, 95 ms finish;
+    /// the one each worker started at 100 ms is abandoned at 102 ms and counted `cancelled`,
+    /// and none starts after it.
     #[tokio::test(start_paused = true)]
     async fn cancellation_stops_the_level() {
         let c = ctx(
@@ -305,10 +307,19 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(102)).await;
             cancel.cancel();
         });
-        let run = run_level(c, &closed(2, None, Some(Duration::from_secs(60))), 0, 0).await;
+        let run = run_level(
+            c.clone(),
+            &closed(2, None, Some(Duration::from_secs(60))),
+            0,
+            0,
+        )
+        .await;
         assert!(run.interrupted);
-        // 2 workers × attempts started at 0, 5, …, 100 ms; the last ends at 105 ms.
+        assert_eq!(run.stats.counts.get(Class::Accepted), 2 * 20);
+        assert_eq!(run.stats.counts.get(Class::Cancelled), 2);
         assert_eq!(run.stats.attempts(), 2 * 21);
-        assert_eq!(run.elapsed, Duration::from_millis(105));
+        // The target completed only the finished ones.
+        assert_eq!(c.target.counts().total(), 2 * 20);
+        assert_eq!(run.elapsed, Duration::from_millis(102));
     }
 }

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use super::attempt::AttemptRecord;
 use super::context::LevelContext;
 use super::driver::Driver;
-use crate::result::Class;
+use crate::result::{Attempt, Class};
 use crate::stats::{AttemptTimes, LevelStats, SharedLevel};
 use crate::targets::Target;
 
@@ -47,7 +47,16 @@ pub(crate) async fn worker_loop<T: Target>(
     let stripe = &stripes[worker % stripes.len()];
     let lock = || stripe.lock().unwrap_or_else(|e| e.into_inner());
     let max_attempts = ctx.retries + 1;
+    // A child token per worker: its waiter is this worker's alone, so watching for the stop on
+    // every attempt never contends with the other workers.
+    let stop = ctx.cancel.child_token();
+    let stopped = stop.cancelled();
+    tokio::pin!(stopped);
     while let Some(ticket) = driver.next().await {
+        if stop.is_cancelled() {
+            // A ticket queued before the stop: no request starts after it.
+            break;
+        }
         let iat_ms = ctx.clock.unix_us(Instant::now().into_std()) / 1000;
         let event = ctx.workload.event(ticket.seq, iat_ms);
         let topic = &ctx.workload.topics()[event.topic];
@@ -59,7 +68,12 @@ pub(crate) async fn worker_loop<T: Target>(
             let start = Instant::now();
             // The event starts with its first attempt.
             first_start.get_or_insert(start);
-            let a = ctx.target.send(topic, &event).await;
+            // Stopped in flight: the attempt is abandoned and counted `cancelled`.
+            let a = tokio::select! {
+                biased;
+                a = ctx.target.send(topic, &event) => a,
+                _ = &mut stopped => Attempt::CANCELLED,
+            };
             end = Instant::now();
             attempt_no += 1;
             let class = a.outcome.class();
@@ -102,7 +116,7 @@ pub(crate) async fn worker_loop<T: Target>(
                 break;
             }
             // Retries are immediate, as the real publisher's client does (docs/protocol.md §3).
-            if attempt_no >= max_attempts || !class.is_retryable() || ctx.cancel.is_cancelled() {
+            if attempt_no >= max_attempts || !class.is_retryable() || stop.is_cancelled() {
                 break;
             }
         }

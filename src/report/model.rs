@@ -64,6 +64,10 @@ pub struct Report {
     /// WebSub runs: the hub's addresses in use and the TLS handshakes.
     #[serde(default)]
     pub hub: Option<HubHost>,
+    /// What the run warned about that the numbers alone do not say: e.g. a level whose
+    /// attempts the generator itself failed (`client_error`), not the hub.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// A WebSub run's view of the hub's host (`target` = "websub").
@@ -155,6 +159,7 @@ impl Report {
             capacity: None,
             servicebus: None,
             hub: None,
+            warnings: Vec::new(),
         }
     }
 }

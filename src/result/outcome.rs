@@ -394,6 +394,17 @@ pub struct Attempt {
     pub bytes_received: u64,
 }
 
+impl Attempt {
+    /// An attempt abandoned in flight because the run was stopped (`cancelled`): what it
+    /// sent and read is unknown to the caller, so both are counted as 0.
+    pub const CANCELLED: Attempt = Attempt {
+        outcome: Outcome::Cancelled,
+        status: 0,
+        bytes_sent: 0,
+        bytes_received: 0,
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

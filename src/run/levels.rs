@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::local_limits;
 use super::progress;
 use super::record::RunRecord;
 use super::shared::Shared;
@@ -129,6 +130,7 @@ fn with_load(cfg: &RunConfig, template: &LevelSpec, x: f64) -> LevelSpec {
             let need = (x * cfg.client.timeout.as_secs_f64())
                 .ceil()
                 .clamp(64.0, 20_000.0) as u32;
+            let need = cfg.descriptors.map_or(need, |d| d.cap(need));
             Load::Open {
                 rate: x,
                 max_inflight: max_inflight.max(need),
@@ -160,6 +162,9 @@ pub(crate) async fn run_levels<T: Target>(
         }
         let (part, _) = shard_part(spec, sh.shard);
         let run = run_spec(sh, &make, &part, i).await;
+        if let Some(w) = local_limits::warn_client_errors(&spec.load.label(), &run.stats) {
+            rec.add_warning(w);
+        }
         rec.push_level(&part, &spec.load.label(), run)?;
     }
     Ok(())
@@ -191,7 +196,11 @@ async fn find<T: Target>(
             }
             let i = probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let run = run_spec(sh, make, &spec, i).await;
+            let warning = local_limits::warn_client_errors(&spec.load.label(), &run.stats);
             let mut rec = rec_cell.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(w) = warning {
+                rec.add_warning(w);
+            }
             if let Err(e) = rec.push_level(&spec, &spec.load.label(), run) {
                 *failed_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
             }

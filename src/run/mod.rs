@@ -4,6 +4,7 @@
 
 pub mod embedded;
 mod levels;
+mod local_limits;
 mod path;
 mod progress;
 pub mod record;
@@ -85,15 +86,18 @@ async fn run_path<P: TargetPath>(
     // every exit (an error included) joins the writer and its last rows reach the file.
     let ran: anyhow::Result<()> = async {
         let mine = owned_topics(&sh.workload, sh.shard);
-        if let Some(prepared) = path.prepare(&mine).await {
+        if let Some(prepared) = path.prepare(&mine, &sh.cancel).await {
             // Recorded first, so a failed registration's counts and reasons are in summary.json.
             rec.set_registration(&prepared)?;
-            check_phase(&prepared, P::PREPARE, &path.endpoint())?;
+            // A phase cut short by the signal is not the hub's failure: the run ends with 130.
+            if !sh.cancel.is_cancelled() {
+                check_phase(&prepared, P::PREPARE, &path.endpoint())?;
+            }
         }
         let levels = run_levels(&sh, &mut rec, |spec| path.target(spec)).await;
         path.add_section(&mut rec)?;
         levels?;
-        if let Some(dereg) = path.teardown(&mine).await {
+        if let Some(dereg) = path.teardown(&mine, &sh.cancel).await {
             rec.set_deregistration(&dereg)?;
         }
         path.close().await;
@@ -147,6 +151,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     let spec = cfg.shard.clone();
     let slot = spec.as_ref().map_or(ShardSlot::WHOLE, ShardSpec::slot);
     crate::report::banner::print_banner(cfg, &workload);
+    local_limits::announce(cfg);
     let sh = Shared {
         cfg,
         workload: workload.clone(),

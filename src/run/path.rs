@@ -1,6 +1,8 @@
 //! One target kind of a run: the small interface `run_load`'s one loop drives for every kind
 //! (set up, make the target for a level, add its own section to the record, tear down).
 
+use tokio_util::sync::CancellationToken;
+
 use crate::config::TargetKind;
 use crate::engine::LevelSpec;
 use crate::targets::{PhaseResult, Target};
@@ -25,9 +27,10 @@ pub(crate) trait TargetPath {
     fn jtl_url(&self) -> String {
         self.endpoint()
     }
-    /// Register topics / attach links for the topics this shard owns (`None`: this kind or
-    /// dialect has no set-up phase, as a thin-ping hub has no registration).
-    async fn prepare(&self, mine: &[crate::workload::Topic]) -> Option<PhaseResult>;
+    /// Register topics / attach links for the topics this shard owns; stops on `cancel`
+    /// (`None`: this kind or dialect has no set-up phase, as a thin-ping hub has no
+    /// registration).
+    async fn prepare(&self, mine: &[Topic], cancel: &CancellationToken) -> Option<PhaseResult>;
     /// A fresh target for one level.
     fn target(&self, spec: &LevelSpec) -> Self::Target;
     /// After the levels: add this kind's own section to the record (none by default).
@@ -35,7 +38,7 @@ pub(crate) trait TargetPath {
         Ok(())
     }
     /// After the levels: undo the set-up when the run asks for it (`--deregister`).
-    async fn teardown(&self, _mine: &[Topic]) -> Option<PhaseResult> {
+    async fn teardown(&self, _mine: &[Topic], _cancel: &CancellationToken) -> Option<PhaseResult> {
         None
     }
     /// Stop what `open` started (an embedded server).

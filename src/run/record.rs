@@ -337,6 +337,11 @@ impl RunRecord {
         &self.report
     }
 
+    /// Add a run warning (written with the next change).
+    pub fn add_warning(&mut self, w: String) {
+        self.report.warnings.push(w);
+    }
+
     fn write(&mut self) -> anyhow::Result<()> {
         self.report.finished_at = now_rfc3339();
         self.writer.write_all(&self.report)

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use hubload_servicebus::{ConnectionString, SbSender, SenderConfig};
+use tokio_util::sync::CancellationToken;
 
 use super::path::TargetPath;
 use super::record::RunRecord;
@@ -111,8 +112,8 @@ impl TargetPath for ServiceBusPath<'_> {
         self.endpoint.clone()
     }
 
-    async fn prepare(&self, mine: &[Topic]) -> Option<PhaseResult> {
-        Some(self.target.prepare(mine).await)
+    async fn prepare(&self, mine: &[Topic], cancel: &CancellationToken) -> Option<PhaseResult> {
+        Some(self.target.prepare(mine, cancel).await)
     }
 
     fn target(&self, _spec: &LevelSpec) -> ServiceBusTarget {

@@ -1,34 +1,78 @@
-//! Ctrl-C and SIGTERM: the first cancels the run (reports are still written, marked partial);
-//! a second one exits at once.
+//! Ctrl-C and SIGTERM: the first cancels the run (no new request starts, those in flight are
+//! abandoned, the reports of what was measured are written, marked partial) and the process
+//! exits 130 within [`STOP_GRACE`] whatever the hub is doing; a second one exits at once.
+
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-/// Cancel `token` on the first SIGINT/SIGTERM; exit with 130 on the second.
+/// After the first signal the process exits 130 by this time even if something (a stalled
+/// report file, a hung DNS lookup) still holds it. The reports then are as of the last
+/// finished level or phase: each is written atomically, so none is cut off.
+pub const STOP_GRACE: Duration = Duration::from_millis(1500);
+
+/// Exit code of an interrupted run.
+const INTERRUPTED: i32 = 130;
+
+/// Cancel `token` on the first SIGINT/SIGTERM; exit with 130 on the second, or when the run
+/// is still stopping [`STOP_GRACE`] after the first.
 pub fn install(token: CancellationToken) {
+    let Some(mut signals) = Signals::new() else {
+        tracing::warn!("cannot watch SIGINT/SIGTERM: a stop will not write partial reports");
+        return;
+    };
     tokio::spawn(async move {
-        wait_signal().await;
-        tracing::warn!(
-            "interrupted: finishing in-flight requests and writing reports (again to exit now)"
+        signals.next().await;
+        eprintln!(
+            "hubload: interrupted, writing reports for what was measured (press Ctrl-C again to exit now)"
         );
-        eprintln!("hubload: interrupted, writing reports for what was measured (press Ctrl-C again to exit now)");
         token.cancel();
-        wait_signal().await;
-        std::process::exit(130);
+        // A thread, not a task: it fires even if the runtime's threads are all blocked.
+        let _ = std::thread::Builder::new()
+            .name("stop-watchdog".into())
+            .spawn(|| {
+                std::thread::sleep(STOP_GRACE);
+                eprintln!(
+                    "hubload: still stopping after {} ms; exiting now (reports as of the last finished level)",
+                    STOP_GRACE.as_millis()
+                );
+                std::process::exit(INTERRUPTED);
+            });
+        signals.next().await;
+        std::process::exit(INTERRUPTED);
     });
 }
 
-async fn wait_signal() {
+/// SIGINT and SIGTERM, watched from install on, so a second signal that arrives while the
+/// first is handled is not missed.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Option<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Some(Signals {
+                int: signal(SignalKind::interrupt()).ok()?,
+                term: signal(SignalKind::terminate()).ok()?,
+            })
         }
+        #[cfg(not(unix))]
+        Some(Signals {})
     }
-    #[cfg(not(unix))]
-    {
+
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+        #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use super::embedded::EmbeddedHub;
 use super::levels::pool_size;
 use super::path::TargetPath;
@@ -108,10 +110,10 @@ impl TargetPath for WebSubPath<'_> {
         }
     }
 
-    async fn prepare(&self, mine: &[Topic]) -> Option<PhaseResult> {
+    async fn prepare(&self, mine: &[Topic], cancel: &CancellationToken) -> Option<PhaseResult> {
         // `--register never` (or the websub dialect's `auto`): no registration phase at all.
         match self.cfg.websub.register {
-            true => Some(self.phase.prepare(mine).await),
+            true => Some(self.phase.prepare(mine, cancel).await),
             false => None,
         }
     }
@@ -130,9 +132,9 @@ impl TargetPath for WebSubPath<'_> {
         }
     }
 
-    async fn teardown(&self, mine: &[Topic]) -> Option<PhaseResult> {
+    async fn teardown(&self, mine: &[Topic], cancel: &CancellationToken) -> Option<PhaseResult> {
         match self.cfg.deregister && self.cfg.websub.register {
-            true => Some(self.phase.teardown(mine).await),
+            true => Some(self.phase.teardown(mine, cancel).await),
             false => None,
         }
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::client::{self, post_form};
 use super::fleet::{Fleet, Intent, Shared, Subscriber};
@@ -42,6 +43,8 @@ pub struct SubscriptionPhase {
     pub unverified: u64,
     /// Not accepted: another status or no answer.
     pub refused: u64,
+    /// Abandoned in flight because the run was stopped (not the hub's doing).
+    pub cancelled: u64,
     /// Wall-clock duration, seconds.
     pub duration_s: f64,
     /// The first refusal, as one line with the hub's reason.
@@ -49,14 +52,23 @@ pub struct SubscriptionPhase {
 }
 
 impl Fleet {
-    /// Subscribe every subscriber (`hub.mode=subscribe`).
-    pub async fn subscribe(&self, p: &PhaseSettings) -> SubscriptionPhase {
-        run_phase(&self.shared, p, true).await
+    /// Subscribe every subscriber (`hub.mode=subscribe`). Once `cancel` fires no request
+    /// starts, those in flight are abandoned (`cancelled`) and the verification wait ends.
+    pub async fn subscribe(
+        &self,
+        p: &PhaseSettings,
+        cancel: &CancellationToken,
+    ) -> SubscriptionPhase {
+        run_phase(&self.shared, p, true, cancel).await
     }
 
-    /// Unsubscribe every subscriber (`hub.mode=unsubscribe`).
-    pub async fn unsubscribe(&self, p: &PhaseSettings) -> SubscriptionPhase {
-        run_phase(&self.shared, p, false).await
+    /// Unsubscribe every subscriber (`hub.mode=unsubscribe`); `cancel` as for `subscribe`.
+    pub async fn unsubscribe(
+        &self,
+        p: &PhaseSettings,
+        cancel: &CancellationToken,
+    ) -> SubscriptionPhase {
+        run_phase(&self.shared, p, false, cancel).await
     }
 }
 
@@ -79,24 +91,31 @@ fn form(sh: &Shared, s: &Subscriber, subscribe: bool) -> String {
     f.finish()
 }
 
-async fn run_phase(sh: &Shared, p: &PhaseSettings, subscribe: bool) -> SubscriptionPhase {
+async fn run_phase(
+    sh: &Shared,
+    p: &PhaseSettings,
+    subscribe: bool,
+    cancel: &CancellationToken,
+) -> SubscriptionPhase {
     let started = Instant::now();
     let (pending, done) = if subscribe {
         (Intent::Subscribing, Intent::Verified)
     } else {
         (Intent::Unsubscribing, Intent::Unsubscribed)
     };
-    let replies: Vec<(usize, Result<client::Reply, String>)> =
+    // `take_while` is polled only when a slot frees: nothing new starts after the stop.
+    let replies: Vec<(usize, Option<Result<client::Reply, String>>)> =
         stream::iter(sh.subs.iter().enumerate())
+            .take_while(|_| std::future::ready(!cancel.is_cancelled()))
             .map(|(i, s)| async move {
                 s.set_intent(pending);
-                let r = post_form(
-                    &p.hub_url,
-                    &form(sh, s, subscribe),
-                    p.token.as_ref(),
-                    p.timeout,
-                )
-                .await;
+                let body = form(sh, s, subscribe);
+                let post = post_form(&p.hub_url, &body, p.token.as_ref(), p.timeout);
+                let r = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => None,
+                    r = post => Some(r),
+                };
                 (i, r)
             })
             .buffer_unordered(p.concurrency.max(1))
@@ -109,6 +128,11 @@ async fn run_phase(sh: &Shared, p: &PhaseSettings, subscribe: bool) -> Subscript
     let mut accepted = Vec::new();
     for (i, r) in replies {
         let s = &sh.subs[i];
+        let Some(r) = r else {
+            out.cancelled += 1;
+            s.set_intent(Intent::None);
+            continue;
+        };
         match r {
             Ok(r) if (200..300).contains(&r.status) => accepted.push(i),
             other => {
@@ -140,11 +164,12 @@ async fn run_phase(sh: &Shared, p: &PhaseSettings, subscribe: bool) -> Subscript
             .iter()
             .filter(|i| sh.subs[**i].intent() == pending)
             .count();
-        if open == 0 || Instant::now() >= deadline {
+        if open == 0 || Instant::now() >= deadline || cancel.is_cancelled() {
             break;
         }
         tokio::select! {
             _ = woken => {}
+            _ = cancel.cancelled() => {}
             _ = tokio::time::sleep_until(deadline) => {}
         }
     }

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use super::{PhaseResult, Target};
 use crate::result::{Attempt, Class, Outcome};
 use crate::stats::Counts;
@@ -45,7 +47,7 @@ impl MockTarget {
 }
 
 impl Target for MockTarget {
-    async fn prepare(&self, topics: &[Topic]) -> PhaseResult {
+    async fn prepare(&self, topics: &[Topic], _cancel: &CancellationToken) -> PhaseResult {
         let mut counts = Counts::default();
         topics.iter().for_each(|_| counts.bump(Class::Accepted));
         PhaseResult {
@@ -80,7 +82,7 @@ impl Target for MockTarget {
         }
     }
 
-    async fn teardown(&self, topics: &[Topic]) -> PhaseResult {
-        self.prepare(topics).await
+    async fn teardown(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
+        self.prepare(topics, cancel).await
     }
 }

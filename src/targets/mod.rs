@@ -4,6 +4,7 @@
 
 pub mod first_failure;
 pub mod http;
+pub mod lanes;
 pub mod mock;
 pub mod reason;
 pub mod request;
@@ -11,6 +12,8 @@ pub mod servicebus;
 pub mod websub;
 
 use std::future::Future;
+
+use tokio_util::sync::CancellationToken;
 
 use crate::result::{Attempt, Class};
 use crate::stats::{Counts, Reasons};
@@ -47,14 +50,23 @@ impl PhaseResult {
 /// A protocol hubload can load. Implementations are cheap to share (`&self` everywhere) and
 /// apply the client model (timeouts, pool, no retries: the engine retries) themselves.
 pub trait Target: Send + Sync + 'static {
-    /// Register every topic before the load (bounded concurrency inside).
-    fn prepare(&self, topics: &[Topic]) -> impl Future<Output = PhaseResult> + Send;
+    /// Register every topic before the load (bounded concurrency inside). Once `cancel`
+    /// fires no request starts, and those in flight are abandoned and counted `cancelled`.
+    fn prepare(
+        &self,
+        topics: &[Topic],
+        cancel: &CancellationToken,
+    ) -> impl Future<Output = PhaseResult> + Send;
 
     /// One attempt to publish `event` to `topic`. Never fails: failures are classified data.
     fn send(&self, topic: &Topic, event: &Event) -> impl Future<Output = Attempt> + Send;
 
-    /// Deregister every topic after the load (`--deregister`).
-    fn teardown(&self, topics: &[Topic]) -> impl Future<Output = PhaseResult> + Send;
+    /// Deregister every topic after the load (`--deregister`); `cancel` as for `prepare`.
+    fn teardown(
+        &self,
+        topics: &[Topic],
+        cancel: &CancellationToken,
+    ) -> impl Future<Output = PhaseResult> + Send;
 
     /// The first failure of each class this target saw (class name → one line of what the
     /// server said); targets that keep none return an empty map.

@@ -5,12 +5,13 @@
 //! `--sb-connections` fixes the pool, so unlike the WebSub pool it does not follow the level.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures_util::future::join_all;
 use hubload_servicebus::{OutgoingMessage, SbSender, SendOutcome};
 
+use tokio_util::sync::CancellationToken;
+
+use super::lanes::run_lanes;
 use super::{PhaseResult, Target};
 use crate::kind::SbTopics;
 use crate::result::{Attempt, Class, ConnErrorKind, Outcome, TimeoutKind};
@@ -111,26 +112,24 @@ fn describe(o: &SendOutcome) -> String {
 impl Target for ServiceBusTarget {
     /// Attach every Service Bus topic's link on every pooled connection (token put first), so
     /// the first level does not pay for it. One attempt per distinct Service Bus topic.
-    async fn prepare(&self, topics: &[Topic]) -> PhaseResult {
+    async fn prepare(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
         let started = std::time::Instant::now();
         let mut names: Vec<&str> = topics.iter().map(|t| sb_topic(&self.mapping, t)).collect();
         names.sort_unstable();
         names.dedup();
-        // N lanes pulling names: bounded concurrency without spawning (as the hub's phases).
-        let next = AtomicUsize::new(0);
-        let lanes = (0..self.prepare_concurrency.min(names.len().max(1))).map(|_| async {
-            let mut done = Vec::new();
-            while let Some(&name) = names.get(next.fetch_add(1, Ordering::Relaxed)) {
-                done.push((name, self.sender.prepare(name).await));
-            }
-            done
-        });
-        let results = join_all(lanes).await.into_iter().flatten();
+        let results = run_lanes(&names, self.prepare_concurrency, cancel, |&name| {
+            self.sender.prepare(name)
+        })
+        .await;
         let mut p = PhaseResult {
             topics: names.len() as u64,
             ..PhaseResult::default()
         };
         for (name, o) in results {
+            let Some(o) = o else {
+                p.counts.bump(Class::Cancelled);
+                continue;
+            };
             let class = outcome_of(&o).class();
             p.counts.bump(class);
             if class != Class::Accepted && p.first_error.is_none() {
@@ -170,7 +169,7 @@ impl Target for ServiceBusTarget {
     }
 
     /// Service Bus topics are not deleted after a run: nothing to do.
-    async fn teardown(&self, _topics: &[Topic]) -> PhaseResult {
+    async fn teardown(&self, _topics: &[Topic], _cancel: &CancellationToken) -> PhaseResult {
         PhaseResult::default()
     }
 }

@@ -8,14 +8,15 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::future::join_all;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::first_failure::FirstFailures;
 use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
+use super::lanes::run_lanes;
 use super::reason::{explain, hub_reason};
 use super::request::{Dialect, ExtraHeaders, HubTarget, RequestShape};
 use super::{PhaseResult, Target};
@@ -280,27 +281,25 @@ impl WebSubTarget {
         a
     }
 
-    /// One register/deregister over every topic, with bounded concurrency.
-    async fn phase(&self, topics: &[Topic], mode: &str) -> PhaseResult {
+    /// One register/deregister over every topic, with bounded concurrency; stops on `cancel`
+    /// (in-flight requests abandoned, counted `cancelled`).
+    async fn phase(&self, topics: &[Topic], mode: &str, cancel: &CancellationToken) -> PhaseResult {
         let started = std::time::Instant::now();
-        // N lanes pulling topic indices: bounded concurrency without spawning.
-        let next = AtomicUsize::new(0);
-        let lanes = (0..self.phase_concurrency.min(topics.len().max(1))).map(|_| async {
-            let mut done = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(topic) = topics.get(i) else { break };
-                let req = self.shape.phase_request(mode, &topic.name);
+        let done = run_lanes(topics, self.phase_concurrency, cancel, |topic| {
+            let req = self.shape.phase_request(mode, &topic.name);
+            async move {
                 let (a, resp) = self.exchange(&req).await;
                 // Explained here, while the response is at hand; only failures keep text.
                 let why =
                     (a.outcome.class() != Class::Accepted).then(|| self.explain(&a, resp.as_ref()));
-                done.push((a, why, &*topic.name));
+                (a, why)
             }
-            done
+        })
+        .await;
+        let results = done.into_iter().map(|(t, r)| match r {
+            Some((a, why)) => (a, why, &*t.name),
+            None => (Attempt::CANCELLED, None, &*t.name),
         });
-        let results: Vec<(Attempt, Option<String>, &str)> =
-            join_all(lanes).await.into_iter().flatten().collect();
         let mut p = PhaseResult {
             topics: topics.len() as u64,
             ..PhaseResult::default()
@@ -314,6 +313,9 @@ impl WebSubTarget {
             if let Some(r) = a.outcome.reason() {
                 p.reasons.add(r, 1);
             }
+            if a.outcome.class() == Class::Cancelled {
+                continue;
+            }
             if let (Some(why), None) = (why, &p.first_error) {
                 p.first_error = Some(format!("{mode} {}: {why}", self.shape.hub_topic(topic)));
             }
@@ -324,8 +326,8 @@ impl WebSubTarget {
 }
 
 impl Target for WebSubTarget {
-    async fn prepare(&self, topics: &[Topic]) -> PhaseResult {
-        self.phase(topics, "register").await
+    async fn prepare(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
+        self.phase(topics, "register", cancel).await
     }
 
     async fn send(&self, topic: &Topic, event: &Event) -> Attempt {
@@ -356,8 +358,8 @@ impl Target for WebSubTarget {
         self.noted(a, resp.as_ref(), topic)
     }
 
-    async fn teardown(&self, topics: &[Topic]) -> PhaseResult {
-        self.phase(topics, "deregister").await
+    async fn teardown(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
+        self.phase(topics, "deregister", cancel).await
     }
 
     fn first_failures(&self) -> std::collections::BTreeMap<String, String> {
