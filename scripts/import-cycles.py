@@ -26,10 +26,12 @@ IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # are siblings. Delete an entry once its cycle is fixed.
 KNOWN = {
     ("src", ("app", "app::subcommands")),
-    ("src", ("config", "config::client", "config::judging", "config::load", "config::output",
-             "config::parse", "config::target", "config::tls", "config::workload")),
-    ("src", ("report", "report::csv", "report::html", "report::html::topics")),
-    ("src", ("stats::level", "stats::topic")),
+    ("src", ("config", "config::auth", "config::client", "config::dialect", "config::judging",
+             "config::limits", "config::load", "config::output", "config::parse", "config::target",
+             "config::tls", "config::workload")),
+    ("src", ("report", "report::csv", "report::html", "report::html::first_failures",
+             "report::html::topics")),
+    ("src", ("stats::level", "stats::seconds", "stats::topic")),
     ("src", ("subscriber::fleet", "subscriber::server")),
     ("src", ("targets::http", "targets::http::conn", "targets::http::tls")),
 }

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::worker::Stripe;
+use super::stripe::Stripe;
 use crate::stats::{new_histogram, Counts};
 
 /// The stripes of the level in progress (or of the last one), shared with the display.

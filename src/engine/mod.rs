@@ -7,6 +7,7 @@ mod level;
 mod live;
 mod pacer;
 mod plan;
+mod stripe;
 mod worker;
 
 pub use attempt::{attempt_queue, AttemptReceiver, AttemptRecord, AttemptSender, Handout};
