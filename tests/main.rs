@@ -3,6 +3,7 @@
 mod binary;
 mod cli_errors;
 mod csv_format;
+mod delivery;
 mod hlog;
 mod https;
 mod local_limits;

@@ -2,6 +2,7 @@
 //! downstream sees clap or re-validates.
 
 mod client;
+mod delivery;
 mod judging;
 mod load;
 mod output;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use client::threads;
+pub use delivery::{DeliveryConfig, SubscribeTopics};
 
 pub use crate::kind::{Model, SbTopics, TargetKind};
 pub use crate::secret::Secret;
@@ -155,6 +157,8 @@ pub struct RunConfig {
     /// This process's part of a sharded run; `None` when not sharded.
     #[serde(skip)]
     pub shard: Option<ShardSpec>,
+    /// End-to-end delivery measurement (`--subscribers` ≥ 1); `None` when off.
+    pub delivery: Option<DeliveryConfig>,
     /// The settings as given (profile + flags), for reports; secrets redacted.
     #[serde(skip)]
     pub shown: serde_json::Value,
@@ -217,6 +221,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         what_if: judging.what_if,
         threads,
         shard,
+        delivery: delivery::resolve(a)?,
         shown: serde_json::Value::Null,
     };
     cfg.shown = shown(a, &cfg);
@@ -250,5 +255,6 @@ fn shown(a: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "register_concurrency": cfg.register_concurrency,
         "deregister": cfg.deregister,
         "thresholds": cfg.thresholds.iter().map(|t| t.text.clone()).collect::<Vec<_>>(),
+        "delivery": cfg.delivery,
     })
 }

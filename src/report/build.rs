@@ -129,6 +129,7 @@ pub fn level_report(
             latency: encode(&s.latency),
             corrected: (open && !s.corrected.is_empty()).then(|| encode(&s.corrected)),
         }),
+        delivery: None,
         stats: Some(s.clone()),
     }
 }

@@ -42,6 +42,12 @@ pub struct Report {
     pub registration: Option<PhaseReport>,
     /// The deregistration phase (`--deregister`).
     pub deregistration: Option<PhaseReport>,
+    /// The subscription phase (`--subscribers`); absent when there were no subscribers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription: Option<super::delivery::SubscriptionReport>,
+    /// The unsubscription phase at the end (`--subscribers`, unless `--no-unsubscribe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsubscription: Option<super::delivery::SubscriptionReport>,
     /// One entry per level, in run order.
     pub levels: Vec<LevelReport>,
     /// All levels merged (`TOTAL` row); throughput over the whole span.
@@ -147,6 +153,8 @@ impl Report {
             topic_tenants: Vec::new(),
             registration: None,
             deregistration: None,
+            subscription: None,
+            unsubscription: None,
             levels: Vec::new(),
             total: None,
             verdicts: Vec::new(),
@@ -370,6 +378,9 @@ pub struct LevelReport {
     /// rewrite `latency.hlog` (absent from summaries written before they were added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<ReportHistograms>,
+    /// What the subscribers received (`--subscribers`); absent without subscribers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<super::delivery::DeliveryReport>,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,
