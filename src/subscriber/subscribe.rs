@@ -86,22 +86,25 @@ async fn run_phase(sh: &Shared, p: &PhaseSettings, subscribe: bool) -> Subscript
     } else {
         (Intent::Unsubscribing, Intent::Unsubscribed)
     };
-    let replies: Vec<(usize, Result<client::Reply, String>)> =
-        stream::iter(sh.subs.iter().enumerate())
-            .map(|(i, s)| async move {
+    // The futures are built up front, not by a closure inside the stream: a closure there
+    // makes the whole run's future fail the `Send` check (rustc's higher-ranked lifetimes).
+    let requests: Vec<_> = sh
+        .subs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let body = form(sh, s, subscribe);
+            async move {
                 s.set_intent(pending);
-                let r = post_form(
-                    &p.hub_url,
-                    &form(sh, s, subscribe),
-                    p.token.as_ref(),
-                    p.timeout,
-                )
-                .await;
+                let r = post_form(&p.hub_url, &body, p.token.as_ref(), p.timeout).await;
                 (i, r)
-            })
-            .buffer_unordered(p.concurrency.max(1))
-            .collect()
-            .await;
+            }
+        })
+        .collect();
+    let replies: Vec<(usize, Result<client::Reply, String>)> = stream::iter(requests)
+        .buffer_unordered(p.concurrency.max(1))
+        .collect()
+        .await;
     let mut out = SubscriptionPhase {
         requested: replies.len() as u64,
         ..SubscriptionPhase::default()
