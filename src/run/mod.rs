@@ -84,7 +84,7 @@ async fn run_path<P: TargetPath>(
     // Recorded first, so a failed registration's counts and reasons are in summary.json.
     rec.set_registration(&prepared)?;
     check_phase(&prepared, P::PREPARE, &path.endpoint())?;
-    let fleet = delivery::start_for(&sh, P::KIND, &mine, path.url(), &mut rec).await?;
+    let fleet = delivery::start_for(sh, P::KIND, &mine, path.url(), &mut rec).await?;
     let sh = Shared {
         jtl,
         delivery: fleet.as_ref(),
