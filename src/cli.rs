@@ -223,6 +223,47 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Phases")]
     pub deregister: bool,
 
+    // ---- delivery (src/config/delivery.rs; docs/delivery.md)
+    /// Subscribers per subscribed topic; each delivery is checked [default: 0 = off].
+    #[arg(long, help_heading = "Delivery")]
+    pub subscribers: Option<String>,
+    /// Which topics get subscribers: all, a count N (the first N), or a fraction like 0.5 [default: all].
+    #[arg(long, help_heading = "Delivery")]
+    pub subscribe_topics: Option<String>,
+    /// Where the callback server binds [default: 127.0.0.1:0].
+    #[arg(long, value_name = "ADDR", help_heading = "Delivery")]
+    pub callback_listen: Option<String>,
+    /// How the hub reaches the callback server, e.g. http://hubload-callbacks:8080 [default: the bound address].
+    #[arg(long, value_name = "BASE", help_heading = "Delivery")]
+    pub callback_url: Option<String>,
+    /// hub.secret of every subscription [default: generated per run]; never shown.
+    #[arg(long, help_heading = "Delivery")]
+    pub subscriber_secret: Option<String>,
+    /// hub.lease_seconds of every subscription [default: 3600].
+    #[arg(long, help_heading = "Delivery")]
+    pub lease_seconds: Option<String>,
+    /// Unsubscribe every subscriber at the end (the default).
+    #[arg(long, overrides_with = "no_unsubscribe", help_heading = "Delivery")]
+    pub unsubscribe: bool,
+    /// Leave the subscriptions at the hub.
+    #[arg(long, overrides_with = "unsubscribe", help_heading = "Delivery")]
+    pub no_unsubscribe: bool,
+    /// How long after a level's last publish deliveries may still arrive [default: 5s].
+    #[arg(long, help_heading = "Delivery")]
+    pub delivery_grace: Option<String>,
+    /// Subscribers wait this long before answering each delivery [default: 0s].
+    #[arg(long, help_heading = "Delivery")]
+    pub subscriber_latency: Option<String>,
+    /// Subscribers answer 500 to every N-th delivery [default: never].
+    #[arg(long, value_name = "N", help_heading = "Delivery")]
+    pub subscriber_fail_every: Option<String>,
+    /// Subscribers answer 500 to this fraction (0–1) of deliveries [default: 0].
+    #[arg(long, value_name = "F", help_heading = "Delivery")]
+    pub subscriber_fail_fraction: Option<String>,
+    /// Subscribers answer 410 (gone) after acknowledging N deliveries [default: never].
+    #[arg(long, value_name = "N", help_heading = "Delivery")]
+    pub subscriber_gone_after: Option<String>,
+
     // ---- judging
     /// Pass/fail bound, e.g. 'p99<300ms', 'errors<1%', 'rate>=500', 'timeouts<0.5%';
     /// prefix 'total:' to judge the TOTAL row only (repeatable). Failing → exit 1.

@@ -5,6 +5,7 @@ mod capture;
 mod cli_errors;
 mod creds;
 mod csv_format;
+mod delivery;
 mod dialect;
 mod first_failures;
 mod flask_websub;

@@ -69,7 +69,7 @@ async fn one_level(
     }
     let settings = PhaseSettings {
         hub_url: hub.url(),
-        token: None,
+        headers: Default::default(),
         concurrency: 4,
         timeout: Duration::from_secs(10),
     };
@@ -180,7 +180,7 @@ async fn delivers_exactly_once(per_topic: usize) {
 
     let settings = PhaseSettings {
         hub_url: hub.url(),
-        token: None,
+        headers: Default::default(),
         concurrency: 4,
         timeout: Duration::from_secs(10),
     };
@@ -249,7 +249,7 @@ async fn hand_made_deliveries_are_classified() {
     let hub = stand_in_hub(false).await;
     let settings = PhaseSettings {
         hub_url: format!("http://{hub}/hub").parse().unwrap(),
-        token: None,
+        headers: Default::default(),
         concurrency: 2,
         timeout: Duration::from_secs(10),
     };
@@ -453,7 +453,7 @@ async fn a_refused_subscription_keeps_the_hubs_reason() {
         .subscribe(
             &PhaseSettings {
                 hub_url: hub.url(),
-                token: None,
+                headers: Default::default(),
                 concurrency: 2,
                 timeout: Duration::from_secs(5),
             },
@@ -485,7 +485,7 @@ async fn a_denial_is_recorded() {
         .subscribe(
             &PhaseSettings {
                 hub_url: format!("http://{hub}/hub").parse().unwrap(),
-                token: None,
+                headers: Default::default(),
                 concurrency: 3,
                 timeout: Duration::from_secs(10),
             },

@@ -61,6 +61,14 @@ impl Scenario {
         }
     }
 
+    /// A hub with the whole `cfg` (queues, delivery concurrency, …) and an empty report directory.
+    pub async fn start_with(cfg: HubConfig) -> Scenario {
+        Scenario {
+            hub: TestHub::start(cfg).await,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
     /// The flags that aim a run at this scenario: `--hub-url HUB --out DIR`.
     fn target_args(&self) -> [String; 4] {
         [

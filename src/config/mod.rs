@@ -3,6 +3,7 @@
 
 mod auth;
 mod client;
+mod delivery;
 mod dialect;
 mod judging;
 pub mod limits;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use client::threads;
+pub use delivery::{DeliveryConfig, SubscribeTopics};
 
 pub use crate::kind::{Model, SbTopics, TargetKind};
 pub use crate::secret::Secret;
@@ -179,6 +181,8 @@ pub struct RunConfig {
     /// This process's part of a sharded run; `None` when not sharded.
     #[serde(skip)]
     pub shard: Option<ShardSpec>,
+    /// End-to-end delivery measurement (`--subscribers` ≥ 1); `None` when off.
+    pub delivery: Option<DeliveryConfig>,
     /// The settings as given (profile + flags), for reports; secrets redacted.
     #[serde(skip)]
     pub shown: serde_json::Value,
@@ -248,6 +252,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         what_if: judging.what_if,
         threads,
         shard,
+        delivery: delivery::resolve(a)?,
         shown: serde_json::Value::Null,
         descriptors: None,
     };
@@ -284,5 +289,6 @@ fn shown(a: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "register_concurrency": cfg.register_concurrency,
         "deregister": cfg.deregister,
         "thresholds": cfg.thresholds.iter().map(|t| t.text.clone()).collect::<Vec<_>>(),
+        "delivery": cfg.delivery,
     })
 }

@@ -12,6 +12,7 @@ use super::pacer::Arrivals;
 use super::plan::Load;
 use crate::shard::ShardSlot;
 use crate::stats::Clock;
+use crate::subscriber::DeliveryTracker;
 use crate::workload::Workload;
 
 /// What every level of a run shares.
@@ -40,6 +41,8 @@ pub struct LevelContext<T> {
     pub level_workers: u32,
     /// Open model: record latency from the intended start too.
     pub open_model: bool,
+    /// With subscribers on: told of every measured publish and its acceptance.
+    pub delivery: Option<Arc<DeliveryTracker>>,
 }
 
 impl<T> std::fmt::Debug for LevelContext<T> {

@@ -44,6 +44,12 @@ pub(crate) async fn worker_loop<T: Target>(
         loop {
             let start = Instant::now();
             // The event starts with its first attempt.
+            if first_start.is_none() && ticket.measured {
+                if let Some(t) = &ctx.delivery {
+                    // Before the request is written, so no delivery can come first.
+                    t.note_published(ticket.seq, event.topic, start.into_std());
+                }
+            }
             first_start.get_or_insert(start);
             // Stopped in flight: the attempt is abandoned and counted `cancelled`.
             let a = tokio::select! {
@@ -89,6 +95,9 @@ pub(crate) async fn worker_loop<T: Target>(
                 }
             }
             if class == Class::Accepted {
+                if let (Some(t), true) = (&ctx.delivery, ticket.measured) {
+                    t.note_accepted(ticket.seq, end.into_std());
+                }
                 ok = true;
                 break;
             }

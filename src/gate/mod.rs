@@ -60,7 +60,13 @@ impl Flag {
         if self.relative() {
             &[("<", Op::Lt), (">", Op::Gt)]
         } else {
-            &[("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)]
+            &[
+                ("<=", Op::Le),
+                (">=", Op::Ge),
+                ("<", Op::Lt),
+                (">", Op::Gt),
+                ("=", Op::Eq),
+            ]
         }
     }
 
@@ -68,7 +74,7 @@ impl Flag {
         if self.relative() {
             "avg, median, p95, p99, errors or throughput"
         } else {
-            "avg, median, p90, p95, p99, p999, max, errors, timeouts or rate"
+            "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, out_of_order or bad_signature"
         }
     }
 }
@@ -89,6 +95,20 @@ pub enum Metric {
     Timeouts,
     /// Achieved throughput, attempts per second.
     Rate,
+    /// End-to-end latency (publish start → delivery received): mean.
+    E2eAvg,
+    /// End-to-end latency percentile (50, 90, 95, 99).
+    E2eP(u16),
+    /// End-to-end latency: largest.
+    E2eMax,
+    /// Accepted events not delivered within the grace (a share: of expected deliveries).
+    Lost,
+    /// Deliveries of an event already acknowledged (a share: of delivered).
+    Duplicates,
+    /// First deliveries out of publish order (a share: of delivered).
+    OutOfOrder,
+    /// Deliveries with a bad `X-Hub-Signature` (a share: of delivered).
+    BadSignature,
 }
 
 /// The one table of metric names: every spelling either flag has accepted, and whether
@@ -104,12 +124,61 @@ const METRICS: &[(&[&str], Metric, bool)] = &[
     (&["errors", "error", "error%", "err"], Metric::Errors, true),
     (&["timeouts"], Metric::Timeouts, false),
     (&["rate", "throughput", "tps", "rps"], Metric::Rate, true),
+    (&["e2e_avg", "e2e_mean"], Metric::E2eAvg, false),
+    (&["e2e_p50", "e2e_median"], Metric::E2eP(50), false),
+    (&["e2e_p90"], Metric::E2eP(90), false),
+    (&["e2e_p95"], Metric::E2eP(95), false),
+    (&["e2e_p99"], Metric::E2eP(99), false),
+    (&["e2e_max"], Metric::E2eMax, false),
+    (&["lost"], Metric::Lost, false),
+    (&["duplicates", "dups"], Metric::Duplicates, false),
+    (&["out_of_order"], Metric::OutOfOrder, false),
+    (
+        &["bad_signature", "bad_signatures"],
+        Metric::BadSignature,
+        false,
+    ),
 ];
 
 impl Metric {
     /// Whether the metric is a latency (ms).
     pub fn is_latency(self) -> bool {
-        matches!(self, Metric::Avg | Metric::P(_) | Metric::Max)
+        matches!(
+            self,
+            Metric::Avg
+                | Metric::P(_)
+                | Metric::Max
+                | Metric::E2eAvg
+                | Metric::E2eP(_)
+                | Metric::E2eMax
+        )
+    }
+
+    /// Whether the metric is a count that may also be given as a share (`N` or `N%`).
+    fn is_count(self) -> bool {
+        matches!(
+            self,
+            Metric::Errors
+                | Metric::Timeouts
+                | Metric::Lost
+                | Metric::Duplicates
+                | Metric::OutOfOrder
+                | Metric::BadSignature
+        )
+    }
+
+    /// Whether the metric is judged on a level's `delivery` section (`--subscribers`).
+    pub fn is_delivery(self) -> bool {
+        matches!(
+            self,
+            Metric::E2eAvg
+                | Metric::E2eP(_)
+                | Metric::E2eMax
+                | Metric::Lost
+                | Metric::Duplicates
+                | Metric::OutOfOrder
+                | Metric::BadSignature
+        )
     }
 
     /// The canonical name: `avg`, `median`, `p95`, `p99.9`, `errors`, `throughput`, ….
@@ -125,6 +194,16 @@ impl Metric {
             Metric::Errors => "errors",
             Metric::Timeouts => "timeouts",
             Metric::Rate => "throughput",
+            Metric::E2eAvg => "e2e_avg",
+            Metric::E2eP(50) => "e2e_p50",
+            Metric::E2eP(90) => "e2e_p90",
+            Metric::E2eP(95) => "e2e_p95",
+            Metric::E2eP(_) => "e2e_p99",
+            Metric::E2eMax => "e2e_max",
+            Metric::Lost => "lost",
+            Metric::Duplicates => "duplicates",
+            Metric::OutOfOrder => "out_of_order",
+            Metric::BadSignature => "bad_signature",
         }
     }
 }
@@ -140,6 +219,9 @@ pub enum Op {
     Gt,
     #[serde(rename = ">=")]
     Ge,
+    /// `=`: exactly (e.g. `lost=0`).
+    #[serde(rename = "=")]
+    Eq,
 }
 
 impl Op {
@@ -150,6 +232,7 @@ impl Op {
             Op::Le => a <= b,
             Op::Gt => a > b,
             Op::Ge => a >= b,
+            Op::Eq => a == b,
         }
     }
 
@@ -160,6 +243,7 @@ impl Op {
             Op::Le => "<=",
             Op::Gt => ">",
             Op::Ge => ">=",
+            Op::Eq => "=",
         }
     }
 }
@@ -238,9 +322,13 @@ impl Gate {
             Some(r) if !flag.relative() => (Scope::Total, r),
             _ => (Scope::EachLevel, trimmed),
         };
-        let Some(at) = rest.find(['<', '>']) else {
+        let (marks, missing): (&[char], _) = match flag.relative() {
+            true => (&['<', '>'], "'>' or '<'"),
+            false => (&['<', '>', '='], "'>', '<' or '='"),
+        };
+        let Some(at) = rest.find(marks) else {
             return Err(err(format!(
-                "missing '>' or '<' (expected e.g. {})",
+                "missing {missing} (expected e.g. {})",
                 flag.example()
             )));
         };
@@ -260,7 +348,7 @@ impl Gate {
             .ops()
             .iter()
             .find(|(o, _)| tail.starts_with(o))
-            .expect("every flag accepts < and >");
+            .expect("every flag accepts what `marks` finds");
         let value = tail[op_text.len()..].trim();
         let bound = if flag.relative() {
             delta_bound(metric, value).map_err(err)?
@@ -281,7 +369,7 @@ impl Gate {
 /// `--threshold` / `--slo`: a non-negative value in the metric's unit.
 fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
     let signed = value.starts_with(['+', '-']);
-    if signed && value.ends_with('%') && !matches!(metric, Metric::Errors | Metric::Timeouts) {
+    if signed && value.ends_with('%') && !metric.is_count() {
         return Err(format!(
             "{value} is relative to a baseline; only compare --fail-if has one (give e.g. p99<300ms)"
         ));
@@ -292,7 +380,7 @@ fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
                 .map_err(|_| "the bound must be a duration like 300ms".to_string())?;
             Bound::Ms(d.as_secs_f64() * 1000.0)
         }
-        Metric::Errors | Metric::Timeouts => match value.strip_suffix('%') {
+        m if m.is_count() => match value.strip_suffix('%') {
             Some(p) => Bound::Percent(number(p).ok_or("bad percentage")?),
             None => Bound::Number(number(value).ok_or("the bound must be N or N%")?),
         },

@@ -33,6 +33,48 @@ fn absolute_rules() {
             Percent(0.5),
         ),
         ("avg<50ms", Scope::EachLevel, Avg, Op::Lt, Ms(50.0)),
+        ("e2e_p99<2s", Scope::EachLevel, E2eP(99), Op::Lt, Ms(2000.0)),
+        (
+            "e2e_median<5ms",
+            Scope::EachLevel,
+            E2eP(50),
+            Op::Lt,
+            Ms(5.0),
+        ),
+        ("e2e_p90<5ms", Scope::EachLevel, E2eP(90), Op::Lt, Ms(5.0)),
+        ("e2e_p95<5ms", Scope::EachLevel, E2eP(95), Op::Lt, Ms(5.0)),
+        (
+            "total:e2e_max<=1s",
+            Scope::Total,
+            E2eMax,
+            Op::Le,
+            Ms(1000.0),
+        ),
+        ("e2e_avg<10ms", Scope::EachLevel, E2eAvg, Op::Lt, Ms(10.0)),
+        ("lost=0", Scope::EachLevel, Lost, Op::Eq, Number(0.0)),
+        ("total:lost = 0", Scope::Total, Lost, Op::Eq, Number(0.0)),
+        (
+            "duplicates<0.1%",
+            Scope::EachLevel,
+            Duplicates,
+            Op::Lt,
+            Percent(0.1),
+        ),
+        (
+            "out_of_order<=5",
+            Scope::EachLevel,
+            OutOfOrder,
+            Op::Le,
+            Number(5.0),
+        ),
+        (
+            "bad_signature=0",
+            Scope::EachLevel,
+            BadSignature,
+            Op::Eq,
+            Number(0.0),
+        ),
+        ("errors=0", Scope::EachLevel, Errors, Op::Eq, Number(0.0)),
         ("mean<1m", Scope::EachLevel, Avg, Op::Lt, Ms(60_000.0)),
         ("median<2ms", Scope::EachLevel, P(50), Op::Lt, Ms(2.0)),
         ("p50<2ms", Scope::EachLevel, P(50), Op::Lt, Ms(2.0)),
@@ -111,17 +153,17 @@ fn errors_name_the_flag_and_the_bad_part() {
         (
             Flag::Threshold,
             "p99",
-            r#"--threshold "p99": missing '>' or '<' (expected e.g. p99<300ms)"#,
+            r#"--threshold "p99": missing '>', '<' or '=' (expected e.g. p99<300ms)"#,
         ),
         (
             Flag::Slo,
             "p99",
-            r#"--slo "p99": missing '>' or '<' (expected e.g. p99<300ms)"#,
+            r#"--slo "p99": missing '>', '<' or '=' (expected e.g. p99<300ms)"#,
         ),
         (
             Flag::Threshold,
             "p42<1s",
-            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts or rate)"#,
+            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, out_of_order or bad_signature)"#,
         ),
         (
             Flag::Threshold,
@@ -236,6 +278,8 @@ fn ops_hold() {
         (Op::Gt, 2.0, 2.0, false),
         (Op::Ge, 2.0, 2.0, true),
         (Op::Gt, 3.0, 2.0, true),
+        (Op::Eq, 0.0, 0.0, true),
+        (Op::Eq, 1.0, 0.0, false),
     ] {
         assert_eq!(op.holds(a, b), want, "{a} {} {b}", op.as_str());
     }

@@ -2,11 +2,19 @@
 //! on TOTAL.
 
 pub use crate::gate::{Bound, Metric, Op, Scope, Threshold};
+use crate::report::delivery::DeliveryReport;
 use crate::report::LevelReport;
 use crate::verdict::Verdict;
 
-/// The measured value `t` compares, from one row, in the bound's unit.
+/// The measured value `t` compares, from one row, in the bound's unit; NaN (the rule fails)
+/// for a delivery metric on a row without a delivery section.
 pub fn actual(t: &Threshold, row: &LevelReport) -> f64 {
+    if t.metric.is_delivery() {
+        return row
+            .delivery
+            .as_ref()
+            .map_or(f64::NAN, |d| delivery_actual(t, d));
+    }
     let ms = |us: u64| us as f64 / 1000.0;
     let share = |n: u64| match t.bound {
         Bound::Percent(_) if row.samples == 0 => 0.0,
@@ -26,6 +34,31 @@ pub fn actual(t: &Threshold, row: &LevelReport) -> f64 {
             share(row.timeouts.connect + row.timeouts.pool_wait + row.timeouts.response)
         }
         Metric::Rate => row.throughput,
+        _ => unreachable!("delivery metrics are judged above"),
+    }
+}
+
+/// A delivery metric from a level's delivery section: latencies in ms, counts as given or as
+/// a share (lost of expected, the others of delivered).
+fn delivery_actual(t: &Threshold, d: &DeliveryReport) -> f64 {
+    let c = &d.counts;
+    let ms = |us: u64| us as f64 / 1000.0;
+    let share = |n: u64, of: u64| match t.bound {
+        Bound::Percent(_) if of == 0 => 0.0,
+        Bound::Percent(_) => n as f64 * 100.0 / of as f64,
+        _ => n as f64,
+    };
+    match t.metric {
+        Metric::E2eAvg => d.e2e_us.mean / 1000.0,
+        Metric::E2eP(50) => ms(d.e2e_us.p50),
+        Metric::E2eP(90) => ms(d.e2e_us.p90),
+        Metric::E2eP(95) => ms(d.e2e_us.p95),
+        Metric::E2eP(_) => ms(d.e2e_us.p99),
+        Metric::E2eMax => ms(d.e2e_us.max),
+        Metric::Lost => share(c.lost, c.expected),
+        Metric::Duplicates => share(c.duplicates, c.delivered),
+        Metric::OutOfOrder => share(c.out_of_order, c.delivered),
+        _ => share(c.bad_signature, c.delivered),
     }
 }
 
@@ -45,7 +78,10 @@ pub fn check(t: &Threshold, row: &LevelReport) -> Verdict {
     Verdict {
         threshold: t.text.clone(),
         level: row.label.clone(),
-        actual: format!("{actual:.3}{}", unit(t)),
+        actual: match actual.is_nan() {
+            true => "no deliveries measured (run with --subscribers)".into(),
+            false => format!("{actual:.3}{}", unit(t)),
+        },
         bound: format!("{} {bound}{}", t.op.as_str(), unit(t)),
         passed: t.op.holds(actual, bound),
     }
@@ -104,6 +140,51 @@ mod tests {
                     v.passed
                 ),
                 (*text, "7", *actual, *bound, *passed),
+            );
+        }
+    }
+
+    #[test]
+    fn delivery_rules_judge_the_delivery_section() {
+        use crate::report::delivery::delivery_report;
+        let s = stats(&[(Duration::from_millis(10), Outcome::Accepted, 4)]);
+        let mut row = level_report("4", Some(4), None, &s, false);
+        let judge_row = |text: &str, row: &LevelReport| {
+            let v = check(&text.parse().unwrap(), row);
+            (v.actual, v.passed)
+        };
+        // No subscribers: a delivery rule cannot pass.
+        assert_eq!(
+            judge_row("lost=0", &row),
+            (
+                "no deliveries measured (run with --subscribers)".into(),
+                false
+            )
+        );
+        let mut d = crate::subscriber::DeliveryLevelStats::default();
+        d.counts.expected = 1000;
+        d.counts.delivered = 998;
+        d.counts.lost = 2;
+        d.counts.duplicates = 1;
+        for v in [1_000, 2_000_000] {
+            crate::stats::record(&mut d.e2e_from_start, v);
+        }
+        row.delivery = Some(delivery_report(&d, 1.0, 0));
+        let table: &[(&str, &str, bool)] = &[
+            ("lost=0", "2.000", false),
+            ("lost<1%", "0.200%", true),
+            ("duplicates<0.1%", "0.100%", false),
+            ("duplicates<=1", "1.000", true),
+            ("out_of_order=0", "0.000", true),
+            ("bad_signature=0", "0.000", true),
+            ("e2e_max<2s", "2000.895ms", false), // the bucket top: 3 significant digits
+            ("e2e_p50<2ms", "1.000ms", true),
+        ];
+        for (text, actual, passed) in table {
+            assert_eq!(
+                judge_row(text, &row),
+                (actual.to_string(), *passed),
+                "{text}"
             );
         }
     }

@@ -132,6 +132,7 @@ pub fn level_report(
         }),
         first_failures: Default::default(),
         topic_server: None,
+        delivery: None,
         stats: Some(s.clone()),
     }
 }

@@ -4,6 +4,8 @@ pub mod banner;
 pub mod build;
 pub mod compare;
 pub mod csv;
+pub mod delivery;
+pub mod delivery_csv;
 pub mod hlog;
 pub mod html;
 pub mod json;

@@ -42,6 +42,12 @@ pub struct Report {
     pub registration: Option<PhaseReport>,
     /// The deregistration phase (`--deregister`).
     pub deregistration: Option<PhaseReport>,
+    /// The subscription phase (`--subscribers`); absent when there were no subscribers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription: Option<super::delivery::SubscriptionReport>,
+    /// The unsubscription phase at the end (`--subscribers`, unless `--no-unsubscribe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsubscription: Option<super::delivery::SubscriptionReport>,
     /// One entry per level, in run order.
     pub levels: Vec<LevelReport>,
     /// All levels merged (`TOTAL` row); throughput over the whole span.
@@ -151,6 +157,8 @@ impl Report {
             topic_tenants: Vec::new(),
             registration: None,
             deregistration: None,
+            subscription: None,
+            unsubscription: None,
             levels: Vec::new(),
             total: None,
             verdicts: Vec::new(),
@@ -387,6 +395,9 @@ pub struct LevelReport {
     /// in the other dialect, in merged sharded runs and in summaries written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_server: Option<crate::topic_server::TopicFetchStats>,
+    /// What the subscribers received (`--subscribers`); absent without subscribers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<super::delivery::DeliveryReport>,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,

@@ -48,6 +48,9 @@ impl ReportWriter {
             let bytes = r
                 .render(report)
                 .with_context(|| format!("rendering {}", r.file_name()))?;
+            if bytes.is_empty() {
+                continue; // nothing to report (e.g. delivery.csv without subscribers)
+            }
             write_atomic(&self.dir.join(r.file_name()), &bytes)?;
         }
         Ok(())

@@ -12,6 +12,7 @@ use crate::config::RunConfig;
 use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load};
 use crate::judge::find_capacity;
 use crate::report::build::level_report;
+use crate::report::delivery::LevelDelivery;
 use crate::shard::{Load as ShardLoad, ShardSlot};
 use crate::stats::LevelStats;
 use crate::targets::Target;
@@ -83,7 +84,7 @@ async fn run_spec<T: Target>(
     make: &impl Fn(&LevelSpec) -> T,
     spec: &LevelSpec,
     i: usize,
-) -> LevelRun {
+) -> (LevelRun, Option<LevelDelivery>) {
     let target = Arc::new(make(spec));
     let ctx = Arc::new(LevelContext {
         target: target.clone(),
@@ -101,23 +102,45 @@ async fn run_spec<T: Target>(
             Load::Closed { concurrency } => concurrency,
             Load::Open { max_inflight, .. } => max_inflight,
         },
+        delivery: sh.delivery.map(|d| d.tracker()),
     });
     let bar = progress::LevelProgress::start(
         progress::enabled(sh.cfg.output.quiet),
         spec,
         sh.live.clone(),
     );
+    if let Some(d) = sh.delivery {
+        d.open_level(seq_base(spec, i));
+    }
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
     run.first_failures = target.first_failures();
     run.topic_server = target.topic_fetches();
     bar.finish();
+    let delivery = match sh.delivery {
+        Some(d) => Some(d.close_level(run.elapsed).await),
+        None => None,
+    };
     if let Some(jtl) = &sh.jtl {
         // The level's rows reach the file before its row reaches summary.json, so a killed
         // run's JTL holds every row of every level the summary lists. A failed writer is
         // reported when it is joined at the end of the path.
         let _ = jtl.sync().await;
     }
-    run
+    (run, delivery)
+}
+
+/// Record a level's row, then what its subscribers received.
+fn push(
+    rec: &mut RunRecord,
+    spec: &LevelSpec,
+    label: &str,
+    (run, delivery): (LevelRun, Option<LevelDelivery>),
+) -> anyhow::Result<()> {
+    rec.push_level(spec, label, run)?;
+    match delivery {
+        Some(d) => rec.set_last_delivery(&d),
+        None => Ok(()),
+    }
 }
 
 /// `template` with its load set to `x` (a concurrency, or a rate).
@@ -162,10 +185,10 @@ pub(crate) async fn run_levels<T: Target>(
         }
         let (part, _) = shard_part(spec, sh.shard);
         let run = run_spec(sh, &make, &part, i).await;
-        if let Some(w) = local_limits::warn_client_errors(&spec.load.label(), &run.stats) {
+        if let Some(w) = local_limits::warn_client_errors(&spec.load.label(), &run.0.stats) {
             rec.add_warning(w);
         }
-        rec.push_level(&part, &spec.load.label(), run)?;
+        push(rec, &part, &spec.load.label(), run)?;
     }
     Ok(())
 }
@@ -196,12 +219,12 @@ async fn find<T: Target>(
             }
             let i = probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let run = run_spec(sh, make, &spec, i).await;
-            let warning = local_limits::warn_client_errors(&spec.load.label(), &run.stats);
+            let warning = local_limits::warn_client_errors(&spec.load.label(), &run.0.stats);
             let mut rec = rec_cell.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(w) = warning {
                 rec.add_warning(w);
             }
-            if let Err(e) = rec.push_level(&spec, &spec.load.label(), run) {
+            if let Err(e) = push(&mut rec, &spec, &spec.load.label(), run) {
                 *failed_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
             }
             rec.last_level().cloned().expect("a level was just pushed")

@@ -2,6 +2,7 @@
 //! side by side), each set up, its levels run in order, its reports rewritten after every
 //! level and its JTL synced, thresholds judged; then the side-by-side report when there are two.
 
+mod delivery;
 pub mod embedded;
 mod levels;
 mod local_limits;
@@ -94,9 +95,20 @@ async fn run_path<P: TargetPath>(
                 check_phase(&prepared, P::PREPARE, &path.endpoint())?;
             }
         }
+        let fleet = delivery::start_for(&sh, P::KIND, &mine, path.url(), &mut rec).await?;
+        let sh = Shared {
+            delivery: fleet.as_ref(),
+            ..sh.clone()
+        };
         let levels = run_levels(&sh, &mut rec, |spec| path.target(spec)).await;
         path.add_section(&mut rec)?;
         levels?;
+        if let Some(unsub) = match &fleet {
+            Some(f) => f.finish(&sh.cancel).await,
+            None => None,
+        } {
+            rec.set_unsubscription(&unsub)?;
+        }
         if let Some(dereg) = path.teardown(&mine, &sh.cancel).await {
             rec.set_deregistration(&dereg)?;
         }
@@ -161,6 +173,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         shard: slot,
         jtl: None,
         start_at: spec.as_ref().and_then(|s| s.start_at),
+        delivery: None,
     };
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();

@@ -38,6 +38,8 @@ pub struct RunRecord {
     run_timeout: std::time::Duration,
     /// The registration phase as measured (for shard artifacts).
     registration: Option<PhaseResult>,
+    /// Every level's deliveries added up, for the TOTAL row (`--subscribers`).
+    delivery_total: Option<crate::report::delivery::LevelDelivery>,
 }
 
 /// Every reporter a run writes.
@@ -46,6 +48,7 @@ pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
         Box::new(TableReporter),
         Box::new(CsvReporter),
         Box::new(LatencyCsvReporter),
+        Box::new(crate::report::delivery_csv::DeliveryCsvReporter),
         Box::new(HlogReporter),
         Box::new(TopicsCsvReporter),
         Box::new(TenantsCsvReporter),
@@ -90,6 +93,7 @@ impl RunRecord {
             retries: cfg.client.retries,
             run_timeout: cfg.client.timeout,
             registration: None,
+            delivery_total: None,
         })
     }
 
@@ -128,6 +132,46 @@ impl RunRecord {
     /// Record the deregistration phase.
     pub fn set_deregistration(&mut self, p: &PhaseResult) -> anyhow::Result<()> {
         self.report.deregistration = Some(PhaseReport::from(p));
+        self.write()
+    }
+
+    /// Record the subscription phase (`--subscribers`).
+    pub fn set_subscription(
+        &mut self,
+        p: &crate::subscriber::SubscriptionPhase,
+    ) -> anyhow::Result<()> {
+        self.report.subscription = Some(p.into());
+        self.write()
+    }
+
+    /// Record the unsubscription phase at the end.
+    pub fn set_unsubscription(
+        &mut self,
+        p: &crate::subscriber::SubscriptionPhase,
+    ) -> anyhow::Result<()> {
+        self.report.unsubscription = Some(p.into());
+        self.write()
+    }
+
+    /// Attach what the subscribers received to the level just pushed, and rewrite the reports.
+    /// The TOTAL row gets every level's deliveries added up; thresholds are judged again.
+    pub fn set_last_delivery(
+        &mut self,
+        d: &crate::report::delivery::LevelDelivery,
+    ) -> anyhow::Result<()> {
+        if let Some(l) = self.report.levels.last_mut() {
+            l.delivery = Some(d.into());
+        }
+        let total = self.delivery_total.get_or_insert_with(Default::default);
+        *total += d;
+        if let Some(t) = self.report.total.as_mut() {
+            t.delivery = Some((&*total).into());
+        }
+        self.report.verdicts = judge(
+            &self.thresholds,
+            &self.report.levels,
+            self.report.total.as_ref(),
+        );
         self.write()
     }
 
@@ -258,6 +302,7 @@ impl RunRecord {
                 .unwrap_or(0) as u32,
             run_timeout: secs("timeout").unwrap_or(std::time::Duration::from_secs(5)),
             registration: m.registration.clone(),
+            delivery_total: None,
         };
         rec.write()?;
         for l in &m.levels {

@@ -25,6 +25,8 @@ pub(crate) struct Shared<'a> {
     pub jtl: Option<AttemptSender>,
     /// Sharded runs: when the measured load starts, on every shard at once.
     pub start_at: Option<std::time::SystemTime>,
+    /// The subscriber fleet (`--subscribers`, WebSub only), around every level.
+    pub delivery: Option<&'a super::delivery::DeliveryRun>,
 }
 
 /// Check a set-up phase (registering topics, attaching links): refuse a run that could not set

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::config::Secret;
+use crate::targets::request::ExtraHeaders;
 
 /// A hub's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,19 +21,19 @@ pub struct Reply {
 const MAX_REPLY: usize = 64 * 1024;
 
 /// `POST url` with `form` as an `application/x-www-form-urlencoded` body, bounded by `timeout`.
-/// The error is one line that never contains the token.
+/// The error is one line that never contains a header value.
 pub async fn post_form(
     url: &url::Url,
     form: &str,
-    token: Option<&Secret>,
+    headers: &ExtraHeaders,
     timeout: Duration,
 ) -> Result<Reply, String> {
-    tokio::time::timeout(timeout, exchange(url, form, token))
+    tokio::time::timeout(timeout, exchange(url, form, headers))
         .await
         .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
 }
 
-async fn exchange(url: &url::Url, form: &str, token: Option<&Secret>) -> Result<Reply, String> {
+async fn exchange(url: &url::Url, form: &str, headers: &ExtraHeaders) -> Result<Reply, String> {
     if url.scheme() != "http" {
         return Err(format!(
             "{}:// is not supported for subscription requests yet",
@@ -58,11 +58,8 @@ async fn exchange(url: &url::Url, form: &str, token: Option<&Secret>) -> Result<
         "POST {target} HTTP/1.1\r\nHost: {host_header}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n",
         form.len()
     );
-    if let Some(t) = token {
-        req.push_str("Authorization: Bearer ");
-        req.push_str(t.expose());
-        req.push_str("\r\n");
-    }
+    // The hub's credentials and gateway headers, validated once in config.
+    headers.write(&mut req);
     req.push_str("\r\n");
     req.push_str(form);
     conn.write_all(req.as_bytes())

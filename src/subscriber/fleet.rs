@@ -343,6 +343,12 @@ impl Fleet {
         });
     }
 
+    /// Accepted events of the open level not yet delivered to subscribers still listening
+    /// (the backlog, in deliveries).
+    pub fn backlog(&self) -> u64 {
+        self.missing()
+    }
+
     /// Accepted events not yet delivered to subscribers that are still there.
     fn missing(&self) -> u64 {
         let mut n = 0;

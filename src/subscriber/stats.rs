@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::stats::{new_histogram, Histogram};
 
 /// Delivery counters of one subscriber (or of many, added up).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct DeliveryCounts {
     /// Accepted publishes of the subscriber's topic in the level, for a verified subscriber
     /// (what it should receive; 0 for one the hub never verified).

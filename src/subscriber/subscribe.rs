@@ -13,15 +13,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{self, post_form};
 use super::fleet::{Fleet, Intent, Shared, Subscriber};
-use crate::config::Secret;
+use crate::targets::request::ExtraHeaders;
 
 /// How to reach the hub for the phase.
 #[derive(Debug, Clone)]
 pub struct PhaseSettings {
     /// The hub URL the requests are POSTed to.
     pub hub_url: url::Url,
-    /// Bearer token, if the hub wants one.
-    pub token: Option<Secret>,
+    /// Credentials and gateway headers for the hub (validated in config; never shown).
+    pub headers: ExtraHeaders,
     /// Requests in flight at once (≥ 1).
     pub concurrency: usize,
     /// Per request, and for the verification wait after the last request.
@@ -103,24 +103,36 @@ async fn run_phase(
     } else {
         (Intent::Unsubscribing, Intent::Unsubscribed)
     };
-    // `take_while` is polled only when a slot frees: nothing new starts after the stop.
-    let replies: Vec<(usize, Option<Result<client::Reply, String>>)> =
-        stream::iter(sh.subs.iter().enumerate())
-            .take_while(|_| std::future::ready(!cancel.is_cancelled()))
-            .map(|(i, s)| async move {
+    // The futures are built up front, not by a closure inside the stream: a closure there
+    // makes the whole run's future fail the `Send` check (rustc's higher-ranked lifetimes).
+    // Each is polled only when a slot frees: after the stop it starts nothing (`None`), and
+    // one in flight is abandoned (`Some(None)`, counted `cancelled`).
+    let requests: Vec<_> = sh
+        .subs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let body = form(sh, s, subscribe);
+            async move {
+                if cancel.is_cancelled() {
+                    return (i, None);
+                }
                 s.set_intent(pending);
-                let body = form(sh, s, subscribe);
-                let post = post_form(&p.hub_url, &body, p.token.as_ref(), p.timeout);
+                let post = post_form(&p.hub_url, &body, &p.headers, p.timeout);
                 let r = tokio::select! {
                     biased;
                     _ = cancel.cancelled() => None,
                     r = post => Some(r),
                 };
-                (i, r)
-            })
-            .buffer_unordered(p.concurrency.max(1))
-            .collect()
-            .await;
+                (i, Some(r))
+            }
+        })
+        .collect();
+    let replies: Vec<(usize, Option<Result<client::Reply, String>>)> = stream::iter(requests)
+        .buffer_unordered(p.concurrency.max(1))
+        .filter_map(|(i, r)| std::future::ready(r.map(|r| (i, r))))
+        .collect()
+        .await;
     let mut out = SubscriptionPhase {
         requested: replies.len() as u64,
         ..SubscriptionPhase::default()

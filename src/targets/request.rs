@@ -31,7 +31,7 @@ impl ExtraHeaders {
     }
 
     /// Append `Name: value\r\n` for each header.
-    fn write(&self, out: &mut String) {
+    pub fn write(&self, out: &mut String) {
         for h in &self.0 {
             out.push_str(&h.name);
             out.push_str(": ");

@@ -1,0 +1,160 @@
+//! The delivery side of the report: the subscription phase and each level's `delivery` section, built from the fleet's stats.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::build::latency;
+use super::LatencyUs;
+use crate::stats::Histogram;
+use crate::subscriber::{DeliveryCounts, DeliveryLevelStats, SubscriptionPhase};
+
+/// A subscription (or unsubscription) phase, in subscribers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SubscriptionReport {
+    /// Requests sent.
+    pub requested: u64,
+    /// Answered 2xx (202).
+    pub accepted: u64,
+    /// Verified by the hub (challenge echoed).
+    pub verified: u64,
+    /// Denied by the hub (`hub.mode=denied`).
+    pub denied: u64,
+    /// Accepted but neither verified nor denied within the timeout.
+    pub unverified: u64,
+    /// Not accepted: another status or no answer.
+    pub refused: u64,
+    /// Seconds.
+    pub duration_s: f64,
+    /// The first refusal, with the hub's reason.
+    pub first_error: Option<String>,
+}
+
+impl From<&SubscriptionPhase> for SubscriptionReport {
+    fn from(p: &SubscriptionPhase) -> Self {
+        SubscriptionReport {
+            requested: p.requested,
+            accepted: p.accepted,
+            verified: p.verified,
+            denied: p.denied,
+            unverified: p.unverified,
+            refused: p.refused,
+            duration_s: p.duration_s,
+            first_error: p.first_error.clone(),
+        }
+    }
+}
+
+/// The end-to-end histograms, V2+DEFLATE base64 like the publish ones (µs, same layout).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DeliveryHistograms {
+    /// Publish start → delivery received.
+    pub from_start: String,
+    /// Accepted answer → delivery received.
+    pub from_accepted: String,
+}
+
+/// One level's deliveries, as every subscriber saw them (docs/delivery.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DeliveryReport {
+    /// Every subscriber's counters added up.
+    pub counts: DeliveryCounts,
+    /// Subscribers that answered 410.
+    pub gone_subscribers: u64,
+    /// Subscribers the hub had not verified.
+    pub unverified_subscribers: u64,
+    /// Publish start → delivery received, µs.
+    pub e2e_us: LatencyUs,
+    /// Accepted answer → delivery received, µs (no sample for `before_accepted` deliveries).
+    pub e2e_from_accepted_us: LatencyUs,
+    /// Delivered per second over the level's span plus the wait for its deliveries.
+    pub delivered_per_sec: f64,
+    /// Accepted × listening subscribers − delivered, when the level ended (before the grace).
+    pub backlog_at_level_end: u64,
+    /// Per subscriber, keyed `<topic index>/<subscriber index>`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_subscriber: BTreeMap<String, DeliveryCounts>,
+    /// The two histograms, for exact merging and redrawing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<DeliveryHistograms>,
+}
+
+/// What a level's subscribers received, as the run path hands it to the record.
+#[derive(Debug, Clone, Default)]
+pub struct LevelDelivery {
+    /// The fleet's stats of the level.
+    pub stats: DeliveryLevelStats,
+    /// The level's span plus the wait for its deliveries, seconds.
+    pub seconds: f64,
+    /// Deliveries still missing when the level's last publish returned.
+    pub backlog: u64,
+}
+
+impl std::ops::AddAssign<&LevelDelivery> for LevelDelivery {
+    /// The TOTAL row: counts and histograms add, seconds add, the backlog is the last level's.
+    fn add_assign(&mut self, o: &LevelDelivery) {
+        self.stats += &o.stats;
+        self.seconds += o.seconds;
+        self.backlog = o.backlog;
+    }
+}
+
+impl From<&LevelDelivery> for DeliveryReport {
+    fn from(l: &LevelDelivery) -> Self {
+        delivery_report(&l.stats, l.seconds, l.backlog)
+    }
+}
+
+fn encode(name: &'static str, h: &Histogram) -> String {
+    crate::shard::artifact::encode_histogram(name, h).expect("hubload histograms serialize")
+}
+
+/// The `delivery` section of a level: `seconds` is the level's span plus the close wait;
+/// `backlog` is what was still missing when the level's last publish returned.
+pub fn delivery_report(s: &DeliveryLevelStats, seconds: f64, backlog: u64) -> DeliveryReport {
+    DeliveryReport {
+        counts: s.counts,
+        gone_subscribers: s.gone_subscribers,
+        unverified_subscribers: s.unverified_subscribers,
+        e2e_us: latency(&s.e2e_from_start, None),
+        e2e_from_accepted_us: latency(&s.e2e_from_accepted, None),
+        delivered_per_sec: if seconds > 0.0 {
+            s.counts.delivered as f64 / seconds
+        } else {
+            0.0
+        },
+        backlog_at_level_end: backlog,
+        per_subscriber: s.per_subscriber.clone(),
+        histograms: Some(DeliveryHistograms {
+            from_start: encode("e2e_from_start", &s.e2e_from_start),
+            from_accepted: encode("e2e_from_accepted", &s.e2e_from_accepted),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::artifact::decode_histogram;
+    use crate::stats::record;
+
+    #[test]
+    fn histograms_round_trip_and_rates() {
+        let mut s = DeliveryLevelStats::default();
+        s.counts.delivered = 40;
+        for v in [1_000, 2_000, 3_000, 4_000] {
+            record(&mut s.e2e_from_start, v);
+        }
+        let r = delivery_report(&s, 2.0, 7);
+        assert_eq!(r.delivered_per_sec, 20.0);
+        assert_eq!(r.backlog_at_level_end, 7);
+        assert_eq!(r.e2e_us.min, 1_000);
+        assert_eq!(r.e2e_from_accepted_us, LatencyUs::default());
+        let h = r.histograms.unwrap();
+        assert_eq!(
+            decode_histogram("1", "e2e", &h.from_start).unwrap(),
+            s.e2e_from_start
+        );
+    }
+}

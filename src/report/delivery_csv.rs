@@ -1,0 +1,129 @@
+//! `delivery.csv`: one row per level of what the subscribers received (`--subscribers` runs only).
+//!
+//! Columns: `Level`, `Delivered`, `Lost`, `Duplicates`, `Redeliveries`, `Out of order`,
+//! `Bad signature`, `Body mismatch`, then the end-to-end latency (publish start → delivery
+//! received) in ms: `E2E Average`, `Median`, `90%`, `95%`, `99%`, `Max`; then
+//! `Delivered/sec` and `Backlog at level end`. A run without subscribers writes no file.
+
+use super::delivery::DeliveryReport;
+use super::{Report, Reporter};
+
+/// Writes `delivery.csv`.
+#[derive(Debug, Default)]
+pub struct DeliveryCsvReporter;
+
+/// The header row.
+pub const DELIVERY_HEADER: [&str; 16] = [
+    "Level",
+    "Delivered",
+    "Lost",
+    "Duplicates",
+    "Redeliveries",
+    "Out of order",
+    "Bad signature",
+    "Body mismatch",
+    "E2E Average",
+    "Median",
+    "90%",
+    "95%",
+    "99%",
+    "Max",
+    "Delivered/sec",
+    "Backlog at level end",
+];
+
+fn row(label: &str, d: &DeliveryReport) -> Vec<String> {
+    let c = &d.counts;
+    let l = &d.e2e_us;
+    let ms = |us: u64| (us / 1000).to_string();
+    let mut r = vec![label.to_string()];
+    r.extend(
+        [
+            c.delivered,
+            c.lost,
+            c.duplicates,
+            c.redeliveries,
+            c.out_of_order,
+            c.bad_signature,
+            c.body_mismatch,
+        ]
+        .iter()
+        .map(u64::to_string),
+    );
+    r.push(((l.mean / 1000.0) as u64).to_string());
+    r.extend([l.p50, l.p90, l.p95, l.p99, l.max].into_iter().map(ms));
+    r.push(format!("{:.1}", d.delivered_per_sec));
+    r.push(d.backlog_at_level_end.to_string());
+    r
+}
+
+/// Render `delivery.csv`; empty (no file) when no level has a delivery section.
+pub fn render_delivery_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
+    if report.levels.iter().all(|l| l.delivery.is_none()) {
+        return Ok(Vec::new());
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(DELIVERY_HEADER)?;
+    for l in &report.levels {
+        if let Some(d) = &l.delivery {
+            w.write_record(row(&l.label, d))?;
+        }
+    }
+    Ok(w.into_inner()?)
+}
+
+impl Reporter for DeliveryCsvReporter {
+    fn file_name(&self) -> &'static str {
+        "delivery.csv"
+    }
+    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        render_delivery_csv(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::delivery::delivery_report;
+    use crate::stats::record;
+    use crate::subscriber::DeliveryLevelStats;
+
+    #[test]
+    fn one_row_per_level_in_ms() {
+        let mut s = DeliveryLevelStats::default();
+        s.counts.delivered = 30;
+        s.counts.lost = 2;
+        s.counts.redeliveries = 4;
+        for v in [10_000, 20_000, 30_000] {
+            record(&mut s.e2e_from_start, v);
+        }
+        let d = delivery_report(&s, 3.0, 5);
+        let mut r = crate::report::Report::new_empty(
+            crate::config::Model::Closed,
+            serde_json::Value::Null,
+            Vec::new(),
+        );
+        assert!(
+            render_delivery_csv(&r).unwrap().is_empty(),
+            "no subscribers, no file"
+        );
+        let row_json = |label: &str| {
+            let mut l = crate::report::build::level_report(
+                label,
+                Some(1),
+                None,
+                &crate::stats::LevelStats::default(),
+                false,
+            );
+            l.delivery = Some(d.clone());
+            l
+        };
+        r.levels = vec![row_json("1"), row_json("2")];
+        let text = String::from_utf8(render_delivery_csv(&r).unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], DELIVERY_HEADER.join(","));
+        // Percentiles are bucket tops (3 significant digits), shown in whole ms.
+        assert_eq!(lines[1], "1,30,2,0,4,0,0,0,20,20,30,30,30,30,10.0,5");
+        assert_eq!(lines.len(), 3);
+    }
+}

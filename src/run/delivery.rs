@@ -1,0 +1,167 @@
+//! End-to-end delivery in a WebSub run: the subscriber fleet started and subscribed after
+//! registration, a delivery level opened and closed around each load level, unsubscribed at the end.
+//!
+//! The model (what is counted, the grace rule, the clocks) is docs/delivery.md.
+
+use std::sync::Arc;
+
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+use anyhow::Context;
+use tokio::time::Instant;
+
+use crate::config::{DeliveryConfig, RunConfig};
+use crate::report::delivery::LevelDelivery;
+use crate::subscriber::{DeliveryTracker, Fleet, FleetConfig, PhaseSettings, SubscriptionPhase};
+use crate::workload::{Topic, Workload};
+
+/// Ring slots of the tracker: what can be in flight plus the grace window. A slot reused
+/// before its delivery arrives only moves that sample to the body's wall-clock send time.
+const TRACKER_SLOTS: usize = 1 << 18;
+
+/// Timeout of each subscription request, and of the wait for the hub's verifications.
+const PHASE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The fleet of one run path.
+pub(crate) struct DeliveryRun {
+    fleet: Fleet,
+    settings: PhaseSettings,
+    grace: Duration,
+    unsubscribe: bool,
+}
+
+impl DeliveryRun {
+    /// Bind the callback server for the first topics of `mine` as `--subscribe-topics` says.
+    pub(crate) async fn start(
+        cfg: &RunConfig,
+        d: &DeliveryConfig,
+        workload: &Arc<Workload>,
+        mine: &[Topic],
+        hub_url: &url::Url,
+    ) -> anyhow::Result<Self> {
+        let chosen = d.topics.of(mine.len());
+        let fc = FleetConfig {
+            listen: d.listen,
+            callback_url: d.callback_url.as_ref().map(|u| u.to_string()),
+            per_topic: d.subscribers,
+            topics: mine[..chosen]
+                .iter()
+                .map(|t| (t.index, t.name.to_string()))
+                .collect(),
+            secret: d.secret.clone(),
+            lease_seconds: d.lease_seconds,
+            behaviour: d.behaviour.clone(),
+        };
+        let tracker = Arc::new(DeliveryTracker::new(TRACKER_SLOTS));
+        let fleet = Fleet::start(fc, workload.clone(), tracker)
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot listen for callbacks on --callback-listen {}",
+                    d.listen
+                )
+            })?;
+        tracing::info!(
+            subscribers = fleet.len(),
+            callbacks = %fleet.local_addr(),
+            "subscriber fleet listening"
+        );
+        Ok(DeliveryRun {
+            fleet,
+            settings: PhaseSettings {
+                hub_url: hub_url.clone(),
+                headers: cfg.target.hub_headers.clone(),
+                concurrency: cfg.register_concurrency as usize,
+                timeout: PHASE_TIMEOUT.max(cfg.client.timeout),
+            },
+            grace: d.grace,
+            unsubscribe: d.unsubscribe,
+        })
+    }
+
+    /// What the publishing workers tell.
+    pub(crate) fn tracker(&self) -> Arc<DeliveryTracker> {
+        self.fleet.tracker().clone()
+    }
+
+    /// Subscribe every subscriber and wait for the hub's verifications.
+    pub(crate) async fn subscribe(&self, cancel: &CancellationToken) -> SubscriptionPhase {
+        let p = self.fleet.subscribe(&self.settings, cancel).await;
+        if p.verified < p.requested {
+            tracing::warn!(
+                requested = p.requested,
+                verified = p.verified,
+                first = p.first_error.as_deref().unwrap_or(""),
+                "not every subscription was verified; unverified subscribers expect nothing"
+            );
+        }
+        p
+    }
+
+    /// Refuse a run none of whose subscriptions the hub verified.
+    pub(crate) fn check(p: &SubscriptionPhase, hub: &url::Url) -> anyhow::Result<()> {
+        if p.requested > 0 && p.verified == 0 {
+            let why = p
+                .first_error
+                .as_deref()
+                .unwrap_or("no verification arrived");
+            anyhow::bail!("cannot subscribe at the hub {hub}: {why}");
+        }
+        Ok(())
+    }
+
+    /// Start a delivery level (between load levels only).
+    pub(crate) fn open_level(&self, first_seq: u64) {
+        self.fleet.open_level(first_seq);
+    }
+
+    /// Right after the level's last publish returned: wait (on deliveries, up to the grace)
+    /// and report the level. `span` is the level's measured span.
+    pub(crate) async fn close_level(&self, span: Duration) -> LevelDelivery {
+        let backlog = self.fleet.backlog();
+        let waited = Instant::now();
+        let stats = self.fleet.close_level(self.grace).await;
+        LevelDelivery {
+            stats,
+            seconds: span.as_secs_f64() + waited.elapsed().as_secs_f64(),
+            backlog,
+        }
+    }
+
+    /// Unsubscribe at the end, unless `--no-unsubscribe`.
+    pub(crate) async fn finish(&self, cancel: &CancellationToken) -> Option<SubscriptionPhase> {
+        let out = match self.unsubscribe {
+            true => Some(self.fleet.unsubscribe(&self.settings, cancel).await),
+            false => None,
+        };
+        self.fleet.shutdown();
+        out
+    }
+}
+
+/// The fleet of a path, subscribed and recorded, when the run has subscribers and the path is
+/// WebSub (Service Bus has no subscribers of ours); `None` otherwise.
+pub(crate) async fn start_for(
+    sh: &super::shared::Shared<'_>,
+    kind: crate::config::TargetKind,
+    mine: &[Topic],
+    hub_url: &url::Url,
+    rec: &mut super::record::RunRecord,
+) -> anyhow::Result<Option<DeliveryRun>> {
+    let Some(d) = &sh.cfg.delivery else {
+        return Ok(None);
+    };
+    if kind != crate::config::TargetKind::Websub {
+        return Ok(None);
+    }
+    let run = DeliveryRun::start(sh.cfg, d, &sh.workload, mine, hub_url).await?;
+    let phase = run.subscribe(&sh.cancel).await;
+    // Recorded first, so a failed phase's counts and reason are in summary.json.
+    rec.set_subscription(&phase)?;
+    // A phase cut short by the signal is not the hub's failure: the run ends with 130.
+    if !sh.cancel.is_cancelled() {
+        DeliveryRun::check(&phase, hub_url)?;
+    }
+    Ok(Some(run))
+}
