@@ -26,7 +26,8 @@ IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # are siblings. Delete an entry once its cycle is fixed.
 KNOWN = {
     ("src", ("app", "app::subcommands")),
-    ("src", ("config", "config::auth", "config::client", "config::dialect", "config::judging",
+    ("src", ("config", "config::auth", "config::client", "config::delivery", "config::dialect",
+             "config::judging",
              "config::limits", "config::load", "config::output", "config::parse", "config::target",
              "config::tls", "config::workload")),
     ("src", ("report", "report::csv", "report::html", "report::html::first_failures",

@@ -4,40 +4,14 @@ use crate::result::Class;
 use crate::shard::artifact::TopicArtifact;
 use crate::stats::{Histogram, LevelStats, TopicStats};
 
-use super::model::{
-    EventSummary, LatencyUs, LevelReport, ReportHistograms, TimeoutSplit, TopicReport,
-};
+pub use super::latency::latency;
+use super::model::{EventSummary, LevelReport, ReportHistograms, TimeoutSplit, TopicReport};
 
 /// The interchange encoding of a histogram (see [`ReportHistograms`]).
 fn encode(h: &Histogram) -> String {
     // Serializing into memory fails only for a histogram too large for the V2 header; hubload's
     // (1 µs to at most u64::MAX, 3 digits) is never that.
     crate::shard::artifact::encode_histogram("latency", h).expect("hubload histograms serialize")
-}
-
-/// Percentiles from a histogram; min, max and mean from the exact counters when given.
-pub fn latency(h: &Histogram, exact: Option<(u64, u64, u64)>) -> LatencyUs {
-    if h.is_empty() {
-        return LatencyUs::default();
-    }
-    let (min, max, mean) = match exact {
-        Some((min, max, sum)) => (min, max, sum as f64 / h.len() as f64),
-        None => (h.min(), h.max(), h.mean()),
-    };
-    // Nearest-rank, like JMeter; hdrhistogram reports the bucket's highest equivalent value,
-    // clamped here to the exact max so a percentile never exceeds it.
-    let q = |p: f64| h.value_at_quantile(p).min(max);
-    LatencyUs {
-        mean,
-        min,
-        p50: q(0.50),
-        p90: q(0.90),
-        p95: q(0.95),
-        p99: q(0.99),
-        p999: q(0.999),
-        p9999: q(0.9999),
-        max,
-    }
 }
 
 /// One topic's row: counts, percentiles and the sparse histogram.

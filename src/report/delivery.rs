@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::build::latency;
-use super::LatencyUs;
+use super::latency::{latency, LatencyUs};
 use crate::stats::Histogram;
 use crate::subscriber::{DeliveryCounts, DeliveryLevelStats, SubscriptionPhase};
 
@@ -107,7 +106,8 @@ impl From<&LevelDelivery> for DeliveryReport {
 }
 
 fn encode(name: &'static str, h: &Histogram) -> String {
-    crate::shard::artifact::encode_histogram(name, h).expect("hubload histograms serialize")
+    crate::stats::to_base64(h)
+        .unwrap_or_else(|e| panic!("{name}: hubload histograms serialize: {e}"))
 }
 
 /// The `delivery` section of a level: `seconds` is the level's span plus the close wait;

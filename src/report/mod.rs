@@ -11,6 +11,7 @@ pub mod html;
 pub mod json;
 pub mod jtl;
 pub mod judging;
+pub mod latency;
 pub mod latency_csv;
 mod model;
 pub mod precision;

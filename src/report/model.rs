@@ -1,5 +1,6 @@
 //! The `Report`: the one serializable document every reporter reads (and `summary.json` is).
 
+pub use super::latency::LatencyUs;
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
@@ -285,22 +286,6 @@ pub struct ReportHistograms {
     /// absent from summaries written before them).
     #[serde(default, skip_serializing_if = "SecondHistograms::is_empty")]
     pub per_second: SecondHistograms,
-}
-
-/// Latency summary in µs, from the HdrHistogram (percentiles) and exact counters (min, max, mean).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct LatencyUs {
-    pub mean: f64,
-    pub min: u64,
-    pub p50: u64,
-    pub p90: u64,
-    pub p95: u64,
-    pub p99: u64,
-    pub p999: u64,
-    /// 99.99th percentile (absent from summaries written before it existed: 0).
-    #[serde(default)]
-    pub p9999: u64,
-    pub max: u64,
 }
 
 /// Client-side timeouts by the deadline they hit.

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 use anyhow::Context;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::{DeliveryConfig, RunConfig};
 use crate::report::delivery::LevelDelivery;
@@ -143,24 +143,26 @@ impl DeliveryRun {
 /// The fleet of a path, subscribed and recorded, when the run has subscribers and the path is
 /// WebSub (Service Bus has no subscribers of ours); `None` otherwise.
 pub(crate) async fn start_for(
-    sh: &super::shared::Shared<'_>,
+    cfg: &RunConfig,
+    workload: &Arc<Workload>,
+    cancel: &CancellationToken,
     kind: crate::config::TargetKind,
     mine: &[Topic],
     hub_url: &url::Url,
     rec: &mut super::record::RunRecord,
 ) -> anyhow::Result<Option<DeliveryRun>> {
-    let Some(d) = &sh.cfg.delivery else {
+    let Some(d) = &cfg.delivery else {
         return Ok(None);
     };
     if kind != crate::config::TargetKind::Websub {
         return Ok(None);
     }
-    let run = DeliveryRun::start(sh.cfg, d, &sh.workload, mine, hub_url).await?;
-    let phase = run.subscribe(&sh.cancel).await;
+    let run = DeliveryRun::start(cfg, d, workload, mine, hub_url).await?;
+    let phase = run.subscribe(cancel).await;
     // Recorded first, so a failed phase's counts and reason are in summary.json.
     rec.set_subscription(&phase)?;
     // A phase cut short by the signal is not the hub's failure: the run ends with 130.
-    if !sh.cancel.is_cancelled() {
+    if !cancel.is_cancelled() {
         DeliveryRun::check(&phase, hub_url)?;
     }
     Ok(Some(run))

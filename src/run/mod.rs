@@ -95,7 +95,16 @@ async fn run_path<P: TargetPath>(
                 check_phase(&prepared, P::PREPARE, &path.endpoint())?;
             }
         }
-        let fleet = delivery::start_for(&sh, P::KIND, &mine, path.url(), &mut rec).await?;
+        let fleet = delivery::start_for(
+            cfg,
+            &sh.workload,
+            &sh.cancel,
+            P::KIND,
+            &mine,
+            path.url(),
+            &mut rec,
+        )
+        .await?;
         let sh = Shared {
             delivery: fleet.as_ref(),
             ..sh.clone()
