@@ -114,7 +114,7 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Target")]
     pub dialect: Option<String>,
     /// Websub dialect: each topic's URL is this prefix followed by the topic name; how the
-    /// hub reaches hubload's topic server [default: http://<topic server address>/topics/].
+    /// hub reaches hubload's topic server (default: `http://<topic server address>/topics/`).
     #[arg(long, value_name = "URL", help_heading = "Target")]
     pub topic_url_prefix: Option<String>,
     /// Register topics before the load: auto (what the dialect needs: ballerina registers,
