@@ -11,6 +11,7 @@ pub mod report;
 pub mod result;
 pub mod run;
 pub mod secret;
+pub mod serve;
 pub mod shard;
 pub mod stats;
 pub mod subscriber;

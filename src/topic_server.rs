@@ -143,16 +143,7 @@ impl TopicServer {
             stats: Mutex::default(),
         });
         let app = Router::new().fallback(fetch).with_state(shared.clone());
-        let stop = CancellationToken::new();
-        let s = stop.clone();
-        tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(s.cancelled_owned())
-                .await;
-            if let Err(e) = served {
-                tracing::warn!(error = %e, "topic server stopped");
-            }
-        });
+        let stop = crate::serve::spawn(listener, app, "topic server");
         Ok(TopicServer {
             shared,
             local_addr,

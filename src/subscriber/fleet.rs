@@ -213,17 +213,8 @@ impl Fleet {
             intents: Notify::new(),
             callback_base,
         });
-        let stop = CancellationToken::new();
         let app = super::server::router(shared.clone());
-        let s = stop.clone();
-        tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(s.cancelled_owned())
-                .await;
-            if let Err(e) = served {
-                tracing::warn!(error = %e, "callback server stopped");
-            }
-        });
+        let stop = crate::serve::spawn(listener, app, "callback server");
         Ok(Fleet {
             shared,
             local_addr,
