@@ -32,10 +32,12 @@ def main(path):
             "count": h.get_total_count(),
             "max": h.get_max_value(),
         })
-        if tag in added:
-            added[tag].add(h)
-        else:
-            added[tag] = h
+        # Added into a histogram of hubload's layout (1 µs, 3 digits) wide enough for an hour:
+        # the library's add() does not resize, and a later interval may hold larger values
+        # than the first one's range.
+        if tag not in added:
+            added[tag] = HdrHistogram(1, 60 * 60 * 1000 * 1000, 3)
+        added[tag].add(h)
     for tag, h in added.items():
         out[tag].update({
             "count": h.get_total_count(),
