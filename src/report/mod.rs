@@ -1,11 +1,13 @@
 //! Reports: the `Report` model, the `Reporter` trait and one reporter per file.
 
+pub mod align;
 pub mod banner;
 pub mod build;
 pub mod compare;
 pub mod csv;
 pub mod delivery;
 pub mod delivery_csv;
+pub mod delivery_table;
 pub mod hlog;
 pub mod html;
 pub mod json;

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+pub use super::align::align;
 use super::csv::{aggregate_fields, class_columns, class_count, TRAILING_CLASSES};
 use super::precision::latency_cells;
 use super::{Report, Reporter};
@@ -100,44 +101,17 @@ pub fn render_table(report: &Report) -> String {
     out
 }
 
-/// Align a grid of cells: the first row is the header, underlined; the first column is
-/// left-aligned, the others right-aligned, two spaces apart.
-pub fn align(grid: &[Vec<String>]) -> String {
-    let Some(first) = grid.first() else {
-        return String::new();
-    };
-    let widths: Vec<usize> = (0..first.len())
-        .map(|i| {
-            grid.iter()
-                .map(|r| r.get(i).map_or(0, String::len))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for (n, row) in grid.iter().enumerate() {
-        for (i, cell) in row.iter().enumerate() {
-            if i == 0 {
-                let _ = write!(out, "{cell:<w$}", w = widths[i]);
-            } else {
-                let _ = write!(out, "  {cell:>w$}", w = widths[i]);
-            }
-        }
-        out.push('\n');
-        if n == 0 {
-            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
-            out.push('\n');
-        }
-    }
-    out
-}
-
 impl Reporter for TableReporter {
     fn file_name(&self) -> &'static str {
         "table.txt"
     }
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
-        Ok(render_table(report).into_bytes())
+        let mut t = render_table(report);
+        // With subscribers, the second block: what they received.
+        if let Some(d) = super::delivery_table::render_delivery_table(report) {
+            t.push_str(&d);
+        }
+        Ok(t.into_bytes())
     }
 }
 
