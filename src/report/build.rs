@@ -4,7 +4,7 @@ use crate::result::Class;
 use crate::shard::artifact::TopicArtifact;
 use crate::stats::{Histogram, LevelStats, TopicStats};
 
-pub use super::latency::latency;
+use super::latency::latency;
 use super::model::{EventSummary, LevelReport, ReportHistograms, TimeoutSplit, TopicReport};
 
 /// The interchange encoding of a histogram (see [`ReportHistograms`]).

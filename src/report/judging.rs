@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::table::align;
+use super::align::align;
 use super::LevelReport;
 use crate::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
 

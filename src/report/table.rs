@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-pub use super::align::align;
+use super::align::align;
 use super::csv::{aggregate_fields, class_columns, class_count, TRAILING_CLASSES};
 use super::precision::latency_cells;
 use super::{Report, Reporter};
