@@ -29,8 +29,6 @@ KNOWN = {
              "config::judging",
              "config::limits", "config::load", "config::output", "config::parse", "config::target",
              "config::tls", "config::workload")),
-    ("src", ("report", "report::csv", "report::html", "report::html::first_failures",
-             "report::html::topics")),
     ("src", ("stats::level", "stats::seconds", "stats::topic")),
     ("src", ("subscriber::fleet", "subscriber::server")),
     ("src", ("targets::http", "targets::http::conn", "targets::http::tls")),
