@@ -25,13 +25,6 @@ IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # shared types into a child of their own); stats::{level,topic} and subscriber::{fleet,server}
 # are siblings. Delete an entry once its cycle is fixed.
 KNOWN = {
-    ("src", ("app", "app::subcommands")),
-    ("src", ("config", "config::auth", "config::client", "config::delivery", "config::dialect",
-             "config::judging",
-             "config::limits", "config::load", "config::output", "config::parse", "config::target",
-             "config::tls", "config::workload")),
-    ("src", ("report", "report::csv", "report::html", "report::html::first_failures",
-             "report::html::topics")),
     ("src", ("stats::level", "stats::seconds", "stats::topic")),
     ("src", ("subscriber::fleet", "subscriber::server")),
     ("src", ("targets::http", "targets::http::conn", "targets::http::tls")),

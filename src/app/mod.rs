@@ -1,8 +1,5 @@
-//! The program around the library: parse (profile + flags), dispatch, print, map to exit codes.
-//!
-//! Exit codes: 0 ran and met its thresholds; 1 a threshold (or `--fail-if`) failed;
-//! 2 bad usage, bad configuration or a runtime error before/while loading; 3 a shard missed its
-//! start window; 4 `merge` is missing shards; 130 interrupted (reports written, marked partial).
+//! The program around the library: parse (profile + flags), dispatch, print, map to exit codes
+//! (the codes themselves are in `exit.rs`).
 
 use std::process::ExitCode;
 
@@ -13,22 +10,15 @@ use crate::config;
 use crate::run::signals;
 
 mod args;
+mod exit;
 mod hub_log;
 mod limits;
 mod subcommands;
 
 pub use args::{parse_args, ArgsError};
-
-/// Exit code: thresholds failed.
-pub const EXIT_THRESHOLDS: u8 = 1;
-/// Exit code: usage, configuration or runtime error.
-pub const EXIT_ERROR: u8 = 2;
-/// Exit code: a shard missed its start window.
-pub const EXIT_MISSED_START: u8 = 3;
-/// Exit code: `merge` is missing shards.
-pub const EXIT_MISSING_SHARDS: u8 = 4;
-/// Exit code: interrupted by a signal.
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub use exit::{
+    EXIT_ERROR, EXIT_INTERRUPTED, EXIT_MISSED_START, EXIT_MISSING_SHARDS, EXIT_THRESHOLDS,
+};
 
 /// Print one error line and return exit code 2.
 fn fail(msg: impl std::fmt::Display) -> ExitCode {

@@ -14,7 +14,7 @@ use crate::report::writer::{write_atomic, ReportWriter};
 use crate::report::Report;
 use crate::run::RunRecord;
 
-use super::{EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
+use super::exit::{EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
 
 /// What a finished run prints: the table, the what-if table, the capacity result, verdicts.
 pub fn summary_text(r: &Report) -> String {

@@ -8,7 +8,7 @@
 use base64::Engine as _;
 use percent_encoding::percent_decode_str;
 
-use super::ConfigError;
+use super::error::ConfigError;
 use crate::cli::RunArgs;
 use crate::secret::Secret;
 use crate::targets::request::{ExtraHeader, ExtraHeaders};

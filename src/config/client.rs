@@ -2,9 +2,31 @@
 
 use std::time::Duration;
 
-use super::parse::{count32, duration, positive_duration};
-use super::{opt, ClientConfig, ConfigError};
+use serde::Serialize;
+
+use super::error::ConfigError;
+use super::parse::{count32, duration, opt, positive_duration};
 use crate::cli::RunArgs;
+
+/// The client model: timeouts, pool and retries.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientConfig {
+    /// Bound of the whole attempt (pool wait + connect + request + response).
+    #[serde(with = "super::serialize::humantime_serde_str")]
+    pub timeout: Duration,
+    /// Bound of the connect.
+    #[serde(with = "super::serialize::humantime_serde_str")]
+    pub connect_timeout: Duration,
+    /// Most connections to one host; `None` means the level's concurrency.
+    pub pool_per_host: Option<u32>,
+    /// Bound of the wait for a pooled connection.
+    #[serde(with = "super::serialize::humantime_serde_str")]
+    pub pool_timeout: Duration,
+    /// Immediate retries on a retryable failure.
+    pub retries: u32,
+    /// The preset the values started from.
+    pub preset: String,
+}
 
 /// Most `--retries`.
 const MAX_RETRIES: u32 = 10;

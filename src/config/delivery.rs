@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{opt, parse, ConfigError, Secret};
+use super::error::ConfigError;
+use super::parse::{self, opt};
 use crate::cli::RunArgs;
+use crate::secret::Secret;
 use crate::subscriber::Behaviour;
 
 /// Which topics get subscribers.

@@ -1,10 +1,28 @@
 //! The WebSub dialect flags (`--dialect`, `--topic-url-prefix`, `--register`,
 //! `--topic-server-listen`) → `WebSubConfig`.
 
-use super::parse::value;
-use super::{opt, ConfigError, Dialect, WebSubConfig};
-use crate::cli::RunArgs;
 use std::net::SocketAddr;
+
+use serde::Serialize;
+
+use super::error::ConfigError;
+use super::parse::{opt, value};
+use crate::cli::RunArgs;
+use crate::targets::request::Dialect;
+
+/// The WebSub target's dialect settings (`dialect.rs`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WebSubConfig {
+    /// The hub's publisher convention.
+    pub dialect: Dialect,
+    /// Websub dialect: topic URL = this prefix + the topic name.
+    #[serde(serialize_with = "super::serialize::redacted_url")]
+    pub topic_url_prefix: Option<url::Url>,
+    /// Whether topics are registered before the load (`--register`, resolved for the dialect).
+    pub register: bool,
+    /// Where the topic server listens (websub dialect); wired by the topic server.
+    pub topic_server_listen: Option<std::net::SocketAddr>,
+}
 
 fn dialect(a: &RunArgs) -> Result<Dialect, ConfigError> {
     match opt(&a.dialect).map(str::trim) {

@@ -1,13 +1,27 @@
 //! The judging flags (thresholds, the capacity finder and its SLO, what-if timeouts) → what
-//! the run is judged by.
+//! the run is judged by (`CapacityConfig` for the finder).
 
 use std::time::Duration;
 
-use super::parse::{list, positive_duration, rate};
-use super::{opt, CapacityConfig, ConfigError};
+use serde::Serialize;
+
+use super::error::ConfigError;
+use super::parse::{list, opt, positive_duration, rate};
 use crate::cli::RunArgs;
 use crate::gate::{Flag, Gate, Threshold};
 use crate::shard::ShardSpec;
+
+/// The capacity finder's settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct CapacityConfig {
+    /// The SLO: every bound must hold for a level to pass.
+    pub slo: Vec<Threshold>,
+    /// Upper bound of the search.
+    pub max: f64,
+    /// Longest total time of the search.
+    #[serde(with = "super::serialize::humantime_serde_str")]
+    pub budget: Duration,
+}
 
 /// What a run is judged by.
 #[derive(Debug, Clone)]

@@ -4,9 +4,10 @@
 
 use serde::Serialize;
 
-use super::RunConfig;
+use super::parse::opt;
+use super::target::TargetConfig;
 use crate::cli::RunArgs;
-use crate::engine::Load;
+use crate::engine::{LevelSpec, Load};
 use crate::kind::TargetKind;
 
 /// Descriptors kept for everything but the load's connections: report files, the JTL, the
@@ -54,17 +55,19 @@ fn open_files_limit() -> Option<u64> {
 }
 
 /// Lower the default `--max-inflight` of every open-model level to what the descriptors allow
-/// (not when `--max-inflight` is given); the budget is kept in `cfg.descriptors`.
-pub fn apply(cfg: &mut RunConfig, a: &RunArgs) {
-    let Some(open_files) = open_files_limit() else {
-        return;
-    };
-    let embedded_hub =
-        cfg.target.hub_url.is_none() && cfg.target.kinds.contains(&TargetKind::Websub);
+/// (not when `--max-inflight` is given); returns the budget (`None`: no limit known), which
+/// the run keeps in `RunConfig::descriptors`.
+pub fn apply(
+    levels: &mut [LevelSpec],
+    target: &TargetConfig,
+    a: &RunArgs,
+) -> Option<DescriptorBudget> {
+    let open_files = open_files_limit()?;
+    let embedded_hub = target.hub_url.is_none() && target.kinds.contains(&TargetKind::Websub);
     let per_connection = if embedded_hub { 3 } else { 1 };
     let mut budget = DescriptorBudget::new(open_files, per_connection);
-    if super::opt(&a.max_inflight).is_none() {
-        for level in &mut cfg.levels {
+    if opt(&a.max_inflight).is_none() {
+        for level in levels.iter_mut() {
             if let Load::Open { max_inflight, .. } = &mut level.load {
                 let capped = budget.cap(*max_inflight);
                 budget.lowered |= capped < *max_inflight;
@@ -72,7 +75,7 @@ pub fn apply(cfg: &mut RunConfig, a: &RunArgs) {
             }
         }
     }
-    cfg.descriptors = Some(budget);
+    Some(budget)
 }
 
 #[cfg(test)]

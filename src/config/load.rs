@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::parse::{count, count32, duration, list, positive_duration, rate, value};
-use super::{opt, ConfigError};
+use super::error::ConfigError;
+use super::parse::{count, count32, duration, list, opt, positive_duration, rate, value};
 use crate::cli::RunArgs;
 use crate::engine::{Arrivals, LevelSpec, Load, PlanStep, Stop};
 use crate::kind::Model;

@@ -1,219 +1,42 @@
-//! Profile + flags → one validated `RunConfig`. Every cross-field check lives here; nothing
-//! downstream sees clap or re-validates.
+//! Profile + flags → one validated `RunConfig` (`model.rs`): `resolve` calls one function per
+//! concern, and each concern's types, rules and tests live in its own file. Every cross-field
+//! check lives in config; nothing downstream sees clap or re-validates.
 
 mod auth;
 mod client;
 mod delivery;
 mod dialect;
+mod error;
 mod judging;
 pub mod limits;
 mod load;
+mod model;
 mod output;
 mod parse;
 pub mod profile;
+mod serialize;
 mod target;
 #[cfg(test)]
 mod testutil;
 pub mod tls;
 mod workload;
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use serde::Serialize;
-
-pub use client::threads;
+pub use client::{threads, ClientConfig};
 pub use delivery::{DeliveryConfig, SubscribeTopics};
+pub use dialect::WebSubConfig;
+pub use error::ConfigError;
+pub use judging::CapacityConfig;
+pub use model::RunConfig;
+pub use output::OutputConfig;
+pub use target::TargetConfig;
 
 pub use crate::kind::{Model, SbTopics, TargetKind};
 pub use crate::secret::Secret;
 pub use crate::targets::request::{Dialect, ExtraHeaders};
 
+use self::parse::opt;
 use crate::cli::RunArgs;
-use crate::engine::{Arrivals, LevelSpec};
-use crate::gate::Threshold;
 use crate::shard::ShardSpec;
-use crate::workload::WorkloadConfig;
-
-/// A configuration problem: one line naming the field. Exit code 2.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// A flag or profile value is wrong.
-    #[error("invalid --{field} `{value}`: {message}")]
-    Invalid {
-        field: String,
-        value: String,
-        message: String,
-    },
-    /// A combination of settings is wrong.
-    #[error("{0}")]
-    Conflict(String),
-    /// A `--threshold` or `--slo` rule does not parse (the error names the flag).
-    #[error("invalid {0}")]
-    Gate(crate::gate::GateError),
-    /// A secret-bearing flag is wrong; the message never repeats its value.
-    #[error("invalid --{field}: {message}")]
-    Secret { field: String, message: String },
-    /// A profile could not be used.
-    #[error("profile {path}: {message}")]
-    Profile { path: String, message: String },
-}
-
-impl ConfigError {
-    fn invalid(field: &str, value: &str, message: impl std::fmt::Display) -> Self {
-        ConfigError::Invalid {
-            field: field.to_string(),
-            value: value.trim().to_string(),
-            message: message.to_string(),
-        }
-    }
-}
-
-/// The client model: timeouts, pool and retries.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClientConfig {
-    /// Bound of the whole attempt (pool wait + connect + request + response).
-    #[serde(with = "humantime_serde_str")]
-    pub timeout: Duration,
-    /// Bound of the connect.
-    #[serde(with = "humantime_serde_str")]
-    pub connect_timeout: Duration,
-    /// Most connections to one host; `None` means the level's concurrency.
-    pub pool_per_host: Option<u32>,
-    /// Bound of the wait for a pooled connection.
-    #[serde(with = "humantime_serde_str")]
-    pub pool_timeout: Duration,
-    /// Immediate retries on a retryable failure.
-    pub retries: u32,
-    /// The preset the values started from.
-    pub preset: String,
-}
-
-/// Where the load goes.
-#[derive(Debug, Clone, Serialize)]
-pub struct TargetConfig {
-    /// In run order; two entries give a side-by-side run.
-    pub kinds: Vec<TargetKind>,
-    /// The hub URL; `None` starts the embedded hub. Its user-info has been moved into
-    /// `hub_headers` (Basic), so it carries no password; redacted again in case.
-    #[serde(serialize_with = "redacted_url")]
-    pub hub_url: Option<url::Url>,
-    /// Credentials and `--header`s of every hub request (`auth.rs`); reports show names only.
-    pub hub_headers: ExtraHeaders,
-    /// Service Bus connection string; `None` starts the emulator.
-    pub sb_connection_string: Option<Secret>,
-    /// Service Bus topic mapping.
-    pub sb_topics: SbTopics,
-    /// AMQP connections.
-    pub sb_connections: u32,
-}
-
-/// The WebSub target's dialect settings (`dialect.rs`).
-#[derive(Debug, Clone, Serialize)]
-pub struct WebSubConfig {
-    /// The hub's publisher convention.
-    pub dialect: Dialect,
-    /// Websub dialect: topic URL = this prefix + the topic name.
-    #[serde(serialize_with = "redacted_url")]
-    pub topic_url_prefix: Option<url::Url>,
-    /// Whether topics are registered before the load (`--register`, resolved for the dialect).
-    pub register: bool,
-    /// Where the topic server listens (websub dialect); wired by the topic server.
-    pub topic_server_listen: Option<std::net::SocketAddr>,
-}
-
-/// The capacity finder's settings.
-#[derive(Debug, Clone, Serialize)]
-pub struct CapacityConfig {
-    /// The SLO: every bound must hold for a level to pass.
-    pub slo: Vec<Threshold>,
-    /// Upper bound of the search.
-    pub max: f64,
-    /// Longest total time of the search.
-    #[serde(with = "humantime_serde_str")]
-    pub budget: Duration,
-}
-
-/// Report settings.
-#[derive(Debug, Clone, Serialize)]
-pub struct OutputConfig {
-    /// Report directory.
-    pub out_dir: PathBuf,
-    /// Streamed per-attempt JTL.
-    pub jtl: Option<PathBuf>,
-    /// No progress or table on stdout.
-    pub quiet: bool,
-}
-
-/// Everything a run needs, validated.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunConfig {
-    #[serde(skip)]
-    pub workload: WorkloadConfig,
-    /// Closed (concurrency levels) or open (rate levels).
-    pub model: Model,
-    #[serde(skip)]
-    pub levels: Vec<LevelSpec>,
-    /// Open model inter-arrival law.
-    #[serde(skip)]
-    pub arrivals: Arrivals,
-    pub client: ClientConfig,
-    /// How https hubs are verified.
-    pub tls: tls::TlsConfig,
-    pub target: TargetConfig,
-    /// Dialect, topic URLs and whether to register.
-    pub websub: WebSubConfig,
-    /// Concurrency of the registration phase.
-    pub register_concurrency: u32,
-    /// Deregister at the end.
-    pub deregister: bool,
-    pub output: OutputConfig,
-    #[serde(skip)]
-    pub thresholds: Vec<Threshold>,
-    #[serde(skip)]
-    pub capacity: Option<CapacityConfig>,
-    /// Timeouts for the what-if table.
-    #[serde(skip)]
-    pub what_if: Vec<Duration>,
-    /// `--threads`; `None` means one per CPU.
-    #[serde(skip)]
-    pub threads: Option<usize>,
-    /// This process's part of a sharded run; `None` when not sharded.
-    #[serde(skip)]
-    pub shard: Option<ShardSpec>,
-    /// End-to-end delivery measurement (`--subscribers` ≥ 1); `None` when off.
-    pub delivery: Option<DeliveryConfig>,
-    /// The settings as given (profile + flags), for reports; secrets redacted.
-    #[serde(skip)]
-    pub shown: serde_json::Value,
-    /// The open-files budget the open model's default in-flight bound was sized from.
-    #[serde(skip)]
-    pub descriptors: Option<limits::DescriptorBudget>,
-}
-
-mod humantime_serde_str {
-    use std::time::Duration;
-    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_duration(*d).to_string())
-    }
-}
-
-fn redacted_url<S: serde::Serializer>(u: &Option<url::Url>, s: S) -> Result<S::Ok, S::Error> {
-    match u {
-        None => s.serialize_none(),
-        Some(u) => {
-            let mut u = u.clone();
-            if u.password().is_some() {
-                let _ = u.set_password(Some("redacted"));
-            }
-            s.serialize_str(u.as_str())
-        }
-    }
-}
-
-fn opt(v: &Option<String>) -> Option<&str> {
-    v.as_deref()
-}
 
 /// Resolve flags (already merged with the profile by the parser) into a `RunConfig`, for this
 /// process's shard as the environment gives it (`shard::ShardSpec::from_env`).
@@ -256,7 +79,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         shown: serde_json::Value::Null,
         descriptors: None,
     };
-    limits::apply(&mut cfg, a);
+    cfg.descriptors = limits::apply(&mut cfg.levels, &cfg.target, a);
     cfg.shown = shown(a, &cfg);
     Ok(cfg)
 }

@@ -2,8 +2,20 @@
 
 use std::path::PathBuf;
 
-use super::OutputConfig;
+use serde::Serialize;
+
 use crate::cli::RunArgs;
+
+/// Report settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputConfig {
+    /// Report directory.
+    pub out_dir: PathBuf,
+    /// Streamed per-attempt JTL.
+    pub jtl: Option<PathBuf>,
+    /// No progress or table on stdout.
+    pub quiet: bool,
+}
 
 /// `reports/<UTC timestamp>` unless `--out` names a directory.
 pub(super) fn resolve(a: &RunArgs) -> OutputConfig {

@@ -1,9 +1,15 @@
-//! Value parsers shared by flags and profiles; every error names the field and the bad value.
+//! Value parsers shared by flags and profiles (and `opt`, an optional flag's text); every
+//! error names the field and the bad value.
 
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::ConfigError;
+use super::error::ConfigError;
+
+/// An optional flag's text.
+pub fn opt(v: &Option<String>) -> Option<&str> {
+    v.as_deref()
+}
 
 /// Parse `raw` for `field` with `FromStr`, wrapping the error.
 pub fn value<T: FromStr>(field: &str, raw: &str) -> Result<T, ConfigError>

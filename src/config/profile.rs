@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{run_flags, FlagKind};
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// Where a profile named on the command line lives: a path as given, else `profiles/NAME.toml`
 /// under the working directory or `/etc/hubload/profiles` (the container's copy).

@@ -1,11 +1,34 @@
 //! The target flags (kinds, hub URL, Service Bus settings) and the topic phases →
 //! `TargetConfig`.
 
-use super::parse::{count32, list};
-use super::{opt, ConfigError, SbTopics, Secret, TargetConfig};
+use serde::Serialize;
+
+use super::error::ConfigError;
+use super::parse::{count32, list, opt};
 use crate::cli::RunArgs;
-use crate::kind::TargetKind;
+use crate::kind::{SbTopics, TargetKind};
+use crate::secret::Secret;
 use crate::shard::ShardSpec;
+use crate::targets::request::ExtraHeaders;
+
+/// Where the load goes.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetConfig {
+    /// In run order; two entries give a side-by-side run.
+    pub kinds: Vec<TargetKind>,
+    /// The hub URL; `None` starts the embedded hub. Its user-info has been moved into
+    /// `hub_headers` (Basic), so it carries no password; redacted again in case.
+    #[serde(serialize_with = "super::serialize::redacted_url")]
+    pub hub_url: Option<url::Url>,
+    /// Credentials and `--header`s of every hub request (`auth.rs`); reports show names only.
+    pub hub_headers: ExtraHeaders,
+    /// Service Bus connection string; `None` starts the emulator.
+    pub sb_connection_string: Option<Secret>,
+    /// Service Bus topic mapping.
+    pub sb_topics: SbTopics,
+    /// AMQP connections.
+    pub sb_connections: u32,
+}
 
 fn kinds(a: &RunArgs) -> Result<Vec<TargetKind>, ConfigError> {
     let Some(s) = opt(&a.target) else {

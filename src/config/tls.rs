@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::error::ConfigError;
 use super::parse::positive_duration;
-use super::ConfigError;
 use crate::cli::RunArgs;
 use crate::targets::http::Tls;
 
@@ -22,7 +22,7 @@ pub struct TlsConfig {
     /// Certificates are not verified at all.
     pub insecure: bool,
     /// Bound of the TLS handshake after the TCP connect.
-    #[serde(with = "super::humantime_serde_str")]
+    #[serde(with = "super::serialize::humantime_serde_str")]
     pub tls_timeout: Duration,
 }
 

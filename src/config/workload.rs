@@ -1,8 +1,8 @@
 //! The workload flags (tenants, SPs, users, channels, topics, payload, seed, distribution) →
 //! `WorkloadConfig`.
 
-use super::parse::{count, count32, list, value};
-use super::{opt, ConfigError};
+use super::error::ConfigError;
+use super::parse::{count, count32, list, opt, value};
 use crate::cli::RunArgs;
 use crate::workload::{Distribution, TopicLayout, WorkloadConfig};
 

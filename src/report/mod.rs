@@ -1,4 +1,5 @@
-//! Reports: the `Report` model, the `Reporter` trait and one reporter per file.
+//! Reports: the `Report` model (`model.rs`), the `Reporter` trait (`reporter.rs`) and one
+//! reporter per file. This file only declares and re-exports.
 
 pub mod align;
 pub mod banner;
@@ -17,6 +18,7 @@ pub mod latency;
 pub mod latency_csv;
 mod model;
 pub mod precision;
+mod reporter;
 pub mod side_by_side;
 pub mod table;
 pub mod topics_csv;
@@ -28,11 +30,4 @@ pub use model::{
     AddressAttempts, EmulatorTotals, EventSummary, Handshakes, HubHost, LatencyUs, LevelReport,
     PhaseReport, RateCheck, Report, ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
 };
-
-/// One output format. Renders bytes from the report; the manager does the IO.
-pub trait Reporter {
-    /// The file name this reporter writes under the output directory (e.g. "aggregate.csv").
-    fn file_name(&self) -> &'static str;
-    /// Render the whole report.
-    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>>;
-}
+pub use reporter::Reporter;

@@ -5,8 +5,8 @@ use std::fmt::Write;
 use super::format::{plain_delta, plain_pct, plain_value};
 use super::gate::{FailIf, Violation};
 use super::model::{Comparison, Delta, LevelComparison, Metric, Metrics};
+use crate::report::html::markup::{document, kv_table};
 use crate::report::html::svg::{escape, spans_decades, LineChart, Series, XAxis};
-use crate::report::html::{document, kv_table};
 
 /// Relative changes at least this large (in %) are coloured.
 const NOTABLE_PCT: f64 = 5.0;

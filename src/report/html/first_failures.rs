@@ -1,7 +1,7 @@
 //! The HTML report's "First failures" section: per level, the first failure of each class as
 //! the hub answered it.
 
-use super::{table, Cell};
+use super::markup::{table, Cell};
 use crate::report::Report;
 
 /// The section, or nothing when no level recorded a failure.

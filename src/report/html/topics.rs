@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
+use super::markup::{fmt_error_pct, table, Cell};
 use super::svg::escape;
-use super::{fmt_error_pct, table, Cell};
 use crate::report::precision::ms3;
 use crate::report::{LevelReport, Report, TopicReport};
 

@@ -1,0 +1,66 @@
+//! `RunConfig`: everything a run needs, validated; each concern's part is defined in the file
+//! that resolves it.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::client::ClientConfig;
+use super::delivery::DeliveryConfig;
+use super::dialect::WebSubConfig;
+use super::judging::CapacityConfig;
+use super::limits::DescriptorBudget;
+use super::output::OutputConfig;
+use super::target::TargetConfig;
+use super::tls::TlsConfig;
+use crate::engine::{Arrivals, LevelSpec};
+use crate::gate::Threshold;
+use crate::kind::Model;
+use crate::shard::ShardSpec;
+use crate::workload::WorkloadConfig;
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunConfig {
+    #[serde(skip)]
+    pub workload: WorkloadConfig,
+    /// Closed (concurrency levels) or open (rate levels).
+    pub model: Model,
+    #[serde(skip)]
+    pub levels: Vec<LevelSpec>,
+    /// Open model inter-arrival law.
+    #[serde(skip)]
+    pub arrivals: Arrivals,
+    pub client: ClientConfig,
+    /// How https hubs are verified.
+    pub tls: TlsConfig,
+    pub target: TargetConfig,
+    /// Dialect, topic URLs and whether to register.
+    pub websub: WebSubConfig,
+    /// Concurrency of the registration phase.
+    pub register_concurrency: u32,
+    /// Deregister at the end.
+    pub deregister: bool,
+    pub output: OutputConfig,
+    #[serde(skip)]
+    pub thresholds: Vec<Threshold>,
+    #[serde(skip)]
+    pub capacity: Option<CapacityConfig>,
+    /// Timeouts for the what-if table.
+    #[serde(skip)]
+    pub what_if: Vec<Duration>,
+    /// `--threads`; `None` means one per CPU.
+    #[serde(skip)]
+    pub threads: Option<usize>,
+    /// This process's part of a sharded run; `None` when not sharded.
+    #[serde(skip)]
+    pub shard: Option<ShardSpec>,
+    /// End-to-end delivery measurement (`--subscribers` ≥ 1); `None` when off.
+    pub delivery: Option<DeliveryConfig>,
+    /// The settings as given (profile + flags), for reports; secrets redacted.
+    #[serde(skip)]
+    pub shown: serde_json::Value,
+    /// The open-files budget the open model's default in-flight bound was sized from.
+    #[serde(skip)]
+    pub descriptors: Option<DescriptorBudget>,
+}
