@@ -111,9 +111,10 @@ impl DeliveryRun {
         Ok(())
     }
 
-    /// Start a delivery level (between load levels only).
-    pub(crate) fn open_level(&self, first_seq: u64) {
-        self.fleet.open_level(first_seq);
+    /// Start a delivery level (between load levels only), right before the load level starts:
+    /// its per-second series count from now + `warmup`, the level's measured start.
+    pub(crate) fn open_level(&self, first_seq: u64, warmup: Duration) {
+        self.fleet.open_level_at(first_seq, Instant::now() + warmup);
     }
 
     /// Right after the level's last publish returned: wait (on deliveries, up to the grace)

@@ -110,7 +110,7 @@ async fn run_spec<T: Target>(
         sh.live.clone(),
     );
     if let Some(d) = sh.delivery {
-        d.open_level(seq_base(spec, i));
+        d.open_level(seq_base(spec, i), spec.warmup);
     }
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
     run.first_failures = target.first_failures();

@@ -253,13 +253,26 @@ impl Fleet {
         self.stop.cancel();
     }
 
-    /// Start a level whose sequence numbers are `first_seq` and above. Between levels only.
+    /// Start a level whose sequence numbers are `first_seq` and above, its seconds counted
+    /// from now. Between levels only.
     pub fn open_level(&self, first_seq: u64) {
-        self.shared.tracker.open_level(first_seq);
-        self.shared.base.store(first_seq, Relaxed);
-        for s in &self.shared.subs {
-            s.state().reset(first_seq);
+        self.open_level_at(first_seq, Instant::now());
+    }
+
+    /// Start a level whose measured start (second 0 of its per-second series) is `origin`.
+    pub fn open_level_at(&self, first_seq: u64, origin: Instant) {
+        let sh = &self.shared;
+        sh.tracker.open_level(first_seq);
+        sh.base.store(first_seq, Relaxed);
+        let origin = origin.into_std();
+        let mut fanout = vec![0u32; sh.first_sub.len()];
+        for s in &sh.subs {
+            let mut st = s.state();
+            fanout[s.topic] += u32::from(s.listening(&st));
+            st.reset(first_seq);
+            st.origin_ns = sh.tracker.ns(origin);
         }
+        sh.tracker.count_owed(origin, &fanout);
     }
 
     /// End the level: wait until every listening subscriber has every accepted event of its
@@ -369,10 +382,12 @@ impl Fleet {
             let _ = out.e2e_from_accepted.add(&st.e2e_from_accepted);
             st.e2e_from_start.reset();
             st.e2e_from_accepted.reset();
+            out.seconds += &std::mem::take(&mut st.seconds);
             // Until the next level opens, every event of this one is late.
             st.reset(u64::MAX);
         }
         sh.base.store(u64::MAX, Relaxed);
+        out.seconds.expected = sh.tracker.owed_per_second();
         out
     }
 }
