@@ -117,7 +117,7 @@ async fn run_spec<T: Target>(
     run.topic_server = target.topic_fetches();
     bar.finish();
     let delivery = match sh.delivery {
-        Some(d) => Some(d.close_level(run.elapsed).await),
+        Some(d) => Some(d.close_level(run.elapsed, &sh.cancel).await),
         None => None,
     };
     if let Some(jtl) = &sh.jtl {

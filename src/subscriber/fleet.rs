@@ -2,8 +2,8 @@
 //!
 //! One HTTP server (`server.rs`) serves every callback; each subscriber is its own path,
 //! `/cb/<topic index>/<subscriber index>`. The publisher side feeds the shared
-//! [`DeliveryTracker`]; `close_level` waits for the expected deliveries (on a signal, up to
-//! the grace) and turns every subscriber's state into one [`DeliveryLevelStats`].
+//! [`DeliveryTracker`]; `close_level` waits for the expected deliveries (up to the grace, or
+//! until the run is stopped) and turns every subscriber's state into one [`DeliveryLevelStats`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
@@ -280,6 +280,17 @@ impl Fleet {
     /// count what is missing as lost and hand back the level's stats. The next level starts
     /// with [`Fleet::open_level`].
     pub async fn close_level(&self, grace: Duration) -> DeliveryLevelStats {
+        self.close_level_or_stop(grace, &CancellationToken::new())
+            .await
+    }
+
+    /// [`Fleet::close_level`], but once `stop` fires (at once if it already has) the wait
+    /// ends: what has not arrived by then is counted `not_yet_delivered`, not lost.
+    pub async fn close_level_or_stop(
+        &self,
+        grace: Duration,
+        stop: &CancellationToken,
+    ) -> DeliveryLevelStats {
         let sh = &self.shared;
         let deadline = Instant::now() + grace;
         sh.closing.store(true, Relaxed);
@@ -294,16 +305,19 @@ impl Fleet {
                 break;
             }
             let tick = (Instant::now() + Duration::from_millis(50)).min(deadline);
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || stop.is_cancelled() {
                 break;
             }
             tokio::select! {
                 _ = sh.delivered.notified() => {}
                 _ = tokio::time::sleep_until(tick) => {}
+                _ = stop.cancelled() => {}
             }
         }
         sh.closing.store(false, Relaxed);
-        self.take_stats(&expected)
+        // Stopped with the grace not yet over: the hub was not given its grace.
+        let cut_short = stop.is_cancelled() && Instant::now() < deadline;
+        self.take_stats(&expected, cut_short)
     }
 
     /// Per subscriber: accepted events of its topic in the level.
@@ -360,7 +374,7 @@ impl Fleet {
         n
     }
 
-    fn take_stats(&self, expected: &[u64]) -> DeliveryLevelStats {
+    fn take_stats(&self, expected: &[u64], cut_short: bool) -> DeliveryLevelStats {
         let sh = &self.shared;
         let mut lost = vec![0u64; sh.subs.len()];
         self.each_expected(|i, acked| lost[i] += u64::from(!acked));
@@ -373,7 +387,10 @@ impl Fleet {
             } else {
                 0
             };
-            c.lost = lost[i];
+            match cut_short {
+                true => c.not_yet_delivered = lost[i],
+                false => c.lost = lost[i],
+            }
             out.counts += &c;
             out.per_subscriber.insert(s.key(), c);
             out.gone_subscribers += u64::from(st.gone);

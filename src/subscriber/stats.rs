@@ -23,6 +23,10 @@ pub struct DeliveryCounts {
     /// Expected events not delivered within the grace, for subscribers still listening
     /// (verified, and not gone: one that answered 410 expects nothing more).
     pub lost: u64,
+    /// Expected events not yet delivered when the run was stopped (a signal) before the grace
+    /// had passed: not counted lost, since the hub was not given its grace.
+    #[serde(default)]
+    pub not_yet_delivered: u64,
     /// An event received again after it had been acknowledged.
     pub duplicates: u64,
     /// An event received again after the subscriber had answered it with an error: the hub retrying.
@@ -54,6 +58,7 @@ impl AddAssign<&DeliveryCounts> for DeliveryCounts {
         self.expected += o.expected;
         self.delivered += o.delivered;
         self.lost += o.lost;
+        self.not_yet_delivered += o.not_yet_delivered;
         self.duplicates += o.duplicates;
         self.redeliveries += o.redeliveries;
         self.out_of_order += o.out_of_order;
