@@ -1,10 +1,11 @@
-//! The built binary with subscribers against the reference hub: a signal ends the wait for
-//! deliveries at once (reports written, what had not arrived counted not yet delivered rather
-//! than lost).
+//! The built binary with subscribers against the reference hub: delivery gates written as the
+//! issue writes them decide the exit code, and a signal ends the wait for deliveries at once
+//! (reports written, what had not arrived counted not yet delivered rather than lost).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hubload::report::Report;
 use hubload_hub::{HubConfig, StatsSnapshot};
 
 use crate::util::{read_summary, Scenario, SERIAL};
@@ -60,6 +61,62 @@ async fn hub_until(sc: &Scenario, done: impl Fn(&StatsSnapshot) -> bool) -> Stat
         assert!(Instant::now() < deadline, "the hub never got there: {s:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+fn sum(r: &Report, f: impl Fn(&hubload::subscriber::DeliveryCounts) -> u64) -> u64 {
+    r.levels
+        .iter()
+        .map(|l| f(&l.delivery.as_ref().expect("a delivery section").counts))
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivery_gates_as_the_issue_writes_them_decide_the_exit_code() {
+    let _turn = SERIAL.lock().await;
+    let sc = dropping_hub().await;
+    let child = spawn(
+        &sc,
+        &[
+            "--concurrency",
+            "2,4",
+            "--requests",
+            "60",
+            "--delivery-grace",
+            "2s",
+            "--threshold",
+            "e2e_p99<2s",
+            "--threshold",
+            "lost=0",
+            "--threshold",
+            "duplicates<0.1%",
+        ],
+    );
+    let (code, err, _) = exit_of(child).await;
+    let hub = hub_until(&sc, |s| s.distribution.pending == 0).await;
+    let r = read_summary(sc.dir.path());
+    let d = &hub.distribution;
+    assert!(d.dropped > 0, "the queue of one overflowed: {d:?}");
+    assert_eq!(sum(&r, |c| c.lost), d.dropped, "{d:?}");
+    assert_eq!(sum(&r, |c| c.not_yet_delivered), 0, "the grace ran out");
+    // Each verdict as the summary's own numbers say it must be: 3 rules × (2 levels).
+    assert_eq!(r.verdicts.len(), 6, "{:?}", r.verdicts);
+    for v in &r.verdicts {
+        let l = r.levels.iter().find(|l| l.label == v.level).unwrap();
+        let dl = l.delivery.as_ref().unwrap();
+        let c = &dl.counts;
+        let want = match v.threshold.as_str() {
+            "e2e_p99<2s" => dl.e2e_us.p99 < 2_000_000,
+            "lost=0" => c.lost == 0,
+            "duplicates<0.1%" => (c.duplicates as f64) * 100.0 / (c.expected as f64) < 0.1,
+            other => panic!("unexpected verdict {other}"),
+        };
+        assert_eq!(v.passed, want, "{v:?}");
+    }
+    assert!(r
+        .verdicts
+        .iter()
+        .any(|v| v.threshold == "lost=0" && !v.passed));
+    assert_eq!(code, Some(1), "a failed gate exits 1: {err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
