@@ -5,9 +5,14 @@
 #   scripts/screenshot-report.sh REPORT.html [OUT.png] [WIDTH,HEIGHT]
 #
 # Defaults: OUT.png = report.png next to the page, window 1280,2400.
-# The sample page for the README comes from the committed fixture:
+# docs/report-screenshot.png is a run with subscribers against the reference hub (delivery
+# charts included):
+#   hubload-hub --listen 127.0.0.1:39401 --delivery-concurrency 2 --queue-size 100000 &
+#   hubload --hub-url http://127.0.0.1:39401/ --out /tmp/shot --tenants 2 --sps 2 --users 3 \
+#     --concurrency 2,8 --duration 6s --subscribers 1 --subscriber-latency 4ms --delivery-grace 8s
+#   scripts/screenshot-report.sh /tmp/shot/report.html docs/report-screenshot.png 1280,2700
+# A page from the committed fixture (no subscribers):
 #   HUBLOAD_SAMPLE_HTML=/tmp/sample.html cargo test -p hubload --lib write_sample_html -- --ignored
-#   scripts/screenshot-report.sh /tmp/sample.html docs/report-screenshot.png
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ ! -f "$1" ]; then

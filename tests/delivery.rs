@@ -98,7 +98,26 @@ async fn exactly_once(per_topic: usize) {
         assert_eq!(c.out_of_order, 0, "one delivery in flight keeps the order");
         assert_eq!(c.received, c.delivered);
         assert!(d.e2e_us.max > 0, "every delivery has an e2e sample");
+        // The backlog chart's series: every delivery and every owed delivery in some second.
+        let ps = d.per_second.as_ref().expect("a per-second series");
+        let total = |v: &[u64]| v.iter().sum::<u64>();
+        assert_eq!(
+            (total(&ps.expected), total(&ps.delivered)),
+            (c.expected, c.delivered)
+        );
+        assert_eq!(ps.backlog().last(), Some(&0), "nothing owed at the end");
     }
+    assert!(r
+        .total
+        .as_ref()
+        .unwrap()
+        .delivery
+        .as_ref()
+        .unwrap()
+        .per_second
+        .is_none());
+    let html = std::fs::read_to_string(sc.dir.path().join("report.html")).unwrap();
+    assert!(html.contains("id=\"chart-e2e-latency\"") && html.contains("id=\"chart-backlog\""));
     // The hub's own distribution counters equal hubload's.
     let delivered = sum(r, |c| c.delivered);
     let dist = &hub.distribution;

@@ -6,6 +6,7 @@ mod cli_errors;
 mod creds;
 mod csv_format;
 mod delivery;
+mod delivery_binary;
 mod dialect;
 mod first_failures;
 mod flask_websub;

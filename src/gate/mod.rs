@@ -7,7 +7,9 @@
 //! case. What VALUE may be depends on the flag:
 //! - `--threshold` / `--slo` (absolute): a latency is a duration (`300ms`, `1.5s`); errors and
 //!   timeouts are a share (`1%`) or a count (`3`); rate is attempts per second (`500`, `500/s`).
-//!   Ops `<`, `<=`, `>`, `>=`. A relative bound (`+10%`) is an error: it needs a baseline.
+//!   Ops `<`, `<=`, `>`, `>=`, `=`. A relative bound (`+10%`) is an error: it needs a baseline.
+//!   Delivery metrics (`--subscribers`): e2e latencies are durations; delivery counts are a
+//!   count or a share of the level's expected deliveries; `delivered_rate` is per second.
 //! - `--fail-if` (a delta between two runs): a signed number and a unit: `%` relative to the
 //!   baseline (for errors: percentage points, also spelled `pp`), `ms` for latencies, `/s` for
 //!   throughput. Ops `<`, `>` (strict: the rule fails when the delta is beyond the bound).
@@ -74,7 +76,7 @@ impl Flag {
         if self.relative() {
             "avg, median, p95, p99, errors or throughput"
         } else {
-            "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, out_of_order or bad_signature"
+            "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate"
         }
     }
 }
@@ -101,14 +103,25 @@ pub enum Metric {
     E2eP(u16),
     /// End-to-end latency: largest.
     E2eMax,
-    /// Accepted events not delivered within the grace (a share: of expected deliveries).
+    /// Accepted events not delivered within the grace. Like every delivery count, a count
+    /// or a share of the level's expected deliveries.
     Lost,
-    /// Deliveries of an event already acknowledged (a share: of delivered).
+    /// Deliveries of an event already acknowledged.
     Duplicates,
-    /// First deliveries out of publish order (a share: of delivered).
+    /// Deliveries again after the subscriber answered an error (the hub retrying).
+    Redeliveries,
+    /// First deliveries out of publish order.
     OutOfOrder,
-    /// Deliveries with a bad `X-Hub-Signature` (a share: of delivered).
+    /// Deliveries with a bad `X-Hub-Signature`.
     BadSignature,
+    /// Deliveries naming one of our events but not byte-identical to it.
+    BodyMismatch,
+    /// Deliveries of nothing hubload published (to that subscriber's topic).
+    Unexpected,
+    /// Deliveries still missing when the level's last publish returned.
+    Backlog,
+    /// Delivered per second over the level's span plus the wait for its deliveries.
+    DeliveredRate,
 }
 
 /// The one table of metric names: every spelling either flag has accepted, and whether
@@ -132,10 +145,19 @@ const METRICS: &[(&[&str], Metric, bool)] = &[
     (&["e2e_max"], Metric::E2eMax, false),
     (&["lost"], Metric::Lost, false),
     (&["duplicates", "dups"], Metric::Duplicates, false),
+    (&["redeliveries"], Metric::Redeliveries, false),
     (&["out_of_order"], Metric::OutOfOrder, false),
     (
         &["bad_signature", "bad_signatures"],
         Metric::BadSignature,
+        false,
+    ),
+    (&["body_mismatch"], Metric::BodyMismatch, false),
+    (&["unexpected"], Metric::Unexpected, false),
+    (&["backlog"], Metric::Backlog, false),
+    (
+        &["delivered_rate", "delivered/s", "delivery_rate"],
+        Metric::DeliveredRate,
         false,
     ),
 ];
@@ -162,8 +184,12 @@ impl Metric {
                 | Metric::Timeouts
                 | Metric::Lost
                 | Metric::Duplicates
+                | Metric::Redeliveries
                 | Metric::OutOfOrder
                 | Metric::BadSignature
+                | Metric::BodyMismatch
+                | Metric::Unexpected
+                | Metric::Backlog
         )
     }
 
@@ -176,8 +202,13 @@ impl Metric {
                 | Metric::E2eMax
                 | Metric::Lost
                 | Metric::Duplicates
+                | Metric::Redeliveries
                 | Metric::OutOfOrder
                 | Metric::BadSignature
+                | Metric::BodyMismatch
+                | Metric::Unexpected
+                | Metric::Backlog
+                | Metric::DeliveredRate
         )
     }
 
@@ -202,8 +233,13 @@ impl Metric {
             Metric::E2eMax => "e2e_max",
             Metric::Lost => "lost",
             Metric::Duplicates => "duplicates",
+            Metric::Redeliveries => "redeliveries",
             Metric::OutOfOrder => "out_of_order",
             Metric::BadSignature => "bad_signature",
+            Metric::BodyMismatch => "body_mismatch",
+            Metric::Unexpected => "unexpected",
+            Metric::Backlog => "backlog",
+            Metric::DeliveredRate => "delivered_rate",
         }
     }
 }

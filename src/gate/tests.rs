@@ -75,6 +75,55 @@ fn absolute_rules() {
             Number(0.0),
         ),
         ("errors=0", Scope::EachLevel, Errors, Op::Eq, Number(0.0)),
+        (
+            "redeliveries<=10",
+            Scope::EachLevel,
+            Redeliveries,
+            Op::Le,
+            Number(10.0),
+        ),
+        (
+            "body_mismatch=0",
+            Scope::EachLevel,
+            BodyMismatch,
+            Op::Eq,
+            Number(0.0),
+        ),
+        (
+            "unexpected<1%",
+            Scope::EachLevel,
+            Unexpected,
+            Op::Lt,
+            Percent(1.0),
+        ),
+        (
+            "backlog<500",
+            Scope::EachLevel,
+            Backlog,
+            Op::Lt,
+            Number(500.0),
+        ),
+        (
+            "total:backlog<=2%",
+            Scope::Total,
+            Backlog,
+            Op::Le,
+            Percent(2.0),
+        ),
+        (
+            "delivered_rate>=1000",
+            Scope::EachLevel,
+            DeliveredRate,
+            Op::Ge,
+            Number(1000.0),
+        ),
+        (
+            "delivered/s>=99.5/s",
+            Scope::EachLevel,
+            DeliveredRate,
+            Op::Ge,
+            Number(99.5),
+        ),
         ("mean<1m", Scope::EachLevel, Avg, Op::Lt, Ms(60_000.0)),
         ("median<2ms", Scope::EachLevel, P(50), Op::Lt, Ms(2.0)),
         ("p50<2ms", Scope::EachLevel, P(50), Op::Lt, Ms(2.0)),
@@ -163,7 +212,7 @@ fn errors_name_the_flag_and_the_bad_part() {
         (
             Flag::Threshold,
             "p42<1s",
-            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, out_of_order or bad_signature)"#,
+            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate)"#,
         ),
         (
             Flag::Threshold,
@@ -266,6 +315,65 @@ fn errors_name_the_flag_and_the_bad_part() {
         let e = Gate::parse(*flag, text).unwrap_err().to_string();
         assert_eq!(e, *want);
         assert!(!e.contains('\n'));
+    }
+}
+
+#[test]
+fn delivery_rule_errors() {
+    let table: &[(Flag, &str, &str)] = &[
+        (
+            Flag::Threshold,
+            "lost<few",
+            r#"--threshold "lost<few": the bound must be N or N%"#,
+        ),
+        (
+            Flag::Threshold,
+            "e2e_p99<2",
+            r#"--threshold "e2e_p99<2": the bound must be a duration like 300ms"#,
+        ),
+        (
+            Flag::Threshold,
+            "delivered_rate>fast",
+            r#"--threshold "delivered_rate>fast": the bound must be a number (per second)"#,
+        ),
+        (
+            Flag::Threshold,
+            "backlog<-1",
+            r#"--threshold "backlog<-1": the bound must be a non-negative number"#,
+        ),
+        // compare has no delivery columns.
+        (
+            Flag::FailIf,
+            "lost>+1%",
+            r#"--fail-if "lost>+1%": unknown metric "lost" (expected avg, median, p95, p99, errors or throughput)"#,
+        ),
+    ];
+    for (flag, text, want) in table {
+        assert_eq!(Gate::parse(*flag, text).unwrap_err().to_string(), *want);
+    }
+    // Every delivery metric name is a delivery metric, and no publish one is.
+    for (names, metric, _) in METRICS {
+        let delivery = names[0].starts_with("e2e_")
+            || [
+                "lost",
+                "duplicates",
+                "redeliveries",
+                "out_of_order",
+                "bad_signature",
+                "body_mismatch",
+                "unexpected",
+                "backlog",
+                "delivered_rate",
+            ]
+            .contains(&names[0]);
+        assert_eq!(metric.is_delivery(), delivery, "{}", names[0]);
+        if delivery {
+            assert_eq!(
+                metric.keyword(),
+                names[0],
+                "the first spelling is the keyword"
+            );
+        }
     }
 }
 

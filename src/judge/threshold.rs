@@ -38,13 +38,16 @@ pub fn actual(t: &Threshold, row: &LevelReport) -> f64 {
     }
 }
 
-/// A delivery metric from a level's delivery section: latencies in ms, counts as given or as
-/// a share (lost of expected, the others of delivered).
+/// A delivery metric from a level's delivery section: latencies in ms, the delivered rate per
+/// second, counts as given or as a share of the level's expected deliveries (with nothing
+/// expected, 0% when the count is 0 too and infinitely large otherwise).
 fn delivery_actual(t: &Threshold, d: &DeliveryReport) -> f64 {
     let c = &d.counts;
     let ms = |us: u64| us as f64 / 1000.0;
-    let share = |n: u64, of: u64| match t.bound {
-        Bound::Percent(_) if of == 0 => 0.0,
+    let of = c.expected;
+    let share = |n: u64| match t.bound {
+        Bound::Percent(_) if of == 0 && n == 0 => 0.0,
+        Bound::Percent(_) if of == 0 => f64::INFINITY,
         Bound::Percent(_) => n as f64 * 100.0 / of as f64,
         _ => n as f64,
     };
@@ -55,10 +58,16 @@ fn delivery_actual(t: &Threshold, d: &DeliveryReport) -> f64 {
         Metric::E2eP(95) => ms(d.e2e_us.p95),
         Metric::E2eP(_) => ms(d.e2e_us.p99),
         Metric::E2eMax => ms(d.e2e_us.max),
-        Metric::Lost => share(c.lost, c.expected),
-        Metric::Duplicates => share(c.duplicates, c.delivered),
-        Metric::OutOfOrder => share(c.out_of_order, c.delivered),
-        _ => share(c.bad_signature, c.delivered),
+        Metric::DeliveredRate => d.delivered_per_sec,
+        Metric::Lost => share(c.lost),
+        Metric::Duplicates => share(c.duplicates),
+        Metric::Redeliveries => share(c.redeliveries),
+        Metric::OutOfOrder => share(c.out_of_order),
+        Metric::BadSignature => share(c.bad_signature),
+        Metric::BodyMismatch => share(c.body_mismatch),
+        Metric::Unexpected => share(c.unexpected),
+        Metric::Backlog => share(d.backlog_at_level_end),
+        _ => unreachable!("not a delivery metric"),
     }
 }
 
@@ -66,7 +75,7 @@ fn unit(t: &Threshold) -> &'static str {
     match (t.metric, t.bound) {
         (_, Bound::Ms(_)) => "ms",
         (_, Bound::Percent(_) | Bound::Relative(_)) => "%",
-        (Metric::Rate, _) => "/s",
+        (Metric::Rate | Metric::DeliveredRate, _) => "/s",
         _ => "",
     }
 }
@@ -166,20 +175,41 @@ mod tests {
         d.counts.delivered = 998;
         d.counts.lost = 2;
         d.counts.duplicates = 1;
+        d.counts.redeliveries = 30;
+        d.counts.out_of_order = 4;
+        d.counts.bad_signature = 5;
+        d.counts.body_mismatch = 6;
+        d.counts.unexpected = 7;
         for v in [1_000, 2_000_000] {
             crate::stats::record(&mut d.e2e_from_start, v);
         }
-        row.delivery = Some(delivery_report(&d, 1.0, 0));
+        // 998 delivered over 4 s; 25 still missing when the last publish returned.
+        row.delivery = Some(delivery_report(&d, 4.0, 25));
+        // Shares are of the 1000 expected deliveries.
         let table: &[(&str, &str, bool)] = &[
             ("lost=0", "2.000", false),
             ("lost<1%", "0.200%", true),
             ("duplicates<0.1%", "0.100%", false),
+            ("duplicates<=0.1%", "0.100%", true),
             ("duplicates<=1", "1.000", true),
-            ("out_of_order=0", "0.000", true),
-            ("bad_signature=0", "0.000", true),
+            ("redeliveries<3%", "3.000%", false),
+            ("redeliveries<=30", "30.000", true),
+            ("out_of_order=0", "4.000", false),
+            ("out_of_order<0.5%", "0.400%", true),
+            ("bad_signature=0", "5.000", false),
+            ("body_mismatch<1%", "0.600%", true),
+            ("unexpected<=7", "7.000", true),
+            ("backlog<25", "25.000", false),
+            ("backlog<=2.5%", "2.500%", true),
+            ("delivered_rate>=250", "249.500/s", false),
+            ("delivered_rate>249", "249.500/s", true),
             ("e2e_max<2s", "2000.895ms", false), // the bucket top: 3 significant digits
             ("e2e_p50<2ms", "1.000ms", true),
+            ("e2e_p99<2s", "2000.895ms", false),
         ];
+        // The mean is the histogram's (HdrHistogram's own `mean`, of bucket values).
+        let mean = format!("{:.3}ms", d.e2e_from_start.mean() / 1000.0);
+        assert_eq!(judge_row("e2e_avg<=1001ms", &row), (mean, true));
         for (text, actual, passed) in table {
             assert_eq!(
                 judge_row(text, &row),
@@ -187,6 +217,12 @@ mod tests {
                 "{text}"
             );
         }
+        // Nothing expected (no subscriber verified): a share of nothing is 0% only for 0.
+        let mut none = crate::subscriber::DeliveryLevelStats::default();
+        none.counts.unexpected = 1;
+        row.delivery = Some(delivery_report(&none, 1.0, 0));
+        assert_eq!(judge_row("lost<1%", &row), ("0.000%".into(), true));
+        assert_eq!(judge_row("unexpected<1%", &row), ("inf%".into(), false));
     }
 
     #[test]

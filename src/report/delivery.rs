@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::latency::{latency, LatencyUs};
 use crate::stats::Histogram;
-use crate::subscriber::{DeliveryCounts, DeliveryLevelStats, SubscriptionPhase};
+use crate::subscriber::{DeliveryCounts, DeliveryLevelStats, DeliverySeconds, SubscriptionPhase};
 
 /// A subscription (or unsubscription) phase, in subscribers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -77,6 +77,10 @@ pub struct DeliveryReport {
     /// The two histograms, for exact merging and redrawing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<DeliveryHistograms>,
+    /// Deliveries owed and delivered per second since the level's measured start (the
+    /// backlog chart); absent in TOTAL and in summaries from before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_second: Option<DeliverySeconds>,
 }
 
 /// What a level's subscribers received, as the run path hands it to the record.
@@ -91,9 +95,11 @@ pub struct LevelDelivery {
 }
 
 impl std::ops::AddAssign<&LevelDelivery> for LevelDelivery {
-    /// The TOTAL row: counts and histograms add, seconds add, the backlog is the last level's.
+    /// The TOTAL row: counts and histograms add, seconds add, the backlog is the last level's;
+    /// no per-second series (each level's counts from its own start).
     fn add_assign(&mut self, o: &LevelDelivery) {
         self.stats += &o.stats;
+        self.stats.seconds = DeliverySeconds::default();
         self.seconds += o.seconds;
         self.backlog = o.backlog;
     }
@@ -130,6 +136,7 @@ pub fn delivery_report(s: &DeliveryLevelStats, seconds: f64, backlog: u64) -> De
             from_start: encode("e2e_from_start", &s.e2e_from_start),
             from_accepted: encode("e2e_from_accepted", &s.e2e_from_accepted),
         }),
+        per_second: (!s.seconds.is_empty()).then(|| s.seconds.clone()),
     }
 }
 

@@ -98,6 +98,7 @@ mod tests {
             backlog_at_level_end: lost,
             per_subscriber: Default::default(),
             histograms: None,
+            per_second: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! test can parse it, and so it renders the same in every browser, headless Chromium included.
 
 pub(crate) mod charts;
+pub(crate) mod delivery;
 pub(crate) mod distribution;
 mod first_failures;
 pub(crate) mod markup;
@@ -62,15 +63,15 @@ pub fn render(report: &Report) -> String {
         let _ = write!(
             b,
             "<h2>Charts</h2><div class=\"charts\"><figure>{}</figure><figure>{}</figure>\
-             <figure>{}</figure><figure>{}</figure>{}<figure class=\"wide\">{}</figure></div>",
+             <figure>{}</figure><figure>{}</figure>{}<figure class=\"wide\">{}</figure>{}{}</div>",
             charts::latency(report),
             charts::throughput(report),
             charts::outcomes(report, true),
             charts::outcomes(report, false),
-            distribution::distribution(report)
-                .map(|svg| format!("<figure class=\"wide\">{svg}</figure>"))
-                .unwrap_or_default(),
+            wide(distribution::distribution(report)),
             charts::timeline(report),
+            wide(delivery::latency(report)),
+            wide(delivery::backlog(report)),
         );
     }
     b.push_str("<h2>Aggregate</h2>");
@@ -108,6 +109,12 @@ pub fn render(report: &Report) -> String {
         escape(&report.version)
     );
     document("hubload report", &b)
+}
+
+/// A full-width figure around `svg`, or nothing.
+fn wide(svg: Option<String>) -> String {
+    svg.map(|svg| format!("<figure class=\"wide\">{svg}</figure>"))
+        .unwrap_or_default()
 }
 
 fn cards(b: &mut String, report: &Report, t: &LevelReport) {

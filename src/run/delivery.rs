@@ -111,17 +111,22 @@ impl DeliveryRun {
         Ok(())
     }
 
-    /// Start a delivery level (between load levels only).
-    pub(crate) fn open_level(&self, first_seq: u64) {
-        self.fleet.open_level(first_seq);
+    /// Start a delivery level (between load levels only), right before the load level starts:
+    /// its per-second series count from now + `warmup`, the level's measured start.
+    pub(crate) fn open_level(&self, first_seq: u64, warmup: Duration) {
+        self.fleet.open_level_at(first_seq, Instant::now() + warmup);
     }
 
-    /// Right after the level's last publish returned: wait (on deliveries, up to the grace)
-    /// and report the level. `span` is the level's measured span.
-    pub(crate) async fn close_level(&self, span: Duration) -> LevelDelivery {
+    /// Right after the level's last publish returned: wait (on deliveries, up to the grace, or
+    /// until `cancel` fires) and report the level. `span` is the level's measured span.
+    pub(crate) async fn close_level(
+        &self,
+        span: Duration,
+        cancel: &CancellationToken,
+    ) -> LevelDelivery {
         let backlog = self.fleet.backlog();
         let waited = Instant::now();
-        let stats = self.fleet.close_level(self.grace).await;
+        let stats = self.fleet.close_level_or_stop(self.grace, cancel).await;
         LevelDelivery {
             stats,
             seconds: span.as_secs_f64() + waited.elapsed().as_secs_f64(),

@@ -110,14 +110,14 @@ async fn run_spec<T: Target>(
         sh.live.clone(),
     );
     if let Some(d) = sh.delivery {
-        d.open_level(seq_base(spec, i));
+        d.open_level(seq_base(spec, i), spec.warmup);
     }
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
     run.first_failures = target.first_failures();
     run.topic_server = target.topic_fetches();
     bar.finish();
     let delivery = match sh.delivery {
-        Some(d) => Some(d.close_level(run.elapsed).await),
+        Some(d) => Some(d.close_level(run.elapsed, &sh.cancel).await),
         None => None,
     };
     if let Some(jtl) = &sh.jtl {

@@ -2,8 +2,8 @@
 //!
 //! One HTTP server (`server.rs`) serves every callback; each subscriber is its own path,
 //! `/cb/<topic index>/<subscriber index>`. The publisher side feeds the shared
-//! [`DeliveryTracker`]; `close_level` waits for the expected deliveries (on a signal, up to
-//! the grace) and turns every subscriber's state into one [`DeliveryLevelStats`].
+//! [`DeliveryTracker`]; `close_level` waits for the expected deliveries (up to the grace, or
+//! until the run is stopped) and turns every subscriber's state into one [`DeliveryLevelStats`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
@@ -253,13 +253,26 @@ impl Fleet {
         self.stop.cancel();
     }
 
-    /// Start a level whose sequence numbers are `first_seq` and above. Between levels only.
+    /// Start a level whose sequence numbers are `first_seq` and above, its seconds counted
+    /// from now. Between levels only.
     pub fn open_level(&self, first_seq: u64) {
-        self.shared.tracker.open_level(first_seq);
-        self.shared.base.store(first_seq, Relaxed);
-        for s in &self.shared.subs {
-            s.state().reset(first_seq);
+        self.open_level_at(first_seq, Instant::now());
+    }
+
+    /// Start a level whose measured start (second 0 of its per-second series) is `origin`.
+    pub fn open_level_at(&self, first_seq: u64, origin: Instant) {
+        let sh = &self.shared;
+        sh.tracker.open_level(first_seq);
+        sh.base.store(first_seq, Relaxed);
+        let origin = origin.into_std();
+        let mut fanout = vec![0u32; sh.first_sub.len()];
+        for s in &sh.subs {
+            let mut st = s.state();
+            fanout[s.topic] += u32::from(s.listening(&st));
+            st.reset(first_seq);
+            st.origin_ns = sh.tracker.ns(origin);
         }
+        sh.tracker.count_owed(origin, &fanout);
     }
 
     /// End the level: wait until every listening subscriber has every accepted event of its
@@ -267,6 +280,17 @@ impl Fleet {
     /// count what is missing as lost and hand back the level's stats. The next level starts
     /// with [`Fleet::open_level`].
     pub async fn close_level(&self, grace: Duration) -> DeliveryLevelStats {
+        self.close_level_or_stop(grace, &CancellationToken::new())
+            .await
+    }
+
+    /// [`Fleet::close_level`], but once `stop` fires (at once if it already has) the wait
+    /// ends: what has not arrived by then is counted `not_yet_delivered`, not lost.
+    pub async fn close_level_or_stop(
+        &self,
+        grace: Duration,
+        stop: &CancellationToken,
+    ) -> DeliveryLevelStats {
         let sh = &self.shared;
         let deadline = Instant::now() + grace;
         sh.closing.store(true, Relaxed);
@@ -281,16 +305,19 @@ impl Fleet {
                 break;
             }
             let tick = (Instant::now() + Duration::from_millis(50)).min(deadline);
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || stop.is_cancelled() {
                 break;
             }
             tokio::select! {
                 _ = sh.delivered.notified() => {}
                 _ = tokio::time::sleep_until(tick) => {}
+                _ = stop.cancelled() => {}
             }
         }
         sh.closing.store(false, Relaxed);
-        self.take_stats(&expected)
+        // Stopped with the grace not yet over: the hub was not given its grace.
+        let cut_short = stop.is_cancelled() && Instant::now() < deadline;
+        self.take_stats(&expected, cut_short)
     }
 
     /// Per subscriber: accepted events of its topic in the level.
@@ -347,7 +374,7 @@ impl Fleet {
         n
     }
 
-    fn take_stats(&self, expected: &[u64]) -> DeliveryLevelStats {
+    fn take_stats(&self, expected: &[u64], cut_short: bool) -> DeliveryLevelStats {
         let sh = &self.shared;
         let mut lost = vec![0u64; sh.subs.len()];
         self.each_expected(|i, acked| lost[i] += u64::from(!acked));
@@ -360,7 +387,10 @@ impl Fleet {
             } else {
                 0
             };
-            c.lost = lost[i];
+            match cut_short {
+                true => c.not_yet_delivered = lost[i],
+                false => c.lost = lost[i],
+            }
             out.counts += &c;
             out.per_subscriber.insert(s.key(), c);
             out.gone_subscribers += u64::from(st.gone);
@@ -369,10 +399,12 @@ impl Fleet {
             let _ = out.e2e_from_accepted.add(&st.e2e_from_accepted);
             st.e2e_from_start.reset();
             st.e2e_from_accepted.reset();
+            out.seconds += &std::mem::take(&mut st.seconds);
             // Until the next level opens, every event of this one is late.
             st.reset(u64::MAX);
         }
         sh.base.store(u64::MAX, Relaxed);
+        out.seconds.expected = sh.tracker.owed_per_second();
         out
     }
 }

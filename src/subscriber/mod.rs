@@ -19,6 +19,6 @@ pub use behaviour::{Answer, Behaviour};
 pub use bitmap::{AtomicBitmap, SeqBitmap, MAX_SPAN};
 pub use fleet::{Fleet, FleetConfig, Intent};
 pub use receive::{check, signature_ok, Check};
-pub use stats::{DeliveryCounts, DeliveryLevelStats};
+pub use stats::{DeliveryCounts, DeliveryLevelStats, DeliverySeconds};
 pub use subscribe::{PhaseSettings, SubscriptionPhase};
 pub use tracker::{DeliveryTracker, SentEvent};

@@ -8,7 +8,7 @@ use sha2::Sha256;
 
 use super::behaviour::{Answer, Behaviour};
 use super::bitmap::SeqBitmap;
-use super::stats::DeliveryCounts;
+use super::stats::{DeliveryCounts, DeliverySeconds};
 use super::tracker::{DeliveryTracker, SentEvent};
 use crate::stats::{new_histogram, record, Histogram};
 use crate::workload::Workload;
@@ -96,6 +96,10 @@ pub struct SubState {
     pub e2e_from_start: Histogram,
     /// Accepted → received, µs.
     pub e2e_from_accepted: Histogram,
+    /// Delivered per second since `origin_ns` (only `delivered` is filled here).
+    pub seconds: DeliverySeconds,
+    /// The level's measured start on the tracker's clock (ns).
+    pub origin_ns: u64,
     /// Latest send instant (tracker ns) among events delivered so far, for the order check.
     max_sent_ns: u64,
     /// Deliveries received over the run (the knobs count these).
@@ -115,6 +119,8 @@ impl SubState {
             counts: DeliveryCounts::default(),
             e2e_from_start: new_histogram(),
             e2e_from_accepted: new_histogram(),
+            seconds: DeliverySeconds::default(),
+            origin_ns: 0,
             max_sent_ns: 0,
             receipts: 0,
             acked_total: 0,
@@ -185,6 +191,8 @@ impl SubState {
         self.acked.set(seq);
         self.acked_total += 1;
         c.delivered += 1;
+        let second = received_ns.saturating_sub(self.origin_ns) / 1_000_000_000;
+        DeliverySeconds::bump(&mut self.seconds.delivered, second as usize, 1);
         match sent {
             Some(s) => {
                 record(
@@ -357,6 +365,26 @@ mod tests {
         assert_eq!((s.e2e_from_start.min(), s.e2e_from_start.max()), (9, 10));
         assert_eq!(s.e2e_from_accepted.len(), 1);
         assert_eq!(s.e2e_from_accepted.max(), 7);
+        assert_eq!(s.seconds.delivered, [2], "both in second 0");
+    }
+
+    #[test]
+    fn deliveries_count_in_the_second_they_arrive() {
+        let b = Behaviour::default();
+        let mut s = SubState::new(0);
+        s.origin_ns = 5_000_000_000;
+        let ev = |seq| Check::Event { seq, sent_us: 0 };
+        // Before the origin (second 0), at 0.999 s, at 2 s; a duplicate is not counted.
+        for (seq, at) in [
+            (1, 4_000_000_000),
+            (2, 5_999_999_999),
+            (3, 7_000_000_000),
+            (3, 7_100_000_000),
+        ] {
+            s.receive(0, &b, ev(seq), sent(1, None), at);
+        }
+        assert_eq!(s.seconds.delivered, [2, 0, 1]);
+        assert_eq!(s.counts.duplicates, 1);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Delivery statistics of one level as plain, mergeable data: counters and end-to-end histograms.
+//! Delivery statistics of one level as plain, mergeable data: counters, end-to-end histograms and the per-second series.
 //!
 //! What each counter means is in docs/delivery.md. Shards' stats add with `+=` exactly (the
 //! histograms share the one layout of `stats::new_histogram`).
@@ -23,6 +23,10 @@ pub struct DeliveryCounts {
     /// Expected events not delivered within the grace, for subscribers still listening
     /// (verified, and not gone: one that answered 410 expects nothing more).
     pub lost: u64,
+    /// Expected events not yet delivered when the run was stopped (a signal) before the grace
+    /// had passed: not counted lost, since the hub was not given its grace.
+    #[serde(default)]
+    pub not_yet_delivered: u64,
     /// An event received again after it had been acknowledged.
     pub duplicates: u64,
     /// An event received again after the subscriber had answered it with an error: the hub retrying.
@@ -54,6 +58,7 @@ impl AddAssign<&DeliveryCounts> for DeliveryCounts {
         self.expected += o.expected;
         self.delivered += o.delivered;
         self.lost += o.lost;
+        self.not_yet_delivered += o.not_yet_delivered;
         self.duplicates += o.duplicates;
         self.redeliveries += o.redeliveries;
         self.out_of_order += o.out_of_order;
@@ -66,6 +71,64 @@ impl AddAssign<&DeliveryCounts> for DeliveryCounts {
         self.answered_gone += o.answered_gone;
         self.before_accepted += o.before_accepted;
         self.e2e_from_body += o.e2e_from_body;
+    }
+}
+
+/// Deliveries per second of a level, keyed like the publish timeline: second `s` is
+/// `[origin + s, origin + s + 1)`, `origin` being the level's measured start.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DeliverySeconds {
+    /// Deliveries owed: accepted publishes whose accepted answer was read in the second, each
+    /// times the subscribers of its topic listening when the level opened.
+    pub expected: Vec<u64>,
+    /// Events delivered (first acknowledged, as `delivered` counts them) in the second.
+    pub delivered: Vec<u64>,
+}
+
+impl DeliverySeconds {
+    /// Count `n` in `series` at second `s` (the series grows as needed).
+    pub fn bump(series: &mut Vec<u64>, s: usize, n: u64) {
+        if series.len() <= s {
+            series.resize(s + 1, 0);
+        }
+        series[s] += n;
+    }
+
+    /// Seconds covered: the longer series.
+    pub fn len(&self) -> usize {
+        self.expected.len().max(self.delivered.len())
+    }
+
+    /// Whether no second has anything.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The backlog at the end of each second: deliveries owed so far less delivered so far,
+    /// never below 0 (a hub may deliver before hubload has read the accepted answer).
+    pub fn backlog(&self) -> Vec<u64> {
+        let (mut owed, mut got) = (0u64, 0u64);
+        (0..self.len())
+            .map(|s| {
+                owed += self.expected.get(s).copied().unwrap_or(0);
+                got += self.delivered.get(s).copied().unwrap_or(0);
+                owed.saturating_sub(got)
+            })
+            .collect()
+    }
+}
+
+/// Second by second, exactly.
+fn add_series(a: &mut Vec<u64>, b: &[u64]) {
+    for (s, n) in b.iter().enumerate() {
+        DeliverySeconds::bump(a, s, *n);
+    }
+}
+
+impl AddAssign<&DeliverySeconds> for DeliverySeconds {
+    fn add_assign(&mut self, o: &DeliverySeconds) {
+        add_series(&mut self.expected, &o.expected);
+        add_series(&mut self.delivered, &o.delivered);
     }
 }
 
@@ -84,6 +147,8 @@ pub struct DeliveryLevelStats {
     pub e2e_from_start: Histogram,
     /// Accepted answer read → delivery received, µs.
     pub e2e_from_accepted: Histogram,
+    /// Owed and delivered per second since the level's measured start.
+    pub seconds: DeliverySeconds,
 }
 
 impl Default for DeliveryLevelStats {
@@ -95,6 +160,7 @@ impl Default for DeliveryLevelStats {
             unverified_subscribers: 0,
             e2e_from_start: new_histogram(),
             e2e_from_accepted: new_histogram(),
+            seconds: DeliverySeconds::default(),
         }
     }
 }
@@ -110,6 +176,7 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         // Same layout and auto-resize: adding cannot fail.
         let _ = self.e2e_from_start.add(&o.e2e_from_start);
         let _ = self.e2e_from_accepted.add(&o.e2e_from_accepted);
+        self.seconds += &o.seconds;
     }
 }
 
@@ -129,6 +196,7 @@ mod tests {
         s.counts += &c;
         s.per_subscriber.insert(key.into(), c);
         lat.iter().for_each(|v| record(&mut s.e2e_from_start, *v));
+        s.seconds.delivered = vec![delivered];
         s
     }
 
@@ -152,5 +220,28 @@ mod tests {
             record(&mut one, v);
         }
         assert_eq!(merged.e2e_from_start, one);
+        assert_eq!(merged.seconds.delivered, [8]);
+    }
+
+    #[test]
+    fn seconds_add_second_by_second_and_give_the_backlog() {
+        let mut a = DeliverySeconds {
+            expected: vec![10, 10],
+            delivered: vec![4, 12, 3],
+        };
+        a += &DeliverySeconds {
+            expected: vec![1, 0, 0, 5],
+            delivered: vec![0, 1],
+        };
+        assert_eq!(a.expected, [11, 10, 0, 5]);
+        assert_eq!(a.delivered, [4, 13, 3]);
+        // Owed so far 11, 21, 21, 26; delivered so far 4, 17, 20, 20.
+        assert_eq!(a.backlog(), [7, 4, 1, 6]);
+        // Delivered before the accepted answer was read: no negative backlog.
+        let early = DeliverySeconds {
+            expected: vec![0, 2],
+            delivered: vec![2],
+        };
+        assert_eq!(early.backlog(), [0, 0]);
     }
 }

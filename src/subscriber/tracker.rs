@@ -5,8 +5,13 @@
 //! sequence numbers of the level were published and accepted. A slot is overwritten by the
 //! sequence number `capacity` later; a reader then sees a different `seq` and falls back to
 //! the send time carried in the body.
+//!
+//! Once the fleet has said how many subscribers listen to each topic ([`DeliveryTracker::count_owed`]),
+//! each accepted answer also adds the deliveries it owes to the second it was read in: one
+//! relaxed atomic add, the level's `expected` per-second series.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::bitmap::AtomicBitmap;
@@ -41,7 +46,16 @@ pub struct DeliveryTracker {
     mask: u64,
     published: AtomicBitmap,
     accepted: AtomicBitmap,
+    /// Listening subscribers per topic for the open level; unset: nothing owed is counted.
+    fanout: OnceLock<Box<[AtomicU32]>>,
+    /// Deliveries owed per second since `origin_ns` (the last second takes everything later).
+    owed: OnceLock<Box<[AtomicU64]>>,
+    /// The level's measured start, ns since the anchor.
+    origin_ns: AtomicU64,
 }
+
+/// Seconds of a level's owed series (18 h; later answers count in the last one): 512 KiB.
+const OWED_SECONDS: usize = 1 << 16;
 
 impl DeliveryTracker {
     /// A tracker whose ring holds at least `capacity` events (rounded up to a power of two).
@@ -53,6 +67,9 @@ impl DeliveryTracker {
             mask: n as u64 - 1,
             published: AtomicBitmap::default(),
             accepted: AtomicBitmap::default(),
+            fanout: OnceLock::new(),
+            owed: OnceLock::new(),
+            origin_ns: AtomicU64::new(0),
         }
     }
 
@@ -84,9 +101,51 @@ impl DeliveryTracker {
     pub fn note_accepted(&self, seq: u64, at: Instant) {
         let s = &self.slots[(seq & self.mask) as usize];
         if s.seq1.load(Ordering::Acquire) == seq + 1 {
-            s.accepted_ns.store(self.ns(at).max(1), Ordering::Relaxed);
+            let at_ns = self.ns(at).max(1);
+            s.accepted_ns.store(at_ns, Ordering::Relaxed);
+            self.owe(s.topic.load(Ordering::Relaxed) as usize, at_ns);
         }
         self.accepted.set(seq);
+    }
+
+    /// Add what an accepted event of `topic`, read at `at_ns`, owes to its second.
+    fn owe(&self, topic: usize, at_ns: u64) {
+        let (Some(fanout), Some(owed)) = (self.fanout.get(), self.owed.get()) else {
+            return;
+        };
+        let n = fanout.get(topic).map_or(0, |f| f.load(Ordering::Relaxed));
+        if n > 0 {
+            let origin = self.origin_ns.load(Ordering::Relaxed);
+            let s = (at_ns.saturating_sub(origin) / 1_000_000_000) as usize;
+            owed[s.min(OWED_SECONDS - 1)].fetch_add(u64::from(n), Ordering::Relaxed);
+        }
+    }
+
+    /// Count deliveries owed per second for the level just opened: `fanout[topic]` listening
+    /// subscribers per topic, seconds from `origin` (the level's measured start). Between levels only.
+    pub fn count_owed(&self, origin: Instant, fanout: &[u32]) {
+        let f = self
+            .fanout
+            .get_or_init(|| fanout.iter().map(|_| AtomicU32::new(0)).collect());
+        for (slot, n) in f.iter().zip(fanout) {
+            slot.store(*n, Ordering::Relaxed);
+        }
+        let owed = self
+            .owed
+            .get_or_init(|| (0..OWED_SECONDS).map(|_| AtomicU64::new(0)).collect());
+        owed.iter().for_each(|o| o.store(0, Ordering::Relaxed));
+        self.origin_ns.store(self.ns(origin), Ordering::Relaxed);
+    }
+
+    /// The level's deliveries owed per second, up to the last second with any.
+    pub fn owed_per_second(&self) -> Vec<u64> {
+        let Some(owed) = self.owed.get() else {
+            return Vec::new();
+        };
+        let mut v: Vec<u64> = owed.iter().map(|o| o.load(Ordering::Relaxed)).collect();
+        let used = v.iter().rposition(|n| *n > 0).map_or(0, |i| i + 1);
+        v.truncate(used);
+        v
     }
 
     /// What the ring still knows of `seq`.
@@ -147,5 +206,35 @@ mod tests {
         assert_eq!(acc, [10], "accepted survives the ring");
         t.open_level(20);
         assert!(!t.was_published(14));
+    }
+
+    #[test]
+    fn accepted_answers_owe_their_topics_fanout_by_second() {
+        let t = DeliveryTracker::new(16);
+        t.open_level(0);
+        // Nothing is owed before the fleet says who listens.
+        t.note_published(0, 1, t.anchor);
+        t.note_accepted(0, t.anchor);
+        assert!(t.owed_per_second().is_empty());
+        let origin = t.anchor + Duration::from_secs(10);
+        t.count_owed(origin, &[0, 2, 3]);
+        let at = |ms| origin + Duration::from_millis(ms);
+        for (seq, topic, ms) in [
+            (1, 1, 0),
+            (2, 2, 999),
+            (3, 0, 1_000),
+            (4, 2, 2_500),
+            (5, 1, 2_999),
+        ] {
+            t.note_published(seq, topic, origin);
+            t.note_accepted(seq, at(ms));
+        }
+        // Second 0: topics 1 and 2 (2 + 3); second 1: topic 0, nobody listens; second 2: 3 + 2.
+        assert_eq!(t.owed_per_second(), [5, 0, 5]);
+        // An answer before the origin counts in second 0; the next level starts from zero.
+        t.count_owed(origin, &[1, 0, 0]);
+        t.note_published(6, 0, t.anchor);
+        t.note_accepted(6, t.anchor);
+        assert_eq!(t.owed_per_second(), [1]);
     }
 }

@@ -335,7 +335,7 @@ pub(super) fn latency_axis_title(log: bool) -> &'static str {
     }
 }
 
-fn level_prefix(report: &Report) -> &'static str {
+pub(super) fn level_prefix(report: &Report) -> &'static str {
     if report.model == Model::Open {
         "rate"
     } else {
