@@ -11,6 +11,7 @@ mod load;
 mod output;
 mod parse;
 pub mod profile;
+mod resolve_hosts;
 mod target;
 #[cfg(test)]
 mod testutil;
@@ -24,6 +25,7 @@ use serde::Serialize;
 
 pub use client::threads;
 pub use delivery::{DeliveryConfig, SubscribeTopics};
+pub use resolve_hosts::{HostPin, ResolveHosts};
 
 pub use crate::kind::{Model, SbTopics, TargetKind};
 pub use crate::secret::Secret;
@@ -106,6 +108,8 @@ pub struct TargetConfig {
     pub sb_topics: SbTopics,
     /// AMQP connections.
     pub sb_connections: u32,
+    /// `--resolve`: hosts pinned to addresses instead of DNS (`resolve_hosts.rs`).
+    pub resolve: ResolveHosts,
 }
 
 /// The WebSub target's dialect settings (`dialect.rs`).

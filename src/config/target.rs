@@ -70,6 +70,8 @@ pub(super) fn resolve(a: &RunArgs) -> Result<TargetConfig, ConfigError> {
         sb_topics: sb_topics(a)?,
         sb_connections: opt(&a.sb_connections)
             .map_or(Ok(4), |s| count32("sb-connections", s, 1))?,
+        resolve: super::resolve_hosts::resolve(&a.resolve)
+            .map_err(|e| ConfigError::invalid("resolve", &e.entry, e.why))?,
     })
 }
 
