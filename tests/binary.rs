@@ -4,7 +4,10 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::util::{assert_exit, bin, bin_child, jtl_rows, read_summary, SERIAL};
+use hubload_hub::FaultConfig;
+use tokio::time::Instant;
+
+use crate::util::{assert_exit, bin, bin_child, count, jtl_rows, read_summary, Scenario, SERIAL};
 
 #[test]
 fn the_documented_command_completes_with_zero_errors() {
@@ -45,12 +48,14 @@ fn the_documented_command_completes_with_zero_errors() {
 }
 
 #[cfg(unix)]
-#[test]
-fn sigterm_writes_partial_reports_and_exits_130() {
-    let _turn = SERIAL.blocking_lock();
-    let dir = tempfile::tempdir().unwrap();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_writes_partial_reports_and_exits_130() {
+    let _turn = SERIAL.lock().await;
+    let sc = Scenario::start(FaultConfig::default()).await;
     let child = bin_child(
         &[
+            "--hub-url",
+            &sc.hub.url,
             "--tenants",
             "3",
             "--concurrency",
@@ -61,35 +66,55 @@ fn sigterm_writes_partial_reports_and_exits_130() {
             "r",
             "--quiet",
         ],
-        dir.path(),
+        sc.dir.path(),
         Stdio::piped(),
     );
-    // Wait until the first level is under way (the report directory exists from the start).
-    let summary = dir.path().join("r/summary.json");
-    for _ in 0..100 {
-        if summary.is_file() {
-            break;
+    // Signal once the first level is under way: the hub has answered 200 of its publishes.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let seen = loop {
+        let seen = sc.hub_stats().await.publish.total();
+        if seen >= 200 {
+            break seen;
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(1500));
+        assert!(Instant::now() < deadline, "{seen} publishes in 60 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let out = child.wait_with_output().unwrap();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
-    let report = read_summary(&dir.path().join("r"));
+    let report = sc.summary("r");
     assert!(report.partial);
     assert_eq!(
         report.levels.len(),
         1,
         "only the interrupted first level was measured"
     );
-    assert!(report.levels[0].samples > 0);
-    assert!(std::fs::read_to_string(dir.path().join("r/table.txt"))
+    // The level's samples are the publishes answered before the signal and those in flight
+    // then (at most the concurrency, 2), which are `cancelled`; the hub answered each of the
+    // former and may have answered some of the latter.
+    let level = &report.levels[0];
+    let (accepted, cancelled) = (count(level, "accepted"), count(level, "cancelled"));
+    assert_eq!(accepted + cancelled, level.samples, "{:?}", level.counts);
+    assert!(cancelled <= 2, "{cancelled} cancelled");
+    assert!(
+        accepted + 2 >= seen,
+        "{accepted} accepted, the hub had answered {seen}"
+    );
+    let hub = sc.hub_stats().await.publish;
+    assert!(
+        (accepted..=accepted + cancelled).contains(&hub.accepted),
+        "hub {} accepted, hubload {accepted} + {cancelled} cancelled",
+        hub.accepted
+    );
+    assert!(std::fs::read_to_string(sc.dir.path().join("r/table.txt"))
         .unwrap()
         .contains("PARTIAL"));
 }

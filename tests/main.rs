@@ -16,6 +16,7 @@ mod local_limits;
 mod open_model;
 mod profiles;
 mod reconcile;
+mod resolve;
 mod schema;
 mod servicebus;
 mod shards;

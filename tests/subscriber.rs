@@ -69,6 +69,7 @@ async fn one_level(
     }
     let settings = PhaseSettings {
         hub_url: hub.url(),
+        connect_to: None,
         headers: Default::default(),
         concurrency: 4,
         timeout: Duration::from_secs(10),
@@ -180,6 +181,7 @@ async fn delivers_exactly_once(per_topic: usize) {
 
     let settings = PhaseSettings {
         hub_url: hub.url(),
+        connect_to: None,
         headers: Default::default(),
         concurrency: 4,
         timeout: Duration::from_secs(10),
@@ -249,6 +251,7 @@ async fn hand_made_deliveries_are_classified() {
     let hub = stand_in_hub(false).await;
     let settings = PhaseSettings {
         hub_url: format!("http://{hub}/hub").parse().unwrap(),
+        connect_to: None,
         headers: Default::default(),
         concurrency: 2,
         timeout: Duration::from_secs(10),
@@ -453,6 +456,7 @@ async fn a_refused_subscription_keeps_the_hubs_reason() {
         .subscribe(
             &PhaseSettings {
                 hub_url: hub.url(),
+                connect_to: None,
                 headers: Default::default(),
                 concurrency: 2,
                 timeout: Duration::from_secs(5),
@@ -485,6 +489,7 @@ async fn a_denial_is_recorded() {
         .subscribe(
             &PhaseSettings {
                 hub_url: format!("http://{hub}/hub").parse().unwrap(),
+                connect_to: None,
                 headers: Default::default(),
                 concurrency: 3,
                 timeout: Duration::from_secs(10),

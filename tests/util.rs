@@ -1,5 +1,6 @@
 //! Shared test helpers: a real reference hub on 127.0.0.1:0, the one in-process runner (and
-//! the built binary), the scenario helper (hub + flags + reports + the hub's own counts).
+//! the built binary), the scenario helper (hub, Service Bus emulator, flags, reports, and the
+//! servers' own counts).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -7,6 +8,7 @@ use std::process::{Command, Output};
 use hubload::report::Report;
 use hubload::RunOutcome;
 use hubload_hub::{FaultConfig, HubConfig, StatsSnapshot};
+use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorCounts, EmulatorHandle};
 use tokio_util::sync::CancellationToken;
 
 /// Every in-process run, and every other timing-sensitive test, takes this in turn, so a
@@ -43,22 +45,27 @@ pub async fn run(args: &[&str]) -> RunOutcome {
         .unwrap_or_else(|e| panic!("run {args:?} failed: {e:#}"))
 }
 
-/// One integration scenario: a reference hub with given faults, a report directory, runs with
-/// given flags against both, and what each side counted.
+/// One integration scenario: a reference hub with given faults (and, for a Service Bus target,
+/// the emulator), a report directory, runs with given flags against them, and what each side
+/// counted.
 pub struct Scenario {
     /// The hub the runs load.
     pub hub: TestHub,
     /// Reports (`--out`) and any other files of the scenario.
     pub dir: tempfile::TempDir,
+    /// The Service Bus emulator ([`Scenario::servicebus`]), given to runs by its connection
+    /// string; `None` for a hub-only scenario.
+    emulator: Option<EmulatorHandle>,
 }
 
 impl Scenario {
     /// A hub with `faults` and an empty report directory.
     pub async fn start(faults: FaultConfig) -> Scenario {
-        Scenario {
-            hub: hub_with(faults).await,
-            dir: tempfile::tempdir().unwrap(),
-        }
+        Scenario::start_with(HubConfig {
+            faults,
+            ..HubConfig::default()
+        })
+        .await
     }
 
     /// A hub with the whole `cfg` (queues, delivery concurrency, …) and an empty report directory.
@@ -66,25 +73,97 @@ impl Scenario {
         Scenario {
             hub: TestHub::start(cfg).await,
             dir: tempfile::tempdir().unwrap(),
+            emulator: None,
         }
     }
 
-    /// The flags that aim a run at this scenario: `--hub-url HUB --out DIR`.
-    fn target_args(&self) -> [String; 4] {
-        [
-            "--hub-url".into(),
-            self.hub.url.clone(),
-            "--out".into(),
-            self.dir.path().display().to_string(),
-        ]
+    /// A default hub and a Service Bus emulator with `cfg` on 127.0.0.1:0; runs name the
+    /// target themselves (`--target servicebus`, or `websub,servicebus` for side by side).
+    pub async fn servicebus(cfg: EmulatorConfig) -> Scenario {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Scenario {
+            emulator: Some(Emulator::start(listener, cfg).await.unwrap()),
+            ..Scenario::start_with(HubConfig::default()).await
+        }
     }
 
-    /// Run hubload in-process against the hub, reports into the directory, plus `flags`.
+    /// The emulator of a [`Scenario::servicebus`].
+    pub fn emulator(&self) -> &EmulatorHandle {
+        self.emulator
+            .as_ref()
+            .expect("a Service Bus scenario (Scenario::servicebus)")
+    }
+
+    /// The emulator's connection string (with its development key).
+    pub fn connection_string(&self) -> String {
+        self.emulator().connection_string()
+    }
+
+    /// The emulator's own counts.
+    pub fn emulator_counts(&self) -> EmulatorCounts {
+        self.emulator().counts()
+    }
+
+    /// The flags that aim a run at this scenario: `--hub-url HUB`, `--sb-connection-string CS`
+    /// for a Service Bus scenario, and `--out DIR`. A server flag that `flags` already give is
+    /// left to them (a wrong key, say).
+    fn args<'a>(&'a self, target: &'a [String], flags: &[&'a str]) -> Vec<&'a str> {
+        let mut all: Vec<&str> = Vec::new();
+        for pair in target.chunks(2) {
+            if !flags.contains(&pair[0].as_str()) {
+                all.extend(pair.iter().map(String::as_str));
+            }
+        }
+        all.extend_from_slice(flags);
+        all
+    }
+
+    /// `--hub-url`, the emulator's connection string and `--out`, as flag/value pairs.
+    fn target_args(&self) -> Vec<String> {
+        let mut a = vec!["--hub-url".into(), self.hub.url.clone()];
+        if let Some(emu) = &self.emulator {
+            a.extend(["--sb-connection-string".into(), emu.connection_string()]);
+        }
+        a.extend(["--out".into(), self.dir.path().display().to_string()]);
+        a
+    }
+
+    /// Run hubload in-process against the scenario's servers, reports into the directory, plus
+    /// `flags`.
     pub async fn run(&self, flags: &[&str]) -> RunOutcome {
         let target = self.target_args();
-        let mut all: Vec<&str> = target.iter().map(String::as_str).collect();
-        all.extend_from_slice(flags);
-        run(&all).await
+        run(&self.args(&target, flags)).await
+    }
+
+    /// [`Scenario::run`], keeping the error.
+    pub async fn try_run(&self, flags: &[&str]) -> anyhow::Result<RunOutcome> {
+        let target = self.target_args();
+        try_run(&self.args(&target, flags)).await
+    }
+
+    /// Run hubload in-process with only `--out DIR` and `flags`: the embedded hub and
+    /// emulator, not the scenario's servers (which must then see nothing).
+    pub async fn run_embedded(&self, flags: &[&str]) -> RunOutcome {
+        let out = ["--out".to_string(), self.dir.path().display().to_string()];
+        run(&self.args(&out, flags)).await
+    }
+
+    /// Run the built binary as [`Scenario::run`] would, in the directory, behind [`SERIAL`].
+    pub async fn bin(&self, flags: &[&str]) -> Output {
+        let _turn = SERIAL.lock().await;
+        let target = self.target_args();
+        let args: Vec<String> = self
+            .args(&target, flags)
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let cwd = self.dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            bin(&args, &cwd)
+        })
+        .await
+        .unwrap()
     }
 
     /// `summary.json` as written (in `sub` of the directory, "" for the top).

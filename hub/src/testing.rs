@@ -1,5 +1,6 @@
-//! A hub for tests (this crate's and hubload's): served on 127.0.0.1 with an ephemeral port
-//! on the caller's runtime, its counts read over HTTP as any client would, stopped on drop.
+//! A hub for tests (this crate's and hubload's): served on 127.0.0.1 (or a given listener)
+//! with an ephemeral port on the caller's runtime, its counts read over HTTP as any client
+//! would, stopped on drop.
 
 use std::net::SocketAddr;
 
@@ -13,7 +14,7 @@ use crate::{HubConfig, HubState, StatsSnapshot};
 pub struct TestHub {
     /// Where it listens.
     pub addr: SocketAddr,
-    /// `http://127.0.0.1:<port>/hub`
+    /// `http://<addr>/hub`, e.g. `http://127.0.0.1:<port>/hub`
     pub url: String,
     /// Its state, for changing faults between runs or reading counts directly.
     pub state: HubState,
@@ -29,6 +30,12 @@ impl TestHub {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
+        TestHub::start_on(listener, cfg)
+    }
+
+    /// Serve `cfg` on `listener` (another loopback address, `[::1]:0` say) on the current
+    /// runtime.
+    pub fn start_on(listener: tokio::net::TcpListener, cfg: HubConfig) -> TestHub {
         let addr = listener.local_addr().expect("local address");
         let state = HubState::new(cfg);
         let (stop, stopped) = oneshot::channel::<()>();

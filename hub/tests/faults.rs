@@ -239,7 +239,10 @@ async fn stall_window_holds_requests_and_counts_abandoned() {
         ..FaultConfig::default()
     });
     assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200); // before the window
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    eventually("the stall window open", || {
+        hub.state.uptime().as_millis() as u64 >= now + 160
+    })
+    .await;
     // a client that gives up during the stall
     let quitter = reqwest::Client::builder()
         .timeout(Duration::from_millis(100))

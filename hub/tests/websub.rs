@@ -96,6 +96,7 @@ async fn t102_extra_parameters_are_ignored() {
 
 #[tokio::test]
 async fn t103_resubscription_updates_and_does_not_duplicate() {
+    let (log, _capturing) = Log::capture();
     let (hub, sub) = hub_with_subscriber(HubConfig::default()).await;
     let cb = sub.callback("cb");
     subscribe(&hub, "t", &cb, &[("hub.secret", "one")]).await;
@@ -111,11 +112,20 @@ async fn t103_resubscription_updates_and_does_not_duplicate() {
         202
     );
     eventually("second verification", || sub.verifications().len() == 2).await;
-    // the renewal lands right after the echo; give the hub a moment to apply it
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The renewal is applied once the hub has read the echo, and then logged.
+    eventually("the renewal applied", || {
+        log.text().matches(": subscribed ").count() == 2
+    })
+    .await;
     assert_eq!(subscribers(&hub, "t"), 1);
     publish_and_check(&hub, &sub, "t", JSON, b"{\"n\":1}").await;
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    // The publish queued every delivery it makes; with none left pending, that was one.
+    eventually("no delivery pending", || {
+        hub.state.stats().distribution.pending == 0
+    })
+    .await;
+    let s = hub.state.stats();
+    assert_eq!((s.topics["t"].attempts, s.topics["t"].delivered), (1, 1));
     assert_eq!(sub.delivered(), 1, "one delivery, not two");
     let mut mac = Hmac::<Sha256>::new_from_slice(b"two").unwrap();
     mac.update(b"{\"n\":1}");
@@ -145,12 +155,18 @@ async fn t104_unsubscribed_gets_nothing() {
     let v = sub.verifications();
     assert_eq!(param(&v[1], "hub.mode"), Some("unsubscribe"));
     assert!(param(&v[1], "hub.lease_seconds").is_none());
+    // A publish offers its content to the subscribers of that moment (none now) before it is
+    // answered, so once nothing is pending no delivery of it can follow.
     assert_eq!(hub.publish("t", JSON, b"{}").await.0, 200);
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert_eq!(sub.delivered(), 1);
+    eventually("no delivery pending", || {
+        hub.state.stats().distribution.pending == 0
+    })
+    .await;
     let s = hub.stats().await;
     assert_eq!(s.subscribe.accepted, 2);
     assert_eq!((s.topics["t"].published, s.topics["t"].delivered), (2, 1));
+    assert_eq!(s.topics["t"].attempts, 1);
+    assert_eq!(sub.delivered(), 1);
     hub.stop().await;
 }
 
@@ -180,6 +196,7 @@ async fn t106_json_topic() {
 
 #[tokio::test]
 async fn a_wrong_echo_does_not_subscribe() {
+    let (log, _capturing) = Log::capture();
     let hub = TestHub::default().await;
     let sub = Subscriber::start().await;
     sub.wrong_echo(true);
@@ -194,9 +211,54 @@ async fn a_wrong_echo_does_not_subscribe() {
         .await;
     assert_eq!(status, 202);
     eventually("a verification", || sub.verifications().len() == 1).await;
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    // The hub has read the wrong echo and decided once it logs so.
+    eventually("the hub's verdict", || {
+        log.text().contains("intent not verified")
+    })
+    .await;
     assert_eq!(subscribers(&hub, "t"), 0);
     hub.stop().await;
+}
+
+/// The `debug` events logged on this thread, as text. A current-thread test runtime runs the
+/// hub's spawned tasks on the test's thread, so they are the hub's.
+#[derive(Clone, Default)]
+struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Log {
+    /// Capture this thread's events until the guard is dropped.
+    fn capture() -> (Log, tracing::subscriber::DefaultGuard) {
+        let log = Log::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(log.clone())
+            .finish();
+        (log, tracing::subscriber::set_default(subscriber))
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Log {
+    type Writer = Log;
+
+    fn make_writer(&'a self) -> Log {
+        self.clone()
+    }
 }
 
 #[tokio::test]

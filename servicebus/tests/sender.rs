@@ -205,7 +205,10 @@ async fn too_large_and_timeout_are_classified() {
     let r = sender.send("t", msg(b"{}", "slow")).await;
     assert_eq!(r.outcome, SendOutcome::Timeout);
     // The late settlement arrives and is counted by the emulator; the link stays usable.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while emu.counts().accepted == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(emu.counts().accepted, 1);
     assert_eq!(sender.reconnects(), 0);
     sender.close().await;

@@ -14,6 +14,7 @@ mod model;
 mod output;
 mod parse;
 pub mod profile;
+mod resolve_hosts;
 mod serialize;
 mod target;
 #[cfg(test)]
@@ -28,6 +29,7 @@ pub use error::ConfigError;
 pub use judging::CapacityConfig;
 pub use model::RunConfig;
 pub use output::OutputConfig;
+pub use resolve_hosts::{HostPin, ResolveHosts};
 pub use target::TargetConfig;
 
 pub use crate::kind::{Model, SbTopics, TargetKind};

@@ -28,6 +28,8 @@ pub struct TargetConfig {
     pub sb_topics: SbTopics,
     /// AMQP connections.
     pub sb_connections: u32,
+    /// `--resolve`: hosts pinned to addresses instead of DNS (`resolve_hosts.rs`).
+    pub resolve: super::resolve_hosts::ResolveHosts,
 }
 
 fn kinds(a: &RunArgs) -> Result<Vec<TargetKind>, ConfigError> {
@@ -93,6 +95,8 @@ pub(super) fn resolve(a: &RunArgs) -> Result<TargetConfig, ConfigError> {
         sb_topics: sb_topics(a)?,
         sb_connections: opt(&a.sb_connections)
             .map_or(Ok(4), |s| count32("sb-connections", s, 1))?,
+        resolve: super::resolve_hosts::resolve(&a.resolve)
+            .map_err(|e| ConfigError::invalid("resolve", &e.entry, e.why))?,
     })
 }
 

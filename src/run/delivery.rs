@@ -71,6 +71,7 @@ impl DeliveryRun {
             fleet,
             settings: PhaseSettings {
                 hub_url: hub_url.clone(),
+                connect_to: cfg.target.resolve.for_url(hub_url),
                 headers: cfg.target.hub_headers.clone(),
                 concurrency: cfg.register_concurrency as usize,
                 timeout: PHASE_TIMEOUT.max(cfg.client.timeout),

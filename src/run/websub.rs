@@ -59,7 +59,12 @@ impl<'a> WebSubPath<'a> {
             (None, Some(h)) => h.url.clone(),
             (None, None) => unreachable!("embedded hub started above"),
         };
-        let endpoint = HubEndpoint::resolve(&url, cfg.tls.for_url(&url)?).await?;
+        let endpoint = HubEndpoint::resolve(
+            &url,
+            cfg.tls.for_url(&url)?,
+            cfg.target.resolve.for_url(&url),
+        )
+        .await?;
         announce_endpoint(cfg, &url, &endpoint);
         let topics = super::topics::start(cfg, workload, &url).await?;
         let prefix = topics.as_ref().map_or("", |t| t.prefix());
@@ -170,9 +175,10 @@ fn announce_endpoint(cfg: &RunConfig, url: &url::Url, endpoint: &HubEndpoint) {
         tracing::warn!("--insecure: the hub's TLS certificate is NOT verified");
     }
     let addrs: Vec<String> = endpoint.addrs.iter().map(ToString::to_string).collect();
-    tracing::info!(
-        "hub {} at {}",
-        url.host_str().unwrap_or_default(),
-        addrs.join(", ")
-    );
+    let how = match cfg.target.resolve.for_url(url) {
+        Some(_) => " (pinned by --resolve)",
+        None => "",
+    };
+    let host = url.host_str().unwrap_or_default();
+    tracing::info!("hub {host} at {}{how}", addrs.join(", "));
 }

@@ -2,6 +2,7 @@
 //!
 //! http only for now; https arrives with the shared TLS client (docs/delivery.md).
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -20,20 +21,27 @@ pub struct Reply {
 /// Answers are cut at this many bytes (a hub's reason fits easily).
 const MAX_REPLY: usize = 64 * 1024;
 
-/// `POST url` with `form` as an `application/x-www-form-urlencoded` body, bounded by `timeout`.
-/// The error is one line that never contains a header value.
+/// `POST url` with `form` as an `application/x-www-form-urlencoded` body, bounded by `timeout`,
+/// connecting to the first of `connect_to` that accepts (`--resolve`), or else to the URL's
+/// host as DNS gives it. The error is one line that never contains a header value.
 pub async fn post_form(
     url: &url::Url,
+    connect_to: Option<&[SocketAddr]>,
     form: &str,
     headers: &ExtraHeaders,
     timeout: Duration,
 ) -> Result<Reply, String> {
-    tokio::time::timeout(timeout, exchange(url, form, headers))
+    tokio::time::timeout(timeout, exchange(url, connect_to, form, headers))
         .await
         .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
 }
 
-async fn exchange(url: &url::Url, form: &str, headers: &ExtraHeaders) -> Result<Reply, String> {
+async fn exchange(
+    url: &url::Url,
+    connect_to: Option<&[SocketAddr]>,
+    form: &str,
+    headers: &ExtraHeaders,
+) -> Result<Reply, String> {
     if url.scheme() != "http" {
         return Err(format!(
             "{}:// is not supported for subscription requests yet",
@@ -42,9 +50,11 @@ async fn exchange(url: &url::Url, form: &str, headers: &ExtraHeaders) -> Result<
     }
     let host = url.host_str().ok_or("the hub URL has no host")?;
     let port = url.port_or_known_default().unwrap_or(80);
-    let mut conn = tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port))
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
+    let conn = match connect_to {
+        Some(addrs) => tokio::net::TcpStream::connect(addrs).await,
+        None => tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port)).await,
+    };
+    let mut conn = conn.map_err(|e| format!("connect: {e}"))?;
     let mut target = url.path().to_owned();
     if let Some(q) = url.query() {
         target.push('?');

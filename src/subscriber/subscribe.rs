@@ -5,6 +5,7 @@
 //! each accepted request with a GET that the callback server answers; the phase waits until
 //! every accepted request is verified or denied, or the timeout passes.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
@@ -20,6 +21,8 @@ use crate::targets::request::ExtraHeaders;
 pub struct PhaseSettings {
     /// The hub URL the requests are POSTed to.
     pub hub_url: url::Url,
+    /// Where to connect (`--resolve`); `None`: the URL's host as DNS gives it.
+    pub connect_to: Option<Vec<SocketAddr>>,
     /// Credentials and gateway headers for the hub (validated in config; never shown).
     pub headers: ExtraHeaders,
     /// Requests in flight at once (≥ 1).
@@ -118,7 +121,13 @@ async fn run_phase(
                     return (i, None);
                 }
                 s.set_intent(pending);
-                let post = post_form(&p.hub_url, &body, &p.headers, p.timeout);
+                let post = post_form(
+                    &p.hub_url,
+                    p.connect_to.as_deref(),
+                    &body,
+                    &p.headers,
+                    p.timeout,
+                );
                 let r = tokio::select! {
                     biased;
                     _ = cancel.cancelled() => None,

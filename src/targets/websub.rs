@@ -43,24 +43,35 @@ pub struct HubEndpoint {
 }
 
 impl HubEndpoint {
-    /// Resolve a hub URL (`tls` is given for an `https://` URL). Every address the host
-    /// resolves to is probed once; those that refuse are left out, as Go's dialer falls back
-    /// to the next address (so `localhost` works when the hub listens on one of `::1` and
-    /// `127.0.0.1`). When none accepts, all are kept: the load then counts the refusals.
-    /// Errors are one line naming the URL's host.
-    pub async fn resolve(url: &url::Url, tls: Option<Tls>) -> anyhow::Result<Self> {
+    /// Resolve a hub URL (`tls` is given for an `https://` URL) to the addresses `pinned`
+    /// gives (`--resolve`), or else to those DNS gives. Every address is probed once; those
+    /// that refuse are left out (and logged), as Go's dialer falls back to the next address
+    /// (so `localhost` works when the hub listens on one of `::1` and `127.0.0.1`). When none
+    /// accepts, all are kept: the load then counts the refusals. Errors are one line naming
+    /// the URL's host.
+    pub async fn resolve(
+        url: &url::Url,
+        tls: Option<Tls>,
+        pinned: Option<Vec<SocketAddr>>,
+    ) -> anyhow::Result<Self> {
         let host = url.host_str().unwrap_or_default().to_string();
         let port = url.port_or_known_default().unwrap_or(80);
         let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let mut resolved: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
-            .await
-            .map(Iterator::collect)
-            .unwrap_or_default();
+        let mut resolved: Vec<SocketAddr> = match pinned {
+            Some(addrs) => addrs,
+            None => tokio::net::lookup_host((bare, port))
+                .await
+                .map(Iterator::collect)
+                .unwrap_or_default(),
+        };
         resolved.dedup();
         if resolved.is_empty() {
             anyhow::bail!("invalid --hub-url: cannot resolve host `{host}`");
         }
-        let addrs = accepting(resolved, Duration::from_secs(2)).await;
+        let addrs = accepting(resolved.clone(), Duration::from_secs(2)).await;
+        for skipped in resolved.iter().filter(|a| !addrs.contains(a)) {
+            tracing::info!("hub {host}: {skipped} refused at start; not used");
+        }
         Self::at(url, addrs, tls)
     }
 
