@@ -58,14 +58,13 @@ async fn run_pinned(hub: &TestHub, used: &str, refused: &str) {
         "1",
         "--out",
         "r",
-        "--quiet",
     ]
     .map(String::from)
     .to_vec();
     let cwd = dir.path().to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        bin_env(&args, &cwd, &[("RUST_LOG", "info")])
+        bin_env(&args, &cwd, &[])
     })
     .await
     .unwrap();

@@ -169,7 +169,8 @@ fn hub_host(cfg: &RunConfig, endpoint: &HubEndpoint) -> crate::report::HubHost {
     }
 }
 
-/// Say once on stderr what an https run will not check, and which addresses carry the load.
+/// Say once on stderr what an https run will not check, and which addresses carry the load
+/// (not with `--quiet`).
 fn announce_endpoint(cfg: &RunConfig, url: &url::Url, endpoint: &HubEndpoint) {
     if endpoint.tls.is_some() && cfg.tls.insecure {
         tracing::warn!("--insecure: the hub's TLS certificate is NOT verified");
@@ -180,5 +181,8 @@ fn announce_endpoint(cfg: &RunConfig, url: &url::Url, endpoint: &HubEndpoint) {
         None => "",
     };
     let host = url.host_str().unwrap_or_default();
-    tracing::info!("hub {host} at {}{how}", addrs.join(", "));
+    // Beside the banner: which addresses carry the load is part of what is about to run.
+    if !cfg.output.quiet {
+        eprintln!("hub {host} at {}{how}", addrs.join(", "));
+    }
 }

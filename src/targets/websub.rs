@@ -70,7 +70,7 @@ impl HubEndpoint {
         }
         let addrs = accepting(resolved.clone(), Duration::from_secs(2)).await;
         for skipped in resolved.iter().filter(|a| !addrs.contains(a)) {
-            tracing::info!("hub {host}: {skipped} refused at start; not used");
+            tracing::warn!("hub {host}: {skipped} refused at start; not used");
         }
         Self::at(url, addrs, tls)
     }
