@@ -79,8 +79,10 @@ pub struct DeliveryReport {
     pub histograms: Option<DeliveryHistograms>,
 }
 
-/// What a level's subscribers received, as the run path hands it to the record.
-#[derive(Debug, Clone, Default)]
+/// What a level's subscribers received, as the run path hands it to the record (and a shard
+/// artifact carries it, whole).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LevelDelivery {
     /// The fleet's stats of the level.
     pub stats: DeliveryLevelStats,
