@@ -17,6 +17,7 @@ mod profiles;
 mod reconcile;
 mod schema;
 mod servicebus;
+mod shard_delivery;
 mod shards;
 mod stops;
 mod subscriber;
