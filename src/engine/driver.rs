@@ -49,6 +49,9 @@ impl Seqs {
 
     /// The next number from the shared counter `issued` that `own` keeps (every one without).
     fn next_kept(&self, issued: &AtomicU64, own: Option<&OwnTopics>) -> Option<u64> {
+        if own.is_some_and(|o| !o.owns_any()) {
+            return None; // the search below would never end
+        }
         loop {
             let s = self.nth(issued.fetch_add(1, Ordering::Relaxed))?;
             if kept(own, s) {
@@ -157,6 +160,9 @@ pub(crate) async fn run_pacer(
     tx: async_channel::Sender<Ticket>,
     cancel: CancellationToken,
 ) -> (u64, u64) {
+    if p.own.as_ref().is_some_and(|o| !o.owns_any()) {
+        return (0, 0); // a shard without topics has no slot of the schedule
+    }
     let permits = Arc::new(Semaphore::new(p.max_inflight as usize));
     let mut dropped = 0u64;
     let mut scheduled = 0u64;

@@ -345,6 +345,30 @@ mod tests {
         assert_eq!(merged_open.topic_attempts, single_open.stats.topic_attempts);
     }
 
+    /// A shard that owns no topic (fewer tenants than shards) sends nothing and ends its
+    /// levels, in both models, rather than searching the endless stream for an event of its own.
+    #[tokio::test(start_paused = true)]
+    async fn a_shard_without_topics_sends_nothing() {
+        let open = LevelSpec {
+            load: Load::Open {
+                rate: 100.0,
+                max_inflight: 4,
+            },
+            ..closed(1, None, Some(Duration::from_secs(1)))
+        };
+        for spec in [closed(2, None, Some(Duration::from_secs(1))), open] {
+            let mut c = ctx(
+                MockTarget::new(vec![Outcome::Accepted], Duration::ZERO),
+                0,
+                ShardSlot { index: 1, count: 2 },
+            );
+            let w = c.workload.clone();
+            Arc::get_mut(&mut c).unwrap().own_topics = Some(crate::engine::OwnTopics::new(w, []));
+            let run = run_level(c.clone(), &spec, 0, 0).await;
+            assert_eq!((run.stats.attempts(), c.target.counts().total()), (0, 0));
+        }
+    }
+
     /// Paused time: every attempt takes exactly 20 ms, so the counts follow from the schedule.
     #[tokio::test(start_paused = true)]
     async fn duration_levels_stop_and_await_in_flight_attempts() {

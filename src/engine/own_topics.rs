@@ -39,6 +39,11 @@ impl OwnTopics {
         }
     }
 
+    /// Whether this shard owns any topic (one that owns none sends nothing).
+    pub fn owns_any(&self) -> bool {
+        self.mine.contains(&true)
+    }
+
     /// Whether this shard sends event `seq`.
     pub fn keeps(&self, seq: u64) -> bool {
         self.mine

@@ -153,8 +153,19 @@ pub(crate) fn own_topics(
     shard: ShardSlot,
     mine: &[Topic],
 ) -> Option<OwnTopics> {
-    (fleet.is_some() && shard.is_sharded())
-        .then(|| OwnTopics::new(workload.clone(), mine.iter().map(|t| t.index)))
+    if !(fleet.is_some() && shard.is_sharded()) {
+        return None;
+    }
+    if mine.is_empty() {
+        tracing::warn!(
+            shard = shard.index,
+            "this shard owns no topic (fewer tenants than shards, or topics without a tenant): it sends nothing"
+        );
+    }
+    Some(OwnTopics::new(
+        workload.clone(),
+        mine.iter().map(|t| t.index),
+    ))
 }
 
 /// The fleet of a path, subscribed and recorded, when the run has subscribers and the path is
