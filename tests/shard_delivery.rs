@@ -26,11 +26,18 @@ const ARGS: &[&str] = &[
     "3",
     "--seed",
     "7",
-    "--concurrency",
-    "2,4",
     "--requests",
     "60",
+    "--concurrency",
+    "2,4",
 ];
+
+/// [`ARGS`] in the open model: two levels of 60 events at 100 and 200 per second.
+fn open_args() -> Vec<&'static str> {
+    let mut v = ARGS[..ARGS.len() - 2].to_vec();
+    v.extend(["--rate", "100,200"]);
+    v
+}
 
 /// One delivery in flight per subscriber, so the order check is meaningful (and 0) too.
 fn one_in_flight() -> HubConfig {
@@ -57,12 +64,13 @@ fn e2e(l: &LevelReport) -> [hubload::stats::Histogram; 2] {
     [&h.from_start, &h.from_accepted].map(|b| hubload::stats::from_base64(b).unwrap())
 }
 
-/// Two shards with `per_topic` subscribers per topic, merged, against one single-process run.
-async fn two_shards_deliver_as_one_process(per_topic: usize) {
+/// Two shards with `per_topic` subscribers per topic, merged, against one single-process run,
+/// both with `base` (two levels of 60 events).
+async fn two_shards_deliver_as_one_process(per_topic: usize, base: &[&str]) {
     let n = per_topic.to_string();
     let hub = TestHub::start(one_in_flight()).await;
     let dir = tempfile::tempdir().unwrap();
-    let mut args = ARGS.to_vec();
+    let mut args = base.to_vec();
     args.extend(["--subscribers", &n, "--quiet", "--hub-url", &hub.url]);
     let logs = run_shards(dir.path(), 2, "deliver", &args).await;
     let merged = merge_logs(dir.path(), &logs);
@@ -73,7 +81,7 @@ async fn two_shards_deliver_as_one_process(per_topic: usize) {
 
     let single_hub = TestHub::start(one_in_flight()).await;
     let out = tempfile::tempdir().unwrap();
-    let mut args = ARGS.to_vec();
+    let mut args = base.to_vec();
     let out_dir = out.path().to_str().unwrap();
     args.extend([
         "--subscribers",
@@ -102,6 +110,7 @@ async fn two_shards_deliver_as_one_process(per_topic: usize) {
         .iter()
         .all(|s| s.subscription.as_ref().unwrap().verified > 0));
 
+    assert_eq!((merged.levels.len(), single.levels.len()), (2, 2));
     let mut delivered = 0;
     for (i, (m, s)) in merged.levels.iter().zip(&single.levels).enumerate() {
         assert_eq!(
@@ -176,12 +185,18 @@ async fn two_shards_deliver_as_one_process(per_topic: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_shards_with_one_subscriber_deliver_exactly_as_one_process() {
-    two_shards_deliver_as_one_process(1).await;
+    two_shards_deliver_as_one_process(1, ARGS).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_shards_with_three_subscribers_deliver_exactly_as_one_process() {
-    two_shards_deliver_as_one_process(3).await;
+    two_shards_deliver_as_one_process(3, ARGS).await;
+}
+
+/// The open model: each shard runs the whole schedule and sends its own topics' slots of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_open_model_shards_with_subscribers_deliver_exactly_as_one_process() {
+    two_shards_deliver_as_one_process(1, &open_args()).await;
 }
 
 /// A thin-ping hub of this test's own: every publish form names a topic URL (`hub.url`); the

@@ -71,6 +71,29 @@ fn engine_part(sh: &Shared<'_>, spec: &LevelSpec, part: &LevelSpec) -> LevelSpec
     }
 }
 
+/// The part a shard records for a level it ran owner-striped in the open model: the rate of
+/// its own slots of the schedule (scheduled over the measured span), so its rate check
+/// judges what it was asked to send rather than `rate / count` of an uneven split.
+fn recorded_part(sh: &Shared<'_>, part: &LevelSpec, run: &LevelRun) -> LevelSpec {
+    match (&sh.own_topics, part.load, run.scheduled) {
+        (Some(_), Load::Open { max_inflight, .. }, Some(scheduled)) => {
+            let span = part
+                .stop
+                .duration
+                .map_or(run.elapsed, |d| d.min(run.elapsed));
+            let rate = match span.as_secs_f64() {
+                s if s > 0.0 => scheduled as f64 / s,
+                _ => 0.0,
+            };
+            LevelSpec {
+                load: Load::Open { rate, max_inflight },
+                ..part.clone()
+            }
+        }
+        _ => part.clone(),
+    }
+}
+
 /// First sequence number of level `i`: consecutive blocks with `--requests`, so a run (or a set
 /// of shards) with the same seed and count sends the same events; far-apart blocks otherwise.
 fn seq_base(spec: &LevelSpec, i: usize) -> u64 {
@@ -202,6 +225,7 @@ pub(crate) async fn run_levels<T: Target>(
         if let Some(w) = local_limits::warn_client_errors(&spec.load.label(), &run.0.stats) {
             rec.add_warning(w);
         }
+        let part = recorded_part(sh, &part, &run.0);
         push(rec, &part, &spec.load.label(), run)?;
     }
     Ok(())
