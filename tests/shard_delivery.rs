@@ -181,6 +181,26 @@ async fn two_shards_deliver_as_one_process(per_topic: usize, base: &[&str]) {
     let merged_rows = rows(&dir.path().join("merged"));
     assert_eq!(merged_rows.len(), 3, "{merged_rows:?}");
     assert_eq!(merged_rows, rows(out.path()));
+    // Delivery thresholds judge the merged run (they fail on a run without deliveries).
+    let judged = crate::util::bin(
+        &[
+            "merge",
+            "shards.log",
+            "--out",
+            "judged",
+            "--threshold",
+            "lost=0",
+            "--threshold",
+            "duplicates=0",
+        ],
+        dir.path(),
+    );
+    crate::util::assert_exit(&judged, 0);
+    let verdicts = read_summary(&dir.path().join("judged")).verdicts;
+    assert!(
+        !verdicts.is_empty() && verdicts.iter().all(|v| v.passed),
+        "{verdicts:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

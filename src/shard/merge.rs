@@ -507,9 +507,17 @@ mod tests {
         let sub = merged.subscription.unwrap();
         assert_eq!((sub.requested, sub.verified, sub.duration_s), (7, 7, 1.0));
         assert_eq!(merged.unsubscription, None);
-        // Artifacts without these sections (no subscribers, or older builds) merge to none.
+        // Artifacts without these sections (no subscribers, or older builds: the JSON has no
+        // such keys) read and merge to none.
         let (plain, _) = run(2, 50);
-        let m = merge(plain).unwrap();
+        let json = plain[0].to_json();
+        assert!(!json.contains("\"delivery\"") && !json.contains("\"subscription\""));
+        let dump: String = plain
+            .iter()
+            .flat_map(to_log_lines)
+            .map(|l| l + "\n")
+            .collect();
+        let m = merge(from_log_dump(&dump).unwrap()).unwrap();
         assert!(m
             .levels
             .iter()
