@@ -38,7 +38,10 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 fail=0
-dirs=$(find deploy/k8s -name kustomization.yaml -printf '%h\n' | sort)
+# Components (deploy/k8s/components) render only inside an overlay that uses them.
+dirs=$(find deploy/k8s -name kustomization.yaml -printf '%h\n' | sort | while read -r d; do
+    grep -q '^kind: Component' "$d/kustomization.yaml" || echo "$d"
+done)
 [ -n "$dirs" ] || { echo "error: no kustomization.yaml under deploy/k8s" >&2; exit 1; }
 for dir in $dirs; do
     out="$tmp/$(echo "$dir" | tr '/' '_').yaml"
@@ -60,6 +63,42 @@ import sys, tomllib, yaml
 name, path = sys.argv[1], sys.argv[2]
 docs = [d for d in yaml.safe_load_all(open(path)) if d]
 problems = []
+
+
+def flag(args, name):
+    return args[args.index(name) + 1] if name in args[:-1] else None
+
+
+def callbacks(where, job, gen, env, docs):
+    """A Job with subscribers: every pod is called back on its own IP, on a declared port,
+    through a headless Service that selects the Job's pods."""
+    out, args = [], gen.get("args", [])
+    pod, labels = job["spec"]["template"]["spec"], job["spec"]["template"].get("metadata", {}).get("labels", {})
+    listen, url = flag(args, "--callback-listen") or "", flag(args, "--callback-url") or ""
+    port = listen.rpartition(":")[2]
+    if not listen.startswith("0.0.0.0:"):
+        out.append(f"{where}: --callback-listen {listen!r} must listen on 0.0.0.0 (the hub is outside the pod)")
+    if url != f"http://$(POD_IP):{port}":
+        out.append(f"{where}: --callback-url {url!r} must be http://$(POD_IP):{port} (each pod its own)")
+    ip = (env.get("POD_IP", {}).get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath")
+    if ip != "status.podIP":
+        out.append(f"{where}: POD_IP must come from the downward API (status.podIP)")
+    ports = {p.get("name"): str(p.get("containerPort")) for p in gen.get("ports", [])}
+    if ports.get("callbacks") != port:
+        out.append(f"{where}: no containerPort named callbacks = {port}")
+    svcs = [
+        d["metadata"]["name"] for d in docs
+        if d.get("kind") == "Service" and d["spec"].get("clusterIP") == "None"
+        and d["spec"].get("selector") and d["spec"]["selector"].items() <= labels.items()
+        and any(p.get("targetPort") == "callbacks" for p in d["spec"].get("ports", []))
+    ]
+    if not svcs:
+        out.append(f"{where}: no headless Service selecting its pods with targetPort callbacks")
+    elif pod.get("subdomain") not in svcs:
+        out.append(f"{where}: pod subdomain {pod.get('subdomain')!r} is not the callbacks Service")
+    return out
+
+
 if not docs:
     problems.append("renders no resources")
 for d in docs:
@@ -117,6 +156,8 @@ for d in docs:
             problems.append(f"{where}: HUBLOAD_START_AT is not set")
     elif env.get("HUBLOAD_SHARD_COUNT", {}).get("value", "1") != "1":
         problems.append(f"{where}: a non-indexed Job must be one shard")
+    if "--subscribers" in gen.get("args", []):
+        problems += callbacks(where, d, gen, env, docs)
 for p in problems:
     print(f"FAIL {name}: {p}", file=sys.stderr)
 if problems:

@@ -3,24 +3,10 @@
 //! subscribers make hubload's lost and redeliveries equal the hub's drops and retries, and
 //! `lost=0` fails the run.
 
-use std::time::Duration;
-
 use hubload::report::Report;
-use hubload_hub::{HubConfig, StatsSnapshot};
+use hubload_hub::HubConfig;
 
-use crate::util::{count, Scenario};
-
-/// The hub's stats once nothing is pending (bounded wait).
-async fn settled(sc: &Scenario) -> StatsSnapshot {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let s = sc.hub_stats().await;
-        if s.distribution.pending == 0 || tokio::time::Instant::now() >= deadline {
-            return s;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use crate::util::{count, settled, Scenario};
 
 const RUN: [&str; 10] = [
     "--tenants",
@@ -58,7 +44,7 @@ async fn exactly_once(per_topic: usize) {
     .await;
     let n = per_topic.to_string();
     let o = sc.run(&flags(&["--subscribers", &n])).await;
-    let hub = settled(&sc).await;
+    let hub = settled(&sc.hub).await;
     let r = &o.report;
     let topics = r.topics.len() as u64;
     let subs = topics * per_topic as u64;
@@ -177,7 +163,7 @@ async fn failing_subscribers_see_the_hubs_retries_as_redeliveries() {
             "3",
         ]))
         .await;
-    let hub = settled(&sc).await;
+    let hub = settled(&sc.hub).await;
     let r = &o.report;
     let d = &hub.distribution;
     assert!(d.retried > 0, "every 3rd delivery failed: {d:?}");
@@ -209,7 +195,7 @@ async fn queue_overflow_drops_are_lost_exactly_and_fail_lost_zero() {
             "lost=0",
         ]))
         .await;
-    let hub = settled(&sc).await;
+    let hub = settled(&sc.hub).await;
     let r = &o.report;
     let d = &hub.distribution;
     assert!(d.dropped > 0, "the queue overflowed: {d:?}");

@@ -19,6 +19,7 @@ mod reconcile;
 mod resolve;
 mod schema;
 mod servicebus;
+mod shard_delivery;
 mod shards;
 mod stops;
 mod subscriber;

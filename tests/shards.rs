@@ -29,7 +29,7 @@ const ARGS: &[&str] = &[
 /// Run `count` shard processes of one run (the Indexed Job contract) with `args`, each into
 /// `dir/shard<i>`, starting together; every shard must exit 0. Returns their stdout together,
 /// as `kubectl logs` would collect it. Behind the serialising lock, like every measured run.
-async fn run_shards(dir: &Path, count: u32, run_id: &str, args: &[&str]) -> String {
+pub(crate) async fn run_shards(dir: &Path, count: u32, run_id: &str, args: &[&str]) -> String {
     // The shards share a start window: no other load may run meanwhile.
     let _turn = crate::util::SERIAL.lock().await;
     let start_at =
@@ -62,7 +62,7 @@ async fn run_shards(dir: &Path, count: u32, run_id: &str, args: &[&str]) -> Stri
 }
 
 /// `hubload merge` of a log dump into `dir/merged`; the merged summary.
-fn merge_logs(dir: &Path, logs: &str) -> hubload::report::Report {
+pub(crate) fn merge_logs(dir: &Path, logs: &str) -> hubload::report::Report {
     let dump = dir.join("shards.log");
     std::fs::write(&dump, logs).unwrap();
     let merged_dir = dir.join("merged");

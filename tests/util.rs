@@ -177,6 +177,18 @@ impl Scenario {
     }
 }
 
+/// The hub's stats once no delivery is pending (bounded wait).
+pub async fn settled(hub: &TestHub) -> StatsSnapshot {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let s = hub.stats().await;
+        if s.distribution.pending == 0 || tokio::time::Instant::now() >= deadline {
+            return s;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// `dir/summary.json`, parsed.
 pub fn read_summary(dir: &Path) -> Report {
     let text = std::fs::read_to_string(dir.join("summary.json"))

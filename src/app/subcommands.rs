@@ -16,9 +16,14 @@ use crate::run::RunRecord;
 
 use super::exit::{EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
 
-/// What a finished run prints: the table, the what-if table, the capacity result, verdicts.
+/// What a finished run prints: the table (and its delivery block), the what-if table, the
+/// capacity result, verdicts.
 pub fn summary_text(r: &Report) -> String {
     let mut out = render_table(r);
+    // With subscribers (a run's, or a merged sharded run's), the second block.
+    if let Some(d) = crate::report::delivery_table::render_delivery_table(r) {
+        out.push_str(&d);
+    }
     if let Some(w) = &r.what_if {
         if !w.rows.is_empty() && r.levels.iter().any(|l| l.samples > 0) {
             out.push('\n');

@@ -43,6 +43,8 @@ pub struct LevelContext<T> {
     pub open_model: bool,
     /// With subscribers on: told of every measured publish and its acceptance.
     pub delivery: Option<Arc<DeliveryTracker>>,
+    /// Sharded runs with subscribers: send only this shard's topics' events (owner striping).
+    pub own_topics: Option<super::own_topics::OwnTopics>,
 }
 
 impl<T> std::fmt::Debug for LevelContext<T> {

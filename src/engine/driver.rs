@@ -9,6 +9,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::own_topics::{kept, OwnTopics};
 use super::pacer::{Arrivals, Schedule};
 
 /// Permission to send one event.
@@ -46,6 +47,19 @@ impl Seqs {
         }
     }
 
+    /// The next number from the shared counter `issued` that `own` keeps (every one without).
+    fn next_kept(&self, issued: &AtomicU64, own: Option<&OwnTopics>) -> Option<u64> {
+        if own.is_some_and(|o| !o.owns_any()) {
+            return None; // the search below would never end
+        }
+        loop {
+            let s = self.nth(issued.fetch_add(1, Ordering::Relaxed))?;
+            if kept(own, s) {
+                return Some(s);
+            }
+        }
+    }
+
     fn nth(&self, k: u64) -> Option<u64> {
         let s = self.first.checked_add(k.checked_mul(self.stride)?)?;
         match self.end {
@@ -72,6 +86,8 @@ pub(crate) enum Driver {
         issued: AtomicU64,
         warm_issued: AtomicU64,
         cancel: CancellationToken,
+        /// Owner striping: only these topics' events (see `own_topics`).
+        own: Option<OwnTopics>,
     },
     Open {
         rx: async_channel::Receiver<Ticket>,
@@ -89,15 +105,15 @@ impl Driver {
                 issued,
                 warm_issued,
                 cancel,
+                own,
             } => {
                 if cancel.is_cancelled() {
                     return None;
                 }
                 let now = Instant::now();
                 if now < window.measured_start {
-                    let k = warm_issued.fetch_add(1, Ordering::Relaxed);
                     return Some(Ticket {
-                        seq: warm_seqs.nth(k)?,
+                        seq: warm_seqs.next_kept(warm_issued, own.as_ref())?,
                         intended: now,
                         measured: false,
                         _permit: None,
@@ -106,9 +122,8 @@ impl Driver {
                 if window.deadline.is_some_and(|d| now >= d) {
                     return None;
                 }
-                let k = issued.fetch_add(1, Ordering::Relaxed);
                 Some(Ticket {
-                    seq: seqs.nth(k)?,
+                    seq: seqs.next_kept(issued, own.as_ref())?,
                     intended: now,
                     measured: true,
                     _permit: None,
@@ -120,13 +135,15 @@ impl Driver {
 }
 
 /// Open-model settings for the pacer.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct OpenParams {
     pub rate: f64,
     pub max_inflight: u32,
     pub arrivals: Arrivals,
     pub ramp_up: Duration,
     pub seed: u64,
+    /// Owner striping: the pacer keeps the whole schedule and sends only these topics' events.
+    pub own: Option<OwnTopics>,
 }
 
 /// Runs the open model's pacer until the level ends; returns (scheduled, dropped) measured sends.
@@ -143,6 +160,9 @@ pub(crate) async fn run_pacer(
     tx: async_channel::Sender<Ticket>,
     cancel: CancellationToken,
 ) -> (u64, u64) {
+    if p.own.as_ref().is_some_and(|o| !o.owns_any()) {
+        return (0, 0); // a shard without topics has no slot of the schedule
+    }
     let permits = Arc::new(Semaphore::new(p.max_inflight as usize));
     let mut dropped = 0u64;
     let mut scheduled = 0u64;
@@ -156,6 +176,9 @@ pub(crate) async fn run_pacer(
         }
         let Some(seq) = warm_seqs.nth(wk) else { break };
         wk += 1;
+        if !kept(p.own.as_ref(), seq) {
+            continue;
+        }
         tokio::select! {
             _ = cancel.cancelled() => return (scheduled, dropped),
             _ = tokio::time::sleep_until(at) => {}
@@ -181,6 +204,9 @@ pub(crate) async fn run_pacer(
         }
         let Some(seq) = seqs.nth(k) else { break };
         k += 1;
+        if !kept(p.own.as_ref(), seq) {
+            continue; // another shard's slot of the schedule
+        }
         tokio::select! {
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep_until(at) => {}
@@ -236,6 +262,7 @@ mod tests {
             arrivals: Arrivals::Constant,
             ramp_up: Duration::ZERO,
             seed: 1,
+            own: None,
         };
         let seqs = Seqs::striped(0, None, 0, 1);
         // One consumer that holds each ticket for 25 ms: 1 send in 3 fits, the rest are dropped.

@@ -41,7 +41,11 @@ pub async fn run_level<T: Target>(
     index: u64,
     seq_base: u64,
 ) -> LevelRun {
-    let (shard, shards) = (u64::from(ctx.shard.index), u64::from(ctx.shard.count));
+    // Owner striping walks every number and keeps its own topics'; otherwise every count-th.
+    let (shard, shards) = match ctx.own_topics {
+        Some(_) => (0, 1),
+        None => (u64::from(ctx.shard.index), u64::from(ctx.shard.count)),
+    };
     let seqs = Seqs::striped(seq_base, spec.stop.requests, shard, shards);
     // Warm-up events come from their own sequence space so they never shift the measured stream.
     let warm_base = (1u64 << 62) + (index << 40);
@@ -62,6 +66,7 @@ pub async fn run_level<T: Target>(
                 issued: AtomicU64::new(0),
                 warm_issued: AtomicU64::new(0),
                 cancel: ctx.cancel.clone(),
+                own: ctx.own_topics.clone(),
             },
             concurrency as usize,
         ),
@@ -73,6 +78,7 @@ pub async fn run_level<T: Target>(
                 arrivals: ctx.arrivals,
                 ramp_up: spec.ramp_up,
                 seed: seq_base ^ index,
+                own: ctx.own_topics.clone(),
             };
             pacer = Some(tokio::spawn(run_pacer(
                 p,
@@ -180,6 +186,7 @@ mod tests {
             level_workers: 1,
             open_model: false,
             delivery: None,
+            own_topics: None,
         })
     }
 
@@ -269,6 +276,97 @@ mod tests {
         assert_eq!(merged.attempts(), 500);
         assert_eq!(merged.topic_attempts, one.stats.topic_attempts);
         assert_eq!(merged.bytes_sent, one.stats.bytes_sent);
+    }
+
+    /// Owner striping (sharded runs with subscribers): each shard sends only its own topics'
+    /// events, and together they send exactly the single process's, in both models.
+    #[tokio::test(start_paused = true)]
+    async fn owner_striped_shards_send_their_topics_and_together_the_single_run() {
+        let one = ctx(
+            MockTarget::new(vec![Outcome::Accepted], Duration::ZERO),
+            0,
+            ShardSlot::WHOLE,
+        );
+        let single = run_level(one, &closed(3, Some(600), None), 1, 600).await;
+        let open = LevelSpec {
+            load: Load::Open {
+                rate: 200.0,
+                max_inflight: 50,
+            },
+            ..closed(1, Some(300), None)
+        };
+        let one = ctx(
+            MockTarget::new(vec![Outcome::Accepted], Duration::ZERO),
+            0,
+            ShardSlot::WHOLE,
+        );
+        let single_open = run_level(one, &open, 2, 1200).await;
+        let (mut merged, mut merged_open) = (LevelStats::default(), LevelStats::default());
+        for index in 0..3 {
+            let shard = ShardSlot { index, count: 3 };
+            let mk = || {
+                let mut c = ctx(
+                    MockTarget::new(vec![Outcome::Accepted], Duration::ZERO),
+                    0,
+                    shard,
+                );
+                let w = c.workload.clone();
+                let mine: Vec<usize> = w
+                    .topics()
+                    .iter()
+                    .filter(|t| shard.owns_tenant(t.tenant.unwrap()))
+                    .map(|t| t.index)
+                    .collect();
+                Arc::get_mut(&mut c).unwrap().own_topics =
+                    Some(crate::engine::OwnTopics::new(w, mine.clone()));
+                (c, mine)
+            };
+            let (c, mine) = mk();
+            let run = run_level(c, &closed(2, Some(600), None), 1, 600).await;
+            let (c, _) = mk();
+            let run_open = run_level(c, &open, 2, 1200).await;
+            for r in [&run, &run_open] {
+                let sent: Vec<usize> = (0..r.stats.topic_attempts.len())
+                    .filter(|t| r.stats.topic_attempts[*t] > 0)
+                    .collect();
+                assert!(!sent.is_empty());
+                assert!(
+                    sent.iter().all(|t| mine.contains(t)),
+                    "shard {index}: {sent:?}"
+                );
+            }
+            merged += &run.stats;
+            merged_open += &run_open.stats;
+        }
+        assert_eq!(merged.attempts(), 600);
+        assert_eq!(merged.topic_attempts, single.stats.topic_attempts);
+        assert_eq!(merged.bytes_sent, single.stats.bytes_sent);
+        assert_eq!(merged_open.attempts(), 300);
+        assert_eq!(merged_open.topic_attempts, single_open.stats.topic_attempts);
+    }
+
+    /// A shard that owns no topic (fewer tenants than shards) sends nothing and ends its
+    /// levels, in both models, rather than searching the endless stream for an event of its own.
+    #[tokio::test(start_paused = true)]
+    async fn a_shard_without_topics_sends_nothing() {
+        let open = LevelSpec {
+            load: Load::Open {
+                rate: 100.0,
+                max_inflight: 4,
+            },
+            ..closed(1, None, Some(Duration::from_secs(1)))
+        };
+        for spec in [closed(2, None, Some(Duration::from_secs(1))), open] {
+            let mut c = ctx(
+                MockTarget::new(vec![Outcome::Accepted], Duration::ZERO),
+                0,
+                ShardSlot { index: 1, count: 2 },
+            );
+            let w = c.workload.clone();
+            Arc::get_mut(&mut c).unwrap().own_topics = Some(crate::engine::OwnTopics::new(w, []));
+            let run = run_level(c.clone(), &spec, 0, 0).await;
+            assert_eq!((run.stats.attempts(), c.target.counts().total()), (0, 0));
+        }
     }
 
     /// Paused time: every attempt takes exactly 20 ms, so the counts follow from the schedule.

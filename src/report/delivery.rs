@@ -83,8 +83,10 @@ pub struct DeliveryReport {
     pub per_second: Option<DeliverySeconds>,
 }
 
-/// What a level's subscribers received, as the run path hands it to the record.
-#[derive(Debug, Clone, Default)]
+/// What a level's subscribers received, as the run path hands it to the record (and a shard
+/// artifact carries it, whole).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LevelDelivery {
     /// The fleet's stats of the level.
     pub stats: DeliveryLevelStats,

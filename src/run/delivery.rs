@@ -12,7 +12,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{DeliveryConfig, RunConfig};
+use crate::engine::OwnTopics;
 use crate::report::delivery::LevelDelivery;
+use crate::shard::ShardSlot;
 use crate::subscriber::{DeliveryTracker, Fleet, FleetConfig, PhaseSettings, SubscriptionPhase};
 use crate::workload::{Topic, Workload};
 
@@ -32,7 +34,8 @@ pub(crate) struct DeliveryRun {
 }
 
 impl DeliveryRun {
-    /// Bind the callback server for the first topics of `mine` as `--subscribe-topics` says.
+    /// Bind the callback server for the run's first topics as `--subscribe-topics` says, of
+    /// those in `mine` (this shard's): the shards together subscribe what one process would.
     pub(crate) async fn start(
         cfg: &RunConfig,
         d: &DeliveryConfig,
@@ -40,13 +43,14 @@ impl DeliveryRun {
         mine: &[Topic],
         hub_url: &url::Url,
     ) -> anyhow::Result<Self> {
-        let chosen = d.topics.of(mine.len());
+        let chosen = d.topics.of(workload.topics().len());
         let fc = FleetConfig {
             listen: d.listen,
             callback_url: d.callback_url.as_ref().map(|u| u.to_string()),
             per_topic: d.subscribers,
-            topics: mine[..chosen]
+            topics: mine
                 .iter()
+                .filter(|t| t.index < chosen)
                 .map(|t| (t.index, t.name.to_string()))
                 .collect(),
             secret: d.secret.clone(),
@@ -144,6 +148,30 @@ impl DeliveryRun {
         self.fleet.shutdown();
         out
     }
+}
+
+/// Owner striping: in a sharded run with subscribers, this shard sends only the events of the
+/// topics it owns (`mine`), the topics whose subscribers it holds, so every delivery is checked
+/// by the process that published it, on one monotonic clock (docs/delivery.md, "Sharded runs").
+pub(crate) fn own_topics(
+    fleet: Option<&DeliveryRun>,
+    workload: &Arc<Workload>,
+    shard: ShardSlot,
+    mine: &[Topic],
+) -> Option<OwnTopics> {
+    if !(fleet.is_some() && shard.is_sharded()) {
+        return None;
+    }
+    if mine.is_empty() {
+        tracing::warn!(
+            shard = shard.index,
+            "this shard owns no topic (fewer tenants than shards, or topics without a tenant): it sends nothing"
+        );
+    }
+    Some(OwnTopics::new(
+        workload.clone(),
+        mine.iter().map(|t| t.index),
+    ))
 }
 
 /// The fleet of a path, subscribed and recorded, when the run has subscribers and the path is

@@ -58,6 +58,42 @@ pub(crate) fn shard_part(spec: &LevelSpec, shard: ShardSlot) -> (LevelSpec, Shar
     }
 }
 
+/// What the engine runs of this shard's `part` of `spec`: the part itself, except that with
+/// owner striping an open-model pacer keeps the whole rate's schedule and sends only its own
+/// topics' slots of it (so the shards together send the single run's schedule).
+fn engine_part(sh: &Shared<'_>, spec: &LevelSpec, part: &LevelSpec) -> LevelSpec {
+    match (&sh.own_topics, spec.load, part.load) {
+        (Some(_), Load::Open { rate, .. }, Load::Open { max_inflight, .. }) => LevelSpec {
+            load: Load::Open { rate, max_inflight },
+            ..part.clone()
+        },
+        _ => part.clone(),
+    }
+}
+
+/// The part a shard records for a level it ran owner-striped in the open model: the rate of
+/// its own slots of the schedule (scheduled over the measured span), so its rate check
+/// judges what it was asked to send rather than `rate / count` of an uneven split.
+fn recorded_part(sh: &Shared<'_>, part: &LevelSpec, run: &LevelRun) -> LevelSpec {
+    match (&sh.own_topics, part.load, run.scheduled) {
+        (Some(_), Load::Open { max_inflight, .. }, Some(scheduled)) => {
+            let span = part
+                .stop
+                .duration
+                .map_or(run.elapsed, |d| d.min(run.elapsed));
+            let rate = match span.as_secs_f64() {
+                s if s > 0.0 => scheduled as f64 / s,
+                _ => 0.0,
+            };
+            LevelSpec {
+                load: Load::Open { rate, max_inflight },
+                ..part.clone()
+            }
+        }
+        _ => part.clone(),
+    }
+}
+
 /// First sequence number of level `i`: consecutive blocks with `--requests`, so a run (or a set
 /// of shards) with the same seed and count sends the same events; far-apart blocks otherwise.
 fn seq_base(spec: &LevelSpec, i: usize) -> u64 {
@@ -103,6 +139,7 @@ async fn run_spec<T: Target>(
             Load::Open { max_inflight, .. } => max_inflight,
         },
         delivery: sh.delivery.map(|d| d.tracker()),
+        own_topics: sh.own_topics.clone(),
     });
     let bar = progress::LevelProgress::start(
         progress::enabled(sh.cfg.output.quiet),
@@ -184,10 +221,11 @@ pub(crate) async fn run_levels<T: Target>(
             break;
         }
         let (part, _) = shard_part(spec, sh.shard);
-        let run = run_spec(sh, &make, &part, i).await;
+        let run = run_spec(sh, &make, &engine_part(sh, spec, &part), i).await;
         if let Some(w) = local_limits::warn_client_errors(&spec.load.label(), &run.0.stats) {
             rec.add_warning(w);
         }
+        let part = recorded_part(sh, &part, &run.0);
         push(rec, &part, &spec.load.label(), run)?;
     }
     Ok(())

@@ -106,6 +106,7 @@ async fn run_path<P: TargetPath>(
         )
         .await?;
         let sh = Shared {
+            own_topics: delivery::own_topics(fleet.as_ref(), &sh.workload, sh.shard, &mine),
             delivery: fleet.as_ref(),
             ..sh.clone()
         };
@@ -183,6 +184,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         jtl: None,
         start_at: spec.as_ref().and_then(|s| s.start_at),
         delivery: None,
+        own_topics: None,
     };
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();

@@ -40,6 +40,8 @@ pub struct RunRecord {
     registration: Option<PhaseResult>,
     /// Every level's deliveries added up, for the TOTAL row (`--subscribers`).
     delivery_total: Option<crate::report::delivery::LevelDelivery>,
+    /// Each level's deliveries as measured, by level index (for shard artifacts).
+    deliveries: BTreeMap<usize, crate::report::delivery::LevelDelivery>,
 }
 
 /// Every reporter a run writes.
@@ -94,6 +96,7 @@ impl RunRecord {
             run_timeout: cfg.client.timeout,
             registration: None,
             delivery_total: None,
+            deliveries: BTreeMap::new(),
         })
     }
 
@@ -161,6 +164,8 @@ impl RunRecord {
     ) -> anyhow::Result<()> {
         if let Some(l) = self.report.levels.last_mut() {
             l.delivery = Some(d.into());
+            self.deliveries
+                .insert(self.report.levels.len() - 1, d.clone());
         }
         let total = self.delivery_total.get_or_insert_with(Default::default);
         *total += d;
@@ -286,6 +291,8 @@ impl RunRecord {
         report.registration = m.registration.as_ref().map(PhaseReport::from);
         report.servicebus = m.servicebus.clone();
         report.topic_tenants = m.topic_tenants.clone();
+        report.subscription = m.subscription.clone();
+        report.unsubscription = m.unsubscription.clone();
         let mut rec = RunRecord {
             report,
             total: LevelStats::default(),
@@ -303,6 +310,7 @@ impl RunRecord {
             run_timeout: secs("timeout").unwrap_or(std::time::Duration::from_secs(5)),
             registration: m.registration.clone(),
             delivery_total: None,
+            deliveries: BTreeMap::new(),
         };
         rec.write()?;
         for l in &m.levels {
@@ -312,9 +320,12 @@ impl RunRecord {
             };
             let extra = RowExtra {
                 first_failures: l.first_failures.clone(),
-                topic_server: None,
+                topic_server: l.topic_server.clone(),
             };
             rec.push_row(&l.label, concurrency, rate, l.stats.clone(), extra)?;
+            if let Some(d) = &l.delivery {
+                rec.set_last_delivery(d)?;
+            }
         }
         Ok(rec.report)
     }
@@ -338,13 +349,16 @@ impl RunRecord {
             .levels
             .iter()
             .zip(parts)
-            .map(|(row, load)| {
+            .enumerate()
+            .map(|(i, (row, load))| {
                 let stats = row
                     .stats
                     .as_ref()
                     .expect("rows of this run carry their stats");
                 let mut l = encode_level(&row.label, *load, stats)?;
                 l.first_failures.clone_from(&row.first_failures);
+                l.topic_server.clone_from(&row.topic_server);
+                l.delivery = self.deliveries.get(&i).cloned();
                 Ok(l)
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -357,6 +371,8 @@ impl RunRecord {
             levels,
             servicebus: self.report.servicebus.clone(),
             topic_tenants: self.report.topic_tenants.clone(),
+            subscription: self.report.subscription.clone(),
+            unsubscription: self.report.unsubscription.clone(),
         })
     }
 

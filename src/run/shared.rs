@@ -27,6 +27,8 @@ pub(crate) struct Shared<'a> {
     pub start_at: Option<std::time::SystemTime>,
     /// The subscriber fleet (`--subscribers`, WebSub only), around every level.
     pub delivery: Option<&'a super::delivery::DeliveryRun>,
+    /// Sharded runs with subscribers: this shard sends only its own topics' events.
+    pub own_topics: Option<crate::engine::OwnTopics>,
 }
 
 /// Check a set-up phase (registering topics, attaching links): refuse a run that could not set

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::env::{validate_run_id, ShardSpec};
 use crate::kind::{Model, TargetKind};
+use crate::report::delivery::{LevelDelivery, SubscriptionReport};
 use crate::report::ServiceBusInfo;
 use crate::result::{Class, Reason};
 use crate::stats::{
@@ -18,6 +19,7 @@ use crate::stats::{
     HIST_LOWEST_US, HIST_SIGFIG, TOPIC_BUCKETS,
 };
 use crate::targets::PhaseResult;
+use crate::topic_server::TopicFetchStats;
 
 /// The value of `meta.format` in every shard artifact.
 pub const FORMAT: &str = "hubload-shard";
@@ -260,6 +262,14 @@ pub struct LevelArtifact {
     /// `levels[].histograms.per_second` (absent in older artifacts: then empty).
     #[serde(default, skip_serializing_if = "SecondHistograms::is_empty")]
     pub seconds: SecondHistograms,
+    /// What this shard's subscribers received in the level, whole (counters, per subscriber,
+    /// both end-to-end histograms); absent without subscribers and in older artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<LevelDelivery>,
+    /// This shard's topic server's fetches in the level (websub dialect); absent otherwise
+    /// and in older artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_server: Option<TopicFetchStats>,
 }
 
 /// One topic of one level: what [`TopicStats`] holds, sparsely.
@@ -380,6 +390,13 @@ pub struct ShardArtifact {
     /// absent from older artifacts (then empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topic_tenants: Vec<Option<u32>>,
+    /// This shard's subscription phase (`--subscribers`, the subscribers of its own topics);
+    /// absent without subscribers and in older artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription: Option<SubscriptionReport>,
+    /// This shard's unsubscription phase at the end; absent as `subscription`, or when kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsubscription: Option<SubscriptionReport>,
 }
 
 impl ShardArtifact {
@@ -463,6 +480,8 @@ pub fn encode_level(
         topics: s.topics.iter().map(TopicArtifact::from).collect(),
         first_failures: BTreeMap::new(),
         seconds: s.seconds.clone(),
+        delivery: None,
+        topic_server: None,
     })
 }
 

@@ -84,6 +84,8 @@ mod tests {
             levels: vec![],
             servicebus: None,
             topic_tenants: vec![],
+            subscription: None,
+            unsubscription: None,
         }
     }
 

@@ -294,6 +294,8 @@ mod tests {
                 .collect(),
             servicebus: None,
             topic_tenants: vec![],
+            subscription: None,
+            unsubscription: None,
         }
     }
 

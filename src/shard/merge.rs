@@ -7,9 +7,11 @@
 use std::collections::BTreeMap;
 
 use super::artifact::{decode_level, ArtifactError, Load, ShardArtifact, ShardMeta};
+use crate::report::delivery::{LevelDelivery, SubscriptionReport};
 use crate::report::ServiceBusInfo;
 use crate::stats::LevelStats;
 use crate::targets::PhaseResult;
+use crate::topic_server::TopicFetchStats;
 
 /// Why shards could not be merged. [`MergeError::MissingShards`] has its own exit code.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +64,10 @@ pub struct MergedLevel {
     pub stats: LevelStats,
     /// Per class, the first failure of the lowest-numbered shard that saw one.
     pub first_failures: BTreeMap<String, String>,
+    /// Every shard's deliveries added (see [`add_delivery`]); `None` when no shard had subscribers.
+    pub delivery: Option<LevelDelivery>,
+    /// Every shard's topic-server fetches added; `None` when no shard served topics.
+    pub topic_server: Option<TopicFetchStats>,
 }
 
 /// A whole run rebuilt from its shards; what reporters need to write the single-run reports.
@@ -88,6 +94,10 @@ pub struct MergedRun {
     pub servicebus: Option<ServiceBusInfo>,
     /// The tenant of each topic (shard 0's; every shard derives it from the same workload).
     pub topic_tenants: Vec<Option<u32>>,
+    /// Every shard's subscription phase added (each subscribed its own topics).
+    pub subscription: Option<SubscriptionReport>,
+    /// Every shard's unsubscription phase added.
+    pub unsubscription: Option<SubscriptionReport>,
 }
 
 /// Merge the shards of one run. Order does not matter.
@@ -119,6 +129,8 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
             load: zero_like(l.load),
             stats: LevelStats::default(),
             first_failures: BTreeMap::new(),
+            delivery: None,
+            topic_server: None,
         })
         .collect();
     let mut registration: Option<PhaseResult> = None;
@@ -132,6 +144,12 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
                 m.first_failures
                     .entry(class.clone())
                     .or_insert_with(|| text.clone());
+            }
+            if let Some(d) = &l.delivery {
+                add_delivery(m.delivery.get_or_insert_with(Default::default), d);
+            }
+            if let Some(t) = &l.topic_server {
+                *m.topic_server.get_or_insert_with(Default::default) += t;
             }
         }
         if let Some(p) = &s.registration {
@@ -178,6 +196,38 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
         partial: shards.iter().any(|s| s.partial),
         servicebus,
         topic_tenants: first.topic_tenants.clone(),
+        subscription: add_subscriptions(shards.iter().map(|s| s.subscription.as_ref())),
+        unsubscription: add_subscriptions(shards.iter().map(|s| s.unsubscription.as_ref())),
+    })
+}
+
+/// Add one shard's deliveries of a level to `acc`: counters, per-subscriber counters and both
+/// histograms with `+=` (each shard checks the deliveries of its own topics, so nothing is
+/// counted twice); the span is the longest shard's (they ran at once); backlogs add.
+pub fn add_delivery(acc: &mut LevelDelivery, d: &LevelDelivery) {
+    acc.stats += &d.stats;
+    acc.seconds = acc.seconds.max(d.seconds);
+    acc.backlog += d.backlog;
+}
+
+/// The shards' subscription phases added: counts add, the duration is the slowest shard's,
+/// the first error the lowest-numbered shard's; `None` when no shard had one.
+fn add_subscriptions<'a>(
+    phases: impl Iterator<Item = Option<&'a SubscriptionReport>>,
+) -> Option<SubscriptionReport> {
+    phases.flatten().fold(None, |acc, p| {
+        let mut a = acc.unwrap_or_default();
+        a.requested += p.requested;
+        a.accepted += p.accepted;
+        a.verified += p.verified;
+        a.denied += p.denied;
+        a.unverified += p.unverified;
+        a.refused += p.refused;
+        a.duration_s = a.duration_s.max(p.duration_s);
+        if a.first_error.is_none() {
+            a.first_error.clone_from(&p.first_error);
+        }
+        Some(a)
     })
 }
 
@@ -369,10 +419,110 @@ mod tests {
                         .collect(),
                     servicebus: None,
                     topic_tenants: vec![],
+                    subscription: None,
+                    unsubscription: None,
                 }
             })
             .collect();
         (shards, single)
+    }
+
+    /// Level `l` of shard `i`: deliveries of subscriber `<i>/0` with e2e samples, and fetches.
+    fn delivery_of(i: u32, l: usize) -> (LevelDelivery, TopicFetchStats) {
+        let mut d = LevelDelivery {
+            seconds: 1.0 + i as f64,
+            backlog: u64::from(i) + 1,
+            ..LevelDelivery::default()
+        };
+        let c = crate::subscriber::DeliveryCounts {
+            expected: 10 + u64::from(i),
+            delivered: 9 + u64::from(i),
+            lost: 1,
+            duplicates: l as u64,
+            ..Default::default()
+        };
+        d.stats.counts += &c;
+        d.stats.per_subscriber.insert(format!("{i}/0"), c);
+        for k in 0..50 + u64::from(i) * 7 + l as u64 {
+            crate::stats::record(&mut d.stats.e2e_from_start, 100 + k * 37 * u64::from(i + 1));
+            crate::stats::record(&mut d.stats.e2e_from_accepted, 10 + k);
+        }
+        let t = TopicFetchStats {
+            fetches: 5 + u64::from(i),
+            fetched_new: 4 + u64::from(i),
+            fetched_again: 1,
+            by_topic: vec![u64::from(i), 5],
+            ..Default::default()
+        };
+        (d, t)
+    }
+
+    #[test]
+    fn deliveries_subscriptions_and_fetches_merge_exactly_through_the_wire() {
+        let (mut shards, _) = run(2, 200);
+        for s in &mut shards {
+            let i = s.meta.shard_index;
+            for (l, level) in s.levels.iter_mut().enumerate() {
+                let (d, t) = delivery_of(i, l);
+                level.delivery = Some(d);
+                level.topic_server = Some(t);
+            }
+            s.subscription = Some(SubscriptionReport {
+                requested: 3 + u64::from(i),
+                verified: 3 + u64::from(i),
+                duration_s: 0.5 * f64::from(i + 1),
+                ..Default::default()
+            });
+        }
+        let dump: String = shards
+            .iter()
+            .flat_map(to_log_lines)
+            .map(|l| l + "\n")
+            .collect();
+        let merged = merge(from_log_dump(&dump).unwrap()).unwrap();
+        for (l, m) in merged.levels.iter().enumerate() {
+            let (d0, t0) = delivery_of(0, l);
+            let (d1, t1) = delivery_of(1, l);
+            let d = m.delivery.as_ref().unwrap();
+            assert_eq!(d.stats.counts.delivered, 9 + 10);
+            assert_eq!(d.stats.counts.duplicates, 2 * l as u64);
+            assert_eq!(d.stats.per_subscriber.len(), 2);
+            assert_eq!(
+                (d.seconds, d.backlog),
+                (2.0, 3),
+                "longest span, backlogs add"
+            );
+            // Exact: the merged histogram holds every sample of both, at the same values.
+            let mut want = d0.stats.e2e_from_start.clone();
+            want.add(&d1.stats.e2e_from_start).unwrap();
+            assert_eq!(d.stats.e2e_from_start, want);
+            assert_eq!(
+                d.stats.e2e_from_start.len(),
+                d0.stats.e2e_from_start.len() + d1.stats.e2e_from_start.len()
+            );
+            let t = m.topic_server.as_ref().unwrap();
+            assert_eq!((t.fetches, t.fetched_new), (t0.fetches + t1.fetches, 9));
+            assert_eq!(t.by_topic, [1, 10]);
+        }
+        let sub = merged.subscription.unwrap();
+        assert_eq!((sub.requested, sub.verified, sub.duration_s), (7, 7, 1.0));
+        assert_eq!(merged.unsubscription, None);
+        // Artifacts without these sections (no subscribers, or older builds: the JSON has no
+        // such keys) read and merge to none.
+        let (plain, _) = run(2, 50);
+        let json = plain[0].to_json();
+        assert!(!json.contains("\"delivery\"") && !json.contains("\"subscription\""));
+        let dump: String = plain
+            .iter()
+            .flat_map(to_log_lines)
+            .map(|l| l + "\n")
+            .collect();
+        let m = merge(from_log_dump(&dump).unwrap()).unwrap();
+        assert!(m
+            .levels
+            .iter()
+            .all(|l| l.delivery.is_none() && l.topic_server.is_none()));
+        assert_eq!(m.subscription, None);
     }
 
     #[test]

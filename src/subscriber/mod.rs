@@ -9,6 +9,7 @@ mod behaviour;
 mod bitmap;
 pub mod client;
 mod fleet;
+mod hist_serde;
 mod receive;
 mod server;
 mod stats;

@@ -132,8 +132,11 @@ impl AddAssign<&DeliverySeconds> for DeliverySeconds {
     }
 }
 
-/// One level's deliveries: totals, per subscriber, and end-to-end latency in µs.
-#[derive(Debug, Clone)]
+/// One level's deliveries: totals, per subscriber, and end-to-end latency in µs. Serialized
+/// whole into shard artifacts (histograms as interchange strings); a field missing from an
+/// older artifact reads as its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DeliveryLevelStats {
     /// Every subscriber added up.
     pub counts: DeliveryCounts,
@@ -144,8 +147,10 @@ pub struct DeliveryLevelStats {
     /// Subscribers the hub has not verified (or has unsubscribed): they expect nothing.
     pub unverified_subscribers: u64,
     /// Publish start → delivery received, µs.
+    #[serde(with = "super::hist_serde")]
     pub e2e_from_start: Histogram,
     /// Accepted answer read → delivery received, µs.
+    #[serde(with = "super::hist_serde")]
     pub e2e_from_accepted: Histogram,
     /// Owed and delivered per second since the level's measured start.
     pub seconds: DeliverySeconds,

@@ -90,6 +90,8 @@ fn document_round_trips_through_json() {
         levels: vec![encode_level("20", Load::Concurrency(7), &stats).unwrap()],
         servicebus: None,
         topic_tenants: vec![],
+        subscription: None,
+        unsubscription: None,
     };
     let text = doc.to_json();
     assert!(text.contains("\"format\": \"hubload-shard\""));
@@ -119,6 +121,8 @@ fn envelope_errors_name_the_field() {
         levels: vec![],
         servicebus: None,
         topic_tenants: vec![],
+        subscription: None,
+        unsubscription: None,
     };
     let text = doc.to_json();
     let v2 = text.replace("\"format_version\": 1", "\"format_version\": 2");
