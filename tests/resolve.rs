@@ -111,7 +111,7 @@ async fn run_pinned(hub: &TestHub, used: &str, refused: &str) {
         .collect();
     assert_eq!(addrs, [(used, 300)]);
     // The log says which address is in use, and which one was skipped.
-    let in_use = format!("hub dual.test at {used} (pinned by --resolve)");
+    let in_use = format!("  hub at    dual.test: {used} (pinned by --resolve)");
     assert!(stderr.contains(&in_use), "{stderr}");
     let skipped = format!("hub dual.test: {refused} refused at start; not used");
     assert!(stderr.contains(&skipped), "{stderr}");

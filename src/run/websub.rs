@@ -181,8 +181,8 @@ fn announce_endpoint(cfg: &RunConfig, url: &url::Url, endpoint: &HubEndpoint) {
         None => "",
     };
     let host = url.host_str().unwrap_or_default();
-    // Beside the banner: which addresses carry the load is part of what is about to run.
+    // A banner line: which addresses carry the load is part of what is about to run.
     if !cfg.output.quiet {
-        eprintln!("hub {host} at {}{how}", addrs.join(", "));
+        eprintln!("  hub at    {host}: {}{how}", addrs.join(", "));
     }
 }
