@@ -71,7 +71,6 @@ pub(crate) enum Driver {
         warm_seqs: Seqs,
         issued: AtomicU64,
         warm_issued: AtomicU64,
-        cancel: CancellationToken,
     },
     Open {
         rx: async_channel::Receiver<Ticket>,
@@ -79,8 +78,9 @@ pub(crate) enum Driver {
 }
 
 impl Driver {
-    /// The next ticket, or `None` when the level is over for this worker.
-    pub async fn next(&self) -> Option<Ticket> {
+    /// The next ticket, or `None` when the level is over for this worker. `stopped` is the
+    /// worker's own view of the stop (cheaper to read than the shared token).
+    pub async fn next(&self, stopped: bool) -> Option<Ticket> {
         match self {
             Driver::Closed {
                 window,
@@ -88,9 +88,8 @@ impl Driver {
                 warm_seqs,
                 issued,
                 warm_issued,
-                cancel,
             } => {
-                if cancel.is_cancelled() {
+                if stopped {
                     return None;
                 }
                 let now = Instant::now();

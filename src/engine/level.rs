@@ -61,7 +61,6 @@ pub async fn run_level<T: Target>(
                 warm_seqs,
                 issued: AtomicU64::new(0),
                 warm_issued: AtomicU64::new(0),
-                cancel: ctx.cancel.clone(),
             },
             concurrency as usize,
         ),

@@ -7,6 +7,7 @@ mod level;
 mod live;
 mod pacer;
 mod plan;
+mod stop;
 mod stripe;
 mod worker;
 

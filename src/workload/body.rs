@@ -69,18 +69,57 @@ impl Out {
         self
     }
     fn u(&mut self, x: uuid::Uuid) -> &mut Self {
-        self.0.extend_from_slice(
-            x.hyphenated()
-                .encode_lower(&mut uuid::Uuid::encode_buffer())
-                .as_bytes(),
-        );
+        self.0.extend_from_slice(&hyphenated(x));
         self
     }
 }
 
+/// `x` as 8 lowercase hex digits, most significant first, without a table: each nibble is
+/// spread into a byte of a `u64`, and the ten-and-above ones are moved to `a`–`f`.
+fn hex8(x: u32) -> [u8; 8] {
+    let x = u64::from(x);
+    let x = ((x & 0xffff_0000) << 16) | (x & 0xffff);
+    let x = ((x & 0x0000_ff00_0000_ff00) << 8) | (x & 0x0000_00ff_0000_00ff);
+    let x = ((x & 0x00f0_00f0_00f0_00f0) << 4) | (x & 0x000f_000f_000f_000f);
+    // 1 in each byte whose nibble is 10 or more.
+    let letters = ((x + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    (x + 0x3030_3030_3030_3030 + letters * u64::from(b'a' - b'0' - 10)).to_be_bytes()
+}
+
+/// The hyphenated lowercase form of `x` (`8-4-4-4-12`), as `uuid`'s `hyphenated()` writes it.
+pub fn hyphenated(x: uuid::Uuid) -> [u8; 36] {
+    let v = x.as_u128();
+    let [a, b, c, d] = [
+        (v >> 96) as u32,
+        (v >> 64) as u32,
+        (v >> 32) as u32,
+        v as u32,
+    ]
+    .map(hex8);
+    let mut out = [b'-'; 36];
+    out[..8].copy_from_slice(&a);
+    out[9..13].copy_from_slice(&b[..4]);
+    out[14..18].copy_from_slice(&b[4..]);
+    out[19..23].copy_from_slice(&c[..4]);
+    out[24..28].copy_from_slice(&c[4..]);
+    out[28..].copy_from_slice(&d);
+    out
+}
+
 /// Render the JSON body.
+#[cfg(test)]
 pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
-    let mut o = Out(Vec::with_capacity(f.pad_to.unwrap_or(0).max(1200)));
+    let mut out = Vec::new();
+    render_into(f, &mut out);
+    out
+}
+
+/// Render the JSON body into `buf` (cleared first), reusing its allocation: the hot path keeps
+/// one buffer per worker.
+pub fn render_into(f: &BodyFields<'_>, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.reserve(f.pad_to.unwrap_or(0).max(1200));
+    let mut o = Out(std::mem::take(buf));
     let t = f.tenant_name;
     let (prefix, name) = event_type(f.channel, f.failed);
     o.s(r#"{"iss":""#)
@@ -153,7 +192,7 @@ pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
         }
     }
     s.push(b'}');
-    s
+    *buf = s;
 }
 
 #[cfg(test)]
@@ -201,6 +240,28 @@ mod tests {
                 "00000000-0000-0000-0000-000000000003"
             );
         }
+    }
+
+    #[test]
+    fn hyphenated_matches_the_uuid_crate() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u128;
+        for v in [0u128, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210]
+            .into_iter()
+            .chain((0..1000).map(|_| {
+                rng = rng.wrapping_mul(0x2545_f491_4f6c_dd1d_2545_f491_4f6c_dd1d) ^ (rng >> 61);
+                rng
+            }))
+        {
+            let u = uuid::Uuid::from_u128(v);
+            assert_eq!(hyphenated(u), u.hyphenated().to_string().as_bytes(), "{u}");
+        }
+    }
+
+    #[test]
+    fn rendering_into_a_used_buffer_gives_the_same_body() {
+        let mut buf = render(&fields("registration", Some(4096)));
+        render_into(&fields("login", None), &mut buf);
+        assert_eq!(buf, render(&fields("login", None)));
     }
 
     #[test]

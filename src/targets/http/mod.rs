@@ -247,16 +247,16 @@ impl HttpPool {
             self.counters.attempts[conn.addr].fetch_add(1, Ordering::Relaxed);
         }
         loop {
-            match timeout_at(deadline, conn.exchange(request, resp)).await {
-                Err(_) => return Err(TransportError::Timeout(TimeoutKind::Response)),
-                Ok(Ok(keep_alive)) => {
+            match conn.exchange_by(deadline, request, resp).await {
+                None => return Err(TransportError::Timeout(TimeoutKind::Response)),
+                Some(Ok(keep_alive)) => {
                     if keep_alive {
                         conn.reused = true;
                         self.push_idle(conn);
                     }
                     return Ok(());
                 }
-                Ok(Err(failure)) => {
+                Some(Err(failure)) => {
                     if !(conn.reused && failure.unsent) {
                         return Err(failure.error);
                     }
