@@ -133,6 +133,31 @@ per_req() {
     [[ ! -s $WORK/rss ]] || awk '{ printf ", max RSS %.1f MiB", $1 / 1024 }' "$WORK/rss"
 }
 
+# Append this round's figures of client $1 (req/s $2) to $WORK/tally.$1, one line per round:
+# req/s, ratio to this round's wrk, user µs/req, sys µs/req, max RSS MiB; for the final table.
+tally() {
+    local rss=0
+    [[ ! -s $WORK/rss ]] || rss=$(awk '{ printf "%.1f", $1 / 1024 }' "$WORK/rss")
+    awk -v u="$USR" -v s="$SYS" -v r="$2" -v w="$WRK_RPS" -v d="$DURATION" -v m="$rss" 'BEGIN {
+        n = r * d; printf "%.0f %.2f %.2f %.2f %s\n", r, r / w, u * 1e6 / n, s * 1e6 / n, m }' >>"$WORK/tally.$1"
+    echo "$1" >>"$WORK/clients"
+}
+# Column $2 of $WORK/tally.$1: its median over the rounds (max for RSS, column 5).
+col() {
+    if [[ $2 == 5 ]]; then awk '$5 > m { m = $5 } END { print m }' "$WORK/tally.$1"; return; fi
+    awk -v c="$2" '{ print $c }' "$WORK/tally.$1" | sort -n |
+        awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+final_table() {
+    echo
+    echo "final table: median over $ROUNDS round(s) of ${DURATION}s, $CONCURRENCY connections, $SCHEME, nginx 1 worker, $(nproc) cores (RSS: max)"
+    printf '%-22s %10s %10s %13s %13s %9s\n' client "req/s" "x wrk" "user µs/req" "sys µs/req" "RSS MiB"
+    local c
+    for c in $(awk '!seen[$0]++' "$WORK/clients"); do
+        printf '%-22s %10s %10s %13s %13s %9s\n' "$c" "$(col "$c" 1)" "$(col "$c" 2)" "$(col "$c" 3)" "$(col "$c" 4)" "$(col "$c" 5)"
+    done
+}
+
 # One round: wrk, then each runtime; prints a line per client and appends the ratios to
 # $WORK/ratio.<runtime> (one per round) for the medians at the end.
 STATUS=0
@@ -143,6 +168,7 @@ round() {
     if grep -q "Non-2xx" <<<"$OUT"; then grep "Non-2xx" <<<"$OUT" >&2; fi
     WRK_SERVED=$(($(served) - BEFORE - 1))
     printf '%-22s %10.0f req/s   %s\n' "wrk -t1" "$WRK_RPS" "$(per_req "$WRK_RPS")"
+    tally wrk-t1 "$WRK_RPS"
     # wrk does not count the requests in flight when it stops: nginx may see up to C more.
     echo "  wrk counted $(count <<<"$OUT"), nginx served $WRK_SERVED"
 
@@ -155,6 +181,7 @@ round() {
         OHA_RPS=$(awk '/Requests\/sec:/ { print $2; exit }' <<<"$OUT")
         OHA_SERVED=$(($(served) - BEFORE - 1))
         printf '%-22s %10.0f req/s   %s\n' "oha" "$OHA_RPS" "$(per_req "$OHA_RPS")"
+        tally oha "$OHA_RPS"
         echo "  nginx served $OHA_SERVED"
     fi
 
@@ -169,6 +196,7 @@ round() {
         echo "$RATIO" >>"$WORK/ratio.$RUNTIME"
         printf '%-22s %10.0f req/s   %s   ratio %sx wrk\n' "hubload ($RUNTIME)" \
             "$HL_RPS" "$(per_req "$HL_RPS")" "$RATIO"
+        tally "hubload-$RUNTIME" "$HL_RPS"
         if [[ -n $OHA_RPS ]]; then
             OHA_RATIO=$(awk -v a="$HL_RPS" -v b="$OHA_RPS" 'BEGIN { printf "%.2f", a / b }')
             echo "$OHA_RATIO" >>"$WORK/ratio_oha.$RUNTIME"
@@ -199,4 +227,5 @@ if ((ROUNDS > 1)); then
         fi
     done
 fi
+final_table
 exit "$STATUS"

@@ -387,7 +387,11 @@ async fn the_topic_server_hands_out_each_event_once_in_order() {
     let (_, _, body2) = get(path.clone()).await;
     assert_eq!(body2, b.body.as_slice());
     let (_, _, body3) = get(path.clone()).await;
-    assert_eq!(body3, b.body.as_slice(), "nothing pending: the latest again");
+    assert_eq!(
+        body3,
+        b.body.as_slice(),
+        "nothing pending: the latest again"
+    );
     let empty = url::Url::parse(&ts.topic_url(1).unwrap())
         .unwrap()
         .path()
