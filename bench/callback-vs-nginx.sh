@@ -41,29 +41,12 @@ reconcile() {
   fi
 }
 
-mkdir -p "$WORK/nginx"
-cat > "$WORK/nginx.conf" <<NGINX
-worker_processes 1;
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/nginx/body;
-  proxy_temp_path $WORK/nginx/proxy;
-  fastcgi_temp_path $WORK/nginx/fastcgi;
-  uwsgi_temp_path $WORK/nginx/uwsgi;
-  scgi_temp_path $WORK/nginx/scgi;
-  keepalive_requests 100000000;
-  server {
+source bench/nginx.sh
+nginx_start "$WORK/nginx" 3072 "server {
     listen 127.0.0.1:$NGINX_PORT;
     location = /nginx_status { stub_status; }
     location / { return 204; }
-  }
-}
-NGINX
-nginx -c "$WORK/nginx.conf" -p "$WORK/nginx" & NGINX_PID=$!; PIDS+=("$NGINX_PID")
+  }"; PIDS+=("$NGINX_PID")
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$NGINX_PORT/nginx_status" >/dev/null 2>&1 && break; sleep 0.05; done
 nginx_requests() { curl -fs "http://127.0.0.1:$NGINX_PORT/nginx_status" | awk 'NR==3 {print $3}'; }
 # nginx's master only forks; the worker answers.

@@ -56,7 +56,6 @@ if ! command -v nginx >/dev/null || ! command -v wrk >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk >/dev/null 2>&1 ||
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx wrk >/dev/null
 fi
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 if [[ ${TLS:-} == 1 && -z ${HUBLOAD_BIN:-} ]]; then
     echo "TLS=1 needs HUBLOAD_BIN (the http_bench example speaks plain http)" >&2
     exit 2
@@ -73,7 +72,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$ROOT/bench/nginx.sh"
 PORT=$(free_port)
 # stub_status on a plain port of its own, so the counts can be read over /dev/tcp with TLS too.
 STATUS_PORT=$PORT
@@ -83,63 +82,22 @@ STATUS_SERVER=""
 if [[ ${TLS:-} == 1 ]]; then
     STATUS_PORT=$(free_port)
     SCHEME=https
-    ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
-    (cd "$WORK" &&
-        openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 2 -subj "/CN=bench CA" &&
-        openssl req "${ec[@]}" -keyout leaf.key -out leaf.csr -subj /CN=localhost &&
-        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >leaf.ext &&
-        openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem \
-            -days 2 -extfile leaf.ext) >/dev/null 2>&1
+    tls_cert "$WORK"
     LISTEN="listen 127.0.0.1:$PORT ssl; ssl_certificate $WORK/leaf.pem; ssl_certificate_key $WORK/leaf.key;"
     STATUS_SERVER="server { listen 127.0.0.1:$STATUS_PORT; location = /nginx_status { stub_status; } }"
     export TLS_FLAGS="--ca-cert $WORK/ca.pem"
 fi
-mkdir -p "$WORK/tmp"
-cat >"$WORK/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log warn;
-worker_rlimit_nofile $((CONCURRENCY * 2 + 1024));
-events { worker_connections $((CONCURRENCY + 1024)); }
-http {
-    access_log off;
-    client_body_temp_path $WORK/tmp/body;
-    proxy_temp_path $WORK/tmp/proxy;
-    fastcgi_temp_path $WORK/tmp/fastcgi;
-    uwsgi_temp_path $WORK/tmp/uwsgi;
-    scgi_temp_path $WORK/tmp/scgi;
-    keepalive_requests 100000000;
-    $STATUS_SERVER
-    server {
+nginx_start "$WORK" "$CONCURRENCY" "server {
         $LISTEN
         location = /nginx_status { stub_status; }
-        location /hub {
-            default_type application/x-www-form-urlencoded;
-            return 200 "hub.mode=accepted";
-        }
+        $HUB_ACCEPT
     }
-}
-CONF
-"$NGINX" -p "$WORK" -c "$WORK/nginx.conf" &
-NGINX_PID=$!
-for _ in $(seq 50); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
-    sleep 0.1
-done
+    $STATUS_SERVER"
 
-# The 543-byte login event of docs/protocol.md §3.
 BODY_FILE=$WORK/login-event.json
-printf '%s' '{"iss":"https://api.asgardeo.io/t/tnt7","jti":"3f9c2a1e-7b4d-4e8a-9c61-2d5f0b8e7a13","iat":1764478800000,"events":{"https://schemas.identity.wso2.org/events/login/event-type/loginSuccess":{"user":{"id":"8d1e4c7a-2b9f-4a63-b0d5-6e2f1c9a8b47","ref":"https://api.asgardeo.io/t/tnt7/scim2/Users/8d1e4c7a-2b9f-4a63-b0d5-6e2f1c9a8b47"},"tenant":{"id":"12402","name":"tnt7"},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":"c4a7e2d9-5f1b-4c83-a6e0-9b2d7f4e1a58","name":"app07"},"authenticationMethods":["BasicAuthenticator"]}}}' >"$BODY_FILE"
+login_event >"$BODY_FILE"
 URL="$SCHEME://127.0.0.1:$PORT/hub?hub.mode=publish&hub.topic=T"
-cat >"$WORK/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json"
-local f = io.open("$BODY_FILE", "rb")
-wrk.body = f:read("*a")
-f:close()
-LUA
+wrk_post_lua "$BODY_FILE" >"$WORK/post.lua"
 
 # Check the server answers the POST as a hub would before measuring anything.
 if [[ -z ${HUBLOAD_BIN:-} ]]; then
@@ -155,12 +113,7 @@ rps() { awk '/^Requests\/sec:/ { print $2 }'; }
 # Requests the client says it completed (`N requests in …`, as wrk prints).
 count() { awk '/ requests in / { print $1; exit }'; }
 # nginx's own request count (stub_status); this request itself is counted in it.
-served() {
-    exec 3<>"/dev/tcp/127.0.0.1/$STATUS_PORT"
-    printf 'GET /nginx_status HTTP/1.0\r\nHost: bench\r\n\r\n' >&3
-    awk 'f { print $3; exit } /accepts handled requests/ { f = 1 }' <&3
-    exec 3<&-
-}
+served() { nginx_served "$STATUS_PORT"; }
 
 # Run a command, keep its stdout in $OUT and its CPU seconds in $USR (user) and $SYS (kernel).
 # An external command's peak resident memory (KiB) goes to $WORK/rss (hubload_cli writes it
@@ -180,6 +133,31 @@ per_req() {
     [[ ! -s $WORK/rss ]] || awk '{ printf ", max RSS %.1f MiB", $1 / 1024 }' "$WORK/rss"
 }
 
+# Append this round's figures of client $1 (req/s $2) to $WORK/tally.$1, one line per round:
+# req/s, ratio to this round's wrk, user µs/req, sys µs/req, max RSS MiB; for the final table.
+tally() {
+    local rss=0
+    [[ ! -s $WORK/rss ]] || rss=$(awk '{ printf "%.1f", $1 / 1024 }' "$WORK/rss")
+    awk -v u="$USR" -v s="$SYS" -v r="$2" -v w="$WRK_RPS" -v d="$DURATION" -v m="$rss" 'BEGIN {
+        n = r * d; printf "%.0f %.2f %.2f %.2f %s\n", r, r / w, u * 1e6 / n, s * 1e6 / n, m }' >>"$WORK/tally.$1"
+    echo "$1" >>"$WORK/clients"
+}
+# Column $2 of $WORK/tally.$1: its median over the rounds (max for RSS, column 5).
+col() {
+    if [[ $2 == 5 ]]; then awk '$5 > m { m = $5 } END { print m }' "$WORK/tally.$1"; return; fi
+    awk -v c="$2" '{ print $c }' "$WORK/tally.$1" | sort -n |
+        awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+final_table() {
+    echo
+    echo "final table: median over $ROUNDS round(s) of ${DURATION}s, $CONCURRENCY connections, $SCHEME, nginx 1 worker, $(nproc) cores (RSS: max)"
+    printf '%-22s %10s %10s %13s %13s %9s\n' client "req/s" "x wrk" "user µs/req" "sys µs/req" "RSS MiB"
+    local c
+    for c in $(awk '!seen[$0]++' "$WORK/clients"); do
+        printf '%-22s %10s %10s %13s %13s %9s\n' "$c" "$(col "$c" 1)" "$(col "$c" 2)" "$(col "$c" 3)" "$(col "$c" 4)" "$(col "$c" 5)"
+    done
+}
+
 # One round: wrk, then each runtime; prints a line per client and appends the ratios to
 # $WORK/ratio.<runtime> (one per round) for the medians at the end.
 STATUS=0
@@ -190,6 +168,7 @@ round() {
     if grep -q "Non-2xx" <<<"$OUT"; then grep "Non-2xx" <<<"$OUT" >&2; fi
     WRK_SERVED=$(($(served) - BEFORE - 1))
     printf '%-22s %10.0f req/s   %s\n' "wrk -t1" "$WRK_RPS" "$(per_req "$WRK_RPS")"
+    tally wrk-t1 "$WRK_RPS"
     # wrk does not count the requests in flight when it stops: nginx may see up to C more.
     echo "  wrk counted $(count <<<"$OUT"), nginx served $WRK_SERVED"
 
@@ -202,6 +181,7 @@ round() {
         OHA_RPS=$(awk '/Requests\/sec:/ { print $2; exit }' <<<"$OUT")
         OHA_SERVED=$(($(served) - BEFORE - 1))
         printf '%-22s %10.0f req/s   %s\n' "oha" "$OHA_RPS" "$(per_req "$OHA_RPS")"
+        tally oha "$OHA_RPS"
         echo "  nginx served $OHA_SERVED"
     fi
 
@@ -216,6 +196,7 @@ round() {
         echo "$RATIO" >>"$WORK/ratio.$RUNTIME"
         printf '%-22s %10.0f req/s   %s   ratio %sx wrk\n' "hubload ($RUNTIME)" \
             "$HL_RPS" "$(per_req "$HL_RPS")" "$RATIO"
+        tally "hubload-$RUNTIME" "$HL_RPS"
         if [[ -n $OHA_RPS ]]; then
             OHA_RATIO=$(awk -v a="$HL_RPS" -v b="$OHA_RPS" 'BEGIN { printf "%.2f", a / b }')
             echo "$OHA_RATIO" >>"$WORK/ratio_oha.$RUNTIME"
@@ -246,4 +227,5 @@ if ((ROUNDS > 1)); then
         fi
     done
 fi
+final_table
 exit "$STATUS"

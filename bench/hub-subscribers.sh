@@ -46,22 +46,8 @@ LUA
 # The verification GET carries hub.challenge; nginx's $arg_NAME cannot name an argument with
 # a dot in it ($arg_hub_challenge looks for "hub_challenge"), so a map over $args extracts it.
 # stub_status counts the requests nginx answered, to reconcile with the hub's count.
-mkdir -p "$WORK/nginx"
-cat > "$WORK/nginx.conf" <<NGINX
-worker_processes 1;
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/nginx/body;
-  proxy_temp_path $WORK/nginx/proxy;
-  fastcgi_temp_path $WORK/nginx/fastcgi;
-  uwsgi_temp_path $WORK/nginx/uwsgi;
-  scgi_temp_path $WORK/nginx/scgi;
-  keepalive_requests 100000000;
-  map \$args \$challenge { "~(^|&)hub\\.challenge=(?<c>[^&]*)" \$c; default ""; }
+source bench/nginx.sh
+nginx_start "$WORK/nginx" 3072 "map \$args \$challenge { \"~(^|&)hub\\.challenge=(?<c>[^&]*)\" \$c; default \"\"; }
   server {
     listen 127.0.0.1:$SINK_PORT;
     location = /nginx_status { stub_status; }
@@ -69,10 +55,7 @@ http {
       if (\$challenge) { return 200 \$challenge; }
       return 204;
     }
-  }
-}
-NGINX
-nginx -c "$WORK/nginx.conf" -p "$WORK/nginx" & PIDS+=($!)
+  }"; PIDS+=("$NGINX_PID")
 
 wait_http() { for _ in $(seq 100); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 2; }
 wait_http "http://127.0.0.1:$SINK_PORT/nginx_status"

@@ -2,18 +2,24 @@
 # User-space instructions per request of the whole hubload CLI, counted by callgrind: the
 # figure to optimise on a loaded machine (it does not move with the CPU share a run gets).
 #
-# Starts a one-worker nginx answering like a hub (as bench/http-vs-wrk.sh does), runs
-# `hubload --requests N1` and `--requests N2` under `valgrind --tool=callgrind`, and prints
-# (Ir(N2) - Ir(N1)) / (N2 - N1): the instructions of one more request, set-up excluded.
-# Kernel time is not counted (callgrind sees user space only).
+# Starts a one-worker nginx answering like a hub (bench/nginx.sh), runs `hubload --requests
+# N1` and `--requests N2` under `valgrind --tool=callgrind`, and prints (Ir(N2) - Ir(N1)) /
+# (N2 - N1): the instructions of one more request, set-up excluded. Then the same for wrk
+# (-t1, the same POST and connections), run for D1 and D2 seconds, per request nginx served
+# in between: the like-for-like target. Kernel time is not counted (callgrind sees user space
+# only).
 #
 # Usage: bench/ir-per-request.sh [hubload binary]   (default target/release/hubload)
 # Knobs: N1=2000 N2=12000 CONCURRENCY=50 KEEP=1 (keep the callgrind files, for callgrind_annotate)
+#        WRK=0 (skip wrk)  HUBLOAD=0 (skip hubload)  D1=2 D2=8 (wrk's two durations, s)
+#        TLS=1 (nginx terminates TLS; give wrk D1=20 D2=40: its handshakes are slow under valgrind)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/hubload}
 N1=${N1:-2000}
 N2=${N2:-12000}
+D1=${D1:-2}
+D2=${D2:-8}
 CONCURRENCY=${CONCURRENCY:-50}
 WORK=$(mktemp -d)
 NGINX_PID=""
@@ -22,42 +28,57 @@ cleanup() {
     if [[ -z ${KEEP:-} ]]; then rm -rf "$WORK"; else echo "callgrind files kept in $WORK" >&2; fi
 }
 trap cleanup EXIT
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$WORK/tmp"
-cat >"$WORK/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $WORK/tmp/body;
-    keepalive_requests 100000000;
-    server {
-        listen 127.0.0.1:$PORT;
-        location /hub {
-            default_type application/x-www-form-urlencoded;
-            return 200 "hub.mode=accepted";
-        }
+source "$ROOT/bench/nginx.sh"
+PORT=$(free_port)
+STATUS_PORT=$(free_port)
+LISTEN="listen 127.0.0.1:$PORT;"
+SCHEME=http
+HUB_TLS=()
+if [[ ${TLS:-} == 1 ]]; then
+    tls_cert "$WORK"
+    LISTEN="listen 127.0.0.1:$PORT ssl; ssl_certificate $WORK/leaf.pem; ssl_certificate_key $WORK/leaf.key;"
+    SCHEME=https
+    HUB_TLS=(--ca-cert "$WORK/ca.pem")
+fi
+nginx_start "$WORK" "$CONCURRENCY" "server {
+        $LISTEN
+        $HUB_ACCEPT
     }
-}
-CONF
-nginx -p "$WORK" -c "$WORK/nginx.conf" &
-NGINX_PID=$!
-for _ in $(seq 50); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
-    sleep 0.1
-done
+    server { listen 127.0.0.1:$STATUS_PORT; location = /nginx_status { stub_status; } }"
+total_ir() { awk '/^summary:|^totals:/ { print $2; exit }' "$1"; }
 ir() {
     local out=$WORK/callgrind.$1
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" --hub-url "http://127.0.0.1:$PORT/hub" \
-        --concurrency "$CONCURRENCY" --requests "$1" --threads 1 --quiet --tenants 1 --topics shared \
-        --out "$WORK/report.$1" >"$WORK/log.$1" 2>&1 || { cat "$WORK/log.$1" >&2; exit 1; }
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" --hub-url "$SCHEME://127.0.0.1:$PORT/hub" \
+        "${HUB_TLS[@]}" --concurrency "$CONCURRENCY" --requests "$1" --threads 1 --quiet --tenants 1 \
+        --topics shared --out "$WORK/report.$1" >"$WORK/log.$1" 2>&1 || { cat "$WORK/log.$1" >&2; exit 1; }
     grep -q "^TOTAL,$1," "$WORK/report.$1/aggregate.csv" ||
         { echo "hubload did not count $1 requests" >&2; exit 1; }
-    awk '/^summary:|^totals:/ { print $2; exit }' "$out"
+    total_ir "$out"
 }
-A=$(ir "$N1")
-B=$(ir "$N2")
-echo "Ir($N1) $A, Ir($N2) $B, per request $(( (B - A) / (N2 - N1) ))"
+HL=-
+if [[ ${HUBLOAD:-1} == 1 ]]; then
+    A=$(ir "$N1")
+    B=$(ir "$N2")
+    HL=$(( (B - A) / (N2 - N1) ))
+    echo "hubload: Ir($N1) $A, Ir($N2) $B, per request $HL"
+fi
+[[ ${WRK:-1} == 1 ]] || exit 0
+
+# wrk stops on time, not on a count: nginx's own count says how many requests each run made.
+BODY_FILE=$WORK/login-event.json
+login_event >"$BODY_FILE"
+wrk_post_lua "$BODY_FILE" >"$WORK/post.lua"
+wrk_ir() {
+    local out=$WORK/callgrind.wrk.$1 before
+    before=$(nginx_served "$STATUS_PORT")
+    # --timeout: under valgrind a TLS handshake alone takes longer than wrk's default 2 s.
+    valgrind --tool=callgrind --callgrind-out-file="$out" wrk -t1 -c"$CONCURRENCY" -d"$1s" --timeout 60s \
+        -s "$WORK/post.lua" "$SCHEME://127.0.0.1:$PORT/hub?hub.mode=publish&hub.topic=T" \
+        >"$WORK/log.wrk.$1" 2>&1 || { cat "$WORK/log.wrk.$1" >&2; exit 1; }
+    echo "$(total_ir "$out") $(( $(nginx_served "$STATUS_PORT") - before - 1 ))"
+}
+read -r WA NA <<<"$(wrk_ir "$D1")"
+read -r WB NB <<<"$(wrk_ir "$D2")"
+WRK_IR=$(( (WB - WA) / (NB - NA) ))
+echo "wrk: Ir(${D1}s, $NA requests) $WA, Ir(${D2}s, $NB requests) $WB, per request $WRK_IR"
+printf '%-8s %14s\n' client "Ir/request" hubload "$HL" wrk "$WRK_IR"

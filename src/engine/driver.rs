@@ -85,7 +85,6 @@ pub(crate) enum Driver {
         warm_seqs: Seqs,
         issued: AtomicU64,
         warm_issued: AtomicU64,
-        cancel: CancellationToken,
         /// Owner striping: only these topics' events (see `own_topics`).
         own: Option<OwnTopics>,
     },
@@ -95,8 +94,9 @@ pub(crate) enum Driver {
 }
 
 impl Driver {
-    /// The next ticket, or `None` when the level is over for this worker.
-    pub async fn next(&self) -> Option<Ticket> {
+    /// The next ticket, or `None` when the level is over for this worker. `stopped` is the
+    /// worker's own view of the stop (cheaper to read than the shared token).
+    pub async fn next(&self, stopped: bool) -> Option<Ticket> {
         match self {
             Driver::Closed {
                 window,
@@ -104,10 +104,9 @@ impl Driver {
                 warm_seqs,
                 issued,
                 warm_issued,
-                cancel,
                 own,
             } => {
-                if cancel.is_cancelled() {
+                if stopped {
                     return None;
                 }
                 let now = Instant::now();

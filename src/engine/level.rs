@@ -65,7 +65,6 @@ pub async fn run_level<T: Target>(
                 warm_seqs,
                 issued: AtomicU64::new(0),
                 warm_issued: AtomicU64::new(0),
-                cancel: ctx.cancel.clone(),
                 own: ctx.own_topics.clone(),
             },
             concurrency as usize,

@@ -8,6 +8,7 @@ mod live;
 mod own_topics;
 mod pacer;
 mod plan;
+mod stop;
 mod stripe;
 mod worker;
 

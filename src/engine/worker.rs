@@ -1,12 +1,16 @@
 //! The one worker loop both load models share: ticket → event → attempts (with retries) → stats.
 
+use std::future::Future;
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 use tokio::time::Instant;
 
 use super::attempt::AttemptRecord;
 use super::context::LevelContext;
 use super::driver::Driver;
+use super::stop::StopWatch;
 use super::stripe::Stripe;
 use crate::result::{Attempt, Class};
 use crate::stats::{AttemptTimes, SharedLevel};
@@ -26,21 +30,21 @@ pub(crate) async fn worker_loop<T: Target>(
     let max_attempts = ctx.retries + 1;
     // A child token per worker: its waiter is this worker's alone, so watching for the stop on
     // every attempt never contends with the other workers.
-    let stop = ctx.cancel.child_token();
-    let stopped = stop.cancelled();
-    tokio::pin!(stopped);
-    while let Some(ticket) = driver.next().await {
-        if stop.is_cancelled() {
+    let mut stop = StopWatch::new(ctx.cancel.child_token());
+    // The previous event's body, handed back so rendering the next one allocates nothing.
+    let mut spare = Vec::new();
+    while let Some(ticket) = driver.next(stop.is_stopped()).await {
+        if stop.is_stopped() {
             // A ticket queued before the stop: no request starts after it.
             break;
         }
-        let iat_ms = ctx.clock.unix_us(Instant::now().into_std()) / 1000;
-        let event = ctx.workload.event(ticket.seq, iat_ms);
+        let sent_us = ctx.clock.unix_us(Instant::now().into_std()) / 1000 * 1000;
+        let event = ctx
+            .workload
+            .event_into(ticket.seq, sent_us, std::mem::take(&mut spare));
         let topic = &ctx.workload.topics()[event.topic];
         let mut attempt_no = 0u32;
         let mut first_start = None;
-        let mut end;
-        let mut ok = false;
         loop {
             let start = Instant::now();
             // The event starts with its first attempt.
@@ -50,16 +54,16 @@ pub(crate) async fn worker_loop<T: Target>(
                     t.note_published(ticket.seq, event.topic, start.into_std());
                 }
             }
-            first_start.get_or_insert(start);
+            let first = *first_start.get_or_insert(start);
             // Stopped in flight: the attempt is abandoned and counted `cancelled`.
-            let a = tokio::select! {
-                biased;
-                a = ctx.target.send(topic, &event) => a,
-                _ = &mut stopped => Attempt::CANCELLED,
-            };
-            end = Instant::now();
+            let send = ctx.target.send(topic, &event);
+            let a = unless_stopped(send, &mut stop).await;
+            let end = Instant::now();
             attempt_no += 1;
             let class = a.outcome.class();
+            let ok = class == Class::Accepted;
+            // Retries are immediate, as the real publisher's client does (docs/protocol.md §3).
+            let mut last = ok || attempt_no >= max_attempts || !class.is_retryable();
             if ticket.measured {
                 let intended = if attempt_no == 1 {
                     ticket.intended
@@ -72,15 +76,21 @@ pub(crate) async fn worker_loop<T: Target>(
                     start: start.into_std(),
                     end: end.into_std(),
                 };
-                let us = (end - start).as_micros() as u64;
-                lock()
-                    .stats
-                    .record_attempt_without_topic(&ctx.clock, times, &a);
-                shared.record(worker, times, class, event.topic);
+                let span = times.span(&ctx.clock);
+                {
+                    // One lock for the attempt and, when it is the event's last, the event.
+                    let mut s = lock();
+                    s.stats.record_span(&span, &a);
+                    if last {
+                        let event_us = end.saturating_duration_since(first).as_micros() as u64;
+                        s.stats.record_event_us(event_us, attempt_no, ok);
+                    }
+                }
+                shared.record(worker, &span, class, event.topic);
                 if let Some(out) = &ctx.attempts {
                     let r = AttemptRecord {
-                        start_unix_us: ctx.clock.unix_us(start.into_std()),
-                        elapsed_us: us,
+                        start_unix_us: span.start_unix_us,
+                        elapsed_us: span.us,
                         outcome: a.outcome,
                         status: a.status,
                         bytes_received: a.bytes_received,
@@ -93,26 +103,38 @@ pub(crate) async fn worker_loop<T: Target>(
                     // Fails only after the consumer stopped, which it reports at the end.
                     let _ = out.send(r).await;
                 }
-            }
-            if class == Class::Accepted {
-                if let (Some(t), true) = (&ctx.delivery, ticket.measured) {
-                    t.note_accepted(ticket.seq, end.into_std());
+                if ok {
+                    if let Some(t) = &ctx.delivery {
+                        t.note_accepted(ticket.seq, end.into_std());
+                    }
                 }
-                ok = true;
-                break;
+                if !last && stop.is_stopped() {
+                    // Stopped before a retry: the event ends with this attempt.
+                    let event_us = end.saturating_duration_since(first).as_micros() as u64;
+                    lock().stats.record_event_us(event_us, attempt_no, false);
+                    last = true;
+                }
             }
-            // Retries are immediate, as the real publisher's client does (docs/protocol.md §3).
-            if attempt_no >= max_attempts || !class.is_retryable() || stop.is_cancelled() {
+            if last || stop.is_stopped() {
                 break;
             }
         }
-        if ticket.measured {
-            lock().stats.record_event(
-                first_start.unwrap_or(end).into_std(),
-                end.into_std(),
-                attempt_no,
-                ok,
-            );
-        }
+        spare = event.body;
     }
+}
+
+/// `send`, or [`Attempt::CANCELLED`] once the stop comes while it is in flight. A send that is
+/// ready wins over a stop seen in the same poll, as with a `biased` select.
+async fn unless_stopped<F: Future<Output = Attempt>>(send: F, stop: &mut StopWatch) -> Attempt {
+    let mut send = pin!(send);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(a) = send.as_mut().poll(cx) {
+            return Poll::Ready(a);
+        }
+        if stop.poll_stopped(cx) {
+            return Poll::Ready(Attempt::CANCELLED);
+        }
+        Poll::Pending
+    })
+    .await
 }

@@ -6,94 +6,11 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{new_histogram, record, Clock, Histogram, SecondHistograms, TopicStats};
-use crate::result::{Attempt, Class, Reason};
-
-/// Counts per [`Class`], indexed by [`Class::index`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Counts(pub [u64; Class::COUNT]);
-
-impl Default for Counts {
-    fn default() -> Self {
-        Counts([0; Class::COUNT])
-    }
-}
-
-impl Counts {
-    /// The count of one class.
-    pub fn get(&self, c: Class) -> u64 {
-        self.0[c.index()]
-    }
-    /// Add one to a class.
-    pub fn bump(&mut self, c: Class) {
-        self.0[c.index()] += 1;
-    }
-    /// Sum over all classes.
-    pub fn total(&self) -> u64 {
-        self.0.iter().sum()
-    }
-    /// Sum over the classes for which `f` is true.
-    pub fn sum_where(&self, f: impl Fn(Class) -> bool) -> u64 {
-        Class::ALL
-            .iter()
-            .filter(|c| f(**c))
-            .map(|c| self.get(*c))
-            .sum()
-    }
-    /// Counts as a `name → count` map, every class present (zeros included).
-    pub fn to_map(&self) -> BTreeMap<String, u64> {
-        Class::ALL
-            .iter()
-            .map(|c| (c.name().to_string(), self.get(*c)))
-            .collect()
-    }
-}
-
-impl AddAssign<&Counts> for Counts {
-    fn add_assign(&mut self, rhs: &Counts) {
-        for (a, b) in self.0.iter_mut().zip(rhs.0.iter()) {
-            *a += b;
-        }
-    }
-}
-
-/// Counts per [`Reason`] (of `other`, `tls_error`, `client_error`), indexed by
-/// [`Reason::index`]. Touched only by attempts that carry a reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reasons(pub [u64; Reason::COUNT]);
-
-impl Default for Reasons {
-    fn default() -> Self {
-        Reasons([0; Reason::COUNT])
-    }
-}
-
-impl Reasons {
-    /// The count of one reason.
-    pub fn get(&self, r: Reason) -> u64 {
-        self.0[r.index()]
-    }
-    /// Add `n` to a reason.
-    pub fn add(&mut self, r: Reason, n: u64) {
-        self.0[r.index()] += n;
-    }
-    /// The reasons seen, `class.reason → count` (zeros left out).
-    pub fn to_map(&self) -> BTreeMap<String, u64> {
-        Reason::ALL
-            .iter()
-            .filter(|r| self.get(**r) > 0)
-            .map(|r| (r.name().to_string(), self.get(*r)))
-            .collect()
-    }
-}
-
-impl AddAssign<&Reasons> for Reasons {
-    fn add_assign(&mut self, rhs: &Reasons) {
-        for (a, b) in self.0.iter_mut().zip(rhs.0.iter()) {
-            *a += b;
-        }
-    }
-}
+use super::{
+    new_histogram, record, AttemptSpan, AttemptTimes, Clock, Counts, Histogram, Reasons,
+    SecondHistograms, TopicStats,
+};
+use crate::result::{Attempt, Class};
 
 /// One second of a level: enough for a latency-over-time chart, and mergeable.
 #[derive(
@@ -194,24 +111,6 @@ impl Default for LevelStats {
     }
 }
 
-/// The longest timeline kept, in seconds; later attempts land in the last bucket.
-const MAX_TIMELINE_SECS: usize = 24 * 3600;
-
-/// Times of one attempt.
-#[derive(Debug, Clone, Copy)]
-pub struct AttemptTimes {
-    /// When the level started (timeline origin).
-    pub level_start: Instant,
-    /// When the attempt should have started: the open model's schedule. `None` in the closed
-    /// model, where there is no schedule and corrected latency is the raw latency (not recorded
-    /// twice).
-    pub intended: Option<Instant>,
-    /// When it actually started.
-    pub start: Instant,
-    /// When it ended.
-    pub end: Instant,
-}
-
 impl LevelStats {
     /// Attempts recorded.
     pub fn attempts(&self) -> u64 {
@@ -240,7 +139,13 @@ impl LevelStats {
     /// Record one attempt, except for its topic: the engine's stripes, whose level records
     /// topics once for all stripes ([`SharedLevel`](super::SharedLevel)).
     pub fn record_attempt_without_topic(&mut self, clock: &Clock, t: AttemptTimes, a: &Attempt) {
-        let us = t.end.saturating_duration_since(t.start).as_micros() as u64;
+        self.record_span(&t.span(clock), a);
+    }
+
+    /// [`record_attempt_without_topic`](Self::record_attempt_without_topic) from the
+    /// attempt's [`AttemptSpan`], worked out once for every recorder.
+    pub fn record_span(&mut self, t: &AttemptSpan, a: &Attempt) {
+        let us = t.us;
         let class = a.outcome.class();
         self.counts.bump(class);
         if let Some(reason) = a.outcome.reason() {
@@ -248,11 +153,8 @@ impl LevelStats {
         }
         // `auto(true)` makes record infallible for any u64; saturate just in case.
         record(&mut self.latency, us);
-        if let Some(intended) = t.intended {
-            record(
-                &mut self.corrected,
-                t.end.saturating_duration_since(intended).as_micros() as u64,
-            );
+        if let Some(corrected) = t.corrected_us {
+            record(&mut self.corrected, corrected);
         }
         if class == Class::Accepted {
             record(&mut self.accepted_latency, us);
@@ -265,16 +167,13 @@ impl LevelStats {
         self.sum_us += us;
         self.min_us = Some(self.min_us.map_or(us, |m| m.min(us)));
         self.max_us = Some(self.max_us.map_or(us, |m| m.max(us)));
-        let s = clock.unix_us(t.start);
-        let e = clock.unix_us(t.end);
+        let (s, e) = (t.start_unix_us, t.end_unix_us);
         self.first_start_us = Some(self.first_start_us.map_or(s, |m| m.min(s)));
         self.last_end_us = Some(self.last_end_us.map_or(e, |m| m.max(e)));
-        let sec = (t.end.saturating_duration_since(t.level_start).as_secs() as usize)
-            .min(MAX_TIMELINE_SECS);
-        if self.timeline.len() <= sec {
-            self.timeline.resize(sec + 1, TimelineBucket::default());
+        if self.timeline.len() <= t.sec {
+            self.timeline.resize(t.sec + 1, TimelineBucket::default());
         }
-        let b = &mut self.timeline[sec];
+        let b = &mut self.timeline[t.sec];
         b.count += 1;
         b.errors += u64::from(class != Class::Accepted);
         b.sum_us += us;
@@ -283,10 +182,15 @@ impl LevelStats {
 
     /// Record one finished event: `attempts` attempts from `first_start` to `end`, `ok` if one was accepted.
     pub fn record_event(&mut self, first_start: Instant, end: Instant, attempts: u32, ok: bool) {
+        let us = end.saturating_duration_since(first_start).as_micros() as u64;
+        self.record_event_us(us, attempts, ok);
+    }
+
+    /// [`record_event`](Self::record_event) from the event's latency, µs.
+    pub fn record_event_us(&mut self, us: u64, attempts: u32, ok: bool) {
         self.events += 1;
         self.events_failed += u64::from(!ok);
         self.retries += u64::from(attempts.saturating_sub(1));
-        let us = end.saturating_duration_since(first_start).as_micros() as u64;
         record(&mut self.event_latency, us);
     }
 

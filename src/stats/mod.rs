@@ -1,17 +1,21 @@
 //! Statistics as plain, mergeable data: histograms, per-class counters and the clock that stamps them.
 
 mod clock;
+mod counts;
 mod histogram;
 mod level;
 mod seconds;
 mod shared;
+mod times;
 mod topic;
 
 pub use clock::Clock;
+pub use counts::{Counts, Reasons};
 pub use histogram::{
     from_base64, new_histogram, record, to_base64, Histogram, HIST_LOWEST_US, HIST_SIGFIG,
 };
-pub use level::{AttemptTimes, Counts, LevelStats, Reasons, TimelineBucket};
+pub use level::{LevelStats, TimelineBucket};
 pub use seconds::{SecondHistograms, SecondsRecorder};
 pub use shared::SharedLevel;
+pub use times::{AttemptSpan, AttemptTimes};
 pub use topic::{bucket_high, bucket_of, TopicStats, TopicTable, TOPIC_BUCKETS};

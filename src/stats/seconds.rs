@@ -19,15 +19,16 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{from_base64, new_histogram, record, to_base64, AttemptTimes, Clock, Histogram};
+use super::times::MAX_SECS;
+use super::{
+    from_base64, new_histogram, record, to_base64, AttemptSpan, AttemptTimes, Clock, Histogram,
+};
 
 /// Seconds a slot keeps open before folding the oldest into the level's list.
 pub const OPEN_SECONDS: usize = 2;
 /// Seconds a folded second stays a full histogram (other slots may still fold into it) before
 /// it is encoded.
 pub const GRACE: usize = 2;
-/// The longest per-second list kept, as `timeline`: later attempts land in the last second.
-const MAX_SECS: usize = 24 * 3600;
 
 /// A level's per-second histograms, encoded: plain, mergeable data (`+=` adds second by second).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -194,6 +195,16 @@ impl SecondsRecorder {
         let corrected = t
             .intended
             .map(|i| t.end.saturating_duration_since(i).as_micros() as u64);
+        self.record_at(slot, sec, us, corrected);
+    }
+
+    /// [`record`](Self::record) from the attempt's [`AttemptSpan`], whose second counts from
+    /// this recorder's `level_start` (the engine gives both the level's measured start).
+    pub fn record_span(&self, slot: usize, t: &AttemptSpan) {
+        self.record_at(slot, t.sec, t.us, t.corrected_us);
+    }
+
+    fn record_at(&self, slot: usize, sec: usize, us: u64, corrected: Option<u64>) {
         let evicted = {
             let mut open = lock(&self.slots[slot % self.slots.len()]);
             let i = match open.iter().position(|o| o.sec >= sec) {

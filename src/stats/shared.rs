@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{AttemptTimes, Clock, LevelStats, SecondsRecorder, TopicTable};
+use super::{AttemptSpan, Clock, LevelStats, SecondsRecorder, TopicTable};
 use crate::result::Class;
 
 /// The shared recorders of one level.
@@ -23,11 +23,11 @@ impl SharedLevel {
         }
     }
 
-    /// Record one attempt of topic index `topic` by worker `worker`.
-    pub fn record(&self, worker: usize, t: AttemptTimes, class: Class, topic: usize) {
-        let us = t.end.saturating_duration_since(t.start).as_micros() as u64;
-        self.topics.record(topic, class, us);
-        self.seconds.record(worker, &t);
+    /// Record one attempt of topic index `topic` by worker `worker`; `t` counts its second
+    /// from the `level_start` given to [`new`](Self::new).
+    pub fn record(&self, worker: usize, t: &AttemptSpan, class: Class, topic: usize) {
+        self.topics.record(topic, class, t.us);
+        self.seconds.record_span(worker, t);
     }
 
     /// Put what was recorded into `stats` (the stripes' merge): per-topic counts and

@@ -232,31 +232,28 @@ impl WebSubTarget {
 
     /// One exchange; the response too when there was one.
     async fn exchange(&self, request: &[u8]) -> (Attempt, Option<Response>) {
-        let deadline = Instant::now() + self.timeout;
         let mut resp = Response::default();
-        let result = self.pool.send_into(request, deadline, &mut resp).await;
+        let (a, answered) = self.exchange_into(request, &mut resp).await;
+        (a, answered.then_some(resp))
+    }
+
+    /// One exchange into `resp` (its allocations reused); true when a response was read.
+    async fn exchange_into(&self, request: &[u8], resp: &mut Response) -> (Attempt, bool) {
+        let deadline = Instant::now() + self.timeout;
+        let result = self.pool.send_into(request, deadline, resp).await;
         // Every byte read counts, whatever the outcome.
         let bytes_received = resp.bytes_received;
-        match result {
-            Ok(()) => (
-                Attempt {
-                    outcome: self.classify(&resp),
-                    status: resp.status,
-                    bytes_sent: request.len() as u64,
-                    bytes_received,
-                },
-                Some(resp),
-            ),
-            Err(e) => (
-                Attempt {
-                    outcome: e.outcome(),
-                    status: 0,
-                    bytes_sent: request.len() as u64,
-                    bytes_received,
-                },
-                None,
-            ),
-        }
+        let (outcome, status) = match result {
+            Ok(()) => (self.classify(resp), resp.status),
+            Err(e) => (e.outcome(), 0),
+        };
+        let a = Attempt {
+            outcome,
+            status,
+            bytes_sent: request.len() as u64,
+            bytes_received,
+        };
+        (a, result.is_ok())
     }
 
     /// The outcome of a response, as the dialect reads it.
@@ -343,30 +340,28 @@ impl Target for WebSubTarget {
 
     async fn send(&self, topic: &Topic, event: &Event) -> Attempt {
         let head = &self.publish_heads[event.topic];
-        if self.shape.dialect == Dialect::Websub {
+        let mut scratch = Scratch::take();
+        let (a, answered) = if self.shape.dialect == Dialect::Websub {
             // The thin ping is the same for every event of a topic: the hub fetches content,
             // which the topic server must know before the ping leaves.
             if let Some(ts) = &self.topic_server {
                 ts.note_published(event.topic, event.seq, event.sent_us);
             }
-            let (a, resp) = self.exchange(head).await;
-            return self.noted(a, resp.as_ref(), topic);
-        }
-        let mut req = Vec::with_capacity(head.len() + 64 + event.body.len());
-        req.extend_from_slice(head);
-        req.extend_from_slice(
-            event
-                .jti
-                .as_hyphenated()
-                .encode_lower(&mut uuid::Uuid::encode_buffer())
-                .as_bytes(),
-        );
-        req.extend_from_slice(b"\r\nContent-Length: ");
-        req.extend_from_slice(itoa::Buffer::new().format(event.body.len()).as_bytes());
-        req.extend_from_slice(b"\r\n\r\n");
-        req.extend_from_slice(&event.body);
-        let (a, resp) = self.exchange(&req).await;
-        self.noted(a, resp.as_ref(), topic)
+            self.exchange_into(head, &mut scratch.resp).await
+        } else {
+            let req = &mut scratch.req;
+            req.clear();
+            req.extend_from_slice(head);
+            req.extend_from_slice(&crate::workload::hyphenated(event.jti));
+            req.extend_from_slice(b"\r\nContent-Length: ");
+            req.extend_from_slice(itoa::Buffer::new().format(event.body.len()).as_bytes());
+            req.extend_from_slice(b"\r\n\r\n");
+            req.extend_from_slice(&event.body);
+            self.exchange_into(req, &mut scratch.resp).await
+        };
+        let a = self.noted(a, answered.then_some(&scratch.resp), topic);
+        scratch.give_back();
+        a
     }
 
     async fn teardown(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
@@ -379,5 +374,42 @@ impl Target for WebSubTarget {
 
     fn topic_fetches(&self) -> Option<crate::topic_server::TopicFetchStats> {
         self.topic_server.as_ref().map(|ts| ts.take_stats())
+    }
+}
+
+/// A publish's request and response buffers, reused by the next publish on the same thread
+/// instead of allocated per attempt.
+#[derive(Default)]
+struct Scratch {
+    req: Vec<u8>,
+    resp: Response,
+}
+
+/// Finished publishes' buffers kept per thread, at most this many.
+const SCRATCH_KEPT: usize = 1024;
+/// A buffer that grew past this many bytes (a large event, a long response body) is freed
+/// rather than kept.
+const SCRATCH_BYTES: usize = 16 * 1024;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<Scratch>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Scratch {
+    /// Buffers of a finished publish on this thread, or new empty ones.
+    fn take() -> Self {
+        SCRATCH.with_borrow_mut(Vec::pop).unwrap_or_default()
+    }
+
+    /// Keep these buffers for the next publish on this thread (they are cleared before use).
+    fn give_back(self) {
+        if self.req.capacity() > SCRATCH_BYTES || self.resp.body.capacity() > SCRATCH_BYTES {
+            return;
+        }
+        SCRATCH.with_borrow_mut(|kept| {
+            if kept.len() < SCRATCH_KEPT {
+                kept.push(self);
+            }
+        });
     }
 }

@@ -24,23 +24,34 @@ pub struct BodyFields<'a> {
     pub pad_to: Option<usize>,
 }
 
-const SCHEMA: &str = "https://schemas.identity.wso2.org/events";
-const ISSUER: &str = "https://api.asgardeo.io/t";
+// Literals, so the constant runs of a body are joined at compile time (`concat!`) and each
+// is appended with one copy.
+macro_rules! schema {
+    () => {
+        "https://schemas.identity.wso2.org/events"
+    };
+}
+macro_rules! issuer {
+    () => {
+        "https://api.asgardeo.io/t"
+    };
+}
 
-/// The event-type path of a channel: `(prefix, name)` as in `login/event-type/loginSuccess`.
-fn event_type(channel: &str, failed: bool) -> (&str, &str) {
-    match (channel, failed) {
-        ("login", false) => ("login", "loginSuccess"),
-        ("login", true) => ("login", "loginFailed"),
-        ("registration", false) => ("registration", "registrationSuccess"),
-        ("registration", true) => ("registration", "registrationFailed"),
-        ("credential", _) => ("credential", "credentialUpdated"),
-        ("session", _) => ("session", "sessionEstablished"),
-        ("user", _) => ("user", "userProfileUpdated"),
-        ("consent", _) => ("consent", "consentAdded"),
-        ("tenant", _) => ("tenant", "tenantCreated"),
-        (c, _) => (c, ""),
-    }
+/// The event-type path of a known channel, as in `login/event-type/loginSuccess`; `None` for
+/// any other channel `c`, whose path is `c/event-type/cEvent`.
+fn event_type(channel: &str, failed: bool) -> Option<&'static str> {
+    Some(match (channel, failed) {
+        ("login", false) => "login/event-type/loginSuccess",
+        ("login", true) => "login/event-type/loginFailed",
+        ("registration", false) => "registration/event-type/registrationSuccess",
+        ("registration", true) => "registration/event-type/registrationFailed",
+        ("credential", _) => "credential/event-type/credentialUpdated",
+        ("session", _) => "session/event-type/sessionEstablished",
+        ("user", _) => "user/event-type/userProfileUpdated",
+        ("consent", _) => "consent/event-type/consentAdded",
+        ("tenant", _) => "tenant/event-type/tenantCreated",
+        _ => return None,
+    })
 }
 
 /// Appends pieces without `core::fmt`: bodies are built once per event on the hot path, and
@@ -69,51 +80,82 @@ impl Out {
         self
     }
     fn u(&mut self, x: uuid::Uuid) -> &mut Self {
-        self.0.extend_from_slice(
-            x.hyphenated()
-                .encode_lower(&mut uuid::Uuid::encode_buffer())
-                .as_bytes(),
-        );
+        self.0.extend_from_slice(&hyphenated(x));
         self
     }
 }
 
+/// `x` as 8 lowercase hex digits, most significant first, without a table: each nibble is
+/// spread into a byte of a `u64`, and the ten-and-above ones are moved to `a`–`f`.
+fn hex8(x: u32) -> [u8; 8] {
+    let x = u64::from(x);
+    let x = ((x & 0xffff_0000) << 16) | (x & 0xffff);
+    let x = ((x & 0x0000_ff00_0000_ff00) << 8) | (x & 0x0000_00ff_0000_00ff);
+    let x = ((x & 0x00f0_00f0_00f0_00f0) << 4) | (x & 0x000f_000f_000f_000f);
+    // 1 in each byte whose nibble is 10 or more.
+    let letters = ((x + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    (x + 0x3030_3030_3030_3030 + letters * u64::from(b'a' - b'0' - 10)).to_be_bytes()
+}
+
+/// The hyphenated lowercase form of `x` (`8-4-4-4-12`), as `uuid`'s `hyphenated()` writes it.
+pub fn hyphenated(x: uuid::Uuid) -> [u8; 36] {
+    let v = x.as_u128();
+    let [a, b, c, d] = [
+        (v >> 96) as u32,
+        (v >> 64) as u32,
+        (v >> 32) as u32,
+        v as u32,
+    ]
+    .map(hex8);
+    let mut out = [b'-'; 36];
+    out[..8].copy_from_slice(&a);
+    out[9..13].copy_from_slice(&b[..4]);
+    out[14..18].copy_from_slice(&b[4..]);
+    out[19..23].copy_from_slice(&c[..4]);
+    out[24..28].copy_from_slice(&c[4..]);
+    out[28..].copy_from_slice(&d);
+    out
+}
+
 /// Render the JSON body.
+#[cfg(test)]
 pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
-    let mut o = Out(Vec::with_capacity(f.pad_to.unwrap_or(0).max(1200)));
+    let mut out = Vec::new();
+    render_into(f, &mut out);
+    out
+}
+
+/// Render the JSON body into `buf` (cleared first), reusing its allocation: the hot path keeps
+/// one buffer per worker.
+pub fn render_into(f: &BodyFields<'_>, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.reserve(f.pad_to.unwrap_or(0).max(1200));
+    let mut o = Out(std::mem::take(buf));
     let t = f.tenant_name;
-    let (prefix, name) = event_type(f.channel, f.failed);
-    o.s(r#"{"iss":""#)
-        .s(ISSUER)
-        .s("/")
+    let registration = f.channel == "registration";
+    o.s(concat!(r#"{"iss":""#, issuer!(), "/"))
         .s(t)
         .s(r#"","jti":""#)
         .u(f.jti)
         .s(r#"","iat":"#)
         .n(f.sent_us / 1000)
         .s(r#","sent_us":"#)
-        .n(f.sent_us);
-    o.s(r#","events":{""#)
-        .s(SCHEMA)
-        .s("/")
-        .s(prefix)
-        .s("/event-type/");
-    if name.is_empty() {
-        o.s(f.channel).s("Event");
-    } else {
-        o.s(name);
-    }
+        .n(f.sent_us)
+        .s(concat!(r#","events":{""#, schema!(), "/"));
+    match event_type(f.channel, f.failed) {
+        Some(path) => o.s(path),
+        None => o.s(f.channel).s("/event-type/").s(f.channel).s("Event"),
+    };
     o.s(r#"":{"user":{"id":""#)
         .u(f.user_id)
-        .s(r#"","ref":""#)
-        .s(ISSUER)
-        .s("/")
-        .s(t);
-    o.s("/scim2/Users/").u(f.user_id).s("\"");
-    if f.channel == "registration" {
+        .s(concat!(r#"","ref":""#, issuer!(), "/"))
+        .s(t)
+        .s("/scim2/Users/")
+        .u(f.user_id);
+    if registration {
         // Registration events carry the new user's claims: that is what makes them ~1 KB.
         let u = u64::from(f.user);
-        o.s(r#","claims":[{"uri":"http://wso2.org/claims/username","value":"user"#)
+        o.s(r#"","claims":[{"uri":"http://wso2.org/claims/username","value":"user"#)
             .z(u, 5)
             .s("@")
             .s(t);
@@ -125,11 +167,13 @@ pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
             .n(u);
         o.s(r#""},{"uri":"http://wso2.org/claims/lastname","value":"Family"#)
             .n(u);
-        o.s(r#""},{"uri":"http://wso2.org/claims/created","value":"2026-01-01T00:00:00.000Z"}],"groups":["everyone"]"#);
+        o.s(r#""},{"uri":"http://wso2.org/claims/created","value":"2026-01-01T00:00:00.000Z"}],"groups":["everyone"]},"tenant":{"id":""#);
+    } else {
+        o.s(r#""},"tenant":{"id":""#);
     }
     let tid = 12_400 + u64::from(f.tenant_id);
     let app = u64::from(f.application);
-    o.s(r#"},"tenant":{"id":""#).n(tid).s(r#"","name":""#).s(t);
+    o.n(tid).s(r#"","name":""#).s(t);
     o.s(r#""},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":""#)
         .u(f.application_id);
     o.s(r#"","name":"app"#)
@@ -137,11 +181,11 @@ pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
         .s(r#"","consumerKey":"ck"#)
         .z(app, 3)
         .n(tid);
-    o.s(r#""},"authenticationMethods":["BasicAuthenticator"]"#);
-    if f.channel == "registration" {
-        o.s(r#","registrationMethod":"SELF_SIGNUP","flow":{"type":"REGISTRATION","initiator":"USER","status":"COMPLETED"}"#);
+    if registration {
+        o.s(r#""},"authenticationMethods":["BasicAuthenticator"],"registrationMethod":"SELF_SIGNUP","flow":{"type":"REGISTRATION","initiator":"USER","status":"COMPLETED"}}}"#);
+    } else {
+        o.s(r#""},"authenticationMethods":["BasicAuthenticator"]}}"#);
     }
-    o.s("}}");
     let mut s = o.0;
     if let Some(pad) = f.pad_to {
         // `,"padding":""}` is 14 bytes; pad only when the exact size can be reached.
@@ -153,7 +197,7 @@ pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
         }
     }
     s.push(b'}');
-    s
+    *buf = s;
 }
 
 #[cfg(test)]
@@ -200,6 +244,52 @@ mod tests {
                 ev["application"]["id"],
                 "00000000-0000-0000-0000-000000000003"
             );
+        }
+    }
+
+    #[test]
+    fn hyphenated_matches_the_uuid_crate() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u128;
+        for v in [0u128, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210]
+            .into_iter()
+            .chain((0..1000).map(|_| {
+                rng = rng.wrapping_mul(0x2545_f491_4f6c_dd1d_2545_f491_4f6c_dd1d) ^ (rng >> 61);
+                rng
+            }))
+        {
+            let u = uuid::Uuid::from_u128(v);
+            assert_eq!(hyphenated(u), u.hyphenated().to_string().as_bytes(), "{u}");
+        }
+    }
+
+    #[test]
+    fn rendering_into_a_used_buffer_gives_the_same_body() {
+        let mut buf = render(&fields("registration", Some(4096)));
+        render_into(&fields("login", None), &mut buf);
+        assert_eq!(buf, render(&fields("login", None)));
+    }
+
+    /// The exact bytes, written out by hand from the wire shape (docs/delivery.md): the body is
+    /// assembled from joined constant runs, and a wrong join would show here.
+    #[test]
+    fn bodies_are_exactly_the_documented_bytes() {
+        let cases = [
+            (
+                "login",
+                r#"{"iss":"https://api.asgardeo.io/t/tenant0001","jti":"00000000-0000-0000-0000-000000000001","iat":1764460800000,"sent_us":1764460800000123,"events":{"https://schemas.identity.wso2.org/events/login/event-type/loginSuccess":{"user":{"id":"00000000-0000-0000-0000-000000000002","ref":"https://api.asgardeo.io/t/tenant0001/scim2/Users/00000000-0000-0000-0000-000000000002"},"tenant":{"id":"12401","name":"tenant0001"},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":"00000000-0000-0000-0000-000000000003","name":"app004","consumerKey":"ck00412401"},"authenticationMethods":["BasicAuthenticator"]}}}"#,
+            ),
+            (
+                "registration",
+                r#"{"iss":"https://api.asgardeo.io/t/tenant0001","jti":"00000000-0000-0000-0000-000000000001","iat":1764460800000,"sent_us":1764460800000123,"events":{"https://schemas.identity.wso2.org/events/registration/event-type/registrationSuccess":{"user":{"id":"00000000-0000-0000-0000-000000000002","ref":"https://api.asgardeo.io/t/tenant0001/scim2/Users/00000000-0000-0000-0000-000000000002","claims":[{"uri":"http://wso2.org/claims/username","value":"user00005@tenant0001.example.com"},{"uri":"http://wso2.org/claims/emailaddress","value":"user00005@tenant0001.example.com"},{"uri":"http://wso2.org/claims/givenname","value":"Given5"},{"uri":"http://wso2.org/claims/lastname","value":"Family5"},{"uri":"http://wso2.org/claims/created","value":"2026-01-01T00:00:00.000Z"}],"groups":["everyone"]},"tenant":{"id":"12401","name":"tenant0001"},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":"00000000-0000-0000-0000-000000000003","name":"app004","consumerKey":"ck00412401"},"authenticationMethods":["BasicAuthenticator"],"registrationMethod":"SELF_SIGNUP","flow":{"type":"REGISTRATION","initiator":"USER","status":"COMPLETED"}}}}"#,
+            ),
+            (
+                "custom_x",
+                r#"{"iss":"https://api.asgardeo.io/t/tenant0001","jti":"00000000-0000-0000-0000-000000000001","iat":1764460800000,"sent_us":1764460800000123,"events":{"https://schemas.identity.wso2.org/events/custom_x/event-type/custom_xEvent":{"user":{"id":"00000000-0000-0000-0000-000000000002","ref":"https://api.asgardeo.io/t/tenant0001/scim2/Users/00000000-0000-0000-0000-000000000002"},"tenant":{"id":"12401","name":"tenant0001"},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":"00000000-0000-0000-0000-000000000003","name":"app004","consumerKey":"ck00412401"},"authenticationMethods":["BasicAuthenticator"]}}}"#,
+            ),
+        ];
+        for (channel, want) in cases {
+            let got = render(&fields(channel, None));
+            assert_eq!(String::from_utf8(got).unwrap(), want, "{channel}");
         }
     }
 

@@ -3,8 +3,6 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use super::body::{self, BodyFields};
 use super::identity;
 use super::rng::SplitMix64;
@@ -34,7 +32,7 @@ pub struct Event {
     /// [`Workload::event_at`] needs to render the same body again (the topic server does).
     pub sent_us: u64,
     /// The JSON body.
-    pub body: Bytes,
+    pub body: Vec<u8>,
 }
 
 /// How the next (tenant, SP, user, channel) is picked.
@@ -198,6 +196,12 @@ impl Workload {
 
     /// Event number `seq`, sent at `sent_us` (wall clock, µs since the Unix epoch).
     pub fn event_at(&self, seq: u64, sent_us: u64) -> Event {
+        self.event_into(seq, sent_us, Vec::new())
+    }
+
+    /// [`event_at`](Self::event_at) with its body rendered into `buf` (its allocation reused:
+    /// the hot path hands back the previous event's body).
+    pub fn event_into(&self, seq: u64, sent_us: u64, mut buf: Vec<u8>) -> Event {
         let Draw {
             tenant,
             application,
@@ -211,19 +215,22 @@ impl Workload {
             .layout
             .topic_of(tenant, channel, self.channels.len());
         let application_id = stable_uuid(self.cfg.seed, 2, tenant, application);
-        let body = body::render(&BodyFields {
-            tenant_name: &self.tenant_names[tenant as usize],
-            tenant_id: tenant,
-            channel: &self.channels[channel],
-            jti,
-            sent_us,
-            user_id: stable_uuid(self.cfg.seed, 3, tenant, user),
-            application_id,
-            application,
-            user,
-            failed,
-            pad_to: self.cfg.payload_bytes,
-        });
+        body::render_into(
+            &BodyFields {
+                tenant_name: &self.tenant_names[tenant as usize],
+                tenant_id: tenant,
+                channel: &self.channels[channel],
+                jti,
+                sent_us,
+                user_id: stable_uuid(self.cfg.seed, 3, tenant, user),
+                application_id,
+                application,
+                user,
+                failed,
+                pad_to: self.cfg.payload_bytes,
+            },
+            &mut buf,
+        );
         Event {
             seq,
             tenant,
@@ -234,7 +241,7 @@ impl Workload {
             jti,
             application_id,
             sent_us,
-            body: Bytes::from(body),
+            body: buf,
         }
     }
 

@@ -49,7 +49,7 @@ fn digits(s: &[u8]) -> Option<(u64, &[u8])> {
     Some((v, &s[n..]))
 }
 
-/// (tag, seq, sent_us) from a body rendered by `body::render`; `None` for anything else.
+/// (tag, seq, sent_us) from a body rendered by `body::render_into`; `None` for anything else.
 /// Reads only the first ~130 bytes: `jti`, `iat` and `sent_us` come right after `iss`.
 pub fn parse(body: &[u8]) -> Option<(u64, u64, u64)> {
     const JTI: &[u8] = br#""jti":""#;

@@ -6,6 +6,7 @@ mod identity;
 mod rng;
 mod topics;
 
+pub use body::hyphenated;
 pub use event::{Distribution, Event, Workload, WorkloadConfig};
 pub use identity::MAX_SEQ;
 pub use rng::SplitMix64;

@@ -1,7 +1,12 @@
 //! One HTTP/1.1 connection: write a pre-rendered request, read exactly one response off the
 //! socket into a reused buffer, and say whether the connection can carry another request.
 
+use std::future::Future;
 use std::io;
+use std::pin::{pin, Pin};
+use std::task::Poll;
+
+use tokio::time::{Instant, Sleep};
 
 use super::parse::{append_capped, parse_head, Chunked, Framing};
 use super::stream::Stream;
@@ -35,6 +40,10 @@ pub(crate) struct Conn {
     pub reused: bool,
     /// Which of the pool's addresses this connection goes to.
     pub addr: usize,
+    /// The deadline of the exchange in progress, kept from one exchange to the next: moving a
+    /// registered timer to a later deadline is one atomic store, where a new timer per
+    /// exchange is a registration in the runtime's timer wheel and a removal from it.
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl Conn {
@@ -45,7 +54,38 @@ impl Conn {
             pos: 0,
             reused: false,
             addr,
+            timer: None,
         }
+    }
+
+    /// [`exchange`](Self::exchange), bounded by `deadline`: `None` when it ran out first (the
+    /// exchange is abandoned and the connection must not be reused).
+    pub(crate) async fn exchange_by(
+        &mut self,
+        deadline: Instant,
+        request: &[u8],
+        resp: &mut Response,
+    ) -> Option<Result<bool, Failure>> {
+        let mut timer = match self.timer.take() {
+            Some(mut t) => {
+                t.as_mut().reset(deadline);
+                t
+            }
+            None => Box::pin(tokio::time::sleep_until(deadline)),
+        };
+        let out = {
+            let mut exchange = pin!(self.exchange(request, resp));
+            // As `tokio::time::timeout_at`: the exchange first, then the deadline.
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(r) = exchange.as_mut().poll(cx) {
+                    return Poll::Ready(Some(r));
+                }
+                timer.as_mut().poll(cx).map(|()| None)
+            })
+            .await
+        };
+        self.timer = Some(timer);
+        out
     }
 
     /// Tests: bytes the scripted peer has not handed over yet.

@@ -41,7 +41,9 @@ mod addrs;
 mod conn;
 #[cfg(test)]
 mod determinism;
+mod error;
 mod parse;
+mod response;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -56,13 +58,12 @@ use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::{timeout_at, Instant};
 
-use crate::result::{ClientReason, ConnErrorKind, OtherReason, Outcome, TimeoutKind, TlsReason};
+use crate::result::{ConnErrorKind, TimeoutKind};
 use conn::{io_error, Conn};
+pub use error::TransportError;
+pub use response::{Response, BODY_CAP};
 use stream::Stream;
 pub use tls::{Tls, TlsError};
-
-/// Most body bytes kept in [`Response::body`]; the rest is read and counted, not stored.
-pub const BODY_CAP: usize = 64 * 1024;
 
 /// How long an idle connection is kept by default: below nginx's 75 s keep-alive timeout
 /// and the 4 min after which Azure's load balancer drops idle flows without a reset (a
@@ -80,68 +81,6 @@ pub struct PoolConfig {
     pub tls_timeout: Duration,
     /// Longest wait for a free or permitted connection (`--pool-timeout`).
     pub pool_timeout: Duration,
-}
-
-/// One complete response.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Response {
-    /// Status code of the final (non-1xx) response.
-    pub status: u16,
-    /// The `Content-Type` header value, as sent.
-    pub content_type: Option<Vec<u8>>,
-    /// The decoded body (chunk framing removed), at most [`BODY_CAP`] bytes.
-    pub body: Vec<u8>,
-    /// Bytes read off the wire for this response: status line, headers (of any skipped 1xx
-    /// responses too), body with its chunk framing and trailers.
-    pub bytes_received: u64,
-}
-
-impl Response {
-    /// Classify this response (docs/protocol.md §2: a body saying `hub.mode=denied` wins).
-    pub fn outcome(&self) -> Outcome {
-        crate::result::classify::classify_http(
-            self.status,
-            self.content_type.as_deref(),
-            &self.body,
-        )
-    }
-}
-
-/// Why an attempt produced no response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum TransportError {
-    /// A deadline ran out: pool wait, connect or response.
-    #[error("timeout ({0:?})")]
-    Timeout(TimeoutKind),
-    /// The connection was refused, reset, or closed before the response was complete.
-    #[error("connection error ({0:?})")]
-    Conn(ConnErrorKind),
-    /// The server's bytes are not a valid HTTP/1.x response.
-    #[error("protocol error ({0:?})")]
-    Protocol(OtherReason),
-    /// The TLS handshake failed.
-    #[error("TLS handshake failed ({0:?})")]
-    Tls(TlsReason),
-    /// The generator ran out of a local resource (descriptors, ports, buffers).
-    #[error("local resource exhausted ({0:?})")]
-    Client(ClientReason),
-    /// Any other socket error.
-    #[error("I/O error: {0}")]
-    Io(std::io::ErrorKind),
-}
-
-impl TransportError {
-    /// The outcome class this error is counted in.
-    pub fn outcome(&self) -> Outcome {
-        match *self {
-            TransportError::Timeout(kind) => Outcome::Timeout(kind),
-            TransportError::Conn(kind) => Outcome::ConnError(kind),
-            TransportError::Protocol(reason) => Outcome::Other(reason),
-            TransportError::Tls(reason) => Outcome::TlsError(reason),
-            TransportError::Client(reason) => Outcome::ClientError(reason),
-            TransportError::Io(_) => Outcome::Other(OtherReason::Unknown),
-        }
-    }
 }
 
 /// TLS handshakes of a pool: how many succeeded and their exact total time.
@@ -308,16 +247,16 @@ impl HttpPool {
             self.counters.attempts[conn.addr].fetch_add(1, Ordering::Relaxed);
         }
         loop {
-            match timeout_at(deadline, conn.exchange(request, resp)).await {
-                Err(_) => return Err(TransportError::Timeout(TimeoutKind::Response)),
-                Ok(Ok(keep_alive)) => {
+            match conn.exchange_by(deadline, request, resp).await {
+                None => return Err(TransportError::Timeout(TimeoutKind::Response)),
+                Some(Ok(keep_alive)) => {
                     if keep_alive {
                         conn.reused = true;
                         self.push_idle(conn);
                     }
                     return Ok(());
                 }
-                Ok(Err(failure)) => {
+                Some(Err(failure)) => {
                     if !(conn.reused && failure.unsent) {
                         return Err(failure.error);
                     }

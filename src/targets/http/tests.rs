@@ -11,6 +11,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
 use super::*;
+use crate::result::{OtherReason, Outcome};
 
 /// A scripted server: counts accepted and concurrently open connections.
 struct Server {

@@ -1,0 +1,97 @@
+# The one-worker nginx every bench script measures against or uses as a sink. Sourced, not run:
+#   source "$(dirname "$0")/nginx.sh"
+#
+# nginx_start DIR CONNECTIONS 'HTTP-BLOCK BODY'
+#   writes DIR/nginx.conf (one worker, no daemon, no access log, every temp path and the pid
+#   under DIR, keep-alive requests unbounded, worker_connections CONNECTIONS + 1024 and a
+#   matching worker_rlimit_nofile) around the given http { } body (its server blocks, with
+#   their listen lines), starts nginx with prefix DIR, sets NGINX_PID, and waits until the
+#   first `listen 127.0.0.1:PORT` of the body accepts TCP connections (5 s at most).
+# free_port
+#   prints a free TCP port on 127.0.0.1.
+# tls_cert DIR
+#   a throw-away CA (DIR/ca.pem) and a leaf for localhost and 127.0.0.1 signed by it
+#   (DIR/leaf.pem, DIR/leaf.key), P-256, valid 2 days, made with openssl.
+# login_event
+#   prints the 543-byte login event of docs/protocol.md §3 (the body every bench POSTs).
+# wrk_post_lua BODY_FILE
+#   prints a wrk script POSTing BODY_FILE with Content-Type and Accept application/json.
+# nginx_served STATUS_PORT
+#   prints nginx's own request count (stub_status `requests`; this request is counted in it).
+# HUB_ACCEPT
+#   the location that answers like a hub accepting a publish (docs/protocol.md §2): 200,
+#   application/x-www-form-urlencoded, `hub.mode=accepted`, for every path under /hub.
+#
+# Every address is 127.0.0.1.
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# shellcheck disable=SC2034 # used by the scripts that source this file
+HUB_ACCEPT='location /hub {
+            default_type application/x-www-form-urlencoded;
+            return 200 "hub.mode=accepted";
+        }'
+
+nginx_start() {
+    local dir=$1 conns=$2 body=$3 port
+    mkdir -p "$dir/tmp"
+    cat >"$dir/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+worker_rlimit_nofile $((conns * 2 + 1024));
+events { worker_connections $((conns + 1024)); }
+http {
+    access_log off;
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    keepalive_requests 100000000;
+    $body
+}
+CONF
+    "$(command -v nginx || echo /usr/sbin/nginx)" -p "$dir" -c "$dir/nginx.conf" &
+    NGINX_PID=$!
+    port=$(grep -o 'listen 127\.0\.0\.1:[0-9]*' <<<"$body" | head -1 | cut -d: -f2)
+    for _ in $(seq 50); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "nginx did not listen on 127.0.0.1:$port; see $dir/error.log" >&2
+    return 1
+}
+
+tls_cert() {
+    local ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+    (cd "$1" &&
+        openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 2 -subj "/CN=bench CA" &&
+        openssl req "${ec[@]}" -keyout leaf.key -out leaf.csr -subj /CN=localhost &&
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >leaf.ext &&
+        openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem \
+            -days 2 -extfile leaf.ext) >/dev/null 2>&1
+}
+
+login_event() {
+    printf '%s' '{"iss":"https://api.asgardeo.io/t/tnt7","jti":"3f9c2a1e-7b4d-4e8a-9c61-2d5f0b8e7a13","iat":1764478800000,"events":{"https://schemas.identity.wso2.org/events/login/event-type/loginSuccess":{"user":{"id":"8d1e4c7a-2b9f-4a63-b0d5-6e2f1c9a8b47","ref":"https://api.asgardeo.io/t/tnt7/scim2/Users/8d1e4c7a-2b9f-4a63-b0d5-6e2f1c9a8b47"},"tenant":{"id":"12402","name":"tnt7"},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":"c4a7e2d9-5f1b-4c83-a6e0-9b2d7f4e1a58","name":"app07"},"authenticationMethods":["BasicAuthenticator"]}}}'
+}
+
+wrk_post_lua() {
+    cat <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json"
+local f = io.open("$1", "rb")
+wrk.body = f:read("*a")
+f:close()
+LUA
+}
+
+nginx_served() {
+    exec 3<>"/dev/tcp/127.0.0.1/$1"
+    printf 'GET /nginx_status HTTP/1.0\r\nHost: bench\r\n\r\n' >&3
+    awk 'f { print $3; exit } /accepts handled requests/ { f = 1 }' <&3
+    exec 3<&-
+}

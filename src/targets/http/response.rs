@@ -1,0 +1,31 @@
+//! One complete HTTP response as the client keeps it, and how it is classified.
+
+use crate::result::Outcome;
+
+/// Most body bytes kept in [`Response::body`]; the rest is read and counted, not stored.
+pub const BODY_CAP: usize = 64 * 1024;
+
+/// One complete response.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Response {
+    /// Status code of the final (non-1xx) response.
+    pub status: u16,
+    /// The `Content-Type` header value, as sent.
+    pub content_type: Option<Vec<u8>>,
+    /// The decoded body (chunk framing removed), at most [`BODY_CAP`] bytes.
+    pub body: Vec<u8>,
+    /// Bytes read off the wire for this response: status line, headers (of any skipped 1xx
+    /// responses too), body with its chunk framing and trailers.
+    pub bytes_received: u64,
+}
+
+impl Response {
+    /// Classify this response (docs/protocol.md §2: a body saying `hub.mode=denied` wins).
+    pub fn outcome(&self) -> Outcome {
+        crate::result::classify::classify_http(
+            self.status,
+            self.content_type.as_deref(),
+            &self.body,
+        )
+    }
+}
