@@ -11,14 +11,16 @@ pub mod client;
 mod fleet;
 mod receive;
 mod server;
+mod shared;
 mod stats;
 mod subscribe;
 mod tracker;
 
 pub use behaviour::{Answer, Behaviour};
 pub use bitmap::{AtomicBitmap, SeqBitmap, MAX_SPAN};
-pub use fleet::{Fleet, FleetConfig, Intent};
+pub use fleet::{Fleet, FleetConfig};
 pub use receive::{check, signature_ok, Check};
+pub use shared::Intent;
 pub use stats::{DeliveryCounts, DeliveryLevelStats};
 pub use subscribe::{PhaseSettings, SubscriptionPhase};
 pub use tracker::{DeliveryTracker, SentEvent};

@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use super::fleet::{Intent, Shared};
 use super::receive::{self, check};
+use super::shared::{Intent, Shared};
 
 /// `GET|POST /cb/{topic}/{index}`.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
