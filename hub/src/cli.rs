@@ -39,8 +39,9 @@ pub struct HubArgs {
     /// once); a publish beyond it is answered 503. Suffixes K, M, G.
     #[arg(long, default_value = "256M", value_parser = parse_bytes)]
     pub max_memory: u64,
-    /// Deliveries in flight per subscriber (1 keeps deliveries in publish order).
-    #[arg(long, default_value_t = 16)]
+    /// Most deliveries in flight per subscriber (1 keeps deliveries in publish order); the
+    /// pool of workers grows to it only while deliveries wait.
+    #[arg(long, default_value_t = 64)]
     pub delivery_concurrency: usize,
     /// Timeout of one delivery attempt, in ms.
     #[arg(long, default_value_t = 10_000)]

@@ -61,7 +61,7 @@ pub struct HubConfig {
     /// Bytes of content the whole hub may hold for delivery, each publish counted once;
     /// a publish that does not fit is answered 503.
     pub max_memory_bytes: u64,
-    /// Deliveries in flight per subscriber.
+    /// Most deliveries in flight per subscriber (its worker pool grows to it while deliveries wait).
     pub delivery_concurrency: usize,
     /// Retry policy for failed deliveries.
     pub retry: RetryPolicy,
@@ -90,7 +90,7 @@ impl Default for HubConfig {
             queue_size: 1024,
             max_queue_bytes: 16 << 20,
             max_memory_bytes: 256 << 20,
-            delivery_concurrency: 16,
+            delivery_concurrency: 64,
             retry: RetryPolicy::default(),
             delivery_timeout: Duration::from_secs(10),
             verify_timeout: Duration::from_secs(10),

@@ -7,12 +7,14 @@
 //! (`--max-queue-bytes`) while that subscriber holds it, queued or in flight.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
+use arc_swap::ArcSwapOption;
 use axum::http::HeaderValue;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
+use crate::sign::{Signer, SIGNATURE_LEN};
 use crate::stats::{Counters, DropReason, TopicCounters, TopicStats};
 
 /// A byte budget: what is taken never exceeds `max`.
@@ -103,7 +105,8 @@ pub(crate) struct Subscription {
     pub callback: String,
     /// `callback`, parsed once (every delivery POSTs to it).
     pub url: Option<url::Url>,
-    secret: Mutex<Option<Arc<[u8]>>>,
+    /// `hub.secret`, keyed once; replaced on renewal.
+    signer: ArcSwapOption<Signer>,
     /// Lease end, in ms since hub start.
     expires_ms: AtomicU64,
     tx: async_channel::Sender<Queued>,
@@ -126,7 +129,7 @@ impl Subscription {
         let sub = Subscription {
             callback: callback.to_owned(),
             url: url::Url::parse(callback).ok(),
-            secret: Mutex::new(secret),
+            signer: ArcSwapOption::new(signer(secret)),
             expires_ms: AtomicU64::new(expires_ms),
             tx,
             bytes: Budget::new(max_bytes),
@@ -142,7 +145,7 @@ impl Subscription {
 
     /// Renew after a verified re-subscription: new lease and secret, same queue.
     pub fn renew(&self, secret: Option<Arc<[u8]>>, expires_ms: u64) {
-        *self.secret.lock().unwrap_or_else(|e| e.into_inner()) = secret;
+        self.signer.store(signer(secret));
         self.expires_ms.store(expires_ms, Relaxed);
     }
 
@@ -167,12 +170,14 @@ impl Subscription {
         })
     }
 
-    pub fn secret(&self) -> Option<Arc<[u8]>> {
-        self.secret
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    /// Sign `body` into `out` with the current secret; `None` without one.
+    pub fn sign<'a>(&self, body: &[u8], out: &'a mut [u8; SIGNATURE_LEN]) -> Option<&'a str> {
+        Some(self.signer.load().as_ref()?.sign(body, out))
     }
+}
+
+fn signer(secret: Option<Arc<[u8]>>) -> Option<Arc<Signer>> {
+    secret.map(|s| Arc::new(Signer::new(&s)))
 }
 
 /// One topic: registered or not (a publish to an unknown topic still gets counted here),
