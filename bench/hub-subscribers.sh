@@ -139,7 +139,8 @@ done
 
 [ "$RATED" = 1 ] || exit 0
 # The rate-limited publisher: hubload's open model (constant arrivals) publishing the shared
-# topic, which the hub already has registered (hubload's 409 is fine), one nginx subscriber.
+# topic, which the hub already has registered (hubload's 409 is fine), one nginx subscriber, over
+# at most C connections like wrk (without a bound the open model opens one per event in flight).
 # publish/s and delivered/s are the hub's counts over the duration. The verdict: every
 # accepted publish delivered, none dropped.
 if [ -z "$RATE" ]; then
@@ -157,7 +158,7 @@ YES=0
 for r in $(seq "$RATED_ROUNDS"); do
   start_hub "$SHARED" 1
   CPU0=$(cpu_us "$HUB_PID")
-  "$BIN/hubload" --hub-url "$HUB/hub" --tenants 1 --channels login --topics shared --rate "$RATE" \
+  "$BIN/hubload" --hub-url "$HUB/hub" --tenants 1 --channels login --topics shared --rate "$RATE" --pool-per-host "$CONNS" \
     --duration "$DURATION" --threads 1 --quiet --out "$WORK/report" >"$WORK/hubload.log" 2>&1 \
     || { cat "$WORK/hubload.log" >&2; echo "hubload failed" >&2; exit 1; }
   finish_hub

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::behaviour::Behaviour;
+use super::receive::SignatureKey;
 use super::shared::{Intent, Shared, Subscriber};
 use super::stats::DeliveryLevelStats;
 use super::tracker::DeliveryTracker;
@@ -89,13 +90,15 @@ impl Fleet {
             .unwrap_or_else(|| format!("http://{local_addr}"))
             .trim_end_matches('/')
             .to_owned();
+        let secret = cfg.secret.clone().unwrap_or_else(generated_secret);
         let shared = Arc::new(Shared {
             workload,
             tracker,
             subs,
             first_sub,
             per_topic,
-            secret: cfg.secret.clone().unwrap_or_else(generated_secret),
+            key: SignatureKey::new(secret.expose().as_bytes()),
+            secret,
             lease_seconds: cfg.lease_seconds,
             behaviour: cfg.behaviour.clone(),
             base: AtomicU64::new(0),
@@ -104,8 +107,7 @@ impl Fleet {
             intents: Notify::new(),
             callback_base,
         });
-        let app = super::server::router(shared.clone());
-        let stop = crate::serve::spawn(listener, app, "callback server");
+        let stop = super::server::spawn(listener, shared.clone());
         Ok(Fleet {
             shared,
             local_addr,

@@ -19,7 +19,7 @@ mod tracker;
 pub use behaviour::{Answer, Behaviour};
 pub use bitmap::{AtomicBitmap, SeqBitmap, MAX_SPAN};
 pub use fleet::{Fleet, FleetConfig};
-pub use receive::{check, signature_ok, Check};
+pub use receive::{check, signature_ok, Check, SignatureKey};
 pub use shared::Intent;
 pub use stats::{DeliveryCounts, DeliveryLevelStats};
 pub use subscribe::{PhaseSettings, SubscriptionPhase};

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::behaviour::Behaviour;
-use super::receive::SubState;
+use super::receive::{SignatureKey, SubState};
 use super::tracker::DeliveryTracker;
 use crate::config::Secret;
 use crate::workload::Workload;
@@ -99,6 +99,8 @@ pub(crate) struct Shared {
     pub first_sub: Vec<u32>,
     pub per_topic: usize,
     pub secret: Secret,
+    /// `secret` as a keyed HMAC state, for checking every delivery's signature.
+    pub key: SignatureKey,
     pub lease_seconds: u64,
     pub behaviour: Behaviour,
     /// The level's first sequence number.
