@@ -28,8 +28,8 @@ pub struct HubArgs {
     /// Largest request body, in bytes (larger gets 413).
     #[arg(long, default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
-    /// Deliveries queued per subscriber before they are dropped.
-    #[arg(long, default_value_t = 1024)]
+    /// Deliveries queued per subscriber (waiting, not in flight) before they are dropped.
+    #[arg(long, default_value_t = 8192)]
     pub queue_size: usize,
     /// Bytes of content one subscriber may hold (queued or in flight) before deliveries to it
     /// are dropped; suffixes K, M, G (powers of 1024).

@@ -87,7 +87,7 @@ impl Default for HubConfig {
             bearer_token: None,
             lease_default: Duration::from_secs(10 * 24 * 3600),
             lease_max: Duration::from_secs(30 * 24 * 3600),
-            queue_size: 1024,
+            queue_size: 8192,
             max_queue_bytes: 16 << 20,
             max_memory_bytes: 256 << 20,
             delivery_concurrency: 64,

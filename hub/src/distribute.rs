@@ -156,7 +156,8 @@ impl Pool {
                 d = self.rx.recv() => d.ok(),
             };
             let spare = self.idle.fetch_sub(1, Relaxed) - 1;
-            let Some(item) = item else { break };
+            let Some(mut item) = item else { break };
+            item.taken();
             if spare == 0 {
                 self.grow();
             }
