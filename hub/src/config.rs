@@ -54,7 +54,7 @@ pub struct HubConfig {
     pub lease_default: Duration,
     /// Longest lease granted; longer requests are cut to this.
     pub lease_max: Duration,
-    /// Deliveries queued per subscriber; beyond this they are dropped (and counted).
+    /// Deliveries waiting per subscriber (not those in flight); beyond this they are dropped (and counted).
     pub queue_size: usize,
     /// Bytes of content one subscriber may hold, queued or in flight; beyond, dropped.
     pub max_queue_bytes: u64,
