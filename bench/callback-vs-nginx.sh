@@ -9,6 +9,9 @@
 # stub_status): the server may count up to C more, the requests in flight when wrk stopped.
 # Everything stays on 127.0.0.1.
 # Usage: bench/callback-vs-nginx.sh [duration in s, default 5] [connections, default 50]
+# CALLGRIND=1: instead, the fleet's user-space instructions per delivery, which do not move
+# with the CPU share a run gets: the fleet under valgrind --tool=callgrind for two wrk runs
+# (2 s and 2 + DURATION s), printing (Ir(long) - Ir(short)) / (received(long) - received(short)).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-5}
@@ -71,6 +74,28 @@ wrk.headers["Link"] = '<http://127.0.0.1:1/hub>; rel="hub", <t>; rel="self"'
 wrk.headers["X-Hub-Signature"] = sig
 LUA
 }
+
+if [ "${CALLGRIND:-0}" = 1 ]; then
+  command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install -y valgrind" >&2; exit 2; }
+  # Prints "<Ir> <received>" for wrk running $1 s against the fleet under callgrind.
+  ir_run() {
+    : > "$WORK/fleet.out"
+    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.$1" "$BIN" $(($1 + 10)) "$WORK" \
+      > "$WORK/fleet.out" 2> "$WORK/cg.log" & local pid=$!; PIDS+=("$pid")
+    for _ in $(seq 600); do [ -s "$WORK/fleet.out" ] && break; sleep 0.05; done
+    local url; url=$(head -1 "$WORK/fleet.out")
+    [ -n "$url" ] || { cat "$WORK/cg.log" >&2; echo "the callback server printed no URL" >&2; exit 1; }
+    lua
+    wrk -t1 -c"$CONNS" -d"${1}s" -s "$WORK/post.lua" "$url" > /dev/null
+    wait "$pid"
+    echo "$(awk '/^summary:|^totals:/ { print $2; exit }' "$WORK/cg.$1") $(awk '/^received/ {print $2}' "$WORK/fleet.out")"
+  }
+  read -r IR1 N1 < <(ir_run 2)
+  read -r IR2 N2 < <(ir_run $((2 + DURATION)))
+  [ "$N2" -gt "$N1" ] || { echo "the longer run received no more deliveries ($N1, $N2)" >&2; exit 1; }
+  echo "callgrind: Ir $IR1 for $N1 deliveries, $IR2 for $N2: $(( (IR2 - IR1) / (N2 - N1) )) Ir per delivery"
+  exit 0
+fi
 
 printf "%-5s %-9s %10s %10s %12s %10s\n" round server req/s wrk-count server-count cpu/req-us
 RATIOS=()

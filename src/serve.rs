@@ -1,5 +1,5 @@
-//! Serving one of hubload's own HTTP servers (the callback server, the topic server) on a bound
-//! listener in the background until the returned token stops it.
+//! Serving one of hubload's own axum servers (the topic server; the callback server has its
+//! own lean loop) on a bound listener in the background until the returned token stops it.
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;

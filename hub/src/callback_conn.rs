@@ -79,17 +79,25 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    /// POST `body` with the extra header lines `headers` (each `Name: value\r\n`, already
-    /// validated) to `target`; the answer's status. Connect, write and read all fall within
-    /// `timeout`; after any failure the connection is closed.
+    /// The next request's head, cleared and begun with `target`'s request line and `Host`;
+    /// the caller adds its header lines (each `Name: value\r\n`, already validated),
+    /// `Content-Length` and the blank line.
+    pub fn head(&mut self, target: &Target) -> &mut Vec<u8> {
+        self.out.clear();
+        self.out.extend_from_slice(&target.head);
+        &mut self.out
+    }
+
+    /// POST the head written with [`Conn::head`] and `body` to `target`; the answer's
+    /// status. Connect, write and read all fall within `timeout`; after any failure the
+    /// connection is closed.
     pub async fn post(
         &mut self,
         target: &Target,
-        headers: &[&[u8]],
         body: &[u8],
         timeout: Duration,
     ) -> Result<u16, Failure> {
-        let r = tokio::time::timeout(timeout, self.exchange(target, headers, body)).await;
+        let r = tokio::time::timeout(timeout, self.exchange(target, body)).await;
         let r = r.unwrap_or(Err(Failure::Timeout));
         if r.is_err() {
             self.stream = None;
@@ -97,30 +105,16 @@ impl Conn {
         r
     }
 
-    async fn exchange(
-        &mut self,
-        target: &Target,
-        headers: &[&[u8]],
-        body: &[u8],
-    ) -> Result<u16, Failure> {
+    async fn exchange(&mut self, target: &Target, body: &[u8]) -> Result<u16, Failure> {
         if self.stream.as_ref().is_some_and(closed_by_peer) {
             self.stream = None;
         }
         if self.stream.is_none() {
             self.stream = Some(target.connect().await.map_err(|_| Failure::Connect)?);
         }
-        let out = &mut self.out;
-        out.clear();
-        out.extend_from_slice(&target.head);
-        for h in headers {
-            out.extend_from_slice(h);
-        }
-        out.extend_from_slice(b"Content-Length: ");
-        out.extend_from_slice(body.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n\r\n");
         let stream = self.stream.as_mut().ok_or(Failure::Error)?;
         // Head and body in one vectored write; the (shared) body is not copied.
-        let mut req = bytes::Buf::chain(&out[..], body);
+        let mut req = bytes::Buf::chain(&self.out[..], body);
         stream
             .write_all_buf(&mut req)
             .await

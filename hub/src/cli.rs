@@ -28,8 +28,8 @@ pub struct HubArgs {
     /// Largest request body, in bytes (larger gets 413).
     #[arg(long, default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
-    /// Deliveries queued per subscriber before they are dropped.
-    #[arg(long, default_value_t = 1024)]
+    /// Deliveries queued per subscriber (waiting, not in flight) before they are dropped.
+    #[arg(long, default_value_t = 8192)]
     pub queue_size: usize,
     /// Bytes of content one subscriber may hold (queued or in flight) before deliveries to it
     /// are dropped; suffixes K, M, G (powers of 1024).
@@ -39,8 +39,9 @@ pub struct HubArgs {
     /// once); a publish beyond it is answered 503. Suffixes K, M, G.
     #[arg(long, default_value = "256M", value_parser = parse_bytes)]
     pub max_memory: u64,
-    /// Deliveries in flight per subscriber (1 keeps deliveries in publish order).
-    #[arg(long, default_value_t = 16)]
+    /// Most deliveries in flight per subscriber (1 keeps deliveries in publish order); the
+    /// pool of workers grows to it only while deliveries wait.
+    #[arg(long, default_value_t = 64)]
     pub delivery_concurrency: usize,
     /// Timeout of one delivery attempt, in ms.
     #[arg(long, default_value_t = 10_000)]

@@ -54,14 +54,14 @@ pub struct HubConfig {
     pub lease_default: Duration,
     /// Longest lease granted; longer requests are cut to this.
     pub lease_max: Duration,
-    /// Deliveries queued per subscriber; beyond this they are dropped (and counted).
+    /// Deliveries waiting per subscriber (not those in flight); beyond this they are dropped (and counted).
     pub queue_size: usize,
     /// Bytes of content one subscriber may hold, queued or in flight; beyond, dropped.
     pub max_queue_bytes: u64,
     /// Bytes of content the whole hub may hold for delivery, each publish counted once;
     /// a publish that does not fit is answered 503.
     pub max_memory_bytes: u64,
-    /// Deliveries in flight per subscriber.
+    /// Most deliveries in flight per subscriber (its worker pool grows to it while deliveries wait).
     pub delivery_concurrency: usize,
     /// Retry policy for failed deliveries.
     pub retry: RetryPolicy,
@@ -87,10 +87,10 @@ impl Default for HubConfig {
             bearer_token: None,
             lease_default: Duration::from_secs(10 * 24 * 3600),
             lease_max: Duration::from_secs(30 * 24 * 3600),
-            queue_size: 1024,
+            queue_size: 8192,
             max_queue_bytes: 16 << 20,
             max_memory_bytes: 256 << 20,
-            delivery_concurrency: 16,
+            delivery_concurrency: 64,
             retry: RetryPolicy::default(),
             delivery_timeout: Duration::from_secs(10),
             verify_timeout: Duration::from_secs(10),

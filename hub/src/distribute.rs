@@ -1,30 +1,31 @@
 //! Content distribution (WebSub §7): the delivery workers of each subscription.
 //!
 //! The publish path only `try_send`s into each subscriber's queue (`topic.rs`), so a slow or
-//! dead subscriber never blocks publishers or other subscribers. Each subscription has
-//! `--delivery-concurrency` workers taking deliveries from its queue in FIFO order; each
-//! worker owns one keep-alive connection to an `http://` callback (`callback_conn.rs`;
-//! `https://` callbacks share the hub's pooled TLS client). So up to that many deliveries are
-//! in flight per subscriber and they can complete out of order (concurrency 1 keeps strict
-//! order). Every
-//! offered delivery ends in exactly one of delivered, failed (after the last retry, or a
-//! 410) or dropped (queue full, over its byte budget, or the subscription ended first);
+//! dead subscriber never blocks publishers or other subscribers. Each subscription has a pool
+//! of up to `--delivery-concurrency` workers taking deliveries from its queue in FIFO order:
+//! it starts with one, and a worker that takes a delivery while no other worker is waiting
+//! starts one more (up to the limit), so one spare worker is ready whenever deliveries are
+//! in flight and a subscriber that keeps up costs few tasks and connections. Each worker owns
+//! one keep-alive connection to an `http://` callback (`callback_conn.rs`; `https://`
+//! callbacks share the hub's pooled TLS client). So up to that many deliveries are in flight
+//! per subscriber and they can complete out of order (concurrency 1 keeps strict order).
+//! Every offered delivery ends in exactly one of delivered, failed (after the last retry, or
+//! a 410) or dropped (queue full, over its byte budget, or the subscription ended first);
 //! until then it is counted as pending.
 
 use std::future::Future;
-use std::sync::atomic::Ordering::Relaxed;
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{header, HeaderValue};
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use tokio::sync::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::callback_conn::{Conn, Failure, Target};
 use crate::config::RetryPolicy;
+use crate::sign::SIGNATURE_LEN;
 use crate::stats::{Counters, DropReason};
 use crate::topic::{Content, Queued, Subscription, Topic};
 
@@ -40,25 +41,26 @@ pub(crate) struct Workers {
     pub timeout: Duration,
     /// Hub start (leases are measured from there).
     pub started: Instant,
-    /// Workers per subscription: deliveries in flight to one callback.
+    /// Most workers per subscription: deliveries in flight to one callback.
     pub concurrency: usize,
 }
 
 impl Workers {
-    /// Start the workers of `sub`, taking from `rx`.
+    /// Start the worker pool of `sub`, taking from `rx`.
     pub fn spawn(self, sub: Arc<Subscription>, rx: async_channel::Receiver<Queued>) {
         let link = link_header(&self.hub_url, &self.topic.name);
         let link_line = [b"Link: ", link.as_bytes(), b"\r\n"].concat();
-        let worker = Arc::new(Worker {
+        let pool = Arc::new(Pool {
             target: sub.url.as_ref().and_then(Target::new),
             link,
             link_line,
             sub,
+            rx,
+            alive: AtomicUsize::new(1),
+            idle: AtomicUsize::new(0),
             ctx: self,
         });
-        for _ in 0..worker.ctx.concurrency.max(1) {
-            tokio::spawn(worker.clone().run(rx.clone()));
-        }
+        tokio::spawn(pool.run());
     }
 }
 
@@ -66,14 +68,6 @@ impl Workers {
 fn link_header(hub: &str, topic: &str) -> HeaderValue {
     HeaderValue::try_from(format!("<{hub}>; rel=\"hub\", <{topic}>; rel=\"self\""))
         .unwrap_or_else(|_| HeaderValue::from_static("<>; rel=\"hub\""))
-}
-
-/// `sha256=<hex HMAC-SHA256(secret, body)>`.
-pub(crate) fn signature(secret: &[u8], body: &[u8]) -> String {
-    // HMAC accepts keys of any length, so this cannot fail.
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
 /// How one delivery attempt went.
@@ -99,63 +93,82 @@ pub(crate) enum Final {
 
 /// Run `attempt` until it delivers, the subscriber is gone, the policy's attempts are used
 /// up, or `stop` fires; wait `policy.backoff(n)` after failed attempt n. `on_retry` is
-/// called before each retry.
-pub(crate) async fn with_retries<F, Fut>(
+/// called before each retry. Each attempt is handed `state` (a worker's connection) and
+/// hands it back, so no lock guards it; the end and the state are returned.
+pub(crate) async fn with_retries<S, F, Fut>(
     policy: &RetryPolicy,
     stop: &CancellationToken,
+    mut state: S,
     mut attempt: F,
     mut on_retry: impl FnMut(),
-) -> Final
+) -> (Final, S)
 where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Attempt>,
+    F: FnMut(S) -> Fut,
+    Fut: Future<Output = (Attempt, S)>,
 {
     let attempts = policy.max_attempts.max(1);
     for n in 1..=attempts {
-        match attempt().await {
-            Attempt::Delivered => return Final::Delivered,
-            Attempt::Gone => return Final::Gone,
-            Attempt::Failed if n == attempts => return Final::Failed,
+        let (a, s) = attempt(state).await;
+        state = s;
+        match a {
+            Attempt::Delivered => return (Final::Delivered, state),
+            Attempt::Gone => return (Final::Gone, state),
+            Attempt::Failed if n == attempts => return (Final::Failed, state),
             Attempt::Failed => {
                 tokio::select! {
-                    _ = stop.cancelled() => return Final::Stopped,
+                    _ = stop.cancelled() => return (Final::Stopped, state),
                     _ = tokio::time::sleep(policy.backoff(n)) => {}
                 }
                 on_retry();
             }
         }
     }
-    Final::Failed
+    (Final::Failed, state)
 }
 
+/// One subscription's worker pool: what its workers share.
 #[derive(Debug)]
-struct Worker {
+struct Pool {
     ctx: Workers,
     sub: Arc<Subscription>,
+    rx: async_channel::Receiver<Queued>,
+    /// Workers running.
+    alive: AtomicUsize,
+    /// Workers waiting for a delivery.
+    idle: AtomicUsize,
     link: HeaderValue,
-    /// `Link: …\r\n`, as written on the worker's own connection.
+    /// `Link: …\r\n`, as written on a worker's own connection.
     link_line: Vec<u8>,
     /// The callback, when it is `http://` (each worker then owns a connection to it).
     target: Option<Target>,
 }
 
-impl Worker {
-    async fn run(self: Arc<Self>, rx: async_channel::Receiver<Queued>) {
+impl Pool {
+    /// One worker: take deliveries until the subscription ends.
+    async fn run(self: Arc<Self>) {
         let stop = self.sub.stop.clone();
-        let conn = Mutex::new(Conn::default());
+        let mut conn = Conn::default();
         loop {
+            self.idle.fetch_add(1, Relaxed);
             let item = tokio::select! {
                 biased;
-                _ = stop.cancelled() => break,
-                d = rx.recv() => match d { Ok(d) => d, Err(_) => break },
+                _ = stop.cancelled() => None,
+                d = self.rx.recv() => d.ok(),
             };
+            let spare = self.idle.fetch_sub(1, Relaxed) - 1;
+            let Some(mut item) = item else { break };
+            item.taken();
+            if spare == 0 {
+                self.grow();
+            }
             let now_ms = self.ctx.started.elapsed().as_millis() as u64;
             if !self.sub.is_active(now_ms) {
                 self.count(Final::Stopped);
                 self.remove(false);
                 break;
             }
-            let end = self.deliver(&item, &stop, &conn).await;
+            let (end, c) = self.deliver(&item, &stop, conn).await;
+            conn = c;
             drop(item);
             self.count(end);
             if end == Final::Gone {
@@ -165,9 +178,20 @@ impl Worker {
         }
         // Nothing more gets in; what is still queued is dropped (another worker of this
         // subscription may be draining too: each item is taken once).
-        rx.close();
-        while rx.try_recv().is_ok() {
+        self.rx.close();
+        while self.rx.try_recv().is_ok() {
             self.count(Final::Stopped);
+        }
+    }
+
+    /// Start one more worker, unless the pool is at its limit.
+    fn grow(self: &Arc<Self>) {
+        let max = self.ctx.concurrency.max(1);
+        let more = self
+            .alive
+            .fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1));
+        if more.is_ok() {
+            tokio::spawn(self.clone().run());
         }
     }
 
@@ -202,56 +226,51 @@ impl Worker {
         c.pending.fetch_sub(1, Relaxed);
     }
 
-    async fn deliver(&self, item: &Queued, stop: &CancellationToken, conn: &Mutex<Conn>) -> Final {
+    async fn deliver(&self, item: &Queued, stop: &CancellationToken, conn: Conn) -> (Final, Conn) {
         let d = &item.content;
-        let signature = self.sub.secret().map(|s| signature(&s, &d.body));
+        let mut sig_buf = [0; SIGNATURE_LEN];
+        let signature = self.sub.sign(&d.body, &mut sig_buf);
         let (t, c) = (&self.ctx.topic.counters, &*self.ctx.counters);
-        let attempt = || {
+        let attempt = |mut conn: Conn| {
             t.attempts.fetch_add(1, Relaxed);
             c.attempts.fetch_add(1, Relaxed);
-            let signature = signature.as_deref();
             async move {
                 let status = match &self.target {
                     Some(target) => {
-                        let ct = d.content_type.as_ref().map(HeaderValue::as_bytes);
-                        let (ct_name, ct, ct_end) = match ct {
-                            Some(v) => (&b"Content-Type: "[..], v, &b"\r\n"[..]),
-                            None => (&b""[..], &b""[..], &b""[..]),
-                        };
-                        let (sig_name, sig, sig_end) = match signature {
-                            Some(v) => (&b"X-Hub-Signature: "[..], v.as_bytes(), &b"\r\n"[..]),
-                            None => (&b""[..], &b""[..], &b""[..]),
-                        };
-                        let lines = [
-                            &self.link_line[..],
-                            ct_name,
-                            ct,
-                            ct_end,
-                            sig_name,
-                            sig,
-                            sig_end,
-                        ];
-                        let mut conn = conn.lock().await;
-                        conn.post(target, &lines, &d.body, self.ctx.timeout).await
+                        let head = conn.head(target);
+                        head.extend_from_slice(&self.link_line);
+                        if let Some(ct) = &d.content_type {
+                            head.extend_from_slice(b"Content-Type: ");
+                            head.extend_from_slice(ct.as_bytes());
+                            head.extend_from_slice(b"\r\n");
+                        }
+                        if let Some(sig) = signature {
+                            head.extend_from_slice(b"X-Hub-Signature: ");
+                            head.extend_from_slice(sig.as_bytes());
+                            head.extend_from_slice(b"\r\n");
+                        }
+                        // Writing into a Vec cannot fail.
+                        let _ = write!(head, "Content-Length: {}\r\n\r\n", d.body.len());
+                        conn.post(target, &d.body, self.ctx.timeout).await
                     }
                     None => self.post_tls(d, signature).await,
                 };
                 let (attempt, cause) = match status {
-                    Ok(s) if (200..300).contains(&s) => return Attempt::Delivered,
+                    Ok(s) if (200..300).contains(&s) => return (Attempt::Delivered, conn),
                     Ok(410) => (Attempt::Gone, "410".to_owned()),
                     Ok(s) => (Attempt::Failed, s.to_string()),
                     Err(f) => (Attempt::Failed, f.cause().to_owned()),
                 };
                 tracing::debug!(%cause, "delivery attempt failed");
                 c.failed_attempt(cause);
-                attempt
+                (attempt, conn)
             }
         };
         let on_retry = || {
             t.retried.fetch_add(1, Relaxed);
             c.retried.fetch_add(1, Relaxed);
         };
-        with_retries(&self.ctx.retry, stop, attempt, on_retry).await
+        with_retries(&self.ctx.retry, stop, conn, attempt, on_retry).await
     }
 
     /// One attempt to an `https://` (or otherwise not plain-http) callback, over the hub's
@@ -300,10 +319,11 @@ mod tests {
         let times = std::sync::Mutex::new(Vec::new());
         let mut retries = 0;
         let stop = CancellationToken::new();
-        let end = with_retries(
+        let (end, attempts) = with_retries(
             &policy(),
             &stop,
-            || {
+            0,
+            |n| {
                 let mut t = times.lock().unwrap();
                 t.push(start.elapsed().as_millis());
                 let r = if t.len() > fails {
@@ -311,12 +331,14 @@ mod tests {
                 } else {
                     Attempt::Failed
                 };
-                async move { r }
+                async move { (r, n + 1) }
             },
             || retries += 1,
         )
         .await;
         let t = times.into_inner().unwrap();
+        // The state went through every attempt.
+        assert_eq!(attempts, t.len());
         (end, t, retries)
     }
 
@@ -347,17 +369,9 @@ mod tests {
     async fn stop_ends_a_backoff() {
         let stop = CancellationToken::new();
         stop.cancel();
-        let end = with_retries(&policy(), &stop, || async { Attempt::Failed }, || {}).await;
+        let attempt = |s| async move { (Attempt::Failed, s) };
+        let (end, ()) = with_retries(&policy(), &stop, (), attempt, || {}).await;
         assert_eq!(end, Final::Stopped);
-    }
-
-    #[test]
-    fn signature_matches_a_known_vector() {
-        // RFC 4231 test case 2.
-        assert_eq!(
-            signature(b"Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
     }
 
     #[test]

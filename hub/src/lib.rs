@@ -18,6 +18,7 @@ mod metrics;
 mod params;
 mod routes;
 mod serve;
+mod sign;
 mod state;
 mod stats;
 mod subscribe;

@@ -7,12 +7,14 @@
 //! (`--max-queue-bytes`) while that subscriber holds it, queued or in flight.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
+use arc_swap::ArcSwapOption;
 use axum::http::HeaderValue;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
+use crate::sign::{Signer, SIGNATURE_LEN};
 use crate::stats::{Counters, DropReason, TopicCounters, TopicStats};
 
 /// A byte budget: what is taken never exceeds `max`.
@@ -89,12 +91,20 @@ impl Content {
     }
 }
 
-/// A delivery in one subscriber's queue (or in flight): the shared content and this
-/// subscriber's charge for it.
+/// A delivery in one subscriber's queue (or in flight): the shared content, this
+/// subscriber's charge for its bytes, and its place in the queue (until a worker takes it).
 #[derive(Debug)]
 pub(crate) struct Queued {
     pub content: Arc<Content>,
     _charge: Charge,
+    slot: Option<Charge>,
+}
+
+impl Queued {
+    /// A worker took it: its place in the queue is free (its bytes stay charged).
+    pub fn taken(&mut self) {
+        self.slot = None;
+    }
 }
 
 /// An active (verified) subscription of one callback to one topic.
@@ -103,12 +113,16 @@ pub(crate) struct Subscription {
     pub callback: String,
     /// `callback`, parsed once (every delivery POSTs to it).
     pub url: Option<url::Url>,
-    secret: Mutex<Option<Arc<[u8]>>>,
+    /// `hub.secret`, keyed once; replaced on renewal.
+    signer: ArcSwapOption<Signer>,
     /// Lease end, in ms since hub start.
     expires_ms: AtomicU64,
     tx: async_channel::Sender<Queued>,
     /// Bytes of the content this subscriber holds, queued or in flight.
     pub bytes: Arc<Budget>,
+    /// Places in the queue (deliveries waiting, not in flight). The channel itself is
+    /// unbounded, so memory follows what is queued, not the limit.
+    slots: Arc<Budget>,
     pub stop: CancellationToken,
 }
 
@@ -122,14 +136,15 @@ impl Subscription {
         (queue_size, max_bytes): (usize, u64),
         stop: CancellationToken,
     ) -> (Arc<Subscription>, async_channel::Receiver<Queued>) {
-        let (tx, rx) = async_channel::bounded(queue_size.max(1));
+        let (tx, rx) = async_channel::unbounded();
         let sub = Subscription {
             callback: callback.to_owned(),
             url: url::Url::parse(callback).ok(),
-            secret: Mutex::new(secret),
+            signer: ArcSwapOption::new(signer(secret)),
             expires_ms: AtomicU64::new(expires_ms),
             tx,
             bytes: Budget::new(max_bytes),
+            slots: Budget::new(queue_size.max(1) as u64),
             stop,
         };
         (Arc::new(sub), rx)
@@ -142,7 +157,7 @@ impl Subscription {
 
     /// Renew after a verified re-subscription: new lease and secret, same queue.
     pub fn renew(&self, secret: Option<Arc<[u8]>>, expires_ms: u64) {
-        *self.secret.lock().unwrap_or_else(|e| e.into_inner()) = secret;
+        self.signer.store(signer(secret));
         self.expires_ms.store(expires_ms, Relaxed);
     }
 
@@ -155,11 +170,16 @@ impl Subscription {
 
     /// Queue a delivery. Never waits.
     pub fn offer(&self, content: &Arc<Content>) -> Result<(), DropReason> {
+        if self.tx.is_closed() {
+            return Err(DropReason::Ended);
+        }
         let charge =
             Charge::take(&self.bytes, content.body.len() as u64).ok_or(DropReason::QueueBytes)?;
+        let slot = Charge::take(&self.slots, 1).ok_or(DropReason::QueueFull)?;
         let item = Queued {
             content: content.clone(),
             _charge: charge,
+            slot: Some(slot),
         };
         self.tx.try_send(item).map_err(|e| match e {
             async_channel::TrySendError::Full(_) => DropReason::QueueFull,
@@ -167,12 +187,14 @@ impl Subscription {
         })
     }
 
-    pub fn secret(&self) -> Option<Arc<[u8]>> {
-        self.secret
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    /// Sign `body` into `out` with the current secret; `None` without one.
+    pub fn sign<'a>(&self, body: &[u8], out: &'a mut [u8; SIGNATURE_LEN]) -> Option<&'a str> {
+        Some(self.signer.load().as_ref()?.sign(body, out))
     }
+}
+
+fn signer(secret: Option<Arc<[u8]>>) -> Option<Arc<Signer>> {
+    secret.map(|s| Arc::new(Signer::new(&s)))
 }
 
 /// One topic: registered or not (a publish to an unknown topic still gets counted here),
@@ -280,5 +302,40 @@ impl Topic {
             pending: c.pending.load(Relaxed),
             queued_bytes: self.queued_bytes(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_places_are_freed_when_taken_and_bytes_when_done() {
+        let memory = Budget::new(1 << 20);
+        let content = Content::new(
+            Bytes::from_static(b"0123456789"),
+            None,
+            Charge::take(&memory, 10).unwrap(),
+        );
+        let stop = CancellationToken::new();
+        let (sub, rx) = Subscription::new("http://127.0.0.1:1/cb", None, u64::MAX, (2, 35), stop);
+        assert_eq!(sub.offer(&content), Ok(()));
+        assert_eq!(sub.offer(&content), Ok(()));
+        assert_eq!(sub.offer(&content), Err(DropReason::QueueFull));
+        // A worker takes one: its place is free, its 10 bytes stay charged while in flight.
+        let mut first = rx.try_recv().unwrap();
+        first.taken();
+        assert_eq!(sub.offer(&content), Ok(()));
+        assert_eq!(sub.bytes.used(), 30);
+        // 30 + 10 > 35: over the byte budget before the (full) queue is looked at.
+        assert_eq!(sub.offer(&content), Err(DropReason::QueueBytes));
+        drop(first);
+        assert_eq!(sub.bytes.used(), 20);
+        assert_eq!(sub.offer(&content), Err(DropReason::QueueFull));
+        sub.stop();
+        assert_eq!(sub.offer(&content), Err(DropReason::Ended));
+        // What was queued gives back its bytes and places when dropped.
+        while rx.try_recv().is_ok() {}
+        assert_eq!((sub.bytes.used(), sub.slots.used()), (0, 0));
     }
 }

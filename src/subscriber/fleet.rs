@@ -6,8 +6,8 @@
 //! until the run is stopped) and turns every subscriber's state into one [`DeliveryLevelStats`].
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -15,7 +15,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::behaviour::Behaviour;
-use super::receive::SubState;
+use super::receive::SignatureKey;
+use super::shared::{Intent, Shared, Subscriber};
 use super::stats::DeliveryLevelStats;
 use super::tracker::DeliveryTracker;
 use crate::config::Secret;
@@ -39,109 +40,6 @@ pub struct FleetConfig {
     pub lease_seconds: u64,
     /// How subscribers answer.
     pub behaviour: Behaviour,
-}
-
-/// A subscriber's intent, as the verification requests have left it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Intent {
-    /// Nothing asked yet.
-    None = 0,
-    /// Subscribe requested; waiting for the hub's challenge.
-    Subscribing = 1,
-    /// The hub verified the subscription (challenge echoed).
-    Verified = 2,
-    /// The hub denied it (`hub.mode=denied`).
-    Denied = 3,
-    /// Unsubscribe requested; waiting for the challenge.
-    Unsubscribing = 4,
-    /// The hub verified the unsubscription.
-    Unsubscribed = 5,
-}
-
-impl Intent {
-    fn from_u8(v: u8) -> Intent {
-        match v {
-            1 => Intent::Subscribing,
-            2 => Intent::Verified,
-            3 => Intent::Denied,
-            4 => Intent::Unsubscribing,
-            5 => Intent::Unsubscribed,
-            _ => Intent::None,
-        }
-    }
-}
-
-/// One subscriber: a callback path for one topic.
-#[derive(Debug)]
-pub(crate) struct Subscriber {
-    /// Workload topic index.
-    pub topic: usize,
-    /// Index among the topic's subscribers.
-    pub index: usize,
-    /// The `hub.topic` it subscribes to.
-    pub hub_topic: String,
-    intent: AtomicU8,
-    state: Mutex<SubState>,
-}
-
-impl Subscriber {
-    pub fn intent(&self) -> Intent {
-        Intent::from_u8(self.intent.load(Relaxed))
-    }
-    pub fn set_intent(&self, i: Intent) {
-        self.intent.store(i as u8, Relaxed);
-    }
-    pub fn state(&self) -> MutexGuard<'_, SubState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-    /// Whether it expects deliveries: verified by the hub and not gone (answered 410).
-    pub fn listening(&self, st: &SubState) -> bool {
-        self.intent() == Intent::Verified && !st.gone
-    }
-
-    /// `<topic>/<index>`: the callback path's tail and the per-subscriber stats key.
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.topic, self.index)
-    }
-}
-
-/// Everything the callback handlers and the phases share.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub workload: Arc<Workload>,
-    pub tracker: Arc<DeliveryTracker>,
-    pub subs: Vec<Subscriber>,
-    /// Per workload topic: its first subscriber's index in `subs`, or `u32::MAX`.
-    first_sub: Vec<u32>,
-    pub per_topic: usize,
-    pub secret: Secret,
-    pub lease_seconds: u64,
-    pub behaviour: Behaviour,
-    /// The level's first sequence number.
-    pub base: AtomicU64,
-    /// Set while a level is closing: deliveries then wake the closer.
-    pub closing: AtomicBool,
-    pub delivered: Notify,
-    /// Woken by every verification or denial.
-    pub intents: Notify,
-    pub callback_base: String,
-}
-
-impl Shared {
-    /// The subscriber at callback path `/cb/<topic>/<index>`.
-    pub fn sub(&self, topic: usize, index: usize) -> Option<&Subscriber> {
-        let first = *self.first_sub.get(topic)?;
-        if first == u32::MAX || index >= self.per_topic {
-            return None;
-        }
-        self.subs.get(first as usize + index)
-    }
-
-    /// The callback URL the hub is given for `sub`.
-    pub fn callback(&self, sub: &Subscriber) -> String {
-        format!("{}/cb/{}/{}", self.callback_base, sub.topic, sub.index)
-    }
 }
 
 /// A generated per-run secret: 256 random bits, hex.
@@ -184,13 +82,7 @@ impl Fleet {
                 continue; // unknown or repeated topic
             };
             *slot = subs.len() as u32;
-            subs.extend((0..per_topic).map(|index| Subscriber {
-                topic: *topic,
-                index,
-                hub_topic: hub_topic.clone(),
-                intent: AtomicU8::new(Intent::None as u8),
-                state: Mutex::new(SubState::new(0)),
-            }));
+            subs.extend((0..per_topic).map(|index| Subscriber::new(*topic, index, hub_topic)));
         }
         let callback_base = cfg
             .callback_url
@@ -198,13 +90,15 @@ impl Fleet {
             .unwrap_or_else(|| format!("http://{local_addr}"))
             .trim_end_matches('/')
             .to_owned();
+        let secret = cfg.secret.clone().unwrap_or_else(generated_secret);
         let shared = Arc::new(Shared {
             workload,
             tracker,
             subs,
             first_sub,
             per_topic,
-            secret: cfg.secret.clone().unwrap_or_else(generated_secret),
+            key: SignatureKey::new(secret.expose().as_bytes()),
+            secret,
             lease_seconds: cfg.lease_seconds,
             behaviour: cfg.behaviour.clone(),
             base: AtomicU64::new(0),
@@ -213,8 +107,7 @@ impl Fleet {
             intents: Notify::new(),
             callback_base,
         });
-        let app = super::server::router(shared.clone());
-        let stop = crate::serve::spawn(listener, app, "callback server");
+        let stop = super::server::spawn(listener, shared.clone());
         Ok(Fleet {
             shared,
             local_addr,

@@ -12,14 +12,16 @@ mod fleet;
 mod hist_serde;
 mod receive;
 mod server;
+mod shared;
 mod stats;
 mod subscribe;
 mod tracker;
 
 pub use behaviour::{Answer, Behaviour};
 pub use bitmap::{AtomicBitmap, SeqBitmap, MAX_SPAN};
-pub use fleet::{Fleet, FleetConfig, Intent};
-pub use receive::{check, signature_ok, Check};
+pub use fleet::{Fleet, FleetConfig};
+pub use receive::{check, signature_ok, Check, SignatureKey};
+pub use shared::Intent;
 pub use stats::{DeliveryCounts, DeliveryLevelStats, DeliverySeconds};
 pub use subscribe::{PhaseSettings, SubscriptionPhase};
 pub use tracker::{DeliveryTracker, SentEvent};

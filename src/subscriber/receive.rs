@@ -33,33 +33,60 @@ pub enum Check {
     },
 }
 
-/// Whether `header` (`sha256=<hex>`) is the HMAC-SHA256 of `body` under `secret`.
-pub fn signature_ok(secret: &[u8], header: Option<&[u8]>, body: &[u8]) -> bool {
-    let Some(hex_sig) = header.and_then(|h| h.strip_prefix(b"sha256=")) else {
-        return false;
-    };
-    let Ok(sig) = hex::decode(hex_sig) else {
-        return false;
-    };
-    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(secret) else {
-        return false;
-    };
-    mac.update(body);
-    // Constant time: how long this takes says nothing about the secret.
-    mac.verify_slice(&sig).is_ok()
+/// A subscriber secret as a keyed HMAC-SHA256 state: the key is absorbed once, each check
+/// clones the state and hashes the body only.
+#[derive(Clone)]
+pub struct SignatureKey(Hmac<Sha256>);
+
+impl std::fmt::Debug for SignatureKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The keyed state is the secret: never printed.
+        f.write_str("SignatureKey(..)")
+    }
 }
 
-/// Classify one delivery to a subscriber of `topic` (level sequence numbers from `base`).
+impl SignatureKey {
+    /// The key for `secret`.
+    pub fn new(secret: &[u8]) -> SignatureKey {
+        // HMAC accepts keys of any length, so this cannot fail.
+        SignatureKey(
+            <Hmac<Sha256> as Mac>::new_from_slice(secret).expect("HMAC takes any key length"),
+        )
+    }
+
+    /// Whether `header` (`sha256=<64 hex digits>`) is the HMAC-SHA256 of `body` under this key.
+    pub fn verify(&self, header: Option<&[u8]>, body: &[u8]) -> bool {
+        let Some(hex_sig) = header.and_then(|h| h.strip_prefix(b"sha256=")) else {
+            return false;
+        };
+        let mut sig = [0u8; 32];
+        if hex::decode_to_slice(hex_sig, &mut sig).is_err() {
+            return false;
+        }
+        let mut mac = self.0.clone();
+        mac.update(body);
+        // Constant time: how long this takes says nothing about the secret.
+        mac.verify_slice(&sig).is_ok()
+    }
+}
+
+/// Whether `header` (`sha256=<hex>`) is the HMAC-SHA256 of `body` under `secret`.
+pub fn signature_ok(secret: &[u8], header: Option<&[u8]>, body: &[u8]) -> bool {
+    SignatureKey::new(secret).verify(header, body)
+}
+
+/// Classify one delivery to a subscriber of `topic` (level sequence numbers from `base`);
+/// with a `key`, the signature is checked first.
 pub fn check(
     workload: &Workload,
     tracker: &DeliveryTracker,
     topic: usize,
     base: u64,
-    secret: Option<&[u8]>,
+    key: Option<&SignatureKey>,
     signature: Option<&[u8]>,
     body: &[u8],
 ) -> Check {
-    if secret.is_some_and(|s| !signature_ok(s, signature, body)) {
+    if key.is_some_and(|k| !k.verify(signature, body)) {
         return Check::BadSignature;
     }
     let Some((seq, sent_us)) = workload.parse_identity(body) else {
@@ -267,6 +294,23 @@ mod tests {
         assert!(!signature_ok(b"Jefe", Some(&good.as_bytes()[1..]), body));
         assert!(!signature_ok(b"Jefe", Some(b"sha256=zz"), body));
         assert!(!signature_ok(b"Jefe", None, body));
+        // Too short or too long by one hex digit pair.
+        assert!(!signature_ok(
+            b"Jefe",
+            Some(&good.as_bytes()[..good.len() - 2]),
+            body
+        ));
+        assert!(!signature_ok(
+            b"Jefe",
+            Some(format!("{good}00").as_bytes()),
+            body
+        ));
+        // One key, used again, gives the same answers.
+        let key = SignatureKey::new(b"Jefe");
+        assert!(key.verify(Some(good.as_bytes()), body));
+        assert!(key.verify(Some(good.as_bytes()), body));
+        assert!(!key.verify(Some(good.as_bytes()), b"what do ya want for nothing!"));
+        assert_eq!(format!("{key:?}"), "SignatureKey(..)");
     }
 
     #[test]
@@ -277,8 +321,9 @@ mod tests {
         let e = w.event_at(12, 1_000_000_000);
         t.note_published(12, e.topic, Instant::now());
         let sig = sign(b"k", &e.body);
+        let key = SignatureKey::new(b"k");
         let ck = |topic, body: &[u8], sig: &str| {
-            check(&w, &t, topic, 10, Some(b"k"), Some(sig.as_bytes()), body)
+            check(&w, &t, topic, 10, Some(&key), Some(sig.as_bytes()), body)
         };
         assert_eq!(
             ck(e.topic, &e.body, &sig),
