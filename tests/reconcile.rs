@@ -243,13 +243,17 @@ async fn a_hub_that_dies_mid_run_is_classified_and_reported() {
         ])
         .await
     });
-    // Let it register and publish for a while, then kill the hub.
+    // Let it register and publish for a while (100 accepted, within a generous 4 s), then kill
+    // the hub.
+    let mut publishing = false;
     for _ in 0..200 {
         if hub.stats().await.publish.accepted > 100 {
+            publishing = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    assert!(publishing, "the hub never accepted 100 publishes");
     drop(hub);
     let o = run.await.unwrap();
     let t = o.report.total.as_ref().unwrap();
