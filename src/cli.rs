@@ -128,7 +128,7 @@ pub struct RunArgs {
 
     // ---- host pinning (src/config/resolve_hosts.rs; docs/http-client.md)
     /// Connect to HOST:PORT at these addresses instead of resolving HOST, as curl's --resolve:
-    /// HOST:PORT:ADDR[,ADDR...], IPv6 in brackets, e.g. hub.test:8080:127.0.0.1,[::1]
+    /// HOST:PORT:ADDR[,ADDR...], IPv6 in brackets, e.g. `hub.test:8080:127.0.0.1,[::1]`
     /// (repeatable; the Host header and TLS name stay HOST).
     #[arg(long, value_name = "HOST:PORT:ADDR[,ADDR...]", help_heading = "Target")]
     pub resolve: Vec<String>,

@@ -31,7 +31,7 @@ pub struct AttemptSpan {
     /// End, µs since the Unix epoch.
     pub end_unix_us: u64,
     /// The second of the level the attempt ended in (whole seconds since `level_start`),
-    /// capped at [`MAX_SECS`].
+    /// capped at `MAX_SECS`.
     pub sec: usize,
 }
 

@@ -26,7 +26,7 @@
 //! - `https://` hosts: [`HttpPool::with_tls`] with a [`Tls`] (rustls, ring, webpki roots plus
 //!   given roots, or no verification); the handshake follows the TCP connect and has its own
 //!   bound (`tls_timeout`, a [`TimeoutKind::Connect`] when it runs out); a refused handshake
-//!   is [`Outcome::TlsError`] with its reason. Handshakes are counted and timed per pool.
+//!   is [`crate::result::Outcome::TlsError`] with its reason. Handshakes are counted and timed per pool.
 //! - **several addresses:** a pool may be given every address its host resolved to; new
 //!   connections go to them in turn, and one that refuses is skipped for the next (as Go's
 //!   dialer falls back). Attempts are counted per address when there is more than one.
