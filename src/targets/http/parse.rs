@@ -1,5 +1,5 @@
-//! HTTP/1.1 response framing: the head (via `httparse`) and a chunked-body decoder, both
-//! tolerant of any split of the input across reads.
+//! HTTP/1.1 response framing: the head (a fast scan for the common form, else `httparse`) and a
+//! chunked-body decoder, both tolerant of any split of the input across reads.
 //!
 //! Pure functions on byte slices; the socket loop lives in `conn.rs`.
 
@@ -45,7 +45,23 @@ pub(crate) struct Head {
 ///
 /// The verdict depends on the bytes only: an error is found in a prefix of the head, so any
 /// longer input gives the same error (the caller bounds the input to the head limit).
+///
+/// A complete head in the common form (see [`fast_head`]) is read by a scan of our own;
+/// anything else goes to `httparse`. Both give the same answer for every input the scan
+/// accepts (checked on the corpus and on random heads, `determinism.rs`).
 pub(crate) fn parse_head(
+    buf: &[u8],
+    head_request: bool,
+    content_type: &mut Option<Vec<u8>>,
+) -> Result<Option<Head>, OtherReason> {
+    match fast_head(buf, head_request, content_type) {
+        Some(head) => Ok(Some(head)),
+        None => parse_head_full(buf, head_request, content_type),
+    }
+}
+
+/// [`parse_head`] through `httparse` alone: the reference the fast scan is checked against.
+pub(crate) fn parse_head_full(
     buf: &[u8],
     head_request: bool,
     content_type: &mut Option<Vec<u8>>,
@@ -66,80 +82,240 @@ pub(crate) fn parse_head(
         Err(httparse::Error::Status) => return Err(OtherReason::MalformedStatusLine),
         Err(_) => return Err(OtherReason::MalformedHead),
     };
-    let status = resp.code.unwrap_or(0);
-    let http11 = resp.version == Some(1);
-
-    let mut keep_alive = http11;
-    let mut length: Option<u64> = None;
-    let mut chunked = false;
-    let mut transfer_encoding = false;
-    let mut ct: Option<&[u8]> = None;
+    let mut facts = Facts::new(resp.version == Some(1));
     for h in resp.headers.iter() {
-        let name = h.name.as_bytes();
+        facts.header(h.name.as_bytes(), h.value)?;
+    }
+    Ok(Some(facts.finish(
+        resp.code.unwrap_or(0),
+        len,
+        head_request,
+        content_type,
+    )))
+}
+
+/// The common head, read without `httparse`: `HTTP/1.1` or `HTTP/1.0`, one space, three
+/// digits, an optional reason of visible ASCII, spaces and tabs, then at most
+/// [`MAX_HEADERS`] lines `name:value` (name of token characters, value of visible ASCII,
+/// spaces and tabs, leading and trailing spaces and tabs dropped as `httparse` drops them),
+/// every line ended by CRLF, and the blank line. `None` for anything else — an incomplete
+/// head, a bare LF, obs-text, a control byte, leading blank lines, too many headers, a
+/// header whose value is not valid for us (a bad `Content-Length`): the full parser then
+/// decides, so errors and partial heads always come from `httparse`.
+pub(crate) fn fast_head(
+    buf: &[u8],
+    head_request: bool,
+    content_type: &mut Option<Vec<u8>>,
+) -> Option<Head> {
+    let http11 = match buf.get(..9)? {
+        b"HTTP/1.1 " => true,
+        b"HTTP/1.0 " => false,
+        _ => return None,
+    };
+    let &[h, t, o, after] = buf.get(9..13)? else {
+        return None;
+    };
+    if !(h.is_ascii_digit() && t.is_ascii_digit() && o.is_ascii_digit()) {
+        return None;
+    }
+    let status = u16::from(h - b'0') * 100 + u16::from(t - b'0') * 10 + u16::from(o - b'0');
+    let mut i = match after {
+        b' ' => text_to_cr(buf, 13)?,
+        b'\r' => 12,
+        _ => return None,
+    };
+    // `i` is at the CR ending the previous line.
+    let mut facts = Facts::new(http11);
+    let mut count = 0;
+    loop {
+        if buf.get(i + 1) != Some(&b'\n') {
+            return None;
+        }
+        i += 2;
+        if *buf.get(i)? == b'\r' {
+            if buf.get(i + 1) != Some(&b'\n') {
+                return None;
+            }
+            return Some(facts.finish(status, i + 2, head_request, content_type));
+        }
+        if count == MAX_HEADERS {
+            return None;
+        }
+        let line = &buf[i..];
+        let colon = line.iter().position(|&b| !is_token(b))?;
+        if colon == 0 || line[colon] != b':' {
+            return None;
+        }
+        let value = i + colon + 1;
+        let cr = text_to_cr(buf, value)?;
+        facts
+            .header(&line[..colon], trim_space_tab(&buf[value..cr]))
+            .ok()?;
+        count += 1;
+        i = cr;
+    }
+}
+
+/// The index of the first CR at or after `from`, if every byte before it is a tab, a space
+/// or visible ASCII (no other control byte, DEL or obs-text); `None` otherwise, or when no
+/// CR follows. Eight bytes at a time: a word with none of those bytes needs no per-byte test.
+fn text_to_cr(buf: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = from;
+    loop {
+        while let Some(word) = buf.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+            let x = u64::from_le_bytes(*word);
+            let del = x ^ (ONES * 0x7f);
+            // The high bit of each byte that is >= 0x80, < 0x20 or 0x7f. Borrows only run
+            // upwards from a true hit, so the lowest flagged byte is exact.
+            let odd =
+                (x | (x.wrapping_sub(ONES * 0x20) & !x) | (del.wrapping_sub(ONES) & !del)) & HIGH;
+            if odd != 0 {
+                i += (odd.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
+        }
+        // At the flagged byte, or in the last 7 bytes: byte by byte up to the CR or a tab.
+        loop {
+            match *buf.get(i)? {
+                b'\r' => return Some(i),
+                b'\t' => {
+                    i += 1;
+                    break;
+                }
+                b' '..=b'~' => i += 1,
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// An RFC 9110 token character (`tchar`): the bytes `httparse` accepts in a header name.
+fn is_token(b: u8) -> bool {
+    TOKEN[usize::from(b)]
+}
+
+static TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric()
+            || matches!(c, b'!' | b'#'..=b'\'' | b'*' | b'+' | b'-' | b'.' | b'^'..=b'`' | b'|' | b'~');
+        b += 1;
+    }
+    t
+};
+
+fn trim_space_tab(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// What the headers say, gathered one header at a time (by either parser).
+struct Facts<'a> {
+    http11: bool,
+    keep_alive: bool,
+    length: Option<u64>,
+    chunked: bool,
+    transfer_encoding: bool,
+    content_type: Option<&'a [u8]>,
+}
+
+impl<'a> Facts<'a> {
+    fn new(http11: bool) -> Self {
+        Self {
+            http11,
+            keep_alive: http11,
+            length: None,
+            chunked: false,
+            transfer_encoding: false,
+            content_type: None,
+        }
+    }
+
+    fn header(&mut self, name: &[u8], value: &'a [u8]) -> Result<(), OtherReason> {
         // The length first: most headers (Date, Server, …) are then skipped without comparing
         // a byte of their names.
         if !matches!(name.len(), 10 | 12 | 14 | 17) {
-            continue;
+            return Ok(());
         }
         if name.eq_ignore_ascii_case(b"content-length") {
-            let n = parse_length(h.value).ok_or(OtherReason::MalformedHead)?;
-            if length.is_some_and(|old| old != n) {
+            let n = parse_length(value).ok_or(OtherReason::MalformedHead)?;
+            if self.length.is_some_and(|old| old != n) {
                 return Err(OtherReason::MalformedHead);
             }
-            length = Some(n);
+            self.length = Some(n);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            transfer_encoding = true;
+            self.transfer_encoding = true;
             // Only the last coding decides: `gzip, chunked` is chunked, `chunked, gzip` is not.
-            chunked = last_token_is(h.value, b"chunked");
+            self.chunked = last_token_is(value, b"chunked");
         } else if name.eq_ignore_ascii_case(b"connection") {
-            if has_token(h.value, b"close") {
-                keep_alive = false;
-            } else if !http11 && has_token(h.value, b"keep-alive") {
-                keep_alive = true;
+            if has_token(value, b"close") {
+                self.keep_alive = false;
+            } else if !self.http11 && has_token(value, b"keep-alive") {
+                self.keep_alive = true;
             }
         } else if name.eq_ignore_ascii_case(b"content-type") {
-            ct = Some(h.value);
+            self.content_type = Some(value);
         }
+        Ok(())
     }
 
-    let framing = if (100..200).contains(&status) || status == 204 || status == 304 || head_request
-    {
-        Framing::Empty
-    } else if transfer_encoding {
-        if length.is_some() {
-            // RFC 9112 §6.3: both present is a smuggling risk; honour TE, then close.
+    fn finish(
+        self,
+        status: u16,
+        len: usize,
+        head_request: bool,
+        content_type: &mut Option<Vec<u8>>,
+    ) -> Head {
+        let mut keep_alive = self.keep_alive;
+        let framing =
+            if (100..200).contains(&status) || status == 204 || status == 304 || head_request {
+                Framing::Empty
+            } else if self.transfer_encoding {
+                if self.length.is_some() {
+                    // RFC 9112 §6.3: both present is a smuggling risk; honour TE, then close.
+                    keep_alive = false;
+                }
+                if self.chunked {
+                    Framing::Chunked
+                } else {
+                    Framing::UntilClose
+                }
+            } else if let Some(n) = self.length {
+                Framing::Length(n)
+            } else {
+                Framing::UntilClose
+            };
+        if framing == Framing::UntilClose {
             keep_alive = false;
         }
-        if chunked {
-            Framing::Chunked
-        } else {
-            Framing::UntilClose
-        }
-    } else if let Some(n) = length {
-        Framing::Length(n)
-    } else {
-        Framing::UntilClose
-    };
-    if framing == Framing::UntilClose {
-        keep_alive = false;
-    }
-    if !(100..200).contains(&status) {
-        match ct {
-            Some(value) => {
-                let mut v = content_type.take().unwrap_or_default();
-                v.clear();
-                v.extend_from_slice(value);
-                *content_type = Some(v);
+        if !(100..200).contains(&status) {
+            match self.content_type {
+                Some(value) => {
+                    let mut v = content_type.take().unwrap_or_default();
+                    v.clear();
+                    v.extend_from_slice(value);
+                    *content_type = Some(v);
+                }
+                None => *content_type = None,
             }
-            None => *content_type = None,
+        }
+        Head {
+            status,
+            len,
+            framing,
+            keep_alive,
         }
     }
-    Ok(Some(Head {
-        status,
-        len,
-        framing,
-        keep_alive,
-    }))
 }
 
 fn parse_length(value: &[u8]) -> Option<u64> {
