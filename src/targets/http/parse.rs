@@ -247,23 +247,23 @@ impl<'a> Facts<'a> {
         if !matches!(name.len(), 10 | 12 | 14 | 17) {
             return Ok(());
         }
-        if name.eq_ignore_ascii_case(b"content-length") {
+        if is_name(name, b"content-length") {
             let n = parse_length(value).ok_or(OtherReason::MalformedHead)?;
             if self.length.is_some_and(|old| old != n) {
                 return Err(OtherReason::MalformedHead);
             }
             self.length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+        } else if is_name(name, b"transfer-encoding") {
             self.transfer_encoding = true;
             // Only the last coding decides: `gzip, chunked` is chunked, `chunked, gzip` is not.
             self.chunked = last_token_is(value, b"chunked");
-        } else if name.eq_ignore_ascii_case(b"connection") {
+        } else if is_name(name, b"connection") {
             if has_token(value, b"close") {
                 self.keep_alive = false;
             } else if !self.http11 && has_token(value, b"keep-alive") {
                 self.keep_alive = true;
             }
-        } else if name.eq_ignore_ascii_case(b"content-type") {
+        } else if is_name(name, b"content-type") {
             self.content_type = Some(value);
         }
         Ok(())
@@ -315,6 +315,34 @@ impl<'a> Facts<'a> {
             framing,
             keep_alive,
         }
+    }
+}
+
+/// Whether the header name `name` is `lower` (lowercase letters and `-`, at least 8 bytes) in
+/// any case, eight bytes at a time. Exact for names of token characters, which both parsers
+/// guarantee: the only token bytes that OR 0x20 maps onto a lowercase letter are that letter
+/// in either case, and onto `-` only `-` itself (the other, CR, is no token byte).
+fn is_name(name: &[u8], lower: &[u8]) -> bool {
+    const CASE: u64 = 0x2020_2020_2020_2020;
+    let word = |s: &[u8], at: usize| {
+        s.get(at..)
+            .and_then(<[u8]>::first_chunk::<8>)
+            .map(|w| u64::from_le_bytes(*w))
+    };
+    if name.len() != lower.len() || name.len() < 8 {
+        return name.eq_ignore_ascii_case(lower);
+    }
+    let mut at = 0;
+    loop {
+        // The last word may overlap the one before it.
+        let from = at.min(name.len() - 8);
+        if word(name, from).map(|w| w | CASE) != word(lower, from) {
+            return false;
+        }
+        if from + 8 == name.len() {
+            return true;
+        }
+        at += 8;
     }
 }
 
@@ -570,6 +598,45 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(bytes)
             );
+        }
+    }
+
+    /// `is_name` agrees with `eq_ignore_ascii_case` on token names: every case of the four
+    /// names, and each with one byte replaced by every token byte.
+    #[test]
+    fn header_names_match_by_word_exactly() {
+        for target in [
+            &b"content-length"[..],
+            b"transfer-encoding",
+            b"connection",
+            b"content-type",
+        ] {
+            for flips in 0..1u32 << target.len().min(17) {
+                let name: Vec<u8> = target
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &b)| {
+                        if flips >> i & 1 == 1 {
+                            b.to_ascii_uppercase()
+                        } else {
+                            b
+                        }
+                    })
+                    .collect();
+                assert!(is_name(&name, target), "{name:?}");
+            }
+            for at in 0..target.len() {
+                for b in (0..=255u8).filter(|&b| is_token(b)) {
+                    let mut name = target.to_vec();
+                    name[at] = b;
+                    assert_eq!(
+                        is_name(&name, target),
+                        name.eq_ignore_ascii_case(target),
+                        "{name:?}"
+                    );
+                }
+            }
+            assert!(!is_name(&target[1..], target));
         }
     }
 
