@@ -10,8 +10,9 @@ use futures_util::FutureExt;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
+use super::chunked::Chunked;
 use super::conn::{Conn, MAX_HEAD};
-use super::parse::{fast_head, parse_head, parse_head_full, Chunked};
+use super::parse::{fast_head, parse_head, parse_head_full};
 use super::stream::Stream;
 use super::{Response, TransportError};
 use crate::result::{ConnErrorKind, OtherReason, Outcome};
