@@ -48,13 +48,30 @@ pub fn classify_thin_ping(status: u16, content_type: Option<&[u8]>, body: &[u8])
 
 /// Whether a `Content-Type` value is `application/x-www-form-urlencoded` (any case, any parameters).
 pub fn is_form_encoded(content_type: &[u8]) -> bool {
-    let ct = content_type.trim_ascii_start();
-    ct.len() >= 33 && ct[..33].eq_ignore_ascii_case(b"application/x-www-form-urlencoded")
+    // The exact lowercase form first (what hubs send): one memcmp instead of a case fold.
+    content_type.starts_with(FORM_ENCODED) || is_form_encoded_folded(content_type)
 }
+
+/// [`is_form_encoded`] without the exact-match shortcut.
+fn is_form_encoded_folded(content_type: &[u8]) -> bool {
+    let ct = content_type.trim_ascii_start();
+    ct.len() >= FORM_ENCODED.len() && ct[..FORM_ENCODED.len()].eq_ignore_ascii_case(FORM_ENCODED)
+}
+
+const FORM_ENCODED: &[u8] = b"application/x-www-form-urlencoded";
 
 /// The value of `hub.mode` in a form-encoded body, if the body is one. Cheap: no allocation,
 /// and bodies that are not short form replies are skipped at once.
 fn hub_mode(body: &[u8]) -> Option<&[u8]> {
+    // The reply of nearly every publish, as the general scan reads it.
+    if body == b"hub.mode=accepted" {
+        return Some(b"accepted");
+    }
+    hub_mode_scan(body)
+}
+
+/// [`hub_mode`] without the shortcut for the common reply.
+fn hub_mode_scan(body: &[u8]) -> Option<&[u8]> {
     // Hub replies are short; a JSON or HTML error page is not a form reply.
     if body.len() > 4096 || body.first() == Some(&b'{') || body.first() == Some(&b'<') {
         return None;
@@ -74,6 +91,32 @@ mod tests {
 
     /// (status, content type, body, expected outcome)
     type Case<'a> = (u16, Option<&'a [u8]>, &'a [u8], Outcome);
+
+    #[test]
+    fn shortcuts_agree_with_the_general_reading() {
+        for body in [
+            &b"hub.mode=accepted"[..],
+            b"hub.mode=accepted ",
+            b"hub.mode=accepted&x=1",
+            b"hub.mode=acceptedX",
+            b"HUB.MODE=accepted",
+            b"hub.mode=denied",
+            b"",
+        ] {
+            assert_eq!(hub_mode(body), hub_mode_scan(body), "{body:?}");
+        }
+        assert_eq!(hub_mode(b"hub.mode=accepted"), Some(&b"accepted"[..]));
+        for ct in [
+            &b"application/x-www-form-urlencoded"[..],
+            b"application/x-www-form-urlencoded; charset=utf-8",
+            b"Application/X-WWW-Form-Urlencoded",
+            b" application/x-www-form-urlencoded",
+            b"application/x-www-form-urlencode",
+            b"application/json",
+        ] {
+            assert_eq!(is_form_encoded(ct), is_form_encoded_folded(ct), "{ct:?}");
+        }
+    }
 
     #[test]
     fn table() {

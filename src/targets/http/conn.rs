@@ -8,7 +8,8 @@ use std::task::Poll;
 
 use tokio::time::{Instant, Sleep};
 
-use super::parse::{append_capped, parse_head, Chunked, Framing};
+use super::chunked::{append_capped, Chunked};
+use super::parse::{parse_head, Framing};
 use super::stream::Stream;
 use super::{Response, TransportError, BODY_CAP};
 use crate::result::{ClientReason, ConnErrorKind, OtherReason};

@@ -1,7 +1,8 @@
 //! Tests: the response parser's verdict and byte counts depend on the bytes only, never on
 //! how they are split across reads (every split point, random chunkings, byte by byte); a
 //! proptest fuzzes the head parser and the chunked decoder; the seed corpus in
-//! `testdata/corpus/` is replayed.
+//! `testdata/corpus/` is replayed; the head parser's fast scan is compared with `httparse` on
+//! every prefix of the corpus and on random heads.
 
 use std::collections::VecDeque;
 
@@ -9,8 +10,9 @@ use futures_util::FutureExt;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
+use super::chunked::Chunked;
 use super::conn::{Conn, MAX_HEAD};
-use super::parse::{parse_head, Chunked};
+use super::parse::{fast_head, parse_head, parse_head_full};
 use super::stream::Stream;
 use super::{Response, TransportError};
 use crate::result::{ConnErrorKind, OtherReason, Outcome};
@@ -325,6 +327,200 @@ proptest! {
             Ok(None) => {}
             prefix => prop_assert_eq!(prefix, whole),
         }
+    }
+}
+
+/// `parse_head` (fast scan, else `httparse`) and `parse_head_full` (`httparse` alone) give
+/// the same head, the same error and the same `Content-Type` for `bytes`. Returns whether the
+/// fast scan itself answered.
+fn assert_same_as_full_parser(bytes: &[u8]) -> bool {
+    let (mut ct_fast, mut ct_full) = (Some(b"old".to_vec()), Some(b"old".to_vec()));
+    let fast = fast_head(bytes, false, &mut ct_fast.clone());
+    let got = parse_head(bytes, false, &mut ct_fast);
+    let want = parse_head_full(bytes, false, &mut ct_full);
+    assert_eq!(
+        (&got, &ct_fast),
+        (&want, &ct_full),
+        "{:?}",
+        String::from_utf8_lossy(bytes)
+    );
+    if let Some(h) = fast {
+        assert_eq!(Ok(Some(h)), want);
+    }
+    fast.is_some()
+}
+
+/// Every prefix of every corpus file (and the nginx head the benches see): the fast scan
+/// agrees with `httparse`, and takes the common heads itself.
+#[test]
+fn head_fast_path_matches_httparse_on_the_corpus() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/targets/http/testdata/corpus");
+    let nginx = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 01 Dec 2026 12:00:00 GMT\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 17\r\nConnection: keep-alive\r\n\r\nhub.mode=accepted".to_vec();
+    assert!(
+        assert_same_as_full_parser(&nginx),
+        "the nginx head takes the fast path"
+    );
+    let mut fast_files = 0;
+    for e in std::fs::read_dir(&dir).expect("the seed corpus") {
+        let bytes = std::fs::read(e.expect("a corpus entry").path()).expect("a corpus file");
+        let bytes = &bytes[..bytes.len().min(MAX_HEAD)];
+        for end in 0..bytes.len() {
+            assert_same_as_full_parser(&bytes[..end]);
+        }
+        fast_files += usize::from(assert_same_as_full_parser(bytes));
+    }
+    assert!(
+        fast_files >= 5,
+        "{fast_files} corpus files took the fast path"
+    );
+}
+
+/// A random head built from pieces chosen to sit on either side of every rule of the fast
+/// scan: versions, separators, status digits, reasons and values with tabs, obs-text, DEL,
+/// control bytes and bare CR or LF, names with non-token bytes, the headers the client reads
+/// with good and bad values, up to 70 headers, and random truncation. Half the heads are
+/// clean (only the first, valid, choice of each list), so both outcomes are common.
+fn random_head(rng: &mut impl Rng) -> Vec<u8> {
+    /// One of `good`, or (in a noisy head, one time in five) one of `bad`.
+    fn pick<'a>(rng: &mut impl Rng, noisy: bool, good: &[&'a [u8]], bad: &[&'a [u8]]) -> &'a [u8] {
+        if noisy && rng.gen_ratio(1, 5) {
+            bad[rng.gen_range(0..bad.len())]
+        } else {
+            good[rng.gen_range(0..good.len())]
+        }
+    }
+    let noisy = rng.gen_bool(0.5);
+    let mut h = Vec::new();
+    h.extend_from_slice(pick(rng, noisy, &[b""], &[b"\r\n", b"\n"]));
+    h.extend_from_slice(pick(
+        rng,
+        noisy,
+        &[b"HTTP/1.1 ", b"HTTP/1.0 "],
+        &[
+            b"HTTP/1.2 ",
+            b"HTTP/2.0 ",
+            b"HTTP/1.",
+            b"HTTP/1.1  ",
+            b"HTTP/1.1",
+            b"HTTP/1.1\t",
+        ],
+    ));
+    for _ in 0..3 {
+        h.push(rng.gen_range(b'0'..=b'9'));
+    }
+    if noisy && rng.gen_ratio(1, 20) {
+        h.push(b'x');
+    }
+    let eol_good: &[&[u8]] = &[b"\r\n"];
+    let eol_bad: &[&[u8]] = &[b"\n", b"\r", b"\rx"];
+    let text_bad: &[&[u8]] = &[b"\x80\xff", b"\x7f", b"\x00", b"\x1b", b"\n"];
+    if rng.gen_ratio(9, 10) {
+        h.push(b' ');
+        for _ in 0..rng.gen_range(0..3) {
+            h.extend_from_slice(pick(
+                rng,
+                noisy,
+                &[b"OK", b"a b", b"\t", b" ", b"", b":", b"x: y"],
+                text_bad,
+            ));
+        }
+    }
+    h.extend_from_slice(pick(rng, noisy, eol_good, eol_bad));
+    let names: &[&[u8]] = &[
+        b"Content-Length",
+        b"content-length",
+        b"Transfer-Encoding",
+        b"Connection",
+        b"CONNECTION",
+        b"Content-Type",
+        b"Server",
+        b"X-A",
+        b"a!#$%&'*+-.^_`|~9",
+    ];
+    let names_bad: &[&[u8]] = &[
+        b"",
+        b"Bad Name",
+        b"B(ad",
+        b" Lead",
+        b"X\x80",
+        b"X\t",
+        b"X\n",
+    ];
+    let values: &[&[u8]] = &[
+        b"0",
+        b"17",
+        b" 5 ",
+        b"1, 2",
+        b"chunked",
+        b"gzip, chunked",
+        b"chunked, gzip",
+        b"close",
+        b"keep-alive",
+        b"Keep-Alive, Close",
+        b"text/plain",
+        b"",
+        b"  ",
+        b"\t",
+        b"a\tb",
+        b"x:y",
+        b"-1",
+        b"99999999999999999999",
+    ];
+    let values_bad: &[&[u8]] = &[b"\x80", b"\x7f", b"\x00", b"\n", b"\r"];
+    let most = if rng.gen_ratio(1, 8) { 70 } else { 8 };
+    for _ in 0..rng.gen_range(0..most) {
+        h.extend_from_slice(pick(rng, noisy, names, names_bad));
+        h.extend_from_slice(pick(
+            rng,
+            noisy,
+            &[b":", b": ", b":\t", b": \t "],
+            &[b" :", b""],
+        ));
+        for _ in 0..rng.gen_range(0..3) {
+            h.extend_from_slice(pick(rng, noisy, values, values_bad));
+        }
+        if rng.gen_ratio(1, 4) {
+            h.extend_from_slice(pick(rng, noisy, &[b" ", b"\t", b" \t"], &[b"\x0b"]));
+        }
+        h.extend_from_slice(pick(rng, noisy, eol_good, eol_bad));
+    }
+    h.extend_from_slice(pick(rng, noisy, eol_good, eol_bad));
+    h.extend_from_slice(b"body");
+    if rng.gen_ratio(1, 5) {
+        h.truncate(rng.gen_range(0..=h.len()));
+    }
+    h
+}
+
+/// 20,000 random heads (fixed seed): the fast scan agrees with `httparse` on each, and both
+/// the fast scan and the fallback are exercised many times.
+#[test]
+fn head_fast_path_matches_httparse_on_random_heads() {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(15);
+    let mut fast = 0;
+    let runs = 20_000;
+    for _ in 0..runs {
+        fast += usize::from(assert_same_as_full_parser(&random_head(&mut rng)));
+    }
+    assert!(
+        (1000..runs - 1000).contains(&fast),
+        "{fast} of {runs} heads took the fast path"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Random heads from any seed, and any bytes: the fast scan agrees with `httparse`.
+    #[test]
+    fn head_fast_path_matches_httparse(seed in any::<u64>(),
+                                       bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        assert_same_as_full_parser(&random_head(&mut rand::rngs::SmallRng::seed_from_u64(seed)));
+        let mut prefixed = b"HTTP/1.1 200 OK\r\n".to_vec();
+        prefixed.extend_from_slice(&bytes);
+        assert_same_as_full_parser(&prefixed);
+        assert_same_as_full_parser(&bytes);
     }
 }
 

@@ -38,6 +38,7 @@
 
 #[cfg(test)]
 mod addrs;
+mod chunked;
 mod conn;
 #[cfg(test)]
 mod determinism;

@@ -1,5 +1,5 @@
-//! HTTP/1.1 response framing: the head (via `httparse`) and a chunked-body decoder, both
-//! tolerant of any split of the input across reads.
+//! HTTP/1.1 response heads: a fast scan for the common form, else `httparse`; the verdict is
+//! the same however the input is split across reads.
 //!
 //! Pure functions on byte slices; the socket loop lives in `conn.rs`.
 
@@ -7,10 +7,6 @@ use crate::result::OtherReason;
 
 /// Most headers a response may carry; more is a protocol error.
 const MAX_HEADERS: usize = 64;
-/// Longest chunk extension (after the size, up to the end of the line), bytes.
-const MAX_CHUNK_EXT: u32 = 4 * 1024;
-/// Longest trailer section, bytes (the head limit, as for the head).
-const MAX_TRAILERS: u32 = 64 * 1024;
 
 /// How the body of a response is delimited (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +41,23 @@ pub(crate) struct Head {
 ///
 /// The verdict depends on the bytes only: an error is found in a prefix of the head, so any
 /// longer input gives the same error (the caller bounds the input to the head limit).
+///
+/// A complete head in the common form (see [`fast_head`]) is read by a scan of our own;
+/// anything else goes to `httparse`. Both give the same answer for every input the scan
+/// accepts (checked on the corpus and on random heads, `determinism.rs`).
 pub(crate) fn parse_head(
+    buf: &[u8],
+    head_request: bool,
+    content_type: &mut Option<Vec<u8>>,
+) -> Result<Option<Head>, OtherReason> {
+    match fast_head(buf, head_request, content_type) {
+        Some(head) => Ok(Some(head)),
+        None => parse_head_full(buf, head_request, content_type),
+    }
+}
+
+/// [`parse_head`] through `httparse` alone: the reference the fast scan is checked against.
+pub(crate) fn parse_head_full(
     buf: &[u8],
     head_request: bool,
     content_type: &mut Option<Vec<u8>>,
@@ -66,80 +78,268 @@ pub(crate) fn parse_head(
         Err(httparse::Error::Status) => return Err(OtherReason::MalformedStatusLine),
         Err(_) => return Err(OtherReason::MalformedHead),
     };
-    let status = resp.code.unwrap_or(0);
-    let http11 = resp.version == Some(1);
-
-    let mut keep_alive = http11;
-    let mut length: Option<u64> = None;
-    let mut chunked = false;
-    let mut transfer_encoding = false;
-    let mut ct: Option<&[u8]> = None;
+    let mut facts = Facts::new(resp.version == Some(1));
     for h in resp.headers.iter() {
-        let name = h.name.as_bytes();
+        facts.header(h.name.as_bytes(), h.value)?;
+    }
+    Ok(Some(facts.finish(
+        resp.code.unwrap_or(0),
+        len,
+        head_request,
+        content_type,
+    )))
+}
+
+/// The common head, read without `httparse`: `HTTP/1.1` or `HTTP/1.0`, one space, three
+/// digits, an optional reason of visible ASCII, spaces and tabs, then at most
+/// [`MAX_HEADERS`] lines `name:value` (name of token characters, value of visible ASCII,
+/// spaces and tabs, leading and trailing spaces and tabs dropped as `httparse` drops them),
+/// every line ended by CRLF, and the blank line. `None` for anything else — an incomplete
+/// head, a bare LF, obs-text, a control byte, leading blank lines, too many headers, a
+/// header whose value is not valid for us (a bad `Content-Length`): the full parser then
+/// decides, so errors and partial heads always come from `httparse`.
+pub(crate) fn fast_head(
+    buf: &[u8],
+    head_request: bool,
+    content_type: &mut Option<Vec<u8>>,
+) -> Option<Head> {
+    let http11 = match buf.get(..9)? {
+        b"HTTP/1.1 " => true,
+        b"HTTP/1.0 " => false,
+        _ => return None,
+    };
+    let &[h, t, o, after] = buf.get(9..13)? else {
+        return None;
+    };
+    if !(h.is_ascii_digit() && t.is_ascii_digit() && o.is_ascii_digit()) {
+        return None;
+    }
+    let status = u16::from(h - b'0') * 100 + u16::from(t - b'0') * 10 + u16::from(o - b'0');
+    let mut i = match after {
+        b' ' => text_to_cr(buf, 13)?,
+        b'\r' => 12,
+        _ => return None,
+    };
+    // `i` is at the CR ending the previous line.
+    let mut facts = Facts::new(http11);
+    let mut count = 0;
+    loop {
+        if buf.get(i + 1) != Some(&b'\n') {
+            return None;
+        }
+        i += 2;
+        if *buf.get(i)? == b'\r' {
+            if buf.get(i + 1) != Some(&b'\n') {
+                return None;
+            }
+            return Some(facts.finish(status, i + 2, head_request, content_type));
+        }
+        if count == MAX_HEADERS {
+            return None;
+        }
+        let line = &buf[i..];
+        let colon = line.iter().position(|&b| !is_token(b))?;
+        if colon == 0 || line[colon] != b':' {
+            return None;
+        }
+        let value = i + colon + 1;
+        let cr = text_to_cr(buf, value)?;
+        facts
+            .header(&line[..colon], trim_space_tab(&buf[value..cr]))
+            .ok()?;
+        count += 1;
+        i = cr;
+    }
+}
+
+/// The index of the first CR at or after `from`, if every byte before it is a tab, a space
+/// or visible ASCII (no other control byte, DEL or obs-text); `None` otherwise, or when no
+/// CR follows. Eight bytes at a time: a word with none of those bytes needs no per-byte test.
+fn text_to_cr(buf: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = from;
+    loop {
+        while let Some(word) = buf.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+            let x = u64::from_le_bytes(*word);
+            let del = x ^ (ONES * 0x7f);
+            // The high bit of each byte that is >= 0x80, < 0x20 or 0x7f. Borrows only run
+            // upwards from a true hit, so the lowest flagged byte is exact.
+            let odd =
+                (x | (x.wrapping_sub(ONES * 0x20) & !x) | (del.wrapping_sub(ONES) & !del)) & HIGH;
+            if odd != 0 {
+                i += (odd.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
+        }
+        // At the flagged byte, or in the last 7 bytes: byte by byte up to the CR or a tab.
+        loop {
+            match *buf.get(i)? {
+                b'\r' => return Some(i),
+                b'\t' => {
+                    i += 1;
+                    break;
+                }
+                b' '..=b'~' => i += 1,
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// An RFC 9110 token character (`tchar`): the bytes `httparse` accepts in a header name.
+fn is_token(b: u8) -> bool {
+    TOKEN[usize::from(b)]
+}
+
+static TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric()
+            || matches!(c, b'!' | b'#'..=b'\'' | b'*' | b'+' | b'-' | b'.' | b'^'..=b'`' | b'|' | b'~');
+        b += 1;
+    }
+    t
+};
+
+fn trim_space_tab(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// What the headers say, gathered one header at a time (by either parser).
+struct Facts<'a> {
+    http11: bool,
+    keep_alive: bool,
+    length: Option<u64>,
+    chunked: bool,
+    transfer_encoding: bool,
+    content_type: Option<&'a [u8]>,
+}
+
+impl<'a> Facts<'a> {
+    fn new(http11: bool) -> Self {
+        Self {
+            http11,
+            keep_alive: http11,
+            length: None,
+            chunked: false,
+            transfer_encoding: false,
+            content_type: None,
+        }
+    }
+
+    fn header(&mut self, name: &[u8], value: &'a [u8]) -> Result<(), OtherReason> {
         // The length first: most headers (Date, Server, …) are then skipped without comparing
         // a byte of their names.
         if !matches!(name.len(), 10 | 12 | 14 | 17) {
-            continue;
+            return Ok(());
         }
-        if name.eq_ignore_ascii_case(b"content-length") {
-            let n = parse_length(h.value).ok_or(OtherReason::MalformedHead)?;
-            if length.is_some_and(|old| old != n) {
+        if is_name(name, b"content-length") {
+            let n = parse_length(value).ok_or(OtherReason::MalformedHead)?;
+            if self.length.is_some_and(|old| old != n) {
                 return Err(OtherReason::MalformedHead);
             }
-            length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            transfer_encoding = true;
+            self.length = Some(n);
+        } else if is_name(name, b"transfer-encoding") {
+            self.transfer_encoding = true;
             // Only the last coding decides: `gzip, chunked` is chunked, `chunked, gzip` is not.
-            chunked = last_token_is(h.value, b"chunked");
-        } else if name.eq_ignore_ascii_case(b"connection") {
-            if has_token(h.value, b"close") {
-                keep_alive = false;
-            } else if !http11 && has_token(h.value, b"keep-alive") {
-                keep_alive = true;
+            self.chunked = last_token_is(value, b"chunked");
+        } else if is_name(name, b"connection") {
+            if has_token(value, b"close") {
+                self.keep_alive = false;
+            } else if !self.http11 && has_token(value, b"keep-alive") {
+                self.keep_alive = true;
             }
-        } else if name.eq_ignore_ascii_case(b"content-type") {
-            ct = Some(h.value);
+        } else if is_name(name, b"content-type") {
+            self.content_type = Some(value);
         }
+        Ok(())
     }
 
-    let framing = if (100..200).contains(&status) || status == 204 || status == 304 || head_request
-    {
-        Framing::Empty
-    } else if transfer_encoding {
-        if length.is_some() {
-            // RFC 9112 §6.3: both present is a smuggling risk; honour TE, then close.
+    fn finish(
+        self,
+        status: u16,
+        len: usize,
+        head_request: bool,
+        content_type: &mut Option<Vec<u8>>,
+    ) -> Head {
+        let mut keep_alive = self.keep_alive;
+        let framing =
+            if (100..200).contains(&status) || status == 204 || status == 304 || head_request {
+                Framing::Empty
+            } else if self.transfer_encoding {
+                if self.length.is_some() {
+                    // RFC 9112 §6.3: both present is a smuggling risk; honour TE, then close.
+                    keep_alive = false;
+                }
+                if self.chunked {
+                    Framing::Chunked
+                } else {
+                    Framing::UntilClose
+                }
+            } else if let Some(n) = self.length {
+                Framing::Length(n)
+            } else {
+                Framing::UntilClose
+            };
+        if framing == Framing::UntilClose {
             keep_alive = false;
         }
-        if chunked {
-            Framing::Chunked
-        } else {
-            Framing::UntilClose
-        }
-    } else if let Some(n) = length {
-        Framing::Length(n)
-    } else {
-        Framing::UntilClose
-    };
-    if framing == Framing::UntilClose {
-        keep_alive = false;
-    }
-    if !(100..200).contains(&status) {
-        match ct {
-            Some(value) => {
-                let mut v = content_type.take().unwrap_or_default();
-                v.clear();
-                v.extend_from_slice(value);
-                *content_type = Some(v);
+        if !(100..200).contains(&status) {
+            match self.content_type {
+                Some(value) => {
+                    let mut v = content_type.take().unwrap_or_default();
+                    v.clear();
+                    v.extend_from_slice(value);
+                    *content_type = Some(v);
+                }
+                None => *content_type = None,
             }
-            None => *content_type = None,
+        }
+        Head {
+            status,
+            len,
+            framing,
+            keep_alive,
         }
     }
-    Ok(Some(Head {
-        status,
-        len,
-        framing,
-        keep_alive,
-    }))
+}
+
+/// Whether the header name `name` is `lower` (lowercase letters and `-`, at least 8 bytes) in
+/// any case, eight bytes at a time. Exact for names of token characters, which both parsers
+/// guarantee: the only token bytes that OR 0x20 maps onto a lowercase letter are that letter
+/// in either case, and onto `-` only `-` itself (the other, CR, is no token byte).
+fn is_name(name: &[u8], lower: &[u8]) -> bool {
+    const CASE: u64 = 0x2020_2020_2020_2020;
+    let word = |s: &[u8], at: usize| {
+        s.get(at..)
+            .and_then(<[u8]>::first_chunk::<8>)
+            .map(|w| u64::from_le_bytes(*w))
+    };
+    if name.len() != lower.len() || name.len() < 8 {
+        return name.eq_ignore_ascii_case(lower);
+    }
+    let mut at = 0;
+    loop {
+        // The last word may overlap the one before it.
+        let from = at.min(name.len() - 8);
+        if word(name, from).map(|w| w | CASE) != word(lower, from) {
+            return false;
+        }
+        if from + 8 == name.len() {
+            return true;
+        }
+        at += 8;
+    }
 }
 
 fn parse_length(value: &[u8]) -> Option<u64> {
@@ -161,159 +361,6 @@ fn last_token_is(value: &[u8], token: &[u8]) -> bool {
         .rsplit(|&b| b == b',')
         .next()
         .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(token))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ChunkState {
-    /// Reading the hex size.
-    Size,
-    /// Inside a chunk extension, up to the end of the size line.
-    Ext,
-    /// Saw CR after the size; expecting LF.
-    SizeLf,
-    /// Inside chunk data.
-    Data,
-    /// After chunk data; expecting CR (or a bare LF).
-    DataCr,
-    /// After chunk data and CR; expecting LF.
-    DataLf,
-    /// At the start of a trailer line (or of the final blank line).
-    TrailerStart,
-    /// Inside a trailer field line.
-    TrailerLine,
-    /// Saw CR on the final blank line; expecting LF.
-    EndLf,
-    /// The body is complete.
-    Done,
-}
-
-/// Incremental decoder for a `Transfer-Encoding: chunked` body, trailers included.
-#[derive(Debug, Clone)]
-pub(crate) struct Chunked {
-    state: ChunkState,
-    /// The size being read, then the data left in the current chunk.
-    size: u64,
-    digits: u8,
-    /// Bytes of the current chunk extension, then of the trailer section (both bounded).
-    extra: u32,
-}
-
-impl Default for Chunked {
-    fn default() -> Self {
-        Self {
-            state: ChunkState::Size,
-            size: 0,
-            digits: 0,
-            extra: 0,
-        }
-    }
-}
-
-impl Chunked {
-    /// Whether the terminating chunk and trailers have been read.
-    pub(crate) fn is_done(&self) -> bool {
-        self.state == ChunkState::Done
-    }
-
-    /// Decode as much of `input` as possible, appending data to `out` while `out` is shorter
-    /// than `cap` (the rest is read and dropped). Returns the bytes consumed; it stops right
-    /// after the end of the body, so any further bytes are not part of it.
-    pub(crate) fn decode(
-        &mut self,
-        input: &[u8],
-        out: &mut Vec<u8>,
-        cap: usize,
-    ) -> Result<usize, OtherReason> {
-        let mut i = 0;
-        while i < input.len() && self.state != ChunkState::Done {
-            if self.state == ChunkState::Data {
-                let n = (input.len() - i).min(usize::try_from(self.size).unwrap_or(usize::MAX));
-                append_capped(out, &input[i..i + n], cap);
-                i += n;
-                self.size -= n as u64;
-                if self.size == 0 {
-                    self.state = ChunkState::DataCr;
-                }
-                continue;
-            }
-            let b = input[i];
-            i += 1;
-            if matches!(
-                self.state,
-                ChunkState::Ext | ChunkState::TrailerStart | ChunkState::TrailerLine
-            ) {
-                self.extra += 1;
-                let limit = if self.state == ChunkState::Ext {
-                    MAX_CHUNK_EXT
-                } else {
-                    MAX_TRAILERS
-                };
-                if self.extra > limit {
-                    return Err(OtherReason::BadChunk);
-                }
-            }
-            self.state = match (self.state, b) {
-                (ChunkState::Size, b) if b.is_ascii_hexdigit() => {
-                    if self.size > u64::MAX >> 4 {
-                        return Err(OtherReason::BadChunk);
-                    }
-                    self.size = self.size << 4 | u64::from(hex_value(b));
-                    self.digits = self.digits.saturating_add(1);
-                    ChunkState::Size
-                }
-                (ChunkState::Size, b';' | b' ' | b'\t') => ChunkState::Ext,
-                (ChunkState::Size, b'\r') => ChunkState::SizeLf,
-                (ChunkState::Size | ChunkState::Ext | ChunkState::SizeLf, b'\n') => {
-                    self.end_of_size_line()?
-                }
-                (ChunkState::Size, _) => return Err(OtherReason::BadChunk),
-                (ChunkState::Ext, _) => ChunkState::Ext,
-                (ChunkState::SizeLf, _) => return Err(OtherReason::BadChunk),
-                (ChunkState::DataCr, b'\r') => ChunkState::DataLf,
-                (ChunkState::DataCr | ChunkState::DataLf, b'\n') => {
-                    self.size = 0;
-                    self.digits = 0;
-                    self.extra = 0;
-                    ChunkState::Size
-                }
-                (ChunkState::DataCr | ChunkState::DataLf, _) => return Err(OtherReason::BadChunk),
-                (ChunkState::TrailerStart, b'\r') => ChunkState::EndLf,
-                (ChunkState::TrailerStart | ChunkState::EndLf, b'\n') => ChunkState::Done,
-                (ChunkState::TrailerLine, b'\n') => ChunkState::TrailerStart,
-                (ChunkState::TrailerStart | ChunkState::TrailerLine, _) => ChunkState::TrailerLine,
-                (ChunkState::EndLf, _) => return Err(OtherReason::BadChunk),
-                // Data is copied in bulk above and the loop stops at Done.
-                (ChunkState::Data | ChunkState::Done, _) => self.state,
-            };
-        }
-        Ok(i)
-    }
-
-    fn end_of_size_line(&mut self) -> Result<ChunkState, OtherReason> {
-        if self.digits == 0 {
-            return Err(OtherReason::BadChunk);
-        }
-        self.extra = 0;
-        Ok(if self.size == 0 {
-            ChunkState::TrailerStart
-        } else {
-            ChunkState::Data
-        })
-    }
-}
-
-fn hex_value(b: u8) -> u8 {
-    match b {
-        b'0'..=b'9' => b - b'0',
-        b'a'..=b'f' => b - b'a' + 10,
-        _ => b - b'A' + 10,
-    }
-}
-
-/// Append `data` to `out`, keeping at most `cap` bytes in `out`.
-pub(crate) fn append_capped(out: &mut Vec<u8>, data: &[u8], cap: usize) {
-    let room = cap.saturating_sub(out.len());
-    out.extend_from_slice(&data[..data.len().min(room)]);
 }
 
 #[cfg(test)]
@@ -397,6 +444,45 @@ mod tests {
         }
     }
 
+    /// `is_name` agrees with `eq_ignore_ascii_case` on token names: every case of the four
+    /// names, and each with one byte replaced by every token byte.
+    #[test]
+    fn header_names_match_by_word_exactly() {
+        for target in [
+            &b"content-length"[..],
+            b"transfer-encoding",
+            b"connection",
+            b"content-type",
+        ] {
+            for flips in 0..1u32 << target.len().min(17) {
+                let name: Vec<u8> = target
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &b)| {
+                        if flips >> i & 1 == 1 {
+                            b.to_ascii_uppercase()
+                        } else {
+                            b
+                        }
+                    })
+                    .collect();
+                assert!(is_name(&name, target), "{name:?}");
+            }
+            for at in 0..target.len() {
+                for b in (0..=255u8).filter(|&b| is_token(b)) {
+                    let mut name = target.to_vec();
+                    name[at] = b;
+                    assert_eq!(
+                        is_name(&name, target),
+                        name.eq_ignore_ascii_case(target),
+                        "{name:?}"
+                    );
+                }
+            }
+            assert!(!is_name(&target[1..], target));
+        }
+    }
+
     #[test]
     fn head_request_has_no_body() {
         let h = head(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", true)
@@ -457,73 +543,5 @@ mod tests {
         assert_eq!(ct.as_deref(), Some(&b"text/plain"[..]));
         parse_head(b"HTTP/1.1 200 OK\r\n\r\n", false, &mut ct).unwrap();
         assert_eq!(ct, None);
-    }
-
-    const BODY: &[u8] = b"5;name=value\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\nY: 2\r\n\r\nNEXT";
-
-    /// Decode `input` fed in the given pieces; returns (body, bytes consumed).
-    fn decode_pieces(pieces: &[&[u8]]) -> (Vec<u8>, usize) {
-        let mut dec = Chunked::default();
-        let mut out = Vec::new();
-        let mut used = 0;
-        for p in pieces {
-            let n = dec.decode(p, &mut out, usize::MAX).unwrap();
-            used += n;
-            if dec.is_done() {
-                break;
-            }
-            assert_eq!(n, p.len(), "a piece is consumed whole before the end");
-        }
-        assert!(dec.is_done());
-        (out, used)
-    }
-
-    #[test]
-    fn chunked_every_split_and_byte_by_byte() {
-        let want = (b"helloabcdefghijklmnopqrstuvwxyz".to_vec(), BODY.len() - 4);
-        assert_eq!(decode_pieces(&[BODY]), want);
-        for i in 0..BODY.len() {
-            let (a, b) = BODY.split_at(i);
-            assert_eq!(decode_pieces(&[a, b]), want, "split at {i}");
-        }
-        let bytes: Vec<&[u8]> = BODY.chunks(1).collect();
-        assert_eq!(decode_pieces(&bytes), want);
-    }
-
-    #[test]
-    fn chunked_bare_lf_and_no_trailers() {
-        assert_eq!(decode_pieces(&[b"3\nabc\n0\n\n"]), (b"abc".to_vec(), 9));
-        assert_eq!(decode_pieces(&[b"0\r\n\r\n"]), (Vec::new(), 5));
-    }
-
-    #[test]
-    fn chunked_cap_drops_but_consumes() {
-        let mut dec = Chunked::default();
-        let mut out = Vec::new();
-        let n = dec.decode(BODY, &mut out, 7).unwrap();
-        assert_eq!(
-            (out.as_slice(), n, dec.is_done()),
-            (&b"helloab"[..], BODY.len() - 4, true)
-        );
-    }
-
-    #[test]
-    fn chunked_errors() {
-        for bad in [
-            &b"x\r\n"[..],
-            b"\r\n",
-            b"3\r\nabcX",
-            b"3\rX",
-            b"0\r\n\rX",
-            b"11111111111111111\r\n",
-            &[b"1;".as_slice(), &[b'x'; 5000]].concat(),
-            &[b"0\r\n".as_slice(), &b"X: y\r\n".repeat(12_000)].concat(),
-        ] {
-            let mut dec = Chunked::default();
-            assert!(
-                dec.decode(bad, &mut Vec::new(), usize::MAX).is_err(),
-                "{bad:?}"
-            );
-        }
     }
 }

@@ -38,6 +38,12 @@ impl Stream {
     /// Whether an idle connection is unusable, checked without waiting: a peek that finds EOF,
     /// an error or unexpected bytes means the server is done with it. A peek that would block is
     /// the healthy case.
+    ///
+    /// The peek (one `recv` system call) runs only when tokio's readiness says the socket
+    /// became readable since the last read drained it — the only case in which it can find
+    /// anything — so a healthy connection costs one atomic load: no system call, no waker
+    /// registered. (`poll_peek` answered the same but took the socket's waiter lock and
+    /// registered a waker on every check.)
     pub(crate) fn is_stale(&self) -> bool {
         let tcp = match self {
             Stream::Plain(s) => s,
@@ -45,10 +51,14 @@ impl Stream {
             #[cfg(test)]
             Stream::Script(_) => return false,
         };
-        let mut byte = [0u8; 1];
-        let mut buf = tokio::io::ReadBuf::new(&mut byte);
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        !matches!(tcp.poll_peek(&mut cx, &mut buf), std::task::Poll::Pending)
+        let peek = || {
+            let mut byte = [std::mem::MaybeUninit::uninit()];
+            socket2::SockRef::from(tcp).peek(&mut byte)
+        };
+        !matches!(
+            tcp.try_io(tokio::io::Interest::READABLE, peek),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock
+        )
     }
 
     /// One read into the spare capacity of `buf`; `Ok(0)` is EOF.
