@@ -15,7 +15,10 @@
 
 use std::future::Future;
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicUsize,
+    Ordering::{Relaxed, Release},
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -222,8 +225,10 @@ impl Pool {
                 c.drop(DropReason::Ended);
             }
         }
-        t.pending.fetch_sub(1, Relaxed);
-        c.pending.fetch_sub(1, Relaxed);
+        // Release, after the outcome's counters: a snapshot that reads `pending` first
+        // (Acquire) and sees a delivery done also sees how it ended.
+        t.pending.fetch_sub(1, Release);
+        c.pending.fetch_sub(1, Release);
     }
 
     async fn deliver(&self, item: &Queued, stop: &CancellationToken, conn: Conn) -> (Final, Conn) {

@@ -133,13 +133,15 @@ impl HubState {
     pub fn stats(&self) -> StatsSnapshot {
         let c = &self.inner.counters;
         let now = self.inner.now_ms();
+        // The totals before the topics (each reads its `pending` first): when the total
+        // pending is 0 and nothing is being published, every topic's counts are final too.
+        let mut distribution = c.distribution();
         let topics: BTreeMap<String, TopicStats> = self
             .inner
             .topics
             .iter()
             .map(|e| (e.key().clone(), e.value().snapshot(now)))
             .collect();
-        let mut distribution = c.distribution();
         distribution.queued_bytes = topics.values().map(|t| t.queued_bytes).sum();
         distribution.memory_bytes = self.inner.memory.used();
         distribution.memory_limit = self.inner.memory.max();

@@ -5,7 +5,7 @@
 //! [`Tally`] drop guard. This is what lets a load generator reconcile its own counts exactly.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -299,6 +299,8 @@ impl Counters {
     /// Distribution totals; the byte gauges come from the registry.
     pub fn distribution(&self) -> DistributionStats {
         let by = |r: DropReason| self.dropped_by[r as usize].load(Relaxed);
+        // First: with it 0 and nothing being published, every count read below is final.
+        let pending = self.pending.load(Acquire);
         DistributionStats {
             published: self.published.load(Relaxed),
             attempts: self.attempts.load(Relaxed),
@@ -315,7 +317,7 @@ impl Counters {
             dropped_queue_full: by(DropReason::QueueFull),
             dropped_queue_bytes: by(DropReason::QueueBytes),
             dropped_ended: by(DropReason::Ended),
-            pending: self.pending.load(Relaxed),
+            pending,
             queued_bytes: 0,
             memory_bytes: 0,
             memory_limit: 0,

@@ -6,7 +6,7 @@
 //! any queue still holds it, and charged IN FULL to each subscriber's own budget
 //! (`--max-queue-bytes`) while that subscriber holds it, queued or in flight.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Acquire, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 
 use arc_swap::ArcSwapOption;
@@ -285,6 +285,8 @@ impl Topic {
 
     pub fn snapshot(&self, now_ms: u64) -> TopicStats {
         let c = &self.counters;
+        // First: with it 0 and nothing being published, every count read below is final.
+        let pending = c.pending.load(Acquire);
         let subscribers = self
             .read_subs()
             .iter()
@@ -299,7 +301,7 @@ impl Topic {
             retried: c.retried.load(Relaxed),
             failed: c.failed.load(Relaxed),
             dropped: c.dropped.load(Relaxed),
-            pending: c.pending.load(Relaxed),
+            pending,
             queued_bytes: self.queued_bytes(),
         }
     }
