@@ -17,7 +17,6 @@ cd "$(dirname "$0")/.."
 DURATION=${1:-5}
 CONNS=${2:-50}
 ROUNDS=${ROUNDS:-3}
-NGINX_PORT=${NGINX_PORT:-39111}
 [[ "$DURATION" =~ ^[0-9]+$ ]] || { echo "duration: expected whole seconds, got $DURATION" >&2; exit 2; }
 for tool in wrk nginx curl; do
   command -v "$tool" >/dev/null || { echo "$tool is missing: apt-get install -y $tool" >&2; exit 2; }
@@ -45,6 +44,8 @@ reconcile() {
 }
 
 source bench/nginx.sh
+# A free port unless given (a fixed port in the ephemeral range can be held by a TIME-WAIT).
+NGINX_PORT=${NGINX_PORT:-$(free_port)}
 nginx_start "$WORK/nginx" 3072 "server {
     listen 127.0.0.1:$NGINX_PORT;
     location = /nginx_status { stub_status; }

@@ -14,11 +14,8 @@ cd "$(dirname "$0")/.."
 DURATION=${1:-10s}
 CONNS=${2:-50}
 SUBS_LIST=${SUBS_LIST:-"0 1 10"}
-HUB_PORT=${HUB_PORT:-39100}
-SINK_PORT=${SINK_PORT:-39101}
 HUB_FLAGS=${HUB_FLAGS:-}
 TOPIC="acme.0d5e7f.schema.WSO2.v1.event.login"
-HUB="http://127.0.0.1:$HUB_PORT"
 SECS=${DURATION%s}
 [[ "$SECS" =~ ^[0-9]+$ ]] || { echo "duration: expected whole seconds such as 5s, got $DURATION" >&2; exit 2; }
 for tool in wrk nginx curl python3; do
@@ -50,6 +47,10 @@ LUA
 # a dot in it ($arg_hub_challenge looks for "hub_challenge"), so a map over $args extracts it.
 # stub_status counts the requests nginx answered, to reconcile with the hub's count.
 source bench/nginx.sh
+# Free ports unless given (a fixed port in the ephemeral range can be held by a TIME-WAIT).
+HUB_PORT=${HUB_PORT:-$(free_port)}
+SINK_PORT=${SINK_PORT:-$(free_port)}
+HUB="http://127.0.0.1:$HUB_PORT"
 nginx_start "$WORK/nginx" 3072 "map \$args \$challenge { \"~(^|&)hub\\.challenge=(?<c>[^&]*)\" \$c; default \"\"; }
   server {
     listen 127.0.0.1:$SINK_PORT;
