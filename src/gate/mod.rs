@@ -194,22 +194,13 @@ impl Metric {
     }
 
     /// Whether the metric is judged on a level's `delivery` section (`--subscribers`).
+    /// That is the e2e latencies, the delivered rate, and every count but the publish side's.
     pub fn is_delivery(self) -> bool {
-        matches!(
-            self,
-            Metric::E2eAvg
-                | Metric::E2eP(_)
-                | Metric::E2eMax
-                | Metric::Lost
-                | Metric::Duplicates
-                | Metric::Redeliveries
-                | Metric::OutOfOrder
-                | Metric::BadSignature
-                | Metric::BodyMismatch
-                | Metric::Unexpected
-                | Metric::Backlog
-                | Metric::DeliveredRate
-        )
+        match self {
+            Metric::E2eAvg | Metric::E2eP(_) | Metric::E2eMax | Metric::DeliveredRate => true,
+            Metric::Errors | Metric::Timeouts => false,
+            other => other.is_count(),
+        }
     }
 
     /// The canonical name: `avg`, `median`, `p95`, `p99.9`, `errors`, `throughput`, ….
