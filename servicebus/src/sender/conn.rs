@@ -139,6 +139,21 @@ impl PooledConn {
         }))
     }
 
+    /// Resolves once the connection's event loop has stopped (the broker closed it, or the
+    /// socket died), checked every 20 ms while a caller waits. A delivery in flight on a
+    /// connection the broker force-closed is never settled by the AMQP client, so a send
+    /// waits on this beside its settlement to be a connection error, not a timeout.
+    pub async fn closed(&self) {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            if let Ok(c) = self.connection.try_lock() {
+                if c.is_closed() {
+                    return;
+                }
+            }
+        }
+    }
+
     /// Whether a send saw this connection (or its session) stop.
     pub fn is_broken(&self) -> bool {
         self.broken.load(Ordering::Relaxed)

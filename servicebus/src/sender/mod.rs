@@ -190,7 +190,22 @@ impl SbSender {
         };
         drop(guard);
         let bytes_sent = msg.body.len() as u64;
-        let outcome = match timeout_at(deadline, written).await {
+        let settled = tokio::select! {
+            biased;
+            r = timeout_at(deadline, written) => r,
+            () = conn.closed() => {
+                conn.mark_broken();
+                let mut guard = link.lock().await;
+                if guard.generation == generation {
+                    guard.sender = None;
+                }
+                return SendResult {
+                    outcome: SendOutcome::ConnectionError,
+                    bytes_sent: msg.body.len() as u64,
+                };
+            }
+        };
+        let outcome = match settled {
             Err(_) => SendOutcome::Timeout,
             Ok(Ok(settled)) => classify_settlement(&settled),
             Ok(Err(e)) => {
