@@ -59,9 +59,9 @@ fn read_file(path: &Path) -> anyhow::Result<Vec<ShardArtifact>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shard::artifact::ShardMeta;
     use crate::shard::env::ShardSpec;
     use crate::shard::logs::to_log_lines;
+    use crate::shard::testutil::empty_artifact;
 
     fn artifact(index: u32) -> ShardArtifact {
         let spec = ShardSpec {
@@ -70,23 +70,7 @@ mod tests {
             run_id: "r".into(),
             start_at: None,
         };
-        ShardArtifact {
-            meta: ShardMeta::new(
-                &spec,
-                crate::kind::TargetKind::Websub,
-                "u",
-                crate::kind::Model::Closed,
-            ),
-            partial: false,
-            config: serde_json::Value::Null,
-            topics: vec![],
-            registration: None,
-            levels: vec![],
-            servicebus: None,
-            topic_tenants: vec![],
-            subscription: None,
-            unsubscription: None,
-        }
+        empty_artifact(&spec, "u")
     }
 
     #[test]

@@ -260,10 +260,10 @@ fn reassemble((run_id, index, count): ShardKey, p: Parts) -> Result<ShardArtifac
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shard::artifact::{encode_level, Load, ShardMeta};
+    use crate::shard::artifact::{encode_level, Load};
     use crate::shard::decode_level;
     use crate::shard::env::ShardSpec;
-    use crate::shard::testutil::{assert_level_eq, random_level};
+    use crate::shard::testutil::{assert_level_eq, empty_artifact, random_level};
 
     /// An artifact with `levels` levels of 2,000 random events each.
     fn artifact(run_id: &str, index: u32, count: u32, levels: u64) -> ShardArtifact {
@@ -274,14 +274,6 @@ mod tests {
             start_at: None,
         };
         ShardArtifact {
-            meta: ShardMeta::new(
-                &spec,
-                crate::kind::TargetKind::Websub,
-                "http://hub:9000/hub",
-                crate::kind::Model::Closed,
-            ),
-            partial: false,
-            config: serde_json::Value::Null,
             topics: (0..40)
                 .map(|i| format!("t{i}.org.schema.WSO2.v1.event.login"))
                 .collect(),
@@ -292,10 +284,7 @@ mod tests {
                     encode_level(&l.to_string(), Load::Concurrency(l + 1), &stats).unwrap()
                 })
                 .collect(),
-            servicebus: None,
-            topic_tenants: vec![],
-            subscription: None,
-            unsubscription: None,
+            ..empty_artifact(&spec, "http://hub:9000/hub")
         }
     }
 

@@ -359,7 +359,7 @@ mod tests {
     use crate::shard::artifact::{encode_level, PhaseArtifact};
     use crate::shard::env::{split_count, ShardSpec};
     use crate::shard::logs::{from_log_dump, to_log_lines};
-    use crate::shard::testutil::{assert_level_eq, random_events, record};
+    use crate::shard::testutil::{assert_level_eq, empty_artifact, random_events, record};
     use crate::stats::Clock;
 
     const LEVELS: [(&str, u64, u64); 3] = [("1", 1, 11), ("20", 20, 22), ("50", 50, 33)];
@@ -399,13 +399,6 @@ mod tests {
                 };
                 phase.counts.0[Class::Accepted.index()] = phase.topics;
                 ShardArtifact {
-                    meta: ShardMeta::new(
-                        &spec,
-                        crate::kind::TargetKind::Websub,
-                        "http://hub:9000/hub",
-                        crate::kind::Model::Closed,
-                    ),
-                    partial: false,
                     config: serde_json::json!({"tenants": 10}),
                     topics: (0..40).map(|t| format!("topic-{t}")).collect(),
                     registration: Some(PhaseArtifact::from(&phase)),
@@ -417,10 +410,7 @@ mod tests {
                             encode_level(label, Load::Concurrency(part), s).unwrap()
                         })
                         .collect(),
-                    servicebus: None,
-                    topic_tenants: vec![],
-                    subscription: None,
-                    unsubscription: None,
+                    ..empty_artifact(&spec, "http://hub:9000/hub")
                 }
             })
             .collect();

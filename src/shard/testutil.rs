@@ -1,5 +1,6 @@
-//! Test support for the shard module: a seeded stream of synthetic events, and a field-by-field
-//! equality check for [`LevelStats`] (which has no `PartialEq`).
+//! Test support for the shard module: a seeded stream of synthetic events, an empty artifact to
+//! build fixtures on, and a field-by-field equality check for [`LevelStats`] (which has no
+//! `PartialEq`).
 
 use std::time::Duration;
 
@@ -165,4 +166,26 @@ pub fn assert_level_eq(a: &LevelStats, b: &LevelStats) {
     assert_eq!(a.topics, b.topics, "topics");
     assert_eq!(a.timeline, b.timeline, "timeline");
     assert_eq!(a.seconds, b.seconds, "seconds");
+}
+
+/// A websub, closed-model artifact of `spec` against `hub_url` with nothing in it: fixtures
+/// set what they test with `..empty_artifact(..)`, so a field added later needs no edit here.
+pub fn empty_artifact(spec: &crate::shard::ShardSpec, hub_url: &str) -> super::ShardArtifact {
+    super::ShardArtifact {
+        meta: super::artifact::ShardMeta::new(
+            spec,
+            crate::kind::TargetKind::Websub,
+            hub_url,
+            crate::kind::Model::Closed,
+        ),
+        partial: false,
+        config: serde_json::Value::Null,
+        topics: vec![],
+        registration: None,
+        levels: vec![],
+        servicebus: None,
+        topic_tenants: vec![],
+        subscription: None,
+        unsubscription: None,
+    }
 }

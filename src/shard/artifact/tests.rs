@@ -1,7 +1,7 @@
 //! Tests of the shard artifact: exact round trips of every section, and errors that name the bad field.
 
 use super::*;
-use crate::shard::testutil::{assert_level_eq, random_level};
+use crate::shard::testutil::{assert_level_eq, empty_artifact, random_level};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 
@@ -77,21 +77,12 @@ fn document_round_trips_through_json() {
     phase.counts.0[Class::Accepted.index()] = 37;
     phase.counts.0[Class::Http503.index()] = 1;
     let doc = ShardArtifact {
-        meta: ShardMeta::new(
-            &spec(),
-            crate::kind::TargetKind::Websub,
-            "http://hub:9000/hub",
-            crate::kind::Model::Closed,
-        ),
         partial: false,
         config: serde_json::json!({"tenants": 100}),
         topics: vec!["a".into(), "b".into()],
         registration: Some(PhaseArtifact::from(&phase)),
         levels: vec![encode_level("20", Load::Concurrency(7), &stats).unwrap()],
-        servicebus: None,
-        topic_tenants: vec![],
-        subscription: None,
-        unsubscription: None,
+        ..empty_artifact(&spec(), "http://hub:9000/hub")
     };
     let text = doc.to_json();
     assert!(text.contains("\"format\": \"hubload-shard\""));
@@ -107,23 +98,7 @@ fn document_round_trips_through_json() {
 
 #[test]
 fn envelope_errors_name_the_field() {
-    let doc = ShardArtifact {
-        meta: ShardMeta::new(
-            &spec(),
-            crate::kind::TargetKind::Websub,
-            "u",
-            crate::kind::Model::Closed,
-        ),
-        partial: false,
-        config: serde_json::Value::Null,
-        topics: vec![],
-        registration: None,
-        levels: vec![],
-        servicebus: None,
-        topic_tenants: vec![],
-        subscription: None,
-        unsubscription: None,
-    };
+    let doc = empty_artifact(&spec(), "u");
     let text = doc.to_json();
     let v2 = text.replace("\"format_version\": 1", "\"format_version\": 2");
     let e = ShardArtifact::from_json(&v2).unwrap_err().to_string();
