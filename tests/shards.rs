@@ -2,8 +2,10 @@
 //! one Service Bus emulator), merged, equal the server's own counts and a single-process run of
 //! the same workload; a Service Bus run's `servicebus` sections merge too.
 
+use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use hubload_hub::FaultConfig;
@@ -27,17 +29,20 @@ const ARGS: &[&str] = &[
 ];
 
 /// Run `count` shard processes of one run (the Indexed Job contract) with `args`, each into
-/// `dir/shard<i>`, starting together; every shard must exit 0. Returns their stdout together,
-/// as `kubectl logs` would collect it. Behind the serialising lock, like every measured run.
+/// `dir/shard<i>`, starting together; every shard must exit 0. Returns their logs together,
+/// as `kubectl logs` would collect them: stdout and stderr copied into one log by two
+/// readers of 1 KiB at a time, the way a container runtime copies the streams. Behind the
+/// serialising lock, like every measured run.
 pub(crate) async fn run_shards(dir: &Path, count: u32, run_id: &str, args: &[&str]) -> String {
     // The shards share a start window: no other load may run meanwhile.
     let _turn = crate::util::SERIAL.lock().await;
     let start_at =
         humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(4)).to_string();
+    // Each shard's streams are copied from the moment it starts, as a runtime does.
     let children: Vec<_> = (0..count)
         .map(|i| {
             let out = dir.join(format!("shard{i}"));
-            Command::new(env!("CARGO_BIN_EXE_hubload"))
+            let mut c = Command::new(env!("CARGO_BIN_EXE_hubload"))
                 .args(args)
                 .args(["--out", out.to_str().unwrap()])
                 .env("JOB_COMPLETION_INDEX", i.to_string())
@@ -47,18 +52,46 @@ pub(crate) async fn run_shards(dir: &Path, count: u32, run_id: &str, args: &[&st
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
-                .unwrap()
+                .unwrap();
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let copiers = [
+                copier(c.stdout.take().unwrap(), log.clone()),
+                copier(c.stderr.take().unwrap(), log.clone()),
+            ];
+            (c, copiers, log)
         })
         .collect();
     let mut logs = String::new();
-    for c in children {
-        let out = tokio::task::spawn_blocking(move || c.wait_with_output().unwrap())
-            .await
-            .unwrap();
-        assert_exit(&out, 0);
-        logs += &String::from_utf8_lossy(&out.stdout);
+    for (mut c, copiers, log) in children {
+        let status = tokio::task::spawn_blocking(move || {
+            for t in copiers {
+                t.join().unwrap();
+            }
+            c.wait().unwrap()
+        })
+        .await
+        .unwrap();
+        let log = String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+        assert!(status.success(), "shard exited with {status}: {log}");
+        logs += &log;
     }
     logs
+}
+
+/// Copy `from` into the shared `log` 1 KiB at a time, as a container runtime's stream reader.
+fn copier(
+    mut from: impl Read + Send + 'static,
+    log: Arc<Mutex<Vec<u8>>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => log.lock().unwrap().extend_from_slice(&buf[..n]),
+            }
+        }
+    })
 }
 
 /// `hubload merge` of a log dump into `dir/merged`; the merged summary.

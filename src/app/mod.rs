@@ -145,6 +145,8 @@ async fn load(cli: Cli) -> ExitCode {
         print!("{}", subcommands::summary_text(&outcome.report));
     }
     eprintln!("hubload: reports written to {}", out.out_dir.display());
+    // Last, so no other output of this process can land inside one of them.
+    crate::shard::print_log_lines(&outcome.shard_lines);
     if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if outcome.thresholds_failed {

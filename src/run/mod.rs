@@ -50,6 +50,11 @@ pub struct RunOutcome {
     pub interrupted: bool,
     /// The validated configuration the run used.
     pub config: RunConfig,
+    /// A shard's artifact as `HUBLOAD-SHARD` lines (one set per path; empty unsharded). The
+    /// caller prints them last, after everything else, with [`crate::shard::print_log_lines`]:
+    /// stdout and stderr reach a merged log through separate copiers, so a line printed while
+    /// the other stream still has output pending can be cut by it.
+    pub shard_lines: Vec<String>,
 }
 
 /// Run one opened target path into `dir`: JTL, set-up, levels, its section, tear-down, and
@@ -59,7 +64,7 @@ async fn run_path<P: TargetPath>(
     path: P,
     dir: &Path,
     shard: Option<&ShardSpec>,
-) -> anyhow::Result<Report> {
+) -> anyhow::Result<(Report, Vec<String>)> {
     let cfg = sh.cfg;
     let paths = cfg.target.kinds.len();
     let mut rec = RunRecord::with_dir(cfg, &sh.workload, dir)
@@ -132,7 +137,7 @@ async fn run_path<P: TargetPath>(
     ran?;
     joined?;
     let Some(spec) = shard else {
-        return rec.finish(interrupted);
+        return Ok((rec.finish(interrupted)?, Vec::new()));
     };
     let parts: Vec<ShardLoad> = cfg
         .levels
@@ -142,13 +147,9 @@ async fn run_path<P: TargetPath>(
     let (report, artifact) = rec.finish_shard(interrupted, spec, &parts)?;
     crate::shard::write_artifact(dir, &artifact)
         .with_context(|| format!("cannot write the shard artifact in {}", dir.display()))?;
-    // Collectable with `kubectl logs … --tail=-1`: one self-contained line per chunk.
-    let mut out = std::io::stdout().lock();
-    for line in crate::shard::to_log_lines(&artifact) {
-        use std::io::Write;
-        let _ = writeln!(out, "{line}");
-    }
-    Ok(report)
+    // Collectable with `kubectl logs … --tail=-1`: one self-contained line per chunk, printed
+    // by the caller once everything else is out.
+    Ok((report, crate::shard::to_log_lines(&artifact)))
 }
 
 /// Wait for the JTL writer (every sender dropped) to write its last rows and close the file.
@@ -189,12 +190,13 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();
     let mut reports: Vec<(TargetKind, Report)> = Vec::with_capacity(paths);
+    let mut shard_lines = Vec::new();
     for &kind in &cfg.target.kinds {
         if cancel.is_cancelled() && !reports.is_empty() {
             break;
         }
         let dir = report_dir(out, kind, paths);
-        let report = match kind {
+        let (report, lines) = match kind {
             TargetKind::Websub => {
                 let p = WebSubPath::open(cfg, &workload).await?;
                 run_path(&sh, p, &dir, spec.as_ref()).await?
@@ -205,6 +207,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
             }
         };
         reports.push((kind, report));
+        shard_lines.extend(lines);
     }
     if paths > 1 {
         side_by_side::write(out, &reports, cfg.output.quiet)?;
@@ -222,5 +225,6 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         thresholds_failed,
         interrupted: cancel.is_cancelled(),
         config: cfg.clone(),
+        shard_lines,
     })
 }

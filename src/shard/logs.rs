@@ -3,9 +3,13 @@
 //!
 //! Line format: `HUBLOAD-SHARD v1 <run_id> <index>/<count> <part>/<parts> <chunk>`, where the
 //! chunks, concatenated in part order, are base64 of the zlib-compressed compact JSON artifact.
-//! Lines stay well under 16 KiB: container runtimes split longer lines, and a split line
-//! would be unreadable. Anything before the tag on a line (`[pod/…/hubload] ` from
-//! `kubectl logs --prefix`, timestamps) is ignored.
+//! A line must reach the merged log whole. The container runtime copies stdout and stderr
+//! through separate readers into one log, so a stdout line read in two pieces can have a
+//! stderr message land between them (it happened in CI: `hubload: reports written …` inside
+//! an artifact line). So each line stays under `PIPE_BUF` (4096 bytes) and goes out in one
+//! `write(2)`, which a pipe delivers whole; and the lines are printed after all other output.
+//! Anything before the tag on a line (`[pod/…/hubload] ` from `kubectl logs --prefix`,
+//! timestamps) is ignored.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -23,8 +27,10 @@ pub const LINE_TAG: &str = "HUBLOAD-SHARD";
 /// The line format version.
 pub const LINE_VERSION: &str = "v1";
 /// Base64 characters per line (a multiple of 4); with a run id of at most 253 characters a
-/// line stays under 12.5 KiB.
-pub const CHUNK_CHARS: usize = 12 * 1024;
+/// line with its newline stays under [`MAX_LINE_BYTES`].
+pub const CHUNK_CHARS: usize = 3 * 1024;
+/// `PIPE_BUF` on Linux: a pipe write of at most this many bytes is never split or interleaved.
+pub const MAX_LINE_BYTES: usize = 4096;
 /// The largest decompressed artifact accepted (a guard against a corrupt or hostile dump).
 const MAX_ARTIFACT_BYTES: u64 = 1 << 30;
 
@@ -129,6 +135,27 @@ pub fn to_log_lines(a: &ShardArtifact) -> Vec<String> {
         .collect()
 }
 
+/// Print `lines` to stdout, each with its newline in a single `write(2)` (under
+/// [`MAX_LINE_BYTES`], so a pipe delivers it whole). Stderr is flushed first.
+pub fn print_log_lines(lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    let _ = std::io::stderr().flush();
+    let mut out = std::io::stdout().lock();
+    let _ = out.flush();
+    let mut buf = String::with_capacity(MAX_LINE_BYTES);
+    for line in lines {
+        buf.clear();
+        buf.push_str(line);
+        buf.push('\n');
+        // Stdout is line-buffered with nothing buffered now, so a buffer ending in a newline
+        // goes straight to one write(2).
+        let _ = out.write_all(buf.as_bytes());
+    }
+    let _ = out.flush();
+}
+
 type ShardKey = (String, u32, u32);
 
 #[derive(Default)]
@@ -168,7 +195,7 @@ pub fn from_log_dump(text: &str) -> Result<Vec<ShardArtifact>, LogError> {
             (f.next(), f.next(), f.next(), f.next(), f.next())
         else {
             return Err(bad(
-                "expected: <run_id> <index>/<count> <part>/<parts> <base64>",
+                "expected: <run_id> <index>/<count> <part>/<parts> <base64> (was the line cut, or mixed with other output?)",
             ));
         };
         let (index, count) = fraction(shard).ok_or_else(|| bad("bad <index>/<count>"))?;
@@ -299,7 +326,8 @@ mod tests {
             lines.len()
         );
         for (i, l) in lines.iter().enumerate() {
-            assert!(l.len() <= 16 * 1024, "line {i} is {} bytes", l.len());
+            // PIPE_BUF: a pipe delivers a write of at most 4096 bytes whole.
+            assert!(l.len() < 4096, "line {i} is {} bytes with its newline", l.len() + 1);
             assert!(l.starts_with(&format!(
                 "HUBLOAD-SHARD v1 {long_id} 2/3 {}/{} ",
                 i + 1,

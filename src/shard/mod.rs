@@ -22,5 +22,5 @@ pub use env::{
     owns_tenant, split_count, wait_for_start, MissedStart, ShardEnvError, ShardSlot, ShardSpec,
 };
 pub use files::{read_inputs, write_artifact};
-pub use logs::{from_log_dump, to_log_lines, LogError};
+pub use logs::{from_log_dump, print_log_lines, to_log_lines, LogError};
 pub use merge::{merge, MergeError, MergedLevel, MergedRun};
