@@ -3,6 +3,7 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod engine;
 pub mod gate;
 pub mod judge;

@@ -33,7 +33,7 @@ fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let printed = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(crate::console::writer)
         .with_ansi(
             std::io::IsTerminal::is_terminal(&std::io::stderr())
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
@@ -128,7 +128,7 @@ async fn load(cli: Cli) -> ExitCode {
     hub_log::count_from_now();
     let result = crate::run(&cli.run, cancel).await;
     if let Some(line) = hub_log::summary() {
-        eprintln!("{line}");
+        crate::say!("{line}");
     }
     let outcome = match result {
         Ok(o) => o,
@@ -144,7 +144,7 @@ async fn load(cli: Cli) -> ExitCode {
     if !out.quiet && outcome.config.target.kinds.len() == 1 {
         print!("{}", subcommands::summary_text(&outcome.report));
     }
-    eprintln!("hubload: reports written to {}", out.out_dir.display());
+    crate::say!("hubload: reports written to {}", out.out_dir.display());
     // Last, so no other output of this process can land inside one of them.
     crate::shard::print_log_lines(&outcome.shard_lines);
     if outcome.interrupted {

@@ -173,6 +173,10 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     // Read and validated once, in config (with the sharded capacity-search rule).
     let spec = cfg.shard.clone();
     let slot = spec.as_ref().map_or(ShardSlot::WHOLE, ShardSpec::slot);
+    if spec.is_some() {
+        // A shard's log must be one ordered stream (see console).
+        crate::console::messages_to_stdout();
+    }
     crate::report::banner::print_banner(cfg, &workload);
     local_limits::announce(cfg);
     let sh = Shared {

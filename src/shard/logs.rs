@@ -4,10 +4,10 @@
 //! Line format: `HUBLOAD-SHARD v1 <run_id> <index>/<count> <part>/<parts> <chunk>`, where the
 //! chunks, concatenated in part order, are base64 of the zlib-compressed compact JSON artifact.
 //! A line must reach the merged log whole. The container runtime copies stdout and stderr
-//! through separate readers into one log, so a stdout line read in two pieces can have a
-//! stderr message land between them (it happened in CI: `hubload: reports written …` inside
-//! an artifact line). So each line stays under `PIPE_BUF` (4096 bytes) and goes out in one
-//! `write(2)`, which a pipe delivers whole; and the lines are printed after all other output.
+//! through separate readers into one log, and a stderr message can land inside a stdout line
+//! (it happened in CI: `hubload: reports written …` inside an artifact line). So a shard
+//! prints its messages on stdout too ([`crate::console`]), its lines go out last, and each
+//! line is under `PIPE_BUF` (4096 bytes) and one `write(2)`, which a pipe delivers whole.
 //! Anything before the tag on a line (`[pod/…/hubload] ` from `kubectl logs --prefix`,
 //! timestamps) is ignored.
 
@@ -327,7 +327,11 @@ mod tests {
         );
         for (i, l) in lines.iter().enumerate() {
             // PIPE_BUF: a pipe delivers a write of at most 4096 bytes whole.
-            assert!(l.len() < 4096, "line {i} is {} bytes with its newline", l.len() + 1);
+            assert!(
+                l.len() < 4096,
+                "line {i} is {} bytes with its newline",
+                l.len() + 1
+            );
             assert!(l.starts_with(&format!(
                 "HUBLOAD-SHARD v1 {long_id} 2/3 {}/{} ",
                 i + 1,
