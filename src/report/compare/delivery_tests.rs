@@ -119,10 +119,13 @@ fn expected(bj: &Value, cj: &Value, p: &[&str], broken: impl Fn(f64, f64) -> boo
         .collect()
 }
 
+/// Whether a rule breaks, from the baseline's and the candidate's value.
+type Broken = dyn Fn(f64, f64) -> bool;
+
 #[test]
 fn fail_if_on_delivery_metrics_breaks_exactly_the_levels_the_summaries_say() {
     let (cmp, bj, cj) = pair();
-    let table: &[(&str, &[&str], &dyn Fn(f64, f64) -> bool)] = &[
+    let table: &[(&str, &[&str], &Broken)] = &[
         ("lost>0", &["counts", "lost"], &|b, c| c - b > 0.0),
         ("duplicates>0", &["counts", "duplicates"], &|b, c| {
             c - b > 0.0
