@@ -169,4 +169,27 @@ async fn a_signal_ends_the_wait_for_deliveries_at_once() {
     assert_eq!((c.delivered, c.lost), (d.delivered, 0), "{c:?}");
     assert_eq!(c.not_yet_delivered, d.dropped, "{c:?}");
     assert_eq!(c.expected, c.delivered + c.not_yet_delivered);
+    // Every report shows them apart from lost: delivery.csv's `Lost` and `Not yet delivered`
+    // columns, and the terminal block's `Lost` and `NotYet`.
+    let csv = std::fs::read_to_string(sc.dir.path().join("delivery.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let head = rd.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let row = rd.records().next().unwrap().unwrap();
+    assert_eq!(row[col("Lost")], *"0", "{csv}");
+    assert_eq!(
+        row[col("Not yet delivered")],
+        d.dropped.to_string(),
+        "{csv}"
+    );
+    let table = std::fs::read_to_string(sc.dir.path().join("table.txt")).unwrap();
+    let block: Vec<Vec<&str>> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("End-to-end delivery"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(block[1][3..5], ["Lost", "NotYet"], "{table}");
+    let [expected, delivered, dropped] =
+        [c.expected, c.delivered, d.dropped].map(|n| n.to_string());
+    assert_eq!(block[3][..5], ["2", &expected, &delivered, "0", &dropped]);
 }

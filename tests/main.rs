@@ -3,6 +3,7 @@
 mod binary;
 mod capture;
 mod cli_errors;
+mod compare_delivery;
 mod creds;
 mod csv_format;
 mod delivery;

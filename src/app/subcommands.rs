@@ -94,7 +94,8 @@ pub fn compare(
     let mut cmp = compare::compare(&b, &c);
     cmp.baseline_name = baseline.display().to_string();
     cmp.candidate_name = candidate.display().to_string();
-    let violations = compare::check(&cmp, &rules);
+    // A delivery rule on a run without deliveries: one line naming the rule and the run.
+    let violations = compare::check(&cmp, &rules).map_err(|e| anyhow::anyhow!("{e}"))?;
     print!(
         "{}",
         compare::render::render_text(&cmp, &rules, &violations)

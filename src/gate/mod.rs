@@ -12,7 +12,9 @@
 //!   count or a share of the level's expected deliveries; `delivered_rate` is per second.
 //! - `--fail-if` (a delta between two runs): a signed number and a unit: `%` relative to the
 //!   baseline (for errors: percentage points, also spelled `pp`), `ms` for latencies, `/s` for
-//!   throughput. Ops `<`, `>` (strict: the rule fails when the delta is beyond the bound).
+//!   throughput and the delivered rate. A delivery count takes a bare number (a change in the
+//!   count: `lost>0`) or `%`/`pp` (percentage points of its share of the expected
+//!   deliveries). Ops `<`, `>` (strict: the rule fails when the delta is beyond the bound).
 //!   No `total:` (every level both runs have is checked, and TOTAL).
 
 use std::fmt;
@@ -74,7 +76,7 @@ impl Flag {
 
     fn metrics(self) -> &'static str {
         if self.relative() {
-            "avg, median, p95, p99, errors or throughput"
+            "avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate"
         } else {
             "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate"
         }
@@ -125,7 +127,8 @@ pub enum Metric {
 }
 
 /// The one table of metric names: every spelling either flag has accepted, and whether
-/// `--fail-if` compares it (compare's columns are avg, median, p95, p99, errors, throughput).
+/// `--fail-if` compares it (compare's columns are avg, median, p95, p99, errors, throughput,
+/// and every delivery metric).
 const METRICS: &[(&[&str], Metric, bool)] = &[
     (&["avg", "average", "mean"], Metric::Avg, true),
     (&["median", "p50"], Metric::P(50), true),
@@ -137,28 +140,28 @@ const METRICS: &[(&[&str], Metric, bool)] = &[
     (&["errors", "error", "error%", "err"], Metric::Errors, true),
     (&["timeouts"], Metric::Timeouts, false),
     (&["rate", "throughput", "tps", "rps"], Metric::Rate, true),
-    (&["e2e_avg", "e2e_mean"], Metric::E2eAvg, false),
-    (&["e2e_p50", "e2e_median"], Metric::E2eP(50), false),
-    (&["e2e_p90"], Metric::E2eP(90), false),
-    (&["e2e_p95"], Metric::E2eP(95), false),
-    (&["e2e_p99"], Metric::E2eP(99), false),
-    (&["e2e_max"], Metric::E2eMax, false),
-    (&["lost"], Metric::Lost, false),
-    (&["duplicates", "dups"], Metric::Duplicates, false),
-    (&["redeliveries"], Metric::Redeliveries, false),
-    (&["out_of_order"], Metric::OutOfOrder, false),
+    (&["e2e_avg", "e2e_mean"], Metric::E2eAvg, true),
+    (&["e2e_p50", "e2e_median"], Metric::E2eP(50), true),
+    (&["e2e_p90"], Metric::E2eP(90), true),
+    (&["e2e_p95"], Metric::E2eP(95), true),
+    (&["e2e_p99"], Metric::E2eP(99), true),
+    (&["e2e_max"], Metric::E2eMax, true),
+    (&["lost"], Metric::Lost, true),
+    (&["duplicates", "dups"], Metric::Duplicates, true),
+    (&["redeliveries"], Metric::Redeliveries, true),
+    (&["out_of_order"], Metric::OutOfOrder, true),
     (
         &["bad_signature", "bad_signatures"],
         Metric::BadSignature,
-        false,
+        true,
     ),
-    (&["body_mismatch"], Metric::BodyMismatch, false),
-    (&["unexpected"], Metric::Unexpected, false),
-    (&["backlog"], Metric::Backlog, false),
+    (&["body_mismatch"], Metric::BodyMismatch, true),
+    (&["unexpected"], Metric::Unexpected, true),
+    (&["backlog"], Metric::Backlog, true),
     (
         &["delivered_rate", "delivered/s", "delivery_rate"],
         Metric::DeliveredRate,
-        false,
+        true,
     ),
 ];
 
@@ -432,16 +435,23 @@ fn delta_bound(metric: Metric, value: &str) -> Result<Bound, String> {
     let v = number(num).ok_or_else(|| {
         format!("bad threshold {value:?} (expected a signed number and a unit, e.g. +10% or +5ms)")
     })?;
+    let counted = metric.is_count() && metric != Metric::Errors && metric != Metric::Timeouts;
+    let rate = matches!(metric, Metric::Rate | Metric::DeliveredRate);
     let allowed = match metric {
         Metric::Errors => "% or pp, percentage points",
-        Metric::Rate => "% or /s",
+        _ if rate => "% or /s",
+        _ if counted => {
+            "a count, or % or pp, percentage points of the expected deliveries; e.g. lost>0"
+        }
         _ => "% or ms",
     };
     let unit = unit.trim();
     match (metric, unit.to_ascii_lowercase().as_str()) {
         (Metric::Errors, "%" | "pp") => Ok(Bound::Percent(v)),
+        (_, "%" | "pp") if counted => Ok(Bound::Percent(v)),
+        (_, "") if counted => Ok(Bound::Number(v)),
         (_, "%") => Ok(Bound::Relative(v)),
-        (Metric::Rate, "/s") => Ok(Bound::Number(v)),
+        (_, "/s") if rate => Ok(Bound::Number(v)),
         (m, "ms") if m.is_latency() => Ok(Bound::Ms(v)),
         (_, "") => Err(format!("missing unit after the threshold (use {allowed})")),
         (m, _) => Err(format!(
@@ -469,6 +479,7 @@ impl fmt::Display for Gate {
         let unit = match self.bound {
             Bound::Relative(_) | Bound::Percent(_) => "%",
             Bound::Ms(_) => "ms",
+            Bound::Number(_) if self.metric.is_count() => "",
             Bound::Number(_) => "/s",
         };
         write!(

@@ -184,6 +184,62 @@ fn relative_rules() {
         ("err>1%", Errors, Op::Gt, Percent(1.0), "errors>+1%"),
         ("error%>1%", Errors, Op::Gt, Percent(1.0), "errors>+1%"),
         ("p50>+5%", P(50), Op::Gt, Relative(5.0), "median>+5%"),
+        // Delivery metrics, as the issue writes them.
+        (
+            "e2e_p99>+10%",
+            E2eP(99),
+            Op::Gt,
+            Relative(10.0),
+            "e2e_p99>+10%",
+        ),
+        ("e2e_median>+2ms", E2eP(50), Op::Gt, Ms(2.0), "e2e_p50>+2ms"),
+        ("e2e_max>+1%", E2eMax, Op::Gt, Relative(1.0), "e2e_max>+1%"),
+        ("e2e_mean>0.5ms", E2eAvg, Op::Gt, Ms(0.5), "e2e_avg>+0.5ms"),
+        // A count: a bare number is a change in the count; % and pp are points of its share.
+        ("lost>0", Lost, Op::Gt, Number(0.0), "lost>+0"),
+        (
+            "duplicates>0",
+            Duplicates,
+            Op::Gt,
+            Number(0.0),
+            "duplicates>+0",
+        ),
+        (
+            "dups > +3",
+            Duplicates,
+            Op::Gt,
+            Number(3.0),
+            "duplicates>+3",
+        ),
+        ("lost>+0.1%", Lost, Op::Gt, Percent(0.1), "lost>+0.1%"),
+        (
+            "redeliveries>+1pp",
+            Redeliveries,
+            Op::Gt,
+            Percent(1.0),
+            "redeliveries>+1%",
+        ),
+        (
+            "backlog>+100",
+            Backlog,
+            Op::Gt,
+            Number(100.0),
+            "backlog>+100",
+        ),
+        (
+            "delivered_rate<-5%",
+            DeliveredRate,
+            Op::Lt,
+            Relative(-5.0),
+            "delivered_rate<-5%",
+        ),
+        (
+            "delivered/s<-100/s",
+            DeliveredRate,
+            Op::Lt,
+            Number(-100.0),
+            "delivered_rate<-100/s",
+        ),
     ];
     for (text, metric, op, bound, canonical) in table {
         let g = ok(Flag::FailIf, text);
@@ -267,18 +323,18 @@ fn errors_name_the_flag_and_the_bad_part() {
         (
             Flag::FailIf,
             "p98>+10%",
-            r#"--fail-if "p98>+10%": unknown metric "p98" (expected avg, median, p95, p99, errors or throughput)"#,
+            r#"--fail-if "p98>+10%": unknown metric "p98" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate)"#,
         ),
         // Metrics compare has no column for.
         (
             Flag::FailIf,
             "p90>+10%",
-            r#"--fail-if "p90>+10%": unknown metric "p90" (expected avg, median, p95, p99, errors or throughput)"#,
+            r#"--fail-if "p90>+10%": unknown metric "p90" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate)"#,
         ),
         (
             Flag::FailIf,
             "total:p99>+10%",
-            r#"--fail-if "total:p99>+10%": unknown metric "total:p99" (expected avg, median, p95, p99, errors or throughput)"#,
+            r#"--fail-if "total:p99>+10%": unknown metric "total:p99" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate)"#,
         ),
         (
             Flag::FailIf,
@@ -341,11 +397,30 @@ fn delivery_rule_errors() {
             "backlog<-1",
             r#"--threshold "backlog<-1": the bound must be a non-negative number"#,
         ),
-        // compare has no delivery columns.
         (
             Flag::FailIf,
-            "lost>+1%",
-            r#"--fail-if "lost>+1%": unknown metric "lost" (expected avg, median, p95, p99, errors or throughput)"#,
+            "lost>+1ms",
+            r#"--fail-if "lost>+1ms": unit "ms" does not apply to lost (use a count, or % or pp, percentage points of the expected deliveries; e.g. lost>0)"#,
+        ),
+        (
+            Flag::FailIf,
+            "lost=0",
+            r#"--fail-if "lost=0": missing '>' or '<' (expected e.g. p99>+10%)"#,
+        ),
+        (
+            Flag::FailIf,
+            "e2e_p99>+10",
+            r#"--fail-if "e2e_p99>+10": missing unit after the threshold (use % or ms)"#,
+        ),
+        (
+            Flag::FailIf,
+            "delivered_rate<-5",
+            r#"--fail-if "delivered_rate<-5": missing unit after the threshold (use % or /s)"#,
+        ),
+        (
+            Flag::FailIf,
+            "delivered_rate<-5ms",
+            r#"--fail-if "delivered_rate<-5ms": unit "ms" does not apply to delivered_rate (use % or /s)"#,
         ),
     ];
     for (flag, text, want) in table {
@@ -367,6 +442,17 @@ fn delivery_rule_errors() {
             ]
             .contains(&names[0]);
         assert_eq!(metric.is_delivery(), delivery, "{}", names[0]);
+        // compare --fail-if takes every delivery metric --threshold takes, by every spelling.
+        if delivery {
+            for name in *names {
+                let rule = format!("{name}>+10%");
+                let g = ok(Flag::FailIf, &rule);
+                assert_eq!(g.metric, *metric, "{rule}");
+                let bound = if metric.is_latency() { "5ms" } else { "5" };
+                let threshold = format!("{name}<{bound}");
+                assert_eq!(ok(Flag::Threshold, &threshold).metric, *metric);
+            }
+        }
         if delivery {
             assert_eq!(
                 metric.keyword(),

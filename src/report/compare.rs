@@ -2,7 +2,9 @@
 //!
 //! Levels are matched by label ("200", "500/s", "TOTAL"). Latencies come from the µs
 //! summaries (`latency_us`), so sub-millisecond changes are not lost to JMeter's integer ms.
-//! Deltas are candidate − baseline; the relative delta is that over the baseline, in %.
+//! Deltas are candidate − baseline; the relative delta is that over the baseline, in %. When
+//! both runs had `--subscribers`, each level's delivery section is compared too (its counts,
+//! end-to-end latency, delivered rate and backlog).
 //! The data lives in `model`, thresholds (`--fail-if`) in [`gate`], number formats in `format`,
 //! renderers in [`render`] and [`html`].
 
@@ -17,7 +19,7 @@ use std::path::Path;
 use anyhow::Context;
 
 pub use gate::{check, FailIf, FailIfError, Violation};
-pub use model::{Comparison, Delta, LevelComparison, Metric, Metrics, Presence};
+pub use model::{Comparison, DeliveryMetrics, Delta, LevelComparison, Metric, Metrics, Presence};
 
 use super::{LevelReport, Report};
 use crate::kind::Model;
@@ -83,7 +85,10 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Comparison {
     } else {
         "Concurrency"
     };
+    let has_delivery = |r: &Report| r.levels.iter().any(|l| l.delivery.is_some());
     Comparison {
+        baseline_delivery: has_delivery(baseline),
+        candidate_delivery: has_delivery(candidate),
         baseline_name: run_name(baseline),
         candidate_name: run_name(candidate),
         level_title: level_title.to_string(),
@@ -104,5 +109,7 @@ pub fn load_report(path: &Path) -> anyhow::Result<Report> {
         .with_context(|| format!("{} is not a hubload summary.json", file.display()))
 }
 
+#[cfg(test)]
+mod delivery_tests;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -3,7 +3,9 @@
 //! Columns: `Level`, `Delivered`, `Lost`, `Duplicates`, `Redeliveries`, `Out of order`,
 //! `Bad signature`, `Body mismatch`, then the end-to-end latency (publish start → delivery
 //! received) in ms: `E2E Average`, `Median`, `90%`, `95%`, `99%`, `Max`; then
-//! `Delivered/sec` and `Backlog at level end`. A run without subscribers writes no file.
+//! `Delivered/sec` and `Backlog at level end` (the columns), then `Not yet delivered`:
+//! deliveries still owed when a signal cut the grace wait short, which are not counted in
+//! `Lost` (0 in a run that was not interrupted). A run without subscribers writes no file.
 
 use super::delivery::DeliveryReport;
 use super::{Report, Reporter};
@@ -13,7 +15,7 @@ use super::{Report, Reporter};
 pub struct DeliveryCsvReporter;
 
 /// The header row.
-pub const DELIVERY_HEADER: [&str; 16] = [
+pub const DELIVERY_HEADER: [&str; 17] = [
     "Level",
     "Delivered",
     "Lost",
@@ -30,6 +32,7 @@ pub const DELIVERY_HEADER: [&str; 16] = [
     "Max",
     "Delivered/sec",
     "Backlog at level end",
+    "Not yet delivered",
 ];
 
 fn row(label: &str, d: &DeliveryReport) -> Vec<String> {
@@ -54,6 +57,7 @@ fn row(label: &str, d: &DeliveryReport) -> Vec<String> {
     r.extend([l.p50, l.p90, l.p95, l.p99, l.max].into_iter().map(ms));
     r.push(format!("{:.1}", d.delivered_per_sec));
     r.push(d.backlog_at_level_end.to_string());
+    r.push(c.not_yet_delivered.to_string());
     r
 }
 
@@ -94,6 +98,7 @@ mod tests {
         s.counts.delivered = 30;
         s.counts.lost = 2;
         s.counts.redeliveries = 4;
+        s.counts.not_yet_delivered = 6;
         for v in [10_000, 20_000, 30_000] {
             record(&mut s.e2e_from_start, v);
         }
@@ -123,7 +128,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], DELIVERY_HEADER.join(","));
         // Percentiles are bucket tops (3 significant digits), shown in whole ms.
-        assert_eq!(lines[1], "1,30,2,0,4,0,0,0,20,20,30,30,30,30,10.0,5");
+        assert_eq!(lines[1], "1,30,2,0,4,0,0,0,20,20,30,30,30,30,10.0,5,6");
         assert_eq!(lines.len(), 3);
     }
 }

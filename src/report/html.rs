@@ -5,6 +5,7 @@
 
 pub(crate) mod charts;
 pub(crate) mod delivery;
+mod delivery_table;
 pub(crate) mod distribution;
 mod first_failures;
 pub(crate) mod markup;
@@ -78,6 +79,7 @@ pub fn render(report: &Report) -> String {
     b.push_str(&aggregate_table(report));
     b.push_str("<h2>Outcomes per level</h2>");
     b.push_str(&outcome_table(report));
+    b.push_str(&delivery_table::section(report));
     b.push_str(&topics::worst_topics(report));
     b.push_str(&first_failures::section(report));
     b.push_str("<div class=\"cols\">");

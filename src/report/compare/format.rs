@@ -11,22 +11,34 @@ fn signed(v: f64, decimals: usize) -> String {
     format!("{r:+.decimals$}")
 }
 
-/// A value with its unit, for people: "12.3 ms", "0.500%", "2000.0/s".
+/// A value with its unit, for people: "12.3 ms", "0.500%", "2000.0/s", "3" (a count).
 pub fn value(m: Metric, v: f64) -> String {
     match m {
         Metric::ErrorPct => format!("{v:.3}%"),
-        Metric::Throughput => format!("{v:.1}/s"),
+        Metric::Throughput | Metric::DeliveredRate => format!("{v:.1}/s"),
+        m if m.is_count() => format!("{v:.0}"),
         _ => format!("{v:.1} ms"),
     }
 }
 
-/// An absolute delta with its unit: "+1.0 ms", "+1.000 pp", "-200.0/s".
+/// An absolute delta with its unit: "+1.0 ms", "+1.000 pp", "-200.0/s", "+3".
 pub fn delta_abs(m: Metric, d: f64) -> String {
     match m {
         Metric::ErrorPct => format!("{} pp", signed(d, 3)),
-        Metric::Throughput => format!("{}/s", signed(d, 1)),
+        Metric::Throughput | Metric::DeliveredRate => format!("{}/s", signed(d, 1)),
+        m if m.is_count() => signed(d, 0),
         _ => format!("{} ms", signed(d, 1)),
     }
+}
+
+/// A delivery count as a share of the expected deliveries: "0.250%".
+pub fn share(v: f64) -> String {
+    format!("{v:.3}%")
+}
+
+/// A change of share, in percentage points: "+0.250 pp".
+pub fn share_delta(d: f64) -> String {
+    format!("{} pp", signed(d, 3))
 }
 
 /// A relative delta: "+10.00%", or "n/a" from a zero baseline.
@@ -38,6 +50,7 @@ pub fn delta_pct(p: Option<f64>) -> String {
 pub fn plain_value(m: Metric, v: f64) -> String {
     match m {
         Metric::ErrorPct => format!("{v:.3}%"),
+        m if m.is_count() => format!("{v:.0}"),
         _ => format!("{v:.1}"),
     }
 }
@@ -46,6 +59,7 @@ pub fn plain_value(m: Metric, v: f64) -> String {
 pub fn plain_delta(m: Metric, d: f64) -> String {
     match m {
         Metric::ErrorPct => signed(d, 3),
+        m if m.is_count() => signed(d, 0),
         _ => signed(d, 1),
     }
 }

@@ -2,15 +2,18 @@
 //! the levels whose delta breaks them.
 //!
 //! A rule fails when the delta is strictly beyond its bound: `%` is relative to the baseline
-//! for latencies and throughput and **percentage points** for errors (`errors>+1%` fails when
-//! the error rate grows from 0.5 % to more than 1.5 %); `ms` and `/s` are absolute deltas.
-//! Every level both runs have is checked, and TOTAL.
+//! for latencies, throughput and the delivered rate, and **percentage points** for errors
+//! (`errors>+1%` fails when the error rate grows from 0.5 % to more than 1.5 %) and for the
+//! delivery counts, whose share of the expected deliveries is compared (`lost>+0.1%`); `ms`,
+//! `/s` and a bare count (`lost>0`: more lost than the baseline) are absolute deltas.
+//! Every level both runs have is checked, and TOTAL. A delivery rule needs both runs to have
+//! deliveries (`--subscribers`): otherwise checking is an error naming the rule and the run.
 
 use std::fmt;
 use std::str::FromStr;
 
-use super::format::{delta_abs, delta_pct, value};
-use super::model::{Comparison, Delta, Metric};
+use super::format::{delta_abs, delta_pct, share, share_delta, value};
+use super::model::{Comparison, Delta, Metric, Metrics};
 use crate::gate::{self, Bound, Flag, Gate, GateError};
 
 /// One `--fail-if` rule: the parsed gate and the compare column it reads.
@@ -33,6 +36,21 @@ fn column(m: gate::Metric) -> Metric {
         gate::Metric::P(99) => Metric::P99,
         gate::Metric::Errors => Metric::ErrorPct,
         gate::Metric::Rate => Metric::Throughput,
+        gate::Metric::E2eAvg => Metric::E2eAverage,
+        gate::Metric::E2eP(50) => Metric::E2eMedian,
+        gate::Metric::E2eP(90) => Metric::E2eP90,
+        gate::Metric::E2eP(95) => Metric::E2eP95,
+        gate::Metric::E2eP(99) => Metric::E2eP99,
+        gate::Metric::E2eMax => Metric::E2eMax,
+        gate::Metric::Lost => Metric::Lost,
+        gate::Metric::Duplicates => Metric::Duplicates,
+        gate::Metric::Redeliveries => Metric::Redeliveries,
+        gate::Metric::OutOfOrder => Metric::OutOfOrder,
+        gate::Metric::BadSignature => Metric::BadSignature,
+        gate::Metric::BodyMismatch => Metric::BodyMismatch,
+        gate::Metric::Unexpected => Metric::Unexpected,
+        gate::Metric::Backlog => Metric::Backlog,
+        gate::Metric::DeliveredRate => Metric::DeliveredRate,
         other => unreachable!("--fail-if does not accept {other:?}"),
     }
 }
@@ -57,6 +75,19 @@ impl fmt::Display for FailIf {
 }
 
 impl FailIf {
+    /// Whether the rule compares a delivery count's share of the expected deliveries (`%`).
+    fn on_share(&self) -> bool {
+        self.metric.is_count() && matches!(self.gate.bound, Bound::Percent(_))
+    }
+
+    /// One side's value in the rule's unit: the count's share for a `%` count rule.
+    fn side(&self, m: &Metrics) -> Option<f64> {
+        match self.on_share() {
+            true => m.share(self.metric),
+            false => m.get(self.metric),
+        }
+    }
+
     /// The quantity this rule compares: relative % or absolute (points for errors).
     /// A relative delta from a zero baseline counts as infinitely large.
     fn measure(&self, d: Delta) -> f64 {
@@ -76,26 +107,87 @@ impl FailIf {
     }
 }
 
+/// A `--fail-if` rule that cannot be checked: one line naming the rule, the run and why.
+fn unmeasured(rule: &FailIf, message: String) -> FailIfError {
+    GateError {
+        flag: Flag::FailIf,
+        rule: rule.gate.text.clone(),
+        message,
+    }
+}
+
+/// A delivery rule needs deliveries in both runs, and at every level both runs have.
+fn measurable(cmp: &Comparison, rule: &FailIf) -> Result<(), FailIfError> {
+    let name = rule.gate.metric.keyword();
+    let sides = [
+        ("baseline", &cmp.baseline_name, cmp.baseline_delivery),
+        ("candidate", &cmp.candidate_name, cmp.candidate_delivery),
+    ];
+    for (side, run, any) in sides {
+        if !any {
+            return Err(unmeasured(
+                rule,
+                format!(
+                    "{name} needs deliveries, and the {side} run ({run}) has none \
+                     (run both with --subscribers)"
+                ),
+            ));
+        }
+    }
+    for row in cmp.rows() {
+        let (Some(b), Some(c)) = (row.baseline, row.candidate) else {
+            continue;
+        };
+        let missing = [
+            ("baseline", &cmp.baseline_name, b),
+            ("candidate", &cmp.candidate_name, c),
+        ]
+        .into_iter()
+        .find(|(_, _, m)| m.delivery.is_none());
+        if let Some((side, run, _)) = missing {
+            return Err(unmeasured(
+                rule,
+                format!(
+                    "{name} needs deliveries, and level {} of the {side} run ({run}) has no \
+                     delivery section",
+                    row.label
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A rule broken at one level.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Violation {
     pub rule: FailIf,
     /// The level label ("200", "TOTAL").
     pub label: String,
+    /// The baseline's value, in the rule's unit (a count's share, %, for a `%` count rule).
     pub baseline: f64,
     pub candidate: f64,
     pub delta: Delta,
 }
 
 impl fmt::Display for Violation {
-    /// One line, e.g. `p99>+10%: level 50: 100.0 ms → 130.0 ms (+30.0 ms, +30.00%)`.
+    /// One line, e.g. `p99>+10%: level 50: 100.0 ms → 130.0 ms (+30.0 ms, +30.00%)`; a `%`
+    /// count rule shows shares, `lost>+0.1%: level 4: 0.000% → 0.500% (+0.500 pp)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = self.rule.metric;
+        let (rule, label) = (&self.rule, &self.label);
+        if self.rule.on_share() {
+            return write!(
+                f,
+                "{rule}: level {label}: {} → {} ({})",
+                share(self.baseline),
+                share(self.candidate),
+                share_delta(self.delta.abs),
+            );
+        }
         write!(
             f,
-            "{}: level {}: {} → {} ({}, {})",
-            self.rule,
-            self.label,
+            "{rule}: level {label}: {} → {} ({}, {})",
             value(m, self.baseline),
             value(m, self.candidate),
             delta_abs(m, self.delta.abs),
@@ -104,15 +196,21 @@ impl fmt::Display for Violation {
     }
 }
 
-/// Every (rule, level) pair that fails, rules in the given order, levels in row order.
-pub fn check(cmp: &Comparison, rules: &[FailIf]) -> Vec<Violation> {
+/// Every (rule, level) pair that fails, rules in the given order, levels in row order; an
+/// error when a delivery rule meets a run (or a level both runs have) without deliveries.
+pub fn check(cmp: &Comparison, rules: &[FailIf]) -> Result<Vec<Violation>, FailIfError> {
     let mut out = Vec::new();
     for rule in rules {
+        if rule.metric.is_delivery() {
+            measurable(cmp, rule)?;
+        }
         for row in cmp.rows() {
             let (Some(b), Some(c)) = (row.baseline, row.candidate) else {
                 continue;
             };
-            let (base, cand) = (b.get(rule.metric), c.get(rule.metric));
+            let (Some(base), Some(cand)) = (rule.side(&b), rule.side(&c)) else {
+                continue;
+            };
             let delta = Delta::between(base, cand);
             if rule.fails(delta) {
                 out.push(Violation {
@@ -125,5 +223,5 @@ pub fn check(cmp: &Comparison, rules: &[FailIf]) -> Vec<Violation> {
             }
         }
     }
-    out
+    Ok(out)
 }

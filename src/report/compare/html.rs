@@ -1,4 +1,5 @@
-//! `compare.html`: the comparison as one self-contained page (the run report's CSS and SVG kit).
+//! `compare.html`: the comparison as one self-contained page (the run report's CSS and SVG kit),
+//! with the delivery tables and charts when both runs have deliveries.
 
 use std::fmt::Write;
 
@@ -13,8 +14,12 @@ const NOTABLE_PCT: f64 = 5.0;
 /// Error-rate changes at least this large (in percentage points) are coloured.
 const NOTABLE_ERROR_PP: f64 = 0.5;
 
-/// The CSS class of a delta cell: notable changes are coloured worse or better.
+/// The CSS class of a delta cell: notable changes are coloured worse or better (Expected,
+/// what the hub owed, is neither).
 fn delta_class(m: Metric, abs: f64, pct: Option<f64>) -> &'static str {
+    if m == Metric::Expected {
+        return "num";
+    }
     let notable = if m == Metric::ErrorPct {
         abs.abs() >= NOTABLE_ERROR_PP
     } else {
@@ -31,21 +36,25 @@ fn delta_class(m: Metric, abs: f64, pct: Option<f64>) -> &'static str {
 
 /// One table per metric (level, baseline, candidate, Δ, Δ %), so the page fits a screen;
 /// `compare.csv` has the same numbers side by side for spreadsheets.
-fn metric_tables(cmp: &Comparison) -> String {
+fn metric_tables(cmp: &Comparison, metrics: &[Metric]) -> String {
     let mut out = String::from("<div class=\"metrics\">");
-    for m in Metric::ALL {
-        let title = match m {
-            Metric::ErrorPct => m.name().to_string(),
-            m => format!("{} ({})", m.name(), m.unit()),
+    for &m in metrics {
+        let title = match m.unit() {
+            "" | "%" => m.name().to_string(),
+            unit => format!("{} ({unit})", m.name()),
+        };
+        let delta = match m.delta_unit() {
+            "" => "Δ".to_string(),
+            u => format!("Δ {u}"),
         };
         let _ = write!(
             out,
             "<section><h3>{}</h3><table class=\"compare\"><thead><tr><th>{}</th>\
              <th class=\"num\">baseline</th><th class=\"num\">candidate</th>\
-             <th class=\"num\">Δ {}</th><th class=\"num\">Δ %</th></tr></thead><tbody>",
+             <th class=\"num\">{}</th><th class=\"num\">Δ %</th></tr></thead><tbody>",
             escape(&title),
             escape(&cmp.level_title),
-            escape(m.delta_unit()),
+            escape(&delta),
         );
         for row in cmp.rows() {
             let total = cmp.total.as_ref() == Some(row);
@@ -56,18 +65,23 @@ fn metric_tables(cmp: &Comparison) -> String {
             });
             let _ = write!(out, "<td>{}</td>", escape(&row.label));
             match (row.baseline, row.candidate) {
-                (Some(b), Some(c)) => {
-                    let d = Delta::between(b.get(m), c.get(m));
-                    let class = delta_class(m, d.abs, d.pct);
-                    let _ = write!(
-                        out,
-                        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td><td class=\"{class}\">{}</td>",
-                        escape(&plain_value(m, b.get(m))),
-                        escape(&plain_value(m, c.get(m))),
-                        escape(&plain_delta(m, d.abs)),
-                        escape(&d.pct.map_or_else(|| "n/a".to_string(), plain_pct)),
-                    );
-                }
+                (Some(b), Some(c)) => match (b.get(m), c.get(m)) {
+                    (Some(bv), Some(cv)) => {
+                        let d = Delta::between(bv, cv);
+                        let class = delta_class(m, d.abs, d.pct);
+                        let _ = write!(
+                            out,
+                            "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"{class}\">{}</td><td class=\"{class}\">{}</td>",
+                            escape(&plain_value(m, bv)),
+                            escape(&plain_value(m, cv)),
+                            escape(&plain_delta(m, d.abs)),
+                            escape(&d.pct.map_or_else(|| "n/a".to_string(), plain_pct)),
+                        );
+                    }
+                    _ => out.push_str(
+                        "<td class=\"flag\" colspan=\"4\">no delivery section in one run</td>",
+                    ),
+                },
                 (b, _) => {
                     let which = if b.is_some() { "baseline" } else { "candidate" };
                     let _ = write!(
@@ -89,7 +103,7 @@ fn chart(cmp: &Comparison, m: Metric, id: &str) -> String {
         cmp.levels
             .iter()
             .enumerate()
-            .map(|(i, r)| side(r).map(|s| (i as f64, s.get(m))))
+            .map(|(i, r)| side(r).and_then(|s| s.get(m)).map(|v| (i as f64, v)))
             .collect()
     };
     let series = vec![
@@ -117,6 +131,8 @@ fn chart(cmp: &Comparison, m: Metric, id: &str) -> String {
         y_label: match m {
             Metric::ErrorPct => "% of attempts not accepted".to_string(),
             Metric::Throughput => "Attempts per second".to_string(),
+            Metric::DeliveredRate => "Deliveries per second".to_string(),
+            m if m.is_count() => format!("{} (deliveries)", m.name()),
             _ => format!("{} (ms{scale})", m.name()),
         },
         unit: m.unit().to_string(),
@@ -157,7 +173,19 @@ pub fn render_html(cmp: &Comparison, rules: &[FailIf], violations: &[Violation])
         }
     }
     b.push_str("<h2>Per level</h2>");
-    b.push_str(&metric_tables(cmp));
+    let metrics = cmp.metrics();
+    let delivery: Vec<Metric> = metrics
+        .iter()
+        .copied()
+        .filter(|m| m.is_delivery())
+        .collect();
+    b.push_str(&metric_tables(cmp, &Metric::ALL));
+    if !delivery.is_empty() {
+        b.push_str(
+            "<h2 id=\"delivery\">Deliveries per level (end-to-end: publish start → subscriber)</h2>",
+        );
+        b.push_str(&metric_tables(cmp, &delivery));
+    }
     let _ = write!(
         b,
         "<p class=\"meta\">Δ = candidate − baseline; Δ % is relative to the baseline. Changes of \
@@ -174,6 +202,17 @@ pub fn render_html(cmp: &Comparison, rules: &[FailIf], violations: &[Violation])
             chart(cmp, Metric::Throughput, "chart-throughput"),
             chart(cmp, Metric::ErrorPct, "chart-errors"),
         );
+        if !delivery.is_empty() {
+            let _ = write!(
+                b,
+                "<div class=\"charts\"><figure>{}</figure><figure>{}</figure>\
+                 <figure>{}</figure><figure>{}</figure></div>",
+                chart(cmp, Metric::E2eP99, "chart-e2e-p99"),
+                chart(cmp, Metric::E2eMedian, "chart-e2e-median"),
+                chart(cmp, Metric::DeliveredRate, "chart-delivered-rate"),
+                chart(cmp, Metric::Lost, "chart-lost"),
+            );
+        }
     }
     document("hubload comparison", &b)
 }

@@ -1,9 +1,12 @@
 //! The comparison as data: the metrics compared, their values and deltas per level, and
 //! which run each level exists in.
 
+use crate::report::delivery::DeliveryReport;
 use crate::report::LevelReport;
+use crate::subscriber::DeliveryCounts;
 
-/// A compared quantity.
+/// A compared quantity: the aggregate report's columns, then (when both runs had
+/// `--subscribers`) the delivery section's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Metric {
     /// Mean latency, ms.
@@ -18,10 +21,46 @@ pub enum Metric {
     ErrorPct,
     /// Attempts per second.
     Throughput,
+    /// Deliveries owed (accepted publishes × listening subscribers).
+    Expected,
+    /// Events delivered, each once.
+    Delivered,
+    /// Expected deliveries missing when the grace had passed.
+    Lost,
+    /// Expected deliveries missing when a signal cut the grace short (not lost).
+    NotYetDelivered,
+    /// Deliveries of an event already acknowledged.
+    Duplicates,
+    /// Deliveries again after an error answer (the hub retrying).
+    Redeliveries,
+    /// First deliveries out of publish order.
+    OutOfOrder,
+    /// Deliveries with a bad `X-Hub-Signature`.
+    BadSignature,
+    /// Deliveries not byte-identical to the event they name.
+    BodyMismatch,
+    /// Deliveries of nothing hubload published.
+    Unexpected,
+    /// End-to-end latency (publish start → delivery received): mean, ms.
+    E2eAverage,
+    /// End-to-end median, ms.
+    E2eMedian,
+    /// End-to-end 90th percentile, ms.
+    E2eP90,
+    /// End-to-end 95th percentile, ms.
+    E2eP95,
+    /// End-to-end 99th percentile, ms.
+    E2eP99,
+    /// End-to-end largest, ms.
+    E2eMax,
+    /// Delivered per second over the level's span plus the wait for its deliveries.
+    DeliveredRate,
+    /// Deliveries still missing when the level's last publish returned.
+    Backlog,
 }
 
 impl Metric {
-    /// Every metric, in column order.
+    /// The aggregate report's metrics, in column order.
     pub const ALL: [Metric; 6] = [
         Metric::Average,
         Metric::Median,
@@ -31,7 +70,29 @@ impl Metric {
         Metric::Throughput,
     ];
 
-    /// Column name, as in the aggregate report.
+    /// The delivery metrics, in `delivery.csv`'s order (with Expected first).
+    pub const DELIVERY: [Metric; 18] = [
+        Metric::Expected,
+        Metric::Delivered,
+        Metric::Lost,
+        Metric::NotYetDelivered,
+        Metric::Duplicates,
+        Metric::Redeliveries,
+        Metric::OutOfOrder,
+        Metric::BadSignature,
+        Metric::BodyMismatch,
+        Metric::Unexpected,
+        Metric::E2eAverage,
+        Metric::E2eMedian,
+        Metric::E2eP90,
+        Metric::E2eP95,
+        Metric::E2eP99,
+        Metric::E2eMax,
+        Metric::DeliveredRate,
+        Metric::Backlog,
+    ];
+
+    /// Column name, as in the aggregate report and `delivery.csv`.
     pub fn name(self) -> &'static str {
         match self {
             Metric::Average => "Average",
@@ -40,14 +101,33 @@ impl Metric {
             Metric::P99 => "99% Line",
             Metric::ErrorPct => "Error %",
             Metric::Throughput => "Throughput",
+            Metric::Expected => "Expected",
+            Metric::Delivered => "Delivered",
+            Metric::Lost => "Lost",
+            Metric::NotYetDelivered => "Not yet delivered",
+            Metric::Duplicates => "Duplicates",
+            Metric::Redeliveries => "Redeliveries",
+            Metric::OutOfOrder => "Out of order",
+            Metric::BadSignature => "Bad signature",
+            Metric::BodyMismatch => "Body mismatch",
+            Metric::Unexpected => "Unexpected",
+            Metric::E2eAverage => "E2E Average",
+            Metric::E2eMedian => "E2E Median",
+            Metric::E2eP90 => "E2E 90%",
+            Metric::E2eP95 => "E2E 95%",
+            Metric::E2eP99 => "E2E 99%",
+            Metric::E2eMax => "E2E Max",
+            Metric::DeliveredRate => "Delivered rate",
+            Metric::Backlog => "Backlog at level end",
         }
     }
 
-    /// The unit of the values ("ms", "%" or "/s").
+    /// The unit of the values ("ms", "%", "/s", or "" for a count).
     pub fn unit(self) -> &'static str {
         match self {
             Metric::ErrorPct => "%",
-            Metric::Throughput => "/s",
+            Metric::Throughput | Metric::DeliveredRate => "/s",
+            m if m.is_count() => "",
             _ => "ms",
         }
     }
@@ -60,17 +140,96 @@ impl Metric {
         }
     }
 
-    /// Only throughput gets better as it grows.
+    /// Throughput, the delivered rate and deliveries get better as they grow.
     pub fn higher_is_better(self) -> bool {
-        self == Metric::Throughput
-    }
-
-    /// True for the latency metrics.
-    pub fn is_latency(self) -> bool {
         matches!(
             self,
-            Metric::Average | Metric::Median | Metric::P95 | Metric::P99
+            Metric::Throughput | Metric::DeliveredRate | Metric::Delivered
         )
+    }
+
+    /// True for the latency metrics (publish and end-to-end).
+    pub fn is_latency(self) -> bool {
+        self.unit() == "ms"
+    }
+
+    /// True for the delivery counts (whole numbers; a share of Expected under `%`).
+    pub fn is_count(self) -> bool {
+        let measured = matches!(
+            self,
+            Metric::E2eAverage
+                | Metric::E2eMedian
+                | Metric::E2eP90
+                | Metric::E2eP95
+                | Metric::E2eP99
+                | Metric::E2eMax
+                | Metric::DeliveredRate
+        );
+        self.is_delivery() && !measured
+    }
+
+    /// True for the metrics of a level's `delivery` section.
+    pub fn is_delivery(self) -> bool {
+        Metric::DELIVERY.contains(&self)
+    }
+}
+
+/// The compared values of a level's `delivery` section.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeliveryMetrics {
+    /// Every subscriber's counters added up.
+    pub counts: DeliveryCounts,
+    /// End-to-end latency, ms: mean, p50, p90, p95, p99, max.
+    pub e2e_ms: [f64; 6],
+    /// Delivered per second.
+    pub delivered_per_sec: f64,
+    /// Deliveries missing when the level's last publish returned.
+    pub backlog: u64,
+}
+
+impl DeliveryMetrics {
+    fn from_report(d: &DeliveryReport) -> Self {
+        let ms = |us: u64| us as f64 / 1000.0;
+        let e = &d.e2e_us;
+        DeliveryMetrics {
+            counts: d.counts,
+            e2e_ms: [
+                e.mean / 1000.0,
+                ms(e.p50),
+                ms(e.p90),
+                ms(e.p95),
+                ms(e.p99),
+                ms(e.max),
+            ],
+            delivered_per_sec: d.delivered_per_sec,
+            backlog: d.backlog_at_level_end,
+        }
+    }
+
+    fn get(&self, m: Metric) -> f64 {
+        let c = &self.counts;
+        let n = match m {
+            Metric::E2eAverage => return self.e2e_ms[0],
+            Metric::E2eMedian => return self.e2e_ms[1],
+            Metric::E2eP90 => return self.e2e_ms[2],
+            Metric::E2eP95 => return self.e2e_ms[3],
+            Metric::E2eP99 => return self.e2e_ms[4],
+            Metric::E2eMax => return self.e2e_ms[5],
+            Metric::DeliveredRate => return self.delivered_per_sec,
+            Metric::Expected => c.expected,
+            Metric::Delivered => c.delivered,
+            Metric::Lost => c.lost,
+            Metric::NotYetDelivered => c.not_yet_delivered,
+            Metric::Duplicates => c.duplicates,
+            Metric::Redeliveries => c.redeliveries,
+            Metric::OutOfOrder => c.out_of_order,
+            Metric::BadSignature => c.bad_signature,
+            Metric::BodyMismatch => c.body_mismatch,
+            Metric::Unexpected => c.unexpected,
+            Metric::Backlog => self.backlog,
+            publish => unreachable!("{publish:?} is not a delivery metric"),
+        };
+        n as f64
     }
 }
 
@@ -91,6 +250,8 @@ pub struct Metrics {
     pub throughput: f64,
     /// Attempts.
     pub samples: u64,
+    /// The level's delivery section (`--subscribers`).
+    pub delivery: Option<DeliveryMetrics>,
 }
 
 impl Metrics {
@@ -105,19 +266,35 @@ impl Metrics {
             error_pct: l.error_pct,
             throughput: l.throughput,
             samples: l.samples,
+            delivery: l.delivery.as_ref().map(DeliveryMetrics::from_report),
         }
     }
 
-    /// One metric's value.
-    pub fn get(&self, m: Metric) -> f64 {
-        match m {
+    /// One metric's value; `None` for a delivery metric of a level without deliveries.
+    pub fn get(&self, m: Metric) -> Option<f64> {
+        Some(match m {
             Metric::Average => self.average_ms,
             Metric::Median => self.median_ms,
             Metric::P95 => self.p95_ms,
             Metric::P99 => self.p99_ms,
             Metric::ErrorPct => self.error_pct,
             Metric::Throughput => self.throughput,
-        }
+            delivery => return self.delivery.map(|d| d.get(delivery)),
+        })
+    }
+
+    /// A delivery count as a share of the level's expected deliveries, %: as `--threshold`
+    /// takes it, 0 % of nothing expected when the count is 0 too, infinitely large otherwise.
+    pub fn share(&self, m: Metric) -> Option<f64> {
+        let d = self.delivery?;
+        let (n, of) = (d.get(m), d.counts.expected as f64);
+        Some(if of > 0.0 {
+            n * 100.0 / of
+        } else if n == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        })
     }
 }
 
@@ -187,7 +364,7 @@ impl LevelComparison {
     /// The delta of one metric, when both runs have the level.
     pub fn delta(&self, m: Metric) -> Option<Delta> {
         match (&self.baseline, &self.candidate) {
-            (Some(b), Some(c)) => Some(Delta::between(b.get(m), c.get(m))),
+            (Some(b), Some(c)) => Some(Delta::between(b.get(m)?, c.get(m)?)),
             _ => None,
         }
     }
@@ -206,11 +383,25 @@ pub struct Comparison {
     pub levels: Vec<LevelComparison>,
     /// The TOTAL rows, when both runs have one.
     pub total: Option<LevelComparison>,
+    /// Whether the baseline has a level with a `delivery` section (`--subscribers`).
+    pub baseline_delivery: bool,
+    /// Whether the candidate has one.
+    pub candidate_delivery: bool,
 }
 
 impl Comparison {
     /// The levels, then TOTAL.
     pub fn rows(&self) -> impl Iterator<Item = &LevelComparison> {
         self.levels.iter().chain(self.total.as_ref())
+    }
+
+    /// The metrics shown: the aggregate report's, then the delivery ones when both runs have
+    /// deliveries.
+    pub fn metrics(&self) -> Vec<Metric> {
+        let mut m = Metric::ALL.to_vec();
+        if self.baseline_delivery && self.candidate_delivery {
+            m.extend(Metric::DELIVERY);
+        }
+        m
     }
 }

@@ -13,11 +13,19 @@ enum Line {
     Rule,
 }
 
-fn level_lines(row: &LevelComparison, out: &mut Vec<Line>) {
+/// A side's value for people, or "—" where the level has no delivery section.
+fn cell(m: Metric, side: &Metrics) -> String {
+    side.get(m).map_or_else(|| "—".to_string(), |v| value(m, v))
+}
+
+fn level_lines(row: &LevelComparison, metrics: &[Metric], out: &mut Vec<Line>) {
     match (row.presence(), &row.baseline, &row.candidate) {
         (Presence::Both, Some(b), Some(c)) => {
-            for (i, m) in Metric::ALL.iter().enumerate() {
-                let d = row.delta(*m).expect("both sides present");
+            for (i, m) in metrics.iter().enumerate() {
+                let (abs, pct) = row.delta(*m).map_or_else(
+                    || ("—".to_string(), "—".to_string()),
+                    |d| (delta_abs(*m, d.abs), delta_pct(d.pct)),
+                );
                 out.push(Line::Cells([
                     if i == 0 {
                         row.label.clone()
@@ -25,10 +33,10 @@ fn level_lines(row: &LevelComparison, out: &mut Vec<Line>) {
                         String::new()
                     },
                     m.name().to_string(),
-                    value(*m, b.get(*m)),
-                    value(*m, c.get(*m)),
-                    delta_abs(*m, d.abs),
-                    delta_pct(d.pct),
+                    cell(*m, b),
+                    cell(*m, c),
+                    abs,
+                    pct,
                 ]));
             }
         }
@@ -50,8 +58,9 @@ fn side(p: Presence) -> &'static str {
     }
 }
 
-/// The comparison as an aligned table for the terminal, then the threshold verdict
-/// (when `rules` is not empty).
+/// The comparison as an aligned table for the terminal (each level's delivery rows after its
+/// publish rows, when both runs have deliveries), then the threshold verdict (when `rules`
+/// is not empty).
 pub fn render_text(cmp: &Comparison, rules: &[FailIf], violations: &[Violation]) -> String {
     let mut lines = vec![
         Line::Cells([
@@ -64,8 +73,9 @@ pub fn render_text(cmp: &Comparison, rules: &[FailIf], violations: &[Violation])
         ]),
         Line::Rule,
     ];
+    let metrics = cmp.metrics();
     for row in cmp.rows() {
-        level_lines(row, &mut lines);
+        level_lines(row, &metrics, &mut lines);
     }
     let mut widths = [0usize; 6];
     for l in &lines {
@@ -123,34 +133,43 @@ pub fn render_text(cmp: &Comparison, rules: &[FailIf], violations: &[Violation])
 }
 
 /// The header of `compare.csv`: the level, where it exists, then per metric the baseline,
-/// the candidate, the absolute delta and the relative delta.
-pub fn csv_header() -> Vec<String> {
+/// the candidate, the absolute delta and the relative delta (units in brackets; a count has
+/// none).
+pub fn csv_header(metrics: &[Metric]) -> Vec<String> {
     let mut h = vec!["Level".to_string(), "Present in".to_string()];
-    for m in Metric::ALL {
+    for &m in metrics {
         let (name, unit) = (m.name(), m.unit());
         let delta_unit = m.delta_unit();
-        if m == Metric::ErrorPct {
+        if m == Metric::ErrorPct || unit.is_empty() {
             h.push(format!("{name} baseline"));
             h.push(format!("{name} candidate"));
         } else {
             h.push(format!("{name} baseline ({unit})"));
             h.push(format!("{name} candidate ({unit})"));
         }
-        h.push(format!("{name} delta ({delta_unit})"));
+        match delta_unit {
+            "" => h.push(format!("{name} delta")),
+            u => h.push(format!("{name} delta ({u})")),
+        }
         h.push(format!("{name} delta %"));
     }
     h
 }
 
-/// `compare.csv`: one row per level and TOTAL, wide, ready for a spreadsheet. Cells of a
-/// missing side are empty; a relative delta from a zero baseline is empty.
+/// `compare.csv`: one row per level and TOTAL, wide, ready for a spreadsheet; the delivery
+/// columns follow when both runs have deliveries. Cells of a missing side (or section) are
+/// empty; a relative delta from a zero baseline is empty.
 pub fn render_csv(cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
+    let metrics = cmp.metrics();
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(csv_header())?;
+    w.write_record(csv_header(&metrics))?;
     for row in cmp.rows() {
         let mut rec = vec![row.label.clone(), row.presence().as_str().to_string()];
-        for m in Metric::ALL {
-            let side = |s: Option<Metrics>| s.map_or(String::new(), |s| plain_value(m, s.get(m)));
+        for &m in &metrics {
+            let side = |s: Option<Metrics>| {
+                s.and_then(|s| s.get(m))
+                    .map_or(String::new(), |v| plain_value(m, v))
+            };
             rec.push(side(row.baseline));
             rec.push(side(row.candidate));
             match row.delta(m) {

@@ -9,7 +9,7 @@ use super::render::{render_csv, render_text};
 use super::*;
 use crate::gate::{Bound, Op};
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/reports/{name}"))
 }
 
@@ -27,8 +27,16 @@ fn row<'a>(cmp: &'a Comparison, label: &str) -> &'a LevelComparison {
 fn assert_level(cmp: &Comparison, label: &str, want: &[(Metric, f64, f64, f64, f64)]) {
     let r = row(cmp, label);
     for (m, b, c, abs, pct) in want {
-        assert_eq!(r.baseline.unwrap().get(*m), *b, "{label} {m:?} baseline");
-        assert_eq!(r.candidate.unwrap().get(*m), *c, "{label} {m:?} candidate");
+        assert_eq!(
+            r.baseline.unwrap().get(*m),
+            Some(*b),
+            "{label} {m:?} baseline"
+        );
+        assert_eq!(
+            r.candidate.unwrap().get(*m),
+            Some(*c),
+            "{label} {m:?} candidate"
+        );
         let d = r.delta(*m).unwrap();
         assert_eq!(d.abs, *abs, "{label} {m:?} Δ");
         let p = d.pct.unwrap();
@@ -176,7 +184,7 @@ fn fail_if_parses() {
     }
 }
 
-fn rules(list: &[&str]) -> Vec<FailIf> {
+pub(crate) fn rules(list: &[&str]) -> Vec<FailIf> {
     list.iter().map(|r| r.parse().unwrap()).collect()
 }
 
@@ -185,6 +193,7 @@ fn check_finds_exactly_the_broken_levels() {
     let cmp = pair();
     let found = |list: &[&str]| -> Vec<String> {
         check(&cmp, &rules(list))
+            .unwrap()
             .iter()
             .map(|v| format!("{} @ {}", v.rule, v.label))
             .collect()
@@ -205,7 +214,7 @@ fn check_finds_exactly_the_broken_levels() {
     assert!(found(&["p99>+0ms"])
         .iter()
         .all(|v| !v.ends_with("@ 1") && !v.ends_with("@ 100")));
-    let v = &check(&cmp, &rules(&["p99>+10%"]))[0];
+    let v = &check(&cmp, &rules(&["p99>+10%"])).unwrap()[0];
     assert_eq!(
         v.to_string(),
         "p99>+10%: level 50: 100.0 ms → 130.0 ms (+30.0 ms, +30.00%)"
@@ -216,7 +225,7 @@ fn check_finds_exactly_the_broken_levels() {
 fn text_table() {
     let cmp = pair();
     let r = rules(&["p99>+10%", "errors>+1%"]);
-    let text = render_text(&cmp, &r, &check(&cmp, &r));
+    let text = render_text(&cmp, &r, &check(&cmp, &r).unwrap());
     let lines: Vec<&str> = text.lines().collect();
     let expected_start = [
         "Baseline:  websub run of 2026-11-30T01:00:00Z against http://127.0.0.1:8080/hub",
@@ -280,22 +289,26 @@ fn csv_is_wide_and_exact() {
     assert!(lines[5].ends_with(",2250.0,2000.0,-250.0,-11.11%"));
 }
 
+/// The ids of a page's charts, in order.
+pub(crate) fn svg_ids<'a>(doc: &'a roxmltree::Document<'_>) -> Vec<&'a str> {
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "svg")
+        .filter_map(|n| n.attribute("id"))
+        .collect()
+}
+
 #[test]
 fn html_page() {
     let cmp = pair();
     let r = rules(&["p99>+10%"]);
-    let violations = check(&cmp, &r);
+    let violations = check(&cmp, &r).unwrap();
     let html = html::render_html(&cmp, &r, &violations);
     let opts = roxmltree::ParsingOptions {
         allow_dtd: true,
         ..Default::default()
     };
     let doc = roxmltree::Document::parse_with_options(&html, opts).unwrap();
-    let ids: Vec<&str> = doc
-        .descendants()
-        .filter(|n| n.tag_name().name() == "svg")
-        .filter_map(|n| n.attribute("id"))
-        .collect();
+    let ids = svg_ids(&doc);
     assert_eq!(
         ids,
         [
@@ -408,6 +421,10 @@ fn write_sample_compare_html() {
         .unwrap_or_else(|| std::env::temp_dir().join("hubload-sample-compare.html"));
     let cmp = pair();
     let r = rules(&["p99>+10%", "throughput<-10%"]);
-    std::fs::write(&path, html::render_html(&cmp, &r, &check(&cmp, &r))).unwrap();
+    std::fs::write(
+        &path,
+        html::render_html(&cmp, &r, &check(&cmp, &r).unwrap()),
+    )
+    .unwrap();
     println!("{}", path.display());
 }

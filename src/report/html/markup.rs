@@ -88,6 +88,21 @@ impl Cell {
     }
 }
 
+/// Header cells: the first a text column, the others numbers.
+pub(crate) fn head_cells(names: &[&str]) -> Vec<Cell> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            if i == 0 {
+                Cell::text(*h)
+            } else {
+                Cell::num(*h)
+            }
+        })
+        .collect()
+}
+
 /// A table with a header row; `total_last` bolds the last row (the TOTAL).
 pub(crate) fn table(head: &[Cell], rows: &[Vec<Cell>], total_last: bool) -> String {
     let mut out = String::from("<div class=\"scroll\"><table><thead><tr>");

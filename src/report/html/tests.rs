@@ -11,7 +11,7 @@ pub(crate) fn sample() -> Report {
 }
 
 /// Parse the page as XML (our markup is well-formed by construction); panics with the error.
-fn parse(html: &str) -> roxmltree::Document<'_> {
+pub(crate) fn parse(html: &str) -> roxmltree::Document<'_> {
     let opts = roxmltree::ParsingOptions {
         allow_dtd: true,
         ..Default::default()

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::markup::{fmt_error_pct, table, Cell};
+use super::markup::{fmt_error_pct, head_cells, table, Cell};
 use super::svg::escape;
 use crate::report::precision::ms3;
 use crate::report::{LevelReport, Report, TopicReport};
@@ -29,17 +29,7 @@ pub fn worst(l: &LevelReport, key: impl Fn(&TopicReport) -> f64, n: usize) -> Ve
 
 fn ranking(report: &Report, topics: &[&TopicReport]) -> String {
     let head = ["Topic", "Attempts", "Error %", "p50 ms", "p99 ms", "Max ms"];
-    let head: Vec<Cell> = head
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            if i == 0 {
-                Cell::text(*h)
-            } else {
-                Cell::num(*h)
-            }
-        })
-        .collect();
+    let head = head_cells(&head);
     let rows: Vec<Vec<Cell>> = topics
         .iter()
         .map(|t| {
