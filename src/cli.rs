@@ -40,7 +40,8 @@ pub enum Command {
         baseline: PathBuf,
         /// Candidate: summary.json or report directory.
         candidate: PathBuf,
-        /// Fail (exit 1) when a delta crosses a bound, e.g. `p99>+10%` (repeatable).
+        /// Fail (exit 1) when a delta crosses a bound, e.g. `p99>+10%`, `e2e_p99>+10%`, `lost>0`
+        /// (repeatable; every metric `--threshold` takes).
         #[arg(long = "fail-if")]
         fail_if: Vec<String>,
         /// Directory for compare.csv and compare.html.
