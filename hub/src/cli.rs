@@ -362,6 +362,9 @@ mod tests {
         let zero = Cli::try_parse_from(["x", "--delivery-concurrency", "0"]).unwrap();
         let err = zero.hub.to_config().unwrap_err().to_string();
         assert_eq!(err, "--delivery-concurrency must be at least 1");
+        let zero = Cli::try_parse_from(["x", "--delivery-pipeline", "0"]).unwrap();
+        let err = zero.hub.to_config().unwrap_err().to_string();
+        assert_eq!(err, "--delivery-pipeline must be at least 1");
         let missing = Cli::try_parse_from(["x", "--config", "/nonexistent/f.toml"]).unwrap();
         let err = format!("{:#}", missing.hub.to_config().unwrap_err());
         assert!(err.contains("--config /nonexistent/f.toml"), "{err}");
