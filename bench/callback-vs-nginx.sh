@@ -21,17 +21,10 @@ ROUNDS=${ROUNDS:-3}
 for tool in wrk nginx curl; do
   command -v "$tool" >/dev/null || { echo "$tool is missing: apt-get install -y $tool" >&2; exit 2; }
 done
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-# One build command for every bench script (the same feature set: nothing rebuilt between them).
-cargo build --release -q -p hubload -p hubload-hub --bin hubload --bin hubload-hub --example callback_server
-BIN="$CARGO_TARGET_DIR/release/examples/callback_server"
-TCK=$(getconf CLK_TCK)
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
+source bench/nginx.sh
+bench_setup
+FLEET="$BIN/examples/callback_server"
 
-cpu_us() { awk -v t="$TCK" '{print int(($14 + $15) * 1000000 / t)}' "/proc/$1/stat"; }
 per() { awk -v a="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", a / n; else printf "-" }'; }
 count() { awk '/requests in/ {print $1}'; }
 rps() { awk '/Requests\/sec/ {print $2}'; }
@@ -43,7 +36,6 @@ reconcile() {
   fi
 }
 
-source bench/nginx.sh
 # A free port unless given (a fixed port in the ephemeral range can be held by a TIME-WAIT).
 NGINX_PORT=${NGINX_PORT:-$(free_port)}
 nginx_start "$WORK/nginx" 3072 "server {
@@ -51,14 +43,16 @@ nginx_start "$WORK/nginx" 3072 "server {
     location = /nginx_status { stub_status; }
     location / { return 204; }
   }"; PIDS+=("$NGINX_PID")
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:$NGINX_PORT/nginx_status" >/dev/null 2>&1 && break; sleep 0.05; done
-nginx_requests() { curl -fs "http://127.0.0.1:$NGINX_PORT/nginx_status" | awk 'NR==3 {print $3}'; }
+nginx_requests() { nginx_served "$NGINX_PORT"; }
 # nginx's master only forks; the worker answers.
 NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1)
 
 # The fleet serves for DURATION + 3 s, then prints its counters; started once per round.
 start_fleet() {
-  "$BIN" $((DURATION + 3)) "$WORK" > "$WORK/fleet.out" & FLEET_PID=$!; PIDS+=("$FLEET_PID")
+  # Emptied first: else the wait below can see the last round's URL before the new fleet's
+  # redirection truncates the file.
+  : > "$WORK/fleet.out"
+  "$FLEET" $((DURATION + 3)) "$WORK" > "$WORK/fleet.out" & FLEET_PID=$!; PIDS+=("$FLEET_PID")
   for _ in $(seq 200); do [ -s "$WORK/fleet.out" ] && break; sleep 0.05; done
   FLEET_URL=$(head -1 "$WORK/fleet.out")
   [ -n "$FLEET_URL" ] || { echo "the callback server printed no URL" >&2; exit 1; }
@@ -81,7 +75,7 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
   # Prints "<Ir> <received>" for wrk running $1 s against the fleet under callgrind.
   ir_run() {
     : > "$WORK/fleet.out"
-    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.$1" "$BIN" $(($1 + 10)) "$WORK" \
+    valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.$1" "$FLEET" $(($1 + 10)) "$WORK" \
       > "$WORK/fleet.out" 2> "$WORK/cg.log" & local pid=$!; PIDS+=("$pid")
     for _ in $(seq 600); do [ -s "$WORK/fleet.out" ] && break; sleep 0.05; done
     local url; url=$(head -1 "$WORK/fleet.out")

@@ -21,19 +21,14 @@ SECS=${DURATION%s}
 for tool in wrk nginx curl python3; do
   command -v "$tool" >/dev/null || { echo "$tool is missing: apt-get install -y $tool" >&2; exit 2; }
 done
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 RATED=${RATED:-1}
 RATE=${RATE:-}
 RATED_ROUNDS=${RATED_ROUNDS:-3}
 PUB_THREADS=${PUB_THREADS:-1}
-# One build command for every bench script (the same feature set: nothing rebuilt between them).
-cargo build --release -q -p hubload -p hubload-hub --bin hubload --bin hubload-hub --example callback_server
-BIN="$CARGO_TARGET_DIR/release"
-TCK=$(getconf CLK_TCK)
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
+source bench/nginx.sh
+bench_setup
+# HUB_BIN: another hub binary to measure (for example a copy of an earlier build).
+HUB_BIN=${HUB_BIN:-$BIN/hubload-hub}
 
 cat > "$WORK/post.lua" <<'LUA'
 wrk.method = "POST"
@@ -46,7 +41,6 @@ LUA
 # The verification GET carries hub.challenge; nginx's $arg_NAME cannot name an argument with
 # a dot in it ($arg_hub_challenge looks for "hub_challenge"), so a map over $args extracts it.
 # stub_status counts the requests nginx answered, to reconcile with the hub's count.
-source bench/nginx.sh
 # Free ports unless given (a fixed port in the ephemeral range can be held by a TIME-WAIT).
 HUB_PORT=${HUB_PORT:-$(free_port)}
 SINK_PORT=${SINK_PORT:-$(free_port)}
@@ -62,19 +56,16 @@ nginx_start "$WORK/nginx" 3072 "map \$args \$challenge { \"~(^|&)hub\\.challenge
   }"; PIDS+=("$NGINX_PID")
 
 wait_http() { for _ in $(seq 100); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 2; }
-wait_http "http://127.0.0.1:$SINK_PORT/nginx_status"
 # nginx's own count of requests so far (stub_status "requests", this one included).
-nginx_requests() { curl -fs "http://127.0.0.1:$SINK_PORT/nginx_status" | awk 'NR==3 {print $3}'; }
+nginx_requests() { nginx_served "$SINK_PORT"; }
 stat() { curl -fs "$HUB/stats" | python3 -c "import json,sys; s=json.load(sys.stdin); d=s['distribution']; print($1)"; }
-# CPU time (user + sys) of a process so far, in µs.
-cpu_us() { awk -v t="$TCK" '{print int(($14 + $15) * 1000000 / t)}' "/proc/$1/stat"; }
 # $1 µs over $2 events, one decimal ("-" for no events).
 per() { awk -v a="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.1f", a / n; else printf "-" }'; }
 
 # One hub with SUBS nginx subscribers on TOPIC, verified; sets HUB_PID and NGINX_BEFORE.
 start_hub() {
   # shellcheck disable=SC2086
-  RUST_LOG=warn "$BIN/hubload-hub" --listen "127.0.0.1:$HUB_PORT" $HUB_FLAGS & HUB_PID=$!
+  RUST_LOG=warn "$HUB_BIN" --listen "127.0.0.1:$HUB_PORT" $HUB_FLAGS & HUB_PID=$!
   wait_http "$HUB/stats"
   curl -fs -X POST -H 'content-type: application/json' "$HUB/hub?hub.mode=register&hub.topic=$1" >/dev/null
   for i in $(seq "$2"); do
@@ -88,10 +79,10 @@ start_hub() {
 }
 
 # After the load: wait for the hub to drain (at most 30 s), read its counts and CPU, check
-# nginx's count against the hub's attempts, stop the hub. Sets ACC DEL ATT DROP PEND WHY CPU SEEN.
+# nginx's count against the hub's attempts, stop the hub. Sets ACC DEL ATT WRITES DROP PEND WHY CPU SEEN.
 finish_hub() {
   for _ in $(seq 300); do [ "$(stat "d['pending']")" = 0 ] && break; sleep 0.1; done
-  read -r ACC DEL ATT DROP PEND WHY < <(stat "s['publish']['accepted'], d['delivered'], d['attempts'], d['dropped'], d['pending'], 'full=%d;bytes=%d;ended=%d' % (d['dropped_queue_full'], d['dropped_queue_bytes'], d['dropped_ended'])" | tr -d "(),'")
+  read -r ACC DEL ATT WRITES DROP PEND WHY < <(stat "s['publish']['accepted'], d['delivered'], d['attempts'], d.get('writes', 0), d['dropped'], d['pending'], 'full=%d;bytes=%d;ended=%d' % (d['dropped_queue_full'], d['dropped_queue_bytes'], d['dropped_ended'])" | tr -d "(),'")
   CPU=$(( $(cpu_us "$HUB_PID") - CPU0 ))
   SEEN=$(( $(nginx_requests) - NGINX_BEFORE - 1 ))
   kill -INT "$HUB_PID"; wait "$HUB_PID" || true
@@ -105,10 +96,13 @@ finish_hub() {
 # cpu/pub, cpu/del: the hub process's CPU (user + sys) over the whole case, per accepted
 # publish and per delivery attempt (the latter includes the publishes' share); del-cpu: the
 # delivery's own share, (CPU − accepted × the publish-only case's cpu/pub) / attempts.
-printf "%-5s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %8s %s\n" subs publish/s accepted delivered/s delivered attempts dropped pending nginx-seen cpu/pub cpu/del del-cpu drop-why
+# att/wr: attempts per write to the callbacks (the hub's `writes`): the mean pipeline depth.
+printf "%-5s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %8s %6s %s\n" subs publish/s accepted delivered/s delivered attempts dropped pending nginx-seen cpu/pub cpu/del del-cpu att/wr drop-why
 PUBLISH_ONLY=""
 PUB_CPU=""
 # The delivery's own CPU per attempt: what the hub spent beyond the publishes' share.
+# Attempts per write, two decimals ("-" when the hub does not count writes or wrote nothing).
+depth() { awk -v a="$ATT" -v w="$WRITES" 'BEGIN { if (w > 0) printf "%.2f", a / w; else printf "-" }'; }
 del_cpu() { [ -n "$PUB_CPU" ] || { printf -; return; }; awk -v c="$CPU" -v a="$ACC" -v p="$PUB_CPU" -v n="$ATT" 'BEGIN { if (n > 0) printf "%.1f", (c - a * p) / n; else printf "-" }'; }
 for SUBS in $SUBS_LIST; do
   start_hub "$TOPIC" "$SUBS"
@@ -119,7 +113,7 @@ for SUBS in $SUBS_LIST; do
   [ "$SUBS" = 0 ] && PUBLISH_ONLY=$RPS
   finish_hub
   [ "$SUBS" = 0 ] && PUB_CPU=$(per "$CPU" "$ACC")
-  printf "%-5s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %8s %s\n" "$SUBS" "$RPS" "$ACC" "$((DEL_AT_END / SECS))" "$DEL" "$ATT" "$DROP" "$PEND" "$SEEN" "$(per "$CPU" "$ACC")" "$(per "$CPU" "$ATT")" "$(del_cpu)" "$WHY"
+  printf "%-5s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %8s %6s %s\n" "$SUBS" "$RPS" "$ACC" "$((DEL_AT_END / SECS))" "$DEL" "$ATT" "$DROP" "$PEND" "$SEEN" "$(per "$CPU" "$ACC")" "$(per "$CPU" "$ATT")" "$(del_cpu)" "$(depth)" "$WHY"
 done
 
 [ "$RATED" = 1 ] || exit 0
@@ -138,7 +132,7 @@ fi
 SHARED="hubload.shared.schema.WSO2.v1.event"
 echo
 echo "rate-limited: hubload --rate $RATE --duration $DURATION, 1 subscriber, $RATED_ROUNDS rounds"
-printf "%-5s %8s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %8s %s\n" round rate publish/s accepted delivered/s delivered attempts dropped pending nginx-seen cpu/pub cpu/del del-cpu verdict
+printf "%-5s %8s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %8s %6s %s\n" round rate publish/s accepted delivered/s delivered attempts dropped pending nginx-seen cpu/pub cpu/del del-cpu att/wr verdict
 YES=0
 for r in $(seq "$RATED_ROUNDS"); do
   start_hub "$SHARED" 1
@@ -151,6 +145,6 @@ for r in $(seq "$RATED_ROUNDS"); do
   if [ $((ACC * 100)) -lt $((RATE * SECS * 95)) ]; then VERDICT="no(publisher reached $((ACC / SECS))/s)"
   elif [ "$DROP" = 0 ] && [ "$DEL" = "$ACC" ]; then VERDICT=yes; YES=$((YES + 1))
   else VERDICT="no($WHY)"; fi
-  printf "%-5s %8s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %8s %s\n" "$r" "$RATE" "$((ACC / SECS))" "$ACC" "$((DEL / SECS))" "$DEL" "$ATT" "$DROP" "$PEND" "$SEEN" "$(per "$CPU" "$ACC")" "$(per "$CPU" "$ATT")" "$(del_cpu)" "$VERDICT"
+  printf "%-5s %8s %10s %10s %11s %10s %10s %8s %8s %10s %8s %8s %8s %6s %s\n" "$r" "$RATE" "$((ACC / SECS))" "$ACC" "$((DEL / SECS))" "$DEL" "$ATT" "$DROP" "$PEND" "$SEEN" "$(per "$CPU" "$ACC")" "$(per "$CPU" "$ATT")" "$(del_cpu)" "$(depth)" "$VERDICT"
 done
 echo "$GOAL, 1 subscriber, rate kept, every accepted publish delivered and 0 dropped: $([ "$YES" = "$RATED_ROUNDS" ] && echo yes || echo no) ($YES of $RATED_ROUNDS rounds)"

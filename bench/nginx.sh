@@ -22,7 +22,34 @@
 #   the location that answers like a hub accepting a publish (docs/protocol.md §2): 200,
 #   application/x-www-form-urlencoded, `hub.mode=accepted`, for every path under /hub.
 #
+# bench_setup
+#   builds the release binaries of the hub and callback benches with one command (the same
+#   feature set for every script, so nothing is rebuilt between them; CARGO_TARGET_DIR,
+#   default target), and sets BIN (the release directory), TCK (clock ticks per second),
+#   WORK (a fresh temporary directory), PIDS (processes to end at exit; add to it) and an
+#   EXIT trap that ends them and removes WORK.
+# cpu_us PID
+#   the CPU time (user + sys) of process PID so far, in µs (/proc/PID/stat fields 14, 15).
+#
 # Every address is 127.0.0.1.
+
+# shellcheck disable=SC2034 # BIN, TCK, PIDS are for the scripts that source this file
+bench_setup() {
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+    cargo build --release -q -p hubload -p hubload-hub --bin hubload --bin hubload-hub --example callback_server
+    BIN="$CARGO_TARGET_DIR/release"
+    TCK=$(getconf CLK_TCK)
+    WORK=$(mktemp -d)
+    PIDS=()
+    trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+
+cpu_us() { awk -v t="$TCK" '{print int(($14 + $15) * 1000000 / t)}' "/proc/$1/stat"; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -1,12 +1,25 @@
-//! One delivery worker's own HTTP/1.1 keep-alive connection to an `http://` callback: write a
-//! POST, read the answer's status, discard its body, keep the socket for the next delivery.
+//! One delivery worker's own HTTP/1.1 keep-alive connection to an `http://` callback: write
+//! one or several POSTs (pipelined, RFC 9112 §9.3.2) in one vectored write, read their
+//! answers' statuses in order, discard the bodies, keep the socket for the next write.
 //!
-//! No pool and no connection task: the worker owns the socket, so a delivery costs one write,
-//! usually one read, and no cross-task wake-up. The response framing follows RFC 9112 §6.3:
-//! 1xx answers are skipped; 204 and 304 have no body; `Transfer-Encoding: chunked` is decoded
-//! (and discarded); else `Content-Length`; else the body runs to the end of the connection,
-//! which is then not reused. A connection the callback closed while idle is noticed before
-//! the next write (without a system call when the socket had no event), and replaced.
+//! No pool and no connection task: the worker owns the socket, so a write of N deliveries
+//! costs one write system call, usually one read, and no cross-task wake-up. The response
+//! framing follows RFC 9112 §6.3: 1xx answers are skipped; 204 and 304 have no body;
+//! `Transfer-Encoding: chunked` is decoded (and discarded); else `Content-Length`; else the
+//! body runs to the end of the connection, which is then not reused. A connection the
+//! callback closed while idle is noticed before the next write (without a system call when
+//! the socket had no event), and replaced.
+//!
+//! What each request of a write comes to ([`Answer`]), the rule the retries rely on:
+//! - answered: its status is the attempt's outcome, final for that attempt;
+//! - written after a request whose answer closed the connection (`Connection: close`,
+//!   HTTP/1.0, a body to the connection's end): [`Answer::Unsent`], not processed by the
+//!   callback (RFC 9112 §9.6), so not an attempt;
+//! - written and unanswered when the connection fails or times out:
+//!   [`Answer::Failed`], each one failed attempt, exactly as a lone unanswered request.
+//!
+//! Only a connection that has already answered and stayed open takes more than one request
+//! per write ([`Conn::room`]).
 
 use std::io;
 use std::net::SocketAddr;
@@ -69,61 +82,147 @@ impl Failure {
     }
 }
 
+/// What became of one request of a [`Conn::send`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// The callback answered with this status: the attempt's outcome.
+    Status(u16),
+    /// No answer: the connection failed, or timed out, with this request unanswered.
+    Failed(Failure),
+    /// Written after a request whose answer closed the connection (`Connection: close`,
+    /// HTTP/1.0, or a body running to the connection's end), so the callback did not
+    /// process it (RFC 9112 §9.6): it was not attempted and is sent again.
+    Unsent,
+}
+
 /// A worker's connection (none until the first delivery, or after one failed), and its
-/// buffers: the request head, and the answer as read.
+/// buffers: the request heads of the next write, and the answers as read.
 #[derive(Debug, Default)]
 pub(crate) struct Conn {
     stream: Option<TcpStream>,
     out: Vec<u8>,
+    /// Where each head in `out` ends.
+    ends: Vec<usize>,
     buf: Vec<u8>,
 }
 
 impl Conn {
-    /// The next request's head, cleared and begun with `target`'s request line and `Host`;
-    /// the caller adds its header lines (each `Name: value\r\n`, already validated),
-    /// `Content-Length` and the blank line.
-    pub fn head(&mut self, target: &Target) -> &mut Vec<u8> {
-        self.out.clear();
-        self.out.extend_from_slice(&target.head);
-        &mut self.out
-    }
-
-    /// POST the head written with [`Conn::head`] and `body` to `target`; the answer's
-    /// status. Connect, write and read all fall within `timeout`; after any failure the
-    /// connection is closed.
-    pub async fn post(
-        &mut self,
-        target: &Target,
-        body: &[u8],
-        timeout: Duration,
-    ) -> Result<u16, Failure> {
-        let r = tokio::time::timeout(timeout, self.exchange(target, body)).await;
-        let r = r.unwrap_or(Err(Failure::Timeout));
-        if r.is_err() {
-            self.stream = None;
-        }
-        r
-    }
-
-    async fn exchange(&mut self, target: &Target, body: &[u8]) -> Result<u16, Failure> {
+    /// How many requests the next [`Conn::send`] may pipeline: `depth` on a connection
+    /// that has answered and stays open, else 1 (a new connection first shows with one
+    /// answer that it stays open, so a callback that closes after each answer never gets
+    /// a request it will not process). An idle connection the callback closed is dropped.
+    pub fn room(&mut self, depth: usize) -> usize {
         if self.stream.as_ref().is_some_and(closed_by_peer) {
             self.stream = None;
         }
+        if self.stream.is_some() {
+            depth.max(1)
+        } else {
+            1
+        }
+    }
+
+    /// Begin the next write: no requests in it yet.
+    pub fn start(&mut self) {
+        self.out.clear();
+        self.ends.clear();
+    }
+
+    /// Add one request's head: `target`'s request line and `Host`, then what `lines`
+    /// writes (header lines, each `Name: value\r\n`, already validated, then
+    /// `Content-Length` and the blank line).
+    pub fn push(&mut self, target: &Target, lines: impl FnOnce(&mut Vec<u8>)) {
+        self.out.extend_from_slice(&target.head);
+        lines(&mut self.out);
+        self.ends.push(self.out.len());
+    }
+
+    /// POST the requests added with [`Conn::push`], `bodies[i]` after head `i`, to
+    /// `target` in one write, and read their answers in order into `answers` (one per
+    /// request). Connect, write and the first answer fall within `timeout`, and each
+    /// further answer within `timeout` of the one before; after a failure or timeout the
+    /// requests still unanswered are [`Answer::Failed`] and the connection is closed.
+    pub async fn send(
+        &mut self,
+        target: &Target,
+        bodies: &[&[u8]],
+        timeout: Duration,
+        answers: &mut Vec<Answer>,
+    ) {
+        answers.clear();
+        let n = self.ends.len().min(bodies.len());
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        let written = tokio::time::timeout_at(deadline, self.connect_and_write(target, bodies))
+            .await
+            .unwrap_or(Err(Failure::Timeout));
+        if let Err(f) = written {
+            self.stream = None;
+            answers.resize(n, Answer::Failed(f));
+            return;
+        }
+        self.buf.clear();
+        while answers.len() < n {
+            let Some(stream) = self.stream.as_mut() else {
+                break;
+            };
+            let r = tokio::time::timeout_at(deadline, read_response(stream, &mut self.buf))
+                .await
+                .unwrap_or(Err(Failure::Timeout));
+            match r {
+                Ok((status, reuse)) => {
+                    answers.push(Answer::Status(status));
+                    if !reuse {
+                        self.stream = None;
+                    }
+                    deadline = tokio::time::Instant::now() + timeout;
+                }
+                Err(f) => {
+                    self.stream = None;
+                    answers.resize(n, Answer::Failed(f));
+                }
+            }
+        }
+        // After an answer that closed the connection, the rest were not processed.
+        answers.resize(n, Answer::Unsent);
+        // Bytes beyond the last answer were never asked for: do not reuse the connection.
+        if !self.buf.is_empty() {
+            self.stream = None;
+        }
+    }
+
+    /// Connect unless the connection is open ([`Conn::room`] has just looked whether the
+    /// callback closed it), then write every request.
+    async fn connect_and_write(
+        &mut self,
+        target: &Target,
+        bodies: &[&[u8]],
+    ) -> Result<(), Failure> {
         if self.stream.is_none() {
             self.stream = Some(target.connect().await.map_err(|_| Failure::Connect)?);
         }
         let stream = self.stream.as_mut().ok_or(Failure::Error)?;
-        // Head and body in one vectored write; the (shared) body is not copied.
-        let mut req = bytes::Buf::chain(&self.out[..], body);
-        stream
-            .write_all_buf(&mut req)
-            .await
-            .map_err(|_| Failure::Error)?;
-        let (status, reuse) = read_response(stream, &mut self.buf).await?;
-        if !reuse {
-            self.stream = None;
+        // Heads and bodies in vectored writes; the (shared) bodies are not copied.
+        let mut slices = Vec::with_capacity(2 * self.ends.len());
+        let mut from = 0;
+        for (&end, body) in self.ends.iter().zip(bodies) {
+            slices.push(io::IoSlice::new(&self.out[from..end]));
+            if !body.is_empty() {
+                slices.push(io::IoSlice::new(body));
+            }
+            from = end;
         }
-        Ok(status)
+        let mut rest = &mut slices[..];
+        while !rest.is_empty() {
+            let k = stream
+                .write_vectored(rest)
+                .await
+                .map_err(|_| Failure::Error)?;
+            if k == 0 {
+                return Err(Failure::Error);
+            }
+            io::IoSlice::advance_slices(&mut rest, k);
+        }
+        Ok(())
     }
 }
 
@@ -209,9 +308,10 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
     }))
 }
 
-/// Read one answer (skipping 1xx ones) and discard its body: (status, connection reusable).
+/// Read one answer (skipping 1xx ones) and discard its body: (status, connection stays
+/// open). `buf` holds what was read beyond the answer before (the next pipelined answer's
+/// start), and afterwards what was read beyond this one.
 async fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(u16, bool), Failure> {
-    buf.clear();
     loop {
         let head = loop {
             if let Some(h) = parse_head(buf)? {
@@ -237,8 +337,7 @@ async fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(u16, boo
                 false
             }
         };
-        // Bytes beyond the answer were never asked for: do not reuse the connection then.
-        return Ok((head.status, head.keep_alive && done && buf.is_empty()));
+        return Ok((head.status, head.keep_alive && done));
     }
 }
 

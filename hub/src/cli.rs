@@ -43,6 +43,10 @@ pub struct HubArgs {
     /// pool of workers grows to it only while deliveries wait.
     #[arg(long, default_value_t = 64)]
     pub delivery_concurrency: usize,
+    /// Most deliveries a worker writes at once on its connection to an `http://` callback
+    /// (HTTP/1.1 pipelining; answers read in order); 1 sends one at a time.
+    #[arg(long, default_value_t = 16)]
+    pub delivery_pipeline: usize,
     /// Timeout of one delivery attempt, in ms.
     #[arg(long, default_value_t = 10_000)]
     pub delivery_timeout_ms: u64,
@@ -203,6 +207,7 @@ impl HubArgs {
         for (flag, v) in [
             ("--queue-size", self.queue_size as u64),
             ("--delivery-concurrency", self.delivery_concurrency as u64),
+            ("--delivery-pipeline", self.delivery_pipeline as u64),
             ("--delivery-timeout-ms", self.delivery_timeout_ms),
         ] {
             if v == 0 {
@@ -217,6 +222,7 @@ impl HubArgs {
             max_queue_bytes: self.max_queue_bytes,
             max_memory_bytes: self.max_memory,
             delivery_concurrency: self.delivery_concurrency,
+            delivery_pipeline: self.delivery_pipeline,
             delivery_timeout: Duration::from_millis(self.delivery_timeout_ms),
             lease_default: Duration::from_secs(self.lease_default_secs),
             lease_max: Duration::from_secs(self.lease_max_secs),
@@ -333,12 +339,14 @@ mod tests {
             (
                 cfg.max_queue_bytes,
                 cfg.max_memory_bytes,
-                cfg.delivery_concurrency
+                cfg.delivery_concurrency,
+                cfg.delivery_pipeline
             ),
             (
                 d.max_queue_bytes,
                 d.max_memory_bytes,
-                d.delivery_concurrency
+                d.delivery_concurrency,
+                d.delivery_pipeline
             )
         );
         assert_eq!(cfg.delivery_timeout, d.delivery_timeout);
@@ -354,6 +362,9 @@ mod tests {
         let zero = Cli::try_parse_from(["x", "--delivery-concurrency", "0"]).unwrap();
         let err = zero.hub.to_config().unwrap_err().to_string();
         assert_eq!(err, "--delivery-concurrency must be at least 1");
+        let zero = Cli::try_parse_from(["x", "--delivery-pipeline", "0"]).unwrap();
+        let err = zero.hub.to_config().unwrap_err().to_string();
+        assert_eq!(err, "--delivery-pipeline must be at least 1");
         let missing = Cli::try_parse_from(["x", "--config", "/nonexistent/f.toml"]).unwrap();
         let err = format!("{:#}", missing.hub.to_config().unwrap_err());
         assert!(err.contains("--config /nonexistent/f.toml"), "{err}");

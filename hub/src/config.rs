@@ -63,6 +63,9 @@ pub struct HubConfig {
     pub max_memory_bytes: u64,
     /// Most deliveries in flight per subscriber (its worker pool grows to it while deliveries wait).
     pub delivery_concurrency: usize,
+    /// Most deliveries one worker writes at once on its keep-alive connection to an
+    /// `http://` callback (HTTP/1.1 pipelining); 1 sends one at a time.
+    pub delivery_pipeline: usize,
     /// Retry policy for failed deliveries.
     pub retry: RetryPolicy,
     /// Timeout of one delivery attempt.
@@ -91,6 +94,7 @@ impl Default for HubConfig {
             max_queue_bytes: 16 << 20,
             max_memory_bytes: 256 << 20,
             delivery_concurrency: 64,
+            delivery_pipeline: 16,
             retry: RetryPolicy::default(),
             delivery_timeout: Duration::from_secs(10),
             verify_timeout: Duration::from_secs(10),
@@ -117,6 +121,7 @@ impl fmt::Debug for HubConfig {
             .field("max_queue_bytes", &self.max_queue_bytes)
             .field("max_memory_bytes", &self.max_memory_bytes)
             .field("delivery_concurrency", &self.delivery_concurrency)
+            .field("delivery_pipeline", &self.delivery_pipeline)
             .field("retry", &self.retry)
             .field("delivery_timeout", &self.delivery_timeout)
             .field("verify_timeout", &self.verify_timeout)

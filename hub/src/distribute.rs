@@ -7,13 +7,19 @@
 //! starts one more (up to the limit), so one spare worker is ready whenever deliveries are
 //! in flight and a subscriber that keeps up costs few tasks and connections. Each worker owns
 //! one keep-alive connection to an `http://` callback (`callback_conn.rs`; `https://`
-//! callbacks share the hub's pooled TLS client). So up to that many deliveries are in flight
-//! per subscriber and they can complete out of order (concurrency 1 keeps strict order).
+//! callbacks share the hub's pooled TLS client) and takes, with the delivery it waited for,
+//! whatever else is waiting, up to `--delivery-pipeline`: that batch goes out pipelined, in
+//! one write, and the worker reads the answers in order (`batch.rs` holds each delivery's
+//! retry schedule). So up to concurrency × pipeline deliveries are in flight per subscriber
+//! and they can complete out of order (concurrency 1 and pipeline 1 keep strict order, also
+//! across retries; concurrency 1 alone keeps publish order until a delivery is retried).
 //! Every offered delivery ends in exactly one of delivered, failed (after the last retry, or
 //! a 410) or dropped (queue full, over its byte budget, or the subscription ended first);
-//! until then it is counted as pending.
+//! until then it is counted as pending. An attempt is counted when it is written, and taken
+//! back if the callback did not process it (written after an answer that closed the
+//! connection: it goes again at once); an unanswered request on a connection that failed or
+//! timed out is a failed attempt, like a lone one.
 
-use std::future::Future;
 use std::io::Write;
 use std::sync::atomic::{
     AtomicUsize,
@@ -26,11 +32,12 @@ use axum::http::{header, HeaderValue};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::callback_conn::{Conn, Failure, Target};
+use crate::batch::{Attempt, Batch, Final};
+use crate::callback_conn::{Answer, Conn, Failure, Target};
 use crate::config::RetryPolicy;
 use crate::sign::SIGNATURE_LEN;
 use crate::stats::{Counters, DropReason};
-use crate::topic::{Content, Queued, Subscription, Topic};
+use crate::topic::{Queued, Subscription, Topic};
 
 /// What a subscription's workers need from the hub.
 #[derive(Debug, Clone)]
@@ -44,8 +51,10 @@ pub(crate) struct Workers {
     pub timeout: Duration,
     /// Hub start (leases are measured from there).
     pub started: Instant,
-    /// Most workers per subscription: deliveries in flight to one callback.
+    /// Most workers per subscription.
     pub concurrency: usize,
+    /// Most deliveries one worker writes at once on its connection (pipelined).
+    pub pipeline: usize,
 }
 
 impl Workers {
@@ -73,60 +82,22 @@ fn link_header(hub: &str, topic: &str) -> HeaderValue {
         .unwrap_or_else(|_| HeaderValue::from_static("<>; rel=\"hub\""))
 }
 
-/// How one delivery attempt went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Attempt {
-    /// 2xx.
-    Delivered,
-    /// 410: the subscriber is gone for good.
-    Gone,
-    /// Anything else (status, timeout, connection error): retry.
-    Failed,
+/// A delivery a worker took, with its signature (made once for all its attempts).
+#[derive(Debug)]
+struct Delivery {
+    item: Queued,
+    sig: Option<[u8; SIGNATURE_LEN]>,
 }
 
-/// How a delivery ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Final {
-    Delivered,
-    Gone,
-    Failed,
-    /// The subscription ended during a backoff.
-    Stopped,
-}
-
-/// Run `attempt` until it delivers, the subscriber is gone, the policy's attempts are used
-/// up, or `stop` fires; wait `policy.backoff(n)` after failed attempt n. `on_retry` is
-/// called before each retry. Each attempt is handed `state` (a worker's connection) and
-/// hands it back, so no lock guards it; the end and the state are returned.
-pub(crate) async fn with_retries<S, F, Fut>(
-    policy: &RetryPolicy,
-    stop: &CancellationToken,
-    mut state: S,
-    mut attempt: F,
-    mut on_retry: impl FnMut(),
-) -> (Final, S)
-where
-    F: FnMut(S) -> Fut,
-    Fut: Future<Output = (Attempt, S)>,
-{
-    let attempts = policy.max_attempts.max(1);
-    for n in 1..=attempts {
-        let (a, s) = attempt(state).await;
-        state = s;
-        match a {
-            Attempt::Delivered => return (Final::Delivered, state),
-            Attempt::Gone => return (Final::Gone, state),
-            Attempt::Failed if n == attempts => return (Final::Failed, state),
-            Attempt::Failed => {
-                tokio::select! {
-                    _ = stop.cancelled() => return (Final::Stopped, state),
-                    _ = tokio::time::sleep(policy.backoff(n)) => {}
-                }
-                on_retry();
-            }
-        }
-    }
-    (Final::Failed, state)
+/// What one worker owns: its deliveries, its connection, and the buffers of a round.
+#[derive(Debug, Default)]
+struct Worker {
+    batch: Batch<Delivery>,
+    conn: Conn,
+    /// The batch's slots sent in this round.
+    due: Vec<usize>,
+    /// Their answers, in the same order.
+    answers: Vec<Answer>,
 }
 
 /// One subscription's worker pool: what its workers share.
@@ -147,10 +118,15 @@ struct Pool {
 }
 
 impl Pool {
-    /// One worker: take deliveries until the subscription ends.
+    /// One worker: take batches of deliveries until the subscription ends.
     async fn run(self: Arc<Self>) {
         let stop = self.sub.stop.clone();
-        let mut conn = Conn::default();
+        let mut w = Worker::default();
+        // A TLS callback takes one delivery at a time (the pooled client does not pipeline).
+        let depth = match self.target {
+            Some(_) => self.ctx.pipeline.max(1),
+            None => 1,
+        };
         loop {
             self.idle.fetch_add(1, Relaxed);
             let item = tokio::select! {
@@ -159,22 +135,31 @@ impl Pool {
                 d = self.rx.recv() => d.ok(),
             };
             let spare = self.idle.fetch_sub(1, Relaxed) - 1;
-            let Some(mut item) = item else { break };
-            item.taken();
+            let Some(item) = item else { break };
             if spare == 0 {
                 self.grow();
             }
+            let now = Instant::now();
+            w.batch.push(self.delivery(item), now);
+            if depth > 1 {
+                // Let the tasks ready to run (publishes) go first: what they queue meanwhile
+                // joins this write. No timer: on an idle runtime this returns at once.
+                tokio::task::yield_now().await;
+            }
+            // What else is waiting, up to one write's worth.
+            while w.batch.len() < depth {
+                let Ok(item) = self.rx.try_recv() else { break };
+                w.batch.push(self.delivery(item), now);
+            }
             let now_ms = self.ctx.started.elapsed().as_millis() as u64;
             if !self.sub.is_active(now_ms) {
-                self.count(Final::Stopped);
+                for _ in w.batch.drain() {
+                    self.count(Final::Stopped);
+                }
                 self.remove(false);
                 break;
             }
-            let (end, c) = self.deliver(&item, &stop, conn).await;
-            conn = c;
-            drop(item);
-            self.count(end);
-            if end == Final::Gone {
+            if self.work(&mut w, depth, &stop).await {
                 self.remove(true);
                 break;
             }
@@ -185,6 +170,142 @@ impl Pool {
         while self.rx.try_recv().is_ok() {
             self.count(Final::Stopped);
         }
+    }
+
+    /// A taken delivery, signed (its queue place is free now).
+    fn delivery(&self, mut item: Queued) -> Delivery {
+        item.taken();
+        let mut sig = [0; SIGNATURE_LEN];
+        let signed = self.sub.sign(&item.content.body, &mut sig).is_some();
+        Delivery {
+            item,
+            sig: signed.then_some(sig),
+        }
+    }
+
+    /// Work the worker's batch until every delivery in it has ended; true when the
+    /// subscriber answered 410 (the rest of the batch is then counted dropped).
+    async fn work(&self, w: &mut Worker, depth: usize, stop: &CancellationToken) -> bool {
+        let (t, c) = (&self.ctx.topic.counters, &*self.ctx.counters);
+        loop {
+            if w.batch.is_empty() {
+                return false;
+            }
+            if stop.is_cancelled() {
+                for _ in w.batch.drain() {
+                    self.count(Final::Stopped);
+                }
+                return false;
+            }
+            let room = match &self.target {
+                Some(_) => w.conn.room(depth),
+                None => 1,
+            };
+            if let Some(at) = w.batch.due(Instant::now(), room, &mut w.due) {
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    _ = tokio::time::sleep_until(at) => {}
+                }
+                continue;
+            }
+            for &i in &w.due {
+                t.attempts.fetch_add(1, Relaxed);
+                c.attempts.fetch_add(1, Relaxed);
+                if w.batch.tries(i) > 0 {
+                    t.retried.fetch_add(1, Relaxed);
+                    c.retried.fetch_add(1, Relaxed);
+                }
+            }
+            self.send(w).await;
+            let writes = match &self.target {
+                Some(_) => 1,
+                None => w.due.len() as u64,
+            };
+            c.writes.fetch_add(writes, Relaxed);
+            let now = Instant::now();
+            for (&i, &answer) in w.due.iter().zip(&w.answers) {
+                let (attempt, cause) = match answer {
+                    Answer::Status(s) if (200..300).contains(&s) => {
+                        w.batch
+                            .settle(i, Some(Attempt::Delivered), now, &self.ctx.retry);
+                        continue;
+                    }
+                    Answer::Unsent => {
+                        // Not an attempt after all: take back what was counted for it.
+                        t.attempts.fetch_sub(1, Relaxed);
+                        c.attempts.fetch_sub(1, Relaxed);
+                        if w.batch.tries(i) > 0 {
+                            t.retried.fetch_sub(1, Relaxed);
+                            c.retried.fetch_sub(1, Relaxed);
+                        }
+                        w.batch.settle(i, None, now, &self.ctx.retry);
+                        continue;
+                    }
+                    Answer::Status(410) => (Attempt::Gone, "410".to_owned()),
+                    Answer::Status(s) => (Attempt::Failed, s.to_string()),
+                    Answer::Failed(f) => (Attempt::Failed, f.cause().to_owned()),
+                };
+                tracing::debug!(%cause, "delivery attempt failed");
+                c.failed_attempt(cause);
+                w.batch.settle(i, Some(attempt), now, &self.ctx.retry);
+            }
+            let mut gone = false;
+            w.batch.finished(|d, end| {
+                drop(d);
+                self.count(end);
+                gone |= end == Final::Gone;
+            });
+            if gone {
+                for _ in w.batch.drain() {
+                    self.count(Final::Stopped);
+                }
+                return true;
+            }
+        }
+    }
+
+    /// One round: the due deliveries of `w.batch` (`w.due`), answers into `w.answers`.
+    async fn send(&self, w: &mut Worker) {
+        let Worker {
+            batch,
+            conn,
+            due,
+            answers,
+        } = w;
+        let Some(target) = &self.target else {
+            answers.clear();
+            for &i in due.iter() {
+                let a = match self.post_tls(batch.item(i)).await {
+                    Ok(s) => Answer::Status(s),
+                    Err(f) => Answer::Failed(f),
+                };
+                answers.push(a);
+            }
+            return;
+        };
+        conn.start();
+        let mut bodies: Vec<&[u8]> = Vec::with_capacity(due.len());
+        for &i in due.iter() {
+            let d = batch.item(i);
+            let body = &d.item.content.body;
+            conn.push(target, |head| {
+                head.extend_from_slice(&self.link_line);
+                if let Some(ct) = &d.item.content.content_type {
+                    head.extend_from_slice(b"Content-Type: ");
+                    head.extend_from_slice(ct.as_bytes());
+                    head.extend_from_slice(b"\r\n");
+                }
+                if let Some(sig) = &d.sig {
+                    head.extend_from_slice(b"X-Hub-Signature: ");
+                    head.extend_from_slice(sig);
+                    head.extend_from_slice(b"\r\n");
+                }
+                // Writing into a Vec cannot fail.
+                let _ = write!(head, "Content-Length: {}\r\n\r\n", body.len());
+            });
+            bodies.push(body);
+        }
+        conn.send(target, &bodies, self.ctx.timeout, answers).await;
     }
 
     /// Start one more worker, unless the pool is at its limit.
@@ -231,56 +352,14 @@ impl Pool {
         c.pending.fetch_sub(1, Release);
     }
 
-    async fn deliver(&self, item: &Queued, stop: &CancellationToken, conn: Conn) -> (Final, Conn) {
-        let d = &item.content;
-        let mut sig_buf = [0; SIGNATURE_LEN];
-        let signature = self.sub.sign(&d.body, &mut sig_buf);
-        let (t, c) = (&self.ctx.topic.counters, &*self.ctx.counters);
-        let attempt = |mut conn: Conn| {
-            t.attempts.fetch_add(1, Relaxed);
-            c.attempts.fetch_add(1, Relaxed);
-            async move {
-                let status = match &self.target {
-                    Some(target) => {
-                        let head = conn.head(target);
-                        head.extend_from_slice(&self.link_line);
-                        if let Some(ct) = &d.content_type {
-                            head.extend_from_slice(b"Content-Type: ");
-                            head.extend_from_slice(ct.as_bytes());
-                            head.extend_from_slice(b"\r\n");
-                        }
-                        if let Some(sig) = signature {
-                            head.extend_from_slice(b"X-Hub-Signature: ");
-                            head.extend_from_slice(sig.as_bytes());
-                            head.extend_from_slice(b"\r\n");
-                        }
-                        // Writing into a Vec cannot fail.
-                        let _ = write!(head, "Content-Length: {}\r\n\r\n", d.body.len());
-                        conn.post(target, &d.body, self.ctx.timeout).await
-                    }
-                    None => self.post_tls(d, signature).await,
-                };
-                let (attempt, cause) = match status {
-                    Ok(s) if (200..300).contains(&s) => return (Attempt::Delivered, conn),
-                    Ok(410) => (Attempt::Gone, "410".to_owned()),
-                    Ok(s) => (Attempt::Failed, s.to_string()),
-                    Err(f) => (Attempt::Failed, f.cause().to_owned()),
-                };
-                tracing::debug!(%cause, "delivery attempt failed");
-                c.failed_attempt(cause);
-                (attempt, conn)
-            }
-        };
-        let on_retry = || {
-            t.retried.fetch_add(1, Relaxed);
-            c.retried.fetch_add(1, Relaxed);
-        };
-        with_retries(&self.ctx.retry, stop, conn, attempt, on_retry).await
-    }
-
     /// One attempt to an `https://` (or otherwise not plain-http) callback, over the hub's
     /// pooled TLS client.
-    async fn post_tls(&self, d: &Content, signature: Option<&str>) -> Result<u16, Failure> {
+    async fn post_tls(&self, delivery: &Delivery) -> Result<u16, Failure> {
+        let d = &delivery.item.content;
+        let signature = delivery
+            .sig
+            .as_ref()
+            .and_then(|s| std::str::from_utf8(s).ok());
         let client = &self.ctx.client;
         let mut req = match &self.sub.url {
             Some(url) => client.post(url.clone()),
@@ -307,77 +386,6 @@ impl Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-    use tokio::time::Instant;
-
-    fn policy() -> RetryPolicy {
-        RetryPolicy {
-            max_attempts: 5,
-            initial_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_millis(300),
-        }
-    }
-
-    /// Fails `fails` times, then answers `then`; records when each attempt started.
-    async fn run(fails: usize, then: Attempt) -> (Final, Vec<u128>, usize) {
-        let start = Instant::now();
-        let times = std::sync::Mutex::new(Vec::new());
-        let mut retries = 0;
-        let stop = CancellationToken::new();
-        let (end, attempts) = with_retries(
-            &policy(),
-            &stop,
-            0,
-            |n| {
-                let mut t = times.lock().unwrap();
-                t.push(start.elapsed().as_millis());
-                let r = if t.len() > fails {
-                    then
-                } else {
-                    Attempt::Failed
-                };
-                async move { (r, n + 1) }
-            },
-            || retries += 1,
-        )
-        .await;
-        let t = times.into_inner().unwrap();
-        // The state went through every attempt.
-        assert_eq!(attempts, t.len());
-        (end, t, retries)
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn backoff_is_exponential_and_capped() {
-        let (end, times, retries) = run(3, Attempt::Delivered).await;
-        assert_eq!(end, Final::Delivered);
-        // waits 100, 200, 300 (capped from 400)
-        assert_eq!(times, [0, 100, 300, 600]);
-        assert_eq!(retries, 3);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn gives_up_after_max_attempts() {
-        let (end, times, retries) = run(usize::MAX, Attempt::Delivered).await;
-        assert_eq!(end, Final::Failed);
-        assert_eq!(times, [0, 100, 300, 600, 900]);
-        assert_eq!(retries, 4);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn gone_is_not_retried() {
-        let (end, times, retries) = run(0, Attempt::Gone).await;
-        assert_eq!((end, times.len(), retries), (Final::Gone, 1, 0));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn stop_ends_a_backoff() {
-        let stop = CancellationToken::new();
-        stop.cancel();
-        let attempt = |s| async move { (Attempt::Failed, s) };
-        let (end, ()) = with_retries(&policy(), &stop, (), attempt, || {}).await;
-        assert_eq!(end, Final::Stopped);
-    }
 
     #[test]
     fn link_header_names_hub_and_topic() {

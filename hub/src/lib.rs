@@ -7,6 +7,7 @@
 //! [`serve`]; run it alone with the `hubload-hub` binary ([`cli`]).
 
 mod admin;
+mod batch;
 mod callback_conn;
 pub mod cli;
 mod config;

@@ -291,6 +291,7 @@ impl Inner {
             timeout: self.cfg.delivery_timeout,
             started: self.started,
             concurrency: self.cfg.delivery_concurrency,
+            pipeline: self.cfg.delivery_pipeline,
         };
         workers.spawn(sub, rx);
     }

@@ -163,6 +163,10 @@ pub struct DistributionStats {
     pub delivered: u64,
     /// Delivery attempts beyond the first (redeliveries after a failed attempt).
     pub retried: u64,
+    /// Delivery rounds: one request each over TLS, else one write of one or several
+    /// pipelined requests to an `http://` callback (`attempts / writes` is about the mean
+    /// pipeline depth).
+    pub writes: u64,
     /// Deliveries given up: the last attempt failed, or the subscriber answered 410.
     pub failed: u64,
     /// Failed attempts by cause: the HTTP status (`"500"`, `"410"`, …), `"timeout"`,
@@ -246,6 +250,7 @@ pub(crate) struct Counters {
     pub attempts: AtomicU64,
     pub delivered: AtomicU64,
     pub retried: AtomicU64,
+    pub writes: AtomicU64,
     pub failed: AtomicU64,
     /// Failed attempts by cause (the failure path only: a lock is cheap there).
     failed_attempts: Mutex<BTreeMap<String, u64>>,
@@ -306,6 +311,7 @@ impl Counters {
             attempts: self.attempts.load(Relaxed),
             delivered: self.delivered.load(Relaxed),
             retried: self.retried.load(Relaxed),
+            writes: self.writes.load(Relaxed),
             failed: self.failed.load(Relaxed),
             failed_attempts: self
                 .failed_attempts
@@ -424,7 +430,7 @@ mod tests {
             let keys: Vec<_> = v[mode].as_object().unwrap().keys().cloned().collect();
             assert_eq!(keys.len(), 12, "{mode}: {keys:?}");
         }
-        assert_eq!(v["distribution"].as_object().unwrap().len(), 15);
+        assert_eq!(v["distribution"].as_object().unwrap().len(), 16);
         assert!(v["topics"].as_object().unwrap().is_empty());
     }
 }

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 use hubload_hub::HubConfig;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::util::{eventually, subscribe, TestHub};
+use crate::util::{challenge_answer, eventually, request, subscribe, TestHub};
 
 /// The answers to the deliveries, in turn; the last one closes the connection.
 const ANSWERS: [&str; 4] = [
@@ -26,46 +26,14 @@ struct Seen {
     post_connections: AtomicUsize,
 }
 
-/// Read one request (head and Content-Length body); `None` at the end of the connection.
-async fn request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, String)> {
-    loop {
-        let mut h = [httparse::EMPTY_HEADER; 32];
-        let mut r = httparse::Request::new(&mut h);
-        if let httparse::Status::Complete(n) = r.parse(buf).unwrap() {
-            let len = r
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                .map_or(0, |h| {
-                    std::str::from_utf8(h.value).unwrap().parse().unwrap()
-                });
-            let (method, path) = (r.method.unwrap().to_owned(), r.path.unwrap().to_owned());
-            while buf.len() < n + len {
-                if s.read_buf(buf).await.ok()? == 0 {
-                    return None;
-                }
-            }
-            buf.drain(..n + len);
-            return Some((method, path));
-        }
-        if s.read_buf(buf).await.ok()? == 0 {
-            return None;
-        }
-    }
-}
-
 async fn callback(mut s: TcpStream, seen: Arc<Seen>) {
     let mut buf = Vec::new();
     let mut first = true;
-    while let Some((method, path)) = request(&mut s, &mut buf).await {
+    while let Some((method, path, _)) = request(&mut s, &mut buf).await {
         if method == "GET" {
-            let url = url::Url::parse(&format!("http://x{path}")).unwrap();
-            let (_, c) = url
-                .query_pairs()
-                .find(|(k, _)| k == "hub.challenge")
+            s.write_all(challenge_answer(&path).as_bytes())
+                .await
                 .unwrap();
-            let a = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{c}", c.len());
-            s.write_all(a.as_bytes()).await.unwrap();
             continue;
         }
         if first {

@@ -7,5 +7,6 @@ mod framing;
 mod limits;
 mod memory;
 mod oneshot;
+mod pipeline;
 mod util;
 mod websub;

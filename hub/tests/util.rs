@@ -55,6 +55,47 @@ pub async fn raw(
     Ok((status, body))
 }
 
+/// Read one request (head and Content-Length body) from `s`, `buf` holding what was read
+/// beyond the request before (and after: what was read beyond this one, a pipelined
+/// request's start); (method, path, body), `None` at the end of the connection.
+pub async fn request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, String, Vec<u8>)> {
+    loop {
+        let mut h = [httparse::EMPTY_HEADER; 32];
+        let mut r = httparse::Request::new(&mut h);
+        if let httparse::Status::Complete(n) = r.parse(buf).unwrap() {
+            let len = r
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .map_or(0, |h| {
+                    std::str::from_utf8(h.value).unwrap().parse().unwrap()
+                });
+            let (method, path) = (r.method.unwrap().to_owned(), r.path.unwrap().to_owned());
+            while buf.len() < n + len {
+                if s.read_buf(buf).await.ok()? == 0 {
+                    return None;
+                }
+            }
+            let body = buf[n..n + len].to_vec();
+            buf.drain(..n + len);
+            return Some((method, path, body));
+        }
+        if s.read_buf(buf).await.ok()? == 0 {
+            return None;
+        }
+    }
+}
+
+/// The answer to a verification GET of `path`: 200 echoing its `hub.challenge`.
+pub fn challenge_answer(path: &str) -> String {
+    let url = url::Url::parse(&format!("http://x{path}")).unwrap();
+    let (_, c) = url
+        .query_pairs()
+        .find(|(k, _)| k == "hub.challenge")
+        .unwrap();
+    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{c}", c.len())
+}
+
 /// Poll `cond` every 10 ms for up to 5 s.
 pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     for _ in 0..500 {
