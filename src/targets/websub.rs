@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::first_failure::FirstFailures;
-use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
+use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls, TransportError};
 use super::lanes::run_lanes;
 use super::reason::{explain, hub_reason};
 use super::request::{Dialect, ExtraHeaders, HubTarget, RequestShape};
@@ -241,6 +241,17 @@ impl WebSubTarget {
     async fn exchange_into(&self, request: &[u8], resp: &mut Response) -> (Attempt, bool) {
         let deadline = Instant::now() + self.timeout;
         let result = self.pool.send_into(request, deadline, resp).await;
+        self.attempt(result, request.len(), resp)
+    }
+
+    /// The attempt an exchange of a `bytes_sent`-byte request ended in; true when a response
+    /// was read.
+    fn attempt(
+        &self,
+        result: Result<(), TransportError>,
+        bytes_sent: usize,
+        resp: &Response,
+    ) -> (Attempt, bool) {
         // Every byte read counts, whatever the outcome.
         let bytes_received = resp.bytes_received;
         let (outcome, status) = match result {
@@ -250,7 +261,7 @@ impl WebSubTarget {
         let a = Attempt {
             outcome,
             status,
-            bytes_sent: request.len() as u64,
+            bytes_sent: bytes_sent as u64,
             bytes_received,
         };
         (a, result.is_ok())
@@ -349,15 +360,27 @@ impl Target for WebSubTarget {
             }
             self.exchange_into(head, &mut scratch.resp).await
         } else {
-            let req = &mut scratch.req;
-            req.clear();
-            req.extend_from_slice(head);
-            req.extend_from_slice(&crate::workload::hyphenated(event.jti));
-            req.extend_from_slice(b"\r\nContent-Length: ");
-            req.extend_from_slice(itoa::Buffer::new().format(event.body.len()).as_bytes());
-            req.extend_from_slice(b"\r\n\r\n");
-            req.extend_from_slice(&event.body);
-            self.exchange_into(req, &mut scratch.resp).await
+            // Rendered by the pool into its thread's write buffer once a connection is ready.
+            let jti = crate::workload::hyphenated(event.jti);
+            let mut length = itoa::Buffer::new();
+            let length = length.format(event.body.len()).as_bytes();
+            const LENGTH: &[u8] = b"\r\nContent-Length: ";
+            const END: &[u8] = b"\r\n\r\n";
+            let render = |req: &mut Vec<u8>| {
+                req.extend_from_slice(head);
+                req.extend_from_slice(&jti);
+                req.extend_from_slice(LENGTH);
+                req.extend_from_slice(length);
+                req.extend_from_slice(END);
+                req.extend_from_slice(&event.body);
+            };
+            let size = head.len() + jti.len() + LENGTH.len() + length.len() + END.len();
+            let deadline = Instant::now() + self.timeout;
+            let result = self
+                .pool
+                .send_rendered(render, deadline, &mut scratch.resp)
+                .await;
+            self.attempt(result, size + event.body.len(), &scratch.resp)
         };
         let a = self.noted(a, answered.then_some(&scratch.resp), topic);
         scratch.give_back();
@@ -377,11 +400,10 @@ impl Target for WebSubTarget {
     }
 }
 
-/// A publish's request and response buffers, reused by the next publish on the same thread
-/// instead of allocated per attempt.
+/// A publish's response buffers, reused by the next publish on the same thread instead of
+/// allocated per attempt (the request is rendered into the pool's write buffer).
 #[derive(Default)]
 struct Scratch {
-    req: Vec<u8>,
     resp: Response,
 }
 
@@ -403,7 +425,7 @@ impl Scratch {
 
     /// Keep these buffers for the next publish on this thread (they are cleared before use).
     fn give_back(self) {
-        if self.req.capacity() > SCRATCH_BYTES || self.resp.body.capacity() > SCRATCH_BYTES {
+        if self.resp.body.capacity() > SCRATCH_BYTES {
             return;
         }
         SCRATCH.with_borrow_mut(|kept| {

@@ -60,7 +60,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::{timeout_at, Instant};
 
 use crate::result::{ConnErrorKind, TimeoutKind};
-use conn::{io_error, Conn};
+use conn::{io_error, Conn, Render, RenderFn};
 pub use error::TransportError;
 pub use response::{Response, BODY_CAP};
 use stream::Stream;
@@ -232,10 +232,34 @@ impl HttpPool {
     }
 
     /// [`send`](Self::send) into a caller-owned `Response`, reusing its body and
-    /// content-type allocations: the allocation-free form for the hot path.
+    /// content-type allocations.
     pub async fn send_into(
         &self,
         request: &[u8],
+        deadline: Instant,
+        resp: &mut Response,
+    ) -> Result<(), TransportError> {
+        self.exchange(request, deadline, resp).await
+    }
+
+    /// [`send_into`](Self::send_into) with the request rendered by `render` (which appends
+    /// head and body to the buffer it is given) only once a connection is ready to take it,
+    /// into a buffer of the thread's that is free again as soon as the socket has the bytes:
+    /// the form for the hot path. A request that must be sent again on a fresh connection
+    /// (a stale keep-alive one refused it) is rendered again, so `render` must give the same
+    /// bytes every time.
+    pub async fn send_rendered<F: Fn(&mut Vec<u8>)>(
+        &self,
+        render: F,
+        deadline: Instant,
+        resp: &mut Response,
+    ) -> Result<(), TransportError> {
+        self.exchange(&RenderFn(render), deadline, resp).await
+    }
+
+    async fn exchange<R: Render + ?Sized>(
+        &self,
+        request: &R,
         deadline: Instant,
         resp: &mut Response,
     ) -> Result<(), TransportError> {
