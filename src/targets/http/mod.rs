@@ -263,10 +263,14 @@ impl HttpPool {
         deadline: Instant,
         resp: &mut Response,
     ) -> Result<(), TransportError> {
-        let _permit = self.acquire(deadline).await?;
+        let _permit = match self.permits.try_acquire() {
+            Ok(permit) => permit,
+            // Boxed: the wait (with its timer) would otherwise make every send's state larger.
+            Err(_) => Box::pin(self.acquire(deadline)).await?,
+        };
         let mut conn = match self.pop_idle() {
             Some(conn) => conn,
-            None => self.connect(deadline).await?,
+            None => self.connect_boxed(deadline).await?,
         };
         if self.addrs.len() > 1 {
             self.counters.attempts[conn.addr].fetch_add(1, Ordering::Relaxed);
@@ -289,7 +293,7 @@ impl HttpPool {
                     // module docs). The fresh connection is not `reused`, so this loop
                     // runs at most twice.
                     drop(conn);
-                    conn = self.connect(deadline).await?;
+                    conn = self.connect_boxed(deadline).await?;
                 }
             }
         }
@@ -300,17 +304,21 @@ impl HttpPool {
         self.lock_idle().len()
     }
 
+    /// Wait for a permit (none was free), within `pool_timeout` and the deadline.
     async fn acquire(&self, deadline: Instant) -> Result<SemaphorePermit<'_>, TransportError> {
-        // Fast path: no timer when a permit is free.
-        if let Ok(permit) = self.permits.try_acquire() {
-            return Ok(permit);
-        }
         let limit = deadline.min(Instant::now() + self.cfg.pool_timeout);
         match timeout_at(limit, self.permits.acquire()).await {
             Ok(Ok(permit)) => Ok(permit),
             // The semaphore is never closed; treat it like a wait that never ends.
             Ok(Err(_)) | Err(_) => Err(TransportError::Timeout(TimeoutKind::PoolWait)),
         }
+    }
+
+    /// [`connect`](Self::connect) on the heap, one allocation per new connection: inline, the
+    /// connect's state (a TLS handshake holds a whole rustls connection) would be part of every
+    /// send's, and so of every worker task, which is touched once per request.
+    async fn connect_boxed(&self, deadline: Instant) -> Result<Conn, TransportError> {
+        Box::pin(self.connect(deadline)).await
     }
 
     /// A new connection: TCP within `connect_timeout` (trying the next address when one
