@@ -33,15 +33,19 @@ pub(crate) async fn worker_loop<T: Target>(
     let mut stop = StopWatch::new(ctx.cancel.child_token());
     // The previous event's body, handed back so rendering the next one allocates nothing.
     let mut spare = Vec::new();
+    let renders_body = ctx.target.renders_body();
     while let Some(ticket) = driver.next(stop.is_stopped()).await {
         if stop.is_stopped() {
             // A ticket queued before the stop: no request starts after it.
             break;
         }
         let sent_us = ctx.clock.unix_us(Instant::now().into_std()) / 1000 * 1000;
-        let event = ctx
-            .workload
-            .event_into(ticket.seq, sent_us, std::mem::take(&mut spare));
+        let event = if renders_body {
+            ctx.workload.event_unrendered(ticket.seq, sent_us)
+        } else {
+            ctx.workload
+                .event_into(ticket.seq, sent_us, std::mem::take(&mut spare))
+        };
         let topic = &ctx.workload.topics()[event.topic];
         let mut attempt_no = 0u32;
         let mut first_start = None;
