@@ -327,7 +327,11 @@ mod tests {
         );
         for (i, l) in lines.iter().enumerate() {
             // PIPE_BUF: a pipe delivers a write of at most 4096 bytes whole.
-            assert!(l.len() < 4096, "line {i} is {} bytes with its newline", l.len() + 1);
+            assert!(
+                l.len() < 4096,
+                "line {i} is {} bytes with its newline",
+                l.len() + 1
+            );
             assert!(l.starts_with(&format!(
                 "HUBLOAD-SHARD v1 {long_id} 2/3 {}/{} ",
                 i + 1,
