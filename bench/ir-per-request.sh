@@ -13,6 +13,8 @@
 # Knobs: N1=2000 N2=12000 CONCURRENCY=50 KEEP=1 (keep the callgrind files, for callgrind_annotate)
 #        WRK=0 (skip wrk)  HUBLOAD=0 (skip hubload)  D1=2 D2=8 (wrk's two durations, s)
 #        TLS=1 (nginx terminates TLS; give wrk D1=20 D2=40: its handshakes are slow under valgrind)
+#        CACHE=1 (callgrind's cache simulation too: also prints D1 and last-level data-cache misses
+#                 per request, the cost that grows with the connection count while Ir does not)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/hubload}
@@ -45,10 +47,24 @@ nginx_start "$WORK" "$CONCURRENCY" "server {
         $HUB_ACCEPT
     }
     server { listen 127.0.0.1:$STATUS_PORT; location = /nginx_status { stub_status; } }"
+CG=(--tool=callgrind)
+# LL: the 2 MiB second-level cache of the 2-core VM the figures were taken on (callgrind would
+# take its 480 MiB L3, which nothing here misses).
+if [[ ${CACHE:-} == 1 ]]; then CG+=(--cache-sim=yes --LL=2097152,16,64); fi
 total_ir() { awk '/^summary:|^totals:/ { print $2; exit }' "$1"; }
+# With CACHE=1: "D1 LL", the data reads and writes that missed the first-level and the
+# last-level cache (the events are Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw).
+misses() { awk '/^summary:|^totals:/ { print $6 + $7, $9 + $10; exit }' "$1"; }
+per_req() { # NAME FILE_A FILE_B REQUESTS_A REQUESTS_B: the cache misses of one more request
+    [[ ${CACHE:-} == 1 ]] || return 0
+    local a b
+    read -r -a a <<<"$(misses "$2")"
+    read -r -a b <<<"$(misses "$3")"
+    echo "$1: D1 misses per request $(( (b[0] - a[0]) / ($5 - $4) )), LL misses per request $(( (b[1] - a[1]) / ($5 - $4) ))"
+}
 ir() {
     local out=$WORK/callgrind.$1
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" --hub-url "$SCHEME://127.0.0.1:$PORT/hub" \
+    valgrind "${CG[@]}" --callgrind-out-file="$out" "$BIN" --hub-url "$SCHEME://127.0.0.1:$PORT/hub" \
         "${HUB_TLS[@]}" --concurrency "$CONCURRENCY" --requests "$1" --threads 1 --quiet --tenants 1 \
         --topics shared --out "$WORK/report.$1" >"$WORK/log.$1" 2>&1 || { cat "$WORK/log.$1" >&2; exit 1; }
     grep -q "^TOTAL,$1," "$WORK/report.$1/aggregate.csv" ||
@@ -61,6 +77,7 @@ if [[ ${HUBLOAD:-1} == 1 ]]; then
     B=$(ir "$N2")
     HL=$(( (B - A) / (N2 - N1) ))
     echo "hubload: Ir($N1) $A, Ir($N2) $B, per request $HL"
+    per_req hubload "$WORK/callgrind.$N1" "$WORK/callgrind.$N2" "$N1" "$N2"
 fi
 [[ ${WRK:-1} == 1 ]] || exit 0
 
@@ -72,7 +89,7 @@ wrk_ir() {
     local out=$WORK/callgrind.wrk.$1 before
     before=$(nginx_served "$STATUS_PORT")
     # --timeout: under valgrind a TLS handshake alone takes longer than wrk's default 2 s.
-    valgrind --tool=callgrind --callgrind-out-file="$out" wrk -t1 -c"$CONCURRENCY" -d"$1s" --timeout 60s \
+    valgrind "${CG[@]}" --callgrind-out-file="$out" wrk -t1 -c"$CONCURRENCY" -d"$1s" --timeout 60s \
         -s "$WORK/post.lua" "$SCHEME://127.0.0.1:$PORT/hub?hub.mode=publish&hub.topic=T" \
         >"$WORK/log.wrk.$1" 2>&1 || { cat "$WORK/log.wrk.$1" >&2; exit 1; }
     echo "$(total_ir "$out") $(( $(nginx_served "$STATUS_PORT") - before - 1 ))"
@@ -81,4 +98,5 @@ read -r WA NA <<<"$(wrk_ir "$D1")"
 read -r WB NB <<<"$(wrk_ir "$D2")"
 WRK_IR=$(( (WB - WA) / (NB - NA) ))
 echo "wrk: Ir(${D1}s, $NA requests) $WA, Ir(${D2}s, $NB requests) $WB, per request $WRK_IR"
+per_req wrk "$WORK/callgrind.wrk.$D1" "$WORK/callgrind.wrk.$D2" "$NA" "$NB"
 printf '%-8s %14s\n' client "Ir/request" hubload "$HL" wrk "$WRK_IR"

@@ -1,7 +1,7 @@
 //! The one worker loop both load models share: ticket → event → attempts (with retries) → stats.
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
@@ -33,15 +33,19 @@ pub(crate) async fn worker_loop<T: Target>(
     let mut stop = StopWatch::new(ctx.cancel.child_token());
     // The previous event's body, handed back so rendering the next one allocates nothing.
     let mut spare = Vec::new();
+    let renders_body = ctx.target.renders_body();
     while let Some(ticket) = driver.next(stop.is_stopped()).await {
         if stop.is_stopped() {
             // A ticket queued before the stop: no request starts after it.
             break;
         }
         let sent_us = ctx.clock.unix_us(Instant::now().into_std()) / 1000 * 1000;
-        let event = ctx
-            .workload
-            .event_into(ticket.seq, sent_us, std::mem::take(&mut spare));
+        let event = if renders_body {
+            ctx.workload.event_unrendered(ticket.seq, sent_us)
+        } else {
+            ctx.workload
+                .event_into(ticket.seq, sent_us, std::mem::take(&mut spare))
+        };
         let topic = &ctx.workload.topics()[event.topic];
         let mut attempt_no = 0u32;
         let mut first_start = None;
@@ -55,8 +59,11 @@ pub(crate) async fn worker_loop<T: Target>(
                 }
             }
             let first = *first_start.get_or_insert(start);
-            // Stopped in flight: the attempt is abandoned and counted `cancelled`.
-            let send = ctx.target.send(topic, &event);
+            // Stopped in flight: the attempt is abandoned and counted `cancelled`. The send is
+            // pinned where it is made: passed by value, its whole state (over a KiB, with every
+            // nested future's) would be copied once per attempt, and with a thousand workers
+            // those are cache misses.
+            let send = pin!(ctx.target.send(topic, &event));
             let a = unless_stopped(send, &mut stop).await;
             let end = Instant::now();
             attempt_no += 1;
@@ -125,8 +132,10 @@ pub(crate) async fn worker_loop<T: Target>(
 
 /// `send`, or [`Attempt::CANCELLED`] once the stop comes while it is in flight. A send that is
 /// ready wins over a stop seen in the same poll, as with a `biased` select.
-async fn unless_stopped<F: Future<Output = Attempt>>(send: F, stop: &mut StopWatch) -> Attempt {
-    let mut send = pin!(send);
+async fn unless_stopped<F: Future<Output = Attempt>>(
+    mut send: Pin<&mut F>,
+    stop: &mut StopWatch,
+) -> Attempt {
     std::future::poll_fn(|cx| {
         if let Poll::Ready(a) = send.as_mut().poll(cx) {
             return Poll::Ready(a);

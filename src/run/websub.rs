@@ -20,7 +20,7 @@ use crate::workload::{Topic, Workload};
 /// A hub, resolved, with the registration client ready.
 pub(crate) struct WebSubPath<'a> {
     cfg: &'a RunConfig,
-    workload: &'a Workload,
+    workload: &'a Arc<Workload>,
     url: url::Url,
     endpoint: HubEndpoint,
     phase: WebSubTarget,
@@ -130,7 +130,8 @@ impl TargetPath for WebSubPath<'_> {
     fn target(&self, spec: &LevelSpec) -> WebSubTarget {
         let prefix = self.topics.as_ref().map_or("", |t| t.prefix());
         let c = client(self.cfg, pool_size(self.cfg, spec), prefix);
-        let t = WebSubTarget::new(self.endpoint.clone(), self.workload.topics(), &c);
+        let t = WebSubTarget::new(self.endpoint.clone(), self.workload.topics(), &c)
+            .with_workload(self.workload.clone());
         match &self.topics {
             Some(ts) => t.with_topic_server(ts.clone()),
             None => t,

@@ -59,7 +59,14 @@ pub trait Target: Send + Sync + 'static {
     ) -> impl Future<Output = PhaseResult> + Send;
 
     /// One attempt to publish `event` to `topic`. Never fails: failures are classified data.
+    /// The event's body is rendered unless [`renders_body`](Self::renders_body).
     fn send(&self, topic: &Topic, event: &Event) -> impl Future<Output = Attempt> + Send;
+
+    /// True when [`send`](Self::send) renders the body itself (from the workload), so the
+    /// engine hands it events made by `Workload::event_unrendered`, bodies empty.
+    fn renders_body(&self) -> bool {
+        false
+    }
 
     /// Deregister every topic after the load (`--deregister`); `cancel` as for `prepare`.
     fn teardown(

@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::future::join_all;
@@ -15,14 +16,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::first_failure::FirstFailures;
-use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
+use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls, TransportError};
 use super::lanes::run_lanes;
 use super::reason::{explain, hub_reason};
 use super::request::{Dialect, ExtraHeaders, HubTarget, RequestShape};
 use super::{PhaseResult, Target};
 use crate::result::{Attempt, Class, Outcome};
 use crate::topic_server::TopicServer;
-use crate::workload::{Event, Topic};
+use crate::workload::{Event, Topic, Workload};
 
 /// Where the hub is and how to reach it.
 #[derive(Debug, Clone)]
@@ -174,6 +175,9 @@ pub struct WebSubTarget {
     first: FirstFailures,
     /// Websub dialect: told of each event before its thin ping, so the hub's fetch finds it.
     topic_server: Option<Arc<TopicServer>>,
+    /// Ballerina dialect: when set, publishes render the event's body from it into the
+    /// request (see [`Target::renders_body`]).
+    workload: Option<Arc<Workload>>,
 }
 
 impl WebSubTarget {
@@ -216,7 +220,15 @@ impl WebSubTarget {
             phase_concurrency: client.phase_concurrency.max(1),
             first: FirstFailures::default(),
             topic_server: None,
+            workload: None,
         }
+    }
+
+    /// Render each published event's body from `workload` (the one the events come from)
+    /// where the request is written, instead of taking it rendered.
+    pub fn with_workload(mut self, workload: Arc<Workload>) -> Self {
+        self.workload = Some(workload);
+        self
     }
 
     /// Tell `server` of every event before its thin ping (the websub dialect).
@@ -241,6 +253,17 @@ impl WebSubTarget {
     async fn exchange_into(&self, request: &[u8], resp: &mut Response) -> (Attempt, bool) {
         let deadline = Instant::now() + self.timeout;
         let result = self.pool.send_into(request, deadline, resp).await;
+        self.attempt(result, request.len(), resp)
+    }
+
+    /// The attempt an exchange of a `bytes_sent`-byte request ended in; true when a response
+    /// was read.
+    fn attempt(
+        &self,
+        result: Result<(), TransportError>,
+        bytes_sent: usize,
+        resp: &Response,
+    ) -> (Attempt, bool) {
         // Every byte read counts, whatever the outcome.
         let bytes_received = resp.bytes_received;
         let (outcome, status) = match result {
@@ -250,7 +273,7 @@ impl WebSubTarget {
         let a = Attempt {
             outcome,
             status,
-            bytes_sent: request.len() as u64,
+            bytes_sent: bytes_sent as u64,
             bytes_received,
         };
         (a, result.is_ok())
@@ -333,7 +356,33 @@ impl WebSubTarget {
     }
 }
 
+impl WebSubTarget {
+    /// Call `f` with the body of `event`: its own, or rendered from the workload into this
+    /// thread's body buffer when it came without one.
+    fn with_body(&self, event: &Event, f: impl FnOnce(&[u8])) {
+        match &self.workload {
+            Some(w) if event.body.is_empty() => BODY.with_borrow_mut(|body| {
+                w.render_body(event, body);
+                f(body);
+                if body.capacity() > SCRATCH_BYTES {
+                    *body = Vec::new();
+                }
+            }),
+            _ => f(&event.body),
+        }
+    }
+}
+
+thread_local! {
+    /// Where publishes render event bodies (see [`WebSubTarget::with_body`]).
+    static BODY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl Target for WebSubTarget {
+    fn renders_body(&self) -> bool {
+        self.workload.is_some() && self.shape.dialect == Dialect::Ballerina
+    }
+
     async fn prepare(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
         self.phase(topics, "register", cancel).await
     }
@@ -349,15 +398,38 @@ impl Target for WebSubTarget {
             }
             self.exchange_into(head, &mut scratch.resp).await
         } else {
-            let req = &mut scratch.req;
-            req.clear();
-            req.extend_from_slice(head);
-            req.extend_from_slice(&crate::workload::hyphenated(event.jti));
-            req.extend_from_slice(b"\r\nContent-Length: ");
-            req.extend_from_slice(itoa::Buffer::new().format(event.body.len()).as_bytes());
-            req.extend_from_slice(b"\r\n\r\n");
-            req.extend_from_slice(&event.body);
-            self.exchange_into(req, &mut scratch.resp).await
+            // Rendered by the pool into its thread's write buffer once a connection is ready
+            // (and the body with it, when the event came without one).
+            let jti = crate::workload::hyphenated(event.jti);
+            // An atomic only because the send future must be `Send`; nothing else touches it.
+            let size = AtomicUsize::new(usize::MAX);
+            let render = |req: &mut Vec<u8>| {
+                self.with_body(event, |body| {
+                    req.extend_from_slice(head);
+                    req.extend_from_slice(&jti);
+                    req.extend_from_slice(b"\r\nContent-Length: ");
+                    req.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+                    req.extend_from_slice(b"\r\n\r\n");
+                    req.extend_from_slice(body);
+                });
+                size.store(req.len(), Ordering::Relaxed);
+            };
+            let deadline = Instant::now() + self.timeout;
+            let result = self
+                .pool
+                .send_rendered(&render, deadline, &mut scratch.resp)
+                .await;
+            // Never rendered (no connection): the request the attempt was for, counted as
+            // when it is sent.
+            let size = match size.load(Ordering::Relaxed) {
+                usize::MAX => {
+                    let mut req = Vec::new();
+                    render(&mut req);
+                    req.len()
+                }
+                n => n,
+            };
+            self.attempt(result, size, &scratch.resp)
         };
         let a = self.noted(a, answered.then_some(&scratch.resp), topic);
         scratch.give_back();
@@ -377,11 +449,10 @@ impl Target for WebSubTarget {
     }
 }
 
-/// A publish's request and response buffers, reused by the next publish on the same thread
-/// instead of allocated per attempt.
+/// A publish's response buffers, reused by the next publish on the same thread instead of
+/// allocated per attempt (the request is rendered into the pool's write buffer).
 #[derive(Default)]
 struct Scratch {
-    req: Vec<u8>,
     resp: Response,
 }
 
@@ -403,7 +474,7 @@ impl Scratch {
 
     /// Keep these buffers for the next publish on this thread (they are cleared before use).
     fn give_back(self) {
-        if self.req.capacity() > SCRATCH_BYTES || self.resp.body.capacity() > SCRATCH_BYTES {
+        if self.resp.body.capacity() > SCRATCH_BYTES {
             return;
         }
         SCRATCH.with_borrow_mut(|kept| {
@@ -411,5 +482,145 @@ impl Scratch {
                 kept.push(self);
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{Distribution, TopicLayout, WorkloadConfig};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The complete requests at the start of `bytes`, as (head, body) by `Content-Length`.
+    fn requests(bytes: &[u8]) -> Vec<(&str, &[u8])> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while let Some(end) = bytes[at..].windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = std::str::from_utf8(&bytes[at..at + end]).unwrap();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .unwrap()
+                .parse()
+                .unwrap();
+            let body = at + end + 4;
+            if bytes.len() < body + len {
+                break;
+            }
+            out.push((head, &bytes[body..body + len]));
+            at = body + len;
+        }
+        out
+    }
+
+    /// Reads every request off one connection (up to `n`), answers each as a hub accepting a
+    /// publish, and returns the bytes received.
+    async fn accept_publishes(listener: tokio::net::TcpListener, n: usize) -> Vec<u8> {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut got = Vec::new();
+        let mut answered = 0;
+        let mut buf = [0u8; 4096];
+        while answered < n {
+            let k = s.read(&mut buf).await.unwrap();
+            assert!(k > 0, "the client closed early");
+            got.extend_from_slice(&buf[..k]);
+            let complete = requests(&got).len();
+            for _ in answered..complete {
+                let ok = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 17\r\n\r\nhub.mode=accepted";
+                s.write_all(ok).await.unwrap();
+            }
+            answered = complete;
+        }
+        got
+    }
+
+    /// The bytes on the wire and the attempts of publishing events 0..n, with the body taken
+    /// rendered or (`lazy`) rendered by the target where the request is written.
+    async fn publish(workload: &Arc<Workload>, n: u64, lazy: bool) -> (Vec<u8>, Vec<Attempt>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(accept_publishes(listener, n as usize));
+        let url = url::Url::parse(&format!("http://{addr}/hub")).unwrap();
+        let client = WebSubClient {
+            timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            tls_timeout: Duration::from_secs(10),
+            pool_timeout: Duration::from_secs(10),
+            max_conns: 1,
+            headers: ExtraHeaders::default(),
+            dialect: Dialect::Ballerina,
+            topic_url_prefix: String::new(),
+            phase_concurrency: 1,
+        };
+        let hub = HubEndpoint::at(&url, vec![addr], None).unwrap();
+        let mut target = WebSubTarget::new(hub, workload.topics(), &client);
+        if lazy {
+            target = target.with_workload(workload.clone());
+        }
+        assert_eq!(target.renders_body(), lazy);
+        let mut attempts = Vec::new();
+        for seq in 0..n {
+            let sent_us = 1_700_000_000_123_000 + seq * 1000;
+            let event = match target.renders_body() {
+                true => workload.event_unrendered(seq, sent_us),
+                false => workload.event_at(seq, sent_us),
+            };
+            assert_eq!(event.body.is_empty(), lazy);
+            let topic = &workload.topics()[event.topic];
+            attempts.push(target.send(topic, &event).await);
+        }
+        (server.await.unwrap(), attempts)
+    }
+
+    #[tokio::test]
+    async fn a_body_rendered_by_the_target_puts_the_same_bytes_on_the_wire() {
+        let workload = Arc::new(Workload::new(WorkloadConfig {
+            tenants: 3,
+            sps: 2,
+            users: 5,
+            channels: vec!["login".into(), "registration".into()],
+            layout: TopicLayout::PerTenantChannel,
+            payload_bytes: None,
+            seed: 7,
+            distribution: Distribution::Uniform,
+        }));
+        let (rendered, a) = publish(&workload, 20, false).await;
+        let (lazy, b) = publish(&workload, 20, true).await;
+        // Byte for byte but the Host header (each run has its own server port).
+        let without_host = |bytes: &[u8]| -> Vec<(String, Vec<u8>)> {
+            requests(bytes)
+                .into_iter()
+                .map(|(head, body)| {
+                    let head: Vec<&str> = head
+                        .split("\r\n")
+                        .filter(|l| !l.starts_with("Host: "))
+                        .collect();
+                    (head.join("\r\n"), body.to_vec())
+                })
+                .collect()
+        };
+        assert_eq!(without_host(&rendered), without_host(&lazy));
+        assert_eq!(rendered.len(), lazy.len());
+        let facts = |a: &[Attempt]| -> Vec<_> {
+            a.iter()
+                .map(|a| (a.outcome, a.status, a.bytes_sent, a.bytes_received))
+                .collect()
+        };
+        assert_eq!(facts(&a), facts(&b));
+        assert!(b.iter().all(|a| a.outcome == Outcome::Accepted));
+        let sent: u64 = b.iter().map(|a| a.bytes_sent).sum();
+        assert_eq!(
+            sent,
+            lazy.len() as u64,
+            "bytes_sent counts every byte written"
+        );
+        // Every body names its event and is that event's body, byte for byte.
+        let reqs = requests(&lazy);
+        assert_eq!(reqs.len(), 20);
+        for (seq, (_, body)) in reqs.iter().enumerate() {
+            let (s, sent_us) = workload.parse_identity(body).unwrap();
+            assert_eq!((s, sent_us), (seq as u64, 1_700_000_000_123_000 + s * 1000));
+            assert_eq!(*body, &workload.event_at(s, sent_us).body[..]);
+        }
     }
 }

@@ -19,6 +19,38 @@ pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// Initial read buffer size, and the least free space offered to each read, bytes.
 const READ_CHUNK: usize = 8 * 1024;
 
+/// A request to write, rendered into the thread's write buffer just before it is written.
+pub(crate) trait Render {
+    /// Append the complete request (head and body) to `out`.
+    fn render(&self, out: &mut Vec<u8>);
+}
+
+impl Render for [u8] {
+    fn render(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self);
+    }
+}
+
+/// A closure as a [`Render`].
+pub(crate) struct RenderFn<F>(pub F);
+
+impl<F: Fn(&mut Vec<u8>)> Render for RenderFn<F> {
+    fn render(&self, out: &mut Vec<u8>) {
+        (self.0)(out);
+    }
+}
+
+/// A write buffer that grew past this (a large event) is freed after use rather than kept.
+const WRITE_BUF_KEPT: usize = 64 * 1024;
+
+thread_local! {
+    /// Where requests are rendered and written from: one per thread, so the bytes a request is
+    /// written from are the same few cache lines every time, however many connections are
+    /// open. A request is held past its write only when the socket did not take all of it
+    /// (then the rest is kept in its connection's `unsent`).
+    static WRITE_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Why an exchange failed, and whether a retry on a fresh connection is safe.
 #[derive(Debug)]
 pub(crate) struct Failure {
@@ -45,6 +77,8 @@ pub(crate) struct Conn {
     /// registered timer to a later deadline is one atomic store, where a new timer per
     /// exchange is a registration in the runtime's timer wheel and a removal from it.
     timer: Option<Pin<Box<Sleep>>>,
+    /// The part of the request in progress the socket did not take at once (usually empty).
+    unsent: Vec<u8>,
 }
 
 impl Conn {
@@ -56,15 +90,16 @@ impl Conn {
             reused: false,
             addr,
             timer: None,
+            unsent: Vec::new(),
         }
     }
 
     /// [`exchange`](Self::exchange), bounded by `deadline`: `None` when it ran out first (the
     /// exchange is abandoned and the connection must not be reused).
-    pub(crate) async fn exchange_by(
+    pub(crate) async fn exchange_by<R: Render + ?Sized>(
         &mut self,
         deadline: Instant,
-        request: &[u8],
+        request: &R,
         resp: &mut Response,
     ) -> Option<Result<bool, Failure>> {
         let mut timer = match self.timer.take() {
@@ -111,9 +146,9 @@ impl Conn {
     /// Every limit is applied to the bytes, never to how they arrived: the head parser sees
     /// at most the first [`MAX_HEAD`] bytes of a head, so a head is too large exactly when
     /// those bytes hold no complete head, however the reads split them.
-    pub(crate) async fn exchange(
+    pub(crate) async fn exchange<R: Render + ?Sized>(
         &mut self,
-        request: &[u8],
+        request: &R,
         resp: &mut Response,
     ) -> Result<bool, Failure> {
         resp.status = 0;
@@ -122,13 +157,15 @@ impl Conn {
         self.buf.clear();
         self.pos = 0;
 
-        if let Err(e) = self.stream.write_all(request).await {
-            return Err(Failure {
-                error: io_error(&e),
-                unsent: true,
-            });
-        }
-        let head_request = request.starts_with(b"HEAD ");
+        let head_request = match self.write(request).await {
+            Ok(head_request) => head_request,
+            Err(e) => {
+                return Err(Failure {
+                    error: io_error(&e),
+                    unsent: true,
+                })
+            }
+        };
 
         // The head; informational 1xx heads (100 Continue, 103 Early Hints) are skipped.
         let head = loop {
@@ -197,6 +234,28 @@ impl Conn {
             keep_alive = false;
         }
         Ok(keep_alive)
+    }
+
+    /// Render `request` into the thread's write buffer and write it: at once as far as the
+    /// socket takes it, the rest (kept in `unsent`) when the socket is ready. Returns whether
+    /// it is a `HEAD` request (its response has no body).
+    async fn write<R: Render + ?Sized>(&mut self, request: &R) -> io::Result<bool> {
+        let stream = &mut self.stream;
+        let unsent = &mut self.unsent;
+        unsent.clear();
+        let head_request = WRITE_BUF.with_borrow_mut(|buf| {
+            buf.clear();
+            request.render(buf);
+            let n = stream.write_now(buf)?;
+            unsent.extend_from_slice(&buf[n..]);
+            let head_request = buf.starts_with(b"HEAD ");
+            if buf.capacity() > WRITE_BUF_KEPT {
+                *buf = Vec::new();
+            }
+            Ok::<_, io::Error>(head_request)
+        })?;
+        self.stream.finish_write(&self.unsent).await?;
+        Ok(head_request)
     }
 
     /// Read more bytes for a response that is not complete; EOF is an error here.

@@ -60,7 +60,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::{timeout_at, Instant};
 
 use crate::result::{ConnErrorKind, TimeoutKind};
-use conn::{io_error, Conn};
+use conn::{io_error, Conn, Render, RenderFn};
 pub use error::TransportError;
 pub use response::{Response, BODY_CAP};
 use stream::Stream;
@@ -232,17 +232,45 @@ impl HttpPool {
     }
 
     /// [`send`](Self::send) into a caller-owned `Response`, reusing its body and
-    /// content-type allocations: the allocation-free form for the hot path.
+    /// content-type allocations.
     pub async fn send_into(
         &self,
         request: &[u8],
         deadline: Instant,
         resp: &mut Response,
     ) -> Result<(), TransportError> {
-        let _permit = self.acquire(deadline).await?;
+        self.exchange(request, deadline, resp).await
+    }
+
+    /// [`send_into`](Self::send_into) with the request rendered by `render` (which appends
+    /// head and body to the buffer it is given) only once a connection is ready to take it,
+    /// into a buffer of the thread's that is free again as soon as the socket has the bytes:
+    /// the form for the hot path. A request that must be sent again on a fresh connection
+    /// (a stale keep-alive one refused it) is rendered again, so `render` must give the same
+    /// bytes every time.
+    pub async fn send_rendered<F: Fn(&mut Vec<u8>)>(
+        &self,
+        render: F,
+        deadline: Instant,
+        resp: &mut Response,
+    ) -> Result<(), TransportError> {
+        self.exchange(&RenderFn(render), deadline, resp).await
+    }
+
+    async fn exchange<R: Render + ?Sized>(
+        &self,
+        request: &R,
+        deadline: Instant,
+        resp: &mut Response,
+    ) -> Result<(), TransportError> {
+        let _permit = match self.permits.try_acquire() {
+            Ok(permit) => permit,
+            // Boxed: the wait (with its timer) would otherwise make every send's state larger.
+            Err(_) => Box::pin(self.acquire(deadline)).await?,
+        };
         let mut conn = match self.pop_idle() {
             Some(conn) => conn,
-            None => self.connect(deadline).await?,
+            None => self.connect_boxed(deadline).await?,
         };
         if self.addrs.len() > 1 {
             self.counters.attempts[conn.addr].fetch_add(1, Ordering::Relaxed);
@@ -265,7 +293,7 @@ impl HttpPool {
                     // module docs). The fresh connection is not `reused`, so this loop
                     // runs at most twice.
                     drop(conn);
-                    conn = self.connect(deadline).await?;
+                    conn = self.connect_boxed(deadline).await?;
                 }
             }
         }
@@ -276,17 +304,21 @@ impl HttpPool {
         self.lock_idle().len()
     }
 
+    /// Wait for a permit (none was free), within `pool_timeout` and the deadline.
     async fn acquire(&self, deadline: Instant) -> Result<SemaphorePermit<'_>, TransportError> {
-        // Fast path: no timer when a permit is free.
-        if let Ok(permit) = self.permits.try_acquire() {
-            return Ok(permit);
-        }
         let limit = deadline.min(Instant::now() + self.cfg.pool_timeout);
         match timeout_at(limit, self.permits.acquire()).await {
             Ok(Ok(permit)) => Ok(permit),
             // The semaphore is never closed; treat it like a wait that never ends.
             Ok(Err(_)) | Err(_) => Err(TransportError::Timeout(TimeoutKind::PoolWait)),
         }
+    }
+
+    /// [`connect`](Self::connect) on the heap, one allocation per new connection: inline, the
+    /// connect's state (a TLS handshake holds a whole rustls connection) would be part of every
+    /// send's, and so of every worker task, which is touched once per request.
+    async fn connect_boxed(&self, deadline: Instant) -> Result<Conn, TransportError> {
+        Box::pin(self.connect(deadline)).await
     }
 
     /// A new connection: TCP within `connect_timeout` (trying the next address when one

@@ -21,12 +21,38 @@ pub(crate) enum Stream {
 }
 
 impl Stream {
-    /// Write the whole buffer and push it to the socket.
-    pub(crate) async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+    /// Write as much of `buf` as can go without waiting; returns how many bytes went. Plain
+    /// TCP: `write(2)` while the socket takes bytes (tokio's readiness says when it will not,
+    /// without a system call). TLS: into rustls, which encrypts and keeps the records until
+    /// [`finish_write`](Self::finish_write) sends them.
+    pub(crate) fn write_now(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Stream::Plain(s) => s.write_all(buf).await,
+            Stream::Plain(s) => {
+                let mut n = 0;
+                while n < buf.len() {
+                    match s.try_write(&buf[n..]) {
+                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                        Ok(k) => n += k,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(n)
+            }
+            Stream::Tls(s) => io::Write::write(&mut s.get_mut().1.writer(), buf),
+            #[cfg(test)]
+            Stream::Script(_) => Ok(buf.len()),
+        }
+    }
+
+    /// Write `rest` (what [`write_now`](Self::write_now) left) and push everything to the
+    /// socket.
+    pub(crate) async fn finish_write(&mut self, rest: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Plain(_) if rest.is_empty() => Ok(()),
+            Stream::Plain(s) => s.write_all(rest).await,
             Stream::Tls(s) => {
-                s.write_all(buf).await?;
+                s.write_all(rest).await?;
                 // rustls buffers records; flush sends them.
                 s.flush().await
             }
