@@ -30,12 +30,12 @@ pub fn message(args: fmt::Arguments<'_>) {
 }
 
 /// Print a message line (`format!` syntax) to where messages go; see [`message`].
-#[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {
         $crate::console::message(format_args!($($arg)*))
     };
 }
+pub(crate) use say;
 
 /// Where messages go now: stderr, or stdout in a shard. Also the log events' writer.
 pub fn writer() -> Console {

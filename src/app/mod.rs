@@ -128,7 +128,7 @@ async fn load(cli: Cli) -> ExitCode {
     hub_log::count_from_now();
     let result = crate::run(&cli.run, cancel).await;
     if let Some(line) = hub_log::summary() {
-        crate::say!("{line}");
+        crate::console::say!("{line}");
     }
     let outcome = match result {
         Ok(o) => o,
@@ -144,7 +144,7 @@ async fn load(cli: Cli) -> ExitCode {
     if !out.quiet && outcome.config.target.kinds.len() == 1 {
         print!("{}", subcommands::summary_text(&outcome.report));
     }
-    crate::say!("hubload: reports written to {}", out.out_dir.display());
+    crate::console::say!("hubload: reports written to {}", out.out_dir.display());
     // Last, so no other output of this process can land inside one of them.
     crate::shard::print_log_lines(&outcome.shard_lines);
     if outcome.interrupted {

@@ -168,7 +168,7 @@ pub fn render_banner(cfg: &RunConfig, workload: &Workload) -> String {
 /// Print the banner on stderr unless `--quiet`.
 pub fn print_banner(cfg: &RunConfig, workload: &Workload) {
     if !cfg.output.quiet {
-        crate::say!("{}", render_banner(cfg, workload));
+        crate::console::say!("{}", render_banner(cfg, workload));
     }
 }
 

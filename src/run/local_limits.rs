@@ -10,7 +10,7 @@ use crate::stats::LevelStats;
 /// open-files limit.
 pub(crate) fn announce(cfg: &RunConfig) {
     if let Some(d) = cfg.descriptors.filter(|d| d.lowered) {
-        crate::say!(
+        crate::console::say!(
             "hubload: at most {} sends in flight (open-files limit {}, {} per connection); \
              sends beyond it are dropped and counted, not failed (--max-inflight to change)",
             d.max_inflight,
@@ -45,7 +45,7 @@ pub(crate) fn client_error_warning(label: &str, stats: &LevelStats) -> Option<St
 /// Say [`client_error_warning`] loudly, once, on stderr.
 pub(crate) fn warn_client_errors(label: &str, stats: &LevelStats) -> Option<String> {
     let w = client_error_warning(label, stats)?;
-    crate::say!("hubload: WARNING: {w}");
+    crate::console::say!("hubload: WARNING: {w}");
     Some(w)
 }
 

@@ -148,7 +148,7 @@ impl LevelProgress {
         if let Some((label, started, live)) = self.end_line.take() {
             let (counts, p99) = live.snapshot();
             let secs = started.elapsed().as_secs_f64();
-            crate::say!("{}", end_line(&label, &counts, p99, secs));
+            crate::console::say!("{}", end_line(&label, &counts, p99, secs));
         }
     }
 }

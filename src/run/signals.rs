@@ -23,7 +23,7 @@ pub fn install(token: CancellationToken) {
     };
     tokio::spawn(async move {
         signals.next().await;
-        crate::say!(
+        crate::console::say!(
             "hubload: interrupted, writing reports for what was measured (press Ctrl-C again to exit now)"
         );
         token.cancel();
@@ -32,7 +32,7 @@ pub fn install(token: CancellationToken) {
             .name("stop-watchdog".into())
             .spawn(|| {
                 std::thread::sleep(STOP_GRACE);
-                crate::say!(
+                crate::console::say!(
                     "hubload: still stopping after {} ms; exiting now (reports as of the last finished level)",
                     STOP_GRACE.as_millis()
                 );

@@ -184,6 +184,6 @@ fn announce_endpoint(cfg: &RunConfig, url: &url::Url, endpoint: &HubEndpoint) {
     let host = url.host_str().unwrap_or_default();
     // A banner line: which addresses carry the load is part of what is about to run.
     if !cfg.output.quiet {
-        crate::say!("  hub at    {host}: {}{how}", addrs.join(", "));
+        crate::console::say!("  hub at    {host}: {}{how}", addrs.join(", "));
     }
 }
