@@ -9,6 +9,7 @@
 //! framings at once (400), a transfer coding other than `chunked` (501).
 
 use std::cell::Cell;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -105,9 +106,10 @@ fn content_length(v: &[u8]) -> Option<u64> {
 
 /// The head at the start of `buf`: `Ok(None)` while it is incomplete (and within limits).
 pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut fields);
-    let len = match req.parse(buf) {
+    // Left uninitialised: httparse writes the fields it finds (no 2 KiB of zeros per head).
+    let mut fields = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(buf, &mut fields) {
         Ok(httparse::Status::Complete(n)) if n <= MAX_HEAD => n,
         Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => return Ok(None),
         Ok(_) | Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooLarge),

@@ -160,6 +160,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut start = 0; // the first byte of `buf` not yet taken
     let mut out = Vec::with_capacity(256);
     let mut joined = Vec::new(); // a chunked body, decoded
+                                 // One wait for the stop, registered once, not once per read.
+    let mut stopped = std::pin::pin!(stop.cancelled());
     loop {
         let head = loop {
             match http1::parse_head(&buf[start..]) {
@@ -184,7 +186,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 tokio::select! {
                     biased;
                     n = fill(io, &mut buf) => n?,
-                    _ = stop.cancelled() => return Ok(End::Done),
+                    _ = &mut stopped => return Ok(End::Done),
                 }
             } else {
                 fill(io, &mut buf).await?

@@ -352,3 +352,31 @@ async fn a_client_waiting_for_100_continue_gets_it() {
     drop(s);
     assert_eq!(fleet.close_level(Duration::ZERO).await.counts.delivered, 1);
 }
+
+#[tokio::test]
+async fn stopping_closes_an_idle_keep_alive_connection() {
+    let (fleet, w) = fleet().await;
+    let body = event(&fleet, &w, 0);
+    let mut s = tokio::net::TcpStream::connect(fleet.local_addr())
+        .await
+        .unwrap();
+    let mut req = format!(
+        "POST /cb/0/0 HTTP/1.1\r\nX-Hub-Signature: {}\r\nContent-Length: {}\r\n\r\n",
+        sign(&body),
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    s.write_all(&req).await.unwrap();
+    let mut answer = [0; 12];
+    s.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200");
+    drop(fleet);
+    // The rest of the answer, then the end of the connection (no `connection: close`: it was idle).
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut rest))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(rest.ends_with(b"\r\n\r\n") && !rest.windows(5).any(|w| w == b"close"));
+}
