@@ -118,6 +118,18 @@ fn event(fleet: &Fleet, w: &Workload, seq: u64) -> Vec<u8> {
     w.event_at(seq, 1_000_000).body
 }
 
+/// A signed delivery of `body` to subscriber 0/0, `extra` header lines (each ending in CRLF) added.
+fn post(extra: &str, body: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "POST /cb/0/0 HTTP/1.1\r\nHost: x\r\nX-Hub-Signature: {}\r\nContent-Length: {}\r\n{extra}\r\n",
+        sign(body),
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
 fn chunked(pieces: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::new();
     for p in pieces {
@@ -151,16 +163,6 @@ async fn every_split_of_a_pipelined_corpus_gets_the_same_answers() {
         event(&fleet, &w, 1),
         event(&fleet, &w, 2),
     );
-    let post = |extra: &str, body: &[u8]| {
-        let mut r = format!(
-            "POST /cb/0/0 HTTP/1.1\r\nHost: x\r\nX-Hub-Signature: {}\r\nContent-Length: {}\r\n{extra}\r\n",
-            sign(body),
-            body.len()
-        )
-        .into_bytes();
-        r.extend_from_slice(body);
-        r
-    };
     let mut corpus = post("", &a);
     // Chunked, with an extension and a trailer.
     corpus.extend_from_slice(
@@ -333,12 +335,8 @@ async fn a_client_waiting_for_100_continue_gets_it() {
     let mut s = tokio::net::TcpStream::connect(fleet.local_addr())
         .await
         .unwrap();
-    let head = format!(
-        "POST /cb/0/0 HTTP/1.1\r\nX-Hub-Signature: {}\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
-        sign(&body),
-        body.len()
-    );
-    s.write_all(head.as_bytes()).await.unwrap();
+    let req = post("Expect: 100-continue\r\n", &body);
+    s.write_all(&req[..req.len() - body.len()]).await.unwrap();
     let mut got = vec![0; CONTINUE.len()];
     tokio::time::timeout(Duration::from_secs(30), s.read_exact(&mut got))
         .await
@@ -360,14 +358,7 @@ async fn stopping_closes_an_idle_keep_alive_connection() {
     let mut s = tokio::net::TcpStream::connect(fleet.local_addr())
         .await
         .unwrap();
-    let mut req = format!(
-        "POST /cb/0/0 HTTP/1.1\r\nX-Hub-Signature: {}\r\nContent-Length: {}\r\n\r\n",
-        sign(&body),
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(&body);
-    s.write_all(&req).await.unwrap();
+    s.write_all(&post("", &body)).await.unwrap();
     let mut answer = [0; 12];
     s.read_exact(&mut answer).await.unwrap();
     assert_eq!(&answer, b"HTTP/1.1 200");
