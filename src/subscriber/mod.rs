@@ -10,6 +10,7 @@ mod bitmap;
 pub mod client;
 mod fleet;
 mod hist_serde;
+mod http1;
 mod receive;
 mod server;
 mod shared;

@@ -38,7 +38,7 @@
 
 #[cfg(test)]
 mod addrs;
-mod chunked;
+pub(crate) mod chunked;
 mod conn;
 #[cfg(test)]
 mod determinism;
