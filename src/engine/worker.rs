@@ -63,8 +63,12 @@ pub(crate) async fn worker_loop<T: Target>(
             // pinned where it is made: passed by value, its whole state (over a KiB, with every
             // nested future's) would be copied once per attempt, and with a thousand workers
             // those are cache misses.
-            let send = pin!(ctx.target.send(topic, &event));
-            let a = unless_stopped(send, &mut stop).await;
+            // In a block of its own, so its state is gone before the record is queued below
+            // (both live at once, the worker's state held the two side by side).
+            let a = {
+                let send = pin!(ctx.target.send(topic, &event));
+                unless_stopped(send, &mut stop).await
+            };
             let end = Instant::now();
             attempt_no += 1;
             let class = a.outcome.class();

@@ -63,6 +63,10 @@ impl Out {
         self.0.extend_from_slice(x.as_bytes());
         self
     }
+    fn b(&mut self, x: &[u8]) -> &mut Self {
+        self.0.extend_from_slice(x);
+        self
+    }
     fn n(&mut self, x: u64) -> &mut Self {
         self.0
             .extend_from_slice(itoa::Buffer::new().format(x).as_bytes());
@@ -137,21 +141,32 @@ pub fn render_into(f: &BodyFields<'_>, buf: &mut Vec<u8>) {
         .s(t)
         .s(r#"","jti":""#)
         .u(f.jti)
-        .s(r#"","iat":"#)
-        .n(f.sent_us / 1000)
-        .s(r#","sent_us":"#)
-        .n(f.sent_us)
-        .s(concat!(r#","events":{""#, schema!(), "/"));
+        .s(r#"","iat":"#);
+    // `iat` is `sent_us / 1000`: its digits are those of `sent_us` less the last three, so
+    // one formatting serves both.
+    let mut sent = itoa::Buffer::new();
+    let sent = sent.format(f.sent_us);
+    let ms_digits = sent.len().saturating_sub(3);
+    o.s(if ms_digits == 0 {
+        "0"
+    } else {
+        &sent[..ms_digits]
+    })
+    .s(r#","sent_us":"#)
+    .s(sent)
+    .s(concat!(r#","events":{""#, schema!(), "/"));
     match event_type(f.channel, f.failed) {
         Some(path) => o.s(path),
         None => o.s(f.channel).s("/event-type/").s(f.channel).s("Event"),
     };
+    // Hex-encoded once for its two places.
+    let user_id = hyphenated(f.user_id);
     o.s(r#"":{"user":{"id":""#)
-        .u(f.user_id)
+        .b(&user_id)
         .s(concat!(r#"","ref":""#, issuer!(), "/"))
         .s(t)
         .s("/scim2/Users/")
-        .u(f.user_id);
+        .b(&user_id);
     if registration {
         // Registration events carry the new user's claims: that is what makes them ~1 KB.
         let u = u64::from(f.user);
@@ -238,12 +253,43 @@ mod tests {
             let b = render(&fields(ch, None));
             let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
             assert_eq!(v["jti"], "00000000-0000-0000-0000-000000000001");
+            let user = v["events"].as_object().unwrap().values().next().unwrap()["user"].clone();
+            assert_eq!(user["id"], "00000000-0000-0000-0000-000000000002");
+            assert_eq!(
+                user["ref"],
+                "https://api.asgardeo.io/t/tenant0001/scim2/Users/00000000-0000-0000-0000-000000000002"
+            );
             let ev = v["events"].as_object().unwrap().values().next().unwrap();
             assert_eq!(ev["tenant"]["name"], "tenant0001");
             assert_eq!(
                 ev["application"]["id"],
                 "00000000-0000-0000-0000-000000000003"
             );
+        }
+    }
+
+    /// `iat` is cut from the digits of `sent_us`: checked against the division, read back by
+    /// a JSON parser, at the edges (fewer than four digits, `u64::MAX`) and in between.
+    #[test]
+    fn iat_is_sent_us_in_milliseconds() {
+        for sent_us in [
+            0,
+            1,
+            999,
+            1_000,
+            1_001,
+            9_999,
+            10_000,
+            123_456_789,
+            u64::MAX,
+        ] {
+            let f = BodyFields {
+                sent_us,
+                ..fields("login", None)
+            };
+            let v: serde_json::Value = serde_json::from_slice(&render(&f)).unwrap();
+            assert_eq!(v["iat"].as_u64(), Some(sent_us / 1000), "{sent_us}");
+            assert_eq!(v["sent_us"].as_u64(), Some(sent_us), "{sent_us}");
         }
     }
 

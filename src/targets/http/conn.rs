@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::{pin, Pin};
-use std::task::Poll;
+use std::task::{ready, Poll};
 
 use tokio::time::{Instant, Sleep};
 
@@ -16,7 +16,8 @@ use crate::result::{ClientReason, ConnErrorKind, OtherReason};
 
 /// Longest response head accepted, bytes.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
-/// Initial read buffer size, and the least free space offered to each read, bytes.
+/// The thread's read buffer size, and the least free space offered to each read into a
+/// connection's own buffer, bytes.
 const READ_CHUNK: usize = 8 * 1024;
 
 /// A request to write, rendered into the thread's write buffer just before it is written.
@@ -49,6 +50,13 @@ thread_local! {
     /// open. A request is held past its write only when the socket did not take all of it
     /// (then the rest is kept in its connection's `unsent`).
     static WRITE_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+
+    /// Where the first read of every response goes: one per thread, for the same reason. A
+    /// response found whole in it is parsed there and its bytes never touch the connection;
+    /// only a response split across reads (or followed by bytes nobody asked for) is copied
+    /// into its connection's own buffer, which is then read into until the response is done.
+    static READ_BUF: std::cell::RefCell<Box<[u8]>> =
+        std::cell::RefCell::new(vec![0; READ_CHUNK].into_boxed_slice());
 }
 
 /// Why an exchange failed, and whether a retry on a fresh connection is safe.
@@ -62,11 +70,12 @@ pub(crate) struct Failure {
     pub unsent: bool,
 }
 
-/// An open connection with its read buffer.
+/// An open connection with its carry-over buffer.
 #[derive(Debug)]
 pub(crate) struct Conn {
     stream: Stream,
-    /// Bytes read but not yet consumed are `buf[pos..]`.
+    /// A response that did not arrive whole in one read: bytes read but not yet consumed are
+    /// `buf[pos..]`. Unallocated while every response comes in one read.
     buf: Vec<u8>,
     pos: usize,
     /// Whether this connection has already carried a complete exchange.
@@ -85,7 +94,7 @@ impl Conn {
     pub(crate) fn new(stream: Stream, addr: usize) -> Self {
         Self {
             stream,
-            buf: Vec::with_capacity(READ_CHUNK),
+            buf: Vec::new(),
             pos: 0,
             reused: false,
             addr,
@@ -133,6 +142,12 @@ impl Conn {
         }
     }
 
+    /// Tests: the capacity of the carry-over buffer (0 while no response was split).
+    #[cfg(test)]
+    pub(crate) fn carry_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
     /// True when the idle connection cannot carry a request: the peer closed or reset it, or
     /// sent bytes nobody asked for (a `408` before closing, a TLS close_notify).
     pub(crate) fn is_stale(&self) -> bool {
@@ -166,8 +181,13 @@ impl Conn {
                 })
             }
         };
+        if let Some(keep_alive) = self.read_first(head_request, resp).await? {
+            return Ok(keep_alive);
+        }
 
-        // The head; informational 1xx heads (100 Continue, 103 Early Hints) are skipped.
+        // The response did not come whole in the first read: its bytes are in `buf`, and the
+        // rest is read after them. The head; informational 1xx heads (100 Continue, 103 Early
+        // Hints) are skipped.
         let head = loop {
             let window = (self.buf.len() - self.pos).min(MAX_HEAD);
             if window == 0 {
@@ -258,13 +278,40 @@ impl Conn {
         Ok(head_request)
     }
 
+    /// The first read of a response, into the thread's read buffer: `Some(keep_alive)` when
+    /// the whole response was in it (parsed there; the connection's buffer is not touched),
+    /// `None` when it was not (its bytes are copied into `buf`, and `resp` is as it was).
+    async fn read_first(
+        &mut self,
+        head_request: bool,
+        resp: &mut Response,
+    ) -> Result<Option<bool>, Failure> {
+        let stream = &mut self.stream;
+        let carry = &mut self.buf;
+        std::future::poll_fn(|cx| {
+            READ_BUF.with_borrow_mut(|buf| {
+                let n = match ready!(stream.poll_read_into(cx, buf)) {
+                    Ok(0) => return Poll::Ready(Err(closed())),
+                    Ok(n) => n,
+                    Err(e) => return Poll::Ready(Err(read_failure(&e))),
+                };
+                resp.bytes_received += n as u64;
+                let bytes = &buf[..n];
+                if let Some(keep_alive) = whole_response(bytes, head_request, resp) {
+                    return Poll::Ready(Ok(Some(keep_alive)));
+                }
+                resp.body.clear();
+                carry.extend_from_slice(bytes);
+                Poll::Ready(Ok(None))
+            })
+        })
+        .await
+    }
+
     /// Read more bytes for a response that is not complete; EOF is an error here.
     async fn fill(&mut self, received: &mut u64) -> Result<(), Failure> {
         match self.read_more(received).await {
-            Ok(0) => Err(Failure {
-                error: TransportError::Conn(ConnErrorKind::Closed),
-                unsent: false,
-            }),
+            Ok(0) => Err(closed()),
             Ok(_) => Ok(()),
             Err(e) => Err(read_failure(&e)),
         }
@@ -284,6 +331,53 @@ impl Conn {
         let n = self.stream.read_buf(&mut self.buf).await?;
         *received += n as u64;
         Ok(n)
+    }
+}
+
+/// The response in `bytes` when they hold all of it, read as [`Conn::exchange`] reads it
+/// from its buffer: `Some(keep_alive)`, with `resp`'s status, content type and body set.
+/// `None` when more bytes are needed, the body runs until the connection closes, or the
+/// bytes are malformed: then the exchange reads them again from the connection's buffer,
+/// which gives every verdict and error (`resp.body` may hold a partial body, to be cleared).
+fn whole_response(bytes: &[u8], head_request: bool, resp: &mut Response) -> Option<bool> {
+    let mut pos = 0;
+    let head = loop {
+        if pos == bytes.len() {
+            return None;
+        }
+        let head = parse_head(&bytes[pos..], head_request, &mut resp.content_type).ok()??;
+        pos += head.len;
+        if !(100..200).contains(&head.status) || head.status == 101 {
+            break head;
+        }
+    };
+    let body = &bytes[pos..];
+    let used = match head.framing {
+        Framing::Empty => 0,
+        Framing::Length(len) => {
+            let len = usize::try_from(len).ok().filter(|&n| n <= body.len())?;
+            append_capped(&mut resp.body, &body[..len], BODY_CAP);
+            len
+        }
+        Framing::Chunked => {
+            let mut dec = Chunked::default();
+            let used = dec.decode(body, &mut resp.body, BODY_CAP).ok()?;
+            if !dec.is_done() {
+                return None;
+            }
+            used
+        }
+        Framing::UntilClose => return None,
+    };
+    resp.status = head.status;
+    // Bytes beyond the response were never asked for: the stream is out of step.
+    Some(head.keep_alive && head.status != 101 && pos + used == bytes.len())
+}
+
+fn closed() -> Failure {
+    Failure {
+        error: TransportError::Conn(ConnErrorKind::Closed),
+        unsent: false,
     }
 }
 

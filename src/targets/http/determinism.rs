@@ -179,9 +179,58 @@ fn small_responses_are_split_invariant() {
             b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
             Outcome::ConnError(ConnErrorKind::Closed),
         ),
+        // A response followed by bytes nobody asked for (a pipelined leftover): classified,
+        // and the connection is not reused (checked in `exchange`).
+        (
+            b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200",
+            Outcome::Accepted,
+        ),
     ];
     for (bytes, want) in cases {
         assert_eq!(assert_split_invariant(bytes).outcome, *want, "{bytes:?}");
+    }
+}
+
+/// The first read of a response goes to the thread's buffer; the connection's own buffer is
+/// used only for a response split across reads. On one connection: a whole response, the
+/// same response split at every point, then whole again: the same verdict each time, the
+/// connection's buffer unallocated after the first and the split one's bytes not leaking
+/// into the next exchange.
+#[test]
+fn only_a_split_response_is_carried_in_the_connection() {
+    let responses: &[&[u8]] = &[
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 17\r\n\r\nhub.mode=accepted",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nT: 1\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Busy\r\nContent-Length: 3\r\n\r\nbye",
+    ];
+    for bytes in responses {
+        let want = whole(bytes);
+        assert!(want.keep_alive, "{want:?}");
+        for i in 1..bytes.len() {
+            let (head, tail) = bytes.split_at(i);
+            let script = [bytes, head, tail, bytes].map(|p| p.to_vec());
+            let mut conn = Conn::new(Stream::Script(VecDeque::from(script)), 0);
+            let mut carried = Vec::new();
+            for _ in 0..3 {
+                let mut resp = Response::default();
+                let keep_alive = conn
+                    .exchange(REQUEST, &mut resp)
+                    .now_or_never()
+                    .expect("a scripted stream never waits")
+                    .expect("a well-formed response");
+                let got = Verdict {
+                    outcome: resp.outcome(),
+                    keep_alive,
+                    status: resp.status,
+                    body: resp.body,
+                };
+                assert_eq!(got, want, "split at {i}");
+                assert_eq!(resp.bytes_received, bytes.len() as u64, "split at {i}");
+                carried.push(conn.carry_capacity() > 0);
+            }
+            assert_eq!(carried, [false, true, true], "split at {i}");
+            assert_eq!(conn.scripted_bytes_left(), 0);
+        }
     }
 }
 

@@ -2,8 +2,10 @@
 //! hot path has no dynamic dispatch.
 
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
@@ -85,6 +87,32 @@ impl Stream {
             tcp.try_io(tokio::io::Interest::READABLE, peek),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock
         )
+    }
+
+    /// One read into `buf` (a buffer of the thread's, borrowed only while this poll runs);
+    /// `Ok(n)`: the first `n` bytes were read, `Ok(0)` is EOF.
+    pub(crate) fn poll_read_into(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let mut out = ReadBuf::new(buf);
+        let polled = match self {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, &mut out),
+            Stream::Tls(s) => Pin::new(&mut **s).poll_read(cx, &mut out),
+            #[cfg(test)]
+            Stream::Script(pieces) => {
+                // A piece larger than the buffer is handed over in parts.
+                let mut piece = pieces.pop_front().unwrap_or_default();
+                let n = piece.len().min(out.remaining());
+                out.put_slice(&piece[..n]);
+                if n < piece.len() {
+                    pieces.push_front(piece.split_off(n));
+                }
+                Poll::Ready(Ok(()))
+            }
+        };
+        polled.map_ok(|()| out.filled().len())
     }
 
     /// One read into the spare capacity of `buf`; `Ok(0)` is EOF.
