@@ -7,29 +7,16 @@
 use hubload::report::{LevelReport, Report};
 use hubload_hub::HubConfig;
 
+use crate::delivery::RUN;
 use crate::util::{assert_exit, bin, read_summary, Scenario};
 
-const RUN: [&str; 14] = [
-    "--tenants",
-    "2",
-    "--sps",
-    "2",
-    "--users",
-    "3",
-    "--concurrency",
-    "2,4",
-    "--requests",
-    "60",
-    "--delivery-grace",
-    "1s",
-    "--subscriber-latency",
-    "20ms",
-];
+/// The delivery tests' workload, with a short grace and a slow subscriber.
+const EXTRA: [&str; 4] = ["--delivery-grace", "1s", "--subscriber-latency", "20ms"];
 
 /// A run with one subscriber per topic against `cfg`'s hub: its report directory.
 async fn run(cfg: HubConfig, subscribers: bool) -> Scenario {
     let sc = Scenario::start_with(cfg).await;
-    let mut flags = RUN.to_vec();
+    let mut flags = [&RUN[..], &EXTRA].concat();
     if subscribers {
         flags.extend(["--subscribers", "1"]);
     }

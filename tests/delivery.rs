@@ -8,7 +8,8 @@ use hubload_hub::HubConfig;
 
 use crate::util::{count, settled, Scenario};
 
-const RUN: [&str; 10] = [
+/// The small delivery workload (120 publishes over two levels); other delivery tests extend it.
+pub(crate) const RUN: [&str; 10] = [
     "--tenants",
     "2",
     "--sps",

@@ -278,6 +278,15 @@ pub fn now_ns(tracker: &DeliveryTracker) -> u64 {
     tracker.ns(Instant::now())
 }
 
+/// Tests: the `X-Hub-Signature` value a hub sends for `body` under `secret`, computed
+/// directly with HMAC-SHA256 (not through [`SignatureKey`]).
+#[cfg(test)]
+pub(crate) fn test_signature(secret: &[u8], body: &[u8]) -> String {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).unwrap();
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,12 +303,6 @@ mod tests {
             seed: 7,
             distribution: Distribution::Uniform,
         })
-    }
-
-    fn sign(secret: &[u8], body: &[u8]) -> String {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).unwrap();
-        mac.update(body);
-        format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
     }
 
     #[test]
@@ -338,7 +341,7 @@ mod tests {
         t.open_level(10);
         let e = w.event_at(12, 1_000_000_000);
         t.note_published(12, e.topic, Instant::now());
-        let sig = sign(b"k", &e.body);
+        let sig = test_signature(b"k", &e.body);
         let key = SignatureKey::new(b"k");
         let ck = |topic, body: &[u8], sig: &str| {
             check(&w, &t, topic, 10, Some(&key), Some(sig.as_bytes()), body)
@@ -355,18 +358,24 @@ mod tests {
         let mut bent = e.body.to_vec();
         let n = bent.len() - 3;
         bent[n] ^= 1;
-        assert_eq!(ck(e.topic, &bent, &sign(b"k", &bent)), Check::BodyMismatch);
+        assert_eq!(
+            ck(e.topic, &bent, &test_signature(b"k", &bent)),
+            Check::BodyMismatch
+        );
         let never = w.event_at(13, 1);
         assert_eq!(
-            ck(never.topic, &never.body, &sign(b"k", &never.body)),
+            ck(never.topic, &never.body, &test_signature(b"k", &never.body)),
             Check::Unexpected
         );
         let old = w.event_at(3, 1);
         assert_eq!(
-            ck(old.topic, &old.body, &sign(b"k", &old.body)),
+            ck(old.topic, &old.body, &test_signature(b"k", &old.body)),
             Check::Late
         );
-        assert_eq!(ck(e.topic, b"{}", &sign(b"k", b"{}")), Check::Unexpected);
+        assert_eq!(
+            ck(e.topic, b"{}", &test_signature(b"k", b"{}")),
+            Check::Unexpected
+        );
         // The per-thread expected-body buffer carries nothing over from the checks before.
         assert!(matches!(
             ck(e.topic, &e.body, &sig),

@@ -159,8 +159,9 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut buf: Vec<u8> = Vec::with_capacity(READ_SIZE);
     let mut start = 0; // the first byte of `buf` not yet taken
     let mut out = Vec::with_capacity(256);
-    let mut joined = Vec::new(); // a chunked body, decoded
-                                 // One wait for the stop, registered once, not once per read.
+    // A chunked body, decoded.
+    let mut joined = Vec::new();
+    // One wait for the stop, registered once, not once per read.
     let mut stopped = std::pin::pin!(stop.cancelled());
     loop {
         let head = loop {

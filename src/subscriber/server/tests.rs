@@ -6,14 +6,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::{route, serve, End, MAX_BODY};
 use crate::config::Secret;
 use crate::subscriber::http1::CONTINUE;
+use crate::subscriber::receive::test_signature;
 use crate::subscriber::{Behaviour, DeliveryTracker, Fleet, FleetConfig};
 use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
 
@@ -77,9 +76,7 @@ impl AsyncWrite for Script {
 const SECRET: &[u8] = b"k";
 
 fn sign(b: &[u8]) -> String {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(SECRET).unwrap();
-    mac.update(b);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    test_signature(SECRET, b)
 }
 
 /// A fleet of one subscriber (topic 0, `hub.topic` t) with events 0.. published to it.
