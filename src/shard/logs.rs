@@ -136,12 +136,11 @@ pub fn to_log_lines(a: &ShardArtifact) -> Vec<String> {
 }
 
 /// Print `lines` to stdout, each with its newline in a single `write(2)` (under
-/// [`MAX_LINE_BYTES`], so a pipe delivers it whole). Stderr is flushed first.
+/// [`MAX_LINE_BYTES`], so a pipe delivers it whole).
 pub fn print_log_lines(lines: &[String]) {
     if lines.is_empty() {
         return;
     }
-    let _ = std::io::stderr().flush();
     let mut out = std::io::stdout().lock();
     let _ = out.flush();
     let mut buf = String::with_capacity(MAX_LINE_BYTES);
