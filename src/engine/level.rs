@@ -134,7 +134,7 @@ pub async fn run_level<T: Target>(
         h.await.expect("worker task panicked");
     }
     for s in stripes.iter() {
-        stats += &s.lock().unwrap_or_else(|e| e.into_inner()).stats;
+        stats += &s.lock().unwrap_or_else(|e| e.into_inner()).finish();
     }
     shared.finish(&mut stats);
     LevelRun {

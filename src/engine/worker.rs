@@ -13,7 +13,7 @@ use super::driver::Driver;
 use super::stop::StopWatch;
 use super::stripe::Stripe;
 use crate::result::{Attempt, Class};
-use crate::stats::{AttemptTimes, SharedLevel};
+use crate::stats::{AttemptSpan, SharedLevel, Stamp};
 use crate::targets::Target;
 
 /// Run tickets until the driver says stop, recording into stripe `worker % stripes.len()`.
@@ -33,13 +33,18 @@ pub(crate) async fn worker_loop<T: Target>(
     let mut stop = StopWatch::new(ctx.cancel.child_token());
     // The previous event's body, handed back so rendering the next one allocates nothing.
     let mut spare = Vec::new();
+    let clock = &ctx.clock;
+    let level_start = Stamp::of(clock, level_start.into_std());
     let renders_body = ctx.target.renders_body();
     while let Some(ticket) = driver.next(stop.is_stopped()).await {
         if stop.is_stopped() {
             // A ticket queued before the stop: no request starts after it.
             break;
         }
-        let sent_us = ctx.clock.unix_us(Instant::now().into_std()) / 1000 * 1000;
+        // One clock read stamps the event's send time and starts its first attempt (the
+        // event is made inside the attempt, as its body always was).
+        let first = Stamp::now(clock);
+        let sent_us = first.unix_us(clock) / 1000 * 1000;
         let event = if renders_body {
             ctx.workload.event_unrendered(ticket.seq, sent_us)
         } else {
@@ -48,17 +53,18 @@ pub(crate) async fn worker_loop<T: Target>(
         };
         let topic = &ctx.workload.topics()[event.topic];
         let mut attempt_no = 0u32;
-        let mut first_start = None;
         loop {
-            let start = Instant::now();
-            // The event starts with its first attempt.
-            if first_start.is_none() && ticket.measured {
-                if let Some(t) = &ctx.delivery {
-                    // Before the request is written, so no delivery can come first.
-                    t.note_published(ticket.seq, event.topic, start.into_std());
+            let start = if attempt_no == 0 {
+                if ticket.measured {
+                    if let Some(t) = &ctx.delivery {
+                        // Before the request is written, so no delivery can come first.
+                        t.note_published(ticket.seq, event.topic, first.at);
+                    }
                 }
-            }
-            let first = *first_start.get_or_insert(start);
+                first
+            } else {
+                Stamp::now(clock)
+            };
             // Stopped in flight: the attempt is abandoned and counted `cancelled`. The send is
             // pinned where it is made: passed by value, its whole state (over a KiB, with every
             // nested future's) would be copied once per attempt, and with a thousand workers
@@ -69,32 +75,28 @@ pub(crate) async fn worker_loop<T: Target>(
                 let send = pin!(ctx.target.send(topic, &event));
                 unless_stopped(send, &mut stop).await
             };
-            let end = Instant::now();
+            let end = Stamp::now(clock);
             attempt_no += 1;
             let class = a.outcome.class();
             let ok = class == Class::Accepted;
             // Retries are immediate, as the real publisher's client does (docs/protocol.md §3).
             let mut last = ok || attempt_no >= max_attempts || !class.is_retryable();
             if ticket.measured {
-                let intended = if attempt_no == 1 {
-                    ticket.intended
-                } else {
-                    start
+                let intended = match (ctx.open_model, attempt_no) {
+                    (false, _) => None,
+                    (true, 1) => Some(Stamp::of(clock, ticket.intended.into_std())),
+                    (true, _) => Some(start),
                 };
-                let times = AttemptTimes {
-                    level_start: level_start.into_std(),
-                    intended: ctx.open_model.then(|| intended.into_std()),
-                    start: start.into_std(),
-                    end: end.into_std(),
-                };
-                let span = times.span(&ctx.clock);
+                let span =
+                    AttemptSpan::of_stamps(clock, &level_start, intended.as_ref(), &start, &end);
+                // An event of one attempt: its latency is the attempt's (the stripe derives it).
+                let whole = attempt_no == 1 && last;
                 {
                     // One lock for the attempt and, when it is the event's last, the event.
                     let mut s = lock();
-                    s.stats.record_span(&span, &a);
+                    s.record_attempt(&span, &a, whole);
                     if last {
-                        let event_us = end.saturating_duration_since(first).as_micros() as u64;
-                        s.stats.record_event_us(event_us, attempt_no, ok);
+                        s.record_event(end.us_since(&first), attempt_no, ok, whole);
                     }
                 }
                 shared.record(worker, &span, class, event.topic);
@@ -116,13 +118,13 @@ pub(crate) async fn worker_loop<T: Target>(
                 }
                 if ok {
                     if let Some(t) = &ctx.delivery {
-                        t.note_accepted(ticket.seq, end.into_std());
+                        t.note_accepted(ticket.seq, end.at);
                     }
                 }
                 if !last && stop.is_stopped() {
                     // Stopped before a retry: the event ends with this attempt.
-                    let event_us = end.saturating_duration_since(first).as_micros() as u64;
-                    lock().stats.record_event_us(event_us, attempt_no, false);
+                    // Never whole: its attempt was recorded as not ending it.
+                    lock().record_event(end.us_since(&first), attempt_no, false, false);
                     last = true;
                 }
             }

@@ -34,6 +34,21 @@ impl Clock {
         }
     }
 
+    /// Nanoseconds from the anchor to `t`, or `None` for a `t` before the anchor. The engine
+    /// reads each instant of an attempt once and works out every figure of it from these
+    /// integers ([`AttemptSpan::from_ns`](super::AttemptSpan::from_ns)): one clock
+    /// subtraction per instant instead of one per figure.
+    pub fn ns(&self, t: Instant) -> Option<u64> {
+        t.checked_duration_since(self.anchor)
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// Wall-clock µs since the Unix epoch for `ns` nanoseconds after the anchor: the same as
+    /// [`unix_us`](Self::unix_us) of that instant.
+    pub fn unix_us_of_ns(&self, ns: u64) -> u64 {
+        self.anchor_unix_us + ns / 1000
+    }
+
     /// The `Instant` that corresponds to the anchor.
     pub fn anchor(&self) -> Instant {
         self.anchor

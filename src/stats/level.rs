@@ -145,6 +145,15 @@ impl LevelStats {
     /// [`record_attempt_without_topic`](Self::record_attempt_without_topic) from the
     /// attempt's [`AttemptSpan`], worked out once for every recorder.
     pub fn record_span(&mut self, t: &AttemptSpan, a: &Attempt) {
+        self.record_span_but_accepted_latency(t, a);
+        if a.outcome.class() == Class::Accepted {
+            record(&mut self.accepted_latency, t.us);
+        }
+    }
+
+    /// [`record_span`](Self::record_span) without `accepted_latency`, for a recorder that
+    /// derives it (the engine's stripes: `engine/stripe.rs`).
+    pub fn record_span_but_accepted_latency(&mut self, t: &AttemptSpan, a: &Attempt) {
         let us = t.us;
         let class = a.outcome.class();
         self.counts.bump(class);
@@ -155,9 +164,6 @@ impl LevelStats {
         record(&mut self.latency, us);
         if let Some(corrected) = t.corrected_us {
             record(&mut self.corrected, corrected);
-        }
-        if class == Class::Accepted {
-            record(&mut self.accepted_latency, us);
         }
         if let Some(code) = a.outcome.status() {
             *self.status_codes.entry(code).or_insert(0) += 1;
@@ -188,10 +194,16 @@ impl LevelStats {
 
     /// [`record_event`](Self::record_event) from the event's latency, µs.
     pub fn record_event_us(&mut self, us: u64, attempts: u32, ok: bool) {
+        self.count_event(attempts, ok);
+        record(&mut self.event_latency, us);
+    }
+
+    /// [`record_event_us`](Self::record_event_us) without `event_latency`, for a recorder
+    /// that derives it (the engine's stripes).
+    pub fn count_event(&mut self, attempts: u32, ok: bool) {
         self.events += 1;
         self.events_failed += u64::from(!ok);
         self.retries += u64::from(attempts.saturating_sub(1));
-        record(&mut self.event_latency, us);
     }
 
     /// Record a scheduled send that was skipped because the generator was saturated.

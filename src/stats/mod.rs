@@ -12,10 +12,11 @@ mod topic;
 pub use clock::Clock;
 pub use counts::{Counts, Reasons};
 pub use histogram::{
-    from_base64, new_histogram, record, to_base64, Histogram, HIST_LOWEST_US, HIST_SIGFIG,
+    difference, from_base64, new_histogram, record, to_base64, Histogram, HIST_LOWEST_US,
+    HIST_SIGFIG,
 };
 pub use level::{LevelStats, TimelineBucket};
 pub use seconds::{SecondHistograms, SecondsRecorder};
 pub use shared::SharedLevel;
-pub use times::{AttemptSpan, AttemptTimes};
+pub use times::{AttemptNs, AttemptSpan, AttemptTimes, Stamp};
 pub use topic::{bucket_high, bucket_of, TopicStats, TopicTable, TOPIC_BUCKETS};
