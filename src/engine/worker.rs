@@ -72,7 +72,7 @@ pub(crate) async fn worker_loop<T: Target>(
             // In a block of its own, so its state is gone before the record is queued below
             // (both live at once, the worker's state held the two side by side).
             let a = {
-                let send = pin!(ctx.target.send(topic, &event));
+                let send = pin!(ctx.target.send(topic, &event, start.at));
                 unless_stopped(send, &mut stop).await
             };
             let end = Stamp::now(clock);

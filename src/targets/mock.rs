@@ -57,7 +57,7 @@ impl Target for MockTarget {
         }
     }
 
-    async fn send(&self, topic: &Topic, event: &Event) -> Attempt {
+    async fn send(&self, topic: &Topic, event: &Event, _started: std::time::Instant) -> Attempt {
         let n = self.sent.fetch_add(1, Ordering::Relaxed);
         let outcome = self.script[(n % self.script.len() as u64) as usize];
         if !self.latency.is_zero() {

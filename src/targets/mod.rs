@@ -58,9 +58,16 @@ pub trait Target: Send + Sync + 'static {
         cancel: &CancellationToken,
     ) -> impl Future<Output = PhaseResult> + Send;
 
-    /// One attempt to publish `event` to `topic`. Never fails: failures are classified data.
-    /// The event's body is rendered unless [`renders_body`](Self::renders_body).
-    fn send(&self, topic: &Topic, event: &Event) -> impl Future<Output = Attempt> + Send;
+    /// One attempt to publish `event` to `topic`, started at `started` (the engine's clock
+    /// read: the target's deadlines count from it, so it reads no clock of its own). Never
+    /// fails: failures are classified data. The event's body is rendered unless
+    /// [`renders_body`](Self::renders_body).
+    fn send(
+        &self,
+        topic: &Topic,
+        event: &Event,
+        started: std::time::Instant,
+    ) -> impl Future<Output = Attempt> + Send;
 
     /// True when [`send`](Self::send) renders the body itself (from the workload), so the
     /// engine hands it events made by `Workload::event_unrendered`, bodies empty.

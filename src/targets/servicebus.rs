@@ -140,7 +140,9 @@ impl Target for ServiceBusTarget {
         p
     }
 
-    async fn send(&self, topic: &Topic, event: &Event) -> Attempt {
+    // The Service Bus sender bounds each send itself (the servicebus crate), so `started` is
+    // not needed here.
+    async fn send(&self, topic: &Topic, event: &Event, _started: std::time::Instant) -> Attempt {
         let mut jti_buf = uuid::Uuid::encode_buffer();
         let jti = event.jti.as_hyphenated().encode_lower(&mut jti_buf);
         let mut app_buf = uuid::Uuid::encode_buffer();

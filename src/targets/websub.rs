@@ -245,14 +245,22 @@ impl WebSubTarget {
     /// One exchange; the response too when there was one.
     async fn exchange(&self, request: &[u8]) -> (Attempt, Option<Response>) {
         let mut resp = Response::default();
-        let (a, answered) = self.exchange_into(request, &mut resp).await;
+        let (a, answered) = self.exchange_into(request, Instant::now(), &mut resp).await;
         (a, answered.then_some(resp))
     }
 
-    /// One exchange into `resp` (its allocations reused); true when a response was read.
-    async fn exchange_into(&self, request: &[u8], resp: &mut Response) -> (Attempt, bool) {
-        let deadline = Instant::now() + self.timeout;
-        let result = self.pool.send_into(request, deadline, resp).await;
+    /// One exchange started at `started` into `resp` (its allocations reused); true when a
+    /// response was read.
+    async fn exchange_into(
+        &self,
+        request: &[u8],
+        started: Instant,
+        resp: &mut Response,
+    ) -> (Attempt, bool) {
+        let result = self
+            .pool
+            .send_into(request, started, started + self.timeout, resp)
+            .await;
         self.attempt(result, request.len(), resp)
     }
 
@@ -387,7 +395,8 @@ impl Target for WebSubTarget {
         self.phase(topics, "register", cancel).await
     }
 
-    async fn send(&self, topic: &Topic, event: &Event) -> Attempt {
+    async fn send(&self, topic: &Topic, event: &Event, started: std::time::Instant) -> Attempt {
+        let started = Instant::from_std(started);
         let head = &self.publish_heads[event.topic];
         let mut scratch = Scratch::take();
         let (a, answered) = if self.shape.dialect == Dialect::Websub {
@@ -396,7 +405,7 @@ impl Target for WebSubTarget {
             if let Some(ts) = &self.topic_server {
                 ts.note_published(event.topic, event.seq, event.sent_us);
             }
-            self.exchange_into(head, &mut scratch.resp).await
+            self.exchange_into(head, started, &mut scratch.resp).await
         } else {
             // Rendered by the pool into its thread's write buffer once a connection is ready
             // (and the body with it, when the event came without one).
@@ -414,10 +423,9 @@ impl Target for WebSubTarget {
                 });
                 size.store(req.len(), Ordering::Relaxed);
             };
-            let deadline = Instant::now() + self.timeout;
             let result = self
                 .pool
-                .send_rendered(&render, deadline, &mut scratch.resp)
+                .send_rendered(&render, started, started + self.timeout, &mut scratch.resp)
                 .await;
             // Never rendered (no connection): the request the attempt was for, counted as
             // when it is sent.
@@ -567,7 +575,7 @@ mod tests {
             };
             assert_eq!(event.body.is_empty(), lazy);
             let topic = &workload.topics()[event.topic];
-            attempts.push(target.send(topic, &event).await);
+            attempts.push(target.send(topic, &event, std::time::Instant::now()).await);
         }
         (server.await.unwrap(), attempts)
     }

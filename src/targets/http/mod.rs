@@ -11,7 +11,11 @@
 //!   with [`TimeoutKind::PoolWait`];
 //! - idle connections are kept for reuse (keep-alive), most recently used first, and
 //!   closed once idle longer than the idle timeout (default [`DEFAULT_IDLE_TIMEOUT`]), before
-//!   a server, proxy or load balancer drops them silently;
+//!   a server, proxy or load balancer drops them silently. The idle time counts from when
+//!   the connection's last exchange took it to when the next one would (the caller's start,
+//!   or the end of its pool wait: clock reads the pool already has, so it makes none per
+//!   exchange): at least the true idle time, less the µs between that clock read and the
+//!   take, so a connection is closed early rather than late;
 //! - a connect beyond `connect_timeout` fails with [`TimeoutKind::Connect`]; a response not
 //!   complete by the deadline fails with [`TimeoutKind::Response`] and its connection is
 //!   dropped, never reused;
@@ -227,19 +231,21 @@ impl HttpPool {
         deadline: Instant,
     ) -> Result<Response, TransportError> {
         let mut resp = Response::default();
-        self.send_into(request, deadline, &mut resp).await?;
+        self.send_into(request, Instant::now(), deadline, &mut resp)
+            .await?;
         Ok(resp)
     }
 
-    /// [`send`](Self::send) into a caller-owned `Response`, reusing its body and
-    /// content-type allocations.
+    /// [`send`](Self::send), started at `started` (the caller's clock read, at most the
+    /// present), into a caller-owned `Response`, reusing its body and content-type allocations.
     pub async fn send_into(
         &self,
         request: &[u8],
+        started: Instant,
         deadline: Instant,
         resp: &mut Response,
     ) -> Result<(), TransportError> {
-        self.exchange(request, deadline, resp).await
+        self.exchange(request, started, deadline, resp).await
     }
 
     /// [`send_into`](Self::send_into) with the request rendered by `render` (which appends
@@ -248,27 +254,37 @@ impl HttpPool {
     /// the form for the hot path. A request that must be sent again on a fresh connection
     /// (a stale keep-alive one refused it) is rendered again, so `render` must give the same
     /// bytes every time.
+    /// `started` as for [`send_into`](Self::send_into).
     pub async fn send_rendered<F: Fn(&mut Vec<u8>)>(
         &self,
         render: F,
+        started: Instant,
         deadline: Instant,
         resp: &mut Response,
     ) -> Result<(), TransportError> {
-        self.exchange(&RenderFn(render), deadline, resp).await
+        self.exchange(&RenderFn(render), started, deadline, resp)
+            .await
     }
 
     async fn exchange<R: Render + ?Sized>(
         &self,
         request: &R,
+        started: Instant,
         deadline: Instant,
         resp: &mut Response,
     ) -> Result<(), TransportError> {
+        // When the exchange takes its connection: the caller's start, or the end of a wait.
+        let mut now = started;
         let _permit = match self.permits.try_acquire() {
             Ok(permit) => permit,
             // Boxed: the wait (with its timer) would otherwise make every send's state larger.
-            Err(_) => Box::pin(self.acquire(deadline)).await?,
+            Err(_) => {
+                let permit = Box::pin(self.acquire(deadline)).await?;
+                now = Instant::now();
+                permit
+            }
         };
-        let mut conn = match self.pop_idle() {
+        let mut conn = match self.pop_idle(now) {
             Some(conn) => conn,
             None => self.connect_boxed(deadline).await?,
         };
@@ -281,7 +297,7 @@ impl HttpPool {
                 Some(Ok(keep_alive)) => {
                     if keep_alive {
                         conn.reused = true;
-                        self.push_idle(conn);
+                        self.push_idle(conn, now);
                     }
                     return Ok(());
                 }
@@ -372,9 +388,9 @@ impl HttpPool {
         Err(last)
     }
 
-    /// The most recently used idle connection, unless it has been idle too long; then it
-    /// and every older one are closed (outside the lock).
-    fn pop_idle(&self) -> Option<Conn> {
+    /// The most recently used idle connection, unless it has been idle too long at `now`;
+    /// then it and every older one are closed (outside the lock).
+    fn pop_idle(&self, now: Instant) -> Option<Conn> {
         let mut idle = self.lock_idle();
         let (since, conn) = loop {
             let (since, conn) = idle.pop()?;
@@ -383,7 +399,7 @@ impl HttpPool {
                 break (since, conn);
             }
         };
-        if since.elapsed() <= self.idle_timeout {
+        if now.saturating_duration_since(since) <= self.idle_timeout {
             return Some(conn);
         }
         let stale = std::mem::take(&mut *idle);
@@ -392,9 +408,9 @@ impl HttpPool {
         None
     }
 
-    fn push_idle(&self, conn: Conn) {
-        let now = Instant::now();
-        self.lock_idle().push((now, conn));
+    /// Keep `conn` for reuse; `since` is when its last exchange took it.
+    fn push_idle(&self, conn: Conn, since: Instant) {
+        self.lock_idle().push((since, conn));
     }
 
     fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<(Instant, Conn)>> {

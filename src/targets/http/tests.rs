@@ -358,6 +358,37 @@ async fn response_timeout_drops_the_connection() {
     assert_eq!(pool.idle_count(), 0);
 }
 
+/// A connection's timer is kept from one exchange to the next and moved only when needed:
+/// an exchange still ends at its own deadline, whether the timer held an earlier one (it
+/// fires mid-exchange and must not end it) or a later one (it must be moved forward).
+#[tokio::test]
+async fn each_exchange_ends_at_its_own_deadline_on_a_reused_connection() {
+    let server = serve(|mut s| async move {
+        for delay_ms in [0, 600, 1_500] {
+            if !read_request(&mut s).await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            if s.write_all(ACCEPTED).await.is_err() {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    let after = |ms| Instant::now() + Duration::from_millis(ms);
+    pool.send(REQUEST, after(200)).await.unwrap();
+    // The timer still holds the first deadline, which passes 200 ms into this exchange.
+    let resp = pool.send(REQUEST, after(3_000)).await.unwrap();
+    assert_eq!(resp.status, 200);
+    assert_eq!(server.accepted(), 1, "the same connection");
+    // Now it holds a deadline 3 s out; this exchange's comes first, before the answer.
+    let err = pool.send(REQUEST, after(300)).await.unwrap_err();
+    assert_eq!(err, TransportError::Timeout(TimeoutKind::Response));
+    assert_eq!(server.accepted(), 1);
+}
+
 #[tokio::test]
 async fn connect_timeout_on_a_full_backlog() {
     // A listener that never accepts, with a backlog of 0: once its accept queue is full the
@@ -500,14 +531,14 @@ async fn send_into_reuses_the_response() {
     let server = serve(|s| answer_all(s, ACCEPTED)).await;
     let pool = HttpPool::new(server.addr, cfg(1));
     let mut resp = Response::default();
-    pool.send_into(REQUEST, in_secs(5), &mut resp)
+    pool.send_into(REQUEST, Instant::now(), in_secs(5), &mut resp)
         .await
         .unwrap();
     let (body_ptr, ct_ptr) = (
         resp.body.as_ptr(),
         resp.content_type.as_ref().unwrap().as_ptr(),
     );
-    pool.send_into(REQUEST, in_secs(5), &mut resp)
+    pool.send_into(REQUEST, Instant::now(), in_secs(5), &mut resp)
         .await
         .unwrap();
     assert_eq!(resp.body, b"hub.mode=accepted");
@@ -554,7 +585,10 @@ async fn churn_loses_and_duplicates_nothing() {
                 let mut resp = Response::default();
                 let mut ok = 0usize;
                 for _ in 0..20 {
-                    match pool.send_into(REQUEST, in_secs(10), &mut resp).await {
+                    match pool
+                        .send_into(REQUEST, Instant::now(), in_secs(10), &mut resp)
+                        .await
+                    {
                         Ok(()) => {
                             assert_eq!(resp.outcome(), Outcome::Accepted);
                             ok += 1;
