@@ -179,7 +179,7 @@ async fn worker(pool: &HttpPool, request: &[u8], stop: Instant) -> (u64, u64) {
             return (ok, err);
         }
         match pool
-            .send_into(request, now + Duration::from_secs(5), &mut resp)
+            .send_into(request, now, now + Duration::from_secs(5), &mut resp)
             .await
         {
             Ok(()) if resp.outcome() == Outcome::Accepted => ok += 1,
