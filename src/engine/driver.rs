@@ -17,7 +17,8 @@ use super::pacer::{Arrivals, Schedule};
 pub(crate) struct Ticket {
     /// Event sequence number.
     pub seq: u64,
-    /// When the event was meant to start (open model: its schedule; closed: when issued).
+    /// When the event was meant to start (open model: its schedule; closed: when issued, a
+    /// clock read made as [`Driver::next`] returned, which the worker starts the event at).
     pub intended: Instant,
     /// False during warm-up: sent but not recorded.
     pub measured: bool,

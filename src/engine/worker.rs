@@ -42,8 +42,12 @@ pub(crate) async fn worker_loop<T: Target>(
             break;
         }
         // One clock read stamps the event's send time and starts its first attempt (the
-        // event is made inside the attempt, as its body always was).
-        let first = Stamp::now(clock);
+        // event is made inside the attempt, as its body always was): in the closed model the
+        // driver's, made as it handed out the ticket (with no wait since).
+        let first = match ctx.open_model {
+            false => Stamp::of(clock, ticket.intended.into_std()),
+            true => Stamp::now(clock),
+        };
         let sent_us = first.unix_us(clock) / 1000 * 1000;
         let event = if renders_body {
             ctx.workload.event_unrendered(ticket.seq, sent_us)
