@@ -232,9 +232,7 @@ impl<'a> Facts<'a> {
                 // The two usual values first, as `has_token` would read them.
                 if is_keep_alive(value) {
                     self.keep_alive |= !self.http11;
-                } else if value.eq_ignore_ascii_case(b"close") {
-                    self.keep_alive = false;
-                } else if has_token(value, b"close") {
+                } else if value.eq_ignore_ascii_case(b"close") || has_token(value, b"close") {
                     self.keep_alive = false;
                 } else if !self.http11 && has_token(value, b"keep-alive") {
                     self.keep_alive = true;

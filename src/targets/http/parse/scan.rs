@@ -135,10 +135,10 @@ pub(super) fn token_end(line: &[u8]) -> Option<usize> {
         // seven bits, `l` that with the case bit set. A letter is `l` in 0x61..=0x7a, a digit
         // `y` in 0x30..=0x39, `-` is `y ^ 0x2d == 0`; bytes >= 0x80 are none of them.
         let y = x & !HIGH;
-        let l = y | ONES * 0x20;
+        let l = y | (ONES * 0x20);
         let letter = (l + ONES * (0x80 - 0x61)) & !(l + ONES * (0x80 - 0x7b));
         let digit = (y + ONES * (0x80 - 0x30)) & !(y + ONES * (0x80 - 0x3a));
-        let dash = !((y ^ ONES * 0x2d) + ONES * 0x7f);
+        let dash = !((y ^ (ONES * 0x2d)) + ONES * 0x7f);
         let other = !((letter | digit | dash) & !x) & HIGH;
         if other == 0 {
             i += 8;
