@@ -519,13 +519,20 @@ fn random_head(rng: &mut impl Rng) -> Vec<u8> {
     let values_bad: &[&[u8]] = &[b"\x80", b"\x7f", b"\x00", b"\n", b"\r"];
     let most = if rng.gen_ratio(1, 8) { 70 } else { 8 };
     for _ in 0..rng.gen_range(0..most) {
-        h.extend_from_slice(pick(rng, noisy, names, names_bad));
+        match rng.gen_range(0..4) {
+            0 => h.extend_from_slice(&random_name(rng)),
+            1 => h.extend_from_slice(&near_name(rng, names)),
+            _ => h.extend_from_slice(pick(rng, noisy, names, names_bad)),
+        }
         h.extend_from_slice(pick(
             rng,
             noisy,
             &[b":", b": ", b":\t", b": \t "],
             &[b" :", b""],
         ));
+        if rng.gen_ratio(1, 3) {
+            h.extend_from_slice(&random_text(rng, noisy));
+        }
         for _ in 0..rng.gen_range(0..3) {
             h.extend_from_slice(pick(rng, noisy, values, values_bad));
         }
@@ -540,6 +547,59 @@ fn random_head(rng: &mut impl Rng) -> Vec<u8> {
         h.truncate(rng.gen_range(0..=h.len()));
     }
     h
+}
+
+/// A header name of 1 to 30 token bytes of every kind, so the name scan's eight-byte words
+/// end and meet rare token bytes at every offset.
+fn random_name(rng: &mut impl Rng) -> Vec<u8> {
+    const TCHAR: &[u8] = b"!#$%&'*+-.^_`|~0123456789ABCXYZabcxyz-";
+    (0..rng.gen_range(1..=30))
+        .map(|_| TCHAR[rng.gen_range(0..TCHAR.len())])
+        .collect()
+}
+
+/// One of `names` (the four the client reads among them) in a random case, or one byte off:
+/// replaced by any byte, dropped, or one more, so a word compare that is one byte too
+/// generous, or takes a prefix for the name, is caught.
+fn near_name(rng: &mut impl Rng, names: &[&[u8]]) -> Vec<u8> {
+    let mut n: Vec<u8> = names[rng.gen_range(0..names.len())]
+        .iter()
+        .map(|&b| {
+            if rng.gen_bool(0.5) {
+                b.to_ascii_uppercase()
+            } else {
+                b.to_ascii_lowercase()
+            }
+        })
+        .collect();
+    let at = rng.gen_range(0..=n.len());
+    match rng.gen_range(0..4) {
+        0 if at < n.len() => n[at] = rng.gen(),
+        1 if at < n.len() => {
+            n.remove(at);
+        }
+        2 => n.insert(at, rng.gen()),
+        _ => {}
+    }
+    n
+}
+
+/// A value of 0 to 40 bytes of visible ASCII, spaces and tabs (so the CR after it lands at
+/// every offset of an eight-byte word); in a noisy head sometimes with one byte of any value
+/// (obs-text, DEL, NUL, a bare CR or LF, another control byte) at a random place.
+fn random_text(rng: &mut impl Rng, noisy: bool) -> Vec<u8> {
+    let mut t: Vec<u8> = (0..rng.gen_range(0..=40))
+        .map(|_| match rng.gen_range(0..16) {
+            0 => b'\t',
+            1 => b' ',
+            _ => rng.gen_range(b'!'..=b'~'),
+        })
+        .collect();
+    if noisy && rng.gen_ratio(1, 3) {
+        let at = rng.gen_range(0..=t.len());
+        t.insert(at, rng.gen());
+    }
+    t
 }
 
 /// 20,000 random heads (fixed seed): the fast scan agrees with `httparse` on each, and both

@@ -5,6 +5,10 @@
 
 use crate::result::OtherReason;
 
+mod scan;
+
+use scan::{known_name, text_to_cr, token_end, trim_space_tab, Name, Pattern};
+
 /// Most headers a response may carry; more is a protocol error.
 const MAX_HEADERS: usize = 64;
 
@@ -55,7 +59,6 @@ pub(crate) fn parse_head(
         None => parse_head_full(buf, head_request, content_type),
     }
 }
-
 /// [`parse_head`] through `httparse` alone: the reference the fast scan is checked against.
 pub(crate) fn parse_head_full(
     buf: &[u8],
@@ -103,117 +106,66 @@ pub(crate) fn fast_head(
     head_request: bool,
     content_type: &mut Option<Vec<u8>>,
 ) -> Option<Head> {
-    let http11 = match buf.get(..9)? {
-        b"HTTP/1.1 " => true,
-        b"HTTP/1.0 " => false,
+    // The status line at fixed offsets: the version, a space, three digits, then a space
+    // and the reason, or the CR at once.
+    let (start, after) = buf.split_first_chunk::<13>()?;
+    let http11 = match u64::from_le_bytes(*start.first_chunk()?) {
+        HTTP_11 => true,
+        HTTP_10 => false,
         _ => return None,
     };
-    let &[h, t, o, after] = buf.get(9..13)? else {
-        return None;
-    };
-    if !(h.is_ascii_digit() && t.is_ascii_digit() && o.is_ascii_digit()) {
+    let digits = [start[9], start[10], start[11]].map(|b| b.wrapping_sub(b'0'));
+    if start[8] != b' ' || digits.iter().any(|&d| d > 9) {
         return None;
     }
-    let status = u16::from(h - b'0') * 100 + u16::from(t - b'0') * 10 + u16::from(o - b'0');
-    let mut i = match after {
-        b' ' => text_to_cr(buf, 13)?,
-        b'\r' => 12,
+    let status = u16::from(digits[0]) * 100 + u16::from(digits[1]) * 10 + u16::from(digits[2]);
+    // `rest` starts at the CR ending the line before.
+    let mut rest = match start[12] {
+        b' ' => &after[text_to_cr(after)?..],
+        b'\r' => &buf[12..],
         _ => return None,
     };
-    // `i` is at the CR ending the previous line.
     let mut facts = Facts::new(http11);
     let mut count = 0;
     loop {
-        if buf.get(i + 1) != Some(&b'\n') {
-            return None;
-        }
-        i += 2;
-        if *buf.get(i)? == b'\r' {
-            if buf.get(i + 1) != Some(&b'\n') {
-                return None;
+        let line = match rest {
+            [_, b'\n', b'\r', b'\n', ..] => {
+                let len = buf.len() - rest.len() + 4;
+                return Some(facts.finish(status, len, head_request, content_type));
             }
-            return Some(facts.finish(status, i + 2, head_request, content_type));
-        }
+            [_, b'\n', line @ ..] => line,
+            _ => return None,
+        };
         if count == MAX_HEADERS {
             return None;
         }
-        let line = &buf[i..];
-        let colon = line.iter().position(|&b| !is_token(b))?;
-        if colon == 0 || line[colon] != b':' {
-            return None;
-        }
-        let value = i + colon + 1;
-        let cr = text_to_cr(buf, value)?;
-        facts
-            .header(&line[..colon], trim_space_tab(&buf[value..cr]))
-            .ok()?;
         count += 1;
-        i = cr;
-    }
-}
-
-/// The index of the first CR at or after `from`, if every byte before it is a tab, a space
-/// or visible ASCII (no other control byte, DEL or obs-text); `None` otherwise, or when no
-/// CR follows. Eight bytes at a time: a word with none of those bytes needs no per-byte test.
-fn text_to_cr(buf: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut i = from;
-    loop {
-        while let Some(word) = buf.get(i..).and_then(<[u8]>::first_chunk::<8>) {
-            let x = u64::from_le_bytes(*word);
-            let del = x ^ (ONES * 0x7f);
-            // The high bit of each byte that is >= 0x80, < 0x20 or 0x7f. Borrows only run
-            // upwards from a true hit, so the lowest flagged byte is exact.
-            let odd =
-                (x | (x.wrapping_sub(ONES * 0x20) & !x) | (del.wrapping_sub(ONES) & !del)) & HIGH;
-            if odd != 0 {
-                i += (odd.trailing_zeros() / 8) as usize;
-                break;
+        let value;
+        if let Some((name, after_colon)) = known_name(line) {
+            // One of the four headers the client reads, told from its first 24 bytes.
+            value = &line[after_colon..];
+            let cr = text_to_cr(value)?;
+            facts.apply(name, trim_space_tab(&value[..cr])).ok()?;
+            rest = &value[cr..];
+        } else {
+            let colon = token_end(line)?;
+            if colon == 0 || line[colon] != b':' {
+                return None;
             }
-            i += 8;
-        }
-        // At the flagged byte, or in the last 7 bytes: byte by byte up to the CR or a tab.
-        loop {
-            match *buf.get(i)? {
-                b'\r' => return Some(i),
-                b'\t' => {
-                    i += 1;
-                    break;
-                }
-                b' '..=b'~' => i += 1,
-                _ => return None,
+            value = &line[colon + 1..];
+            let cr = text_to_cr(value)?;
+            // With 24 bytes in view `known_name` has ruled the four names out already.
+            if line.len() < 24 {
+                facts.header(&line[..colon], &value[..cr]).ok()?;
             }
+            rest = &value[cr..];
         }
     }
 }
 
-/// An RFC 9110 token character (`tchar`): the bytes `httparse` accepts in a header name.
-fn is_token(b: u8) -> bool {
-    TOKEN[usize::from(b)]
-}
-
-static TOKEN: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        t[b] = c.is_ascii_alphanumeric()
-            || matches!(c, b'!' | b'#'..=b'\'' | b'*' | b'+' | b'-' | b'.' | b'^'..=b'`' | b'|' | b'~');
-        b += 1;
-    }
-    t
-};
-
-fn trim_space_tab(mut v: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = v {
-        v = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = v {
-        v = rest;
-    }
-    v
-}
+/// The first eight bytes of the two versions, read as one little-endian word.
+const HTTP_11: u64 = u64::from_le_bytes(*b"HTTP/1.1");
+const HTTP_10: u64 = u64::from_le_bytes(*b"HTTP/1.0");
 
 /// What the headers say, gathered one header at a time (by either parser).
 struct Facts<'a> {
@@ -237,34 +189,60 @@ impl<'a> Facts<'a> {
         }
     }
 
+    /// One header by name (any case); `value` trimmed here, as `httparse` trims it (a value
+    /// it trimmed already is left as it is).
     fn header(&mut self, name: &[u8], value: &'a [u8]) -> Result<(), OtherReason> {
         // The length first: most headers (Date, Server, …) are then skipped without comparing
         // a byte of their names.
         if !matches!(name.len(), 10 | 12 | 14 | 17) {
             return Ok(());
         }
-        if is_name(name, b"content-length") {
-            let n = parse_length(value).ok_or(OtherReason::MalformedHead)?;
-            if self.length.is_some_and(|old| old != n) {
-                return Err(OtherReason::MalformedHead);
-            }
-            self.length = Some(n);
+        let name = if is_name(name, b"content-length") {
+            Name::ContentLength
         } else if is_name(name, b"transfer-encoding") {
-            self.transfer_encoding = true;
-            // Only the last coding decides: `gzip, chunked` is chunked, `chunked, gzip` is not.
-            self.chunked = last_token_is(value, b"chunked");
+            Name::TransferEncoding
         } else if is_name(name, b"connection") {
-            if has_token(value, b"close") {
-                self.keep_alive = false;
-            } else if !self.http11 && has_token(value, b"keep-alive") {
-                self.keep_alive = true;
-            }
+            Name::Connection
         } else if is_name(name, b"content-type") {
-            self.content_type = Some(value);
+            Name::ContentType
+        } else {
+            return Ok(());
+        };
+        self.apply(name, trim_space_tab(value))
+    }
+
+    /// One of the headers the client acts on, with its trimmed value.
+    #[inline(always)]
+    fn apply(&mut self, name: Name, value: &'a [u8]) -> Result<(), OtherReason> {
+        match name {
+            Name::ContentLength => {
+                let n = parse_length(value).ok_or(OtherReason::MalformedHead)?;
+                if self.length.is_some_and(|old| old != n) {
+                    return Err(OtherReason::MalformedHead);
+                }
+                self.length = Some(n);
+            }
+            Name::TransferEncoding => {
+                self.transfer_encoding = true;
+                // Only the last coding decides: `gzip, chunked` is chunked, `chunked, gzip`
+                // is not.
+                self.chunked = last_token_is(value, b"chunked");
+            }
+            Name::Connection => {
+                // The two usual values first, as `has_token` would read them.
+                if is_keep_alive(value) {
+                    self.keep_alive |= !self.http11;
+                } else if value.eq_ignore_ascii_case(b"close") || has_token(value, b"close") {
+                    self.keep_alive = false;
+                } else if !self.http11 && has_token(value, b"keep-alive") {
+                    self.keep_alive = true;
+                }
+            }
+            Name::ContentType => self.content_type = Some(value),
         }
         Ok(())
     }
-
+    #[inline(always)]
     fn finish(
         self,
         status: u16,
@@ -295,14 +273,13 @@ impl<'a> Facts<'a> {
             keep_alive = false;
         }
         if !(100..200).contains(&status) {
-            match self.content_type {
-                Some(value) => {
-                    let mut v = content_type.take().unwrap_or_default();
+            match (self.content_type, content_type.as_mut()) {
+                (Some(value), Some(v)) => {
                     v.clear();
                     v.extend_from_slice(value);
-                    *content_type = Some(v);
                 }
-                None => *content_type = None,
+                (Some(value), None) => *content_type = Some(value.to_vec()),
+                (None, _) => *content_type = None,
             }
         }
         Head {
@@ -342,12 +319,33 @@ fn is_name(name: &[u8], lower: &[u8]) -> bool {
     }
 }
 
+/// Whether `value` is `keep-alive` in any case, as two word compares.
+fn is_keep_alive(value: &[u8]) -> bool {
+    const KEEP_ALI: Pattern = Pattern::new(b"keep-ali");
+    const VE: Pattern = Pattern::new(b"ve");
+    let Some((head, tail)) = value.split_first_chunk::<8>() else {
+        return false;
+    };
+    let &[v, e] = tail else {
+        return false;
+    };
+    KEEP_ALI.is_at(u64::from_le_bytes(*head)) && VE.is_at(u64::from(v) | u64::from(e) << 8)
+}
+
 fn parse_length(value: &[u8]) -> Option<u64> {
     let v = value.trim_ascii();
-    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+    if v.is_empty() || v.len() > 19 {
         return None;
     }
-    Some(v.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
+    let mut n = 0u64;
+    for &b in v {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n * 10 + u64::from(d);
+    }
+    Some(n)
 }
 
 fn has_token(value: &[u8], token: &[u8]) -> bool {
@@ -365,6 +363,7 @@ fn last_token_is(value: &[u8], token: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::scan::is_token;
     use super::*;
 
     fn head(bytes: &[u8], head_request: bool) -> Result<Option<Head>, OtherReason> {
