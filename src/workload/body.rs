@@ -117,14 +117,16 @@ impl Out<'_> {
     /// `x` in decimal, zero-padded to `width` digits (1 to 8, `{:0width$}`).
     #[inline(always)]
     fn n(&mut self, x: u64, width: usize) -> &mut Self {
-        debug_assert!((1..=8).contains(&width));
-        if x < 100_000_000 {
-            let a = u64::from_le_bytes(digits8(x as u32));
-            let lead = ((a ^ ZEROS).trailing_zeros() as usize / 8).min(8 - width);
-            // Little-endian: the first digits are the low bytes, so shifting right drops them.
-            self.over((a >> (8 * lead)).to_le_bytes(), 8 - lead)
+        self.num(Num::new(x, width))
+    }
+
+    /// A number formatted by [`Num::new`].
+    #[inline(always)]
+    fn num(&mut self, n: Num) -> &mut Self {
+        if n.len > 0 {
+            self.over(n.digits.to_le_bytes(), n.len)
         } else {
-            self.n_wide(x)
+            self.n_wide(n.x)
         }
     }
 
@@ -162,10 +164,66 @@ impl Out<'_> {
             .over((a >> (8 * lead)).to_le_bytes(), 16 - lead)
     }
 
-    /// `x` in the hyphenated lowercase form.
+    /// `x` in the hyphenated lowercase form, as [`hyphenated`], written in place (building
+    /// the 36 bytes first and copying them cost a third more).
     #[inline(always)]
     fn u(&mut self, x: &uuid::Uuid) -> &mut Self {
-        self.b(&hyphenated(*x))
+        let [c0, c1, c2, c3] = hex32(x.as_bytes());
+        let d = &mut self.d[self.at..self.at + 36];
+        d[..8].copy_from_slice(&c0.to_le_bytes());
+        d[8] = b'-';
+        d[9..13].copy_from_slice(&(c1 as u32).to_le_bytes());
+        d[13] = b'-';
+        d[14..18].copy_from_slice(&((c1 >> 32) as u32).to_le_bytes());
+        d[18] = b'-';
+        d[19..23].copy_from_slice(&(c2 as u32).to_le_bytes());
+        d[23] = b'-';
+        d[24..28].copy_from_slice(&((c2 >> 32) as u32).to_le_bytes());
+        d[28..].copy_from_slice(&c3.to_le_bytes());
+        self.at += 36;
+        self
+    }
+
+    /// The 36 bytes written at `from` again (a UUID named twice, hex-encoded once).
+    #[inline(always)]
+    fn again36(&mut self, from: usize) -> &mut Self {
+        self.d.copy_within(from..from + 36, self.at);
+        self.at += 36;
+        self
+    }
+}
+
+/// A number's decimal digits, formatted once for the places it is written.
+#[derive(Clone, Copy)]
+struct Num {
+    x: u64,
+    /// The digits, first in the low byte, when `x < 10^8` (`len > 0`); else [`Out::n_wide`]
+    /// writes `x`.
+    digits: u64,
+    len: usize,
+}
+
+impl Num {
+    /// `x` zero-padded to `width` digits (1 to 8).
+    #[inline(always)]
+    fn new(x: u64, width: usize) -> Num {
+        debug_assert!((1..=8).contains(&width));
+        if x < 100_000_000 {
+            let a = u64::from_le_bytes(digits8(x as u32));
+            let lead = ((a ^ ZEROS).trailing_zeros() as usize / 8).min(8 - width);
+            // Little-endian: the first digits are the low bytes, so shifting right drops them.
+            Num {
+                x,
+                digits: a >> (8 * lead),
+                len: 8 - lead,
+            }
+        } else {
+            Num {
+                x,
+                digits: 0,
+                len: 0,
+            }
+        }
     }
 }
 
@@ -211,14 +269,25 @@ fn hex8(x: u32) -> [u8; 8] {
 /// The 32 lowercase hex digits of `b`, 8 per `u64`, first digit in the low byte.
 #[inline(always)]
 fn hex32(b: &[u8; 16]) -> [u64; 4] {
-    let word = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-    [0, 4, 8, 12].map(|i| u64::from_le_bytes(hex8(word(i))))
+    // Written out, not `[0, 4, 8, 12].map(..)`: the array `map` was left as an out-of-line
+    // loop, 500 instructions a body.
+    let word = |i: usize| {
+        let w = u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        u64::from_le_bytes(hex8(w))
+    };
+    [word(0), word(4), word(8), word(12)]
 }
 
 /// The hyphenated lowercase form of `x` (`8-4-4-4-12`), as `uuid`'s `hyphenated()` writes it.
 #[inline(always)]
 pub fn hyphenated(x: uuid::Uuid) -> [u8; 36] {
-    let [c0, c1, c2, c3] = hex32(x.as_bytes()).map(u64::to_le_bytes);
+    let [c0, c1, c2, c3] = hex32(x.as_bytes());
+    let (c0, c1, c2, c3) = (
+        c0.to_le_bytes(),
+        c1.to_le_bytes(),
+        c2.to_le_bytes(),
+        c3.to_le_bytes(),
+    );
     let mut out = [b'-'; 36];
     out[..8].copy_from_slice(&c0);
     out[9..13].copy_from_slice(&c1[..4]);
@@ -265,12 +334,13 @@ pub fn render_into(f: &BodyFields<'_>, buf: &mut Vec<u8>) {
         Some(path) => o.s(path),
         None => o.v(f.channel).s("/event-type/").v(f.channel).s("Event"),
     };
-    o.s(r#"":{"user":{"id":""#)
-        .u(&f.user_id)
+    o.s(r#"":{"user":{"id":""#);
+    let user_id = o.at;
+    o.u(&f.user_id)
         .s(concat!(r#"","ref":""#, issuer!(), "/"))
         .v(t)
         .s("/scim2/Users/")
-        .u(&f.user_id);
+        .again36(user_id);
     if registration {
         // Registration events carry the new user's claims: that is what makes them ~1 KB.
         let u = u64::from(f.user);
@@ -290,16 +360,16 @@ pub fn render_into(f: &BodyFields<'_>, buf: &mut Vec<u8>) {
     } else {
         o.s(r#""},"tenant":{"id":""#);
     }
-    let tid = 12_400 + u64::from(f.tenant_id);
-    let app = u64::from(f.application);
-    o.n(tid, 1).s(r#"","name":""#).v(t);
+    let tid = Num::new(12_400 + u64::from(f.tenant_id), 1);
+    let app = Num::new(u64::from(f.application), 3);
+    o.num(tid).s(r#"","name":""#).v(t);
     o.s(r#""},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":""#)
         .u(&f.application_id);
     o.s(r#"","name":"app"#)
-        .n(app, 3)
+        .num(app)
         .s(r#"","consumerKey":"ck"#)
-        .n(app, 3)
-        .n(tid, 1);
+        .num(app)
+        .num(tid);
     if registration {
         o.s(r#""},"authenticationMethods":["BasicAuthenticator"],"registrationMethod":"SELF_SIGNUP","flow":{"type":"REGISTRATION","initiator":"USER","status":"COMPLETED"}}}"#);
     } else {
@@ -460,213 +530,4 @@ mod tests {
 /// The renderer against a reference written the plain way (`format!`), byte for byte, on many
 /// random and edge-case fields.
 #[cfg(test)]
-mod reference {
-    use super::*;
-
-    /// The body as the wire shape (docs/delivery.md) spells it.
-    fn reference(f: &BodyFields<'_>) -> String {
-        let t = f.tenant_name;
-        let c = f.channel;
-        let ok = if f.failed { "Failed" } else { "Success" };
-        let ev = match c {
-            "login" | "registration" => format!("{c}/event-type/{c}{ok}"),
-            "credential" => "credential/event-type/credentialUpdated".into(),
-            "session" => "session/event-type/sessionEstablished".into(),
-            "user" => "user/event-type/userProfileUpdated".into(),
-            "consent" => "consent/event-type/consentAdded".into(),
-            "tenant" => "tenant/event-type/tenantCreated".into(),
-            _ => format!("{c}/event-type/{c}Event"),
-        };
-        let iss = format!("https://api.asgardeo.io/t/{t}");
-        let (u, a, uid) = (f.user, f.application, f.user_id);
-        let tid = 12_400 + u64::from(f.tenant_id);
-        let reg = c == "registration";
-        let claims = if reg {
-            let claim = |name: &str, value: String| {
-                format!(r#"{{"uri":"http://wso2.org/claims/{name}","value":"{value}"}}"#)
-            };
-            let mail = format!("user{u:05}@{t}.example.com");
-            format!(
-                r#","claims":[{},{},{},{},{}],"groups":["everyone"]"#,
-                claim("username", mail.clone()),
-                claim("emailaddress", mail),
-                claim("givenname", format!("Given{u}")),
-                claim("lastname", format!("Family{u}")),
-                claim("created", "2026-01-01T00:00:00.000Z".into()),
-            )
-        } else {
-            String::new()
-        };
-        let flow = if reg {
-            r#","registrationMethod":"SELF_SIGNUP","flow":{"type":"REGISTRATION","initiator":"USER","status":"COMPLETED"}"#
-        } else {
-            ""
-        };
-        let event = format!(
-            r#"{{"user":{{"id":"{uid}","ref":"{iss}/scim2/Users/{uid}"{claims}}},"tenant":{{"id":"{tid}","name":"{t}"}},"userStore":{{"id":"UFJJTUFSWQ==","name":"PRIMARY"}},"application":{{"id":"{}","name":"app{a:03}","consumerKey":"ck{a:03}{tid}"}},"authenticationMethods":["BasicAuthenticator"]{flow}}}"#,
-            f.application_id
-        );
-        let doc = format!(
-            r#"{{"iss":"{iss}","jti":"{}","iat":{},"sent_us":{},"events":{{"https://schemas.identity.wso2.org/events/{ev}":{event}}}"#,
-            f.jti,
-            f.sent_us / 1000,
-            f.sent_us
-        );
-        let padding = match f.pad_to {
-            Some(p) if doc.len() + 14 <= p => {
-                format!(r#","padding":"{}""#, "x".repeat(p - doc.len() - 14))
-            }
-            _ => String::new(),
-        };
-        format!("{doc}{padding}}}")
-    }
-
-    /// xorshift64*, so the test does not lean on the generator the workload uses.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        /// Edge values often, else any magnitude.
-        fn u64(&mut self) -> u64 {
-            let r = self.next();
-            match r % 8 {
-                0 => [0, 1, 9, 10, 99, 999, 1_000, u64::MAX, u64::MAX - 1][(r >> 8) as usize % 9],
-                1 => 10u64.pow((r >> 8) as u32 % 20) - (r >> 16) % 2,
-                _ => self.next() >> (r >> 8) % 64,
-            }
-        }
-        fn u32(&mut self) -> u32 {
-            match self.next() % 6 {
-                0 => u32::MAX,
-                1 => 0,
-                _ => (self.u64() % (1 << 32)) as u32,
-            }
-        }
-        fn name(&mut self) -> String {
-            const ABC: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
-            let n = 1 + self.next() as usize % 30;
-            (0..n)
-                .map(|_| ABC[self.next() as usize % ABC.len()] as char)
-                .collect()
-        }
-        fn uuid(&mut self) -> uuid::Uuid {
-            uuid::Uuid::from_u64_pair(self.next(), self.next())
-        }
-    }
-
-    #[test]
-    fn bodies_match_the_reference_renderer() {
-        let mut r = Rng(0x1234_5678_9abc_def1);
-        let known = [
-            "login",
-            "registration",
-            "credential",
-            "session",
-            "user",
-            "consent",
-            "tenant",
-        ];
-        let mut buf = Vec::new();
-        for i in 0..20_000 {
-            let tenant = match i % 3 {
-                0 => format!("tenant{:04}", r.u32()),
-                _ => r.name(),
-            };
-            let channel = match r.next() % 3 {
-                0 => r.name(),
-                _ => known[r.next() as usize % known.len()].to_string(),
-            };
-            let f = BodyFields {
-                tenant_name: &tenant,
-                tenant_id: r.u32(),
-                channel: &channel,
-                jti: r.uuid(),
-                sent_us: r.u64(),
-                user_id: r.uuid(),
-                application_id: r.uuid(),
-                application: r.u32(),
-                user: r.u32(),
-                failed: r.next() % 2 == 0,
-                pad_to: match r.next() % 4 {
-                    0 => Some(r.next() as usize % 3_000),
-                    _ => None,
-                },
-            };
-            // Into a used buffer, as the hot path does.
-            render_into(&f, &mut buf);
-            assert_eq!(
-                String::from_utf8(buf.clone()).unwrap(),
-                reference(&f),
-                "{f:?}"
-            );
-        }
-    }
-
-    /// The largest bodies leave room for the fixed-size over-writes in what is reserved.
-    #[test]
-    fn the_widest_bodies_fit_what_is_reserved() {
-        for t in ["t", "tenant0001", &"T".repeat(64)] {
-            for channel in ["registration", "login", &"c".repeat(40)] {
-                let f = BodyFields {
-                    tenant_name: t,
-                    tenant_id: u32::MAX,
-                    channel,
-                    jti: uuid::Uuid::max(),
-                    sent_us: u64::MAX,
-                    user_id: uuid::Uuid::max(),
-                    application_id: uuid::Uuid::max(),
-                    application: u32::MAX,
-                    user: u32::MAX,
-                    failed: true,
-                    pad_to: None,
-                };
-                let most = match channel {
-                    "registration" => MOST_REGISTRATION + 5 * t.len(),
-                    _ => MOST_OTHER + 3 * t.len() + 2 * channel.len(),
-                };
-                let len = render(&f).len();
-                assert!(len + 16 <= most, "{len} of {most}: {t} {channel}");
-            }
-        }
-    }
-
-    #[test]
-    fn numbers_match_format() {
-        let mut r = Rng(77);
-        let mut d = [0u8; 128];
-        for i in 0..200_000u64 {
-            let x = match i {
-                0..=20 => 10u64.saturating_pow(i as u32),
-                21..=41 => 10u64.saturating_pow(i as u32 - 21) - 1,
-                42..=1_041 => i - 42,
-                _ => r.u64(),
-            };
-            let width = 1 + (i % 8) as usize;
-            let mut o = Out { d: &mut d, at: 0 };
-            o.n(x, width).s("|").times(x);
-            let at = o.at;
-            let got = d[..at].to_vec();
-            let want = format!("{x:0width$}|{},\"sent_us\":{x}", x / 1000);
-            assert_eq!(String::from_utf8(got).unwrap(), want);
-        }
-    }
-
-    #[test]
-    fn hex_digits_match_the_uuid_crate() {
-        let mut r = Rng(5);
-        for i in 0..100_000 {
-            let u = match i {
-                0 => uuid::Uuid::nil(),
-                1 => uuid::Uuid::max(),
-                _ => r.uuid(),
-            };
-            let want = u.simple().to_string();
-            let text = |c: [u64; 4]| String::from_utf8(c.map(u64::to_le_bytes).concat()).unwrap();
-            assert_eq!(text(hex32(u.as_bytes())), want);
-        }
-    }
-}
+mod reference;
