@@ -77,7 +77,7 @@ impl Rng {
         match r % 8 {
             0 => [0, 1, 9, 10, 99, 999, 1_000, u64::MAX, u64::MAX - 1][(r >> 8) as usize % 9],
             1 => 10u64.pow((r >> 8) as u32 % 20) - (r >> 16) % 2,
-            _ => self.next() >> (r >> 8) % 64,
+            _ => self.next() >> ((r >> 8) % 64),
         }
     }
     fn u32(&mut self) -> u32 {
