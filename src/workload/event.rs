@@ -89,6 +89,10 @@ pub struct Workload {
     zipf_cdf: Vec<f64>,
     /// The run tag every `jti` carries.
     tag: u64,
+    /// `SplitMix64::stream` of the seed (the events' draws) and of the stable ids' seed: one
+    /// hash per event and id fewer.
+    draws: u64,
+    ids: u64,
 }
 
 /// The random picks of one event, before its body is rendered.
@@ -100,10 +104,19 @@ struct Draw {
     failed: bool,
 }
 
+/// The seed stable ids are drawn from, as events are from the workload's.
+fn id_seed(seed: u64) -> u64 {
+    seed ^ 0x5eed_0000_0000_0000
+}
+
+/// The key of (kind, a, b) in the stable ids' stream.
+fn id_key(kind: u64, a: u32, b: u32) -> u64 {
+    (kind << 56) ^ (u64::from(a) << 24) ^ u64::from(b)
+}
+
 /// A stable id for (seed, kind, a, b): org ids, application ids and user ids.
 fn stable_uuid(seed: u64, kind: u64, a: u32, b: u32) -> uuid::Uuid {
-    let key = (kind << 56) ^ (u64::from(a) << 24) ^ u64::from(b);
-    SplitMix64::for_event(seed ^ 0x5eed_0000_0000_0000, key).uuid()
+    SplitMix64::for_event(id_seed(seed), id_key(kind, a, b)).uuid()
 }
 
 impl Workload {
@@ -132,6 +145,8 @@ impl Workload {
         };
         Workload {
             tag: identity::run_tag(cfg.seed),
+            draws: SplitMix64::stream(cfg.seed),
+            ids: SplitMix64::stream(id_seed(cfg.seed)),
             cfg,
             topics,
             tenant_names,
@@ -170,8 +185,13 @@ impl Workload {
         }
     }
 
+    /// [`stable_uuid`] of this workload's seed.
+    fn stable_uuid(&self, kind: u64, a: u32, b: u32) -> uuid::Uuid {
+        SplitMix64::at(self.ids, id_key(kind, a, b)).uuid()
+    }
+
     fn draw(&self, seq: u64) -> Draw {
-        let mut rng = SplitMix64::for_event(self.cfg.seed, seq);
+        let mut rng = SplitMix64::at(self.draws, seq);
         let tenant = self.pick_tenant(&mut rng);
         Draw {
             tenant,
@@ -233,7 +253,7 @@ impl Workload {
                 .layout
                 .topic_of(tenant, channel, self.channels.len()),
             jti: identity::jti(self.tag, seq),
-            application_id: stable_uuid(self.cfg.seed, 2, tenant, application),
+            application_id: self.stable_uuid(2, tenant, application),
             sent_us,
             failed,
             body: Vec::new(),
@@ -250,7 +270,7 @@ impl Workload {
                 channel: &self.channels[e.channel],
                 jti: e.jti,
                 sent_us: e.sent_us,
-                user_id: stable_uuid(self.cfg.seed, 3, e.tenant, e.user),
+                user_id: self.stable_uuid(3, e.tenant, e.user),
                 application_id: e.application_id,
                 application: e.application,
                 user: e.user,
@@ -351,6 +371,25 @@ mod tests {
         assert_eq!(w.parse_identity(&e.body), None, "another run's event");
         // `event` is `event_at` in ms.
         assert_eq!(w.event(3, 1_000).body, w.event_at(3, 1_000_000).body);
+    }
+
+    /// The per-workload streams give the ids and draws of the one-step form.
+    #[test]
+    fn stable_ids_and_draws_match_the_one_step_form() {
+        let w = Workload::new(cfg(Distribution::Uniform));
+        for (kind, a, b) in [
+            (1, 0, 0),
+            (2, 7, 3),
+            (3, u32::MAX, u32::MAX),
+            (3, 99, 12_345),
+        ] {
+            assert_eq!(w.stable_uuid(kind, a, b), stable_uuid(42, kind, a, b));
+        }
+        for seq in [0, 1, 77, u64::MAX] {
+            let mut one = SplitMix64::for_event(42, seq);
+            let mut two = SplitMix64::at(w.draws, seq);
+            assert_eq!(one.next_u64(), two.next_u64());
+        }
     }
 
     #[test]
