@@ -89,15 +89,6 @@ mod tests {
     use super::*;
     use crate::result::{Outcome, TimeoutKind};
 
-    fn attempt(outcome: Outcome) -> Attempt {
-        Attempt {
-            outcome,
-            status: 0,
-            bytes_sent: 500,
-            bytes_received: 100,
-        }
-    }
-
     /// Events of one to three attempts, with every outcome mix, some cut short after a
     /// failed first attempt (a stop before the retry): the stripe's derived histograms equal
     /// a `LevelStats` recording every attempt and event directly, and so do all other figures.
@@ -105,13 +96,8 @@ mod tests {
     fn derived_histograms_equal_direct_recording() {
         let mut direct = LevelStats::default();
         let mut stripe = Stripe::new();
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = hubload_rng::SplitMix64::for_event(11, 0);
+        let mut next = |n: u64| rng.below(n);
         let mut t_us = 1_000_000u64;
         for _ in 0..5_000 {
             let attempts = 1 + next(3) as u32;
@@ -139,7 +125,10 @@ mod tests {
                 };
                 t_us += us;
                 ok = outcome == Outcome::Accepted;
-                let a = attempt(outcome);
+                let a = Attempt {
+                    outcome,
+                    ..Attempt::CANCELLED
+                };
                 let whole = n == 1 && last && !cut_short;
                 direct.record_span(&span, &a);
                 stripe.record_attempt(&span, &a, whole);

@@ -109,14 +109,11 @@ mod tests {
     /// recording even for the same values.)
     #[test]
     fn difference_equals_recording_the_rest() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = hubload_rng::SplitMix64::for_event(7, 0);
         for (n, spread) in [(0u64, 1u64), (1, 10), (500, 1_000), (20_000, 50_000_000)] {
             let (mut all, mut part, mut rest) = (new_histogram(), new_histogram(), new_histogram());
             for i in 0..n {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let v = 1 + x % spread;
+                let v = 1 + rng.below(spread);
                 record(&mut all, v);
                 // The largest values in the part too, so the rest must shrink to fit.
                 if i % 3 == 0 || v > spread / 2 {

@@ -185,13 +185,8 @@ mod tests {
     fn integer_figures_equal_duration_arithmetic() {
         let clock = Clock::new();
         let a = clock.anchor();
-        let mut x = 0x243f_6a88_85a3_08d3u64;
-        let mut next = |limit: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % limit
-        };
+        let mut rng = hubload_rng::SplitMix64::for_event(13, 0);
+        let mut next = |limit: u64| rng.below(limit);
         let mut offsets: Vec<u64> = vec![0, 1, 999, 1_000, 1_001, 999_999_999, 1_000_000_000];
         offsets.extend((0..2000).map(|_| next(3 * 86_400_000_000_000)));
         let mut checked = 0;
