@@ -367,10 +367,11 @@ impl WebSubTarget {
 impl WebSubTarget {
     /// Call `f` with the body of `event`: its own, or rendered from the workload into this
     /// thread's body buffer when it came without one.
-    fn with_body(&self, event: &Event, f: impl FnOnce(&[u8])) {
+    /// `jti` is the event's in its hex form (`Workload::jti_hex`).
+    fn with_body(&self, event: &Event, jti: &[u8; 36], f: impl FnOnce(&[u8])) {
         match &self.workload {
             Some(w) if event.body.is_empty() => BODY.with_borrow_mut(|body| {
-                w.render_body(event, body);
+                w.render_body_with_jti(event, jti, body);
                 f(body);
                 if body.capacity() > SCRATCH_BYTES {
                     *body = Vec::new();
@@ -409,11 +410,14 @@ impl Target for WebSubTarget {
         } else {
             // Rendered by the pool into its thread's write buffer once a connection is ready
             // (and the body with it, when the event came without one).
-            let jti = crate::workload::hyphenated(event.jti);
+            let jti = match &self.workload {
+                Some(w) => w.jti_hex(&event.jti),
+                None => crate::workload::hyphenated(event.jti),
+            };
             // An atomic only because the send future must be `Send`; nothing else touches it.
             let size = AtomicUsize::new(usize::MAX);
             let render = |req: &mut Vec<u8>| {
-                self.with_body(event, |body| {
+                self.with_body(event, &jti, |body| {
                     req.extend_from_slice(head);
                     req.extend_from_slice(&jti);
                     req.extend_from_slice(b"\r\nContent-Length: ");

@@ -10,7 +10,9 @@ pub struct BodyFields<'a> {
     pub tenant_name: &'a str,
     pub tenant_id: u32,
     pub channel: &'a str,
-    pub jti: uuid::Uuid,
+    /// The event's `jti` in its hyphenated lowercase form: hex-encoded once per event, for
+    /// the body and the request header both (`Workload::jti_hex`).
+    pub jti: &'a [u8; 36],
     /// Publish send time, wall clock µs since the Unix epoch: `iat` carries it in ms (as the
     /// real publisher does) and the `sent_us` claim in µs, for end-to-end latency.
     pub sent_us: u64,
@@ -298,6 +300,19 @@ pub fn hyphenated(x: uuid::Uuid) -> [u8; 36] {
     out
 }
 
+/// The last 17 characters of [`hyphenated`] (`xxxx-xxxxxxxxxxxx`, from bytes 8–15), for a
+/// caller that already has the first 19.
+pub fn hyphenated_tail(x: &uuid::Uuid) -> [u8; 17] {
+    let b = x.as_bytes();
+    let hi = hex8(u32::from_be_bytes([b[8], b[9], b[10], b[11]]));
+    let lo = hex8(u32::from_be_bytes([b[12], b[13], b[14], b[15]]));
+    let mut out = [b'-'; 17];
+    out[..4].copy_from_slice(&hi[..4]);
+    out[5..9].copy_from_slice(&hi[4..]);
+    out[9..].copy_from_slice(&lo);
+    out
+}
+
 /// Render the JSON body.
 #[cfg(test)]
 pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
@@ -326,7 +341,7 @@ pub fn render_into(f: &BodyFields<'_>, buf: &mut Vec<u8>) {
     o.s(concat!(r#"{"iss":""#, issuer!(), "/"))
         .v(t)
         .s(r#"","jti":""#)
-        .u(&f.jti)
+        .b(f.jti)
         .s(r#"","iat":"#)
         .times(f.sent_us)
         .s(concat!(r#","events":{""#, schema!(), "/"));
@@ -399,7 +414,7 @@ mod tests {
             tenant_name: "tenant0001",
             tenant_id: 1,
             channel,
-            jti: uuid::Uuid::from_u128(1),
+            jti: b"00000000-0000-0000-0000-000000000001",
             sent_us: 1_764_460_800_000_123,
             user_id: uuid::Uuid::from_u128(2),
             application_id: uuid::Uuid::from_u128(3),

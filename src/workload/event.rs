@@ -89,6 +89,9 @@ pub struct Workload {
     zipf_cdf: Vec<f64>,
     /// The run tag every `jti` carries.
     tag: u64,
+    /// The first 8 bytes of every `jti` of this run (the tag, with the UUID's version), and
+    /// their 19 characters of its hyphenated form: each event's is hex-encoded from byte 8 on.
+    jti_head: ([u8; 8], [u8; 19]),
     /// `SplitMix64::stream` of the seed (the events' draws) and of the stable ids' seed: one
     /// hash per event and id fewer.
     draws: u64,
@@ -143,8 +146,15 @@ impl Workload {
                 cdf
             }
         };
+        let tag = identity::run_tag(cfg.seed);
+        let first = identity::jti(tag, 0);
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&first.as_bytes()[..8]);
+        let mut chars = [0u8; 19];
+        chars.copy_from_slice(&body::hyphenated(first)[..19]);
         Workload {
-            tag: identity::run_tag(cfg.seed),
+            tag,
+            jti_head: (bytes, chars),
             draws: SplitMix64::stream(cfg.seed),
             ids: SplitMix64::stream(id_seed(cfg.seed)),
             cfg,
@@ -263,12 +273,33 @@ impl Workload {
     /// Render the body of `e` (an event of this workload) into `buf`, cleared first: the bytes
     /// [`event_at`](Self::event_at) gives it.
     pub fn render_body(&self, e: &Event, buf: &mut Vec<u8>) {
+        self.render_body_with_jti(e, &self.jti_hex(&e.jti), buf);
+    }
+
+    /// The hyphenated lowercase form of `jti`, as `uuid`'s `hyphenated()` writes it: for a
+    /// `jti` of this run only its last 8 bytes are hex-encoded (the first 19 characters are
+    /// the run's), any other in full.
+    pub fn jti_hex(&self, jti: &uuid::Uuid) -> [u8; 36] {
+        let (bytes, chars) = &self.jti_head;
+        if jti.as_bytes()[..8] != bytes[..] {
+            return body::hyphenated(*jti);
+        }
+        let mut out = [0u8; 36];
+        out[..19].copy_from_slice(chars);
+        out[19..].copy_from_slice(&body::hyphenated_tail(jti));
+        out
+    }
+
+    /// [`render_body`](Self::render_body) with the event's `jti` already in its hex form
+    /// ([`jti_hex`](Self::jti_hex)): a target that also writes it in the request's head
+    /// encodes it once for both.
+    pub fn render_body_with_jti(&self, e: &Event, jti: &[u8; 36], buf: &mut Vec<u8>) {
         body::render_into(
             &BodyFields {
                 tenant_name: &self.tenant_names[e.tenant as usize],
                 tenant_id: e.tenant,
                 channel: &self.channels[e.channel],
-                jti: e.jti,
+                jti,
                 sent_us: e.sent_us,
                 user_id: self.stable_uuid(3, e.tenant, e.user),
                 application_id: e.application_id,
@@ -389,6 +420,26 @@ mod tests {
             let mut one = SplitMix64::for_event(42, seq);
             let mut two = SplitMix64::at(w.draws, seq);
             assert_eq!(one.next_u64(), two.next_u64());
+        }
+    }
+
+    /// The run's `jti`s, whose first 19 characters are the workload's, and any other UUID,
+    /// are hex-encoded exactly as the `uuid` crate writes them.
+    #[test]
+    fn jti_hex_is_the_uuid_crates_hyphenated_form() {
+        let w = Workload::new(cfg(Distribution::Uniform));
+        let other = Workload::new(WorkloadConfig {
+            seed: 43,
+            ..cfg(Distribution::Uniform)
+        });
+        let mut rng = hubload_rng::SplitMix64::for_event(5, 0);
+        let mut seqs = vec![0, 1, 0xffff, identity::MAX_SEQ, u64::MAX];
+        seqs.extend((0..2_000).map(|_| rng.next_u64()));
+        for seq in seqs {
+            for jti in [w.event(seq, 0).jti, other.event(seq, 0).jti, rng.uuid()] {
+                let want = jti.hyphenated().to_string();
+                assert_eq!(std::str::from_utf8(&w.jti_hex(&jti)).unwrap(), want);
+            }
         }
     }
 
