@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::context::LevelContext;
 use super::driver::{run_pacer, Driver, OpenParams, Seqs, Window};
 use super::plan::{LevelSpec, Load};
-use super::stripe::stripes;
+use super::stripe::{merged, stripes};
 use super::worker::worker_loop;
 use crate::stats::{LevelStats, SharedLevel};
 use crate::targets::Target;
@@ -133,9 +133,7 @@ pub async fn run_level<T: Target>(
         // A worker panic is a bug; surface it rather than silently losing its counts.
         h.await.expect("worker task panicked");
     }
-    for s in stripes.iter() {
-        stats += &s.lock().unwrap_or_else(|e| e.into_inner()).finish();
-    }
+    stats += &merged(&stripes);
     shared.finish(&mut stats);
     LevelRun {
         stats,

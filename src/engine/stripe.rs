@@ -65,16 +65,38 @@ impl Stripe {
         }
     }
 
-    /// The stripe's stats with the derived histograms filled in: what recording every
-    /// attempt and event into a `LevelStats` directly gives.
-    pub fn finish(&self) -> LevelStats {
-        let mut s = self.stats.clone();
+    /// Add `other`'s records to this stripe's (merging the level's stripes before
+    /// [`finish`](Self::finish), so the histograms are derived once per level).
+    pub fn add(&mut self, other: &Stripe) {
+        self.stats += &other.stats;
+        for (a, b) in [
+            (&mut self.failed, &other.failed),
+            (&mut self.not_whole, &other.not_whole),
+            (&mut self.multi, &other.multi),
+        ] {
+            a.add(b).expect("same histogram layout");
+        }
+    }
+
+    /// The stats with the derived histograms filled in: what recording every attempt and
+    /// event into a `LevelStats` directly gives.
+    pub fn finish(self) -> LevelStats {
+        let mut s = self.stats;
         s.accepted_latency = difference(&s.latency, &self.failed);
         let mut events = difference(&s.latency, &self.not_whole);
         events.add(&self.multi).expect("same histogram layout");
         s.event_latency = events;
         s
     }
+}
+
+/// The level's stripes merged, with the derived histograms filled in.
+pub(crate) fn merged(stripes: &[Mutex<Stripe>]) -> LevelStats {
+    let mut all = Stripe::new();
+    for s in stripes {
+        all.add(&s.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+    all.finish()
 }
 
 /// Stripes for a level: enough that two runtime threads rarely meet on one.
@@ -89,13 +111,18 @@ mod tests {
     use super::*;
     use crate::result::{Outcome, TimeoutKind};
 
+    fn lock(m: &Mutex<Stripe>) -> std::sync::MutexGuard<'_, Stripe> {
+        m.lock().unwrap()
+    }
+
     /// Events of one to three attempts, with every outcome mix, some cut short after a
     /// failed first attempt (a stop before the retry): the stripe's derived histograms equal
     /// a `LevelStats` recording every attempt and event directly, and so do all other figures.
     #[test]
     fn derived_histograms_equal_direct_recording() {
         let mut direct = LevelStats::default();
-        let mut stripe = Stripe::new();
+        // Two stripes, merged as a level's are.
+        let stripes = [Mutex::new(Stripe::new()), Mutex::new(Stripe::new())];
         let mut rng = hubload_rng::SplitMix64::for_event(11, 0);
         let mut next = |n: u64| rng.below(n);
         let mut t_us = 1_000_000u64;
@@ -131,13 +158,18 @@ mod tests {
                 };
                 let whole = n == 1 && last && !cut_short;
                 direct.record_span(&span, &a);
-                stripe.record_attempt(&span, &a, whole);
+                lock(&stripes[t_us as usize % 2]).record_attempt(&span, &a, whole);
             }
             let event_us = t_us - first_start;
             direct.record_event_us(event_us, attempts, ok);
-            stripe.record_event(event_us, attempts, ok, attempts == 1 && !cut_short);
+            lock(&stripes[first_start as usize % 2]).record_event(
+                event_us,
+                attempts,
+                ok,
+                attempts == 1 && !cut_short,
+            );
         }
-        let got = stripe.finish();
+        let got = merged(&stripes);
         assert!(direct.accepted_latency.len() > 1_000 && direct.event_latency.len() == 5_000);
         assert!(direct.accepted_latency.max() < direct.latency.max() / 100);
         for (name, a, b) in [
