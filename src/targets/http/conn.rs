@@ -9,7 +9,7 @@ use std::task::{ready, Poll};
 use tokio::time::{Instant, Sleep};
 
 use super::chunked::{append_capped, Chunked};
-use super::parse::{parse_head, Framing};
+use super::parse::{parse_head, Framing, HeadMemo};
 use super::stream::Stream;
 use super::{Response, TransportError, BODY_CAP};
 use crate::result::{ClientReason, ConnErrorKind, OtherReason};
@@ -55,8 +55,10 @@ thread_local! {
     /// response found whole in it is parsed there and its bytes never touch the connection;
     /// only a response split across reads (or followed by bytes nobody asked for) is copied
     /// into its connection's own buffer, which is then read into until the response is done.
-    static READ_BUF: std::cell::RefCell<Box<[u8]>> =
-        std::cell::RefCell::new(vec![0; READ_CHUNK].into_boxed_slice());
+    ///
+    /// With it, the last head the thread parsed ([`HeadMemo`]): a server's heads repeat.
+    static READ_BUF: std::cell::RefCell<(Box<[u8]>, HeadMemo)> =
+        std::cell::RefCell::new((vec![0; READ_CHUNK].into_boxed_slice(), HeadMemo::default()));
 }
 
 /// Why an exchange failed, and whether a retry on a fresh connection is safe.
@@ -307,7 +309,7 @@ impl Conn {
         let stream = &mut self.stream;
         let carry = &mut self.buf;
         std::future::poll_fn(|cx| {
-            READ_BUF.with_borrow_mut(|buf| {
+            READ_BUF.with_borrow_mut(|(buf, memo)| {
                 let n = match ready!(stream.poll_read_into(cx, buf)) {
                     Ok(0) => return Poll::Ready(Err(closed())),
                     Ok(n) => n,
@@ -315,7 +317,7 @@ impl Conn {
                 };
                 resp.bytes_received += n as u64;
                 let bytes = &buf[..n];
-                if let Some(keep_alive) = whole_response(bytes, head_request, resp) {
+                if let Some(keep_alive) = whole_response(bytes, head_request, resp, memo) {
                     return Poll::Ready(Ok(Some(keep_alive)));
                 }
                 resp.body.clear();
@@ -357,13 +359,21 @@ impl Conn {
 /// `None` when more bytes are needed, the body runs until the connection closes, or the
 /// bytes are malformed: then the exchange reads them again from the connection's buffer,
 /// which gives every verdict and error (`resp.body` may hold a partial body, to be cleared).
-fn whole_response(bytes: &[u8], head_request: bool, resp: &mut Response) -> Option<bool> {
+/// Heads are parsed through the thread's `memo`, which gives the parser's own verdicts.
+fn whole_response(
+    bytes: &[u8],
+    head_request: bool,
+    resp: &mut Response,
+    memo: &mut HeadMemo,
+) -> Option<bool> {
     let mut pos = 0;
     let head = loop {
         if pos == bytes.len() {
             return None;
         }
-        let head = parse_head(&bytes[pos..], head_request, &mut resp.content_type).ok()??;
+        let head = memo
+            .parse(&bytes[pos..], head_request, &mut resp.content_type)
+            .ok()??;
         pos += head.len;
         if !(100..200).contains(&head.status) || head.status == 101 {
             break head;

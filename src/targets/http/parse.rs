@@ -5,7 +5,10 @@
 
 use crate::result::OtherReason;
 
+mod memo;
 mod scan;
+
+pub(crate) use memo::HeadMemo;
 
 use scan::{known_name, text_to_cr, token_end, trim_space_tab, Name, Pattern};
 
