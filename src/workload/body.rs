@@ -9,8 +9,10 @@
 //! renderer makes those templates, and every body that has none.
 
 mod digits;
+pub(super) mod ids;
+pub(super) mod template;
 
-use digits::{digits16, digits8, hex32, ZEROS, ZEROS16, TEN16};
+use digits::{digits16, digits8, hex32, TEN16, ZEROS, ZEROS16};
 pub use digits::{hyphenated, hyphenated_tail};
 
 /// What one body is about.
