@@ -366,7 +366,7 @@ impl WebSubTarget {
 
 impl WebSubTarget {
     /// Call `f` with the body of `event`: its own, or rendered from the workload into this
-    /// thread's body buffer when it came without one.
+    /// thread's body buffer when it came without one (and has no template: see `send`).
     /// `jti` is the event's in its hex form (`Workload::jti_hex`).
     fn with_body(&self, event: &Event, jti: &[u8; 36], f: impl FnOnce(&[u8])) {
         match &self.workload {
@@ -417,14 +417,29 @@ impl Target for WebSubTarget {
             // An atomic only because the send future must be `Send`; nothing else touches it.
             let size = AtomicUsize::new(usize::MAX);
             let render = |req: &mut Vec<u8>| {
-                self.with_body(event, &jti, |body| {
+                let head_to = |req: &mut Vec<u8>, body_len: usize| {
                     req.extend_from_slice(head);
                     req.extend_from_slice(&jti);
                     req.extend_from_slice(b"\r\nContent-Length: ");
-                    req.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+                    req.extend_from_slice(itoa::Buffer::new().format(body_len).as_bytes());
                     req.extend_from_slice(b"\r\n\r\n");
-                    req.extend_from_slice(body);
-                });
+                };
+                // A body copied from its template has its length known first, so it is
+                // written straight after the head; any other goes through `with_body`.
+                let templated = match &self.workload {
+                    Some(w) if event.body.is_empty() => w.body_template(event),
+                    _ => None,
+                };
+                match templated {
+                    Some(body) => {
+                        head_to(req, body.body_len());
+                        body.append_to(&jti, req);
+                    }
+                    None => self.with_body(event, &jti, |body| {
+                        head_to(req, body.len());
+                        req.extend_from_slice(body);
+                    }),
+                }
                 size.store(req.len(), Ordering::Relaxed);
             };
             let result = self
@@ -546,9 +561,15 @@ mod tests {
         got
     }
 
-    /// The bytes on the wire and the attempts of publishing events 0..n, with the body taken
-    /// rendered or (`lazy`) rendered by the target where the request is written.
-    async fn publish(workload: &Arc<Workload>, n: u64, lazy: bool) -> (Vec<u8>, Vec<Attempt>) {
+    /// The bytes on the wire and the attempts of publishing events 0..n sent at `sent_us(seq)`,
+    /// with the body rendered in pieces (never from a template) and taken as the event's own,
+    /// or (`lazy`) rendered by the target where the request is written.
+    async fn publish(
+        workload: &Arc<Workload>,
+        n: u64,
+        lazy: bool,
+        sent_us: fn(u64) -> u64,
+    ) -> (Vec<u8>, Vec<Attempt>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(accept_publishes(listener, n as usize));
@@ -572,11 +593,13 @@ mod tests {
         assert_eq!(target.renders_body(), lazy);
         let mut attempts = Vec::new();
         for seq in 0..n {
-            let sent_us = 1_700_000_000_123_000 + seq * 1000;
-            let event = match target.renders_body() {
-                true => workload.event_unrendered(seq, sent_us),
-                false => workload.event_at(seq, sent_us),
-            };
+            let mut event = workload.event_unrendered(seq, sent_us(seq));
+            if !lazy {
+                let jti = event.jti.hyphenated().to_string().into_bytes();
+                let mut body = Vec::new();
+                workload.render_body_in_pieces(&event, &jti.try_into().unwrap(), &mut body);
+                event.body = body;
+            }
             assert_eq!(event.body.is_empty(), lazy);
             let topic = &workload.topics()[event.topic];
             attempts.push(target.send(topic, &event, std::time::Instant::now()).await);
@@ -584,9 +607,12 @@ mod tests {
         (server.await.unwrap(), attempts)
     }
 
+    /// The requests of a target that renders bodies (from templates where they have one) are
+    /// byte for byte those of bodies rendered in pieces: with templates for every event, for
+    /// none (send times before 2001), and for some (numbers past the templates' widths).
     #[tokio::test]
     async fn a_body_rendered_by_the_target_puts_the_same_bytes_on_the_wire() {
-        let workload = Arc::new(Workload::new(WorkloadConfig {
+        let login_and_registration = WorkloadConfig {
             tenants: 3,
             sps: 2,
             users: 5,
@@ -595,9 +621,38 @@ mod tests {
             payload_bytes: None,
             seed: 7,
             distribution: Distribution::Uniform,
-        }));
-        let (rendered, a) = publish(&workload, 20, false).await;
-        let (lazy, b) = publish(&workload, 20, true).await;
+        };
+        let mixed = WorkloadConfig {
+            sps: 1_200,
+            users: 150_000_000,
+            channels: ["registration", "session", "custom-1"]
+                .map(String::from)
+                .to_vec(),
+            payload_bytes: Some(1_500),
+            ..login_and_registration.clone()
+        };
+        let now: fn(u64) -> u64 = |seq| 1_700_000_000_123_000 + seq * 1000;
+        let long_ago: fn(u64) -> u64 = |seq| 1_000 + seq * 77_777_777_777;
+        for (cfg, sent_us, templated) in [
+            (login_and_registration.clone(), now, 20..=20),
+            (login_and_registration, long_ago, 0..=0),
+            (mixed, now, 1..=19),
+        ] {
+            let workload = Arc::new(Workload::new(cfg));
+            let from_templates = (0..20)
+                .filter(|&seq| {
+                    let e = workload.event_unrendered(seq, sent_us(seq));
+                    workload.body_template(&e).is_some()
+                })
+                .count();
+            assert!(templated.contains(&from_templates), "{from_templates}");
+            same_bytes_on_the_wire(&workload, sent_us).await;
+        }
+    }
+
+    async fn same_bytes_on_the_wire(workload: &Arc<Workload>, sent_us: fn(u64) -> u64) {
+        let (rendered, a) = publish(workload, 20, false, sent_us).await;
+        let (lazy, b) = publish(workload, 20, true, sent_us).await;
         // Byte for byte but the Host header (each run has its own server port).
         let without_host = |bytes: &[u8]| -> Vec<(String, Vec<u8>)> {
             requests(bytes)
@@ -630,9 +685,9 @@ mod tests {
         let reqs = requests(&lazy);
         assert_eq!(reqs.len(), 20);
         for (seq, (_, body)) in reqs.iter().enumerate() {
-            let (s, sent_us) = workload.parse_identity(body).unwrap();
-            assert_eq!((s, sent_us), (seq as u64, 1_700_000_000_123_000 + s * 1000));
-            assert_eq!(*body, &workload.event_at(s, sent_us).body[..]);
+            let (s, sent) = workload.parse_identity(body).unwrap();
+            assert_eq!((s, sent), (seq as u64, sent_us(seq as u64)));
+            assert_eq!(*body, &workload.event_at(s, sent).body[..]);
         }
     }
 }

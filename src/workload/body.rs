@@ -3,6 +3,17 @@
 //! A login event is about 550 B and a registration event about 1 KB, like the real publisher's.
 //! Every string written here comes from our own generator or from validated channel names
 //! (`[A-Za-z0-9_-]`), so no JSON escaping is needed.
+//!
+//! Most bodies are not written piece by piece here but copied from a template of their
+//! (tenant, channel, variant) with the few varying fields written over (`template.rs`); this
+//! renderer makes those templates, and every body that has none.
+
+mod digits;
+pub(super) mod ids;
+pub(super) mod template;
+
+use digits::{digits16, digits8, hex32, TEN16, ZEROS, ZEROS16};
+pub use digits::{hyphenated, hyphenated_tail};
 
 /// What one body is about.
 #[derive(Debug)]
@@ -229,90 +240,6 @@ impl Num {
     }
 }
 
-const TEN16: u64 = 10_000_000_000_000_000;
-/// Eight ASCII `0`s, and sixteen.
-const ZEROS: u64 = 0x3030_3030_3030_3030;
-const ZEROS16: u128 = ((ZEROS as u128) << 64) | ZEROS as u128;
-
-/// The 8 decimal digits of `x < 10^8`, zero-padded, without a division per digit: the two
-/// halves of 4 digits go to two 32-bit lanes of a `u64`, then each lane splits into 2 + 2 and
-/// 1 + 1 digits by multiplying with a scaled reciprocal (exact for these ranges: x·10486 >>
-/// 20 is x / 100 below 10,000, x·103 >> 10 is x / 10 below 179).
-fn digits8(x: u32) -> [u8; 8] {
-    let x = u64::from(x);
-    let v = (x / 10_000) | ((x % 10_000) << 32);
-    let h = ((v * 10_486) >> 20) & 0x0000_007f_0000_007f;
-    let v = h | ((v - h * 100) << 16);
-    let h = ((v * 103) >> 10) & 0x000f_000f_000f_000f;
-    let v = h | ((v - h * 10) << 8);
-    (v | ZEROS).to_le_bytes()
-}
-
-/// The 16 decimal digits of `x < 10^16`, zero-padded, first digit in the low byte.
-#[inline(always)]
-fn digits16(x: u64) -> u128 {
-    let hi = u64::from_le_bytes(digits8((x / 100_000_000) as u32));
-    let lo = u64::from_le_bytes(digits8((x % 100_000_000) as u32));
-    (u128::from(lo) << 64) | u128::from(hi)
-}
-
-/// `x` as 8 lowercase hex digits, most significant first, without a table: each nibble is
-/// spread into a byte of a `u64`, and the ten-and-above ones are moved to `a`–`f`.
-fn hex8(x: u32) -> [u8; 8] {
-    let x = u64::from(x);
-    let x = ((x & 0xffff_0000) << 16) | (x & 0xffff);
-    let x = ((x & 0x0000_ff00_0000_ff00) << 8) | (x & 0x0000_00ff_0000_00ff);
-    let x = ((x & 0x00f0_00f0_00f0_00f0) << 4) | (x & 0x000f_000f_000f_000f);
-    // 1 in each byte whose nibble is 10 or more.
-    let letters = ((x + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
-    (x + 0x3030_3030_3030_3030 + letters * u64::from(b'a' - b'0' - 10)).to_be_bytes()
-}
-
-/// The 32 lowercase hex digits of `b`, 8 per `u64`, first digit in the low byte.
-#[inline(always)]
-fn hex32(b: &[u8; 16]) -> [u64; 4] {
-    // Written out, not `[0, 4, 8, 12].map(..)`: the array `map` was left as an out-of-line
-    // loop, 500 instructions a body.
-    let word = |i: usize| {
-        let w = u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        u64::from_le_bytes(hex8(w))
-    };
-    [word(0), word(4), word(8), word(12)]
-}
-
-/// The hyphenated lowercase form of `x` (`8-4-4-4-12`), as `uuid`'s `hyphenated()` writes it.
-#[inline(always)]
-pub fn hyphenated(x: uuid::Uuid) -> [u8; 36] {
-    let [c0, c1, c2, c3] = hex32(x.as_bytes());
-    let (c0, c1, c2, c3) = (
-        c0.to_le_bytes(),
-        c1.to_le_bytes(),
-        c2.to_le_bytes(),
-        c3.to_le_bytes(),
-    );
-    let mut out = [b'-'; 36];
-    out[..8].copy_from_slice(&c0);
-    out[9..13].copy_from_slice(&c1[..4]);
-    out[14..18].copy_from_slice(&c1[4..]);
-    out[19..23].copy_from_slice(&c2[..4]);
-    out[24..28].copy_from_slice(&c2[4..]);
-    out[28..].copy_from_slice(&c3);
-    out
-}
-
-/// The last 17 characters of [`hyphenated`] (`xxxx-xxxxxxxxxxxx`, from bytes 8–15), for a
-/// caller that already has the first 19.
-pub fn hyphenated_tail(x: &uuid::Uuid) -> [u8; 17] {
-    let b = x.as_bytes();
-    let hi = hex8(u32::from_be_bytes([b[8], b[9], b[10], b[11]]));
-    let lo = hex8(u32::from_be_bytes([b[12], b[13], b[14], b[15]]));
-    let mut out = [b'-'; 17];
-    out[..4].copy_from_slice(&hi[..4]);
-    out[5..9].copy_from_slice(&hi[4..]);
-    out[9..].copy_from_slice(&lo);
-    out
-}
-
 /// Render the JSON body.
 #[cfg(test)]
 pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
@@ -324,6 +251,43 @@ pub fn render(f: &BodyFields<'_>) -> Vec<u8> {
 /// Render the JSON body into `buf` (cleared first), reusing its allocation: the hot path keeps
 /// one buffer per worker.
 pub fn render_into(f: &BodyFields<'_>, buf: &mut Vec<u8>) {
+    render_marked(f, buf, &mut ());
+}
+
+/// A field of a body that varies within one template (`template.rs`): where it starts is
+/// told to [`Marks::mark`] as the body is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hole {
+    /// The `jti`, 36 bytes.
+    Jti,
+    /// `iat` (ms) then `,"sent_us":` then `sent_us` (µs).
+    Times,
+    /// The user's id, 36 bytes (twice).
+    UserId,
+    /// The application's id, 36 bytes.
+    AppId,
+    /// The application number, `{a:03}` (twice).
+    App,
+    /// A registration's user number as `{u:05}` (twice).
+    UserPadded,
+    /// A registration's user number as `{u}` (twice).
+    UserPlain,
+}
+
+/// Told where each [`Hole`] of a body starts; `()` is told nothing (the plain render).
+pub(super) trait Marks {
+    fn mark(&mut self, hole: Hole, at: usize);
+}
+
+impl Marks for () {
+    #[inline(always)]
+    fn mark(&mut self, _: Hole, _: usize) {}
+}
+
+/// [`render_into`], telling `m` where each varying field starts: the one description of a
+/// body's layout, for the bodies rendered here and for the templates both.
+#[inline(always)]
+pub(super) fn render_marked<M: Marks>(f: &BodyFields<'_>, buf: &mut Vec<u8>, m: &mut M) {
     let t = f.tenant_name;
     let registration = f.channel == "registration";
     let most = if registration {
@@ -340,10 +304,11 @@ pub fn render_into(f: &BodyFields<'_>, buf: &mut Vec<u8>) {
     let mut o = Out { d: buf, at: 0 };
     o.s(concat!(r#"{"iss":""#, issuer!(), "/"))
         .v(t)
-        .s(r#"","jti":""#)
-        .b(f.jti)
-        .s(r#"","iat":"#)
-        .times(f.sent_us)
+        .s(r#"","jti":""#);
+    m.mark(Hole::Jti, o.at);
+    o.b(f.jti).s(r#"","iat":"#);
+    m.mark(Hole::Times, o.at);
+    o.times(f.sent_us)
         .s(concat!(r#","events":{""#, schema!(), "/"));
     match event_type(f.channel, f.failed) {
         Some(path) => o.s(path),
@@ -351,26 +316,28 @@ pub fn render_into(f: &BodyFields<'_>, buf: &mut Vec<u8>) {
     };
     o.s(r#"":{"user":{"id":""#);
     let user_id = o.at;
+    m.mark(Hole::UserId, o.at);
     o.u(&f.user_id)
         .s(concat!(r#"","ref":""#, issuer!(), "/"))
         .v(t)
-        .s("/scim2/Users/")
-        .again36(user_id);
+        .s("/scim2/Users/");
+    m.mark(Hole::UserId, o.at);
+    o.again36(user_id);
     if registration {
         // Registration events carry the new user's claims: that is what makes them ~1 KB.
         let u = u64::from(f.user);
-        o.s(r#"","claims":[{"uri":"http://wso2.org/claims/username","value":"user"#)
-            .n(u, 5)
-            .s("@")
-            .v(t);
-        o.s(r#".example.com"},{"uri":"http://wso2.org/claims/emailaddress","value":"user"#)
-            .n(u, 5)
-            .s("@")
-            .v(t);
-        o.s(r#".example.com"},{"uri":"http://wso2.org/claims/givenname","value":"Given"#)
-            .n(u, 1);
-        o.s(r#""},{"uri":"http://wso2.org/claims/lastname","value":"Family"#)
-            .n(u, 1);
+        o.s(r#"","claims":[{"uri":"http://wso2.org/claims/username","value":"user"#);
+        m.mark(Hole::UserPadded, o.at);
+        o.n(u, 5).s("@").v(t);
+        o.s(r#".example.com"},{"uri":"http://wso2.org/claims/emailaddress","value":"user"#);
+        m.mark(Hole::UserPadded, o.at);
+        o.n(u, 5).s("@").v(t);
+        o.s(r#".example.com"},{"uri":"http://wso2.org/claims/givenname","value":"Given"#);
+        m.mark(Hole::UserPlain, o.at);
+        o.n(u, 1);
+        o.s(r#""},{"uri":"http://wso2.org/claims/lastname","value":"Family"#);
+        m.mark(Hole::UserPlain, o.at);
+        o.n(u, 1);
         o.s(r#""},{"uri":"http://wso2.org/claims/created","value":"2026-01-01T00:00:00.000Z"}],"groups":["everyone"]},"tenant":{"id":""#);
     } else {
         o.s(r#""},"tenant":{"id":""#);
@@ -378,13 +345,14 @@ pub fn render_into(f: &BodyFields<'_>, buf: &mut Vec<u8>) {
     let tid = Num::new(12_400 + u64::from(f.tenant_id), 1);
     let app = Num::new(u64::from(f.application), 3);
     o.num(tid).s(r#"","name":""#).v(t);
-    o.s(r#""},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":""#)
-        .u(&f.application_id);
-    o.s(r#"","name":"app"#)
-        .num(app)
-        .s(r#"","consumerKey":"ck"#)
-        .num(app)
-        .num(tid);
+    o.s(r#""},"userStore":{"id":"UFJJTUFSWQ==","name":"PRIMARY"},"application":{"id":""#);
+    m.mark(Hole::AppId, o.at);
+    o.u(&f.application_id);
+    o.s(r#"","name":"app"#);
+    m.mark(Hole::App, o.at);
+    o.num(app).s(r#"","consumerKey":"ck"#);
+    m.mark(Hole::App, o.at);
+    o.num(app).num(tid);
     if registration {
         o.s(r#""},"authenticationMethods":["BasicAuthenticator"],"registrationMethod":"SELF_SIGNUP","flow":{"type":"REGISTRATION","initiator":"USER","status":"COMPLETED"}}}"#);
     } else {

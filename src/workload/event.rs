@@ -3,6 +3,8 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
+use super::body::ids::{Ids, CACHED_IDS};
+use super::body::template::{Fill, Template, Templates, TEMPLATE_BYTES};
 use super::body::{self, BodyFields};
 use super::identity;
 use super::rng::SplitMix64;
@@ -96,6 +98,11 @@ pub struct Workload {
     /// hash per event and id fewer.
     draws: u64,
     ids: u64,
+    /// Body templates of the first tenants (`body/template.rs`).
+    templates: Templates,
+    /// Users' ids (only their hex forms are used) and applications' ids, of the first tenants.
+    user_ids: Ids,
+    app_ids: Ids,
 }
 
 /// The random picks of one event, before its body is rendered.
@@ -129,8 +136,8 @@ impl Workload {
         let topics = build_topics(cfg.layout, cfg.tenants, &cfg.channels, |t| {
             stable_uuid(seed, 1, t, 0).to_string()
         });
-        let tenant_names = (0..cfg.tenants).map(|t| tenant_name(t).into()).collect();
-        let channels = cfg.channels.iter().map(|c| c.as_str().into()).collect();
+        let tenant_names: Vec<Arc<str>> = (0..cfg.tenants).map(|t| tenant_name(t).into()).collect();
+        let channels: Vec<Arc<str>> = cfg.channels.iter().map(|c| c.as_str().into()).collect();
         let zipf_cdf = match cfg.distribution {
             Distribution::Uniform => Vec::new(),
             Distribution::Zipf => {
@@ -152,11 +159,25 @@ impl Workload {
         bytes.copy_from_slice(&first.as_bytes()[..8]);
         let mut chars = [0u8; 19];
         chars.copy_from_slice(&body::hyphenated(first)[..19]);
+        let templates = Templates::new(
+            &tenant_names,
+            &channels,
+            cfg.users,
+            cfg.payload_bytes,
+            TEMPLATE_BYTES,
+        );
+        let ids = SplitMix64::stream(id_seed(cfg.seed));
+        let id = |kind| move |a, b| SplitMix64::at(ids, id_key(kind, a, b)).uuid();
+        let user_ids = Ids::new(cfg.tenants, cfg.users, CACHED_IDS, id(3));
+        let app_ids = Ids::new(cfg.tenants, cfg.sps, CACHED_IDS, id(2));
         Workload {
             tag,
             jti_head: (bytes, chars),
             draws: SplitMix64::stream(cfg.seed),
-            ids: SplitMix64::stream(id_seed(cfg.seed)),
+            ids,
+            templates,
+            user_ids,
+            app_ids,
             cfg,
             topics,
             tenant_names,
@@ -263,7 +284,10 @@ impl Workload {
                 .layout
                 .topic_of(tenant, channel, self.channels.len()),
             jti: identity::jti(self.tag, seq),
-            application_id: self.stable_uuid(2, tenant, application),
+            application_id: match self.app_ids.get(tenant, application) {
+                Some(x) => x.id,
+                None => self.stable_uuid(2, tenant, application),
+            },
             sent_us,
             failed,
             body: Vec::new(),
@@ -294,6 +318,34 @@ impl Workload {
     /// ([`jti_hex`](Self::jti_hex)): a target that also writes it in the request's head
     /// encodes it once for both.
     pub fn render_body_with_jti(&self, e: &Event, jti: &[u8; 36], buf: &mut Vec<u8>) {
+        match self.body_template(e) {
+            Some(t) => {
+                buf.clear();
+                t.append_to(jti, buf);
+            }
+            None => self.render_body_in_pieces(e, jti, buf),
+        }
+    }
+
+    /// The template `e`'s body is copied from, when it has one (most do: see
+    /// `body/template.rs`), with what fills its holes: its length is known before it is
+    /// written.
+    #[inline]
+    pub fn body_template<'a>(&'a self, e: &'a Event) -> Option<TemplatedBody<'a>> {
+        let t = self.templates.get(
+            e.tenant,
+            e.channel,
+            e.failed,
+            e.user,
+            e.application,
+            e.sent_us,
+        )?;
+        Some(TemplatedBody { w: self, e, t })
+    }
+
+    /// [`render_body_with_jti`](Self::render_body_with_jti) without a template: every piece
+    /// written by `body::render_into`.
+    pub(crate) fn render_body_in_pieces(&self, e: &Event, jti: &[u8; 36], buf: &mut Vec<u8>) {
         body::render_into(
             &BodyFields {
                 tenant_name: &self.tenant_names[e.tenant as usize],
@@ -312,6 +364,12 @@ impl Workload {
         );
     }
 
+    /// How many tenants (the first ones) have body templates.
+    #[cfg(test)]
+    pub(super) fn templated_tenants(&self) -> u32 {
+        self.templates.tenants()
+    }
+
     /// (seq, sent_us) of a body this workload rendered (same seed); `None` for any other
     /// body. The exact expected body is then `event_at(seq, sent_us).body`.
     pub fn parse_identity(&self, body: &[u8]) -> Option<(u64, u64)> {
@@ -323,6 +381,55 @@ impl Workload {
     pub fn is_exact_body(&self, body: &[u8]) -> bool {
         self.parse_identity(body)
             .is_some_and(|(seq, sent_us)| self.event_at(seq, sent_us).body == body)
+    }
+}
+
+/// An event's body as its template and the event that fills its holes
+/// ([`Workload::body_template`]).
+#[derive(Debug, Clone, Copy)]
+pub struct TemplatedBody<'a> {
+    w: &'a Workload,
+    e: &'a Event,
+    t: &'a Template,
+}
+
+impl TemplatedBody<'_> {
+    /// The body's length in bytes.
+    pub fn body_len(&self) -> usize {
+        self.t.len()
+    }
+
+    /// Append the body to `out`, with `jti` the event's in its hex form
+    /// ([`Workload::jti_hex`]): the bytes [`Workload::render_body_with_jti`] writes.
+    #[inline]
+    pub fn append_to(&self, jti: &[u8; 36], out: &mut Vec<u8>) {
+        let (w, e) = (self.w, self.e);
+        let (user_hex, app_hex);
+        let (user_id, user) = match w.user_ids.get(e.tenant, e.user) {
+            Some(x) => (&x.hex, x.digits),
+            None => {
+                user_hex = body::hyphenated(w.stable_uuid(3, e.tenant, e.user));
+                (&user_hex, Fill::digits(e.user))
+            }
+        };
+        // The event's own application id, which is the cached one for an event this workload
+        // made.
+        let (application_id, application) = match w.app_ids.get(e.tenant, e.application) {
+            Some(x) if x.id == e.application_id => (&x.hex, x.digits),
+            _ => {
+                app_hex = body::hyphenated(e.application_id);
+                (&app_hex, Fill::digits(e.application))
+            }
+        };
+        let fill = Fill {
+            jti,
+            sent_us: e.sent_us,
+            user_id,
+            application_id,
+            application,
+            user,
+        };
+        self.t.append(&fill, out);
     }
 }
 
@@ -415,6 +522,18 @@ mod tests {
             (3, 99, 12_345),
         ] {
             assert_eq!(w.stable_uuid(kind, a, b), stable_uuid(42, kind, a, b));
+        }
+        // The application ids events carry, kept or not (1,000 tenants of 10: the first 409
+        // are kept).
+        let many = Workload::new(WorkloadConfig {
+            tenants: 1_000,
+            ..cfg(Distribution::Uniform)
+        });
+        assert!(many.app_ids.get(0, 0).is_some() && many.app_ids.get(999, 0).is_none());
+        for seq in 0..2_000 {
+            let e = many.event(seq, 0);
+            let id = stable_uuid(42, 2, e.tenant, e.application);
+            assert_eq!(e.application_id, id, "{e:?}");
         }
         for seq in [0, 1, 77, u64::MAX] {
             let mut one = SplitMix64::for_event(42, seq);
