@@ -9,7 +9,8 @@ use std::task::{ready, Poll};
 use tokio::time::{Instant, Sleep};
 
 use super::chunked::{append_capped, Chunked};
-use super::parse::{parse_head, Framing, HeadMemo};
+use super::parse::memo::HeadMemo;
+use super::parse::{parse_head, Framing};
 use super::stream::Stream;
 use super::{Response, TransportError, BODY_CAP};
 use crate::result::{ClientReason, ConnErrorKind, OtherReason};

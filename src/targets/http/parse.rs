@@ -5,10 +5,8 @@
 
 use crate::result::OtherReason;
 
-mod memo;
+pub(crate) mod memo;
 mod scan;
-
-pub(crate) use memo::HeadMemo;
 
 use scan::{known_name, text_to_cr, token_end, trim_space_tab, Name, Pattern};
 
