@@ -278,8 +278,8 @@ fn a_100_kb_header_block_is_classed_the_same_every_time() {
 }
 
 /// Every file of the seed corpus: the same verdict for every split of its bytes.
-#[test]
-fn seed_corpus_replays_split_invariant() {
+/// The responses of `testdata/corpus/`, in file-name order (the memo's tests replay them too).
+pub(super) fn seed_corpus() -> Vec<Vec<u8>> {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/targets/http/testdata/corpus");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -288,8 +288,15 @@ fn seed_corpus_replays_split_invariant() {
         .collect();
     files.sort();
     assert!(files.len() >= 10, "the corpus has {} files", files.len());
-    for f in files {
-        let bytes = std::fs::read(&f).expect("a corpus file");
+    files
+        .iter()
+        .map(|f| std::fs::read(f).expect("a corpus file"))
+        .collect()
+}
+
+#[test]
+fn seed_corpus_replays_split_invariant() {
+    for bytes in seed_corpus() {
         if bytes.len() > 4096 {
             assert_split_invariant_large(&bytes, 997);
         } else {

@@ -62,14 +62,21 @@ fn reference(f: &BodyFields<'_>) -> String {
     format!("{doc}{padding}}}")
 }
 
-/// xorshift64*, so the test does not lean on the generator the workload uses.
-struct Rng(u64);
+/// xorshift64*, so the tests do not lean on the generator the workload uses (the template
+/// tests use it too).
+pub(super) struct Rng(pub(super) u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub(super) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub(super) fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len() as u64) as usize]
     }
     /// Edge values often, else any magnitude.
     fn u64(&mut self) -> u64 {
@@ -87,14 +94,13 @@ impl Rng {
             _ => (self.u64() % (1 << 32)) as u32,
         }
     }
-    fn name(&mut self) -> String {
+    /// A channel or tenant name: 1 to 30 of `[A-Za-z0-9_-]`.
+    pub(super) fn name(&mut self) -> String {
         const ABC: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
-        let n = 1 + self.next() as usize % 30;
-        (0..n)
-            .map(|_| ABC[self.next() as usize % ABC.len()] as char)
-            .collect()
+        let n = 1 + self.below(30) as usize;
+        (0..n).map(|_| self.pick(ABC) as char).collect()
     }
-    fn uuid(&mut self) -> uuid::Uuid {
+    pub(super) fn uuid(&mut self) -> uuid::Uuid {
         uuid::Uuid::from_u64_pair(self.next(), self.next())
     }
 }

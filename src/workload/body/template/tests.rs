@@ -4,33 +4,12 @@
 //! exactly when its holes fit the event.
 
 use super::*;
+use crate::workload::body::reference::Rng;
 use crate::workload::body::render_into;
 use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
 
-/// xorshift64*, so the test does not lean on the generator the workload uses.
-struct Rng(u64);
-
+/// The body tests' generator, with the draws only these tests need.
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-    fn uuid(&mut self) -> uuid::Uuid {
-        uuid::Uuid::from_u64_pair(self.next(), self.next())
-    }
-    fn name(&mut self) -> String {
-        const ABC: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
-        let n = 1 + self.below(30) as usize;
-        (0..n).map(|_| self.pick(ABC) as char).collect()
-    }
     /// A number of exactly `digits` digits (1 to 10), the edges often.
     fn of_digits(&mut self, digits: u32) -> u32 {
         let lo = if digits == 1 {

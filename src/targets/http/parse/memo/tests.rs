@@ -4,6 +4,7 @@
 
 use hubload_rng::SplitMix64;
 
+use super::super::super::determinism::seed_corpus;
 use super::super::{parse_head, Head};
 use super::HeadMemo;
 use crate::result::OtherReason;
@@ -41,19 +42,7 @@ fn heads() -> Vec<Vec<u8>> {
     ]
     .map(String::into_bytes)
     .to_vec();
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/targets/http/testdata/corpus");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("the seed corpus")
-        .map(|e| e.expect("a corpus entry").path())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 10, "the corpus has {} files", files.len());
-    v.extend(
-        files
-            .iter()
-            .map(|f| std::fs::read(f).expect("a corpus file")),
-    );
+    v.extend(seed_corpus());
     v
 }
 
