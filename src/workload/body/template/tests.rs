@@ -4,7 +4,7 @@
 //! exactly when its holes fit the event.
 
 use super::*;
-use crate::workload::body::reference::Rng;
+use crate::workload::body::reference::{Rng, KNOWN_CHANNELS};
 use crate::workload::body::render_into;
 use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
 
@@ -38,16 +38,6 @@ fn hex(u: uuid::Uuid) -> [u8; 36] {
     u.hyphenated().to_string().into_bytes().try_into().unwrap()
 }
 
-const KNOWN: [&str; 7] = [
-    "login",
-    "registration",
-    "credential",
-    "session",
-    "user",
-    "consent",
-    "tenant",
-];
-
 fn digit_count_of(x: u64) -> u32 {
     x.to_string().len() as u32
 }
@@ -63,7 +53,7 @@ fn a_filled_template_is_the_body_rendered_in_pieces() {
         };
         let channel = match r.below(3) {
             0 => r.name(),
-            _ => r.pick(&KNOWN).to_string(),
+            _ => r.pick(&KNOWN_CHANNELS).to_string(),
         };
         let digits = 1 + (case % 10) as u32;
         let f = BodyFields {
@@ -146,7 +136,7 @@ fn templates_are_picked_exactly_for_the_events_that_fit() {
         let channels: Vec<String> = (0..1 + r.below(5))
             .map(|_| match r.below(3) {
                 0 => r.name(),
-                _ => r.pick(&KNOWN).to_string(),
+                _ => r.pick(&KNOWN_CHANNELS).to_string(),
             })
             .collect();
         let users = r.pick(&[
@@ -268,7 +258,7 @@ fn workload_bodies_from_templates_are_the_bodies_rendered_in_pieces() {
     let mut r = Rng(2026);
     let (mut templated, mut in_pieces) = (0, 0);
     for round in 0..40 {
-        let mut channels: Vec<String> = KNOWN.iter().map(|c| c.to_string()).collect();
+        let mut channels: Vec<String> = KNOWN_CHANNELS.iter().map(|c| c.to_string()).collect();
         channels.push(r.name());
         let channels: Vec<String> = (0..1 + r.below(5))
             .map(|_| channels[r.below(channels.len() as u64) as usize].clone())
