@@ -274,14 +274,7 @@ impl<'a> Facts<'a> {
             keep_alive = false;
         }
         if !(100..200).contains(&status) {
-            match (self.content_type, content_type.as_mut()) {
-                (Some(value), Some(v)) => {
-                    v.clear();
-                    v.extend_from_slice(value);
-                }
-                (Some(value), None) => *content_type = Some(value.to_vec()),
-                (None, _) => *content_type = None,
-            }
+            set_content_type(content_type, self.content_type);
         }
         Head {
             status,
@@ -289,6 +282,19 @@ impl<'a> Facts<'a> {
             framing,
             keep_alive,
         }
+    }
+}
+
+/// `*to = from`, reusing `to`'s allocation: what a final head does to the caller's content type.
+#[inline]
+pub(super) fn set_content_type(to: &mut Option<Vec<u8>>, from: Option<&[u8]>) {
+    match (from, to.as_mut()) {
+        (Some(value), Some(v)) => {
+            v.clear();
+            v.extend_from_slice(value);
+        }
+        (Some(value), None) => *to = Some(value.to_vec()),
+        (None, _) => *to = None,
     }
 }
 

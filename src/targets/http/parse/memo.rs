@@ -6,7 +6,7 @@
 //! is the parser's own: [`HeadMemo::parse`] gives exactly what [`parse_head`] gives, for every
 //! input (checked against it on the corpus and on random heads, `memo/tests.rs`).
 
-use super::{parse_head, scan::text_to_cr, Head};
+use super::{parse_head, scan::text_to_cr, set_content_type, Head};
 use crate::result::OtherReason;
 
 /// The longest head kept: longer ones are parsed every time (comparing costs as much).
@@ -53,14 +53,7 @@ impl HeadMemo {
             }
             // As the parse sets it: for a final head only.
             if !(100..200).contains(&head.status) {
-                match (&self.content_type, content_type.as_mut()) {
-                    (Some(value), Some(v)) => {
-                        v.clear();
-                        v.extend_from_slice(value);
-                    }
-                    (Some(value), None) => *content_type = Some(value.clone()),
-                    (None, _) => *content_type = None,
-                }
+                set_content_type(content_type, self.content_type.as_deref());
             }
             return Ok(Some(head));
         }
@@ -100,14 +93,7 @@ impl HeadMemo {
         self.head_request = head_request;
         self.head = Some(head);
         if !(100..200).contains(&head.status) {
-            match (ct, &mut self.content_type) {
-                (Some(value), Some(v)) => {
-                    v.clear();
-                    v.extend_from_slice(value);
-                }
-                (Some(value), kept) => *kept = Some(value.clone()),
-                (None, kept) => *kept = None,
-            }
+            set_content_type(&mut self.content_type, ct.as_deref());
         }
     }
 }
