@@ -14,7 +14,9 @@
 #        WRK=0 (skip wrk)  HUBLOAD=0 (skip hubload)  D1=2 D2=8 (wrk's two durations, s)
 #        TLS=1 (nginx terminates TLS; give wrk D1=20 D2=40: its handshakes are slow under valgrind)
 #        CACHE=1 (callgrind's cache simulation too: also prints D1 and last-level data-cache misses
-#                 per request, the cost that grows with the connection count while Ir does not)
+#                 per request, the cost that grows with the connection count while Ir does not;
+#                 LL_BYTES=65536 shrinks the simulated last level so its misses count the lines
+#                 touched once per connection round, the ones the kernel evicts between requests)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/hubload}
@@ -50,7 +52,7 @@ nginx_start "$WORK" "$CONCURRENCY" "server {
 CG=(--tool=callgrind)
 # LL: the 2 MiB second-level cache of the 2-core VM the figures were taken on (callgrind would
 # take its 480 MiB L3, which nothing here misses).
-if [[ ${CACHE:-} == 1 ]]; then CG+=(--cache-sim=yes --LL=2097152,16,64); fi
+if [[ ${CACHE:-} == 1 ]]; then CG+=(--cache-sim=yes --LL=${LL_BYTES:-2097152},16,64); fi
 total_ir() { awk '/^summary:|^totals:/ { print $2; exit }' "$1"; }
 # With CACHE=1: "D1 LL", the data reads and writes that missed the first-level and the
 # last-level cache (the events are Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw).

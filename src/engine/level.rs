@@ -96,12 +96,16 @@ pub async fn run_level<T: Target>(
         Load::Closed { .. } => spec.ramp_up,
         Load::Open { .. } => Duration::ZERO, // the pacer ramps the rate
     };
-    let stripes = stripes(workers);
+    // The runtime's threads, which decide how many recorders avoid contention (1 on the
+    // current-thread runtime).
+    let threads = tokio::runtime::Handle::current().metrics().num_workers();
+    let stripes = stripes(workers, threads);
     let topics = ctx.workload.topics().len();
     let shared = Arc::new(SharedLevel::new(
         topics,
         &ctx.clock,
         measured_start.into_std(),
+        threads,
     ));
     ctx.live.watch(stripes.clone());
     let mut handles = Vec::with_capacity(workers);

@@ -11,7 +11,8 @@ use crate::stats::{difference, new_histogram, record, AttemptSpan, Histogram, Le
 /// Why not one `LevelStats` per worker (the plain design): each holds HdrHistograms of up to
 /// ~100 KB, and the open model runs up to `--max-inflight` workers (thousands), so memory
 /// would grow with concurrency. A stripe lock is taken once per attempt, never across an
-/// await, and with several stripes per core it is almost never contended (~20 ns).
+/// await, and with several stripes per runtime thread (one on a single thread) it is almost
+/// never contended (~20 ns).
 ///
 /// Two of the level's histograms are derived instead of recorded, because in a healthy run
 /// they are almost the whole of `latency` and recording each attempt three times was a
@@ -99,10 +100,18 @@ pub(crate) fn merged(stripes: &[Mutex<Stripe>]) -> LevelStats {
     all.finish()
 }
 
-/// Stripes for a level: enough that two runtime threads rarely meet on one.
-pub(crate) fn stripes(workers: usize) -> Arc<[Mutex<Stripe>]> {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let n = workers.clamp(1, 8 * cores);
+/// Stripes for a level whose workers run on `threads` runtime threads: enough that two
+/// threads rarely meet on one, and one for a single thread, which never contends.
+///
+/// No more than that: each stripe's histograms are written at the buckets of the latencies
+/// seen, spread over a few KB, and a request touches its stripe once per round of the
+/// stripes, so every stripe beyond need adds cold cache lines to each request (the kernel's
+/// work between two touches of one stripe evicts them).
+pub(crate) fn stripes(workers: usize, threads: usize) -> Arc<[Mutex<Stripe>]> {
+    let n = match threads {
+        0 | 1 => 1,
+        t => workers.clamp(1, 8 * t),
+    };
     (0..n).map(|_| Mutex::new(Stripe::new())).collect()
 }
 

@@ -8,8 +8,8 @@
 //!
 //! Memory, bounded by the number of seconds and never by the request count:
 //! - while a level runs, at most [`OPEN_SECONDS`] full histograms per slot (slots: one per
-//!   core, at most 8) plus [`GRACE`] + 1 being folded, each up to ~100 KB for latencies up to
-//!   seconds (about 1 MB on 2 cores, raw and corrected);
+//!   runtime thread, at most 8) plus [`GRACE`] + 1 being folded, each up to ~100 KB for
+//!   latencies up to seconds (about 1 MB on 2 threads, raw and corrected);
 //! - every closed second as its V2+DEFLATE base64 string, 0.2–8 KB (measured in the tests below;
 //!   docs/reports.md), so an hour-long level keeps a few MB.
 
@@ -182,9 +182,10 @@ impl SecondsRecorder {
         }
     }
 
-    /// Slots for a machine: one per core, at most 8.
-    pub fn default_slots() -> usize {
-        std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+    /// Slots for workers on `threads` runtime threads: one per thread, at most 8 (a slot per
+    /// thread keeps them from contending; more would only spread the histograms' hot buckets).
+    pub fn slots_for(threads: usize) -> usize {
+        threads.clamp(1, 8)
     }
 
     /// Record one attempt into slot `slot % slots`.

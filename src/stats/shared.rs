@@ -15,11 +15,12 @@ pub struct SharedLevel {
 }
 
 impl SharedLevel {
-    /// Recorders for a level of `topics` topics whose measured time starts at `level_start`.
-    pub fn new(topics: usize, clock: &Clock, level_start: Instant) -> Self {
+    /// Recorders for a level of `topics` topics whose measured time starts at `level_start`,
+    /// recorded into by workers on `threads` runtime threads.
+    pub fn new(topics: usize, clock: &Clock, level_start: Instant, threads: usize) -> Self {
         SharedLevel {
             topics: TopicTable::new(topics),
-            seconds: SecondsRecorder::new(clock, level_start, SecondsRecorder::default_slots()),
+            seconds: SecondsRecorder::new(clock, level_start, SecondsRecorder::slots_for(threads)),
         }
     }
 
