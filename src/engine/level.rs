@@ -114,15 +114,15 @@ pub async fn run_level<T: Target>(
         let shared = shared.clone();
         // Closed-model ramp: worker w joins at w/C of the ramp, after the warm-up.
         let delay = ramp.mul_f64(w as f64 / workers as f64);
-        handles.push(tokio::spawn(async move {
-            if !delay.is_zero() {
-                tokio::select! {
-                    _ = ctx.cancel.cancelled() => return,
-                    _ = tokio::time::sleep_until(measured_start + delay) => {}
-                }
-            }
-            worker_loop(ctx, driver, stripes, shared, w, measured_start).await
-        }));
+        handles.push(tokio::spawn(worker_loop(
+            ctx,
+            driver,
+            stripes,
+            shared,
+            w,
+            measured_start,
+            delay,
+        )));
     }
     let mut stats = LevelStats::default();
     let scheduled = match pacer {

@@ -16,7 +16,11 @@ use crate::result::{Attempt, Class};
 use crate::stats::{AttemptSpan, SharedLevel, Stamp};
 use crate::targets::Target;
 
-/// Run tickets until the driver says stop, recording into stripe `worker % stripes.len()`.
+/// Run tickets until the driver says stop, recording into stripe `worker % stripes.len()`,
+/// from `join` after `level_start` (the closed model's ramp) or the stop, whichever is first.
+///
+/// The task's whole future: a wrapper around it (for the join) would be one more state
+/// machine resumed on every wake.
 pub(crate) async fn worker_loop<T: Target>(
     ctx: Arc<LevelContext<T>>,
     driver: Arc<Driver>,
@@ -24,7 +28,14 @@ pub(crate) async fn worker_loop<T: Target>(
     shared: Arc<SharedLevel>,
     worker: usize,
     level_start: Instant,
+    join: std::time::Duration,
 ) {
+    if !join.is_zero() {
+        tokio::select! {
+            _ = ctx.cancel.cancelled() => return,
+            _ = tokio::time::sleep_until(level_start + join) => {}
+        }
+    }
     let stripe = &stripes[worker % stripes.len()];
     let lock = || stripe.lock().unwrap_or_else(|e| e.into_inner());
     let max_attempts = ctx.retries + 1;
@@ -142,11 +153,14 @@ pub(crate) async fn worker_loop<T: Target>(
 
 /// `send`, or [`Attempt::CANCELLED`] once the stop comes while it is in flight. A send that is
 /// ready wins over a stop seen in the same poll, as with a `biased` select.
-async fn unless_stopped<F: Future<Output = Attempt>>(
-    mut send: Pin<&mut F>,
-    stop: &mut StopWatch,
-) -> Attempt {
-    std::future::poll_fn(|cx| {
+///
+/// A plain future, not an `async fn`: that would be one more state machine between the
+/// worker and its send, resumed on every wake.
+fn unless_stopped<'a, F: Future<Output = Attempt>>(
+    mut send: Pin<&'a mut F>,
+    stop: &'a mut StopWatch,
+) -> impl Future<Output = Attempt> + 'a {
+    std::future::poll_fn(move |cx| {
         if let Poll::Ready(a) = send.as_mut().poll(cx) {
             return Poll::Ready(a);
         }
@@ -155,5 +169,4 @@ async fn unless_stopped<F: Future<Output = Attempt>>(
         }
         Poll::Pending
     })
-    .await
 }
