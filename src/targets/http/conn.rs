@@ -33,6 +33,12 @@ impl Render for [u8] {
     }
 }
 
+impl<T: Render + ?Sized> Render for &T {
+    fn render(&self, out: &mut Vec<u8>) {
+        (**self).render(out);
+    }
+}
+
 /// A closure as a [`Render`].
 pub(crate) struct RenderFn<F>(pub F);
 

@@ -54,6 +54,7 @@ mod stream;
 mod tests;
 mod tls;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -241,14 +242,18 @@ impl HttpPool {
 
     /// [`send`](Self::send), started at `started` (the caller's clock read, at most the
     /// present), into a caller-owned `Response`, reusing its body and content-type allocations.
-    pub async fn send_into(
-        &self,
-        request: &[u8],
+    ///
+    /// This and [`send_rendered`](Self::send_rendered) hand back the exchange's own future
+    /// rather than wrap it in one more: a wrapper's state (its own copy of the arguments) would
+    /// be touched on every request too.
+    pub fn send_into<'a>(
+        &'a self,
+        request: &'a [u8],
         started: Instant,
         deadline: Instant,
-        resp: &mut Response,
-    ) -> Result<(), TransportError> {
-        self.exchange(request, started, deadline, resp).await
+        resp: &'a mut Response,
+    ) -> impl Future<Output = Result<(), TransportError>> + 'a {
+        self.exchange(request, started, deadline, resp)
     }
 
     /// [`send_into`](Self::send_into) with the request rendered by `render` (which appends
@@ -258,20 +263,19 @@ impl HttpPool {
     /// (a stale keep-alive one refused it) is rendered again, so `render` must give the same
     /// bytes every time.
     /// `started` as for [`send_into`](Self::send_into).
-    pub async fn send_rendered<F: Fn(&mut Vec<u8>)>(
-        &self,
+    pub fn send_rendered<'a, F: Fn(&mut Vec<u8>) + 'a>(
+        &'a self,
         render: F,
         started: Instant,
         deadline: Instant,
-        resp: &mut Response,
-    ) -> Result<(), TransportError> {
-        self.exchange(&RenderFn(render), started, deadline, resp)
-            .await
+        resp: &'a mut Response,
+    ) -> impl Future<Output = Result<(), TransportError>> + 'a {
+        self.exchange(RenderFn(render), started, deadline, resp)
     }
 
-    async fn exchange<R: Render + ?Sized>(
+    async fn exchange<R: Render>(
         &self,
-        request: &R,
+        request: R,
         started: Instant,
         deadline: Instant,
         resp: &mut Response,
@@ -295,7 +299,7 @@ impl HttpPool {
             self.counters.attempts[conn.addr].fetch_add(1, Ordering::Relaxed);
         }
         loop {
-            match conn.exchange_by(deadline, request, resp).await {
+            match conn.exchange_by(deadline, &request, resp).await {
                 None => return Err(TransportError::Timeout(TimeoutKind::Response)),
                 Some(Ok(keep_alive)) => {
                     if keep_alive {
