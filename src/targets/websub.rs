@@ -458,7 +458,7 @@ impl Target for WebSubTarget {
             };
             self.attempt(result, size, &scratch.resp)
         };
-        let a = self.noted(a, answered.then_some(&scratch.resp), topic);
+        let a = self.noted(a, answered.then_some(&*scratch.resp), topic);
         scratch.give_back();
         a
     }
@@ -477,12 +477,12 @@ impl Target for WebSubTarget {
 }
 
 /// A publish's response buffers, reused by the next publish on the same thread instead of
-/// allocated per attempt (the request is rendered into the pool's write buffer). Kept and
-/// handed out boxed: the send's state then holds a pointer, not the 64-byte `Response` (that
+/// allocated per attempt (the request is rendered into the pool's write buffer). The
+/// response is boxed: the send's state then holds a pointer, not the 64-byte `Response` (that
 /// state is touched on every request, a cache line per 64 bytes).
 #[derive(Default)]
 struct Scratch {
-    resp: Response,
+    resp: Box<Response>,
 }
 
 /// Finished publishes' buffers kept per thread, at most this many.
@@ -492,17 +492,17 @@ const SCRATCH_KEPT: usize = 1024;
 const SCRATCH_BYTES: usize = 16 * 1024;
 
 thread_local! {
-    static SCRATCH: std::cell::RefCell<Vec<Box<Scratch>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SCRATCH: std::cell::RefCell<Vec<Scratch>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Scratch {
     /// Buffers of a finished publish on this thread, or new empty ones.
-    fn take() -> Box<Self> {
+    fn take() -> Self {
         SCRATCH.with_borrow_mut(Vec::pop).unwrap_or_default()
     }
 
     /// Keep these buffers for the next publish on this thread (they are cleared before use).
-    fn give_back(self: Box<Self>) {
+    fn give_back(self) {
         if self.resp.body.capacity() > SCRATCH_BYTES {
             return;
         }
