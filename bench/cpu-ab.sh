@@ -6,7 +6,8 @@
 # run to CPU 0, so the two never share a core and the scheduler's placement stops moving the
 # figures. Each run sends exactly N publishes (`--requests`, closed model, 50 connections,
 # `--threads 1`, one shared topic) and prints user and system µs per request from
-# /usr/bin/time, and req/s from the run's own aggregate.csv.
+# /usr/bin/time, and req/s from the run's own aggregate.csv; then each build's mean over the
+# rounds.
 #
 # Usage: bench/cpu-ab.sh BIN_A BIN_B [BIN ...]   (knobs: N=300000 ROUNDS=4 CONCURRENCY=50)
 # Needs 2 CPUs. Noise-sensitive still (the user/system split is the kernel's sampling), so
@@ -34,6 +35,12 @@ for round in $(seq "${ROUNDS:-4}"); do
         read -r user sys elapsed <"$WORK/time"
         sent=$(awk -F, '$1 == "TOTAL" { print $2 }' "$WORK/report/aggregate.csv")
         awk -v u="$user" -v s="$sys" -v e="$elapsed" -v n="$sent" -v r="$round" -v b="$bin" \
-            'BEGIN { printf "round %d  %-50s user %5.2f us/req  sys %5.2f us/req  %8.0f req/s\n", r, b, u / n * 1e6, s / n * 1e6, n / e }'
+            'BEGIN { printf "round %d  %-50s user %5.2f us/req  sys %5.2f us/req  %8.0f req/s\n", r, b, u / n * 1e6, s / n * 1e6, n / e }' |
+            tee -a "$WORK/rounds"
     done
 done
+# The figure to read: each build's mean over the rounds (one run moves by ±15 % on these hosts).
+awk '{ u[$3] += $5; s[$3] += $8; q[$3] += $10; n[$3]++; if (!($3 in seen)) { seen[$3] = 1; order[++k] = $3 } }
+    END { for (i = 1; i <= k; i++) { b = order[i]
+        printf "mean     %-50s user %5.2f us/req  sys %5.2f us/req  %8.0f req/s  (%d rounds)\n", b, u[b] / n[b], s[b] / n[b], q[b] / n[b], n[b] } }' \
+    "$WORK/rounds"
