@@ -127,7 +127,7 @@ fn bodies_match_the_reference_renderer() {
         };
         let channel = match r.next() % 3 {
             0 => r.name(),
-            _ => KNOWN_CHANNELS[r.next() as usize % KNOWN_CHANNELS.len()].to_string(),
+            _ => r.pick(&KNOWN_CHANNELS).to_string(),
         };
         // The hex form as the uuid crate writes it (the workload's own is checked against it
         // in event.rs).
