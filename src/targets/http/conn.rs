@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::{pin, Pin};
-use std::task::{ready, Poll};
+use std::task::{ready, Context, Poll};
 
 use tokio::time::{Instant, Sleep};
 
@@ -95,8 +95,19 @@ pub(crate) struct Conn {
     /// per exchange is a registration in the runtime's timer wheel and a removal from it),
     /// and moved lazily: see [`exchange_by`](Self::exchange_by).
     timer: Option<Pin<Box<Sleep>>>,
-    /// The part of the request in progress the socket did not take at once (usually empty).
+    /// The part of the request in progress the socket did not take at once (usually empty),
+    /// and how much of it has been written since.
     unsent: Vec<u8>,
+    sent: usize,
+}
+
+/// Where [`Conn::finish`] takes an exchange up.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Resume {
+    /// [`Conn::begin`] wrote what the socket took at once.
+    Written { head_request: bool },
+    /// [`Conn::poll_first`] found the response split: its first bytes are in the buffer.
+    FirstRead { head_request: bool },
 }
 
 impl Conn {
@@ -109,6 +120,7 @@ impl Conn {
             addr,
             timer: None,
             unsent: Vec::new(),
+            sent: 0,
         }
     }
 
@@ -120,44 +132,43 @@ impl Conn {
         request: &R,
         resp: &mut Response,
     ) -> Option<Result<bool, Failure>> {
-        // The timer is moved only when it would fire late. Each exchange normally has a later
-        // deadline than the last (a later start, the same timeout), so the timer keeps the
-        // earlier one, and when that fires during this exchange it is moved to this deadline
-        // then: about once per timeout per connection instead of once per exchange (a reset
-        // cost ~170 instructions of every request). The exchange still ends exactly at its
-        // own deadline.
-        let mut timer = match self.timer.take() {
-            Some(mut t) => {
-                if deadline < t.deadline() {
-                    t.as_mut().reset(deadline);
-                }
-                t
+        match self.begin(request, resp) {
+            Err(failure) => Some(Err(failure)),
+            Ok(head_request) => {
+                self.finish_by(deadline, Resume::Written { head_request }, resp)
+                    .await
             }
-            None => Box::pin(tokio::time::sleep_until(deadline)),
-        };
+        }
+    }
+
+    /// [`finish`](Self::finish), bounded by `deadline` as [`exchange_by`](Self::exchange_by).
+    pub(crate) async fn finish_by(
+        &mut self,
+        deadline: Instant,
+        from: Resume,
+        resp: &mut Response,
+    ) -> Option<Result<bool, Failure>> {
+        // The timer is out of the connection while the exchange borrows it, and put back after.
+        let mut timer = self.timer.take();
         let out = {
-            let mut exchange = pin!(self.exchange(request, resp));
+            let mut exchange = pin!(self.finish(from, resp));
             // As `tokio::time::timeout_at`: the exchange first, then the deadline.
             std::future::poll_fn(|cx| {
                 if let Poll::Ready(r) = exchange.as_mut().poll(cx) {
                     return Poll::Ready(Some(r));
                 }
-                loop {
-                    match timer.as_mut().poll(cx) {
-                        Poll::Pending => return Poll::Pending,
-                        Poll::Ready(()) if timer.deadline() >= deadline => {
-                            return Poll::Ready(None)
-                        }
-                        // An earlier exchange's deadline: on to this one's (polled again,
-                        // so the timer is registered for it, or ready if it has passed).
-                        Poll::Ready(()) => timer.as_mut().reset(deadline),
-                    }
-                }
+                poll_deadline(&mut timer, cx, deadline).map(|()| None)
             })
             .await
         };
-        self.timer = Some(timer);
+        self.timer = timer;
         out
+    }
+
+    /// Whether `deadline` has passed, from inside a future polled with `cx` (which is woken
+    /// then); the connection's timer is made on the first use and kept for the next exchange.
+    pub(crate) fn poll_deadline(&mut self, cx: &mut Context<'_>, deadline: Instant) -> Poll<()> {
+        poll_deadline(&mut self.timer, cx, deadline)
     }
 
     /// Tests: bytes the scripted peer has not handed over yet.
@@ -188,7 +199,25 @@ impl Conn {
     /// Every limit is applied to the bytes, never to how they arrived: the head parser sees
     /// at most the first [`MAX_HEAD`] bytes of a head, so a head is too large exactly when
     /// those bytes hold no complete head, however the reads split them.
+    ///
+    /// [`begin`](Self::begin), then [`finish`](Self::finish); the pool's hand-written
+    /// exchange runs the same steps by their polls ([`poll_write_rest`](Self::poll_write_rest),
+    /// [`poll_first`](Self::poll_first)) and hands over to `finish` where they end.
+    #[cfg(test)]
     pub(crate) async fn exchange<R: Render + ?Sized>(
+        &mut self,
+        request: &R,
+        resp: &mut Response,
+    ) -> Result<bool, Failure> {
+        let head_request = self.begin(request, resp)?;
+        self.finish(Resume::Written { head_request }, resp).await
+    }
+
+    /// Start an exchange: clear `resp` and the carry-over buffer, render `request` into the
+    /// thread's write buffer and write as much of it as the socket takes at once (the rest is
+    /// kept in `unsent`). Returns whether it is a `HEAD` request (its response has no body).
+    /// An error here is a write error: nothing of the request reached the server.
+    pub(crate) fn begin<R: Render + ?Sized>(
         &mut self,
         request: &R,
         resp: &mut Response,
@@ -198,19 +227,51 @@ impl Conn {
         resp.bytes_received = 0;
         self.buf.clear();
         self.pos = 0;
+        self.sent = 0;
+        let stream = &mut self.stream;
+        let unsent = &mut self.unsent;
+        unsent.clear();
+        WRITE_BUF
+            .with_borrow_mut(|buf| {
+                buf.clear();
+                request.render(buf);
+                let n = stream.write_now(buf)?;
+                unsent.extend_from_slice(&buf[n..]);
+                let head_request = buf.starts_with(b"HEAD ");
+                if buf.capacity() > WRITE_BUF_KEPT {
+                    *buf = Vec::new();
+                }
+                Ok::<_, io::Error>(head_request)
+            })
+            .map_err(|e| unsent_failure(&e))
+    }
 
-        let head_request = match self.write(request).await {
-            Ok(head_request) => head_request,
-            Err(e) => {
-                return Err(Failure {
-                    error: io_error(&e),
-                    unsent: true,
-                })
+    /// Write what [`begin`](Self::begin) left and push it out (ready at once when nothing
+    /// was left, for plain TCP). An error is still a write error.
+    pub(crate) fn poll_write_rest(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Failure>> {
+        self.stream
+            .poll_finish_write(cx, &self.unsent, &mut self.sent)
+            .map_err(|e| unsent_failure(&e))
+    }
+
+    /// The rest of an exchange after `from`: the write's remainder and the first read (when
+    /// `from` is [`Resume::Written`]), then the rest of a response that did not come whole.
+    pub(crate) async fn finish(
+        &mut self,
+        from: Resume,
+        resp: &mut Response,
+    ) -> Result<bool, Failure> {
+        let head_request = match from {
+            Resume::Written { head_request } => {
+                std::future::poll_fn(|cx| self.poll_write_rest(cx)).await?;
+                let first = std::future::poll_fn(|cx| self.poll_first(cx, head_request, resp));
+                if let Some(keep_alive) = first.await? {
+                    return Ok(keep_alive);
+                }
+                head_request
             }
+            Resume::FirstRead { head_request } => head_request,
         };
-        if let Some(keep_alive) = self.read_first(head_request, resp).await? {
-            return Ok(keep_alive);
-        }
 
         // The response did not come whole in the first read: its bytes are in `buf`, and the
         // rest is read after them. The head; informational 1xx heads (100 Continue, 103 Early
@@ -283,56 +344,33 @@ impl Conn {
         Ok(keep_alive)
     }
 
-    /// Render `request` into the thread's write buffer and write it: at once as far as the
-    /// socket takes it, the rest (kept in `unsent`) when the socket is ready. Returns whether
-    /// it is a `HEAD` request (its response has no body).
-    async fn write<R: Render + ?Sized>(&mut self, request: &R) -> io::Result<bool> {
-        let stream = &mut self.stream;
-        let unsent = &mut self.unsent;
-        unsent.clear();
-        let head_request = WRITE_BUF.with_borrow_mut(|buf| {
-            buf.clear();
-            request.render(buf);
-            let n = stream.write_now(buf)?;
-            unsent.extend_from_slice(&buf[n..]);
-            let head_request = buf.starts_with(b"HEAD ");
-            if buf.capacity() > WRITE_BUF_KEPT {
-                *buf = Vec::new();
-            }
-            Ok::<_, io::Error>(head_request)
-        })?;
-        self.stream.finish_write(&self.unsent).await?;
-        Ok(head_request)
-    }
-
     /// The first read of a response, into the thread's read buffer: `Some(keep_alive)` when
     /// the whole response was in it (parsed there; the connection's buffer is not touched),
-    /// `None` when it was not (its bytes are copied into `buf`, and `resp` is as it was).
-    async fn read_first(
+    /// `None` when it was not (its bytes are copied into `buf`, and `resp` is as it was: go
+    /// on with [`finish`](Self::finish) from [`Resume::FirstRead`]).
+    pub(crate) fn poll_first(
         &mut self,
+        cx: &mut Context<'_>,
         head_request: bool,
         resp: &mut Response,
-    ) -> Result<Option<bool>, Failure> {
+    ) -> Poll<Result<Option<bool>, Failure>> {
         let stream = &mut self.stream;
         let carry = &mut self.buf;
-        std::future::poll_fn(|cx| {
-            READ_BUF.with_borrow_mut(|(buf, memo)| {
-                let n = match ready!(stream.poll_read_into(cx, buf)) {
-                    Ok(0) => return Poll::Ready(Err(closed())),
-                    Ok(n) => n,
-                    Err(e) => return Poll::Ready(Err(read_failure(&e))),
-                };
-                resp.bytes_received += n as u64;
-                let bytes = &buf[..n];
-                if let Some(keep_alive) = whole_response(bytes, head_request, resp, memo) {
-                    return Poll::Ready(Ok(Some(keep_alive)));
-                }
-                resp.body.clear();
-                carry.extend_from_slice(bytes);
-                Poll::Ready(Ok(None))
-            })
+        READ_BUF.with_borrow_mut(|(buf, memo)| {
+            let n = match ready!(stream.poll_read_into(cx, buf)) {
+                Ok(0) => return Poll::Ready(Err(closed())),
+                Ok(n) => n,
+                Err(e) => return Poll::Ready(Err(read_failure(&e))),
+            };
+            resp.bytes_received += n as u64;
+            let bytes = &buf[..n];
+            if let Some(keep_alive) = whole_response(bytes, head_request, resp, memo) {
+                return Poll::Ready(Ok(Some(keep_alive)));
+            }
+            resp.body.clear();
+            carry.extend_from_slice(bytes);
+            Poll::Ready(Ok(None))
         })
-        .await
     }
 
     /// Read more bytes for a response that is not complete; EOF is an error here.
@@ -407,6 +445,40 @@ fn whole_response(
     resp.status = head.status;
     // Bytes beyond the response were never asked for: the stream is out of step.
     Some(head.keep_alive && head.status != 101 && pos + used == bytes.len())
+}
+
+/// [`Conn::poll_deadline`] on a timer kept in `timer` (made on first use).
+///
+/// The timer is moved only when it would fire late. Each exchange normally has a later
+/// deadline than the last (a later start, the same timeout), so the timer keeps the earlier
+/// one, and when that fires during this exchange it is moved to this deadline then: about
+/// once per timeout per connection instead of once per exchange (a reset cost ~170
+/// instructions of every request). The exchange still ends exactly at its own deadline.
+fn poll_deadline(
+    timer: &mut Option<Pin<Box<Sleep>>>,
+    cx: &mut Context<'_>,
+    deadline: Instant,
+) -> Poll<()> {
+    let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+    if deadline < timer.deadline() {
+        timer.as_mut().reset(deadline);
+    }
+    loop {
+        ready!(timer.as_mut().poll(cx));
+        if timer.deadline() >= deadline {
+            return Poll::Ready(());
+        }
+        // An earlier exchange's deadline: on to this one's (polled again, so the timer is
+        // registered for it, or ready if it has passed).
+        timer.as_mut().reset(deadline);
+    }
+}
+
+fn unsent_failure(e: &io::Error) -> Failure {
+    Failure {
+        error: io_error(e),
+        unsent: true,
+    }
 }
 
 fn closed() -> Failure {

@@ -47,6 +47,7 @@ mod conn;
 #[cfg(test)]
 mod determinism;
 mod error;
+mod exchange;
 mod parse;
 mod response;
 mod stream;
@@ -65,8 +66,9 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::{timeout_at, Instant};
 
 use crate::result::{ConnErrorKind, TimeoutKind};
-use conn::{io_error, Conn, Render, RenderFn};
+use conn::{io_error, Conn, Render, RenderFn, Resume};
 pub use error::TransportError;
+use exchange::Exchange;
 pub use response::{Response, BODY_CAP};
 use stream::Stream;
 pub use tls::{Tls, TlsError};
@@ -110,12 +112,12 @@ pub struct HttpPool {
     cfg: PoolConfig,
     /// One permit per exchange in flight, so at most `max_conns` connections are in use.
     permits: Semaphore,
-    /// Idle keep-alive connections with the time each became idle, most recently used
+    /// Idle keep-alive connections with the time each expires, most recently used
     /// last (so oldest first). The lock is never held across an await: a push or a pop.
     /// Boxed, so taking one and putting it back moves a pointer, not the connection, and an
     /// exchange's state holds 8 bytes for it instead of the whole `Conn` (the send's state is
     /// touched on every request, a cache line per 64 bytes).
-    idle: Mutex<Vec<(Instant, Box<Conn>)>>,
+    idle: Mutex<Vec<(Option<Instant>, Box<Conn>)>>,
     /// Idle connections older than this are closed instead of reused.
     idle_timeout: Duration,
     /// `Some` for an `https://` host.
@@ -253,7 +255,7 @@ impl HttpPool {
         deadline: Instant,
         resp: &'a mut Response,
     ) -> impl Future<Output = Result<(), TransportError>> + 'a {
-        self.exchange(request, started, deadline, resp)
+        Exchange::new(self, request, started, deadline, resp)
     }
 
     /// [`send_into`](Self::send_into) with the request rendered by `render` (which appends
@@ -263,62 +265,117 @@ impl HttpPool {
     /// (a stale keep-alive one refused it) is rendered again, so `render` must give the same
     /// bytes every time.
     /// `started` as for [`send_into`](Self::send_into).
-    pub fn send_rendered<'a, F: Fn(&mut Vec<u8>) + 'a>(
+    pub fn send_rendered<'a, F: Fn(&mut Vec<u8>) + Send + Sync + Unpin + 'a>(
         &'a self,
         render: F,
         started: Instant,
         deadline: Instant,
         resp: &'a mut Response,
     ) -> impl Future<Output = Result<(), TransportError>> + 'a {
-        self.exchange(RenderFn(render), started, deadline, resp)
+        Exchange::new(self, RenderFn(render), started, deadline, resp)
     }
 
-    async fn exchange<R: Render>(
+    /// The general path of an exchange, from the start: what [`Exchange`] hands over to when
+    /// no permit is free. It and the functions after it take over from the common case
+    /// wherever that ends, holding the permit until the exchange is done.
+    async fn exchange<R: Render + Send + Sync>(
         &self,
         request: R,
         started: Instant,
         deadline: Instant,
         resp: &mut Response,
     ) -> Result<(), TransportError> {
-        // When the exchange takes its connection: the caller's start, or the end of a wait.
-        let mut now = started;
-        let _permit = match self.permits.try_acquire() {
+        let permit = match self.permits.try_acquire() {
             Ok(permit) => permit,
-            // Boxed: the wait (with its timer) would otherwise make every send's state larger.
+            // Boxed: the wait (with its timer) would otherwise make this state larger.
             Err(_) => {
                 let permit = Box::pin(self.acquire(deadline)).await?;
-                now = Instant::now();
-                permit
+                // When the exchange takes its connection: the end of the wait.
+                let now = Instant::now();
+                return self
+                    .with_permit(permit, now, request, deadline, resp, false)
+                    .await;
             }
         };
-        let mut conn = match self.pop_idle(now) {
+        self.with_permit(permit, started, request, deadline, resp, false)
+            .await
+    }
+
+    /// With a permit: an idle connection or a new one; `now` is when the exchange takes it.
+    /// `retry`: the request is one a reused connection refused before any of it was acted
+    /// on, sent once more on a fresh connection (see the module docs); its attempt was
+    /// counted already.
+    async fn with_permit<R: Render + Send + Sync>(
+        &self,
+        _permit: SemaphorePermit<'_>,
+        now: Instant,
+        request: R,
+        deadline: Instant,
+        resp: &mut Response,
+        retry: bool,
+    ) -> Result<(), TransportError> {
+        let idle = if retry { None } else { self.pop_idle(now) };
+        let mut conn = match idle {
             Some(conn) => conn,
             None => self.connect_boxed(deadline).await?,
         };
-        if self.addrs.len() > 1 {
-            self.counters.attempts[conn.addr].fetch_add(1, Ordering::Relaxed);
+        if !retry {
+            self.count_attempt(&conn);
         }
+        // Once more on a fresh connection when a reused one refused the request (the fresh
+        // one is not `reused`, so this runs at most twice).
         loop {
             match conn.exchange_by(deadline, &request, resp).await {
                 None => return Err(TransportError::Timeout(TimeoutKind::Response)),
                 Some(Ok(keep_alive)) => {
-                    if keep_alive {
-                        conn.reused = true;
-                        self.push_idle(conn, now);
-                    }
+                    self.finished(conn, keep_alive, now);
                     return Ok(());
                 }
                 Some(Err(failure)) => {
                     if !(conn.reused && failure.unsent) {
                         return Err(failure.error);
                     }
-                    // A stale keep-alive connection: one retry on a fresh one (see the
-                    // module docs). The fresh connection is not `reused`, so this loop
-                    // runs at most twice.
                     drop(conn);
                     conn = self.connect_boxed(deadline).await?;
                 }
             }
+        }
+    }
+
+    /// The rest of an exchange on `conn` from `from`, after its request was written (so it
+    /// is never resent).
+    async fn finish_on(
+        &self,
+        _permit: SemaphorePermit<'_>,
+        now: Instant,
+        mut conn: Box<Conn>,
+        from: Resume,
+        deadline: Instant,
+        resp: &mut Response,
+    ) -> Result<(), TransportError> {
+        match conn.finish_by(deadline, from, resp).await {
+            None => Err(TransportError::Timeout(TimeoutKind::Response)),
+            Some(Ok(keep_alive)) => {
+                self.finished(conn, keep_alive, now);
+                Ok(())
+            }
+            Some(Err(failure)) => Err(failure.error),
+        }
+    }
+
+    /// A finished exchange's connection: kept for reuse when it is clean (`now` as for
+    /// [`with_permit`](Self::with_permit)), closed otherwise.
+    fn finished(&self, mut conn: Box<Conn>, keep_alive: bool, now: Instant) {
+        if keep_alive {
+            conn.reused = true;
+            self.push_idle(conn, now);
+        }
+    }
+
+    /// One attempt more on `conn`'s address, when the host has several.
+    fn count_attempt(&self, conn: &Conn) {
+        if self.addrs.len() > 1 {
+            self.counters.attempts[conn.addr].fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -400,14 +457,16 @@ impl HttpPool {
     /// then it and every older one are closed (outside the lock).
     fn pop_idle(&self, now: Instant) -> Option<Box<Conn>> {
         let mut idle = self.lock_idle();
-        let (since, conn) = loop {
-            let (since, conn) = idle.pop()?;
+        let (expires, conn) = loop {
+            let (expires, conn) = idle.pop()?;
             // A connection the server closed while idle is dropped, never written to.
             if !conn.is_stale() {
-                break (since, conn);
+                break (expires, conn);
             }
         };
-        if now.saturating_duration_since(since) <= self.idle_timeout {
+        // An instant compared, not a duration computed: the subtraction cost ~50
+        // instructions of every request.
+        if expires.is_none_or(|at| now <= at) {
             return Some(conn);
         }
         let stale = std::mem::take(&mut *idle);
@@ -416,12 +475,14 @@ impl HttpPool {
         None
     }
 
-    /// Keep `conn` for reuse; `since` is when its last exchange took it.
+    /// Keep `conn` for reuse; `since` is when its last exchange took it. Kept with the
+    /// instant it expires at (`None`: an idle timeout beyond what an `Instant` holds).
     fn push_idle(&self, conn: Box<Conn>, since: Instant) {
-        self.lock_idle().push((since, conn));
+        let expires = since.checked_add(self.idle_timeout);
+        self.lock_idle().push((expires, conn));
     }
 
-    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<(Instant, Box<Conn>)>> {
+    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<(Option<Instant>, Box<Conn>)>> {
         // A panic while holding this lock cannot leave the Vec inconsistent.
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }

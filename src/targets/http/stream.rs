@@ -3,9 +3,9 @@
 
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
@@ -47,19 +47,27 @@ impl Stream {
         }
     }
 
-    /// Write `rest` (what [`write_now`](Self::write_now) left) and push everything to the
-    /// socket.
-    pub(crate) async fn finish_write(&mut self, rest: &[u8]) -> io::Result<()> {
+    /// Write `rest[*sent..]` (what [`write_now`](Self::write_now) left), advancing `*sent`
+    /// as the socket takes it, and push everything to the socket: ready once all of it is
+    /// out. A poll, not an `async fn`, so the exchange that calls it keeps only `sent` across
+    /// a wait (a partial write is rare; the common write is whole at once and this is ready
+    /// at its first poll).
+    pub(crate) fn poll_finish_write(
+        &mut self,
+        cx: &mut Context<'_>,
+        rest: &[u8],
+        sent: &mut usize,
+    ) -> Poll<io::Result<()>> {
         match self {
-            Stream::Plain(_) if rest.is_empty() => Ok(()),
-            Stream::Plain(s) => s.write_all(rest).await,
+            Stream::Plain(_) if *sent == rest.len() => Poll::Ready(Ok(())),
+            Stream::Plain(s) => poll_write_all(s, cx, rest, sent),
             Stream::Tls(s) => {
-                s.write_all(rest).await?;
+                ready!(poll_write_all(&mut **s, cx, rest, sent))?;
                 // rustls buffers records; flush sends them.
-                s.flush().await
+                Pin::new(&mut **s).poll_flush(cx)
             }
             #[cfg(test)]
-            Stream::Script(_) => Ok(()),
+            Stream::Script(_) => Poll::Ready(Ok(())),
         }
     }
 
@@ -128,4 +136,21 @@ impl Stream {
             }
         }
     }
+}
+
+/// Write `rest[*sent..]` to `w`, advancing `*sent` as it goes; ready once all of it went.
+fn poll_write_all<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    cx: &mut Context<'_>,
+    rest: &[u8],
+    sent: &mut usize,
+) -> Poll<io::Result<()>> {
+    while *sent < rest.len() {
+        match ready!(Pin::new(&mut *w).poll_write(cx, &rest[*sent..])) {
+            Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+            Ok(n) => *sent += n,
+            Err(e) => return Poll::Ready(Err(e)),
+        }
+    }
+    Poll::Ready(Ok(()))
 }

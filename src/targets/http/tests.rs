@@ -135,6 +135,53 @@ async fn content_length_and_keep_alive_reuse() {
     assert_eq!(pool.idle_count(), 1);
 }
 
+/// A request far larger than a socket takes at once (16 MiB of body), sent twice: the
+/// second goes out on the reused connection, where the exchange writes what the socket took
+/// and waits to write the rest. The server counts every byte it read: exactly both requests.
+#[tokio::test]
+async fn a_request_larger_than_the_socket_takes_is_written_whole_on_a_reused_connection() {
+    const BODY: usize = 16 << 20;
+    let mut request =
+        format!("POST /hub HTTP/1.1\r\nHost: h\r\nContent-Length: {BODY}\r\n\r\n").into_bytes();
+    request.resize(request.len() + BODY, b'x');
+    let read = Arc::new(AtomicUsize::new(0));
+    let counted = read.clone();
+    let server = serve(move |mut sock| {
+        let counted = counted.clone();
+        async move {
+            let head_len = request_head_len();
+            for _ in 0..2 {
+                // Read one request: its head and body, counting each byte.
+                let mut left = head_len + BODY;
+                let mut chunk = vec![0u8; 64 * 1024];
+                while left > 0 {
+                    let want = left.min(chunk.len());
+                    let n = sock.read(&mut chunk[..want]).await.unwrap();
+                    assert!(n > 0, "the client closed mid-request");
+                    counted.fetch_add(n, Ordering::SeqCst);
+                    left -= n;
+                }
+                sock.write_all(ACCEPTED).await.unwrap();
+            }
+        }
+    })
+    .await;
+    fn request_head_len() -> usize {
+        format!("POST /hub HTTP/1.1\r\nHost: h\r\nContent-Length: {BODY}\r\n\r\n").len()
+    }
+    let pool = HttpPool::new(server.addr, cfg(1));
+    for _ in 0..2 {
+        let resp = pool.send(&request, in_secs(30)).await.unwrap();
+        assert_eq!(resp.outcome(), Outcome::Accepted);
+    }
+    assert_eq!(
+        server.accepted(),
+        1,
+        "the second request reused the connection"
+    );
+    assert_eq!(read.load(Ordering::SeqCst), 2 * request.len());
+}
+
 /// Write `bytes` one byte per write, pausing so that the client sees one byte per read.
 async fn trickle(sock: &mut TcpStream, bytes: &[u8]) {
     for b in bytes {
