@@ -58,8 +58,16 @@ pub fn attempt_queue(capacity: usize) -> (AttemptSender, AttemptReceiver) {
 impl AttemptSender {
     /// Queue a record. A full queue makes this wait: a slow consumer throttles the load
     /// instead of losing records. False when the consumer has stopped (the record is dropped).
+    ///
+    /// Queued at once when there is room; only a full queue makes the (boxed) wait: the
+    /// channel's send future is 384 bytes, and inline it would be part of every worker's
+    /// state, which each request touches (docs/http-client.md, "The worker's state").
     pub async fn send(&self, r: AttemptRecord) -> bool {
-        self.tx.send(Handout::Attempt(r)).await.is_ok()
+        match self.tx.try_send(Handout::Attempt(r)) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(mpsc::error::TrySendError::Full(h)) => Box::pin(self.tx.send(h)).await.is_ok(),
+        }
     }
 
     /// [`send`](Self::send) for code outside the async runtime (never inside it: it blocks).
@@ -77,5 +85,56 @@ impl AttemptSender {
             .await
             .map_err(|_| stopped())?;
         done.await.map_err(|_| stopped())?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::plan::Load;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    fn record(n: u64) -> AttemptRecord {
+        AttemptRecord {
+            start_unix_us: n,
+            elapsed_us: 1,
+            outcome: Outcome::Accepted,
+            status: 200,
+            bytes_received: 0,
+            bytes_sent: 0,
+            channel: 0,
+            worker: 0,
+            load: Load::Closed { concurrency: 1 },
+            workers: 1,
+        }
+    }
+
+    fn start_of(h: Option<Handout>) -> u64 {
+        match h {
+            Some(Handout::Attempt(r)) => r.start_unix_us,
+            other => panic!("expected an attempt, got {other:?}"),
+        }
+    }
+
+    /// Room: queued at once. Full: the send waits until the consumer takes one, and nothing
+    /// is lost or reordered. Consumer gone: false.
+    #[tokio::test]
+    async fn a_full_queue_makes_the_send_wait_and_a_closed_one_refuses() {
+        let (tx, mut rx) = attempt_queue(1);
+        assert!(tx.send(record(1)).await);
+        let mut second = pin!(tx.send(record(2)));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(
+            second.as_mut().poll(&mut cx).is_pending(),
+            "the queue is full"
+        );
+        assert!(second.as_mut().poll(&mut cx).is_pending(), "still full");
+        assert_eq!(start_of(rx.recv().await), 1);
+        assert_eq!(second.as_mut().poll(&mut cx), Poll::Ready(true));
+        assert_eq!(start_of(rx.recv().await), 2);
+        drop(rx);
+        assert!(!tx.send(record(3)).await);
     }
 }
