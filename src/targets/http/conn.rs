@@ -222,9 +222,7 @@ impl Conn {
         request: &R,
         resp: &mut Response,
     ) -> Result<bool, Failure> {
-        resp.status = 0;
-        resp.body.clear();
-        resp.bytes_received = 0;
+        resp.reset();
         self.buf.clear();
         self.pos = 0;
         self.sent = 0;

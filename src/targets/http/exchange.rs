@@ -78,6 +78,8 @@ impl<'a, R: Render + Send + Sync + 'a> Exchange<'a, R> {
     /// without waiting, and the request rendered and written. The state it leaves.
     fn start(&self, request: R, resp: &'a mut Response) -> State<'a, R> {
         let (pool, started, deadline) = (self.pool, self.started, self.deadline);
+        // Before anything can fail: a pool wait or a connect that fails reads no byte.
+        resp.reset();
         let Ok(permit) = pool.permits.try_acquire() else {
             return State::General(Box::pin(pool.exchange(request, started, deadline, resp)));
         };

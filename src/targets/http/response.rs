@@ -20,6 +20,14 @@ pub struct Response {
 }
 
 impl Response {
+    /// Forget the last exchange's status, body and byte count (keeping the allocations): what
+    /// every exchange does first, so one that fails before reading a byte reports none.
+    pub(crate) fn reset(&mut self) {
+        self.status = 0;
+        self.body.clear();
+        self.bytes_received = 0;
+    }
+
     /// Classify this response (docs/protocol.md §2: a body saying `hub.mode=denied` wins).
     pub fn outcome(&self) -> Outcome {
         crate::result::classify::classify_http(

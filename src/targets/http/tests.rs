@@ -518,6 +518,31 @@ async fn refused() {
     assert_eq!(err.outcome(), Outcome::ConnError(ConnErrorKind::Refused));
 }
 
+/// A response buffer reused after a successful exchange keeps nothing of it when the next
+/// exchange fails before any byte is read (here, a refused connect): a failed attempt must not
+/// be counted with the bytes of the response before it.
+#[tokio::test]
+async fn a_failed_connect_leaves_nothing_of_the_last_response() {
+    let server = serve(|s| answer_all(s, ACCEPTED)).await;
+    let mut resp = Response::default();
+    HttpPool::new(server.addr, cfg(1))
+        .send_into(REQUEST, Instant::now(), in_secs(5), &mut resp)
+        .await
+        .unwrap();
+    assert_eq!(resp.bytes_received, ACCEPTED.len() as u64);
+    let refused = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let err = HttpPool::new(refused, cfg(1))
+        .send_into(REQUEST, Instant::now(), in_secs(5), &mut resp)
+        .await
+        .unwrap_err();
+    assert_eq!(err, TransportError::Conn(ConnErrorKind::Refused));
+    assert_eq!((resp.status, resp.bytes_received), (0, 0));
+    assert!(resp.body.is_empty());
+}
+
 #[tokio::test]
 async fn a_connection_the_server_closed_while_idle_is_not_reused() {
     // Answers one request per connection without saying `Connection: close`, then closes:
