@@ -436,6 +436,45 @@ async fn each_exchange_ends_at_its_own_deadline_on_a_reused_connection() {
     assert_eq!(server.accepted(), 1);
 }
 
+/// A reused connection whose server stops reading: the request the socket cannot take ends
+/// at its deadline while it is still being written, as a response timeout, and the connection
+/// is not kept (the next exchange connects anew).
+#[tokio::test]
+async fn a_write_the_server_does_not_read_ends_at_the_deadline() {
+    const BODY: usize = 16 << 20;
+    let mut big =
+        format!("POST /hub HTTP/1.1\r\nHost: h\r\nContent-Length: {BODY}\r\n\r\n").into_bytes();
+    big.resize(big.len() + BODY, b'x');
+    let server = serve(|mut s| async move {
+        if read_request(&mut s).await && s.write_all(ACCEPTED).await.is_ok() {
+            // Read nothing more, and hold the connection open.
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+    })
+    .await;
+    let pool = HttpPool::new(server.addr, cfg(1));
+    pool.send(REQUEST, in_secs(5)).await.unwrap();
+    let started = std::time::Instant::now();
+    let deadline = Instant::now() + Duration::from_millis(300);
+    let err = pool.send(&big, deadline).await.unwrap_err();
+    assert_eq!(err, TransportError::Timeout(TimeoutKind::Response));
+    let took = started.elapsed();
+    assert!(
+        (Duration::from_millis(290)..Duration::from_secs(5)).contains(&took),
+        "ended after {took:?}"
+    );
+    assert_eq!(
+        server.accepted(),
+        1,
+        "the write went out on the reused connection"
+    );
+    assert_eq!(
+        pool.idle_count(),
+        0,
+        "an abandoned exchange's connection is dropped"
+    );
+}
+
 #[tokio::test]
 async fn connect_timeout_on_a_full_backlog() {
     // A listener that never accepts, with a backlog of 0: once its accept queue is full the
