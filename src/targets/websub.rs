@@ -8,7 +8,6 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::future::join_all;
@@ -409,14 +408,13 @@ impl Target for WebSubTarget {
             self.exchange_into(head, started, &mut scratch.resp).await
         } else {
             // Rendered by the pool into its thread's write buffer once a connection is ready
-            // (and the body with it, when the event came without one).
-            let jti = match &self.workload {
-                Some(w) => w.jti_hex(&event.jti),
-                None => crate::workload::hyphenated(event.jti),
-            };
-            // An atomic only because the send future must be `Send`; nothing else touches it.
-            let size = AtomicUsize::new(usize::MAX);
+            // (and the body with it, when the event came without one). The id's hex is made
+            // there too, so the send's state does not carry it.
             let render = |req: &mut Vec<u8>| {
+                let jti = match &self.workload {
+                    Some(w) => w.jti_hex(&event.jti),
+                    None => crate::workload::hyphenated(event.jti),
+                };
                 let head_to = |req: &mut Vec<u8>, body_len: usize| {
                     req.extend_from_slice(head);
                     req.extend_from_slice(&jti);
@@ -440,7 +438,6 @@ impl Target for WebSubTarget {
                         req.extend_from_slice(body);
                     }),
                 }
-                size.store(req.len(), Ordering::Relaxed);
             };
             let result = self
                 .pool
@@ -448,13 +445,13 @@ impl Target for WebSubTarget {
                 .await;
             // Never rendered (no connection): the request the attempt was for, counted as
             // when it is sent.
-            let size = match size.load(Ordering::Relaxed) {
-                usize::MAX => {
+            let size = match scratch.resp.request_bytes {
+                0 => {
                     let mut req = Vec::new();
                     render(&mut req);
                     req.len()
                 }
-                n => n,
+                n => n as usize,
             };
             self.attempt(result, size, &scratch.resp)
         };

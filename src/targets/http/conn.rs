@@ -229,10 +229,12 @@ impl Conn {
         let stream = &mut self.stream;
         let unsent = &mut self.unsent;
         unsent.clear();
+        let rendered = &mut resp.request_bytes;
         WRITE_BUF
             .with_borrow_mut(|buf| {
                 buf.clear();
                 request.render(buf);
+                *rendered = buf.len() as u64;
                 let n = stream.write_now(buf)?;
                 unsent.extend_from_slice(&buf[n..]);
                 let head_request = buf.starts_with(b"HEAD ");

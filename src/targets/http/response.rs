@@ -17,6 +17,9 @@ pub struct Response {
     /// Bytes read off the wire for this response: status line, headers (of any skipped 1xx
     /// responses too), body with its chunk framing and trailers.
     pub bytes_received: u64,
+    /// Bytes of the request as rendered for this exchange (head and body), 0 when no
+    /// connection took it (the exchange failed before rendering it).
+    pub request_bytes: u64,
 }
 
 impl Response {
@@ -26,6 +29,7 @@ impl Response {
         self.status = 0;
         self.body.clear();
         self.bytes_received = 0;
+        self.request_bytes = 0;
     }
 
     /// Classify this response (docs/protocol.md §2: a body saying `hub.mode=denied` wins).
