@@ -135,24 +135,30 @@ async fn content_length_and_keep_alive_reuse() {
     assert_eq!(pool.idle_count(), 1);
 }
 
-/// A request far larger than a socket takes at once (16 MiB of body), sent twice: the
-/// second goes out on the reused connection, where the exchange writes what the socket took
-/// and waits to write the rest. The server counts every byte it read: exactly both requests.
-#[tokio::test]
-async fn a_request_larger_than_the_socket_takes_is_written_whole_on_a_reused_connection() {
+/// A POST with 16 MiB of body: far more than a loopback socket takes at once.
+fn big_request() -> Vec<u8> {
     const BODY: usize = 16 << 20;
     let mut request =
         format!("POST /hub HTTP/1.1\r\nHost: h\r\nContent-Length: {BODY}\r\n\r\n").into_bytes();
     request.resize(request.len() + BODY, b'x');
+    request
+}
+
+/// A request far larger than a socket takes at once ([`big_request`]), sent twice: the
+/// second goes out on the reused connection, where the exchange writes what the socket took
+/// and waits to write the rest. The server counts every byte it read: exactly both requests.
+#[tokio::test]
+async fn a_request_larger_than_the_socket_takes_is_written_whole_on_a_reused_connection() {
+    let request = big_request();
+    let len = request.len();
     let read = Arc::new(AtomicUsize::new(0));
     let counted = read.clone();
     let server = serve(move |mut sock| {
         let counted = counted.clone();
         async move {
-            let head_len = request_head_len();
             for _ in 0..2 {
                 // Read one request: its head and body, counting each byte.
-                let mut left = head_len + BODY;
+                let mut left = len;
                 let mut chunk = vec![0u8; 64 * 1024];
                 while left > 0 {
                     let want = left.min(chunk.len());
@@ -166,9 +172,6 @@ async fn a_request_larger_than_the_socket_takes_is_written_whole_on_a_reused_con
         }
     })
     .await;
-    fn request_head_len() -> usize {
-        format!("POST /hub HTTP/1.1\r\nHost: h\r\nContent-Length: {BODY}\r\n\r\n").len()
-    }
     let pool = HttpPool::new(server.addr, cfg(1));
     for _ in 0..2 {
         let resp = pool.send(&request, in_secs(30)).await.unwrap();
@@ -441,10 +444,7 @@ async fn each_exchange_ends_at_its_own_deadline_on_a_reused_connection() {
 /// is not kept (the next exchange connects anew).
 #[tokio::test]
 async fn a_write_the_server_does_not_read_ends_at_the_deadline() {
-    const BODY: usize = 16 << 20;
-    let mut big =
-        format!("POST /hub HTTP/1.1\r\nHost: h\r\nContent-Length: {BODY}\r\n\r\n").into_bytes();
-    big.resize(big.len() + BODY, b'x');
+    let big = big_request();
     let server = serve(|mut s| async move {
         if read_request(&mut s).await && s.write_all(ACCEPTED).await.is_ok() {
             // Read nothing more, and hold the connection open.
