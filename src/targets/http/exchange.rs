@@ -15,9 +15,46 @@ use std::task::{Context, Poll};
 use tokio::sync::SemaphorePermit;
 use tokio::time::Instant;
 
-use super::conn::{Conn, Render, Resume};
+use super::conn::{Conn, Render, RenderFn, Resume};
 use super::{HttpPool, Response, TransportError};
 use crate::result::TimeoutKind;
+
+/// The pool's two ways into an exchange (here, beside the future they return, so the pool
+/// itself never names this module: the exchange calls into the pool, not the other way).
+impl HttpPool {
+    /// [`send`](Self::send), started at `started` (the caller's clock read, at most the
+    /// present), into a caller-owned `Response`, reusing its body and content-type allocations.
+    ///
+    /// This and [`send_rendered`](Self::send_rendered) hand back the exchange's own future
+    /// rather than wrap it in one more: a wrapper's state (its own copy of the arguments) would
+    /// be touched on every request too.
+    pub fn send_into<'a>(
+        &'a self,
+        request: &'a [u8],
+        started: Instant,
+        deadline: Instant,
+        resp: &'a mut Response,
+    ) -> impl Future<Output = Result<(), TransportError>> + 'a {
+        Exchange::new(self, request, started, deadline, resp)
+    }
+
+    /// [`send_into`](Self::send_into) with the request rendered by `render` (which appends
+    /// head and body to the buffer it is given) only once a connection is ready to take it,
+    /// into a buffer of the thread's that is free again as soon as the socket has the bytes:
+    /// the form for the hot path. A request that must be sent again on a fresh connection
+    /// (a stale keep-alive one refused it) is rendered again, so `render` must give the same
+    /// bytes every time.
+    /// `started` as for [`send_into`](Self::send_into).
+    pub fn send_rendered<'a, F: Fn(&mut Vec<u8>) + Send + Sync + Unpin + 'a>(
+        &'a self,
+        render: F,
+        started: Instant,
+        deadline: Instant,
+        resp: &'a mut Response,
+    ) -> impl Future<Output = Result<(), TransportError>> + 'a {
+        Exchange::new(self, RenderFn(render), started, deadline, resp)
+    }
+}
 
 /// The general path's future, boxed: it is made only off the common case.
 type General<'a> = Pin<Box<dyn Future<Output = Result<(), TransportError>> + Send + 'a>>;

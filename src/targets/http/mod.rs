@@ -55,7 +55,6 @@ mod stream;
 mod tests;
 mod tls;
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -66,9 +65,8 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::{timeout_at, Instant};
 
 use crate::result::{ConnErrorKind, TimeoutKind};
-use conn::{io_error, Conn, Render, RenderFn, Resume};
+use conn::{io_error, Conn, Render, Resume};
 pub use error::TransportError;
-use exchange::Exchange;
 pub use response::{Response, BODY_CAP};
 use stream::Stream;
 pub use tls::{Tls, TlsError};
@@ -240,39 +238,6 @@ impl HttpPool {
         self.send_into(request, Instant::now(), deadline, &mut resp)
             .await?;
         Ok(resp)
-    }
-
-    /// [`send`](Self::send), started at `started` (the caller's clock read, at most the
-    /// present), into a caller-owned `Response`, reusing its body and content-type allocations.
-    ///
-    /// This and [`send_rendered`](Self::send_rendered) hand back the exchange's own future
-    /// rather than wrap it in one more: a wrapper's state (its own copy of the arguments) would
-    /// be touched on every request too.
-    pub fn send_into<'a>(
-        &'a self,
-        request: &'a [u8],
-        started: Instant,
-        deadline: Instant,
-        resp: &'a mut Response,
-    ) -> impl Future<Output = Result<(), TransportError>> + 'a {
-        Exchange::new(self, request, started, deadline, resp)
-    }
-
-    /// [`send_into`](Self::send_into) with the request rendered by `render` (which appends
-    /// head and body to the buffer it is given) only once a connection is ready to take it,
-    /// into a buffer of the thread's that is free again as soon as the socket has the bytes:
-    /// the form for the hot path. A request that must be sent again on a fresh connection
-    /// (a stale keep-alive one refused it) is rendered again, so `render` must give the same
-    /// bytes every time.
-    /// `started` as for [`send_into`](Self::send_into).
-    pub fn send_rendered<'a, F: Fn(&mut Vec<u8>) + Send + Sync + Unpin + 'a>(
-        &'a self,
-        render: F,
-        started: Instant,
-        deadline: Instant,
-        resp: &'a mut Response,
-    ) -> impl Future<Output = Result<(), TransportError>> + 'a {
-        Exchange::new(self, RenderFn(render), started, deadline, resp)
     }
 
     /// The general path of an exchange, from the start: what [`Exchange`] hands over to when
