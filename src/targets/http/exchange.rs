@@ -1,7 +1,7 @@
 //! The pool's exchange as one hand-written future: the common case (a free permit, an idle
-//! connection, a request the socket takes whole, a response that arrives whole in one read)
-//! is a few small fields polled in place; everything else is handed to the general path,
-//! boxed, where it stands.
+//! connection, the request written as the socket takes it, a response that arrives whole in
+//! one read) is a few small fields polled in place; everything else is handed to the general
+//! path, boxed, where it stands.
 //!
 //! Why by hand: as nested `async fn`s (pool → deadline → connection → read), every layer kept
 //! its own copy of its arguments and its own resume point, and a request touched each of
