@@ -209,20 +209,22 @@ impl Conn {
         request: &R,
         resp: &mut Response,
     ) -> Result<bool, Failure> {
+        resp.reset();
         let head_request = self.begin(request, resp)?;
         self.finish(Resume::Written { head_request }, resp).await
     }
 
-    /// Start an exchange: clear `resp` and the carry-over buffer, render `request` into the
-    /// thread's write buffer and write as much of it as the socket takes at once (the rest is
-    /// kept in `unsent`). Returns whether it is a `HEAD` request (its response has no body).
-    /// An error here is a write error: nothing of the request reached the server.
+    /// Start an exchange: clear the carry-over buffer, render `request` into the thread's
+    /// write buffer and write as much of it as the socket takes at once (the rest is kept in
+    /// `unsent`). Returns whether it is a `HEAD` request (its response has no body). An error
+    /// here is a write error: nothing of the request reached the server. `resp` was reset by
+    /// the exchange's start ([`Response::reset`], before anything could fail), and only
+    /// `request_bytes` is set here.
     pub(crate) fn begin<R: Render + ?Sized>(
         &mut self,
         request: &R,
         resp: &mut Response,
     ) -> Result<bool, Failure> {
-        resp.reset();
         self.buf.clear();
         self.pos = 0;
         self.sent = 0;

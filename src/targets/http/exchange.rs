@@ -118,7 +118,7 @@ impl<'a, R: Render + Send + Sync + 'a> Exchange<'a, R> {
         // Before anything can fail: a pool wait or a connect that fails reads no byte.
         resp.reset();
         let Ok(permit) = pool.permits.try_acquire() else {
-            return State::General(Box::pin(pool.exchange(request, started, deadline, resp)));
+            return State::General(Box::pin(pool.wait_then_exchange(request, deadline, resp)));
         };
         let Some(mut conn) = pool.pop_idle(started) else {
             let new = pool.with_permit(permit, started, request, deadline, resp, false);

@@ -240,29 +240,20 @@ impl HttpPool {
         Ok(resp)
     }
 
-    /// The general path of an exchange, from the start: what [`Exchange`] hands over to when
-    /// no permit is free. It and the functions after it take over from the common case
-    /// wherever that ends, holding the permit until the exchange is done.
-    async fn exchange<R: Render + Send + Sync>(
+    /// The general path of an exchange when no permit was free (the exchange future, in
+    /// `exchange.rs`, tried first): the pool wait, then the rest. It and the functions after
+    /// it take over from the common case wherever that ends, holding the permit until the
+    /// exchange is done. Not boxed here: the exchange future boxes every general path.
+    async fn wait_then_exchange<R: Render + Send + Sync>(
         &self,
         request: R,
-        started: Instant,
         deadline: Instant,
         resp: &mut Response,
     ) -> Result<(), TransportError> {
-        let permit = match self.permits.try_acquire() {
-            Ok(permit) => permit,
-            // Boxed: the wait (with its timer) would otherwise make this state larger.
-            Err(_) => {
-                let permit = Box::pin(self.acquire(deadline)).await?;
-                // When the exchange takes its connection: the end of the wait.
-                let now = Instant::now();
-                return self
-                    .with_permit(permit, now, request, deadline, resp, false)
-                    .await;
-            }
-        };
-        self.with_permit(permit, started, request, deadline, resp, false)
+        let permit = self.acquire(deadline).await?;
+        // When the exchange takes its connection: the end of the wait.
+        let now = Instant::now();
+        self.with_permit(permit, now, request, deadline, resp, false)
             .await
     }
 
