@@ -18,6 +18,18 @@
 #                 topic) instead of the bare client; the label is `cli`.
 #   TLS=1         nginx terminates TLS (a throw-away CA made with openssl; hubload gets it
 #                 with --ca-cert, wrk does not verify); needs HUBLOAD_BIN; oha is skipped.
+#   REQUEST       what wrk and oha send. `hubload` (the default with HUBLOAD_BIN): hubload's
+#                 own publish, captured first (bench/capture-request.py): its path, its
+#                 headers and its mean length, the body padded to that mean, so nginx does
+#                 the same work per request for every client. `login`: the 543-byte login
+#                 event with Content-Type and Accept only (the default for the bare client,
+#                 which sends exactly that).
+#   CLIENT_CPUS   e.g. 0.5: every client runs in a CPU cgroup limited to that many cores, as in a
+#                 pod with `limits.cpu: 500m`; the client then sets the pace, not nginx, and
+#                 the ratio is how much load one such pod drives (cgroup v1 or v2, as root).
+# Every client's line also shows nginx's own CPU per request and how busy its one worker was:
+# at ~100 % of a core the server, not the client, set the pace, and the ratio says so little
+# about the client that only the CPU figures compare them.
 # Exit status: 0, or 1 when hubload's request count does not match nginx's.
 set -euo pipefail
 
@@ -63,12 +75,22 @@ fi
 # The example is only needed when it is what is measured (the CLI is checked with curl).
 [[ -n ${HUBLOAD_BIN:-} ]] || (cd "$ROOT" && cargo build --quiet --release --example http_bench)
 
+REQUEST=${REQUEST:-$([[ -n ${HUBLOAD_BIN:-} ]] && echo hubload || echo login)}
+if [[ $REQUEST == hubload && -z ${HUBLOAD_BIN:-} ]]; then
+    echo "REQUEST=hubload needs HUBLOAD_BIN (the http_bench example sends the login event)" >&2
+    exit 2
+fi
+
 # --- server ------------------------------------------------------------------------------
 WORK=$(mktemp -d)
 NGINX_PID=""
 cleanup() {
     if [[ -n $NGINX_PID ]]; then kill "$NGINX_PID" 2>/dev/null || true; fi
     rm -rf "$WORK"
+    if [[ -n ${CGROUP:-} ]]; then
+        echo $$ >"$(dirname "$CGROUP")/cgroup.procs"
+        rmdir "$CGROUP"
+    fi
 }
 trap cleanup EXIT
 
@@ -97,7 +119,25 @@ nginx_start "$WORK" "$CONCURRENCY" "server {
 BODY_FILE=$WORK/login-event.json
 login_event >"$BODY_FILE"
 URL="$SCHEME://127.0.0.1:$PORT/hub?hub.mode=publish&hub.topic=T"
-wrk_post_lua "$BODY_FILE" >"$WORK/post.lua"
+REQ_HEADERS=()
+if [[ $REQUEST == hubload ]]; then
+    # hubload's publish as it goes on the wire (the same flags as the measured runs), so wrk
+    # and oha send the same path, headers and mean length: nginx's work per request depends
+    # on all three, and with its one worker saturated it sets every client's pace.
+    coproc CAPTURE { exec python3 "$ROOT/bench/capture-request.py" 3000 "$WORK/request.sh"; }
+    read -r CAPTURE_PORT <&"${CAPTURE[0]}"
+    "$HUBLOAD_BIN" --hub-url "http://127.0.0.1:$CAPTURE_PORT/hub" --concurrency 4 --requests 3000 \
+        --threads 1 --quiet --tenants 1 --topics shared --out "$WORK/capture" >"$WORK/capture.log" 2>&1 ||
+        { cat "$WORK/capture.log" >&2; exit 2; }
+    wait "$CAPTURE_PID"
+    # shellcheck disable=SC1091 # written just above
+    source "$WORK/request.sh"
+    padded_event "$REQ_BODY_MEAN" >"$BODY_FILE"
+    URL="$SCHEME://127.0.0.1:$PORT$REQ_PATH"
+    echo "wrk and oha send hubload's publish: ${#REQ_HEADERS[@]} headers as it sends them, $REQ_PATH," \
+        "a body of $(wc -c <"$BODY_FILE") B (hubload's mean over $REQ_COUNT publishes: $REQ_MEAN B a request)"
+fi
+wrk_post_lua "$BODY_FILE" "${REQ_HEADERS[@]}" >"$WORK/post.lua"
 
 # Check the server answers the POST as a hub would before measuring anything.
 if [[ -z ${HUBLOAD_BIN:-} ]]; then
@@ -107,7 +147,28 @@ elif [[ $(curl -sk -X POST -H 'Content-Type: application/json' --data-binary "@$
     echo "nginx did not accept the POST; see $WORK/error.log" >&2
     exit 2
 fi
-echo "body $(wc -c <"$BODY_FILE") B, concurrency $CONCURRENCY, ${DURATION}s, nginx 1 worker, $(nproc) cores, $SCHEME"
+# CLIENT_CPUS: this shell, and so every client it starts from now on, into a CPU-limited
+# cgroup (nginx, started above, stays outside it).
+CGROUP=""
+if [[ -n ${CLIENT_CPUS:-} ]]; then
+    QUOTA=$(awk -v c="$CLIENT_CPUS" 'BEGIN { printf "%d", c * 100000 }')
+    if [[ -d /sys/fs/cgroup/cpu && -f /sys/fs/cgroup/cpu/cgroup.procs ]]; then
+        CGROUP=/sys/fs/cgroup/cpu/hubload-bench-$$
+        mkdir "$CGROUP"
+        echo 100000 >"$CGROUP/cpu.cfs_period_us"
+        echo "$QUOTA" >"$CGROUP/cpu.cfs_quota_us"
+    elif [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+        CGROUP=/sys/fs/cgroup/hubload-bench-$$
+        echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+        mkdir "$CGROUP"
+        echo "$QUOTA 100000" >"$CGROUP/cpu.max"
+    else
+        echo "CLIENT_CPUS needs a cgroup cpu controller (v1 or v2) under /sys/fs/cgroup" >&2
+        exit 2
+    fi
+    echo $$ >"$CGROUP/cgroup.procs"
+fi
+echo "request $REQUEST, body $(wc -c <"$BODY_FILE") B, concurrency $CONCURRENCY, ${DURATION}s, nginx 1 worker, $(nproc) cores, $SCHEME${CLIENT_CPUS:+, each client limited to $CLIENT_CPUS cores}"
 
 rps() { awk '/^Requests\/sec:/ { print $2 }'; }
 # Requests the client says it completed (`N requests in …`, as wrk prints).
@@ -115,16 +176,27 @@ count() { awk '/ requests in / { print $1; exit }'; }
 # nginx's own request count (stub_status); this request itself is counted in it.
 served() { nginx_served "$STATUS_PORT"; }
 
-# Run a command, keep its stdout in $OUT and its CPU seconds in $USR (user) and $SYS (kernel).
-# An external command's peak resident memory (KiB) goes to $WORK/rss (hubload_cli writes it
-# itself: /usr/bin/time cannot run a shell function).
+# Run a command, keep its stdout in $OUT and its CPU seconds in $USR (user) and $SYS (kernel),
+# and nginx's worker's CPU µs over it in $NGINX_CPU. An external command's peak resident
+# memory (KiB) goes to $WORK/rss (hubload_cli writes it itself: /usr/bin/time cannot run a
+# shell function).
 measure() {
-    local t
+    local t before after _
     rm -f "$WORK/rss"
     [[ $1 == eval ]] || set -- /usr/bin/time -f %M -o "$WORK/rss" "$@"
+    read -r before _ < <(nginx_worker_cpu)
     t=$({ TIMEFORMAT='%U %S'; time "$@" >"$WORK/out"; } 2>&1)
+    read -r after _ < <(nginx_worker_cpu)
+    NGINX_CPU=$((after - before))
     OUT=$(cat "$WORK/out")
     read -r USR SYS <<<"$t"
+}
+# nginx's CPU µs per request it served ($1) over the last measure, and the share of a core its
+# worker was busy over DURATION.
+nginx_per_req() {
+    awk -v c="$NGINX_CPU" -v n="$1" -v d="$DURATION" 'BEGIN {
+        printf "  nginx: %.2f µs CPU/req, its worker %.0f%% of a core%s", c / n, c / d / 1e4,
+            (c / d / 1e4 >= 95 ? " (server-bound: nginx set the pace)" : "") }'
 }
 # CPU µs per request (user + sys, then each), from the CPU seconds and req/s over DURATION.
 per_req() {
@@ -133,13 +205,15 @@ per_req() {
     [[ ! -s $WORK/rss ]] || awk '{ printf ", max RSS %.1f MiB", $1 / 1024 }' "$WORK/rss"
 }
 
-# Append this round's figures of client $1 (req/s $2) to $WORK/tally.$1, one line per round:
-# req/s, ratio to this round's wrk, user µs/req, sys µs/req, max RSS MiB; for the final table.
+# Append this round's figures of client $1 (req/s $2, nginx served $3) to $WORK/tally.$1, one
+# line per round: req/s, ratio to this round's wrk, user µs/req, sys µs/req, max RSS MiB,
+# nginx µs/req, nginx's worker's % of a core; for the final table.
 tally() {
     local rss=0
     [[ ! -s $WORK/rss ]] || rss=$(awk '{ printf "%.1f", $1 / 1024 }' "$WORK/rss")
-    awk -v u="$USR" -v s="$SYS" -v r="$2" -v w="$WRK_RPS" -v d="$DURATION" -v m="$rss" 'BEGIN {
-        n = r * d; printf "%.0f %.2f %.2f %.2f %s\n", r, r / w, u * 1e6 / n, s * 1e6 / n, m }' >>"$WORK/tally.$1"
+    awk -v u="$USR" -v s="$SYS" -v r="$2" -v w="$WRK_RPS" -v d="$DURATION" -v m="$rss" \
+        -v c="$NGINX_CPU" -v k="$3" 'BEGIN {
+        n = r * d; printf "%.0f %.2f %.2f %.2f %s %.2f %.0f\n", r, r / w, u * 1e6 / n, s * 1e6 / n, m, c / k, c / d / 1e4 }' >>"$WORK/tally.$1"
     echo "$1" >>"$WORK/clients"
 }
 # Column $2 of $WORK/tally.$1: its median over the rounds (max for RSS, column 5).
@@ -150,11 +224,12 @@ col() {
 }
 final_table() {
     echo
-    echo "final table: median over $ROUNDS round(s) of ${DURATION}s, $CONCURRENCY connections, $SCHEME, nginx 1 worker, $(nproc) cores (RSS: max)"
-    printf '%-22s %10s %10s %13s %13s %9s\n' client "req/s" "x wrk" "user µs/req" "sys µs/req" "RSS MiB"
+    echo "final table: median over $ROUNDS round(s) of ${DURATION}s, $CONCURRENCY connections, $SCHEME, nginx 1 worker, $(nproc) cores${CLIENT_CPUS:+, clients limited to $CLIENT_CPUS cores} (RSS: max)"
+    printf '%-22s %10s %10s %13s %13s %9s %13s %11s\n' client "req/s" "x wrk" "user µs/req" "sys µs/req" "RSS MiB" "nginx µs/req" "nginx busy"
     local c
     for c in $(awk '!seen[$0]++' "$WORK/clients"); do
-        printf '%-22s %10s %10s %13s %13s %9s\n' "$c" "$(col "$c" 1)" "$(col "$c" 2)" "$(col "$c" 3)" "$(col "$c" 4)" "$(col "$c" 5)"
+        printf '%-22s %10s %10s %13s %13s %9s %13s %10s%%\n' "$c" "$(col "$c" 1)" "$(col "$c" 2)" "$(col "$c" 3)" \
+            "$(col "$c" 4)" "$(col "$c" 5)" "$(col "$c" 6)" "$(col "$c" 7)"
     done
 }
 
@@ -168,21 +243,30 @@ round() {
     if grep -q "Non-2xx" <<<"$OUT"; then grep "Non-2xx" <<<"$OUT" >&2; fi
     WRK_SERVED=$(($(served) - BEFORE - 1))
     printf '%-22s %10.0f req/s   %s\n' "wrk -t1" "$WRK_RPS" "$(per_req "$WRK_RPS")"
-    tally wrk-t1 "$WRK_RPS"
+    tally wrk-t1 "$WRK_RPS" "$WRK_SERVED"
     # wrk does not count the requests in flight when it stops: nginx may see up to C more.
     echo "  wrk counted $(count <<<"$OUT"), nginx served $WRK_SERVED"
+    nginx_per_req "$WRK_SERVED"
+    echo
 
     # oha (the Rust load generator the issue names), when installed (`cargo install oha`).
     OHA_RPS=""
     if [[ -n $OHA ]]; then
         BEFORE=$(served)
-        measure "$OHA" -z "${DURATION}s" -c "$CONCURRENCY" -m POST -H "Accept: application/json" \
-            -T application/json -D "$BODY_FILE" --no-tui "$URL"
+        local oha_headers=(-H "Accept: application/json" -T application/json) h
+        if ((${#REQ_HEADERS[@]})); then
+            oha_headers=()
+            for h in "${REQ_HEADERS[@]}"; do oha_headers+=(-H "$h"); done
+        fi
+        measure "$OHA" -z "${DURATION}s" -c "$CONCURRENCY" -m POST "${oha_headers[@]}" \
+            -D "$BODY_FILE" --no-tui "$URL"
         OHA_RPS=$(awk '/Requests\/sec:/ { print $2; exit }' <<<"$OUT")
         OHA_SERVED=$(($(served) - BEFORE - 1))
         printf '%-22s %10.0f req/s   %s\n' "oha" "$OHA_RPS" "$(per_req "$OHA_RPS")"
-        tally oha "$OHA_RPS"
+        tally oha "$OHA_RPS" "$OHA_SERVED"
         echo "  nginx served $OHA_SERVED"
+        nginx_per_req "$OHA_SERVED"
+        echo
     fi
 
     for RUNTIME in $RUNTIMES; do
@@ -196,7 +280,7 @@ round() {
         echo "$RATIO" >>"$WORK/ratio.$RUNTIME"
         printf '%-22s %10.0f req/s   %s   ratio %sx wrk\n' "hubload ($RUNTIME)" \
             "$HL_RPS" "$(per_req "$HL_RPS")" "$RATIO"
-        tally "hubload-$RUNTIME" "$HL_RPS"
+        tally "hubload-$RUNTIME" "$HL_RPS" "$SERVED"
         if [[ -n $OHA_RPS ]]; then
             OHA_RATIO=$(awk -v a="$HL_RPS" -v b="$OHA_RPS" 'BEGIN { printf "%.2f", a / b }')
             echo "$OHA_RATIO" >>"$WORK/ratio_oha.$RUNTIME"
@@ -204,6 +288,8 @@ round() {
         fi
         # Every request the client counts must be one nginx served, and the other way round.
         echo "  hubload counted $(count <<<"$OUT"), nginx served $SERVED"
+        nginx_per_req "$SERVED"
+        echo
         if [[ $(count <<<"$OUT") != "$SERVED" ]]; then
             echo "MISMATCH: the client's count does not reconcile with nginx's" >&2
             STATUS=1

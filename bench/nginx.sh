@@ -14,8 +14,15 @@
 #   (DIR/leaf.pem, DIR/leaf.key), P-256, valid 2 days, made with openssl.
 # login_event
 #   prints the 543-byte login event of docs/protocol.md §3 (the body every bench POSTs).
-# wrk_post_lua BODY_FILE
-#   prints a wrk script POSTing BODY_FILE with Content-Type and Accept application/json.
+# wrk_post_lua BODY_FILE [HEADER...]
+#   prints a wrk script POSTing BODY_FILE with Content-Type and Accept application/json, or
+#   with the given `Name: value` headers instead when there are any.
+# padded_event LENGTH
+#   prints the login event with a `"pad"` member of `x`s making it LENGTH bytes (the event
+#   itself when LENGTH is shorter than it with an empty pad).
+# nginx_worker_cpu
+#   the CPU time (user + sys, µs) of nginx's one worker so far, then its user part (sets
+#   NGINX_WORKER on first use).
 # nginx_served STATUS_PORT
 #   prints nginx's own request count (stub_status `requests`; this request is counted in it).
 # HUB_ACCEPT
@@ -106,14 +113,36 @@ login_event() {
 }
 
 wrk_post_lua() {
+    local body=$1 h
+    shift
+    (($#)) || set -- "Content-Type: application/json" "Accept: application/json"
+    echo 'wrk.method = "POST"'
+    for h in "$@"; do
+        printf 'wrk.headers["%s"] = "%s"\n' "${h%%:*}" "$(sed 's/^ *//' <<<"${h#*:}")"
+    done
     cat <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json"
-local f = io.open("$1", "rb")
+local f = io.open("$body", "rb")
 wrk.body = f:read("*a")
 f:close()
 LUA
+}
+
+padded_event() {
+    local event pad
+    event=$(login_event)
+    pad=$(($1 - ${#event} - 9)) # 9: ,"pad":""
+    if ((pad < 0)); then printf '%s' "$event"; return; fi
+    printf '%s,"pad":"%s"}' "${event%\}}" "$(head -c "$pad" /dev/zero | tr '\0' x)"
+}
+
+nginx_worker_cpu() {
+    local _
+    for _ in $(seq 50); do
+        NGINX_WORKER=${NGINX_WORKER:-$(pgrep -P "$NGINX_PID" | head -1)}
+        [[ -z $NGINX_WORKER ]] || break
+        sleep 0.1
+    done
+    awk -v t="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1e6 / t), int($14 * 1e6 / t) }' "/proc/$NGINX_WORKER/stat"
 }
 
 nginx_served() {
