@@ -16,6 +16,7 @@
 #                 does, `N requests in …` and `Requests/sec: N`. Default: the http_bench example.
 #   HUBLOAD_BIN   path to a built `hubload`: measure the whole CLI (its own events, one shared
 #                 topic) instead of the bare client; the label is `cli`.
+#   HUBLOAD_ARGS  more flags for every hubload run (word-split), e.g. `--payload-bytes 1200`.
 #   TLS=1         nginx terminates TLS (a throw-away CA made with openssl; hubload gets it
 #                 with --ca-cert, wrk does not verify); needs HUBLOAD_BIN; oha is skipped.
 #   REQUEST       what wrk and oha send. `hubload` (the default with HUBLOAD_BIN): hubload's
@@ -55,7 +56,7 @@ hubload_cli() {
     # from the one-worker nginx being measured).
     /usr/bin/time -f %M -o "$WORK/rss" "$HUBLOAD_BIN" --hub-url "${URL%%\?*}" --concurrency "$CONCURRENCY" --duration "${DURATION}s" \
         --threads "${HUBLOAD_THREADS:-1}" --quiet ${TLS_FLAGS:-} \
-        --tenants 1 --topics shared --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
+        --tenants 1 --topics shared ${HUBLOAD_ARGS:-} --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
         { cat "$WORK/hubload.log" >&2; return 1; }
     awk -F, '$1 == "TOTAL" { print $2 + 1 " requests in (incl. 1 registration)"; print "Requests/sec: " $11 }' \
         "$WORK/report/aggregate.csv"
@@ -127,7 +128,7 @@ if [[ $REQUEST == hubload ]]; then
     coproc CAPTURE { exec python3 "$ROOT/bench/capture-request.py" 3000 "$WORK/request.sh"; }
     read -r CAPTURE_PORT <&"${CAPTURE[0]}"
     "$HUBLOAD_BIN" --hub-url "http://127.0.0.1:$CAPTURE_PORT/hub" --concurrency 4 --requests 3000 \
-        --threads 1 --quiet --tenants 1 --topics shared --out "$WORK/capture" >"$WORK/capture.log" 2>&1 ||
+        --threads 1 --quiet --tenants 1 --topics shared ${HUBLOAD_ARGS:-} --out "$WORK/capture" >"$WORK/capture.log" 2>&1 ||
         { cat "$WORK/capture.log" >&2; exit 2; }
     wait "$CAPTURE_PID"
     # shellcheck disable=SC1091 # written just above
