@@ -11,7 +11,8 @@ as a hub accepting a publish (200, `hub.mode=accepted`), and once COUNT publishe
     REQ_MEAN=954                                   their mean request length (line, head, body)
     REQ_COUNT=3000                                 how many were averaged
 
-then exits. Used by bench/http-vs-wrk.sh (`REQUEST=hubload`): see bench/README.md.
+then exits. When fewer arrive within 60 s it writes nothing and exits 1 (the bench stops).
+Used by bench/http-vs-wrk.sh (`REQUEST=hubload`): see bench/README.md.
 
 Usage: capture-request.py COUNT OUT
 """
@@ -20,6 +21,9 @@ import shlex
 import socket
 import sys
 import threading
+import time
+
+LIMIT_S = 60
 
 RESPONSE = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/x-www-form-urlencoded\r\n"
@@ -69,7 +73,11 @@ def main() -> None:
     server.listen(256)
     server.settimeout(0.2)
     print(server.getsockname()[1], flush=True)
+    deadline = time.monotonic() + LIMIT_S
     while not done.is_set():
+        if time.monotonic() > deadline:
+            print(f"capture-request: {seen['n']} of {count} publishes in {LIMIT_S} s", file=sys.stderr)
+            sys.exit(1)
         try:
             conn, _ = server.accept()
         except socket.timeout:

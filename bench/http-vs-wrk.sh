@@ -129,8 +129,8 @@ if [[ $REQUEST == hubload ]]; then
     read -r CAPTURE_PORT <&"${CAPTURE[0]}"
     "$HUBLOAD_BIN" --hub-url "http://127.0.0.1:$CAPTURE_PORT/hub" --concurrency 4 --requests 3000 \
         --threads 1 --quiet --tenants 1 --topics shared ${HUBLOAD_ARGS:-} --out "$WORK/capture" >"$WORK/capture.log" 2>&1 ||
-        { cat "$WORK/capture.log" >&2; exit 2; }
-    wait "$CAPTURE_PID"
+        { cat "$WORK/capture.log" >&2; kill "$CAPTURE_PID"; exit 2; }
+    wait "$CAPTURE_PID" || { echo "the capture of hubload's publish failed" >&2; exit 2; }
     # shellcheck disable=SC1091 # written just above
     source "$WORK/request.sh"
     padded_event "$REQ_BODY_MEAN" >"$BODY_FILE"
