@@ -177,8 +177,8 @@ count() { awk '/ requests in / { print $1; exit }'; }
 # nginx's own request count (stub_status); this request itself is counted in it.
 served() { nginx_served "$STATUS_PORT"; }
 
-# Run a command, keep its stdout in $OUT and its CPU seconds in $USR (user) and $SYS (kernel),
-# and nginx's worker's CPU µs over it in $NGINX_CPU. An external command's peak resident
+# Run a command, keep its stdout in $OUT, its CPU seconds in $USR (user) and $SYS (kernel) and
+# its wall-clock seconds in $REAL, and nginx's worker's CPU µs over it in $NGINX_CPU. An external command's peak resident
 # memory (KiB) goes to $WORK/rss (hubload_cli writes it itself: /usr/bin/time cannot run a
 # shell function).
 measure() {
@@ -186,16 +186,16 @@ measure() {
     rm -f "$WORK/rss"
     [[ $1 == eval ]] || set -- /usr/bin/time -f %M -o "$WORK/rss" "$@"
     read -r before _ < <(nginx_worker_cpu)
-    t=$({ TIMEFORMAT='%U %S'; time "$@" >"$WORK/out"; } 2>&1)
+    t=$({ TIMEFORMAT='%U %S %R'; time "$@" >"$WORK/out"; } 2>&1)
     read -r after _ < <(nginx_worker_cpu)
     NGINX_CPU=$((after - before))
     OUT=$(cat "$WORK/out")
-    read -r USR SYS <<<"$t"
+    read -r USR SYS REAL <<<"$t"
 }
 # nginx's CPU µs per request it served ($1) over the last measure, and the share of a core its
-# worker was busy over DURATION.
+# worker was busy over the client's run (its wall-clock time, start-up and reports included).
 nginx_per_req() {
-    awk -v c="$NGINX_CPU" -v n="$1" -v d="$DURATION" 'BEGIN {
+    awk -v c="$NGINX_CPU" -v n="$1" -v d="$REAL" 'BEGIN {
         printf "  nginx: %.2f µs CPU/req, its worker %.0f%% of a core%s", c / n, c / d / 1e4,
             (c / d / 1e4 >= 95 ? " (server-bound: nginx set the pace)" : "") }'
 }
@@ -213,8 +213,8 @@ tally() {
     local rss=0
     [[ ! -s $WORK/rss ]] || rss=$(awk '{ printf "%.1f", $1 / 1024 }' "$WORK/rss")
     awk -v u="$USR" -v s="$SYS" -v r="$2" -v w="$WRK_RPS" -v d="$DURATION" -v m="$rss" \
-        -v c="$NGINX_CPU" -v k="$3" 'BEGIN {
-        n = r * d; printf "%.0f %.2f %.2f %.2f %s %.2f %.0f\n", r, r / w, u * 1e6 / n, s * 1e6 / n, m, c / k, c / d / 1e4 }' >>"$WORK/tally.$1"
+        -v c="$NGINX_CPU" -v k="$3" -v t="$REAL" 'BEGIN {
+        n = r * d; printf "%.0f %.2f %.2f %.2f %s %.2f %.0f\n", r, r / w, u * 1e6 / n, s * 1e6 / n, m, c / k, c / t / 1e4 }' >>"$WORK/tally.$1"
     echo "$1" >>"$WORK/clients"
 }
 # Column $2 of $WORK/tally.$1: its median over the rounds (max for RSS, column 5).
