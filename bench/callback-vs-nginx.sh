@@ -44,8 +44,6 @@ nginx_start "$WORK/nginx" 3072 "server {
     location / { return 204; }
   }"; PIDS+=("$NGINX_PID")
 nginx_requests() { nginx_served "$NGINX_PORT"; }
-# nginx's master only forks; the worker answers.
-NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1)
 
 # The fleet serves for DURATION + 3 s, then prints its counters; started once per round.
 start_fleet() {

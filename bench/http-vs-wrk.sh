@@ -96,6 +96,8 @@ cleanup() {
 trap cleanup EXIT
 
 source "$ROOT/bench/nginx.sh"
+# shellcheck disable=SC2034 # read by cpu_us (bench/nginx.sh)
+TCK=$(getconf CLK_TCK)
 PORT=$(free_port)
 # stub_status on a plain port of its own, so the counts can be read over /dev/tcp with TLS too.
 STATUS_PORT=$PORT
@@ -177,18 +179,17 @@ count() { awk '/ requests in / { print $1; exit }'; }
 # nginx's own request count (stub_status); this request itself is counted in it.
 served() { nginx_served "$STATUS_PORT"; }
 
-# Run a command, keep its stdout in $OUT, its CPU seconds in $USR (user) and $SYS (kernel) and
-# its wall-clock seconds in $REAL, and nginx's worker's CPU µs over it in $NGINX_CPU. An external command's peak resident
-# memory (KiB) goes to $WORK/rss (hubload_cli writes it itself: /usr/bin/time cannot run a
-# shell function).
+# Run a command, keep its stdout in $OUT, its CPU seconds in $USR (user) and $SYS (kernel),
+# its wall-clock seconds in $REAL, and nginx's worker's CPU µs over it in $NGINX_CPU. An
+# external command's peak resident memory (KiB) goes to $WORK/rss (hubload_cli writes it
+# itself: /usr/bin/time cannot run a shell function).
 measure() {
-    local t before after _
+    local t before
     rm -f "$WORK/rss"
     [[ $1 == eval ]] || set -- /usr/bin/time -f %M -o "$WORK/rss" "$@"
-    read -r before _ < <(nginx_worker_cpu)
+    before=$(cpu_us "$NGINX_WORKER")
     t=$({ TIMEFORMAT='%U %S %R'; time "$@" >"$WORK/out"; } 2>&1)
-    read -r after _ < <(nginx_worker_cpu)
-    NGINX_CPU=$((after - before))
+    NGINX_CPU=$(($(cpu_us "$NGINX_WORKER") - before))
     OUT=$(cat "$WORK/out")
     read -r USR SYS REAL <<<"$t"
 }

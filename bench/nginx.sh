@@ -5,8 +5,10 @@
 #   writes DIR/nginx.conf (one worker, no daemon, no access log, every temp path and the pid
 #   under DIR, keep-alive requests unbounded, worker_connections CONNECTIONS + 1024 and a
 #   matching worker_rlimit_nofile) around the given http { } body (its server blocks, with
-#   their listen lines), starts nginx with prefix DIR, sets NGINX_PID, and waits until the
-#   first `listen 127.0.0.1:PORT` of the body accepts TCP connections (5 s at most).
+#   their listen lines), starts nginx with prefix DIR, sets NGINX_PID (the master, which only
+#   forks) and NGINX_WORKER (its one worker, which answers: nginx's CPU time is that
+#   process's), and waits until the worker is up and the first `listen 127.0.0.1:PORT` of
+#   the body accepts TCP connections (5 s at most).
 # free_port
 #   prints a free TCP port on 127.0.0.1.
 # tls_cert DIR
@@ -20,9 +22,6 @@
 # padded_event LENGTH
 #   prints the login event with a `"pad"` member of `x`s making it LENGTH bytes (the event
 #   itself when LENGTH is shorter than it with an empty pad).
-# nginx_worker_cpu
-#   the CPU time (user + sys, µs) of nginx's one worker so far, then its user part (sets
-#   NGINX_WORKER on first use).
 # nginx_served STATUS_PORT
 #   prints nginx's own request count (stub_status `requests`; this request is counted in it).
 # HUB_ACCEPT
@@ -91,10 +90,11 @@ CONF
     NGINX_PID=$!
     port=$(grep -o 'listen 127\.0\.0\.1:[0-9]*' <<<"$body" | head -1 | cut -d: -f2)
     for _ in $(seq 50); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1)
+        [[ -n $NGINX_WORKER ]] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
         sleep 0.1
     done
-    echo "nginx did not listen on 127.0.0.1:$port; see $dir/error.log" >&2
+    echo "nginx did not start its worker and listen on 127.0.0.1:$port; see $dir/error.log" >&2
     return 1
 }
 
@@ -133,16 +133,6 @@ padded_event() {
     pad=$(($1 - ${#event} - 9)) # 9: ,"pad":""
     if ((pad < 0)); then printf '%s' "$event"; return; fi
     printf '%s,"pad":"%s"}' "${event%\}}" "$(head -c "$pad" /dev/zero | tr '\0' x)"
-}
-
-nginx_worker_cpu() {
-    local _
-    for _ in $(seq 50); do
-        NGINX_WORKER=${NGINX_WORKER:-$(pgrep -P "$NGINX_PID" | head -1)}
-        [[ -z $NGINX_WORKER ]] || break
-        sleep 0.1
-    done
-    awk -v t="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1e6 / t), int($14 * 1e6 / t) }' "/proc/$NGINX_WORKER/stat"
 }
 
 nginx_served() {
