@@ -56,6 +56,7 @@ def main() -> None:
                     if len(rest) < length:
                         break
                     buf = rest[length:]
+                    last = False
                     if "hub.mode=publish" in lines[0]:
                         with lock:
                             if seen["n"] < count:
@@ -64,9 +65,11 @@ def main() -> None:
                                 seen["total"] += len(head) + 4 + length
                                 if seen["first"] is None:
                                     seen["first"] = lines
-                                if seen["n"] == count:
-                                    done.set()
+                                last = seen["n"] == count
                     conn.sendall(RESPONSE)
+                    # Only once the last publish is answered: the capture run ends clean.
+                    if last:
+                        done.set()
 
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
