@@ -1,11 +1,12 @@
 //! The `Target` trait: what the engine needs from a protocol (prepare topics, send one attempt).
 //!
-//! The engine knows nothing of HTTP or AMQP. One implementation per protocol, plus a mock.
+//! The engine knows nothing of HTTP or AMQP. One implementation per protocol, plus a mock for tests.
 
 pub mod first_failure;
 pub mod http;
 pub mod lanes;
-pub mod mock;
+#[cfg(test)]
+pub(crate) mod mock;
 pub mod reason;
 pub mod request;
 pub mod servicebus;
