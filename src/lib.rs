@@ -14,6 +14,7 @@ pub mod run;
 pub mod secret;
 pub mod serve;
 pub mod shard;
+pub mod shard_contract;
 pub mod stats;
 pub mod subscriber;
 pub mod targets;

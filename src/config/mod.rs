@@ -38,10 +38,10 @@ pub use crate::targets::request::{Dialect, ExtraHeaders};
 
 use self::parse::opt;
 use crate::cli::RunArgs;
-use crate::shard::ShardSpec;
+use crate::shard_contract::ShardSpec;
 
 /// Resolve flags (already merged with the profile by the parser) into a `RunConfig`, for this
-/// process's shard as the environment gives it (`shard::ShardSpec::from_env`).
+/// process's shard as the environment gives it (`shard_contract::ShardSpec::from_env`).
 pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
     let shard = ShardSpec::from_env().map_err(|e| ConfigError::Conflict(e.to_string()))?;
     resolve_for(a, shard)

@@ -16,7 +16,7 @@ use super::tls::TlsConfig;
 use crate::engine::{Arrivals, LevelSpec};
 use crate::gate::Threshold;
 use crate::kind::Model;
-use crate::shard::ShardSpec;
+use crate::shard_contract::ShardSpec;
 use crate::workload::WorkloadConfig;
 
 /// Everything a run needs, validated.

@@ -10,7 +10,7 @@ use super::attempt::AttemptSender;
 use super::live::Live;
 use super::pacer::Arrivals;
 use super::plan::Load;
-use crate::shard::ShardSlot;
+use crate::shard_contract::ShardSlot;
 use crate::stats::Clock;
 use crate::subscriber::DeliveryTracker;
 use crate::workload::Workload;

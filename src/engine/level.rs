@@ -156,7 +156,7 @@ mod tests {
     use crate::engine::pacer::Arrivals;
     use crate::engine::plan::Stop;
     use crate::result::{Class, Outcome, TimeoutKind};
-    use crate::shard::ShardSlot;
+    use crate::shard_contract::ShardSlot;
     use crate::stats::Clock;
     use crate::targets::mock::MockTarget;
     use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{DeliveryConfig, RunConfig};
 use crate::engine::OwnTopics;
 use crate::report::delivery::LevelDelivery;
-use crate::shard::ShardSlot;
+use crate::shard_contract::ShardSlot;
 use crate::subscriber::{DeliveryTracker, Fleet, FleetConfig, PhaseSettings, SubscriptionPhase};
 use crate::workload::{Topic, Workload};
 

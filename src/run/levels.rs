@@ -13,7 +13,8 @@ use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load};
 use crate::judge::find_capacity;
 use crate::report::build::level_report;
 use crate::report::delivery::LevelDelivery;
-use crate::shard::{Load as ShardLoad, ShardSlot};
+use crate::shard::Load as ShardLoad;
+use crate::shard_contract::ShardSlot;
 use crate::stats::LevelStats;
 use crate::targets::Target;
 
@@ -214,7 +215,7 @@ pub(crate) async fn run_levels<T: Target>(
     }
     if let Some(at) = sh.start_at {
         // Every shard registered its topics; now all start the measured load together.
-        crate::shard::wait_for_start(at, START_GRACE).await?;
+        crate::shard_contract::wait_for_start(at, START_GRACE).await?;
     }
     for (i, spec) in sh.cfg.levels.iter().enumerate() {
         if sh.cancel.is_cancelled() {

@@ -27,7 +27,8 @@ use crate::config::{RunConfig, TargetKind};
 use crate::engine::Live;
 use crate::report::jtl::{channel_writer, JtlNames};
 use crate::report::Report;
-use crate::shard::{Load as ShardLoad, ShardSlot, ShardSpec};
+use crate::shard::Load as ShardLoad;
+use crate::shard_contract::{ShardSlot, ShardSpec};
 use crate::stats::Clock;
 use crate::workload::Workload;
 

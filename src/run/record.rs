@@ -19,8 +19,9 @@ use crate::report::whatif_csv::WhatIfCsvReporter;
 use crate::report::writer::ReportWriter;
 use crate::report::{HtmlReporter, LevelReport, PhaseReport, RateCheck, Report, Reporter};
 use crate::shard::{
-    encode_level, Load as ShardLoad, MergedRun, PhaseArtifact, ShardArtifact, ShardMeta, ShardSpec,
+    encode_level, Load as ShardLoad, MergedRun, PhaseArtifact, ShardArtifact, ShardMeta,
 };
+use crate::shard_contract::ShardSpec;
 use crate::stats::LevelStats;
 use crate::targets::PhaseResult;
 use crate::workload::Workload;

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::RunConfig;
 use crate::engine::{AttemptSender, Live};
-use crate::shard::ShardSlot;
+use crate::shard_contract::ShardSlot;
 use crate::stats::Clock;
 use crate::targets::PhaseResult;
 use crate::workload::{Topic, Workload};
@@ -50,7 +50,7 @@ pub(crate) fn check_phase(p: &PhaseResult, what: &str, at: &str) -> anyhow::Resu
 }
 
 /// The topics this process sets up: its own tenants' when sharded (see
-/// [`crate::shard::owns_tenant`]); topics without a tenant belong to shard 0.
+/// [`crate::shard_contract::owns_tenant`]); topics without a tenant belong to shard 0.
 pub(crate) fn owned_topics(w: &Workload, shard: ShardSlot) -> Vec<Topic> {
     w.topics()
         .iter()

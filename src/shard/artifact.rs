@@ -9,11 +9,11 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::env::{validate_run_id, ShardSpec};
 use crate::kind::{Model, TargetKind};
 use crate::report::delivery::{LevelDelivery, SubscriptionReport};
 use crate::report::ServiceBusInfo;
 use crate::result::{Class, Reason};
+use crate::shard_contract::env::{validate_run_id, ShardSpec};
 use crate::stats::{
     Counts, Histogram, LevelStats, Reasons, SecondHistograms, TimelineBucket, TopicStats,
     HIST_LOWEST_US, HIST_SIGFIG, TOPIC_BUCKETS,
