@@ -32,6 +32,10 @@ pub async fn run(
     args: &cli::RunArgs,
     cancel: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<RunOutcome> {
-    let cfg = config::resolve(args)?;
+    // Which shard this process is comes from the environment (an Indexed Job's), read here:
+    // config reads no environment itself.
+    let shard = shard_contract::ShardSpec::from_env()
+        .map_err(|e| config::ConfigError::Conflict(e.to_string()))?;
+    let cfg = config::resolve_for(args, shard)?;
     run::run_load(&cfg, cancel).await
 }

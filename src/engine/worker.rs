@@ -73,7 +73,7 @@ pub(crate) async fn worker_loop<T: Target>(
                 if ticket.measured {
                     if let Some(t) = &ctx.delivery {
                         // Before the request is written, so no delivery can come first.
-                        t.note_published(ticket.seq, event.topic, first.at);
+                        t.published(ticket.seq, event.topic, first.at);
                     }
                 }
                 first
@@ -133,7 +133,7 @@ pub(crate) async fn worker_loop<T: Target>(
                 }
                 if ok {
                     if let Some(t) = &ctx.delivery {
-                        t.note_accepted(ticket.seq, end.at);
+                        t.accepted(ticket.seq, end.at);
                     }
                 }
                 if !last && stop.is_stopped() {

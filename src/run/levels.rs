@@ -9,7 +9,7 @@ use super::progress;
 use super::record::RunRecord;
 use super::shared::Shared;
 use crate::config::RunConfig;
-use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load};
+use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load, Slice};
 use crate::judge::find_capacity;
 use crate::report::build::level_report;
 use crate::report::delivery::LevelDelivery;
@@ -17,6 +17,7 @@ use crate::shard::Load as ShardLoad;
 use crate::shard_contract::ShardSlot;
 use crate::stats::LevelStats;
 use crate::targets::Target;
+use crate::topic_server::TopicFetchStats;
 
 /// How long after `HUBLOAD_START_AT` a shard may still join.
 const START_GRACE: Duration = Duration::from_secs(10);
@@ -115,13 +116,17 @@ pub(crate) fn pool_size(cfg: &RunConfig, spec: &LevelSpec) -> usize {
         })
 }
 
+/// What one level produced: the engine's run, what its subscribers received, and the topic
+/// server's fetches during it (websub dialect).
+type Ran = (LevelRun, Option<LevelDelivery>, Option<TopicFetchStats>);
+
 /// Run one level against a fresh target built by `make`.
 async fn run_spec<T: Target>(
     sh: &Shared<'_>,
     make: &impl Fn(&LevelSpec) -> T,
     spec: &LevelSpec,
     i: usize,
-) -> (LevelRun, Option<LevelDelivery>) {
+) -> Ran {
     let target = Arc::new(make(spec));
     let ctx = Arc::new(LevelContext {
         target: target.clone(),
@@ -129,7 +134,10 @@ async fn run_spec<T: Target>(
         clock: sh.clock,
         retries: sh.cfg.client.retries,
         arrivals: sh.cfg.arrivals,
-        shard: sh.shard,
+        slice: Slice {
+            index: sh.shard.index,
+            count: sh.shard.count,
+        },
         cancel: sh.cancel.clone(),
         live: sh.live.clone(),
         attempts: sh.jtl.clone(),
@@ -139,7 +147,9 @@ async fn run_spec<T: Target>(
             Load::Closed { concurrency } => concurrency,
             Load::Open { max_inflight, .. } => max_inflight,
         },
-        delivery: sh.delivery.map(|d| d.tracker()),
+        delivery: sh
+            .delivery
+            .map(|d| d.tracker() as Arc<dyn crate::engine::PublishObserver>),
         own_topics: sh.own_topics.clone(),
     });
     let bar = progress::LevelProgress::start(
@@ -152,7 +162,7 @@ async fn run_spec<T: Target>(
     }
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
     run.first_failures = target.first_failures();
-    run.topic_server = target.topic_fetches();
+    let fetches = sh.topic_server.as_ref().map(|ts| ts.take_stats());
     bar.finish();
     let delivery = match sh.delivery {
         Some(d) => Some(d.close_level(run.elapsed, &sh.cancel).await),
@@ -164,7 +174,7 @@ async fn run_spec<T: Target>(
         // reported when it is joined at the end of the path.
         let _ = jtl.sync().await;
     }
-    (run, delivery)
+    (run, delivery, fetches)
 }
 
 /// Record a level's row, then what its subscribers received.
@@ -172,9 +182,9 @@ fn push(
     rec: &mut RunRecord,
     spec: &LevelSpec,
     label: &str,
-    (run, delivery): (LevelRun, Option<LevelDelivery>),
+    (run, delivery, fetches): Ran,
 ) -> anyhow::Result<()> {
-    rec.push_level(spec, label, run)?;
+    rec.push_level(spec, label, run, fetches)?;
     match delivery {
         Some(d) => rec.set_last_delivery(&d),
         None => Ok(()),

@@ -88,7 +88,11 @@ async fn run_path<P: TargetPath>(
         jtl = Some(tx);
         writer = Some(handle);
     }
-    let sh = Shared { jtl, ..sh.clone() };
+    let sh = Shared {
+        jtl,
+        topic_server: path.topic_server(),
+        ..sh.clone()
+    };
     // Everything that can fail between opening the JTL file and joining its writer, so that
     // every exit (an error included) joins the writer and its last rows reach the file.
     let ran: anyhow::Result<()> = async {
@@ -191,6 +195,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         start_at: spec.as_ref().and_then(|s| s.start_at),
         delivery: None,
         own_topics: None,
+        topic_server: None,
     };
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();

@@ -190,6 +190,7 @@ impl RunRecord {
         spec: &LevelSpec,
         label: &str,
         run: LevelRun,
+        topic_server: Option<crate::topic_server::TopicFetchStats>,
     ) -> anyhow::Result<()> {
         let (concurrency, rate) = match spec.load {
             Load::Closed { concurrency } => (Some(u64::from(concurrency)), None),
@@ -222,7 +223,7 @@ impl RunRecord {
         }
         let extra = RowExtra {
             first_failures: run.first_failures,
-            topic_server: run.topic_server,
+            topic_server,
         };
         self.push_row(&label, concurrency, rate, run.stats, extra)
     }

@@ -123,6 +123,10 @@ impl TargetPath for WebSubPath<'_> {
         }
     }
 
+    fn topic_server(&self) -> Option<Arc<TopicServer>> {
+        self.topics.clone()
+    }
+
     fn add_section(&self, rec: &mut RunRecord) -> anyhow::Result<()> {
         rec.set_hub_host(hub_host(self.cfg, &self.endpoint))
     }

@@ -88,9 +88,4 @@ pub trait Target: Send + Sync + 'static {
     fn first_failures(&self) -> std::collections::BTreeMap<String, String> {
         Default::default()
     }
-
-    /// The topic server's fetches since the last call (websub dialect only; `None` elsewhere).
-    fn topic_fetches(&self) -> Option<crate::topic_server::TopicFetchStats> {
-        None
-    }
 }
