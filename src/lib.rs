@@ -5,7 +5,6 @@ pub mod cli;
 pub mod config;
 pub mod console;
 pub mod engine;
-pub mod gate;
 pub mod judge;
 pub mod kind;
 pub mod report;

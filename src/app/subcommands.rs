@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::judge::text::{render_capacity, render_what_if};
 use crate::judge::Threshold;
 use crate::report::compare::{self, FailIf};
-use crate::report::judging::{render_capacity, render_what_if};
 use crate::report::table::render_table;
 use crate::report::writer::{write_atomic, ReportWriter};
 use crate::report::Report;

@@ -14,7 +14,7 @@ use super::output::OutputConfig;
 use super::target::TargetConfig;
 use super::tls::TlsConfig;
 use crate::engine::{Arrivals, LevelSpec};
-use crate::gate::Threshold;
+use crate::judge::rules::Threshold;
 use crate::kind::Model;
 use crate::shard_contract::ShardSpec;
 use crate::workload::WorkloadConfig;

@@ -131,8 +131,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::text::render_capacity;
     use crate::report::build::level_report;
-    use crate::report::judging::render_capacity;
     use crate::result::Outcome;
     use crate::stats::LevelStats;
     use std::cell::RefCell;

@@ -1,7 +1,7 @@
-//! Judging `--threshold` and `--slo` rules (parsed by `gate`) on a run's rows: per level, or
+//! Judging `--threshold` and `--slo` rules (parsed by `rules`) on a run's rows: per level, or
 //! on TOTAL.
 
-pub use crate::gate::{Bound, Metric, Op, Scope, Threshold};
+pub use super::rules::{Bound, Metric, Op, Scope, Threshold};
 use crate::report::delivery::DeliveryReport;
 use crate::report::LevelReport;
 use crate::verdict::Verdict;

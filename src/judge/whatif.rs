@@ -121,7 +121,7 @@ pub fn what_if_for_rows<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::judging::render_what_if;
+    use crate::judge::text::render_what_if;
     use crate::result::{Outcome, TimeoutKind};
 
     fn ms(n: u64) -> Duration {

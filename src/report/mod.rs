@@ -13,7 +13,6 @@ pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod jtl;
-pub mod judging;
 pub mod latency;
 pub mod latency_csv;
 mod model;

@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use super::format::{delta_abs, delta_pct, share, share_delta, value};
 use super::model::{Comparison, Delta, Metric, Metrics};
-use crate::gate::{self, Bound, Flag, Gate, GateError};
+use crate::judge::rules::{self as gate, Bound, Flag, Gate, GateError};
 
 /// One `--fail-if` rule: the parsed gate and the compare column it reads.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use super::align::align;
-use super::LevelReport;
+use crate::report::align::align;
+use crate::report::LevelReport;
 use crate::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
 
 /// The table as aligned text for the terminal.
