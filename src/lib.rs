@@ -2,6 +2,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod console;
 pub mod engine;
@@ -16,9 +17,9 @@ pub mod shard;
 pub mod shard_contract;
 pub mod stats;
 pub mod subscriber;
+pub mod summary;
 pub mod targets;
 pub mod topic_server;
-pub mod verdict;
 pub mod workload;
 
 pub use run::RunOutcome;

@@ -10,7 +10,7 @@ pub mod text;
 pub mod threshold;
 pub mod whatif;
 
-pub use crate::verdict::Verdict;
+pub use crate::summary::verdict::Verdict;
 pub use capacity::{find_capacity, CapacityResult};
 pub use threshold::{judge, Metric, Scope, Threshold};
 pub use whatif::{what_if, what_if_for_rows, WhatIfRow, WhatIfTable};

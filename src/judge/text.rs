@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use crate::report::align::align;
-use crate::report::LevelReport;
-use crate::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
+use crate::summary::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
+use crate::summary::LevelReport;
 
 /// The table as aligned text for the terminal.
 pub fn render_what_if(t: &WhatIfTable) -> String {

@@ -7,8 +7,9 @@
 //! deliveries still owed when a signal cut the grace wait short, which are not counted in
 //! `Lost` (0 in a run that was not interrupted). A run without subscribers writes no file.
 
-use super::delivery::DeliveryReport;
-use super::{Report, Reporter};
+use super::Reporter;
+use crate::summary::delivery_report::DeliveryReport;
+use crate::summary::Report;
 
 /// Writes `delivery.csv`.
 #[derive(Debug, Default)]
@@ -88,9 +89,9 @@ impl Reporter for DeliveryCsvReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::delivery::delivery_report;
     use crate::stats::record;
     use crate::subscriber::DeliveryLevelStats;
+    use crate::summary::delivery_report::delivery_report;
 
     #[test]
     fn one_row_per_level_in_ms() {
@@ -103,7 +104,7 @@ mod tests {
             record(&mut s.e2e_from_start, v);
         }
         let d = delivery_report(&s, 3.0, 5);
-        let mut r = crate::report::Report::new_empty(
+        let mut r = crate::summary::Report::new_empty(
             crate::config::Model::Closed,
             serde_json::Value::Null,
             Vec::new(),
@@ -113,7 +114,7 @@ mod tests {
             "no subscribers, no file"
         );
         let row_json = |label: &str| {
-            let mut l = crate::report::build::level_report(
+            let mut l = crate::summary::build::level_report(
                 label,
                 Some(1),
                 None,

@@ -5,17 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::local_limits;
-use super::progress;
 use super::record::RunRecord;
 use super::shared::Shared;
 use crate::config::RunConfig;
+use crate::console::progress;
 use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load, Slice};
 use crate::judge::find_capacity;
-use crate::report::build::level_report;
-use crate::report::delivery::LevelDelivery;
 use crate::shard::Load as ShardLoad;
 use crate::shard_contract::ShardSlot;
 use crate::stats::LevelStats;
+use crate::summary::build::level_report;
+use crate::summary::delivery_report::LevelDelivery;
 use crate::targets::Target;
 use crate::topic_server::TopicFetchStats;
 

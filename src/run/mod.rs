@@ -2,18 +2,17 @@
 //! side by side), each set up, its levels run in order, its reports rewritten after every
 //! level and its JTL synced, thresholds judged; then the side-by-side report when there are two.
 
-mod delivery;
 pub mod embedded;
 mod levels;
 mod local_limits;
 mod path;
-mod progress;
 pub mod record;
+mod serve_topics;
 mod servicebus;
 mod shared;
-mod side_by_side;
 pub mod signals;
-mod topics;
+mod subscribers;
+mod two_paths;
 mod websub;
 
 use std::path::Path;
@@ -26,10 +25,10 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{RunConfig, TargetKind};
 use crate::engine::Live;
 use crate::report::jtl::{channel_writer, JtlNames};
-use crate::report::Report;
 use crate::shard::Load as ShardLoad;
 use crate::shard_contract::{ShardSlot, ShardSpec};
 use crate::stats::Clock;
+use crate::summary::Report;
 use crate::workload::Workload;
 
 use levels::{run_levels, shard_part};
@@ -37,7 +36,7 @@ use path::TargetPath;
 pub use record::RunRecord;
 use servicebus::ServiceBusPath;
 use shared::{check_phase, owned_topics, Shared};
-use side_by_side::{jtl_file, report_dir};
+use two_paths::{jtl_file, report_dir};
 use websub::WebSubPath;
 
 /// How a run ended, for the exit code.
@@ -105,7 +104,7 @@ async fn run_path<P: TargetPath>(
                 check_phase(&prepared, P::PREPARE, &path.endpoint())?;
             }
         }
-        let fleet = delivery::start_for(
+        let fleet = subscribers::start_for(
             cfg,
             &sh.workload,
             &sh.cancel,
@@ -116,7 +115,7 @@ async fn run_path<P: TargetPath>(
         )
         .await?;
         let sh = Shared {
-            own_topics: delivery::own_topics(fleet.as_ref(), &sh.workload, sh.shard, &mine),
+            own_topics: subscribers::own_topics(fleet.as_ref(), &sh.workload, sh.shard, &mine),
             delivery: fleet.as_ref(),
             ..sh.clone()
         };
@@ -182,7 +181,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         // A shard's log must be one ordered stream (see console).
         crate::console::messages_to_stdout();
     }
-    crate::report::banner::print_banner(cfg, &workload);
+    crate::console::banner::print_banner(cfg, &workload);
     local_limits::announce(cfg);
     let sh = Shared {
         cfg,
@@ -220,7 +219,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         shard_lines.extend(lines);
     }
     if paths > 1 {
-        side_by_side::write(out, &reports, cfg.output.quiet)?;
+        two_paths::write(out, &reports, cfg.output.quiet)?;
     }
     let thresholds_failed = reports
         .iter()

@@ -26,7 +26,7 @@ pub(crate) struct Shared<'a> {
     /// Sharded runs: when the measured load starts, on every shard at once.
     pub start_at: Option<std::time::SystemTime>,
     /// The subscriber fleet (`--subscribers`, WebSub only), around every level.
-    pub delivery: Option<&'a super::delivery::DeliveryRun>,
+    pub delivery: Option<&'a super::subscribers::DeliveryRun>,
     /// Sharded runs with subscribers: this shard sends only its own topics' events.
     pub own_topics: Option<crate::engine::OwnTopics>,
     /// The topic server (websub dialect): its fetches are taken after every level.

@@ -10,8 +10,6 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::kind::{Model, TargetKind};
-use crate::report::delivery::{LevelDelivery, SubscriptionReport};
-use crate::report::ServiceBusInfo;
 use crate::result::{Class, Reason};
 use crate::shard_contract::env::{validate_run_id, ShardSpec};
 use crate::shard_contract::TopicArtifact;
@@ -19,6 +17,8 @@ use crate::stats::{
     Counts, Histogram, LevelStats, Reasons, SecondHistograms, TimelineBucket, TopicStats,
     HIST_LOWEST_US, HIST_SIGFIG, TOPIC_BUCKETS,
 };
+use crate::summary::delivery_report::{LevelDelivery, SubscriptionReport};
+use crate::summary::ServiceBusInfo;
 use crate::targets::PhaseResult;
 use crate::topic_server::TopicFetchStats;
 

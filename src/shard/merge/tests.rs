@@ -287,7 +287,7 @@ fn shards_that_do_not_belong_are_named() {
 
 #[test]
 fn service_bus_sections_add_up() {
-    use crate::report::EmulatorTotals;
+    use crate::summary::EmulatorTotals;
     let section = |reconnects, puts, busy: u64, accepted: u64, topic: &str| ServiceBusInfo {
         endpoint: "amqp://127.0.0.1:5672".into(),
         topics: "per-topic".into(),

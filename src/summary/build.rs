@@ -5,7 +5,7 @@ use crate::shard_contract::TopicArtifact;
 use crate::stats::{Histogram, LevelStats, TopicStats};
 
 use super::latency::latency;
-use super::model::{EventSummary, LevelReport, ReportHistograms, TimeoutSplit, TopicReport};
+use super::report::{EventSummary, LevelReport, ReportHistograms, TimeoutSplit, TopicReport};
 
 /// The interchange encoding of a histogram (see [`ReportHistograms`]).
 fn encode(h: &Histogram) -> String {

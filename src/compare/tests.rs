@@ -302,7 +302,7 @@ fn html_page() {
     let cmp = pair();
     let r = rules(&["p99>+10%"]);
     let violations = check(&cmp, &r).unwrap();
-    let html = html::render_html(&cmp, &r, &violations);
+    let html = html_page::render_html(&cmp, &r, &violations);
     let opts = roxmltree::ParsingOptions {
         allow_dtd: true,
         ..Default::default()
@@ -423,7 +423,7 @@ fn write_sample_compare_html() {
     let r = rules(&["p99>+10%", "throughput<-10%"]);
     std::fs::write(
         &path,
-        html::render_html(&cmp, &r, &check(&cmp, &r).unwrap()),
+        html_page::render_html(&cmp, &r, &check(&cmp, &r).unwrap()),
     )
     .unwrap();
     println!("{}", path.display());

@@ -12,8 +12,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::comparison::{Comparison, Delta, Metric, Metrics};
 use super::format::{delta_abs, delta_pct, share, share_delta, value};
-use super::model::{Comparison, Delta, Metric, Metrics};
 use crate::judge::rules::{self as gate, Bound, Flag, Gate, GateError};
 
 /// One `--fail-if` rule: the parsed gate and the compare column it reads.
