@@ -63,7 +63,7 @@ pub fn report(summary: &Path, out: Option<&Path>) -> anyhow::Result<u8> {
     };
     // Everything the reports show is in summary.json; the histograms of latency.hlog only in
     // summaries written since they were added (an older one leaves an existing .hlog alone).
-    let reporters = crate::run::record::reporters()
+    let reporters = crate::report::reporters()
         .into_iter()
         .filter(|rep| rep.file_name() != "summary.json" && rep.file_name() != "whatif.csv")
         .filter(|rep| rep.file_name() != "latency.hlog" || crate::report::hlog::has_histograms(&r))

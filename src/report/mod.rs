@@ -1,5 +1,6 @@
-//! Reports: the `Report` model (`model.rs`), the `Reporter` trait (`reporter.rs`) and one
-//! reporter per file. This file only declares and re-exports.
+//! Reports: the `Reporter` trait and the list of formats (`reporter.rs`), one writer per
+//! format, and the manager that writes them (`writer.rs`). What they render is the report
+//! model, `summary`. This file only declares and re-exports.
 
 pub mod align;
 pub mod csv;
@@ -18,4 +19,4 @@ pub mod whatif_csv;
 pub mod writer;
 
 pub use html::HtmlReporter;
-pub use reporter::Reporter;
+pub use reporter::{reporters, Reporter};

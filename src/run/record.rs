@@ -8,15 +8,8 @@ use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if_for_rows, CapacityResult};
 use crate::kind::{Model, TargetKind};
-use crate::report::csv::CsvReporter;
-use crate::report::hlog::HlogReporter;
-use crate::report::json::JsonReporter;
-use crate::report::latency_csv::LatencyCsvReporter;
-use crate::report::table::TableReporter;
-use crate::report::topics_csv::{TenantsCsvReporter, TopicsCsvReporter};
-use crate::report::whatif_csv::WhatIfCsvReporter;
+use crate::report::reporters;
 use crate::report::writer::ReportWriter;
-use crate::report::{HtmlReporter, Reporter};
 use crate::shard::{
     encode_level, Load as ShardLoad, MergedRun, PhaseArtifact, ShardArtifact, ShardMeta,
 };
@@ -44,22 +37,6 @@ pub struct RunRecord {
     delivery_total: Option<crate::summary::delivery_report::LevelDelivery>,
     /// Each level's deliveries as measured, by level index (for shard artifacts).
     deliveries: BTreeMap<usize, crate::summary::delivery_report::LevelDelivery>,
-}
-
-/// Every reporter a run writes.
-pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
-    vec![
-        Box::new(TableReporter),
-        Box::new(CsvReporter),
-        Box::new(LatencyCsvReporter),
-        Box::new(crate::report::delivery_csv::DeliveryCsvReporter),
-        Box::new(HlogReporter),
-        Box::new(TopicsCsvReporter),
-        Box::new(TenantsCsvReporter),
-        Box::new(JsonReporter),
-        Box::new(WhatIfCsvReporter),
-        Box::new(HtmlReporter),
-    ]
 }
 
 fn now_rfc3339() -> String {
