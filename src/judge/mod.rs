@@ -1,6 +1,6 @@
 //! Judging, in one place: the rule language of `--threshold`, `--slo` and `--fail-if`
 //! (`rules`), thresholds (pass/fail), the capacity finder's SLO, the timeout what-if table, and
-//! their results as terminal text (`text`). Results are the plain data of `verdict`.
+//! their results as terminal text (`text`). Results are the plain data of `summary::verdict`.
 
 pub mod capacity;
 pub mod rules;
