@@ -1,10 +1,11 @@
-//! Reports: the `Reporter` trait and the list of formats (`reporter.rs`), one writer per
-//! format, and the manager that writes them (`writer.rs`). What they render is the report
-//! model, `summary`. This file only declares and re-exports.
+//! Reports: the `Reporter` trait (`reporter.rs`) and the list of formats (`formats.rs`), one
+//! writer per format, and the manager that writes them (`writer.rs`). What they render is the
+//! report model, `summary`. This file only declares and re-exports.
 
 pub mod align;
 pub mod csv;
 pub mod delivery_csv;
+mod formats;
 pub mod hlog;
 pub mod html;
 pub mod json;
@@ -18,5 +19,6 @@ pub mod topics_csv;
 pub mod whatif_csv;
 pub mod writer;
 
+pub use formats::reporters;
 pub use html::HtmlReporter;
-pub use reporter::{reporters, Reporter};
+pub use reporter::Reporter;

@@ -1,17 +1,7 @@
 //! The `Reporter` trait: one output format, rendered from the report as bytes (the writer
-//! does the IO); and the list of formats a run writes.
+//! does the IO). The formats a run writes are listed beside it, in `formats.rs`.
 
 use crate::summary::Report;
-
-use super::csv::CsvReporter;
-use super::delivery_csv::DeliveryCsvReporter;
-use super::hlog::HlogReporter;
-use super::html::HtmlReporter;
-use super::json::JsonReporter;
-use super::latency_csv::LatencyCsvReporter;
-use super::table::TableReporter;
-use super::topics_csv::{TenantsCsvReporter, TopicsCsvReporter};
-use super::whatif_csv::WhatIfCsvReporter;
 
 /// One output format. Renders bytes from the report; the manager does the IO.
 pub trait Reporter {
@@ -19,21 +9,4 @@ pub trait Reporter {
     fn file_name(&self) -> &'static str;
     /// Render the whole report.
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>>;
-}
-
-/// Every reporter a run writes, in the order they are written. A new format is one file
-/// beside this one and one line here.
-pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
-    vec![
-        Box::new(TableReporter),
-        Box::new(CsvReporter),
-        Box::new(LatencyCsvReporter),
-        Box::new(DeliveryCsvReporter),
-        Box::new(HlogReporter),
-        Box::new(TopicsCsvReporter),
-        Box::new(TenantsCsvReporter),
-        Box::new(JsonReporter),
-        Box::new(WhatIfCsvReporter),
-        Box::new(HtmlReporter),
-    ]
 }
