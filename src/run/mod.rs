@@ -8,12 +8,12 @@ mod local_limits;
 mod path;
 pub mod record;
 mod serve_topics;
-mod servicebus;
+mod servicebus_path;
 mod shared;
 pub mod signals;
 mod subscribers;
 mod two_paths;
-mod websub;
+mod websub_path;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -34,10 +34,10 @@ use crate::workload::Workload;
 use levels::{run_levels, shard_part};
 use path::TargetPath;
 pub use record::RunRecord;
-use servicebus::ServiceBusPath;
+use servicebus_path::ServiceBusPath;
 use shared::{check_phase, owned_topics, Shared};
 use two_paths::{jtl_file, report_dir};
-use websub::WebSubPath;
+use websub_path::WebSubPath;
 
 /// How a run ended, for the exit code.
 #[derive(Debug)]

@@ -3,9 +3,9 @@
 //! Below everything that runs or merges shards; it imports none of them.
 
 pub mod env;
-pub mod topic;
+pub mod sparse_topic;
 
 pub use env::{
     owns_tenant, split_count, wait_for_start, MissedStart, ShardEnvError, ShardSlot, ShardSpec,
 };
-pub use topic::TopicArtifact;
+pub use sparse_topic::TopicArtifact;
