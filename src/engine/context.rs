@@ -41,7 +41,7 @@ pub struct LevelContext<T> {
     /// Open model: record latency from the intended start too.
     pub open_model: bool,
     /// Told of every measured publish and its acceptance (with subscribers on, their tracker).
-    pub delivery: Option<Arc<dyn PublishObserver>>,
+    pub observer: Option<Arc<dyn PublishObserver>>,
     /// Sharded runs with subscribers: send only this shard's topics' events (owner striping).
     pub own_topics: Option<super::own_topics::OwnTopics>,
 }

@@ -186,7 +186,7 @@ mod tests {
             level_load: Load::Closed { concurrency: 1 },
             level_workers: 1,
             open_model: false,
-            delivery: None,
+            observer: None,
             own_topics: None,
         })
     }

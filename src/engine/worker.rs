@@ -71,7 +71,7 @@ pub(crate) async fn worker_loop<T: Target>(
         loop {
             let start = if attempt_no == 0 {
                 if ticket.measured {
-                    if let Some(t) = &ctx.delivery {
+                    if let Some(t) = &ctx.observer {
                         // Before the request is written, so no delivery can come first.
                         t.published(ticket.seq, event.topic, first.at);
                     }
@@ -132,7 +132,7 @@ pub(crate) async fn worker_loop<T: Target>(
                     let _ = out.send(r).await;
                 }
                 if ok {
-                    if let Some(t) = &ctx.delivery {
+                    if let Some(t) = &ctx.observer {
                         t.accepted(ticket.seq, end.at);
                     }
                 }

@@ -147,7 +147,7 @@ async fn run_spec<T: Target>(
             Load::Closed { concurrency } => concurrency,
             Load::Open { max_inflight, .. } => max_inflight,
         },
-        delivery: sh
+        observer: sh
             .delivery
             .map(|d| d.tracker() as Arc<dyn crate::engine::PublishObserver>),
         own_topics: sh.own_topics.clone(),
