@@ -11,7 +11,8 @@ Checks, for each crate:
 - every top-level module is on a floor (a new module must be placed: add it to FLOORS);
 - no edge from a module to one on the same or a higher floor;
 - no cycle between folders at any depth (`report/html/*` with `report/jtl/*`, ...): modules are
-  grouped by their first N path segments, for every N, and the groups must form no circle.
+  grouped by their first N path segments, for every N, and the groups must form no circle;
+- the floors drawn in README.md ("Layout") are these, so the picture stays true.
 
 Usage: scripts/floors.py [CRATE_SRC_DIR ...]   (default: src hub/src)
 Exit status 1 and one line per violation.
@@ -106,9 +107,39 @@ def check(src):
     return bad, len(mods), sum(len(v) for v in g.values())
 
 
+def readme_floors(path):
+    """The floors README.md draws: `crate: a → b · c → ...`, continued on indented lines."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except OSError:
+        return {}
+    drawn, key = {}, None
+    for line in lines:
+        head = line.split(":", 1)
+        if len(head) == 2 and head[0].rstrip("/") in FLOORS and not line.startswith(" "):
+            key, rest = head[0].rstrip("/"), head[1]
+        elif key and line.startswith(" ") and line.strip().startswith("→"):
+            rest = line
+        else:
+            key = None
+            continue
+        drawn[key] = drawn.get(key, "") + " " + rest
+    return {
+        k: [[m.strip().replace("lib.rs", "crate") for m in f.split("·")] for f in v.split("→")]
+        for k, v in drawn.items()
+    }
+
+
 def main():
     dirs = sys.argv[1:] or ["src", "hub/src"]
     failed = 0
+    readme = os.path.join(HERE, "..", "README.md")
+    drawn = readme_floors(readme)
+    for key, floors in FLOORS.items():
+        if drawn.get(key) != floors:
+            print(f"README.md: the floors of {key} differ from scripts/floors.py: redraw them")
+            failed += 1
     for src in dirs:
         out = check(src)
         if isinstance(out, list):
