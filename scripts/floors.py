@@ -36,15 +36,14 @@ FLOORS = {
         ["compare", "shard"],  # two runs side by side; shard artifacts and their merge
         ["console"],  # what the terminal shows: messages, banner, live progress
         ["config"],  # flags + profile -> validated RunConfig
-        ["judge"],  # rules, thresholds, capacity finder, what-if
-        ["report"],  # the Reporter trait, its list of formats, one writer per format
+        ["judge", "report"],  # judging in one place; the Reporter trait, formats, writers
         ["summary"],  # the report model: what a run produced
         ["subscriber"],  # the callback fleet
         ["engine"],  # levels, pacing, one worker loop, attempt records
         ["targets"],  # the Target trait and its protocols
         ["topic_server"],
         ["serve", "workload"],
-        ["kind", "secret", "cli"],
+        ["kind", "secret", "cli", "align"],
         ["shard_contract"],  # what a shard is: its slot, the sparse topic rows
         ["stats"],
         ["result"],

@@ -1,5 +1,6 @@
 //! hubload: a load tester for WebSub hubs and the Azure Service Bus behind them.
 
+pub mod align;
 pub mod app;
 pub mod cli;
 pub mod compare;

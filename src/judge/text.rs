@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::report::align::align;
+use crate::align::align;
 use crate::summary::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
 use crate::summary::LevelReport;
 

@@ -2,7 +2,6 @@
 //! writer per format, and the manager that writes them (`writer.rs`). What they render is the
 //! report model, `summary`. This file only declares and re-exports.
 
-pub mod align;
 pub mod csv;
 pub mod delivery_csv;
 mod formats;

@@ -2,10 +2,10 @@
 
 use std::fmt::Write;
 
-use super::align::align;
 use super::csv::{aggregate_fields, class_columns, class_count, TRAILING_CLASSES};
 use super::precision::latency_cells;
 use super::Reporter;
+use crate::align::align;
 use crate::result::Class;
 use crate::summary::Report;
 

@@ -3,8 +3,8 @@
 //! `NotYet` counts deliveries still owed when a signal cut the grace wait short: they are not
 //! `Lost` (the hub was not given its grace), and a note under the block says so when any is.
 
-use super::align::align;
 use super::precision::ms3;
+use crate::align::align;
 use crate::summary::delivery_report::DeliveryReport;
 use crate::summary::Report;
 
