@@ -8,6 +8,7 @@ pub mod engine;
 pub mod gate;
 pub mod judge;
 pub mod kind;
+pub mod observe;
 pub mod report;
 pub mod result;
 pub mod run;

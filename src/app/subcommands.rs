@@ -100,6 +100,7 @@ pub fn compare(
         "{}",
         compare::render::render_text(&cmp, &rules, &violations)
     );
+    print!("{}", compare::server::render_server(&b, &c));
     let dir = out.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     write_atomic(

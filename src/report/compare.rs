@@ -13,6 +13,7 @@ pub mod gate;
 pub mod html;
 mod model;
 pub mod render;
+pub mod server;
 
 use std::path::Path;
 

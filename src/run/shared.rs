@@ -29,6 +29,8 @@ pub(crate) struct Shared<'a> {
     pub delivery: Option<&'a super::delivery::DeliveryRun>,
     /// Sharded runs with subscribers: this shard sends only its own topics' events.
     pub own_topics: Option<crate::engine::OwnTopics>,
+    /// The observers around every level (server metrics, generator health, exporter).
+    pub observers: Option<&'a crate::observe::Observers>,
 }
 
 /// Check a set-up phase (registering topics, attaching links): refuse a run that could not set
