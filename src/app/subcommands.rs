@@ -37,14 +37,20 @@ pub fn summary_text(r: &Report) -> String {
     if !r.verdicts.is_empty() {
         out.push('\n');
         for v in &r.verdicts {
+            // A verdict on a level where hubload was the bottleneck judges hubload too.
+            let bound = r
+                .levels
+                .iter()
+                .any(|l| l.label == v.level && l.generator_bound == Some(true));
             let _ = writeln!(
                 out,
-                "{} {:<20} level {:<8} actual {:>12}  bound {}",
+                "{} {:<20} level {:<8} actual {:>12}  bound {}{}",
                 if v.passed { "PASS" } else { "FAIL" },
                 v.threshold,
                 v.level,
                 v.actual,
-                v.bound
+                v.bound,
+                if bound { "  (generator-bound level)" } else { "" }
             );
         }
     }
