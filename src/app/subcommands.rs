@@ -50,7 +50,11 @@ pub fn summary_text(r: &Report) -> String {
                 v.level,
                 v.actual,
                 v.bound,
-                if bound { "  (generator-bound level)" } else { "" }
+                if bound {
+                    "  (generator-bound level)"
+                } else {
+                    ""
+                }
             );
         }
     }
