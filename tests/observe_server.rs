@@ -118,3 +118,63 @@ async fn hub_counter_deltas_equal_hubloads_classes_per_level() {
         .collect::<String>();
     assert!(!all.contains("hunter2"), "a password in the reports");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_broken_level_names_the_server_series_that_moved_most() {
+    // Beyond 2 requests in flight (each held 5 ms) the hub answers 503: concurrency 1
+    // passes, 8 breaks. Topics are registered one at a time.
+    let sc = Scenario::start(FaultConfig {
+        max_inflight: Some(2),
+        latency_ms: 5,
+        ..FaultConfig::default()
+    })
+    .await;
+    let metrics = format!("http://{}/metrics", sc.hub.addr);
+    let o = sc
+        .run(&[
+            "--tenants",
+            "4",
+            "--concurrency",
+            "1,8",
+            "--requests",
+            "200",
+            "--register-concurrency",
+            "1",
+            "--threshold",
+            "errors<1%",
+            "--server-metrics",
+            &metrics,
+            "--server-metrics-match",
+            "^hub_answers_total$",
+        ])
+        .await;
+    assert_eq!(count(&o.report.levels[0], "http_503"), 0);
+    assert!(count(&o.report.levels[1], "http_503") > 0);
+    assert!(o.thresholds_failed);
+    let k = o.report.knee.as_ref().expect("a knee");
+    assert_eq!((k.level.as_str(), k.previous.as_str()), ("8", "1"));
+    assert_eq!(k.broke_because, "first failing threshold errors<1%");
+    let top = &k.series[0];
+    assert_eq!(
+        (
+            top.series.as_str(),
+            top.labels.as_str(),
+            top.figure.as_str(),
+            top.before
+        ),
+        (
+            "hub_answers_total",
+            "{mode=\"publish\",outcome=\"fault_503\"}",
+            "rate",
+            0.0
+        )
+    );
+    assert!(top.after > 0.0 && top.relative_change.is_infinite());
+    let table = std::fs::read_to_string(sc.dir.path().join("table.txt")).unwrap();
+    assert!(
+        table.contains("knee: at 8 (first failing threshold errors<1%), the server series that changed most against 1 (a correlation, not a proven cause): hub_answers_total{mode=\"publish\",outcome=\"fault_503\"} rate 0 → "),
+        "{table}"
+    );
+    let html = std::fs::read_to_string(sc.dir.path().join("report.html")).unwrap();
+    assert!(html.contains("The knee (correlation)"));
+}
