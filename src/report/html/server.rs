@@ -120,3 +120,64 @@ fn server_charts(report: &Report) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::server::{
+        GeneratorLevel, KneeChange, KneeSeries, ServerLevel, ServerSeries,
+    };
+
+    #[test]
+    fn the_section_is_well_formed_and_charts_on_the_timeline_axis() {
+        let mut r = crate::report::html::tests::sample();
+        assert_eq!(section(&r), "");
+        for (i, l) in r.levels.iter_mut().enumerate() {
+            l.generator = Some(GeneratorLevel {
+                cpu_ratio: 0.95,
+                allowance_cores: 0.2,
+                allowance_source: "cgroup v1".into(),
+                bound_because: vec!["CPU 95 % of 0.20 cores (cgroup v1)".into()],
+                ..GeneratorLevel::default()
+            });
+            l.generator_bound = Some(i == 1);
+            l.server = Some(ServerLevel {
+                sources: Vec::new(),
+                series: vec![ServerSeries {
+                    source: "hub:9000/metrics".into(),
+                    series: "hub_inflight".into(),
+                    kind: "gauge".into(),
+                    max: Some(4.0),
+                    points: vec![(0.0, 1.0), (1.0, 4.0)],
+                    ..ServerSeries::default()
+                }],
+            });
+        }
+        r.knee = Some(KneeSeries {
+            level: "<8>".into(),
+            previous: "1".into(),
+            broke_because: "first failing threshold p99<300ms".into(),
+            series: vec![KneeChange {
+                series: "hub_inflight".into(),
+                figure: "max".into(),
+                before: 1.0,
+                after: 4.0,
+                relative_change: 3.0,
+                ..KneeChange::default()
+            }],
+        });
+        let html = crate::report::html::render(&r);
+        let doc = crate::report::html::tests::parse(&html);
+        let text: String = doc
+            .descendants()
+            .filter(|n| n.is_text())
+            .filter_map(|n| n.text())
+            .collect();
+        assert!(text.contains("GENERATOR-BOUND: CPU 95 % of 0.20 cores (cgroup v1)"));
+        assert_eq!(text.matches("GENERATOR-BOUND").count(), 1, "{text}");
+        assert!(text.contains("at <8> (first failing threshold p99<300ms)"));
+        assert!(doc
+            .descendants()
+            .any(|n| n.attribute("id") == Some("chart-server-0")));
+    }
+}
