@@ -33,7 +33,7 @@ FLOORS = {
         ["crate"],
         ["app"],  # main's program: parse, subcommands, exit codes
         ["run"],  # one loop over target paths
-        ["compare", "shard"],  # two runs side by side; shard artifacts and their merge
+        ["compare", "shard", "observe"],  # two runs side by side; shard artifacts and their merge; server metrics, generator health, exporter
         ["console"],  # what the terminal shows: messages, banner, live progress
         ["config"],  # flags + profile -> validated RunConfig
         ["judge", "report"],  # judging in one place; the Reporter trait, formats, writers

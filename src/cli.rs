@@ -307,6 +307,37 @@ pub struct RunArgs {
     /// No progress display and no table on stdout.
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
+
+    // ---- observe (issue 25)
+    /// A Prometheus text-format page to scrape at every level's start and end and in between,
+    /// e.g. the hub's /metrics or a node exporter (repeatable). Credentials in it are never shown.
+    #[arg(long, value_name = "URL", help_heading = "Observe")]
+    pub server_metrics: Vec<String>,
+    /// How often the server's metrics are scraped within a level [default: 1s].
+    #[arg(long, value_name = "DURATION", help_heading = "Observe")]
+    pub server_metrics_interval: Option<String>,
+    /// Keep only the server series whose names match this regular expression.
+    #[arg(long, value_name = "REGEX", help_heading = "Observe")]
+    pub server_metrics_match: Option<String>,
+    /// A Prometheus server for --server-query.
+    #[arg(long, value_name = "URL", help_heading = "Observe")]
+    pub prometheus_url: Option<String>,
+    /// 'NAME=PROMQL': an instant query evaluated when the metrics are scraped (repeatable).
+    #[arg(long, value_name = "NAME=PROMQL", help_heading = "Observe")]
+    pub server_query: Vec<String>,
+    /// Push hubload's own series to this Prometheus remote-write endpoint (e.g.
+    /// http://prometheus:9090/api/v1/write).
+    #[arg(long, value_name = "URL", help_heading = "Observe")]
+    pub prometheus_remote_write: Option<String>,
+    /// How often the series are pushed within a level [default: 5s].
+    #[arg(long, value_name = "DURATION", help_heading = "Observe")]
+    pub push_interval: Option<String>,
+    /// A label added to every pushed series, 'k=v' (repeatable).
+    #[arg(long, value_name = "K=V", help_heading = "Observe")]
+    pub push_label: Vec<String>,
+    /// Serve hubload's own series at http://ADDR/metrics while the run goes.
+    #[arg(long, value_name = "ADDR", help_heading = "Observe")]
+    pub metrics_listen: Option<String>,
 }
 
 /// Long flag names of a run, and whether each may repeat (profiles use the same keys).

@@ -14,6 +14,7 @@ mod format;
 pub mod html_page;
 pub mod render;
 pub mod side_by_side;
+pub mod server;
 
 use std::path::Path;
 

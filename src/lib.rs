@@ -9,6 +9,7 @@ pub mod console;
 pub mod engine;
 pub mod judge;
 pub mod kind;
+pub mod observe;
 pub mod report;
 pub mod result;
 pub mod run;

@@ -37,14 +37,24 @@ pub fn summary_text(r: &Report) -> String {
     if !r.verdicts.is_empty() {
         out.push('\n');
         for v in &r.verdicts {
+            // A verdict on a level where hubload was the bottleneck judges hubload too.
+            let bound = r
+                .levels
+                .iter()
+                .any(|l| l.label == v.level && l.generator_bound == Some(true));
             let _ = writeln!(
                 out,
-                "{} {:<20} level {:<8} actual {:>12}  bound {}",
+                "{} {:<20} level {:<8} actual {:>12}  bound {}{}",
                 if v.passed { "PASS" } else { "FAIL" },
                 v.threshold,
                 v.level,
                 v.actual,
-                v.bound
+                v.bound,
+                if bound {
+                    "  (generator-bound level)"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -100,6 +110,7 @@ pub fn compare(
         "{}",
         compare::render::render_text(&cmp, &rules, &violations)
     );
+    print!("{}", compare::server::render_server(&b, &c));
     let dir = out.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     write_atomic(

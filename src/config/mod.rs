@@ -11,6 +11,7 @@ mod judging;
 pub mod limits;
 mod load;
 mod model;
+mod observe;
 mod output;
 mod parse;
 pub mod profile;
@@ -28,6 +29,7 @@ pub use dialect::WebSubConfig;
 pub use error::ConfigError;
 pub use judging::CapacityConfig;
 pub use model::RunConfig;
+pub use observe::{ObserveConfig, ObservedUrl, ServerQuery};
 pub use output::OutputConfig;
 pub use resolve_hosts::{HostPin, ResolveHosts};
 pub use target::TargetConfig;
@@ -78,6 +80,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         threads,
         shard,
         delivery: delivery::resolve(a)?,
+        observe: observe::resolve(a)?,
         shown: serde_json::Value::Null,
         descriptors: None,
     };

@@ -57,6 +57,9 @@ pub struct RunConfig {
     pub shard: Option<ShardSpec>,
     /// End-to-end delivery measurement (`--subscribers` ≥ 1); `None` when off.
     pub delivery: Option<DeliveryConfig>,
+    /// Server metrics, PromQL queries, remote write and the /metrics listener (issue 25).
+    #[serde(skip)]
+    pub observe: super::observe::ObserveConfig,
     /// The settings as given (profile + flags), for reports; secrets redacted.
     #[serde(skip)]
     pub shown: serde_json::Value,

@@ -27,8 +27,22 @@ impl Live {
         *self.stripes.lock().unwrap_or_else(|e| e.into_inner()) = Some(stripes);
     }
 
+    /// Counts so far and the latency quantiles 0.5, 0.9, 0.99 and 1 so far (µs): what the
+    /// exporter (`observe/`) publishes while a level runs.
+    pub fn quantiles(&self) -> (Counts, [u64; 4]) {
+        let (counts, hist) = self.merged();
+        let q = |x: f64| hist.value_at_quantile(x);
+        (counts, [q(0.5), q(0.9), q(0.99), hist.max()])
+    }
+
     /// Counts so far and the p99 latency so far (µs).
     pub fn snapshot(&self) -> (Counts, u64) {
+        let (counts, hist) = self.merged();
+        (counts, hist.value_at_quantile(0.99))
+    }
+
+    /// Every stripe's counts and latency histogram, added up.
+    fn merged(&self) -> (Counts, hdrhistogram::Histogram<u64>) {
         let stripes = self
             .stripes
             .lock()
@@ -42,6 +56,6 @@ impl Live {
             // Same layout everywhere, so `add` cannot fail on bounds.
             let _ = hist.add(&s.stats.latency);
         }
-        (counts, hist.value_at_quantile(0.99))
+        (counts, hist)
     }
 }

@@ -43,6 +43,19 @@ fn judge_probe(slo: &[Threshold], row: &LevelReport) -> (bool, Vec<Verdict>) {
     (verdicts.iter().all(|v| v.passed), verdicts)
 }
 
+/// Why `row`'s level was generator-bound (`observe/`), if it was.
+fn generator_bound(row: &LevelReport) -> Option<String> {
+    if row.generator_bound != Some(true) {
+        return None;
+    }
+    let why = row
+        .generator
+        .as_ref()
+        .map(|g| g.bound_because.join("; "))
+        .unwrap_or_default();
+    Some(format!("level {} was generator-bound ({why})", row.label))
+}
+
 /// Whether the bisection is done: the gap is within max(1, 5% of `lo`), or no whole number
 /// lies strictly between the two.
 fn converged(lo: f64, hi: f64, integer: bool) -> bool {
@@ -82,6 +95,7 @@ where
         first_fail: None,
         probes: Vec::new(),
         stopped_by_budget: false,
+        stopped_by_generator: None,
     };
     let round = |x: f64| if integer { x.round().max(1.0) } else { x };
     let max = round(max);
@@ -97,6 +111,11 @@ where
         longest = longest.max(t0.elapsed());
         let (passed, verdicts) = judge_probe(slo, &row);
         out.probes.push((load, passed));
+        if let Some(why) = generator_bound(&row) {
+            // Neither a pass nor the knee: what broke was hubload.
+            out.stopped_by_generator = Some(why);
+            return None;
+        }
         if passed {
             out.best = Some(row);
         } else {
@@ -183,6 +202,40 @@ mod tests {
         // The probe ran exactly for the recorded loads, no more.
         assert_eq!(seen, r.probes.iter().map(|p| p.0).collect::<Vec<_>>());
         (r, seen)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_generator_bound_level_is_neither_best_nor_knee() {
+        // Latency = load (ms) as in `fake`, but from 64 on hubload's CPU ran out.
+        let probe = |load: f64| async move {
+            let mut row = row_for(load);
+            row.generator_bound = Some(load >= 64.0);
+            row.generator = Some(crate::summary::server::GeneratorLevel {
+                bound_because: vec!["CPU 97 % of 0.20 cores (cgroup v1)".into()],
+                ..Default::default()
+            });
+            row
+        };
+        let r = find_capacity(
+            probe,
+            1.0,
+            4096.0,
+            &slo("p99<300ms"),
+            Duration::from_secs(3600),
+            true,
+        )
+        .await;
+        assert_eq!(
+            r.probes.iter().map(|p| p.0).collect::<Vec<_>>(),
+            [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+        );
+        assert_eq!(r.best.as_ref().unwrap().label, "32");
+        assert!(r.first_fail.is_none());
+        assert_eq!(
+            r.stopped_by_generator.as_deref(),
+            Some("level 64 was generator-bound (CPU 97 % of 0.20 cores (cgroup v1))")
+        );
+        assert!(render_capacity(&r).contains("stopped: level 64 was generator-bound"));
     }
 
     #[tokio::test(start_paused = true)]

@@ -83,6 +83,12 @@ pub fn render_capacity(r: &CapacityResult<LevelReport>) -> String {
         }
         None => out.push_str("the SLO held up to the maximum searched\n"),
     }
+    if let Some(why) = &r.stopped_by_generator {
+        let _ = writeln!(
+            out,
+            "stopped: {why}; hubload, not the server, was the bottleneck there, so that level is not the knee"
+        );
+    }
     if r.stopped_by_budget {
         out.push_str(
             "stopped early: the time budget would have been exceeded; the answer is a lower bound\n",

@@ -6,6 +6,7 @@ use super::hlog::HlogReporter;
 use super::html::HtmlReporter;
 use super::json::JsonReporter;
 use super::latency_csv::LatencyCsvReporter;
+use super::server_csv::ServerCsvReporter;
 use super::table::TableReporter;
 use super::topics_csv::{TenantsCsvReporter, TopicsCsvReporter};
 use super::whatif_csv::WhatIfCsvReporter;
@@ -24,6 +25,7 @@ pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
         Box::new(TenantsCsvReporter),
         Box::new(JsonReporter),
         Box::new(WhatIfCsvReporter),
+        Box::new(ServerCsvReporter),
         Box::new(HtmlReporter),
     ]
 }

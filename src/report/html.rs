@@ -9,6 +9,7 @@ mod delivery_table;
 pub(crate) mod distribution;
 mod first_failures;
 pub(crate) mod markup;
+mod server;
 pub(crate) mod svg;
 pub(crate) mod worst_topics;
 
@@ -83,6 +84,7 @@ pub fn render(report: &Report) -> String {
     b.push_str(&delivery_table::section(report));
     b.push_str(&worst_topics::worst_topics(report));
     b.push_str(&first_failures::section(report));
+    b.push_str(&server::section(report));
     b.push_str("<div class=\"cols\">");
     for (name, phase) in [
         ("Registration", &report.registration),

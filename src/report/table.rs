@@ -81,6 +81,7 @@ pub fn render_table(report: &Report) -> String {
         );
         // The table is for eyes: fewer decimals than the CSV.
         row[10] = format!("{:.1}", r.throughput);
+        row[0] = super::observe_notes::marked_label(&row[0], r.generator_bound);
         rows.push(row);
     }
     let mut out = align(&rows);
@@ -96,6 +97,7 @@ pub fn render_table(report: &Report) -> String {
             let _ = writeln!(out, "dropped (generator saturated): {}", t.dropped);
         }
     }
+    out.push_str(&super::observe_notes::notes(report));
     if report.partial {
         out.push_str("PARTIAL: the run was interrupted; these are the levels measured so far.\n");
     }

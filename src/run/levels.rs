@@ -11,6 +11,7 @@ use crate::config::RunConfig;
 use crate::console::progress;
 use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load, Slice};
 use crate::judge::find_capacity;
+use crate::observe::LevelObservation;
 use crate::shard::Load as ShardLoad;
 use crate::shard_contract::ShardSlot;
 use crate::stats::LevelStats;
@@ -116,16 +117,14 @@ pub(crate) fn pool_size(cfg: &RunConfig, spec: &LevelSpec) -> usize {
         })
 }
 
-/// What one level produced: the engine's run, what its subscribers received, and the topic
-/// server's fetches during it (websub dialect).
-type Ran = (LevelRun, Option<LevelDelivery>, Option<TopicFetchStats>);
-
-/// Run one level against a fresh target built by `make`.
+/// Run one level against a fresh target built by `make`; `label` names the row (the whole
+/// level's load, where `spec` is this shard's part).
 async fn run_spec<T: Target>(
     sh: &Shared<'_>,
     make: &impl Fn(&LevelSpec) -> T,
     spec: &LevelSpec,
     i: usize,
+    label: &str,
 ) -> Ran {
     let target = Arc::new(make(spec));
     let ctx = Arc::new(LevelContext {
@@ -160,7 +159,18 @@ async fn run_spec<T: Target>(
     if let Some(d) = sh.delivery {
         d.open_level(seq_base(spec, i), spec.warmup);
     }
+    if let Some(o) = sh.observers {
+        let (load, bound) = match spec.load {
+            Load::Closed { concurrency } => (f64::from(concurrency), f64::from(concurrency)),
+            Load::Open { rate, max_inflight } => (rate, f64::from(max_inflight)),
+        };
+        o.level_start(label, load, bound).await;
+    }
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+    let observed = match sh.observers {
+        Some(o) => Some(o.level_end(run.stats.latency.value_at_quantile(0.5)).await),
+        None => None,
+    };
     run.first_failures = target.first_failures();
     let fetches = sh.topic_server.as_ref().map(|ts| ts.take_stats());
     bar.finish();
@@ -174,17 +184,29 @@ async fn run_spec<T: Target>(
         // reported when it is joined at the end of the path.
         let _ = jtl.sync().await;
     }
-    (run, delivery, fetches)
+    (run, delivery, fetches, observed)
 }
 
-/// Record a level's row, then what its subscribers received.
+/// A level as run: the engine's result, what its subscribers received, the topic server's
+/// fetches during it (websub dialect), and what the observers saw.
+type Ran = (
+    LevelRun,
+    Option<LevelDelivery>,
+    Option<TopicFetchStats>,
+    Option<LevelObservation>,
+);
+
+/// Record a level's row, then what its subscribers received and what the observers saw.
 fn push(
     rec: &mut RunRecord,
     spec: &LevelSpec,
     label: &str,
-    (run, delivery, fetches): Ran,
+    (run, delivery, fetches, observed): Ran,
 ) -> anyhow::Result<()> {
     rec.push_level(spec, label, run, fetches)?;
+    if let Some(o) = observed {
+        rec.set_last_observation(o)?;
+    }
     match delivery {
         Some(d) => rec.set_last_delivery(&d),
         None => Ok(()),
@@ -232,12 +254,16 @@ pub(crate) async fn run_levels<T: Target>(
             break;
         }
         let (part, _) = shard_part(spec, sh.shard);
-        let run = run_spec(sh, &make, &engine_part(sh, spec, &part), i).await;
+        let label = spec.load.label();
+        let run = run_spec(sh, &make, &engine_part(sh, spec, &part), i, &label).await;
         if let Some(w) = local_limits::warn_client_errors(&spec.load.label(), &run.0.stats) {
             rec.add_warning(w);
         }
         let part = recorded_part(sh, &part, &run.0);
         push(rec, &part, &spec.load.label(), run)?;
+        if let Some(o) = sh.observers {
+            o.level_recorded(rec.last_level());
+        }
     }
     Ok(())
 }
@@ -267,7 +293,7 @@ async fn find<T: Target>(
                 return level_report("cancelled", None, None, &LevelStats::default(), false);
             }
             let i = probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let run = run_spec(sh, make, &spec, i).await;
+            let run = run_spec(sh, make, &spec, i, &spec.load.label()).await;
             let warning = local_limits::warn_client_errors(&spec.load.label(), &run.0.stats);
             let mut rec = rec_cell.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(w) = warning {
@@ -275,6 +301,9 @@ async fn find<T: Target>(
             }
             if let Err(e) = push(&mut rec, &spec, &spec.load.label(), run) {
                 *failed_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            }
+            if let Some(o) = sh.observers {
+                o.level_recorded(rec.last_level());
             }
             rec.last_level().cloned().expect("a level was just pushed")
         }

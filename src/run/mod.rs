@@ -74,6 +74,9 @@ async fn run_path<P: TargetPath>(
         rec.clear_thresholds();
     }
     rec.set_target(P::KIND, path.url());
+    for w in sh.observers.iter().flat_map(|o| &o.warnings) {
+        rec.add_warning(w.clone());
+    }
     let mut writer = None;
     let mut jtl = None;
     if let Some(file) = &cfg.output.jtl {
@@ -121,6 +124,12 @@ async fn run_path<P: TargetPath>(
         };
         let levels = run_levels(&sh, &mut rec, |spec| path.target(spec)).await;
         path.add_section(&mut rec)?;
+        if let Some(e) = match sh.observers {
+            Some(o) => o.finish().await,
+            None => None,
+        } {
+            rec.set_exporter(e)?;
+        }
         levels?;
         if let Some(unsub) = match &fleet {
             Some(f) => f.finish(&sh.cancel).await,
@@ -181,6 +190,9 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         // A shard's log must be one ordered stream (see console).
         crate::console::messages_to_stdout();
     }
+    // Before any load: an invalid --server-query ends the run here (exit 2).
+    let live = Arc::new(Live::default());
+    let observers = crate::observe::Observers::start(cfg, live.clone()).await?;
     crate::console::banner::print_banner(cfg, &workload);
     local_limits::announce(cfg);
     let sh = Shared {
@@ -188,13 +200,14 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         workload: workload.clone(),
         clock: Clock::new(),
         cancel: cancel.clone(),
-        live: Arc::new(Live::default()),
+        live,
         shard: slot,
         jtl: None,
         start_at: spec.as_ref().and_then(|s| s.start_at),
         delivery: None,
         own_topics: None,
         topic_server: None,
+        observers: Some(&observers),
     };
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();

@@ -159,6 +159,26 @@ impl RunRecord {
         self.write()
     }
 
+    /// Attach what the observers saw of the level just pushed (server series, the generator's
+    /// health), and rewrite the reports.
+    pub fn set_last_observation(
+        &mut self,
+        o: crate::observe::LevelObservation,
+    ) -> anyhow::Result<()> {
+        if let Some(l) = self.report.levels.last_mut() {
+            l.generator_bound = o.generator.as_ref().map(|g| !g.bound_because.is_empty());
+            l.generator = o.generator;
+            l.server = o.server;
+        }
+        self.write()
+    }
+
+    /// Record how the pushes to Prometheus went.
+    pub fn set_exporter(&mut self, e: crate::summary::server::ExporterReport) -> anyhow::Result<()> {
+        self.report.exporter = Some(e);
+        self.write()
+    }
+
     /// Add a finished level, recompute TOTAL and verdicts, rewrite the reports.
     ///
     /// `label` names the row: the level as the user asked for it, which for a shard is the whole
@@ -385,6 +405,7 @@ impl RunRecord {
 
     fn write(&mut self) -> anyhow::Result<()> {
         self.report.finished_at = now_rfc3339();
+        self.report.knee = crate::observe::knee::knee(&self.report);
         self.writer.write_all(&self.report)
     }
 

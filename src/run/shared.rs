@@ -31,6 +31,8 @@ pub(crate) struct Shared<'a> {
     pub own_topics: Option<crate::engine::OwnTopics>,
     /// The topic server (websub dialect): its fetches are taken after every level.
     pub topic_server: Option<Arc<crate::topic_server::TopicServer>>,
+    /// The observers around every level (server metrics, generator health, exporter).
+    pub observers: Option<&'a crate::observe::Observers>,
 }
 
 /// Check a set-up phase (registering topics, attaching links): refuse a run that could not set

@@ -107,6 +107,9 @@ pub fn level_report(
         first_failures: Default::default(),
         topic_server: None,
         delivery: None,
+        server: None,
+        generator: None,
+        generator_bound: None,
         stats: Some(s.clone()),
     }
 }

@@ -75,6 +75,13 @@ pub struct Report {
     /// attempts the generator itself failed (`client_error`), not the hub.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// At the first level that broke, the server series that changed most against the level
+    /// before it (a correlation; absent without server series or without a broken level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<super::server::KneeSeries>,
+    /// `--prometheus-remote-write`: pushes and push failures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exporter: Option<super::server::ExporterReport>,
 }
 
 /// A WebSub run's view of the hub's host (`target` = "websub").
@@ -169,6 +176,8 @@ impl Report {
             servicebus: None,
             hub: None,
             warnings: Vec::new(),
+            knee: None,
+            exporter: None,
         }
     }
 }
@@ -383,6 +392,17 @@ pub struct LevelReport {
     /// What the subscribers received (`--subscribers`); absent without subscribers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<super::delivery_report::DeliveryReport>,
+    /// The server's series over this level (`--server-metrics`, `--server-query`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::server::ServerLevel>,
+    /// The generator's own CPU and scheduling delay over this level (absent from TOTAL, merged
+    /// runs and summaries written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<super::server::GeneratorLevel>,
+    /// hubload itself was the bottleneck of this level (see `generator.bound_because`): its
+    /// latencies say more about the generator than about the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_bound: Option<bool>,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,

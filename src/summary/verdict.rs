@@ -79,6 +79,11 @@ pub struct CapacityResult<R> {
     pub probes: Vec<(f64, bool)>,
     /// The search stopped before converging because the time budget would have been exceeded.
     pub stopped_by_budget: bool,
+    /// The search stopped at a level where hubload itself was the bottleneck (its label and
+    /// why): that level is neither the best nor the knee, and higher loads would measure
+    /// hubload, not the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by_generator: Option<String>,
 }
 
 #[cfg(test)]
