@@ -6,6 +6,7 @@ mod cli_errors;
 mod compare_delivery;
 mod creds;
 mod csv_format;
+mod deadlines;
 mod delivery;
 mod delivery_binary;
 mod dialect;
