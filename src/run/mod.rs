@@ -24,7 +24,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{RunConfig, TargetKind};
-use crate::engine::Live;
+use crate::engine::{LevelSpec, Live};
 use crate::report::jtl::{channel_writer, JtlNames};
 use crate::report::Report;
 use crate::shard::{Load as ShardLoad, ShardSlot, ShardSpec};
@@ -74,6 +74,9 @@ async fn run_path<P: TargetPath>(
         rec.clear_thresholds();
     }
     rec.set_target(P::KIND, path.url());
+    for w in cfg.levels.iter().filter_map(LevelSpec::sparse_rate) {
+        rec.add_warning(w);
+    }
     let mut writer = None;
     let mut jtl = None;
     if let Some(file) = &cfg.output.jtl {
@@ -179,6 +182,9 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     }
     crate::report::banner::print_banner(cfg, &workload);
     local_limits::announce(cfg);
+    for w in cfg.levels.iter().filter_map(LevelSpec::sparse_rate) {
+        tracing::warn!("{w}");
+    }
     let sh = Shared {
         cfg,
         workload: workload.clone(),
