@@ -18,6 +18,7 @@ mod local_limits;
 mod open_model;
 mod profiles;
 mod reconcile;
+mod report_faults;
 mod resolve;
 mod schema;
 mod servicebus;

@@ -86,6 +86,9 @@ impl RunRecord {
         report.started_at = now_rfc3339();
         report.finished_at = report.started_at.clone();
         let writer = ReportWriter::new(dir, reporters())?;
+        // Written at once, before anything is sent: a full or read-only directory is one
+        // error before the first request, not after the registration.
+        writer.write_all(&report)?;
         Ok(RunRecord {
             report,
             total: LevelStats::default(),
