@@ -196,7 +196,10 @@ mod tests {
         let timeout = Duration::from_millis(300);
         for (first, each) in [
             (&b"HTTP/1.1 202 Accepted\r\nX-Slow: "[..], &b"a"[..]),
-            (b"HTTP/1.1 202 Accepted\r\nContent-Length: 9999\r\n\r\n", b"a"),
+            (
+                b"HTTP/1.1 202 Accepted\r\nContent-Length: 9999\r\n\r\n",
+                b"a",
+            ),
             (b"", b"HTTP/1.1 100 Continue\r\n\r\n"),
         ] {
             let url = dripping_hub(first, each).await;
