@@ -13,8 +13,8 @@ pub mod fail_if;
 mod format;
 pub mod html_page;
 pub mod render;
-pub mod side_by_side;
 pub mod server;
+pub mod side_by_side;
 
 use std::path::Path;
 

@@ -101,6 +101,87 @@ fn bad_combinations_are_one_line_and_exit_2() {
     }
 }
 
+/// Values that parse but that no one can mean (issue 31): refused like any bad value, before
+/// any load, the line naming the flag and saying why.
+#[test]
+fn inputs_that_cannot_be_meant_are_one_line_and_exit_2() {
+    for (args, needle) in [
+        (
+            &["--hub-url", "http://127.0.0.1:0/hub"][..],
+            "invalid --hub-url `http://127.0.0.1:0/hub`: port 0 is no port a server can be reached on",
+        ),
+        (
+            &["--hub-url", "http://u:s3cret@127.0.0.1:0/hub"],
+            "--hub-url `http://u:redacted@127.0.0.1:0/hub`: port 0",
+        ),
+        (
+            &["--subscribers", "1", "--callback-url", "http://127.0.0.1:0"],
+            "invalid --callback-url `http://127.0.0.1:0`: port 0",
+        ),
+        (
+            &[
+                "--dialect",
+                "websub",
+                "--topic-url-prefix",
+                "http://127.0.0.1:0/topics/",
+            ],
+            "invalid --topic-url-prefix `http://127.0.0.1:0/topics/`: port 0",
+        ),
+        (
+            &["--capacity-max", "0"],
+            "invalid --capacity-max `0`: must be a positive number",
+        ),
+        (
+            &["--capacity-budget", "0s"],
+            "invalid --capacity-budget `0s`: must be longer than zero",
+        ),
+        (
+            &["--threshold", "errors<200%"],
+            r#"invalid --threshold "errors<200%": can never fail: a share of attempts is between 0% and 100%"#,
+        ),
+        (
+            &["--threshold", "p99>=0ms"],
+            r#"invalid --threshold "p99>=0ms": can never fail: no measurement is below zero"#,
+        ),
+        (
+            &["--threshold", "p99<0ms"],
+            r#"invalid --threshold "p99<0ms": can never pass"#,
+        ),
+        (
+            &["--find-capacity", "--slo", "p99<300ms,errors<=100%"],
+            r#"invalid --slo "errors<=100%": can never fail"#,
+        ),
+    ] {
+        assert_one_line_error(args, needle);
+    }
+}
+
+/// A rate whose events are further apart than its level lasts is legal but almost surely a
+/// mistake: the run goes ahead, sends its one event, and says so on stderr and in summary.json.
+#[test]
+fn a_rate_sparser_than_its_level_is_a_warning() {
+    let _turn = SERIAL.blocking_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--rate",
+        "0.0000001",
+        "--duration",
+        "1s",
+        "--tenants",
+        "1",
+        "--out",
+        "r",
+    ];
+    let out = bin(&args, dir.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_exit(&out, 0);
+    let warning = "--rate 0.0000001/s: one event every 115.7 days, longer than the level's 1s (it sends one event)";
+    assert_eq!(err.matches(warning).count(), 1, "{err}");
+    let summary = crate::util::read_summary(&dir.path().join("r"));
+    assert_eq!(summary.warnings, vec![warning.to_string()]);
+    assert_eq!(summary.levels[0].samples, 1);
+}
+
 /// `hubload ARGS` with the shard variables `env`: exit 2, one line containing `needle`, and
 /// nothing written (config refused it before any load).
 fn assert_sharded_error(args: &[&str], env: &[(&str, &str)], needle: &str) {

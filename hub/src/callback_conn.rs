@@ -308,10 +308,14 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
     }))
 }
 
-/// Read one answer (skipping 1xx ones) and discard its body: (status, connection stays
+/// Interim (1xx) answers skipped before one more fails the delivery.
+const MAX_INTERIM: u32 = 5;
+
+/// Read one answer (skipping 1xx ones, up to [`MAX_INTERIM`]) and discard its body: (status, connection stays
 /// open). `buf` holds what was read beyond the answer before (the next pipelined answer's
 /// start), and afterwards what was read beyond this one.
 async fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(u16, bool), Failure> {
+    let mut interim = 0;
     loop {
         let head = loop {
             if let Some(h) = parse_head(buf)? {
@@ -324,6 +328,12 @@ async fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(u16, boo
         };
         buf.drain(..head.len);
         if (100..200).contains(&head.status) {
+            // A callback sends one or two at most; one that never stops would keep this
+            // task draining heads until its deadline (Go's net/http also stops at 5).
+            interim += 1;
+            if interim > MAX_INTERIM {
+                return Err(Failure::Error);
+            }
             continue;
         }
         let done = match head.framing {

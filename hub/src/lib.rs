@@ -9,6 +9,8 @@
 mod admin;
 mod batch;
 mod callback_conn;
+#[cfg(test)]
+mod callback_deadlines;
 pub mod cli;
 mod config;
 mod conn;

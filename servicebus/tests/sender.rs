@@ -202,8 +202,15 @@ async fn too_large_and_timeout_are_classified() {
     let big = vec![b'x'; 300 * 1024];
     let r = sender.send("t", msg(&big, "big")).await;
     assert_eq!(r.outcome, SendOutcome::TooLarge);
+    let started = std::time::Instant::now();
     let r = sender.send("t", msg(b"{}", "slow")).await;
+    let took = started.elapsed();
     assert_eq!(r.outcome, SendOutcome::Timeout);
+    // The attempt ends at its timeout (issue 31), not at the 400 ms settlement.
+    assert!(
+        took >= Duration::from_millis(100) && took <= Duration::from_millis(150),
+        "{took:?}"
+    );
     // The late settlement arrives and is counted by the emulator; the link stays usable.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while emu.counts().accepted == 0 && tokio::time::Instant::now() < deadline {

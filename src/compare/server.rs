@@ -60,9 +60,9 @@ pub fn render_server(baseline: &Report, candidate: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::LevelStats;
     use crate::summary::build::level_report;
     use crate::summary::server::ServerLevel;
-    use crate::stats::LevelStats;
 
     fn run(delta: f64) -> Report {
         let mut r = crate::report::html::tests::sample();

@@ -106,6 +106,7 @@ fn callback_url(raw: &str) -> Result<url::Url, ConfigError> {
             "must be an http:// URL (the callback server speaks plain HTTP)",
         ));
     }
+    parse::dialable(FIELD, raw, &u)?;
     if u.query().is_some() || u.fragment().is_some() || !u.username().is_empty() {
         return Err(ConfigError::invalid(
             FIELD,

@@ -62,6 +62,7 @@ fn topic_url_prefix(
             "must be an http:// or https:// URL with a host",
         ));
     }
+    super::parse::dialable(field, &shown, &u)?;
     if d == Dialect::Ballerina {
         return Err(ConfigError::Conflict(
             "--topic-url-prefix is for --dialect websub (ballerina topics are names)".into(),

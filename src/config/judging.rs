@@ -43,6 +43,12 @@ fn threshold(flag: Flag) -> impl Fn(&str, &str) -> Result<Threshold, ConfigError
 }
 
 fn capacity(a: &RunArgs, shard: Option<&ShardSpec>) -> Result<Option<CapacityConfig>, ConfigError> {
+    // Checked even without --find-capacity: a zero given is a mistake whether or not the
+    // search runs (a profile may carry it for the day it does).
+    let max = opt(&a.capacity_max).map_or(Ok(4096.0), |s| rate("capacity-max", s))?;
+    let budget = opt(&a.capacity_budget).map_or(Ok(Duration::from_secs(600)), |s| {
+        positive_duration("capacity-budget", s)
+    })?;
     if !a.find_capacity {
         if a.slo.is_some() {
             return Err(ConfigError::Conflict(
@@ -64,10 +70,8 @@ fn capacity(a: &RunArgs, shard: Option<&ShardSpec>) -> Result<Option<CapacityCon
     })?;
     Ok(Some(CapacityConfig {
         slo: list("slo", slo, threshold(Flag::Slo))?,
-        max: opt(&a.capacity_max).map_or(Ok(4096.0), |s| rate("capacity-max", s))?,
-        budget: opt(&a.capacity_budget).map_or(Ok(Duration::from_secs(600)), |s| {
-            positive_duration("capacity-budget", s)
-        })?,
+        max,
+        budget,
     }))
 }
 

@@ -21,6 +21,19 @@ where
         .map_err(|e| ConfigError::invalid(field, raw, e))
 }
 
+/// A URL to dial must not name port 0: it is where a listener asks for any free port, and no
+/// server can be reached there. `shown` is the URL as errors may show it (password redacted).
+pub fn dialable(field: &str, shown: &str, u: &url::Url) -> Result<(), ConfigError> {
+    if u.port() == Some(0) {
+        return Err(ConfigError::invalid(
+            field,
+            shown,
+            "port 0 is no port a server can be reached on (give the port it listens on)",
+        ));
+    }
+    Ok(())
+}
+
 /// A whole number ≥ `min`.
 pub fn count(field: &str, raw: &str, min: u64) -> Result<u64, ConfigError> {
     let n: u64 = raw.trim().parse().map_err(|_| {

@@ -63,6 +63,7 @@ fn hub_url(a: &RunArgs) -> Result<Option<url::Url>, ConfigError> {
         "http" | "https" if u.host().is_some() => {}
         _ => return Err(bad("must be an http:// or https:// URL with a host")),
     }
+    super::parse::dialable("hub-url", &shown, &u)?;
     if u.query_pairs().any(|(k, _)| k == "hub.mode") {
         return Err(bad(
             "already carries hub.mode; hubload adds it (give the hub's URL without it)",

@@ -61,6 +61,47 @@ pub struct LevelSpec {
     pub ramp_up: Duration,
 }
 
+/// A level longer than this without a duration (`--requests` alone) is worth a warning.
+const LONG_LEVEL: Duration = Duration::from_secs(24 * 3600);
+
+impl LevelSpec {
+    /// A warning when the level's rate is so low that it cannot be meant: its events are
+    /// further apart than the level lasts (it sends its first event and nothing more), or,
+    /// with `--requests` alone, the level would last longer than a day. `None` otherwise,
+    /// and always for the closed model.
+    pub fn sparse_rate(&self) -> Option<String> {
+        let Load::Open { rate, .. } = self.load else {
+            return None;
+        };
+        let secs = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX);
+        let gap = secs(1.0 / rate);
+        let label = self.load.label();
+        match (self.stop.duration, self.stop.requests) {
+            (Some(d), _) if gap > d => Some(format!(
+                "--rate {label}: one event every {}, longer than the level's {} (it sends one event)",
+                shown(gap),
+                humantime::format_duration(d)
+            )),
+            (None, Some(n)) if secs(n as f64 / rate) > LONG_LEVEL => Some(format!(
+                "--rate {label}: {n} events at this rate take {} (more than a day)",
+                shown(secs(n as f64 / rate))
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// `d` readably: whole days beyond two days (humantime would say months of 30.44 days),
+/// whole seconds beyond a second.
+fn shown(d: Duration) -> String {
+    const DAY: u64 = 24 * 3600;
+    match d.as_secs() {
+        s if s >= 2 * DAY => format!("{:.1} days", d.as_secs_f64() / DAY as f64),
+        s if s >= 1 => humantime::format_duration(Duration::from_secs(s)).to_string(),
+        _ => humantime::format_duration(d).to_string(),
+    }
+}
+
 /// One step of a `--plan` string: a load value held for a duration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PlanStep {
@@ -122,6 +163,44 @@ impl fmt::Display for PlanStep {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn open(rate: f64, duration: Option<u64>, requests: Option<u64>) -> LevelSpec {
+        LevelSpec {
+            load: Load::Open {
+                rate,
+                max_inflight: 64,
+            },
+            stop: Stop {
+                duration: duration.map(Duration::from_secs),
+                requests,
+            },
+            warmup: Duration::ZERO,
+            ramp_up: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn sparse_rates_are_warned_of() {
+        let w = open(0.0000001, Some(30), None).sparse_rate().unwrap();
+        assert_eq!(
+            w,
+            "--rate 0.0000001/s: one event every 115.7 days, longer than the level's 30s (it sends one event)"
+        );
+        // Exactly one event per level's length is still a rate the level can show.
+        assert_eq!(open(0.1, Some(10), None).sparse_rate(), None);
+        assert!(open(0.05, Some(10), None).sparse_rate().is_some());
+        let long = open(0.001, None, Some(100)).sparse_rate().unwrap();
+        assert!(
+            long.contains("100 events at this rate take 1day 3h 46m 40s"),
+            "{long}"
+        );
+        assert_eq!(open(0.01, None, Some(100)).sparse_rate(), None);
+        let closed = LevelSpec {
+            load: Load::Closed { concurrency: 1 },
+            ..open(1.0, Some(1), None)
+        };
+        assert_eq!(closed.sparse_rate(), None);
+    }
 
     #[test]
     fn plan_table() {

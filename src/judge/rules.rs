@@ -24,6 +24,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 #[cfg(test)]
+mod foregone_tests;
+#[cfg(test)]
 mod tests;
 
 /// Which flag a rule came from: it decides what the value may be, and errors name it.
@@ -383,7 +385,11 @@ impl Gate {
         let bound = if flag.relative() {
             delta_bound(metric, value).map_err(err)?
         } else {
-            absolute_bound(metric, value).map_err(err)?
+            let bound = absolute_bound(metric, value).map_err(err)?;
+            if let Some(why) = foregone(metric, op, bound) {
+                return Err(err(why));
+            }
+            bound
         };
         Ok(Gate {
             text: trimmed.to_string(),
@@ -423,6 +429,49 @@ fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
         return Err("the bound must be a non-negative number".into());
     }
     Ok(bound)
+}
+
+/// Why the rule `metric OP bound` (an absolute bound, never negative) holds whatever is
+/// measured, or holds for nothing; `None` when a measurement can go either way.
+///
+/// What a measurement can be: every metric is at least 0, and a share of attempts (errors,
+/// timeouts as `%`) at most 100 %. Delivery shares are not capped: duplicates, redeliveries
+/// and unexpected deliveries may outnumber the expected ones (docs/gates.md).
+fn foregone(metric: Metric, op: Op, bound: Bound) -> Option<String> {
+    let b = bound.value();
+    let share = matches!(
+        (metric, bound),
+        (Metric::Errors | Metric::Timeouts, Bound::Percent(_))
+    );
+    let cap = share.then_some(100.0);
+    let range = if share {
+        "a share of attempts is between 0% and 100%"
+    } else {
+        "no measurement is below zero"
+    };
+    let always = match op {
+        Op::Ge => b <= 0.0,
+        Op::Lt => cap.is_some_and(|c| b > c),
+        Op::Le => cap.is_some_and(|c| b >= c),
+        Op::Gt | Op::Eq => false,
+    };
+    let never = match op {
+        Op::Lt => b <= 0.0,
+        Op::Gt => cap.is_some_and(|c| b >= c),
+        Op::Ge | Op::Eq => cap.is_some_and(|c| b > c),
+        Op::Le => false,
+    };
+    if always {
+        Some(format!(
+            "can never fail: {range}, so it always holds (give a bound a run can cross)"
+        ))
+    } else if never {
+        Some(format!(
+            "can never pass: {range}, so it never holds (give a bound a run can meet)"
+        ))
+    } else {
+        None
+    }
 }
 
 /// `--fail-if`: a signed number and a unit.

@@ -87,9 +87,9 @@ fn explain(before: &LevelReport, after: &LevelReport, because: &str) -> Option<K
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::LevelStats;
     use crate::summary::build::level_report;
     use crate::summary::server::{ServerLevel, ServerSeries};
-    use crate::stats::LevelStats;
 
     fn gauge(name: &str, max: f64) -> ServerSeries {
         ServerSeries {

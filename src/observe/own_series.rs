@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::summary::LevelReport;
 use crate::result::Class;
 use crate::stats::Counts;
+use crate::summary::LevelReport;
 
 /// One series: its name, its labels (sorted by name), its value.
 #[derive(Debug, Clone, PartialEq)]

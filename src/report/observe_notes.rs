@@ -40,9 +40,9 @@ pub fn notes(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::LevelStats;
     use crate::summary::build::level_report;
     use crate::summary::server::GeneratorLevel;
-    use crate::stats::LevelStats;
 
     #[test]
     fn only_bound_levels_get_a_footnote() {

@@ -58,9 +58,9 @@ impl Reporter for ServerCsvReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::LevelStats;
     use crate::summary::build::level_report;
     use crate::summary::server::{ServerLevel, ServerSeries};
-    use crate::stats::LevelStats;
 
     #[test]
     fn one_row_per_level_and_series() {

@@ -43,8 +43,15 @@ impl ReportWriter {
         &self.dir
     }
 
-    /// Render and write every report.
+    /// Render and write every report. While it runs, [`wait_for_writes`] waits for it.
     pub fn write_all(&self, report: &Report) -> anyhow::Result<()> {
+        WRITING.fetch_add(1, Ordering::SeqCst);
+        let written = self.write_each(report);
+        WRITING.fetch_sub(1, Ordering::SeqCst);
+        written
+    }
+
+    fn write_each(&self, report: &Report) -> anyhow::Result<()> {
         for r in &self.reporters {
             let bytes = r
                 .render(report)
@@ -56,6 +63,23 @@ impl ReportWriter {
         }
         Ok(())
     }
+}
+
+/// Report sets being written now, in the whole process.
+static WRITING: AtomicU64 = AtomicU64::new(0);
+
+/// Wait (at most `limit`) until no report set is being written: an exit that cannot wait for
+/// the run (a second Ctrl-C, the stop grace) still leaves every file of the set from the same
+/// write, the last level's rather than the one before it. True when none was left.
+pub fn wait_for_writes(limit: std::time::Duration) -> bool {
+    let until = std::time::Instant::now() + limit;
+    while WRITING.load(Ordering::SeqCst) > 0 {
+        if std::time::Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    true
 }
 
 /// Write `bytes` to `path` via a temporary file in the same directory and a rename.

@@ -40,7 +40,8 @@ pub enum OtherReason {
     TooManyHeaders,
     /// The chunked framing is invalid (size line, CRLF after data, trailers).
     BadChunk,
-    /// A 1xx status the client cannot act on (101 Switching Protocols).
+    /// A 1xx status the client cannot act on (101 Switching Protocols), or more interim
+    /// responses before the final one than any server sends (over five).
     Unexpected1xx,
     /// A 3xx: hubload never follows redirects on the publish path.
     Unexpected3xx,

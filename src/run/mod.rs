@@ -23,7 +23,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{RunConfig, TargetKind};
-use crate::engine::Live;
+use crate::engine::{LevelSpec, Live};
 use crate::report::jtl::{channel_writer, JtlNames};
 use crate::shard::Load as ShardLoad;
 use crate::shard_contract::{ShardSlot, ShardSpec};
@@ -76,6 +76,9 @@ async fn run_path<P: TargetPath>(
     rec.set_target(P::KIND, path.url());
     for w in sh.observers.iter().flat_map(|o| &o.warnings) {
         rec.add_warning(w.clone());
+    }
+    for w in cfg.levels.iter().filter_map(LevelSpec::sparse_rate) {
+        rec.add_warning(w);
     }
     let mut writer = None;
     let mut jtl = None;
@@ -195,6 +198,9 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     let observers = crate::observe::Observers::start(cfg, live.clone()).await?;
     crate::console::banner::print_banner(cfg, &workload);
     local_limits::announce(cfg);
+    for w in cfg.levels.iter().filter_map(LevelSpec::sparse_rate) {
+        tracing::warn!("{w}");
+    }
     let sh = Shared {
         cfg,
         workload: workload.clone(),

@@ -65,6 +65,9 @@ impl RunRecord {
         report.started_at = now_rfc3339();
         report.finished_at = report.started_at.clone();
         let writer = ReportWriter::new(dir, reporters())?;
+        // Written at once, before anything is sent: a full or read-only directory is one
+        // error before the first request, not after the registration.
+        writer.write_all(&report)?;
         Ok(RunRecord {
             report,
             total: LevelStats::default(),
@@ -174,7 +177,10 @@ impl RunRecord {
     }
 
     /// Record how the pushes to Prometheus went.
-    pub fn set_exporter(&mut self, e: crate::summary::server::ExporterReport) -> anyhow::Result<()> {
+    pub fn set_exporter(
+        &mut self,
+        e: crate::summary::server::ExporterReport,
+    ) -> anyhow::Result<()> {
         self.report.exporter = Some(e);
         self.write()
     }

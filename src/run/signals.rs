@@ -1,6 +1,7 @@
 //! Ctrl-C and SIGTERM: the first cancels the run (no new request starts, those in flight are
 //! abandoned, the reports of what was measured are written, marked partial) and the process
-//! exits 130 within [`STOP_GRACE`] whatever the hub is doing; a second one exits at once.
+//! exits 130 within [`STOP_GRACE`] whatever the hub is doing; a second one exits at once (once
+//! the report set being written, if any, is whole).
 
 use std::time::Duration;
 
@@ -13,6 +14,16 @@ pub const STOP_GRACE: Duration = Duration::from_millis(1500);
 
 /// Exit code of an interrupted run.
 const INTERRUPTED: i32 = 130;
+
+/// The longest an exit waits for the report set being written (a few ms on a sane disk; a
+/// stalled one is not waited for past this).
+const WRITE_GRACE: Duration = Duration::from_secs(2);
+
+/// Exit 130 now, once the report set being written (if any) is complete (see [`WRITE_GRACE`]).
+fn exit_interrupted() -> ! {
+    crate::report::writer::wait_for_writes(WRITE_GRACE);
+    std::process::exit(INTERRUPTED);
+}
 
 /// Cancel `token` on the first SIGINT/SIGTERM; exit with 130 on the second, or when the run
 /// is still stopping [`STOP_GRACE`] after the first.
@@ -36,10 +47,10 @@ pub fn install(token: CancellationToken) {
                     "hubload: still stopping after {} ms; exiting now (reports as of the last finished level)",
                     STOP_GRACE.as_millis()
                 );
-                std::process::exit(INTERRUPTED);
+                exit_interrupted();
             });
         signals.next().await;
-        std::process::exit(INTERRUPTED);
+        exit_interrupted();
     });
 }
 

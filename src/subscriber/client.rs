@@ -165,6 +165,55 @@ mod tests {
         assert!(parse_reply(b"HTTP/1.1 2").is_err());
     }
 
+    /// A hub on 127.0.0.1:0 that reads the request, writes `first`, then `each` every 20 ms
+    /// until the client goes away.
+    async fn dripping_hub(first: &'static [u8], each: &'static [u8]) -> url::Url {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hub", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            if s.write_all(first).await.is_err() {
+                return;
+            }
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                if s.write_all(each).await.is_err() {
+                    return;
+                }
+            }
+        });
+        url::Url::parse(&url).unwrap()
+    }
+
+    /// A subscription request ends at its timeout whatever the hub sends (issue 31).
+    #[tokio::test]
+    async fn a_trickling_hub_is_cut_off_at_the_timeout() {
+        let timeout = Duration::from_millis(300);
+        for (first, each) in [
+            (&b"HTTP/1.1 202 Accepted\r\nX-Slow: "[..], &b"a"[..]),
+            (
+                b"HTTP/1.1 202 Accepted\r\nContent-Length: 9999\r\n\r\n",
+                b"a",
+            ),
+            (b"", b"HTTP/1.1 100 Continue\r\n\r\n"),
+        ] {
+            let url = dripping_hub(first, each).await;
+            let started = std::time::Instant::now();
+            let r = post_form(&url, None, "a=b", &ExtraHeaders::default(), timeout).await;
+            let took = started.elapsed();
+            assert_eq!(r, Err("no answer within 300ms".to_string()));
+            assert!(
+                took >= timeout && took <= timeout + Duration::from_millis(50),
+                "{took:?}"
+            );
+        }
+    }
+
     #[test]
     fn reasons_are_escaped_and_short() {
         assert_eq!(reason(b"bad\r\nX: 1"), "bad\\r\\nX: 1");

@@ -173,7 +173,10 @@ impl SbSender {
         let Ok(mut guard) = timeout_at(deadline, link.lock()).await else {
             return fail(SendOutcome::Timeout);
         };
-        if let Err(o) = inner.ensure_link(&conn, &mut guard, topic).await {
+        if let Err(o) = inner
+            .ensure_link(&conn, &mut guard, topic, Some(deadline))
+            .await
+        {
             return fail(o);
         }
         let generation = guard.generation;
@@ -195,9 +198,12 @@ impl SbSender {
             r = timeout_at(deadline, written) => r,
             () = conn.closed() => {
                 conn.mark_broken();
-                let mut guard = link.lock().await;
-                if guard.generation == generation {
-                    guard.sender = None;
+                // Within the deadline: a link held by another send (attaching, say) is left
+                // to that send, which finds the connection broken itself.
+                if let Ok(mut guard) = timeout_at(deadline, link.lock()).await {
+                    if guard.generation == generation {
+                        guard.sender = None;
+                    }
                 }
                 return SendResult {
                     outcome: SendOutcome::ConnectionError,
@@ -210,10 +216,12 @@ impl SbSender {
             Ok(Ok(settled)) => classify_settlement(&settled),
             Ok(Err(e)) => {
                 let outcome = classify_send_error(&e);
-                let mut guard = link.lock().await;
-                // Another send may already have replaced the link.
-                if guard.generation == generation {
-                    drop_broken(&conn, &mut guard, e.recovery());
+                // Another send may already have replaced the link; one holding it past the
+                // deadline handles it itself.
+                if let Ok(mut guard) = timeout_at(deadline, link.lock()).await {
+                    if guard.generation == generation {
+                        drop_broken(&conn, &mut guard, e.recovery());
+                    }
                 }
                 outcome
             }
@@ -237,7 +245,7 @@ impl SbSender {
             };
             let link = conn.link_slot(topic);
             let mut guard = link.lock().await;
-            if let Err(o) = inner.ensure_link(&conn, &mut guard, topic).await {
+            if let Err(o) = inner.ensure_link(&conn, &mut guard, topic, None).await {
                 return o;
             }
         }
@@ -285,17 +293,22 @@ fn drop_broken(conn: &PooledConn, guard: &mut conn::LinkState, recovery: ErrorRe
 }
 
 impl Inner {
-    /// Attach the topic's link if it has none (a re-attach counts as a reconnect).
+    /// Attach the topic's link if it has none (a re-attach counts as a reconnect). An attach
+    /// is bounded as a connect is, and never past a send's `deadline`: one cut off by the
+    /// deadline is the send's timeout, and the next send attaches again.
     async fn ensure_link(
         &self,
         conn: &PooledConn,
         guard: &mut conn::LinkState,
         topic: &str,
+        deadline: Option<Instant>,
     ) -> Result<(), SendOutcome> {
         if guard.sender.is_some() {
             return Ok(());
         }
-        match timeout(self.shared.connect_timeout, conn.attach(topic)).await {
+        let connect_by = Instant::now() + self.shared.connect_timeout;
+        let by = deadline.map_or(connect_by, |d| d.min(connect_by));
+        match timeout_at(by, conn.attach(topic)).await {
             Ok(Ok(s)) => {
                 guard.sender = Some(s);
                 if guard.generation > 0 {
@@ -305,6 +318,7 @@ impl Inner {
                 Ok(())
             }
             Ok(Err(f)) => Err(f.outcome),
+            Err(_) if by < connect_by => Err(SendOutcome::Timeout),
             Err(_) => {
                 conn.mark_broken();
                 Err(SendOutcome::Connect)

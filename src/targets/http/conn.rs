@@ -17,6 +17,11 @@ use crate::result::{ClientReason, ConnErrorKind, OtherReason};
 
 /// Longest response head accepted, bytes.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
+/// Interim (1xx) responses skipped before one more is an error (`other.unexpected_1xx`), as
+/// Go's net/http stops at 5: a server sends one or two (`100 Continue`, `103 Early Hints`),
+/// and one that never stops sending them must not keep the attempt parsing heads until its
+/// deadline, its task's every poll spent on them while other attempts' timers wait.
+const MAX_INTERIM: u32 = 5;
 /// The thread's read buffer size, and the least free space offered to each read into a
 /// connection's own buffer, bytes.
 const READ_CHUNK: usize = 8 * 1024;
@@ -278,6 +283,7 @@ impl Conn {
         // The response did not come whole in the first read: its bytes are in `buf`, and the
         // rest is read after them. The head; informational 1xx heads (100 Continue, 103 Early
         // Hints) are skipped.
+        let mut interim = 0;
         let head = loop {
             let window = (self.buf.len() - self.pos).min(MAX_HEAD);
             if window == 0 {
@@ -291,6 +297,10 @@ impl Conn {
                 Ok(Some(h)) => {
                     self.pos += h.len;
                     if (100..200).contains(&h.status) && h.status != 101 {
+                        interim += 1;
+                        if interim > MAX_INTERIM {
+                            return Err(protocol(OtherReason::Unexpected1xx));
+                        }
                         continue;
                     }
                     break h;
@@ -414,6 +424,7 @@ fn whole_response(
     memo: &mut HeadMemo,
 ) -> Option<bool> {
     let mut pos = 0;
+    let mut interim = 0;
     let head = loop {
         if pos == bytes.len() {
             return None;
@@ -424,6 +435,11 @@ fn whole_response(
         pos += head.len;
         if !(100..200).contains(&head.status) || head.status == 101 {
             break head;
+        }
+        // Too many: the connection's buffer gives the verdict.
+        interim += 1;
+        if interim > MAX_INTERIM {
+            return None;
         }
     };
     let body = &bytes[pos..];
@@ -456,6 +472,13 @@ fn whole_response(
 /// one, and when that fires during this exchange it is moved to this deadline then: about
 /// once per timeout per connection instead of once per exchange (a reset cost ~170
 /// instructions of every request). The exchange still ends exactly at its own deadline.
+///
+/// The exchange polled just before may have spent the task's whole cooperative budget: a peer
+/// whose bytes never stop (an endless run of `100 Continue` heads, say) makes every read ready
+/// until the budget is gone, and a timer polled without budget is always pending, so the
+/// deadline was never seen while the flood lasted (20 s past a 1 s timeout, issue 31). As
+/// `tokio::time::timeout` does, the timer is then polled outside the budget. While budget
+/// remains (every exchange that waits on its socket), this costs one thread-local read.
 fn poll_deadline(
     timer: &mut Option<Pin<Box<Sleep>>>,
     cx: &mut Context<'_>,
@@ -465,6 +488,17 @@ fn poll_deadline(
     if deadline < timer.deadline() {
         timer.as_mut().reset(deadline);
     }
+    if tokio::task::coop::has_budget_remaining() {
+        return poll_timer(timer, cx, deadline);
+    }
+    let unbudgeted = tokio::task::coop::unconstrained(std::future::poll_fn(|cx| {
+        poll_timer(timer, cx, deadline)
+    }));
+    pin!(unbudgeted).poll(cx)
+}
+
+/// Poll `timer` until it has fired for `deadline` (see [`poll_deadline`]).
+fn poll_timer(timer: &mut Pin<Box<Sleep>>, cx: &mut Context<'_>, deadline: Instant) -> Poll<()> {
     loop {
         ready!(timer.as_mut().poll(cx));
         if timer.deadline() >= deadline {

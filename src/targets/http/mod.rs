@@ -37,13 +37,15 @@
 //!
 //! Responses: `Content-Length`, `Transfer-Encoding: chunked` (extensions and trailers),
 //! bodies delimited by close, HTTP/1.0 (keep-alive only when asked for), `Connection:
-//! close`, no body for 1xx/204/304/HEAD, and 1xx interim responses skipped; any split of
-//! the bytes across reads. `TCP_NODELAY` on every socket.
+//! close`, no body for 1xx/204/304/HEAD, and 1xx interim responses skipped (up to five: a sixth
+//! is `other.unexpected_1xx`); any split of the bytes across reads. `TCP_NODELAY` on every socket.
 
 #[cfg(test)]
 mod addrs_tests;
 pub(crate) mod chunked;
 mod conn;
+#[cfg(test)]
+mod deadline_tests;
 #[cfg(test)]
 mod determinism_tests;
 mod error;

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The soak's verdict (bench/soak.sh) from its samples.csv and the run's summary.json.
+
+Usage: soak-judge.py SAMPLES SUMMARY WARMUP_S DURATION_S RSS_PCT_H FD_GROWTH THREADS_GROWTH
+
+Judged: the samples after the warm-up and before the level's end (later ones see the final
+report and the unsubscriptions, not the steady state). RSS (hubload's and the hub's): the
+least-squares slope per hour, as % of the RSS at the warm-up's end, must not exceed
+RSS_PCT_H. Descriptors and threads of hubload: the most in the second half of the judged
+samples must not exceed the most in the first half by more than the allowed growth (a
+plateau passes; a count that keeps climbing fails). Exit 1 with the failed columns named.
+"""
+import csv
+import json
+import sys
+
+
+def slope_per_h(rows, col):
+    xs = [r["t_s"] for r in rows]
+    ys = [r[col] for r in rows]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var * 3600
+
+
+def main():
+    path, summary, warmup, duration, rss_bound, fd_bound, th_bound = sys.argv[1:]
+    warmup, duration = float(warmup), float(duration)
+    rss_bound, fd_bound, th_bound = float(rss_bound), int(fd_bound), int(th_bound)
+    rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(open(path))]
+    judged = [r for r in rows if warmup <= r["t_s"] < duration]
+    if len(judged) < 4:
+        sys.exit(f"only {len(judged)} samples after the warm-up: run longer")
+    s = json.load(open(summary))
+    total = s.get("total") or s["levels"][-1]
+    print(
+        f"# {len(rows)} samples, {len(judged)} judged ({warmup:.0f} s <= t < {duration:.0f} s); "
+        f"{total['samples']} attempts, {total['error_pct']:.3f} % errors, "
+        f"max {total['latency_us']['max']} µs"
+    )
+    failed = []
+    for col in ("hubload_rss_kb", "hub_rss_kb"):
+        base = judged[0][col]
+        per_h = slope_per_h(judged, col)
+        pct = per_h / base * 100 if base else 0.0
+        verdict = "ok" if pct <= rss_bound else "FAIL"
+        print(
+            f"{col:16} {base:8.0f} kB at the warm-up's end, last {judged[-1][col]:8.0f} kB, "
+            f"slope {per_h:+9.1f} kB/h = {pct:+7.2f} %/h (bound {rss_bound:g} %/h) {verdict}"
+        )
+        if verdict != "ok":
+            failed.append(col)
+    half = len(judged) // 2
+    for col, bound in (("hubload_fds", fd_bound), ("hubload_threads", th_bound)):
+        early = max(r[col] for r in judged[:half])
+        late = max(r[col] for r in judged[half:])
+        verdict = "ok" if late <= early + bound else "FAIL"
+        print(
+            f"{col:16} max {early:.0f} in the first half, {late:.0f} in the second, "
+            f"slope {slope_per_h(judged, col):+8.2f}/h (bound: second <= first + {bound}) {verdict}"
+        )
+        if verdict != "ok":
+            failed.append(col)
+    if failed:
+        sys.exit("soak failed: " + ", ".join(failed))
+
+
+main()

@@ -1,0 +1,140 @@
+//! Tests that an exchange ends at its deadline whatever the server sends: bytes that never
+//! stop coming (each read ready at once) and interim responses that never end.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::*;
+use crate::result::OtherReason;
+
+const REQUEST: &[u8] =
+    b"POST /hub?hub.mode=publish&hub.topic=t HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}";
+
+fn cfg() -> PoolConfig {
+    PoolConfig {
+        max_conns: 1,
+        connect_timeout: Duration::from_secs(5),
+        tls_timeout: Duration::from_secs(5),
+        pool_timeout: Duration::from_secs(5),
+    }
+}
+
+/// A server on its own OS thread (so it keeps writing while the client's runtime is busy)
+/// that reads a request head, writes `head`, then `flood` over and over as fast as the socket
+/// takes it, until the client goes away.
+fn flooding_server(head: &'static [u8], flood: &'static [u8]) -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let many = flood.repeat(64 * 1024 / flood.len());
+                if conn.write_all(head).is_err() {
+                    return;
+                }
+                while conn.write_all(&many).is_ok() {}
+            });
+        }
+    });
+    addr
+}
+
+/// Send one request with a `limit_ms` deadline; the error and how long it took.
+async fn timed(addr: SocketAddr, limit_ms: u64) -> (Result<Response, TransportError>, Duration) {
+    let pool = HttpPool::new(addr, cfg());
+    let started = Instant::now();
+    let r = pool
+        .send(REQUEST, started + Duration::from_millis(limit_ms))
+        .await;
+    (r, started.elapsed())
+}
+
+/// Bytes that keep every read ready spend the task's cooperative budget; the deadline must
+/// still be seen (a timer polled without budget never fires).
+#[tokio::test]
+async fn an_endless_fast_body_ends_at_the_deadline() {
+    let bodies: [(&[u8], &[u8]); 2] = [
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"1\r\na\r\n",
+        ),
+        (b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", b"aaaaaaaa"),
+    ];
+    for (head, flood) in bodies {
+        let (r, took) = timed(flooding_server(head, flood), 300).await;
+        assert_eq!(
+            r.unwrap_err(),
+            TransportError::Timeout(TimeoutKind::Response)
+        );
+        assert!(
+            took >= Duration::from_millis(300) && took <= Duration::from_millis(350),
+            "{took:?} for {}",
+            String::from_utf8_lossy(head)
+        );
+    }
+}
+
+/// An endless run of `100 Continue` heads is a protocol error after the fifth, long before
+/// the deadline.
+#[tokio::test]
+async fn an_interim_flood_is_refused_after_five() {
+    let (r, took) = timed(flooding_server(b"", b"HTTP/1.1 100 Continue\r\n\r\n"), 300).await;
+    assert_eq!(
+        r.unwrap_err(),
+        TransportError::Protocol(OtherReason::Unexpected1xx)
+    );
+    assert!(took < Duration::from_millis(300), "{took:?}");
+}
+
+/// One answer: `interim` interim heads, then a 204; read whole in one read and one byte per
+/// read.
+async fn after_interim(interim: usize, trickled: bool) -> Result<Response, TransportError> {
+    let mut reply = b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n".repeat(interim);
+    reply.extend_from_slice(b"HTTP/1.1 204 No Content\r\n\r\n");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut s, _) = listener.accept().await.unwrap();
+        s.set_nodelay(true).unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = s.read(&mut buf).await;
+        if trickled {
+            for b in &reply {
+                s.write_all(std::slice::from_ref(b)).await.unwrap();
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+        } else {
+            s.write_all(&reply).await.unwrap();
+        }
+        let _ = s.read(&mut buf).await;
+    });
+    HttpPool::new(addr, cfg())
+        .send(REQUEST, Instant::now() + Duration::from_secs(5))
+        .await
+}
+
+#[tokio::test]
+async fn five_interim_responses_are_skipped_and_a_sixth_is_refused() {
+    for trickled in [false, true] {
+        let ok = after_interim(5, trickled).await.unwrap();
+        assert_eq!(ok.status, 204, "trickled: {trickled}");
+        assert_eq!(
+            after_interim(6, trickled).await.unwrap_err(),
+            TransportError::Protocol(OtherReason::Unexpected1xx),
+            "trickled: {trickled}"
+        );
+    }
+}
