@@ -168,6 +168,7 @@ fn check_token(
             "InvalidAudience: the token audience does not cover the name",
         );
     }
+
     state
         .tokens
         .lock()

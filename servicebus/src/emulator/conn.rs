@@ -25,7 +25,9 @@ use tokio::task::JoinSet;
 use super::cbs::{cbs_node, reply_link, ConnState};
 use super::inbound::{amqp_error, entity_receiver};
 use super::management::management_node;
-use super::namespace::{parse_address, path_of, EntityError};
+use super::namespace::{
+    parse_address, path_of, EntityError, ReceiveSource, ReceiverSlot, SendTarget,
+};
 use super::outbound::entity_sender;
 use super::{Shared, MAX_MESSAGE_SIZE};
 
@@ -83,12 +85,65 @@ fn target_address(attach: &Attach) -> Option<String> {
     }
 }
 
-/// The link as the client attached it.
-struct Wanted {
-    target: String,
-    source: String,
-    /// Client sends pre-settled (receive-and-delete when it is the receiver).
-    presettled: bool,
+/// What to do with an attached link, decided from its attach before accepting it.
+enum Plan {
+    /// The client's sender to `$cbs`.
+    Cbs,
+    /// The client's sender to an entity's `$management` node.
+    Management(ReceiveSource),
+    /// The client's receiver of `$cbs` or `$management` replies, for this node.
+    Replies(String),
+    /// The client's sender to a queue or topic.
+    Send(SendTarget),
+    /// The client's receiver on a queue or subscription; receive-and-delete when the client
+    /// asked for pre-settled transfers.
+    Receive(ReceiveSource, ReceiverSlot, bool),
+    /// Refused: no token for the address.
+    Unauthorised,
+    /// Refused: no such entity, or over one of Azure's limits.
+    Refuse(EntityError),
+}
+
+fn plan(attach: &Attach, shared: &Shared, state: &ConnState) -> Plan {
+    let target = target_address(attach).unwrap_or_default();
+    let source = attach
+        .source
+        .as_ref()
+        .and_then(|s| s.address.clone())
+        .unwrap_or_default();
+    if attach.role == Role::Sender {
+        if target == "$cbs" {
+            return Plan::Cbs;
+        }
+        if parse_address(&target).management {
+            return match shared.ns.receive_source(&target) {
+                Ok(src) => Plan::Management(src),
+                Err(e) => Plan::Refuse(e),
+            };
+        }
+        return match shared.ns.send_target(&target) {
+            Ok(t) => Plan::Send(t),
+            Err(e) => Plan::Refuse(e),
+        };
+    }
+    if source == "$cbs" {
+        return Plan::Replies("$cbs".to_string());
+    }
+    if parse_address(&source).management {
+        return Plan::Replies(path_of(&source).to_string());
+    }
+    if !state.authorised(&source) {
+        return Plan::Unauthorised;
+    }
+    let presettled = attach.snd_settle_mode == SenderSettleMode::Settled;
+    match shared
+        .ns
+        .receive_source(&source)
+        .and_then(|src| src.claim().map(|slot| (src, slot)))
+    {
+        Ok((src, slot)) => Plan::Receive(src, slot, presettled),
+        Err(e) => Plan::Refuse(e),
+    }
 }
 
 async fn serve_session(
@@ -109,32 +164,78 @@ async fn serve_session(
         .max_message_size(MAX_MESSAGE_SIZE)
         .build();
     let mut links = JoinSet::new();
-    while let Some(attach) = session.next_incoming_attach().await {
-        let wanted = Wanted {
-            target: target_address(&attach).unwrap_or_default(),
-            source: attach
-                .source
-                .as_ref()
-                .and_then(|s| s.address.clone())
-                .unwrap_or_default(),
-            presettled: attach.snd_settle_mode == SenderSettleMode::Settled,
-        };
+    while let Some(mut attach) = session.next_incoming_attach().await {
+        let plan = plan(&attach, &shared, &state);
+        let address = match attach.role {
+            Role::Sender => target_address(&attach),
+            Role::Receiver => attach.source.as_ref().and_then(|s| s.address.clone()),
+        }
+        .unwrap_or_default();
+        let refused = matches!(plan, Plan::Refuse(_) | Plan::Unauthorised);
+        if refused {
+            // Azure refuses a link as AMQP says to: an attach without the terminus the
+            // client asked for, then a detach with the error. The SDKs read the detach's
+            // condition only when the attach was refused that way.
+            match attach.role {
+                Role::Sender => attach.target = None,
+                Role::Receiver => attach.source = None,
+            }
+        }
         let acceptor = if attach.role == Role::Sender {
             &inbound
         } else {
             &outbound
         };
-        match acceptor.accept_incoming_attach(attach, &mut session).await {
-            Ok(LinkEndpoint::Receiver(r)) => {
-                client_sender(r, wanted, &shared, &state, &mut links).await;
+        let (sh, st) = (shared.clone(), state.clone());
+        match (
+            acceptor.accept_incoming_attach(attach, &mut session).await,
+            plan,
+        ) {
+            (Err(_), _) => break,
+            (Ok(LinkEndpoint::Receiver(r)), Plan::Cbs) => {
+                links.spawn(cbs_node(r, sh, st));
             }
-            Ok(LinkEndpoint::Sender(s)) => {
-                client_receiver(s, wanted, &shared, &state, &mut links).await;
+            (Ok(LinkEndpoint::Receiver(r)), Plan::Management(src)) => {
+                links.spawn(management_node(r, address, src, sh, st));
             }
-            Err(_) => break,
+            (Ok(LinkEndpoint::Receiver(r)), Plan::Send(t)) => {
+                links.spawn(entity_receiver(r, address, t, sh, st));
+            }
+            (Ok(LinkEndpoint::Sender(s)), Plan::Replies(node)) => {
+                let (tx, rx) = mpsc::channel(16);
+                state.add_reply_link(&node, target_address_of_sender(&s), tx);
+                links.spawn(reply_link(s, rx));
+            }
+            (Ok(LinkEndpoint::Sender(s)), Plan::Receive(src, slot, presettled)) => {
+                links.spawn(entity_sender(s, src, slot, !presettled, sh));
+            }
+            (Ok(link), plan) => {
+                let err = match plan {
+                    Plan::Refuse(e) => refusal(e, &shared),
+                    _ => {
+                        shared.count(|c| c.unauthorized += 1);
+                        amqp_error(
+                            AmqpError::UnauthorizedAccess.into(),
+                            "no valid token for this address on this connection".to_string(),
+                        )
+                    }
+                };
+                let _ = match link {
+                    LinkEndpoint::Receiver(r) => r.close_with_error(err).await,
+                    LinkEndpoint::Sender(s) => s.close_with_error(err).await,
+                };
+            }
         }
     }
     links.abort_all();
+}
+
+/// The target the client's receiving link named (its reply address; may be empty).
+fn target_address_of_sender(s: &fe2o3_amqp::Sender) -> String {
+    s.target()
+        .as_ref()
+        .and_then(|t| t.address.clone())
+        .unwrap_or_default()
 }
 
 /// The condition and description a refused attach is detached with.
@@ -147,83 +248,6 @@ fn refusal(e: EntityError, shared: &Shared) -> definitions::Error {
         EntityError::LimitExceeded(d) => {
             shared.count(|c| c.limit_exceeded += 1);
             amqp_error(AmqpError::ResourceLimitExceeded.into(), d)
-        }
-    }
-}
-
-/// A link the client sends on: to `$cbs`, a `$management` node, or a queue or topic.
-async fn client_sender(
-    r: fe2o3_amqp::Receiver,
-    w: Wanted,
-    shared: &Arc<Shared>,
-    state: &Arc<ConnState>,
-    links: &mut JoinSet<()>,
-) {
-    if w.target == "$cbs" {
-        links.spawn(cbs_node(r, shared.clone(), state.clone()));
-        return;
-    }
-    let (shared, state) = (shared.clone(), state.clone());
-    if parse_address(&w.target).management {
-        match shared.ns.receive_source(&w.target) {
-            Ok(src) => {
-                links.spawn(management_node(r, w.target, src, shared, state));
-            }
-            Err(e) => {
-                let _ = r.close_with_error(refusal(e, &shared)).await;
-            }
-        }
-        return;
-    }
-    match shared.ns.send_target(&w.target) {
-        Ok(t) => {
-            links.spawn(entity_receiver(r, w.target, t, shared, state));
-        }
-        Err(e) => {
-            let _ = r.close_with_error(refusal(e, &shared)).await;
-        }
-    }
-}
-
-/// A link the client receives on: replies of `$cbs` or `$management`, or a queue or
-/// subscription.
-async fn client_receiver(
-    s: fe2o3_amqp::Sender,
-    w: Wanted,
-    shared: &Arc<Shared>,
-    state: &Arc<ConnState>,
-    links: &mut JoinSet<()>,
-) {
-    if w.source == "$cbs" || parse_address(&w.source).management {
-        let node = if w.source == "$cbs" {
-            "$cbs".to_string()
-        } else {
-            path_of(&w.source).to_string()
-        };
-        let (tx, rx) = mpsc::channel(16);
-        state.add_reply_link(&node, w.target, tx);
-        links.spawn(reply_link(s, rx));
-        return;
-    }
-    if !state.authorised(&w.source) {
-        shared.count(|c| c.unauthorized += 1);
-        let err = amqp_error(
-            AmqpError::UnauthorizedAccess.into(),
-            "no valid token for this address on this connection".to_string(),
-        );
-        let _ = s.close_with_error(err).await;
-        return;
-    }
-    let claimed = shared
-        .ns
-        .receive_source(&w.source)
-        .and_then(|src| src.claim().map(|slot| (src, slot)));
-    match claimed {
-        Ok((src, slot)) => {
-            links.spawn(entity_sender(s, src, slot, !w.presettled, shared.clone()));
-        }
-        Err(e) => {
-            let _ = s.close_with_error(refusal(e, shared)).await;
         }
     }
 }

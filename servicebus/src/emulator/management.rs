@@ -39,7 +39,11 @@ pub async fn management_node(
     state: Arc<ConnState>,
 ) {
     let node = path_of(&address).to_lowercase();
-    while let Ok(delivery) = receiver.recv::<Body<Value>>().await {
+    loop {
+        let delivery = match receiver.recv::<Body<Value>>().await {
+            Ok(d) => d,
+            Err(_) => break,
+        };
         if receiver.accept(&delivery).await.is_err() {
             break;
         }

@@ -319,6 +319,25 @@ impl Namespace {
         }
     }
 
+    /// Whether `address` names an entity that exists (a namespace-wide address does); what a
+    /// strict CBS put-token checks before answering 404 as Azure does.
+    pub fn exists(&self, address: &str) -> bool {
+        let p = parse_address(address);
+        if p.entity.is_empty() {
+            return true;
+        }
+        match (&p.subscription, self.topic(&p.entity)) {
+            (Some(sub), Some(t)) => t
+                .subscriptions
+                .read()
+                .expect("subscriptions lock")
+                .contains_key(&sub.to_lowercase()),
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (None, None) => self.queue(&p.entity).is_some(),
+        }
+    }
+
     /// Every queue and subscription, by path.
     pub fn stores(&self) -> Vec<Arc<Store>> {
         let e = self.entities.read().expect("entities lock");

@@ -16,6 +16,9 @@ use super::store::{Settle, Stored};
 use super::tier::Cost;
 use super::Shared;
 
+/// Longest a taken message waits for link credit before it is given back.
+const PARK: Duration = Duration::from_millis(50);
+
 /// Serve one receiver link. `peek_lock` is false when the client asked for pre-settled
 /// transfers (snd-settle-mode `settled`: receive-and-delete).
 pub async fn entity_sender(
@@ -60,8 +63,21 @@ pub async fn entity_sender(
         }
         let msg = annotated(&d.stored, d.lock.map(|l| l.1));
         let sendable = Sendable::builder().message(msg).settled(!peek_lock).build();
-        match sender.send_batchable(sendable).await {
-            Ok(fut) if peek_lock => {
+        // fe2o3 does not show the link credit, so the message is taken first and the send
+        // waits for credit. It waits at most PARK: then the message goes back untouched (the
+        // send is cancel-safe), so a link without credit never hides one from other
+        // receivers for long, nor holds it while its lock runs out.
+        let sent = tokio::select! {
+            r = sender.send_batchable(sendable) => Some(r),
+            _ = tokio::time::sleep(PARK) => None,
+            _ = link_drops.changed() => {
+                store.untake(d, source.dead_letter);
+                break;
+            }
+        };
+        match sent {
+            None => store.untake(d, source.dead_letter),
+            Some(Ok(fut)) if peek_lock => {
                 let store = store.clone();
                 let shared = shared.clone();
                 tokio::spawn(async move {
@@ -77,12 +93,10 @@ pub async fn entity_sender(
                     }
                 });
             }
-            Ok(_) => {}
-            Err(_) => {
-                if let Some(_lock) = d.lock {
-                    // Never reached the client: give the message back at once.
-                    let _ = store.settle(&token, Settle::Abandon, unix_ms());
-                }
+            Some(Ok(_)) => {}
+            Some(Err(_)) => {
+                // Never reached the client: give the message back untouched.
+                store.untake(d, source.dead_letter);
                 return;
             }
         }

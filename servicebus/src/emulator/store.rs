@@ -272,6 +272,40 @@ impl Store {
         })
     }
 
+    /// Give back a message [`Self::take`] handed out that never reached the client (no credit
+    /// came, or the link went): as if it had not been taken, nothing counted.
+    pub fn untake(&self, d: Delivered, dead_letter: bool) {
+        let mut guard = self.lock();
+        let g = &mut *guard;
+        let q = if dead_letter { &mut g.dlq } else { &mut g.main };
+        let seq = d.stored.seq;
+        let was_redelivery = d.stored.delivery_count > 1;
+        match d.lock {
+            Some((token, until)) => {
+                if q.locks.remove(&token).is_none() {
+                    return; // the lock ran out meanwhile: the sweep gave it back already
+                }
+                q.lock_expiry.remove(&(until, seq));
+                if let Some(m) = q.messages.get_mut(&seq) {
+                    m.lock = None;
+                    m.delivery_count -= 1;
+                }
+            }
+            None => {
+                let mut m = d.stored;
+                m.delivery_count -= 1;
+                q.messages.insert(seq, m);
+            }
+        }
+        q.available.insert(seq);
+        g.stats.delivered -= 1;
+        if was_redelivery {
+            g.stats.redelivered -= 1;
+        }
+        drop(guard);
+        self.ready.notify_waiters();
+    }
+
     /// Settle a peek-locked message by its lock token.
     pub fn settle(&self, token: &LockToken, how: Settle, now_ms: i64) -> Result<(), LockError> {
         let mut guard = self.lock();

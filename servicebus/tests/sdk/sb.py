@@ -7,6 +7,7 @@ the emulator's own counts. SDK exceptions are data: their class name goes in "er
   sb.py receive CONN ENTITY SUBSCRIPTION MODE SETTLE MAX WAIT_S
   sb.py peek    CONN ENTITY SUBSCRIPTION MAX
   sb.py renew   CONN ENTITY SUBSCRIPTION
+  sb.py defer_cycle CONN ENTITY SUBSCRIPTION
 
 ENTITY is a queue or topic; SUBSCRIPTION is "-" for a queue. MODE is peek_lock or
 receive_and_delete; SETTLE is complete, abandon, dead_letter, defer or none.
@@ -40,9 +41,9 @@ def client(conn):
 
 def send(conn, entity, singles, batches, lists, per):
     sent, error = 0, None
-    # A topic sender and a queue sender differ only in name: both attach to the entity.
-    with client(conn) as c, c.get_topic_sender(entity) as s:
-        try:
+    try:
+        # A topic sender and a queue sender differ only in name: both attach to the entity.
+        with client(conn) as c, c.get_topic_sender(entity) as s:
             for i in range(singles):
                 s.send_messages(ServiceBusMessage(f"single-{i}", message_id=f"s-{i}"))
                 sent += 1
@@ -57,8 +58,8 @@ def send(conn, entity, singles, batches, lists, per):
                     [ServiceBusMessage(f"list-{l}-{j}", message_id=f"l-{l}-{j}") for j in range(per)]
                 )
                 sent += per
-        except Exception as e:  # the error type is the result under test
-            error = error_name(e)
+    except Exception as e:  # the error type is the result under test
+        error = error_name(e)
     out(sent=sent, error=error)
 
 
@@ -133,6 +134,29 @@ def renew(conn, entity, sub):
     out(before=before, after=after, error=error)
 
 
+def defer_cycle(conn, entity, sub):
+    """Receive one message and defer it, fetch it back by sequence number through $management,
+    renew its lock there, then complete it there: the management node end to end."""
+    error, renewed, completed = None, False, False
+    with client(conn) as c:
+        try:
+            with receiver(c, entity, sub, ServiceBusReceiveMode.PEEK_LOCK) as r:
+                got = r.receive_messages(max_message_count=1, max_wait_time=5)
+                m = got[0]
+                seq = m.sequence_number
+                r.defer_message(m)
+                [d] = r.receive_deferred_messages([seq])
+                before = d.locked_until_utc
+                time.sleep(1.1)
+                after = r.renew_message_lock(d)
+                renewed = after > before
+                r.complete_message(d)
+                completed = True
+        except Exception as e:
+            error = error_name(e)
+    out(renewed=renewed, completed=completed, error=error)
+
+
 def main(argv):
     action, conn = argv[1], argv[2]
     if action == "send":
@@ -143,6 +167,8 @@ def main(argv):
         peek(conn, argv[3], argv[4], int(argv[5]))
     elif action == "renew":
         renew(conn, argv[3], argv[4])
+    elif action == "defer_cycle":
+        defer_cycle(conn, argv[3], argv[4])
     else:
         sys.exit(f"unknown action {action}")
 
