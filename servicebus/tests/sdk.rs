@@ -359,6 +359,36 @@ async fn python_queue_settlements_and_max_delivery_count() {
     emu.shutdown().await;
 }
 
+/// `$management` end to end with the Python SDK: a message deferred over the link is
+/// fetched back by sequence number, its lock renewed and the message completed, all
+/// through the management node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_deferred_message_renewed_and_completed_through_management() {
+    let Some(py) = python() else { return };
+    let emu = emulator(true, Tier::Unlimited).await;
+    let cs = emu.connection_string();
+    run(&py, "sb.py", &["send", &cs, "jobs", "1", "0", "0", "0"]).await;
+    let r = run(&py, "sb.py", &["defer_cycle", &cs, "jobs", "-"]).await;
+    assert_eq!(
+        r,
+        serde_json::json!({"renewed": true, "completed": true, "error": null})
+    );
+    let s = stats(&emu, "jobs");
+    assert_eq!(
+        (
+            s.delivered,
+            s.redelivered,
+            s.deferred,
+            s.completed,
+            s.active
+        ),
+        (2, 1, 1, 1, 0)
+    );
+    // receive-by-sequence-number, renew-lock, update-disposition.
+    assert_eq!(emu.counts().management, 3);
+    emu.shutdown().await;
+}
+
 /// Peek through `$management` leaves the messages where they are.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_peek_through_management() {

@@ -177,11 +177,14 @@ fn check_token(
     (202, "Accepted")
 }
 
-/// A client's reply link (of `$cbs` or a `$management` node): send each reply pre-settled.
+/// A client's reply link (of `$cbs` or a `$management` node): send each reply pre-settled,
+/// without waiting for an outcome. Python's management link attaches with snd-settle-mode
+/// `unsettled` (so the reply goes unsettled whatever we ask) and never settles a reply:
+/// waiting for that outcome would block every later reply on the link.
 pub async fn reply_link(mut sender: Sender, mut rx: mpsc::Receiver<Reply>) {
     while let Some(m) = rx.recv().await {
         let sendable = Sendable::builder().message(m).settled(true).build();
-        if sender.send(sendable).await.is_err() {
+        if sender.send_batchable(sendable).await.is_err() {
             break;
         }
     }

@@ -266,6 +266,7 @@ impl Store {
         g.main.lock_expiry.insert((until, seq));
         g.main.locks.insert(token, seq);
         g.stats.delivered += 1;
+        g.stats.redelivered += u64::from(stored.delivery_count > 1);
         Some(Delivered {
             stored,
             lock: Some((token, until)),

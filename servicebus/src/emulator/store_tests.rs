@@ -166,3 +166,25 @@ fn deferred_is_reached_by_sequence_number_only() {
     s.settle(&tok(5), Settle::Complete, 5).unwrap();
     assert_eq!(s.stats(6).active, 0);
 }
+
+#[test]
+fn untake_gives_back_uncounted() {
+    let s = store(10);
+    s.enqueue(msg(None), 0);
+    s.enqueue(msg(None), 0);
+    let d = s.take(true, false, 0, tok(1)).unwrap();
+    s.untake(d, false);
+    let d = s.take(false, false, 0, tok(2)).unwrap();
+    assert_eq!(
+        (d.stored.seq, d.stored.delivery_count),
+        (1, 1),
+        "first again, counted once"
+    );
+    s.untake(d, false);
+    let st = s.stats(0);
+    assert_eq!((st.delivered, st.redelivered, st.active), (0, 0, 2));
+    assert!(
+        s.settle(&tok(1), Settle::Complete, 0).is_err(),
+        "the lock went with it"
+    );
+}
