@@ -2,6 +2,7 @@
 
 mod dialect;
 mod distribution;
+mod emulator_cli;
 mod faults;
 mod framing;
 mod limits;
