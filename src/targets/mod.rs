@@ -3,12 +3,14 @@
 //! The engine knows nothing of HTTP or AMQP. One implementation per protocol, plus a mock.
 
 pub mod first_failure;
+pub mod h2;
 pub mod http;
 pub mod lanes;
 pub mod mock;
 pub mod reason;
 pub mod request;
 pub mod servicebus;
+pub mod transport;
 pub mod websub;
 
 use std::future::Future;
