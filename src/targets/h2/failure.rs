@@ -28,6 +28,7 @@ pub(super) fn stream_outcome(e: &h2::Error) -> Outcome {
             None => Outcome::StreamReset(H2Code::Other),
         };
     }
+    tracing::debug!(error = %e, "h2 stream failed: protocol_error");
     Outcome::ProtocolError
 }
 

@@ -300,9 +300,14 @@ async fn exchange(
                 Some(None) => break,
             }
         }
-        stream
-            .send_data(body, true)
-            .map_err(|e| stream_outcome(&e))?;
+        if let Err(e) = stream.send_data(body, true) {
+            // The stream ended before its body went (h2 says only "inactive stream"): the
+            // response future holds why (a GOAWAY, a reset).
+            return Err(match by(expiry, response).await {
+                Some(Err(why)) => stream_outcome(&why),
+                _ => stream_outcome(&e),
+            });
+        }
     }
     let head = match by(expiry, response).await {
         None => return Err(Outcome::Timeout(TimeoutKind::Response)),
