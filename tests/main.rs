@@ -12,6 +12,7 @@ mod dialect;
 mod first_failures;
 mod flask_websub;
 mod hlog;
+mod http2;
 mod https;
 mod local_limits;
 mod open_model;

@@ -30,7 +30,14 @@ pub enum Alpn {
 pub async fn negotiate(addr: SocketAddr, tls: &Tls, limit: Duration) -> std::io::Result<Alpn> {
     let work = async {
         let tcp = TcpStream::connect(addr).await?;
-        let s = tls.connector.connect(tls.server_name.clone(), tcp).await?;
+        let s = match tls.connector.connect(tls.server_name.clone(), tcp).await {
+            Ok(s) => s,
+            // A server that speaks ALPN but none of the protocols offered ends the handshake
+            // with no_application_protocol (RFC 7301 §3.2; nginx does, offered h2 alone
+            // without http2 on that listener).
+            Err(e) if refused_alpn(&e) => return Ok(Alpn::Http1),
+            Err(e) => return Err(e),
+        };
         Ok(match s.get_ref().1.alpn_protocol() {
             Some(b"h2") => Alpn::H2,
             _ => Alpn::Http1,
@@ -39,6 +46,17 @@ pub async fn negotiate(addr: SocketAddr, tls: &Tls, limit: Duration) -> std::io:
     tokio::time::timeout(limit, work)
         .await
         .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+}
+
+/// Whether a handshake failed because the server chose none of the ALPN protocols offered.
+fn refused_alpn(e: &std::io::Error) -> bool {
+    use tokio_rustls::rustls::{AlertDescription, Error};
+    matches!(
+        e.get_ref().and_then(|inner| inner.downcast_ref::<Error>()),
+        Some(Error::AlertReceived(
+            AlertDescription::NoApplicationProtocol
+        ))
+    )
 }
 
 impl H2Pool {
