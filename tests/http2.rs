@@ -356,3 +356,55 @@ async fn nginx_keepalive_requests_ends_connections_with_goaway_and_goaway_stream
     assert_eq!(hub.stats().await.publish.accepted, 1000);
     assert_eq!(logged(dir.path()), [("HTTP/2.0 200".to_string(), 1020)]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subscriber_fleet_subscribes_and_unsubscribes_over_h2c() {
+    // nginx's plain `http2` listener speaks h2c with prior knowledge only: an HTTP/1.1
+    // subscription request there would fail, so every subscription that succeeds went over h2.
+    let servers = [Server {
+        listen: "http2",
+        settings: "keepalive_requests 100000;",
+    }];
+    let Some((hub, nginx, _, dir)) = setup(&servers).await else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/hub", nginx.port);
+    let out = dir.path().join("out");
+    let args = [
+        "--hub-url",
+        &url,
+        "--out",
+        out.to_str().unwrap(),
+        "--tenants",
+        "5",
+        "--sps",
+        "2",
+        "--users",
+        "3",
+        "--http-version",
+        "2",
+        "--concurrency",
+        "4",
+        "--requests",
+        "100",
+        "--subscribers",
+        "1",
+    ];
+    let o = run(&args).await;
+    let r = &o.report;
+    let p = r.subscription.as_ref().expect("a subscription section");
+    assert_eq!((p.requested, p.accepted, p.verified), (20, 20, 20), "{p:?}");
+    let u = r.unsubscription.as_ref().expect("unsubscribed at the end");
+    assert_eq!((u.requested, u.accepted), (20, 20), "{u:?}");
+    assert_eq!(count(r.total.as_ref().unwrap(), "accepted"), 100);
+    assert_eq!(hub.stats().await.publish.accepted, 100);
+    // 20 registrations, 20 subscriptions, 100 publishes, 20 unsubscriptions; the hub answers
+    // (un)subscribe with 202.
+    assert_eq!(
+        logged(dir.path()),
+        [
+            ("HTTP/2.0 200".to_string(), 120),
+            ("HTTP/2.0 202".to_string(), 40)
+        ]
+    );
+}
