@@ -58,7 +58,8 @@ async fn exchange(
     };
     let mut conn = conn.map_err(|e| format!("connect: {e}"))?;
     if http2 {
-        return super::h2c::exchange(url, conn, form, headers, MAX_REPLY).await;
+        let (status, body) = super::h2c::exchange(url, conn, form, headers, MAX_REPLY).await?;
+        return Ok(Reply { status, body });
     }
     let mut target = url.path().to_owned();
     if let Some(q) = url.query() {

@@ -4,18 +4,17 @@
 use bytes::Bytes;
 use tokio::net::TcpStream;
 
-use super::client::Reply;
 use crate::targets::request::ExtraHeaders;
 
-/// `POST url` with `form` on `tcp` as an HTTP/2 stream; the answer's body is cut at `cap`
-/// bytes. Errors are one line and never contain a header value.
+/// `POST url` with `form` on `tcp` as an HTTP/2 stream: the answer's status and body (cut at
+/// `cap` bytes). Errors are one line and never contain a header value.
 pub(super) async fn exchange(
     url: &url::Url,
     tcp: TcpStream,
     form: &str,
     headers: &ExtraHeaders,
     cap: usize,
-) -> Result<Reply, String> {
+) -> Result<(u16, Vec<u8>), String> {
     let _ = tcp.set_nodelay(true);
     let (send, conn) = h2::client::handshake(tcp)
         .await
@@ -51,5 +50,5 @@ pub(super) async fn exchange(
         let room = cap.saturating_sub(body.len());
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);
     }
-    Ok(Reply { status, body })
+    Ok((status, body))
 }

@@ -23,6 +23,7 @@
 //! the message's fields and body would be in HTTP/1.1 (the request as rendered; the response's
 //! fields `name: value\r\n` and its DATA), not as compressed frames.
 
+mod alpn;
 mod connect;
 mod failure;
 mod message;
@@ -41,7 +42,7 @@ use http::uri::Scheme;
 use tokio::sync::Semaphore;
 use tokio::time::{sleep_until, Instant, Sleep};
 
-pub use connect::{negotiate, Alpn};
+pub use alpn::{negotiate, Alpn};
 use failure::stream_outcome;
 
 use crate::result::{OtherReason, Outcome, TimeoutKind};
