@@ -100,6 +100,16 @@ async fn setup(servers: &[Server]) -> Option<(TestHub, Nginx, Vec<u16>, tempfile
     Some((hub, n, ports, dir))
 }
 
+/// hubload over HTTP/2 at `url`, reports in `out`, 20 topics (5 tenants × 4 channels), and
+/// `flags`.
+async fn run_h2(url: &str, out: &Path, flags: &[&str]) -> hubload::RunOutcome {
+    let mut args = vec!["--hub-url", url, "--out", out.to_str().unwrap()];
+    args.extend_from_slice(&["--tenants", "5", "--sps", "2", "--users", "3"]);
+    args.extend_from_slice(&["--http-version", "2"]);
+    args.extend_from_slice(flags);
+    run(&args).await
+}
+
 /// 5 tenants × 4 channels = 20 topics; two levels of 300 publishes.
 const LOAD: &[&str] = &[
     "--tenants",
@@ -269,18 +279,6 @@ async fn nginx_max_concurrent_streams_refuses_streams_that_are_retried_and_never
     // 64 streams at once on one connection, before nginx's SETTINGS (2) arrive: nginx
     // refuses those past its limit. One registration at a time stays under it.
     let args = [
-        "--hub-url",
-        &url,
-        "--out",
-        out.to_str().unwrap(),
-        "--tenants",
-        "5",
-        "--sps",
-        "2",
-        "--users",
-        "3",
-        "--http-version",
-        "2",
         "--pool-per-host",
         "1",
         "--h2-streams",
@@ -294,7 +292,7 @@ async fn nginx_max_concurrent_streams_refuses_streams_that_are_retried_and_never
         "--retries",
         "3",
     ];
-    let o = run(&args).await;
+    let o = run_h2(&url, &out, &args).await;
     let total = o.report.total.as_ref().unwrap();
     let refused = count(total, "refused_stream");
     assert!(refused > 0, "nginx refused no stream");
@@ -320,18 +318,6 @@ async fn nginx_keepalive_requests_ends_connections_with_goaway_and_goaway_stream
     let url = format!("http://127.0.0.1:{}/hub", nginx.port);
     let out = dir.path().join("out");
     let args = [
-        "--hub-url",
-        &url,
-        "--out",
-        out.to_str().unwrap(),
-        "--tenants",
-        "5",
-        "--sps",
-        "2",
-        "--users",
-        "3",
-        "--http-version",
-        "2",
         "--pool-per-host",
         "2",
         "--h2-streams",
@@ -343,7 +329,7 @@ async fn nginx_keepalive_requests_ends_connections_with_goaway_and_goaway_stream
         "--retries",
         "5",
     ];
-    let o = run(&args).await;
+    let o = run_h2(&url, &out, &args).await;
     let total = o.report.total.as_ref().unwrap();
     let goaway = count(total, "goaway");
     // 1,000 publishes on connections of 50 requests each: about 20 connections drained, each
@@ -371,18 +357,6 @@ async fn the_subscriber_fleet_subscribes_and_unsubscribes_over_h2c() {
     let url = format!("http://127.0.0.1:{}/hub", nginx.port);
     let out = dir.path().join("out");
     let args = [
-        "--hub-url",
-        &url,
-        "--out",
-        out.to_str().unwrap(),
-        "--tenants",
-        "5",
-        "--sps",
-        "2",
-        "--users",
-        "3",
-        "--http-version",
-        "2",
         "--concurrency",
         "4",
         "--requests",
@@ -390,7 +364,7 @@ async fn the_subscriber_fleet_subscribes_and_unsubscribes_over_h2c() {
         "--subscribers",
         "1",
     ];
-    let o = run(&args).await;
+    let o = run_h2(&url, &out, &args).await;
     let r = &o.report;
     let p = r.subscription.as_ref().expect("a subscription section");
     assert_eq!((p.requested, p.accepted, p.verified), (20, 20, 20), "{p:?}");
