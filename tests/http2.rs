@@ -382,3 +382,43 @@ async fn the_subscriber_fleet_subscribes_and_unsubscribes_over_h2c() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_embedded_run_speaks_h2c_to_the_reference_hub() {
+    // No --hub-url: the embedded hub. Over http `2` is prior knowledge, so a hub that did not
+    // serve h2c would answer no stream at all (protocol_error), never `accepted`.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = run(&[
+        "--out",
+        out.to_str().unwrap(),
+        "--tenants",
+        "2",
+        "--http-version",
+        "2",
+        "--h2-streams",
+        "4",
+        "--concurrency",
+        "8",
+        "--requests",
+        "200",
+        "--deregister",
+    ])
+    .await;
+    let r = &o.report;
+    assert_eq!(count(r.total.as_ref().unwrap(), "accepted"), 200);
+    let topics = r.topics.len() as u64;
+    let reg = r.registration.as_ref().unwrap();
+    assert_eq!((reg.topics, reg.accepted), (topics, topics));
+    let dereg = r.deregistration.as_ref().unwrap();
+    assert_eq!((dereg.topics, dereg.accepted), (topics, topics));
+    // An HTTP/2 run's aggregate.csv has the HTTP/2 class columns.
+    let csv = std::fs::read_to_string(out.join("aggregate.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.contains(
+            "Connection errors,Refused streams,GOAWAY,Stream resets,Protocol errors,TLS errors"
+        ),
+        "{header}"
+    );
+}
