@@ -211,6 +211,16 @@ pub struct RunArgs {
     /// Immediate retries on a 5xx, a timeout or an I/O error [default: 0].
     #[arg(long, help_heading = "Client")]
     pub retries: Option<String>,
+    /// HTTP version of the hub requests: 1.1, 2 (h2 by ALPN over https, h2c with prior
+    /// knowledge over http) or auto (offer h2 and http/1.1 by ALPN; http:// stays 1.1)
+    /// [default: 1.1].
+    #[arg(long, help_heading = "Client")]
+    pub http_version: Option<String>,
+    /// HTTP/2: most streams in flight per connection (the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS caps it); --pool-per-host is the number of
+    /// connections [default: 100].
+    #[arg(long, help_heading = "Client")]
+    pub h2_streams: Option<String>,
 
     // ---- TLS (src/config/tls.rs)
     /// Trust this CA (PEM) for an https hub, besides the web PKI roots (repeatable).

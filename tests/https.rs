@@ -15,10 +15,10 @@ use hubload_hub::FaultConfig;
 use crate::util::{bin, count, free_port, hub_with, run, TestHub};
 
 /// A one-process nginx terminating TLS on 127.0.0.1 and proxying to `upstream`; killed on drop.
-struct Nginx {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
+pub(crate) struct Nginx {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
+    pub(crate) dir: PathBuf,
 }
 
 impl Drop for Nginx {
@@ -39,7 +39,7 @@ impl Nginx {
 }
 
 /// `Some(path)` of a tool, or `None` after a skip line (a failure when `CI` is set).
-fn tool(name: &str) -> Option<PathBuf> {
+pub(crate) fn tool(name: &str) -> Option<PathBuf> {
     let found = ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
         .iter()
         .map(|d| Path::new(d).join(name))
@@ -66,7 +66,7 @@ fn sh(cmd: &mut Command) {
 }
 
 /// A CA and a `localhost` / 127.0.0.1 leaf it signed, as PEM files in `dir`.
-fn make_certs(openssl: &Path, dir: &Path) {
+pub(crate) fn make_certs(openssl: &Path, dir: &Path) {
     let ec = [
         "-newkey",
         "ec",

@@ -14,6 +14,7 @@ mod first_failures;
 mod flask_websub;
 mod generator_bound;
 mod hlog;
+mod http2;
 mod https;
 mod local_limits;
 mod observe_server;

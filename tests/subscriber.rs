@@ -73,6 +73,7 @@ async fn one_level(
         headers: Default::default(),
         concurrency: 4,
         timeout: Duration::from_secs(10),
+        http2: false,
     };
     let phase = fleet.subscribe(&settings, &CancellationToken::new()).await;
     let n = (w.topics().len() * per_topic) as u64;
@@ -185,6 +186,7 @@ async fn delivers_exactly_once(per_topic: usize) {
         headers: Default::default(),
         concurrency: 4,
         timeout: Duration::from_secs(10),
+        http2: false,
     };
     let n = (w.topics().len() * per_topic) as u64;
     let gone = fleet
@@ -255,6 +257,7 @@ async fn hand_made_deliveries_are_classified() {
         headers: Default::default(),
         concurrency: 2,
         timeout: Duration::from_secs(10),
+        http2: false,
     };
     let n = w.topics().len() as u64;
     assert_eq!(
@@ -464,6 +467,7 @@ async fn a_refused_subscription_keeps_the_hubs_reason() {
                 headers: Default::default(),
                 concurrency: 2,
                 timeout: Duration::from_secs(5),
+                http2: false,
             },
             &CancellationToken::new(),
         )
@@ -497,6 +501,7 @@ async fn a_denial_is_recorded() {
                 headers: Default::default(),
                 concurrency: 3,
                 timeout: Duration::from_secs(10),
+                http2: false,
             },
             &CancellationToken::new(),
         )

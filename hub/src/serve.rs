@@ -1,5 +1,6 @@
-//! The accept loop: one hyper HTTP/1.1 connection task per socket, keep-alive and
-//! TCP_NODELAY, graceful shutdown, and the hook that lets the fault layer reset a connection.
+//! The accept loop: one hyper connection task per socket (HTTP/1.1, or h2c with prior
+//! knowledge, told apart by the first bytes), keep-alive and TCP_NODELAY, graceful shutdown,
+//! and the hook that lets the fault layer reset a connection.
 
 use std::future::Future;
 use std::io;
@@ -8,8 +9,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::Router;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -90,10 +91,11 @@ async fn connection(
         req.extensions_mut().insert(for_requests.clone());
         router.clone().oneshot(req.map(Body::new))
     });
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), svc);
+    // HTTP/1.1 and h2c on one listener: hyper-util reads the connection preface to choose.
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).keep_alive(true);
+    builder.http2().timer(TokioTimer::new());
+    let conn = builder.serve_connection(TokioIo::new(stream), svc);
     tokio::pin!(conn);
     let mut draining = false;
     loop {

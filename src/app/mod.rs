@@ -32,6 +32,13 @@ fn init_tracing() {
     use tracing_subscriber::Layer;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // The hub filter below decides at run time, so without a hint tracing would create every
+    // span of every level in the registry: h2's per-poll trace spans then cost about 40 % of
+    // an HTTP/2 publish's CPU (perf, bench/README.md "HTTP/2"). Nothing above the env
+    // filter's level is ever printed, so that level bounds it.
+    let hint = filter
+        .max_level_hint()
+        .unwrap_or(tracing_subscriber::filter::LevelFilter::TRACE);
     let printed = tracing_subscriber::fmt::layer()
         .with_writer(crate::console::writer)
         .with_ansi(
@@ -40,7 +47,9 @@ fn init_tracing() {
         )
         .with_target(false)
         .with_filter(filter)
-        .with_filter(tracing_subscriber::filter::filter_fn(hub_log::printed));
+        .with_filter(
+            tracing_subscriber::filter::filter_fn(hub_log::printed).with_max_level_hint(hint),
+        );
     let _ = tracing_subscriber::registry()
         .with(printed)
         .with(hub_log::HubWarnings.with_filter(tracing_subscriber::filter::LevelFilter::WARN))

@@ -7,6 +7,7 @@ mod client;
 mod delivery;
 mod dialect;
 mod error;
+mod http_version;
 mod judging;
 pub mod limits;
 mod load;
@@ -27,6 +28,7 @@ pub use client::{threads, ClientConfig};
 pub use delivery::{DeliveryConfig, SubscribeTopics};
 pub use dialect::WebSubConfig;
 pub use error::ConfigError;
+pub use http_version::{HttpConfig, HttpVersion};
 pub use judging::CapacityConfig;
 pub use model::RunConfig;
 pub use observe::{ObserveConfig, ObservedUrl, ServerQuery};
@@ -68,6 +70,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         levels: load.levels,
         arrivals: load.arrivals,
         tls: tls::resolve(a, client.connect_timeout)?,
+        http: http_version::resolve(a)?,
         client,
         target,
         websub,
@@ -111,6 +114,7 @@ fn shown(a: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "ramp_up": cfg.levels.first().map(|l| humantime::format_duration(l.ramp_up).to_string()),
         "arrivals": format!("{:?}", cfg.arrivals).to_lowercase(),
         "client": cfg.client,
+        "http": cfg.http,
         "tls": cfg.tls,
         "target": cfg.target,
         "websub": cfg.websub,

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::client::ClientConfig;
 use super::delivery::DeliveryConfig;
 use super::dialect::WebSubConfig;
+use super::http_version::HttpConfig;
 use super::judging::CapacityConfig;
 use super::limits::DescriptorBudget;
 use super::output::OutputConfig;
@@ -32,6 +33,8 @@ pub struct RunConfig {
     #[serde(skip)]
     pub arrivals: Arrivals,
     pub client: ClientConfig,
+    /// `--http-version` and `--h2-streams`.
+    pub http: HttpConfig,
     /// How https hubs are verified.
     pub tls: TlsConfig,
     pub target: TargetConfig,

@@ -58,6 +58,37 @@ pub const TRAILING_CLASSES: &[ClassColumn] = &[
     ("other", "Other", "Other"),
 ];
 
+/// HTTP/2's own classes (docs/http2.md). Their columns follow the connection errors when the
+/// run spoke HTTP/2 (`--http-version` 2 or auto) or counted any of them, so every row still
+/// adds up to its samples; an HTTP/1.1 run keeps the header it always had.
+pub const HTTP2_CLASSES: &[ClassColumn] = &[
+    ("refused_stream", "Refused streams", "Refused"),
+    ("goaway", "GOAWAY", "GOAWAY"),
+    ("stream_reset", "Stream resets", "StrmRst"),
+    ("protocol_error", "Protocol errors", "ProtoErr"),
+];
+
+/// [`HTTP2_CLASSES`] when the report has their columns, else none.
+pub fn http2_columns(report: &Report) -> &'static [ClassColumn] {
+    let asked = report
+        .config
+        .pointer("/http/version")
+        .and_then(|v| v.as_str())
+        .is_some_and(|v| v != "1.1");
+    let counted = || {
+        report
+            .levels
+            .iter()
+            .chain(report.total.as_ref())
+            .any(|r| HTTP2_CLASSES.iter().any(|c| class_count(r, c) > 0))
+    };
+    if asked || counted() {
+        HTTP2_CLASSES
+    } else {
+        &[]
+    }
+}
+
 /// The class columns of a report's target.
 pub fn class_columns(report: &Report) -> &'static [ClassColumn] {
     if report.target == TargetKind::Servicebus {
@@ -78,6 +109,7 @@ pub fn header(report: &Report) -> Vec<&'static str> {
         .chain(AGGREGATE_COLUMNS)
         .chain(class_columns(report).iter().map(|c| c.1))
         .chain(["Timeouts", "Connection errors"])
+        .chain(http2_columns(report).iter().map(|c| c.1))
         .chain(TRAILING_CLASSES.iter().map(|c| c.1))
         .collect()
 }
@@ -110,13 +142,14 @@ pub fn class_count(r: &LevelReport, c: &ClassColumn) -> u64 {
     r.counts.get(c.0).copied().unwrap_or(0)
 }
 
-fn class_fields(r: &LevelReport, classes: &[ClassColumn]) -> Vec<String> {
+fn class_fields(r: &LevelReport, classes: &[ClassColumn], h2: &[ClassColumn]) -> Vec<String> {
     let timeouts = r.timeouts.connect + r.timeouts.pool_wait + r.timeouts.response;
     let count = |c| class_count(r, c);
     classes
         .iter()
         .map(count)
         .chain([timeouts, r.connection_errors])
+        .chain(h2.iter().map(count))
         .chain(TRAILING_CLASSES.iter().map(count))
         .map(|n| n.to_string())
         .collect()
@@ -125,11 +158,12 @@ fn class_fields(r: &LevelReport, classes: &[ClassColumn]) -> Vec<String> {
 /// Render rows (levels then TOTAL) under [`header`].
 pub fn render_rows(report: &Report) -> anyhow::Result<Vec<u8>> {
     let classes = class_columns(report);
+    let h2 = http2_columns(report);
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(header(report))?;
     for r in report.levels.iter().chain(report.total.as_ref()) {
         let mut row = aggregate_fields(r);
-        row.extend(class_fields(r, classes));
+        row.extend(class_fields(r, classes, h2));
         w.write_record(&row)?;
     }
     Ok(w.into_inner()?)

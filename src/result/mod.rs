@@ -4,6 +4,6 @@ pub mod classify;
 mod outcome;
 
 pub use outcome::{
-    Attempt, Class, ClientReason, ConnErrorKind, OtherReason, Outcome, Reason, TimeoutKind,
+    Attempt, Class, ClientReason, ConnErrorKind, H2Code, OtherReason, Outcome, Reason, TimeoutKind,
     TlsReason,
 };

@@ -87,6 +87,53 @@ pub enum ClientReason {
     Other,
 }
 
+/// An HTTP/2 error code (RFC 9113 §7) a stream was reset with: the reason of `stream_reset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum H2Code {
+    /// NO_ERROR (0x0).
+    NoError,
+    /// PROTOCOL_ERROR (0x1).
+    ProtocolError,
+    /// INTERNAL_ERROR (0x2).
+    InternalError,
+    /// FLOW_CONTROL_ERROR (0x3).
+    FlowControlError,
+    /// STREAM_CLOSED (0x5).
+    StreamClosed,
+    /// FRAME_SIZE_ERROR (0x6).
+    FrameSizeError,
+    /// CANCEL (0x8).
+    Cancel,
+    /// COMPRESSION_ERROR (0x9).
+    CompressionError,
+    /// ENHANCE_YOUR_CALM (0xb).
+    EnhanceYourCalm,
+    /// HTTP_1_1_REQUIRED (0xd).
+    Http11Required,
+    /// Any other code (SETTINGS_TIMEOUT, CONNECT_ERROR, INADEQUATE_SECURITY, unknown codes).
+    Other,
+}
+
+impl H2Code {
+    /// The code of RFC 9113 §7's number (REFUSED_STREAM is a class of its own, not a code here).
+    pub fn from_u32(code: u32) -> H2Code {
+        match code {
+            0x0 => H2Code::NoError,
+            0x1 => H2Code::ProtocolError,
+            0x2 => H2Code::InternalError,
+            0x3 => H2Code::FlowControlError,
+            0x5 => H2Code::StreamClosed,
+            0x6 => H2Code::FrameSizeError,
+            0x8 => H2Code::Cancel,
+            0x9 => H2Code::CompressionError,
+            0xb => H2Code::EnhanceYourCalm,
+            0xd => H2Code::Http11Required,
+            _ => H2Code::Other,
+        }
+    }
+}
+
 /// What one attempt ended in. `classify` produces it; stats count it by [`Class`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -126,6 +173,19 @@ pub enum Outcome {
     Cancelled,
     /// Anything else (1xx/3xx statuses, unparsable responses), with the reason.
     Other(OtherReason),
+    /// HTTP/2: the stream was reset with REFUSED_STREAM (not processed; safe to retry).
+    RefusedStream,
+    /// HTTP/2: the stream was above the last-stream-id of the server's GOAWAY (not
+    /// processed; safe to retry).
+    GoAway,
+    /// HTTP/2: the stream was reset with any other error code (the reason).
+    StreamReset(H2Code),
+    /// HTTP/2: the connection broke the protocol (a connection error, a frame or header
+    /// block the client refused, the server not speaking h2).
+    ProtocolError,
+    /// HTTP/2: the request body was still blocked by flow control at the deadline
+    /// (class `timeout_response`, reason `flow_control`).
+    FlowControlTimeout,
 }
 
 /// The countable class of an [`Outcome`], without its payload. The order of
@@ -155,11 +215,15 @@ pub enum Class {
     ClientError,
     Cancelled,
     Other,
+    RefusedStream,
+    Goaway,
+    StreamReset,
+    ProtocolError,
 }
 
 impl Class {
     /// Number of classes; the length of every per-class counter array.
-    pub const COUNT: usize = 22;
+    pub const COUNT: usize = 26;
 
     /// Every class, in report order.
     pub const ALL: [Class; Class::COUNT] = [
@@ -185,6 +249,10 @@ impl Class {
         Class::ClientError,
         Class::Cancelled,
         Class::Other,
+        Class::RefusedStream,
+        Class::Goaway,
+        Class::StreamReset,
+        Class::ProtocolError,
     ];
 
     /// Stable snake_case name used as a JSON key and in logs.
@@ -212,6 +280,10 @@ impl Class {
             Class::ClientError => "client_error",
             Class::Cancelled => "cancelled",
             Class::Other => "other",
+            Class::RefusedStream => "refused_stream",
+            Class::Goaway => "goaway",
+            Class::StreamReset => "stream_reset",
+            Class::ProtocolError => "protocol_error",
         }
     }
 
@@ -236,12 +308,30 @@ impl Class {
         )
     }
 
+    /// True for the classes only HTTP/2 has.
+    pub fn is_http2(self) -> bool {
+        matches!(
+            self,
+            Class::RefusedStream | Class::Goaway | Class::StreamReset | Class::ProtocolError
+        )
+    }
+
     /// Whether the real publisher would retry this attempt: on a 5xx, a timeout or an I/O error
     /// (docs/protocol.md §3); never on a denial or a 4xx. Service Bus throttling is retried too.
+    /// HTTP/2 streams refused or above a GOAWAY's last id were not processed, so they are
+    /// safe to retry even for POST (RFC 9113 §8.7); any other stream reset is retried as a
+    /// connection reset is.
     pub fn is_retryable(self) -> bool {
         matches!(
             self,
-            Class::Http502 | Class::Http503 | Class::Http504 | Class::Http5xx | Class::Throttled
+            Class::Http502
+                | Class::Http503
+                | Class::Http504
+                | Class::Http5xx
+                | Class::Throttled
+                | Class::RefusedStream
+                | Class::Goaway
+                | Class::StreamReset
         ) || self.is_timeout()
             || self.is_conn_error()
     }
@@ -273,6 +363,11 @@ impl Outcome {
             Outcome::ClientError(_) => Class::ClientError,
             Outcome::Cancelled => Class::Cancelled,
             Outcome::Other(_) => Class::Other,
+            Outcome::RefusedStream => Class::RefusedStream,
+            Outcome::GoAway => Class::Goaway,
+            Outcome::StreamReset(_) => Class::StreamReset,
+            Outcome::ProtocolError => Class::ProtocolError,
+            Outcome::FlowControlTimeout => Class::TimeoutResponse,
         }
     }
 
@@ -282,6 +377,8 @@ impl Outcome {
             Outcome::Other(r) => Some(Reason::Other(r)),
             Outcome::TlsError(r) => Some(Reason::Tls(r)),
             Outcome::ClientError(r) => Some(Reason::Client(r)),
+            Outcome::StreamReset(c) => Some(Reason::Reset(c)),
+            Outcome::FlowControlTimeout => Some(Reason::FlowControl),
             _ => None,
         }
     }
@@ -305,11 +402,15 @@ pub enum Reason {
     Other(OtherReason),
     Tls(TlsReason),
     Client(ClientReason),
+    /// The error code of a `stream_reset`.
+    Reset(H2Code),
+    /// A `timeout_response` whose request body was blocked by HTTP/2 flow control.
+    FlowControl,
 }
 
 impl Reason {
     /// Number of reasons; the length of every per-reason counter array.
-    pub const COUNT: usize = 20;
+    pub const COUNT: usize = 32;
 
     /// Every reason, in index order.
     pub const ALL: [Reason; Reason::COUNT] = [
@@ -333,6 +434,18 @@ impl Reason {
         Reason::Client(ClientReason::NoEphemeralPorts),
         Reason::Client(ClientReason::NoBuffers),
         Reason::Client(ClientReason::Other),
+        Reason::Reset(H2Code::NoError),
+        Reason::Reset(H2Code::ProtocolError),
+        Reason::Reset(H2Code::InternalError),
+        Reason::Reset(H2Code::FlowControlError),
+        Reason::Reset(H2Code::StreamClosed),
+        Reason::Reset(H2Code::FrameSizeError),
+        Reason::Reset(H2Code::Cancel),
+        Reason::Reset(H2Code::CompressionError),
+        Reason::Reset(H2Code::EnhanceYourCalm),
+        Reason::Reset(H2Code::Http11Required),
+        Reason::Reset(H2Code::Other),
+        Reason::FlowControl,
     ];
 
     /// Index into per-reason counter arrays.
@@ -341,6 +454,8 @@ impl Reason {
             Reason::Other(r) => r as usize,
             Reason::Tls(r) => 10 + r as usize,
             Reason::Client(r) => 16 + r as usize,
+            Reason::Reset(c) => 20 + c as usize,
+            Reason::FlowControl => 31,
         }
     }
 
@@ -373,6 +488,20 @@ impl Reason {
                 ClientReason::NoBuffers => "client_error.no_buffers",
                 ClientReason::Other => "client_error.other",
             },
+            Reason::Reset(c) => match c {
+                H2Code::NoError => "stream_reset.no_error",
+                H2Code::ProtocolError => "stream_reset.protocol_error",
+                H2Code::InternalError => "stream_reset.internal_error",
+                H2Code::FlowControlError => "stream_reset.flow_control_error",
+                H2Code::StreamClosed => "stream_reset.stream_closed",
+                H2Code::FrameSizeError => "stream_reset.frame_size_error",
+                H2Code::Cancel => "stream_reset.cancel",
+                H2Code::CompressionError => "stream_reset.compression_error",
+                H2Code::EnhanceYourCalm => "stream_reset.enhance_your_calm",
+                H2Code::Http11Required => "stream_reset.http_1_1_required",
+                H2Code::Other => "stream_reset.other",
+            },
+            Reason::FlowControl => "timeout_response.flow_control",
         }
     }
 

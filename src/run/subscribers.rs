@@ -79,6 +79,7 @@ impl DeliveryRun {
                 headers: cfg.target.hub_headers.clone(),
                 concurrency: cfg.register_concurrency as usize,
                 timeout: PHASE_TIMEOUT.max(cfg.client.timeout),
+                http2: cfg.http.version == crate::config::HttpVersion::Http2,
             },
             grace: d.grace,
             unsubscribe: d.unsubscribe,

@@ -10,8 +10,9 @@ use super::embedded::EmbeddedHub;
 use super::levels::pool_size;
 use super::path::TargetPath;
 use super::record::RunRecord;
-use crate::config::{Dialect, RunConfig, TargetKind};
+use crate::config::{Dialect, HttpVersion, RunConfig, TargetKind};
 use crate::engine::LevelSpec;
+use crate::targets::h2::{negotiate, Alpn};
 use crate::targets::websub::{HubEndpoint, WebSubClient, WebSubTarget};
 use crate::targets::{PhaseResult, Target};
 use crate::topic_server::TopicServer;
@@ -26,11 +27,19 @@ pub(crate) struct WebSubPath<'a> {
     phase: WebSubTarget,
     /// Websub dialect: serves each topic URL the hub fetches after a thin ping.
     topics: Option<Arc<TopicServer>>,
+    /// `Some(streams per connection)` when hub requests speak HTTP/2.
+    h2: Option<usize>,
     _embedded: Option<EmbeddedHub>,
 }
 
-/// The publish client for `max_conns` connections; topic URLs start with `prefix`.
-fn client(cfg: &RunConfig, max_conns: usize, prefix: &str) -> WebSubClient {
+/// The publish client for `wanted` exchanges at once (connections, over HTTP/1.1); topic URLs
+/// start with `prefix`. Over HTTP/2 (`h2`: streams per connection) the connections are
+/// `--pool-per-host`, else as many as `wanted` streams need.
+fn client(cfg: &RunConfig, wanted: usize, prefix: &str, h2: Option<usize>) -> WebSubClient {
+    let max_conns = match (h2, cfg.client.pool_per_host) {
+        (Some(streams), None) => wanted.div_ceil(streams.max(1)),
+        _ => wanted,
+    };
     WebSubClient {
         timeout: cfg.client.timeout,
         connect_timeout: cfg.client.connect_timeout,
@@ -41,6 +50,42 @@ fn client(cfg: &RunConfig, max_conns: usize, prefix: &str) -> WebSubClient {
         dialect: cfg.websub.dialect,
         topic_url_prefix: prefix.to_owned(),
         phase_concurrency: cfg.register_concurrency as usize,
+        h2_streams: h2,
+    }
+}
+
+/// Whether hub requests speak HTTP/2, and with how many streams per connection: `2` over
+/// http is h2c with prior knowledge; over https one TLS handshake at start asks ALPN
+/// (`2` offers h2 alone, and a server choosing HTTP/1.1 is an error before any load;
+/// `auto` offers h2 and http/1.1 and takes the server's choice). A probe that fails
+/// (refused, a certificate refused) decides nothing: the load counts that failure.
+async fn http2_streams(
+    cfg: &RunConfig,
+    url: &url::Url,
+    endpoint: &HubEndpoint,
+) -> anyhow::Result<Option<usize>> {
+    let streams = Some(cfg.http.h2_streams as usize);
+    let version = cfg.http.version;
+    let Some(tls) = &endpoint.tls else {
+        return Ok(streams.filter(|_| version == HttpVersion::Http2));
+    };
+    let offer: &[&[u8]] = match version {
+        HttpVersion::Http1 => return Ok(None),
+        HttpVersion::Http2 => &[b"h2"],
+        HttpVersion::Auto => &[b"h2", b"http/1.1"],
+    };
+    let limit = cfg.client.connect_timeout + cfg.tls.tls_timeout;
+    let chosen = negotiate(endpoint.addrs[0], &tls.with_alpn(offer), limit).await;
+    match (chosen, version) {
+        (Ok(Alpn::H2), _) => Ok(streams),
+        (Ok(Alpn::Http1), HttpVersion::Http2) => anyhow::bail!(
+            "--http-version 2: the hub at {} did not choose h2 by ALPN (it speaks HTTP/1.1; \
+             use --http-version auto or 1.1)",
+            url.host_str().unwrap_or_default()
+        ),
+        (Ok(Alpn::Http1), _) => Ok(None),
+        (Err(_), HttpVersion::Http2) => Ok(streams),
+        (Err(_), _) => Ok(None),
     }
 }
 
@@ -66,6 +111,14 @@ impl<'a> WebSubPath<'a> {
         )
         .await?;
         announce_endpoint(cfg, &url, &endpoint);
+        let h2 = http2_streams(cfg, &url, &endpoint).await?;
+        if !cfg.output.quiet && cfg.http.version != HttpVersion::Http1 {
+            let chosen = if h2.is_some() { "HTTP/2" } else { "HTTP/1.1" };
+            crate::console::say!(
+                "  http      {chosen} (--http-version {})",
+                cfg.http.version.as_str()
+            );
+        }
         let topics = super::serve_topics::start(cfg, workload, &url).await?;
         let prefix = topics.as_ref().map_or("", |t| t.prefix());
         // Registration gets its own pool and at least 5 s per request: it is set-up, not load.
@@ -74,7 +127,7 @@ impl<'a> WebSubPath<'a> {
             connect_timeout: cfg.client.connect_timeout.max(Duration::from_secs(5)),
             tls_timeout: cfg.tls.tls_timeout.max(Duration::from_secs(5)),
             pool_timeout: Duration::from_secs(60),
-            ..client(cfg, cfg.register_concurrency as usize, prefix)
+            ..client(cfg, cfg.register_concurrency as usize, prefix, h2)
         };
         // The set-up phase counts on its own, so per-address attempts are the load's alone.
         let phase = WebSubTarget::new(
@@ -89,6 +142,7 @@ impl<'a> WebSubPath<'a> {
             endpoint,
             phase,
             topics,
+            h2,
             _embedded: embedded,
         })
     }
@@ -133,7 +187,7 @@ impl TargetPath for WebSubPath<'_> {
 
     fn target(&self, spec: &LevelSpec) -> WebSubTarget {
         let prefix = self.topics.as_ref().map_or("", |t| t.prefix());
-        let c = client(self.cfg, pool_size(self.cfg, spec), prefix);
+        let c = client(self.cfg, pool_size(self.cfg, spec), prefix, self.h2);
         let t = WebSubTarget::new(self.endpoint.clone(), self.workload.topics(), &c)
             .with_workload(self.workload.clone());
         match &self.topics {

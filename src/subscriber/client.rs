@@ -30,8 +30,9 @@ pub async fn post_form(
     form: &str,
     headers: &ExtraHeaders,
     timeout: Duration,
+    http2: bool,
 ) -> Result<Reply, String> {
-    tokio::time::timeout(timeout, exchange(url, connect_to, form, headers))
+    tokio::time::timeout(timeout, exchange(url, connect_to, form, headers, http2))
         .await
         .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
 }
@@ -41,6 +42,7 @@ async fn exchange(
     connect_to: Option<&[SocketAddr]>,
     form: &str,
     headers: &ExtraHeaders,
+    http2: bool,
 ) -> Result<Reply, String> {
     if url.scheme() != "http" {
         return Err(format!(
@@ -55,6 +57,10 @@ async fn exchange(
         None => tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port)).await,
     };
     let mut conn = conn.map_err(|e| format!("connect: {e}"))?;
+    if http2 {
+        let (status, body) = super::h2c::exchange(url, conn, form, headers, MAX_REPLY).await?;
+        return Ok(Reply { status, body });
+    }
     let mut target = url.path().to_owned();
     if let Some(q) = url.query() {
         target.push('?');
@@ -204,7 +210,7 @@ mod tests {
         ] {
             let url = dripping_hub(first, each).await;
             let started = std::time::Instant::now();
-            let r = post_form(&url, None, "a=b", &ExtraHeaders::default(), timeout).await;
+            let r = post_form(&url, None, "a=b", &ExtraHeaders::default(), timeout, false).await;
             let took = started.elapsed();
             assert_eq!(r, Err("no answer within 300ms".to_string()));
             assert!(

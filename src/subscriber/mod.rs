@@ -9,6 +9,7 @@ mod behaviour;
 mod bitmap;
 pub mod client;
 mod fleet;
+mod h2c;
 mod hist_serde;
 mod http1;
 mod receive;

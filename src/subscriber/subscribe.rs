@@ -30,6 +30,8 @@ pub struct PhaseSettings {
     pub concurrency: usize,
     /// Per request, and for the verification wait after the last request.
     pub timeout: Duration,
+    /// Send the requests over h2c with prior knowledge (`--http-version 2`, http hub).
+    pub http2: bool,
 }
 
 /// How a subscription (or unsubscription) phase went, in subscribers.
@@ -128,6 +130,7 @@ async fn run_phase(
                     &body,
                     &p.headers,
                     p.timeout,
+                    p.http2,
                 );
                 let r = tokio::select! {
                     biased;

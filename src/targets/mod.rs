@@ -3,6 +3,7 @@
 //! The engine knows nothing of HTTP or AMQP. One implementation per protocol, plus a mock for tests.
 
 pub mod first_failure;
+pub mod h2;
 pub mod http;
 pub mod lanes;
 #[cfg(test)]
@@ -10,6 +11,7 @@ pub(crate) mod mock;
 pub mod reason;
 pub mod request;
 pub mod servicebus;
+pub mod transport;
 pub mod websub;
 
 use std::future::Future;

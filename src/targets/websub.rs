@@ -15,10 +15,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::first_failure::FirstFailures;
-use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls, TransportError};
+use super::h2::{H2Config, H2Pool};
+use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
 use super::lanes::run_lanes;
 use super::reason::{explain, hub_reason};
 use super::request::{Dialect, ExtraHeaders, HubTarget, RequestShape};
+use super::transport::{send_rendered_h2, Transport};
 use super::{PhaseResult, Target};
 use crate::result::{Attempt, Class, Outcome};
 use crate::topic_server::TopicServer;
@@ -158,12 +160,15 @@ pub struct WebSubClient {
     pub topic_url_prefix: String,
     /// Concurrency of registration/deregistration.
     pub phase_concurrency: usize,
+    /// `Some(streams per connection)`: speak HTTP/2 (`max_conns` connections); `None`:
+    /// HTTP/1.1.
+    pub h2_streams: Option<usize>,
 }
 
 /// A WebSub hub.
 #[derive(Debug)]
 pub struct WebSubTarget {
-    pool: HttpPool,
+    pool: Transport,
     timeout: Duration,
     /// Per topic: the Ballerina publish request up to (not including) the `activityid`
     /// value, or the complete websub thin ping.
@@ -182,19 +187,36 @@ pub struct WebSubTarget {
 impl WebSubTarget {
     /// A target for `topics` at `hub`.
     pub fn new(hub: HubEndpoint, topics: &[Topic], client: &WebSubClient) -> Self {
-        let mut pool = HttpPool::with_addrs(
-            hub.addrs.clone(),
-            PoolConfig {
-                max_conns: client.max_conns,
-                connect_timeout: client.connect_timeout,
-                tls_timeout: client.tls_timeout,
-                pool_timeout: client.pool_timeout,
-            },
-        )
-        .with_counters(hub.counters.clone());
-        if let Some(tls) = &hub.tls {
-            pool = pool.with_tls(tls.clone());
-        }
+        let pool = match client.h2_streams {
+            None => {
+                let mut pool = HttpPool::with_addrs(
+                    hub.addrs.clone(),
+                    PoolConfig {
+                        max_conns: client.max_conns,
+                        connect_timeout: client.connect_timeout,
+                        tls_timeout: client.tls_timeout,
+                        pool_timeout: client.pool_timeout,
+                    },
+                )
+                .with_counters(hub.counters.clone());
+                if let Some(tls) = &hub.tls {
+                    pool = pool.with_tls(tls.clone());
+                }
+                Transport::Http1(pool)
+            }
+            Some(streams) => Transport::Http2(H2Pool::new(
+                hub.addrs.clone(),
+                hub.counters.clone(),
+                H2Config {
+                    conns: client.max_conns,
+                    streams,
+                    connect_timeout: client.connect_timeout,
+                    tls_timeout: client.tls_timeout,
+                    pool_timeout: client.pool_timeout,
+                },
+                hub.tls.as_ref(),
+            )),
+        };
         let shape = RequestShape {
             hub: HubTarget {
                 host: hub.host.clone(),
@@ -236,8 +258,8 @@ impl WebSubTarget {
         self
     }
 
-    /// The pool publishes go through (per-address counts, handshakes).
-    pub fn pool(&self) -> &HttpPool {
+    /// The connections publishes go through.
+    pub fn transport(&self) -> &Transport {
         &self.pool
     }
 
@@ -258,7 +280,7 @@ impl WebSubTarget {
     ) -> (Attempt, bool) {
         let result = self
             .pool
-            .send_into(request, started, started + self.timeout, resp)
+            .send_bytes(request, started, started + self.timeout, resp)
             .await;
         self.attempt(result, request.len(), resp)
     }
@@ -267,7 +289,7 @@ impl WebSubTarget {
     /// was read.
     fn attempt(
         &self,
-        result: Result<(), TransportError>,
+        result: Result<(), Outcome>,
         bytes_sent: usize,
         resp: &Response,
     ) -> (Attempt, bool) {
@@ -275,7 +297,7 @@ impl WebSubTarget {
         let bytes_received = resp.bytes_received;
         let (outcome, status) = match result {
             Ok(()) => (self.classify(resp), resp.status),
-            Err(e) => (e.outcome(), 0),
+            Err(outcome) => (outcome, 0),
         };
         let a = Attempt {
             outcome,
@@ -439,10 +461,17 @@ impl Target for WebSubTarget {
                     }),
                 }
             };
-            let result = self
-                .pool
-                .send_rendered(&render, started, started + self.timeout, &mut scratch.resp)
-                .await;
+            let deadline = started + self.timeout;
+            let result = match &self.pool {
+                Transport::Http1(pool) => pool
+                    .send_rendered(&render, started, deadline, &mut scratch.resp)
+                    .await
+                    .map_err(|e| e.outcome()),
+                Transport::Http2(pool) => {
+                    let resp = &mut *scratch.resp;
+                    Box::pin(send_rendered_h2(pool, &render, started, deadline, resp)).await
+                }
+            };
             // Never rendered (no connection): the request the attempt was for, counted as
             // when it is sent.
             let size = match scratch.resp.request_bytes {

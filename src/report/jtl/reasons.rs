@@ -106,6 +106,33 @@ pub(super) fn response(outcome: Outcome, status: u16) -> Response {
             "The message is too large",
             "",
         ),
+        // HTTP/2 (JMeter's HttpClient 4 has none): the exceptions of OkHttp, a Java client
+        // that speaks it, with the class (and reason) as the failure message.
+        Outcome::RefusedStream => non_http(
+            "okhttp3.internal.http2.StreamResetException",
+            "stream was reset: REFUSED_STREAM",
+            "refused_stream",
+        ),
+        Outcome::GoAway => non_http(
+            "okhttp3.internal.http2.ConnectionShutdownException",
+            "connection shut down (GOAWAY)",
+            "goaway",
+        ),
+        Outcome::StreamReset(_) => non_http(
+            "okhttp3.internal.http2.StreamResetException",
+            "stream was reset",
+            outcome.reason().map_or("stream_reset", |r| r.name()),
+        ),
+        Outcome::ProtocolError => non_http(
+            "java.net.ProtocolException",
+            "HTTP/2 protocol error",
+            "protocol_error",
+        ),
+        Outcome::FlowControlTimeout => non_http(
+            "java.net.SocketTimeoutException",
+            "Read timed out",
+            "timeout_response.flow_control",
+        ),
         Outcome::Other(_) | Outcome::TlsError(_) | Outcome::ClientError(_) | Outcome::Cancelled => {
             with_reason(outcome)
         }

@@ -67,11 +67,14 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::{timeout_at, Instant};
 
 use crate::result::{ConnErrorKind, TimeoutKind};
-use conn::{io_error, Conn, Render, Resume};
+use conn::{Conn, Render, Resume};
 pub use error::TransportError;
 pub use response::{Response, BODY_CAP};
 use stream::Stream;
 pub use tls::{Tls, TlsError};
+// The HTTP/2 transport (`targets/h2`) maps socket and handshake failures as this client does.
+pub(crate) use conn::io_error;
+pub(crate) use tls::handshake_error;
 
 /// How long an idle connection is kept by default: below nginx's 75 s keep-alive timeout
 /// and the 4 min after which Azure's load balancer drops idle flows without a reset (a
@@ -151,6 +154,18 @@ impl HostCounters {
             .iter()
             .map(|a| a.load(Ordering::Relaxed))
             .collect()
+    }
+
+    /// One attempt more to address `addr` (by index); the HTTP/2 transport's count.
+    pub(crate) fn count_attempt(&self, addr: usize) {
+        self.attempts[addr].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One completed TLS handshake of this long; the HTTP/2 transport's count.
+    pub(crate) fn count_handshake(&self, took: Duration) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.handshakes.fetch_add(1, Ordering::Relaxed);
+        self.handshake_us.fetch_add(us, Ordering::Relaxed);
     }
 
     /// Completed TLS handshakes and their total time.

@@ -111,6 +111,19 @@ impl Tls {
     }
 }
 
+impl Tls {
+    /// The same settings offering these ALPN protocols instead of `http/1.1` (`h2`, or `h2`
+    /// then `http/1.1` for `--http-version auto`).
+    pub fn with_alpn(&self, protocols: &[&[u8]]) -> Tls {
+        let mut config = ClientConfig::clone(self.connector.config());
+        config.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
+        Tls {
+            connector: TlsConnector::from(Arc::new(config)),
+            server_name: self.server_name.clone(),
+        }
+    }
+}
+
 fn server_name_of(host: &str) -> Result<ServerName<'static>, TlsError> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     ServerName::try_from(bare.to_string()).map_err(|_| TlsError::ServerName(host.to_string()))

@@ -70,6 +70,7 @@ async fn publish(
         headers: ExtraHeaders::default(),
         dialect: Dialect::Ballerina,
         topic_url_prefix: String::new(),
+        h2_streams: None,
         phase_concurrency: 1,
     };
     let hub = HubEndpoint::at(&url, vec![addr], None).unwrap();

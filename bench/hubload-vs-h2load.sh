@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# hubload's HTTP/2 publish vs h2load (nghttp2), in one run, against the same one-worker nginx
+# with `http2` (h2c, prior knowledge), the same 600-byte JSON body, 3 interleaved rounds:
+#   c10m10   h2load -c 10 -m 10 -t 1   vs  hubload --pool-per-host 10 --h2-streams 10 --concurrency 100 --threads 1
+#   c1m100   h2load -c 1 -m 100 -t 1   vs  hubload --pool-per-host 1 --h2-streams 100 --concurrency 100 --threads 1
+#   h1-c100  hubload over HTTP/1.1 at the same concurrency (100 connections), for hubload against itself
+# For each run: requests (the client's, checked against nginx's own stub_status count), req/s,
+# the client's CPU per request (user, sys, µs, its rusage by /usr/bin/time), nginx's worker CPU
+# per request, and with STRACE=1 one more run per client under `strace -c -f` for system calls
+# per request (strace slows the client; those runs are not in the req/s figures).
+#
+# Usage: bench/hubload-vs-h2load.sh   (knobs: ROUNDS=3 DURATION=10 STRACE=0 HUBLOAD_BIN=path)
+# Needs nginx (with http_v2: Debian's nginx-light) and h2load (Debian's nghttp2-client).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=bench/nginx.sh
+source bench/nginx.sh
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10}
+STRACE=${STRACE:-0}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+if [[ -z ${HUBLOAD_BIN:-} ]]; then
+    cargo build --quiet --release -p hubload --bin hubload
+    HUBLOAD_BIN="$CARGO_TARGET_DIR/release/hubload"
+fi
+TCK=$(getconf CLK_TCK)
+WORK=$(mktemp -d)
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
+
+H2=$(free_port)
+H1=$(free_port)
+STATUS=$(free_port)
+nginx_start "$WORK/nginx" 200 "server {
+        listen 127.0.0.1:$H2 http2;
+        listen 127.0.0.1:$H1;
+        $HUB_ACCEPT
+    }
+    server {
+        listen 127.0.0.1:$STATUS;
+        location /nginx_status { stub_status; }
+    }"
+PIDS+=("$NGINX_PID")
+padded_event 600 >"$WORK/body.json"
+
+# What every client command runs under: /usr/bin/time for its CPU (user and sys, from its
+# rusage), or strace for its system calls.
+WRAP=()
+
+# h2load CONNS STREAMS: prints "REQUESTS REQ_PER_S" (succeeded 2xx requests).
+run_h2load() {
+    "${WRAP[@]}" h2load -c "$1" -m "$2" -t 1 -D "$DURATION" -d "$WORK/body.json" \
+        -H 'content-type: application/json' -H 'accept: application/json' \
+        "http://127.0.0.1:$H2/hub?hub.mode=publish&hub.topic=t" >"$WORK/h2load.out" 2>&1 ||
+        { cat "$WORK/h2load.out" >&2; return 1; }
+    awk '/^requests:/ { ok = $8 } /^finished in/ { rps = $4 } END { print ok, rps }' "$WORK/h2load.out"
+}
+
+# hubload VERSION PORT CONNS STREAMS: prints "REQUESTS REQ_PER_S" (the publishes of aggregate.csv;
+# with one shared topic and nginx answering every /hub request, registration is one more request
+# nginx sees, counted in its column).
+run_hubload() {
+    local streams=()
+    [[ $1 == 2 ]] && streams=(--h2-streams "$4")
+    rm -rf "$WORK/report"
+    "${WRAP[@]}" "$HUBLOAD_BIN" --hub-url "http://127.0.0.1:$2/hub" --http-version "$1" --pool-per-host "$3" \
+        "${streams[@]}" --concurrency 100 --threads 1 --duration "${DURATION}s" --quiet \
+        --tenants 1 --topics shared --payload-bytes 600 --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
+        { cat "$WORK/hubload.log" >&2; return 1; }
+    awk -F, '$1 == "TOTAL" { print $2, $11 }' "$WORK/report/aggregate.csv"
+}
+
+# One measured run: LABEL CLIENT-FUNCTION ARGS...; prints one table row.
+measure() {
+    local label=$1 before nginx_before out n rps served ng
+    shift
+    before=$(nginx_served "$STATUS")
+    nginx_before=$(cpu_us "$NGINX_WORKER")
+    WRAP=(/usr/bin/time -f "%U %S" -o "$WORK/cpu")
+    out=$("$@")
+    WRAP=()
+    read -r n rps <<<"$out"
+    # This status request is counted by nginx too.
+    served=$(($(nginx_served "$STATUS") - before - 1))
+    ng=$(($(cpu_us "$NGINX_WORKER") - nginx_before))
+    awk -v l="$label" -v n="$n" -v r="$rps" -v s="$served" -v g="$ng" '{
+        printf "%-20s %9d %10.0f %8.2f %8.2f %8.2f %9.2f %9d\n", l, n, r, $1 * 1e6 / n, $2 * 1e6 / n, ($1 + $2) * 1e6 / n, g / s, s
+    }' "$WORK/cpu"
+}
+
+# System calls per request of one client run under strace (-f: every thread).
+syscalls() {
+    local label=$1 out n calls
+    shift
+    WRAP=(strace -f -c -o "$WORK/strace")
+    out=$("$@")
+    WRAP=()
+    read -r n _ <<<"$out"
+    calls=$(awk '$NF == "total" { print $(NF - 2) }' "$WORK/strace")
+    awk -v l="$label" -v n="$n" -v c="$calls" 'BEGIN { printf "%-20s %9d requests %10d calls %8.3f calls/request\n", l, n, c, c / n }'
+}
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "# nginx $(nginx -v 2>&1 | cut -d/ -f2), one worker, http2; $(h2load --version | head -1); body $(wc -c <"$WORK/body.json") bytes; ${DURATION}s per run"
+printf "%-20s %9s %10s %8s %8s %8s %9s %9s\n" run requests req/s "user µs" "sys µs" "cpu µs" "nginx µs" "nginx saw"
+for round in $(seq "$ROUNDS"); do
+    echo "# round $round"
+    measure "h2load -c10 -m10" run_h2load 10 10
+    measure "hubload h2 10x10" run_hubload 2 "$H2" 10 10
+    measure "h2load -c1 -m100" run_h2load 1 100
+    measure "hubload h2 1x100" run_hubload 2 "$H2" 1 100
+    measure "hubload h1.1 c100" run_hubload 1.1 "$H1" 100 0
+done
+if [[ $STRACE == 1 ]]; then
+    echo "# system calls (one run each under strace -f -c)"
+    syscalls "h2load -c10 -m10" run_h2load 10 10
+    syscalls "hubload h2 10x10" run_hubload 2 "$H2" 10 10
+    syscalls "h2load -c1 -m100" run_h2load 1 100
+    syscalls "hubload h2 1x100" run_hubload 2 "$H2" 1 100
+    syscalls "hubload h1.1 c100" run_hubload 1.1 "$H1" 100 0
+fi

@@ -1,0 +1,348 @@
+//! An HTTP/2 client for the hub (`--http-version 2`): `--pool-per-host` connections, each
+//! carrying up to `--h2-streams` streams at once, over h2c (prior knowledge) or TLS with
+//! ALPN `h2`. Framing, HPACK and flow control are the `h2` crate's.
+//!
+//! The model, beside HTTP/1.1's (`targets/http`):
+//! - at most `conns × streams` exchanges in flight, through a semaphore (a wait past
+//!   `--pool-timeout` is [`TimeoutKind::PoolWait`]); each takes the connection with the
+//!   fewest streams in flight, so no connection carries more than `streams`. The server's
+//!   `SETTINGS_MAX_CONCURRENT_STREAMS` caps it further: h2 holds a stream back until one
+//!   ends (also a pool wait when it lasts past the deadline);
+//! - connections open on first use, one at a time per slot, and are replaced when they can
+//!   take no new stream (after a GOAWAY or an error). A request that no connection took
+//!   (nothing of it was sent) goes once more on a fresh connection;
+//! - once a stream is sent it is never resent here: a refused stream or one above a GOAWAY's
+//!   last-stream-id is its own class, which the engine's `--retries` may retry (RFC 9113
+//!   §8.7; [`crate::result::Class::is_retryable`]);
+//! - the deadline bounds the whole attempt. A request body still blocked by flow control at
+//!   the deadline is a response timeout with reason `flow_control`; a stream given up is reset
+//!   (CANCEL) by h2 as it is dropped.
+//!
+//! Requests come rendered as HTTP/1.1 (`message.rs` converts them), so both dialects,
+//! registration and credentials send the same fields on either version. Bytes are counted as
+//! the message's fields and body would be in HTTP/1.1 (the request as rendered; the response's
+//! fields `name: value\r\n` and its DATA), not as compressed frames.
+
+mod alpn;
+mod connect;
+mod failure;
+mod message;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::client::{ResponseFuture, SendRequest};
+use h2::SendStream;
+use http::uri::Scheme;
+use tokio::sync::Semaphore;
+use tokio::time::{sleep_until, Instant, Sleep};
+
+pub use alpn::{negotiate, Alpn};
+use failure::stream_outcome;
+
+use crate::result::{OtherReason, Outcome, TimeoutKind};
+use crate::targets::http::{HostCounters, Response, Tls, BODY_CAP};
+
+/// Limits of one host's HTTP/2 pool.
+#[derive(Debug, Clone)]
+pub struct H2Config {
+    /// Connections (`--pool-per-host`); zero is treated as one.
+    pub conns: usize,
+    /// Streams in flight per connection at most (`--h2-streams`); zero is treated as one.
+    pub streams: usize,
+    /// Longest TCP connect.
+    pub connect_timeout: Duration,
+    /// Longest TLS handshake after the TCP connect.
+    pub tls_timeout: Duration,
+    /// Longest wait for a free stream.
+    pub pool_timeout: Duration,
+}
+
+/// The HTTP/2 connections to one host. `Send + Sync`: share it by `&` or `Arc`.
+#[derive(Debug)]
+pub struct H2Pool {
+    addrs: Vec<SocketAddr>,
+    next_addr: AtomicUsize,
+    counters: Arc<HostCounters>,
+    cfg: H2Config,
+    streams: usize,
+    /// `Some` for an https host, offering ALPN `h2` only.
+    tls: Option<Tls>,
+    scheme: Scheme,
+    /// One permit per stream in flight: `conns × streams`.
+    permits: Semaphore,
+    slots: Box<[Slot]>,
+    next_slot: AtomicUsize,
+    /// Numbers the connections, so a failed one is forgotten only if still in its slot.
+    opened: AtomicU64,
+}
+
+/// One connection's place in the pool.
+#[derive(Debug, Default)]
+struct Slot {
+    /// Streams of the pool's exchanges on this slot now.
+    inflight: AtomicUsize,
+    /// The connection, once open. The lock is held for a clone or a swap, never across an await.
+    live: Mutex<Option<Live>>,
+    /// Held while a connection is being opened, so a slot opens one at a time.
+    opening: tokio::sync::Mutex<()>,
+}
+
+/// An open connection: the handle to start streams on it, and which it is.
+#[derive(Debug, Clone)]
+struct Live {
+    send: SendRequest<Bytes>,
+    /// Index of its address in the pool's.
+    addr: usize,
+    id: u64,
+}
+
+/// Takes one stream off its slot's count when the exchange ends, however it ends.
+struct Busy<'a>(&'a AtomicUsize);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl H2Pool {
+    /// A pool for the host at `addrs` (at least one), counting into `counters` (made for as
+    /// many addresses); `tls` for an https host (its ALPN is replaced by `h2`).
+    pub fn new(
+        addrs: Vec<SocketAddr>,
+        counters: Arc<HostCounters>,
+        cfg: H2Config,
+        tls: Option<&Tls>,
+    ) -> Self {
+        assert!(!addrs.is_empty(), "a pool needs an address");
+        let conns = cfg.conns.max(1);
+        let streams = cfg.streams.max(1);
+        Self {
+            addrs,
+            next_addr: AtomicUsize::new(0),
+            counters,
+            streams,
+            scheme: match tls {
+                Some(_) => Scheme::HTTPS,
+                None => Scheme::HTTP,
+            },
+            tls: tls.map(|t| t.with_alpn(&[b"h2"])),
+            permits: Semaphore::new(conns.saturating_mul(streams).min(Semaphore::MAX_PERMITS)),
+            slots: (0..conns).map(|_| Slot::default()).collect(),
+            next_slot: AtomicUsize::new(0),
+            opened: AtomicU64::new(0),
+            cfg,
+        }
+    }
+
+    /// One exchange of the HTTP/1.1-rendered `request` (head and body) as an HTTP/2 stream,
+    /// started at `started` (the caller's clock read) and bounded by `deadline`, into `resp`
+    /// (its allocations reused). A failure is the attempt's outcome.
+    pub async fn send_into(
+        &self,
+        request: &[u8],
+        _started: Instant,
+        deadline: Instant,
+        resp: &mut Response,
+    ) -> Result<(), Outcome> {
+        resp.reset();
+        resp.request_bytes = request.len() as u64;
+        let _permit = match self.permits.try_acquire() {
+            Ok(p) => p,
+            Err(_) => {
+                let limit = deadline.min(Instant::now() + self.cfg.pool_timeout);
+                match tokio::time::timeout_at(limit, self.permits.acquire()).await {
+                    Ok(Ok(p)) => p,
+                    Ok(Err(_)) | Err(_) => return Err(Outcome::Timeout(TimeoutKind::PoolWait)),
+                }
+            }
+        };
+        let slot = self.pick();
+        slot.inflight.fetch_add(1, Ordering::Relaxed);
+        let _busy = Busy(&slot.inflight);
+        // One timer for the whole attempt, registered only if something has to wait.
+        let mut expiry = pin!(sleep_until(deadline));
+        let (response, stream, body) = self.start(slot, request, deadline, &mut expiry).await?;
+        exchange(response, stream, body, &mut expiry, resp).await
+    }
+
+    /// The slot with the fewest streams in flight, looking from the next one in turn.
+    fn pick(&self) -> &Slot {
+        let n = self.slots.len();
+        if n == 1 {
+            return &self.slots[0];
+        }
+        let first = self.next_slot.fetch_add(1, Ordering::Relaxed) % n;
+        let (mut best, mut least) = (first, usize::MAX);
+        for i in (0..n).map(|k| (first + k) % n) {
+            let busy = self.slots[i].inflight.load(Ordering::Relaxed);
+            if busy < least {
+                (best, least) = (i, busy);
+                if busy == 0 {
+                    break;
+                }
+            }
+        }
+        &self.slots[best]
+    }
+
+    /// The stream started on `slot`'s connection (opened first if need be): its response
+    /// future, its send half and the body still to send.
+    async fn start(
+        &self,
+        slot: &Slot,
+        request: &[u8],
+        deadline: Instant,
+        expiry: &mut Pin<&mut Sleep>,
+    ) -> Result<(ResponseFuture, SendStream<Bytes>, Bytes), Outcome> {
+        let mut fresh = false;
+        loop {
+            let live = self.live(slot, deadline).await?;
+            let Some((req, body)) = message::to_h2(request, &self.scheme) else {
+                return Err(Outcome::Other(OtherReason::Unknown));
+            };
+            let mut send = live.send;
+            // h2 holds a new stream back while the server's stream limit is reached.
+            let ready = std::future::poll_fn(|cx| send.poll_ready(cx));
+            let Some(ready) = by(expiry, ready).await else {
+                return Err(Outcome::Timeout(TimeoutKind::PoolWait));
+            };
+            match ready.and_then(|()| send.send_request(req, body.is_empty())) {
+                Ok((response, stream)) => {
+                    if self.addrs.len() > 1 {
+                        self.counters.count_attempt(live.addr);
+                    }
+                    return Ok((response, stream, body));
+                }
+                // The connection takes no new stream (a GOAWAY came, or it failed): nothing
+                // of this request was sent. Once more on a fresh connection.
+                Err(e) => {
+                    self.forget(slot, live.id);
+                    if fresh {
+                        return Err(stream_outcome(&e));
+                    }
+                    fresh = true;
+                }
+            }
+        }
+    }
+
+    /// `slot`'s open connection, or a new one.
+    async fn live(&self, slot: &Slot, deadline: Instant) -> Result<Live, Outcome> {
+        if let Some(live) = lock(&slot.live).clone() {
+            return Ok(live);
+        }
+        let Ok(_opening) = tokio::time::timeout_at(deadline, slot.opening.lock()).await else {
+            return Err(Outcome::Timeout(TimeoutKind::Connect));
+        };
+        // Another exchange may have opened it while this one waited.
+        if let Some(live) = lock(&slot.live).clone() {
+            return Ok(live);
+        }
+        let (send, addr) = Box::pin(self.connect(deadline)).await?;
+        let live = Live {
+            send,
+            addr,
+            id: self.opened.fetch_add(1, Ordering::Relaxed),
+        };
+        *lock(&slot.live) = Some(live.clone());
+        Ok(live)
+    }
+
+    /// Drop `slot`'s connection if it is still connection `id` (not already replaced).
+    fn forget(&self, slot: &Slot, id: u64) {
+        let mut live = lock(&slot.live);
+        if live.as_ref().is_some_and(|l| l.id == id) {
+            *live = None;
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave an `Option` inconsistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `work`'s output, or `None` once `expiry` fires first.
+async fn by<F: Future>(expiry: &mut Pin<&mut Sleep>, work: F) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        out = work => Some(out),
+        () = expiry.as_mut() => None,
+    }
+}
+
+/// The rest of a started stream: the body as flow control allows, then the response.
+async fn exchange(
+    response: ResponseFuture,
+    mut stream: SendStream<Bytes>,
+    body: Bytes,
+    expiry: &mut Pin<&mut Sleep>,
+    resp: &mut Response,
+) -> Result<(), Outcome> {
+    if !body.is_empty() {
+        let len = body.len();
+        if stream.capacity() < len {
+            stream.reserve_capacity(len);
+        }
+        while stream.capacity() < len {
+            let more = std::future::poll_fn(|cx| stream.poll_capacity(cx));
+            match by(expiry, more).await {
+                None => return Err(Outcome::FlowControlTimeout),
+                Some(Some(Ok(_))) => {}
+                Some(Some(Err(e))) => return Err(stream_outcome(&e)),
+                // The stream ended (reset): `send_data` says how.
+                Some(None) => break,
+            }
+        }
+        if let Err(e) = stream.send_data(body, true) {
+            // The stream ended before its body went (h2 says only "inactive stream"): the
+            // response future holds why (a GOAWAY, a reset).
+            return Err(match by(expiry, response).await {
+                Some(Err(why)) => stream_outcome(&why),
+                _ => stream_outcome(&e),
+            });
+        }
+    }
+    let head = match by(expiry, response).await {
+        None => return Err(Outcome::Timeout(TimeoutKind::Response)),
+        Some(Err(e)) => return Err(stream_outcome(&e)),
+        Some(Ok(head)) => head,
+    };
+    let (parts, mut data) = head.into_parts();
+    resp.status = parts.status.as_u16();
+    match parts.headers.get(http::header::CONTENT_TYPE) {
+        Some(v) => {
+            let ct = resp.content_type.get_or_insert_with(Vec::new);
+            ct.clear();
+            ct.extend_from_slice(v.as_bytes());
+        }
+        None => resp.content_type = None,
+    }
+    resp.bytes_received = parts
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
+        .sum();
+    while !data.is_end_stream() {
+        match by(expiry, data.data()).await {
+            None => return Err(Outcome::Timeout(TimeoutKind::Response)),
+            Some(None) => break,
+            Some(Some(Err(e))) => return Err(stream_outcome(&e)),
+            Some(Some(Ok(chunk))) => {
+                // Give the window back at once: the next response needs it.
+                let _ = data.flow_control().release_capacity(chunk.len());
+                resp.bytes_received += chunk.len() as u64;
+                let room = BODY_CAP.saturating_sub(resp.body.len());
+                resp.body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+        }
+    }
+    Ok(())
+}
