@@ -11,6 +11,7 @@ mod delivery_binary;
 mod dialect;
 mod first_failures;
 mod flask_websub;
+mod flask_websub_fleet;
 mod hlog;
 mod https;
 mod local_limits;

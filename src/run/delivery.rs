@@ -36,12 +36,14 @@ pub(crate) struct DeliveryRun {
 impl DeliveryRun {
     /// Bind the callback server for the run's first topics as `--subscribe-topics` says, of
     /// those in `mine` (this shard's): the shards together subscribe what one process would.
+    /// Each subscribes to `<topic_prefix><name>`, the `hub.topic` the publishes name (the
+    /// topic URL in the websub dialect: a spec hub keys subscriptions by it).
     pub(crate) async fn start(
         cfg: &RunConfig,
         d: &DeliveryConfig,
         workload: &Arc<Workload>,
         mine: &[Topic],
-        hub_url: &url::Url,
+        (hub_url, topic_prefix): (&url::Url, &str),
     ) -> anyhow::Result<Self> {
         let chosen = d.topics.of(workload.topics().len());
         let fc = FleetConfig {
@@ -51,7 +53,7 @@ impl DeliveryRun {
             topics: mine
                 .iter()
                 .filter(|t| t.index < chosen)
-                .map(|t| (t.index, t.name.to_string()))
+                .map(|t| (t.index, format!("{topic_prefix}{}", t.name)))
                 .collect(),
             secret: d.secret.clone(),
             lease_seconds: d.lease_seconds,
@@ -182,7 +184,7 @@ pub(crate) async fn start_for(
     cancel: &CancellationToken,
     kind: crate::config::TargetKind,
     mine: &[Topic],
-    hub_url: &url::Url,
+    (hub_url, topic_prefix): (&url::Url, &str),
     rec: &mut super::record::RunRecord,
 ) -> anyhow::Result<Option<DeliveryRun>> {
     let Some(d) = &cfg.delivery else {
@@ -191,7 +193,7 @@ pub(crate) async fn start_for(
     if kind != crate::config::TargetKind::Websub {
         return Ok(None);
     }
-    let run = DeliveryRun::start(cfg, d, workload, mine, hub_url).await?;
+    let run = DeliveryRun::start(cfg, d, workload, mine, (hub_url, topic_prefix)).await?;
     let phase = run.subscribe(cancel).await;
     // Recorded first, so a failed phase's counts and reason are in summary.json.
     rec.set_subscription(&phase)?;
