@@ -29,7 +29,7 @@ fn flags<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// Sum of a per-level delivery counter.
-fn sum(r: &Report, f: impl Fn(&hubload::subscriber::DeliveryCounts) -> u64) -> u64 {
+pub(crate) fn sum(r: &Report, f: impl Fn(&hubload::subscriber::DeliveryCounts) -> u64) -> u64 {
     r.levels
         .iter()
         .map(|l| f(&l.delivery.as_ref().expect("a delivery section").counts))

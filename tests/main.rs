@@ -2,6 +2,7 @@
 
 mod binary;
 mod capture;
+mod churn;
 mod cli_errors;
 mod compare_delivery;
 mod creds;

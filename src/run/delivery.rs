@@ -15,7 +15,9 @@ use crate::config::{DeliveryConfig, RunConfig};
 use crate::engine::OwnTopics;
 use crate::report::delivery::LevelDelivery;
 use crate::shard::ShardSlot;
-use crate::subscriber::{DeliveryTracker, Fleet, FleetConfig, PhaseSettings, SubscriptionPhase};
+use crate::subscriber::{
+    ChurnRunner, DeliveryTracker, Fleet, FleetConfig, PhaseSettings, SubscriptionPhase,
+};
 use crate::workload::{Topic, Workload};
 
 /// Ring slots of the tracker: what can be in flight plus the grace window. A slot reused
@@ -31,6 +33,10 @@ pub(crate) struct DeliveryRun {
     settings: PhaseSettings,
     grace: Duration,
     unsubscribe: bool,
+    /// `--subscriber-churn`, per second.
+    churn: Option<f64>,
+    /// The open level's churn, stopped when the level closes.
+    churning: std::sync::Mutex<Option<ChurnRunner>>,
 }
 
 impl DeliveryRun {
@@ -84,6 +90,8 @@ impl DeliveryRun {
             },
             grace: d.grace,
             unsubscribe: d.unsubscribe,
+            churn: d.churn,
+            churning: std::sync::Mutex::new(None),
         })
     }
 
@@ -122,6 +130,10 @@ impl DeliveryRun {
     /// its per-second series count from now + `warmup`, the level's measured start.
     pub(crate) fn open_level(&self, first_seq: u64, warmup: Duration) {
         self.fleet.open_level_at(first_seq, Instant::now() + warmup);
+        if let Some(rate) = self.churn {
+            let runner = self.fleet.start_churn(rate, &self.settings);
+            *self.churning.lock().unwrap_or_else(|e| e.into_inner()) = Some(runner);
+        }
     }
 
     /// Right after the level's last publish returned: wait (on deliveries, up to the grace, or
@@ -131,6 +143,16 @@ impl DeliveryRun {
         span: Duration,
         cancel: &CancellationToken,
     ) -> LevelDelivery {
+        // Churn ends with the level's publishes; cycles in flight finish first, so the level
+        // closes on settled subscriptions.
+        let runner = self
+            .churning
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(r) = runner {
+            r.stop().await;
+        }
         let backlog = self.fleet.backlog();
         let waited = Instant::now();
         let stats = self.fleet.close_level_or_stop(self.grace, cancel).await;

@@ -1,0 +1,62 @@
+//! A level's subscription churn counts and latencies (`--subscriber-churn`): plain data that adds with `+=`.
+
+use std::ops::AddAssign;
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{new_histogram, Histogram};
+
+/// One level's subscription churn. Serialized whole into shard artifacts; adds with `+=`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChurnStats {
+    /// Unsubscribe requests the hub verified.
+    pub unsubscribed: u64,
+    /// Re-subscriptions the hub verified.
+    pub resubscribed: u64,
+    /// Cycles with a request refused or not verified in time (the subscriber is owed nothing
+    /// from its unsubscribe request to the end of the level).
+    pub failed: u64,
+    /// Cycles not started because every eligible subscriber was already in one.
+    pub skipped: u64,
+    /// Deliveries received after an unsubscribe was verified and before the re-subscription was.
+    pub after_unsubscribe: u64,
+    /// Events accepted inside a subscriber's churn gap that it never acknowledged: not owed,
+    /// not lost (gap events that did arrive count as delivered).
+    pub ambiguous: u64,
+    /// Subscribe request sent → the hub's verification received, µs.
+    #[serde(with = "super::hist_serde")]
+    pub subscribe_latency: Histogram,
+    /// Re-verification → the subscriber's first acknowledged delivery after it, µs.
+    #[serde(with = "super::hist_serde")]
+    pub time_to_first_delivery: Histogram,
+}
+
+impl Default for ChurnStats {
+    fn default() -> Self {
+        ChurnStats {
+            unsubscribed: 0,
+            resubscribed: 0,
+            failed: 0,
+            skipped: 0,
+            after_unsubscribe: 0,
+            ambiguous: 0,
+            subscribe_latency: new_histogram(),
+            time_to_first_delivery: new_histogram(),
+        }
+    }
+}
+
+impl AddAssign<&ChurnStats> for ChurnStats {
+    fn add_assign(&mut self, o: &ChurnStats) {
+        self.unsubscribed += o.unsubscribed;
+        self.resubscribed += o.resubscribed;
+        self.failed += o.failed;
+        self.skipped += o.skipped;
+        self.after_unsubscribe += o.after_unsubscribe;
+        self.ambiguous += o.ambiguous;
+        // Same layout and auto-resize: adding cannot fail.
+        let _ = self.subscribe_latency.add(&o.subscribe_latency);
+        let _ = self.time_to_first_delivery.add(&o.time_to_first_delivery);
+    }
+}
