@@ -26,6 +26,10 @@ async fn churning_subscribers_lose_nothing_owed_and_the_hub_agrees() {
             "150,300",
             "--duration",
             "2s",
+            "--threshold",
+            "time_to_first_delivery_p99<60s",
+            "--threshold",
+            "lost=0",
         ])
         .await;
     let hub = settled(&sc.hub).await;
@@ -72,6 +76,24 @@ async fn churning_subscribers_lose_nothing_owed_and_the_hub_agrees() {
     assert_eq!(dist.delivered, sum(r, |c| c.received), "{dist:?}");
     assert_eq!(dist.delivered, sum(r, |c| c.delivered), "{dist:?}");
     assert!(resubscribed > 0);
+    // Both rules judged per level on the churn section, and met.
+    assert_eq!(r.verdicts.len(), 4, "{:?}", r.verdicts);
+    assert!(r.verdicts.iter().all(|v| v.passed), "{:?}", r.verdicts);
+    let ttfd = &r.verdicts[0];
+    let churn0 = r.levels[0]
+        .delivery
+        .as_ref()
+        .unwrap()
+        .churn
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        ttfd.actual,
+        format!(
+            "{:.3}ms",
+            churn0.time_to_first_delivery_us.p99 as f64 / 1000.0
+        )
+    );
     // The TOTAL row carries the churn of both levels.
     let total = r.total.as_ref().unwrap().delivery.as_ref().unwrap();
     assert_eq!(total.churn.as_ref().unwrap().resubscribed, resubscribed);

@@ -107,6 +107,8 @@ pub struct ChurnReport {
     pub subscribe_latency_us: LatencyUs,
     /// Re-verification → first delivery acknowledged after it, µs.
     pub time_to_first_delivery_us: LatencyUs,
+    /// Re-subscriptions that got a first delivery (the samples of the line above).
+    pub first_deliveries: u64,
 }
 
 impl From<&ChurnStats> for ChurnReport {
@@ -120,6 +122,7 @@ impl From<&ChurnStats> for ChurnReport {
             ambiguous: c.ambiguous,
             subscribe_latency_us: latency(&c.subscribe_latency, None),
             time_to_first_delivery_us: latency(&c.time_to_first_delivery, None),
+            first_deliveries: c.time_to_first_delivery.len(),
         }
     }
 }
