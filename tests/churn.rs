@@ -40,6 +40,7 @@ async fn churning_subscribers_lose_nothing_owed_and_the_hub_agrees() {
         let d = l.delivery.as_ref().expect("a delivery section");
         let c = &d.counts;
         let ch = d.churn.as_ref().expect("a churn section");
+        eprintln!("{}: {ch:?}\n  counts: {c:?}", l.label);
         assert!(ch.resubscribed > 0, "{}: {ch:?}", l.label);
         assert_eq!(ch.unsubscribed, ch.resubscribed, "{}: {ch:?}", l.label);
         assert_eq!(ch.failed, 0, "{}: {ch:?}", l.label);
@@ -72,6 +73,7 @@ async fn churning_subscribers_lose_nothing_owed_and_the_hub_agrees() {
     // The hub's own counts: every delivery it made (2xx) is one hubload received, and every
     // POST hubload received is one the hub counted delivered.
     let dist = &hub.distribution;
+    eprintln!("hub: {dist:?}");
     assert_eq!(dist.failed, 0, "{dist:?}");
     assert_eq!(dist.delivered, sum(r, |c| c.received), "{dist:?}");
     assert_eq!(dist.delivered, sum(r, |c| c.delivered), "{dist:?}");

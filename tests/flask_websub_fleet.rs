@@ -213,3 +213,93 @@ async fn hubload_subscribers_reconcile_with_flask_websub_deliveries() {
     let total = REQUESTS * LEVELS.len() as u64;
     assert_eq!(accepted_per_topic.iter().sum::<u64>(), total);
 }
+
+/// Subscription churn against flask-websub: subscribers leave and come back while thin pings
+/// go out; flask-websub's own delivery log still equals what hubload's fleet received, per
+/// subscriber, and nothing an active subscription was owed is lost or duplicated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn churning_subscribers_reconcile_with_flask_websub_deliveries() {
+    if !flask_ready("flask_websub_fleet churn") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("deliveries.jsonl");
+    let mut hub = FlaskHub::start_logging(dir.path(), &[&log]);
+    hub.ready().await;
+    let out = dir.path().join("out");
+    let per_topic = PER_TOPIC.to_string();
+    let extra = [
+        "--subscribers",
+        &per_topic,
+        "--subscriber-secret",
+        SECRET,
+        "--subscriber-churn",
+        "20",
+    ];
+    let WebsubRun {
+        prefix,
+        args,
+        workload,
+    } = websub_run(&hub.url, &out, &[2], 120, &extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let topic_urls: Vec<String> = workload
+        .topics()
+        .iter()
+        .map(|t| format!("{prefix}{}", t.name))
+        .collect();
+
+    run(&args).await;
+    let summary = read_summary(&out);
+    let l = &summary.levels[0];
+    let d = l.delivery.as_ref().expect("a delivery section");
+    let (c, ch) = (&d.counts, d.churn.as_ref().expect("a churn section"));
+    eprintln!("flask-websub churn: {ch:?}\n  counts: {c:?}");
+    assert!(ch.resubscribed > 0, "{ch:?}\n{}", hub.log());
+    assert_eq!((ch.unsubscribed, ch.failed), (ch.resubscribed, 0), "{ch:?}");
+    assert_eq!(
+        (
+            c.lost,
+            c.duplicates,
+            c.bad_signature,
+            c.body_mismatch,
+            c.unexpected
+        ),
+        (0, 0, 0, 0, 0),
+        "{c:?} {ch:?}"
+    );
+    // flask-websub's own log against hubload's counts, per subscriber.
+    let hub_side = hub_deliveries(
+        &std::fs::read_to_string(&log).unwrap(),
+        &workload,
+        &topic_urls,
+    );
+    let hub_counts: BTreeMap<String, u64> = hub_side
+        .iter()
+        .map(|(k, v)| (k.clone(), v.len() as u64))
+        .collect();
+    let fleet: BTreeMap<String, u64> = d
+        .per_subscriber
+        .iter()
+        .filter(|(_, sc)| sc.received > 0)
+        .map(|(k, sc)| (k.clone(), sc.delivered))
+        .collect();
+    assert_eq!(
+        hub_counts, fleet,
+        "per subscriber: hub delivered vs hubload"
+    );
+    assert_eq!(c.received, hub_counts.values().sum::<u64>());
+    for (key, seqs) in &hub_side {
+        let mut unique = seqs.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            seqs.len(),
+            "{key}: the hub sent an event twice"
+        );
+    }
+    // Every subscriber is back and then unsubscribed at the end: flask-websub holds nothing.
+    let unsub = summary.unsubscription.as_ref().expect("unsubscribed");
+    assert_eq!(unsub.verified, unsub.requested, "{unsub:?}");
+    assert_eq!(stored_subscriptions(&dir.path().join("hub.sqlite3")), 0);
+}
