@@ -96,6 +96,19 @@ async fn churning_subscribers_lose_nothing_owed_and_the_hub_agrees() {
             churn0.time_to_first_delivery_us.p99 as f64 / 1000.0
         )
     );
+    // Per second, the churn events add up to the level's counts; report.html draws them on
+    // the delivery timeline.
+    for l in &r.levels {
+        let ch = l.delivery.as_ref().unwrap().churn.as_ref().unwrap();
+        let ps = ch.per_second.as_ref().expect("churn per second");
+        let total = |v: &[u64]| v.iter().sum::<u64>();
+        assert_eq!(
+            (total(&ps.unsubscribed), total(&ps.resubscribed)),
+            (ch.unsubscribed, ch.resubscribed)
+        );
+    }
+    let html = std::fs::read_to_string(sc.dir.path().join("report.html")).unwrap();
+    assert!(html.contains("re-subscribed/s (churn)"));
     // The TOTAL row carries the churn of both levels.
     let total = r.total.as_ref().unwrap().delivery.as_ref().unwrap();
     assert_eq!(total.churn.as_ref().unwrap().resubscribed, resubscribed);

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use super::latency::{latency, LatencyUs};
 use crate::stats::Histogram;
 use crate::subscriber::{
-    ChurnStats, DeliveryCounts, DeliveryLevelStats, DeliverySeconds, SubscriptionPhase,
+    ChurnSeconds, ChurnStats, DeliveryCounts, DeliveryLevelStats, DeliverySeconds,
+    SubscriptionPhase,
 };
 
 /// A subscription (or unsubscription) phase, in subscribers.
@@ -109,6 +110,10 @@ pub struct ChurnReport {
     pub time_to_first_delivery_us: LatencyUs,
     /// Re-subscriptions that got a first delivery (the samples of the line above).
     pub first_deliveries: u64,
+    /// Verified unsubscribes and re-subscriptions per second since the level's measured start
+    /// (the delivery timeline's churn events); absent in TOTAL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_second: Option<ChurnSeconds>,
 }
 
 impl From<&ChurnStats> for ChurnReport {
@@ -123,6 +128,7 @@ impl From<&ChurnStats> for ChurnReport {
             subscribe_latency_us: latency(&c.subscribe_latency, None),
             time_to_first_delivery_us: latency(&c.time_to_first_delivery, None),
             first_deliveries: c.time_to_first_delivery.len(),
+            per_second: (!c.per_second.is_empty()).then(|| c.per_second.clone()),
         }
     }
 }
@@ -146,6 +152,9 @@ impl std::ops::AddAssign<&LevelDelivery> for LevelDelivery {
     fn add_assign(&mut self, o: &LevelDelivery) {
         self.stats += &o.stats;
         self.stats.seconds = DeliverySeconds::default();
+        if let Some(c) = &mut self.stats.churn {
+            c.per_second = ChurnSeconds::default();
+        }
         self.seconds += o.seconds;
         self.backlog = o.backlog;
     }

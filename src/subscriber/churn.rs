@@ -5,6 +5,7 @@
 //! between is `ambiguous`, never lost (docs/delivery.md, "Subscription churn"). The counts and
 //! latencies of a level go into the fleet's [`super::ChurnStats`].
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::churn_stats::ChurnSeconds;
 use super::client::post_form;
 use super::fleet::Fleet;
 use super::shared::{Intent, Shared};
@@ -94,11 +96,19 @@ async fn cycle(sh: Arc<Shared>, p: Arc<PhaseSettings>, i: usize) -> usize {
     let out = request(&sh, &p, i, false).await;
     let asked = Instant::now();
     let back = request(&sh, &p, i, true).await;
+    let second = |at: Instant| {
+        let ns = sh.tracker.ns(at.into_std());
+        (ns.saturating_sub(sh.origin_ns.load(Relaxed)) / 1_000_000_000) as usize
+    };
     let mut c = sh.churn_stats();
-    c.unsubscribed += u64::from(out.is_some());
+    if let Some(at) = out {
+        c.unsubscribed += 1;
+        ChurnSeconds::bump(&mut c.per_second.unsubscribed, second(at), 1);
+    }
     match (out, back) {
         (Some(_), Some(verified)) => {
             c.resubscribed += 1;
+            ChurnSeconds::bump(&mut c.per_second.resubscribed, second(verified), 1);
             record(
                 &mut c.subscribe_latency,
                 verified.saturating_duration_since(asked).as_micros() as u64,

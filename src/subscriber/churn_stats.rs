@@ -30,6 +30,47 @@ pub struct ChurnStats {
     /// Re-verification → the subscriber's first acknowledged delivery after it, µs.
     #[serde(with = "super::hist_serde")]
     pub time_to_first_delivery: Histogram,
+    /// Verified unsubscribes and re-subscriptions per second since the level's measured start
+    /// (the churn events on the delivery timeline).
+    pub per_second: ChurnSeconds,
+}
+
+/// Churn events per second of a level, keyed like the delivery series: second `s` is
+/// `[origin + s, origin + s + 1)`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ChurnSeconds {
+    /// Unsubscribes the hub verified in the second.
+    pub unsubscribed: Vec<u64>,
+    /// Re-subscriptions the hub verified in the second.
+    pub resubscribed: Vec<u64>,
+}
+
+impl ChurnSeconds {
+    /// Count one event in `series` at second `s` (the series grows as needed).
+    pub fn bump(series: &mut Vec<u64>, s: usize, n: u64) {
+        if series.len() <= s {
+            series.resize(s + 1, 0);
+        }
+        series[s] += n;
+    }
+
+    /// Whether no second has anything.
+    pub fn is_empty(&self) -> bool {
+        self.unsubscribed.is_empty() && self.resubscribed.is_empty()
+    }
+}
+
+impl AddAssign<&ChurnSeconds> for ChurnSeconds {
+    fn add_assign(&mut self, o: &ChurnSeconds) {
+        for (mine, theirs) in [
+            (&mut self.unsubscribed, &o.unsubscribed),
+            (&mut self.resubscribed, &o.resubscribed),
+        ] {
+            for (s, n) in theirs.iter().enumerate() {
+                ChurnSeconds::bump(mine, s, *n);
+            }
+        }
+    }
 }
 
 impl Default for ChurnStats {
@@ -43,6 +84,7 @@ impl Default for ChurnStats {
             ambiguous: 0,
             subscribe_latency: new_histogram(),
             time_to_first_delivery: new_histogram(),
+            per_second: ChurnSeconds::default(),
         }
     }
 }
@@ -58,5 +100,6 @@ impl AddAssign<&ChurnStats> for ChurnStats {
         // Same layout and auto-resize: adding cannot fail.
         let _ = self.subscribe_latency.add(&o.subscribe_latency);
         let _ = self.time_to_first_delivery.add(&o.time_to_first_delivery);
+        self.per_second += &o.per_second;
     }
 }

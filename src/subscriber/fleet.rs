@@ -107,6 +107,7 @@ impl Fleet {
             intents: Notify::new(),
             churn_on: AtomicBool::new(false),
             churn: Default::default(),
+            origin_ns: AtomicU64::new(0),
             callback_base,
         });
         let stop = super::server::spawn(listener, shared.clone());
@@ -160,6 +161,7 @@ impl Fleet {
         sh.tracker.open_level(first_seq);
         sh.base.store(first_seq, Relaxed);
         let origin = origin.into_std();
+        sh.origin_ns.store(sh.tracker.ns(origin), Relaxed);
         let mut fanout = vec![0u32; sh.first_sub.len()];
         for s in &sh.subs {
             let mut st = s.state();

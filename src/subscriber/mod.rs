@@ -23,7 +23,7 @@ mod tracker;
 pub use behaviour::{Answer, Behaviour};
 pub use bitmap::{AtomicBitmap, SeqBitmap, MAX_SPAN};
 pub use churn::ChurnRunner;
-pub use churn_stats::ChurnStats;
+pub use churn_stats::{ChurnSeconds, ChurnStats};
 pub use fleet::{Fleet, FleetConfig};
 pub use receive::{check, signature_ok, Check, SignatureKey};
 pub use shared::Intent;

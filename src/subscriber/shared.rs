@@ -115,6 +115,8 @@ pub(crate) struct Shared {
     pub churn_on: AtomicBool,
     /// The open level's churn so far.
     pub churn: Mutex<ChurnStats>,
+    /// The open level's measured start on the tracker's clock (ns): second 0 of its series.
+    pub origin_ns: AtomicU64,
     pub callback_base: String,
 }
 
