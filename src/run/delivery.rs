@@ -151,7 +151,7 @@ impl DeliveryRun {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         if let Some(r) = runner {
-            r.stop().await;
+            r.stop(cancel).await;
         }
         let backlog = self.fleet.backlog();
         let waited = Instant::now();

@@ -30,10 +30,14 @@ pub struct ChurnRunner {
 impl ChurnRunner {
     /// Start no further cycle and wait for those in flight to finish (each request and each
     /// verification wait is bounded by the phase timeout), so the level closes on settled
-    /// subscribers.
-    pub async fn stop(self) {
+    /// subscribers. Once `cancel` fires (the run is stopped) the cycles in flight are
+    /// abandoned instead: their gaps stay open to the level's end.
+    pub async fn stop(mut self, cancel: &CancellationToken) {
         self.stop.cancel();
-        let _ = self.task.await;
+        tokio::select! {
+            _ = &mut self.task => {}
+            _ = cancel.cancelled() => self.task.abort(),
+        }
     }
 }
 
