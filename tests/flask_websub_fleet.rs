@@ -104,7 +104,16 @@ async fn hubload_subscribers_reconcile_with_flask_websub_deliveries() {
 
     let out = dir.path().join("out");
     let per_topic = PER_TOPIC.to_string();
-    let extra = ["--subscribers", &per_topic, "--subscriber-secret", SECRET];
+    // flask-websub keeps subscriptions in SQLite, which fails concurrent writers with a 500
+    // ("database is locked"): subscribe one at a time.
+    let extra = [
+        "--subscribers",
+        &per_topic,
+        "--subscriber-secret",
+        SECRET,
+        "--register-concurrency",
+        "1",
+    ];
     let WebsubRun {
         prefix,
         args,
@@ -235,6 +244,8 @@ async fn churning_subscribers_reconcile_with_flask_websub_deliveries() {
         SECRET,
         "--subscriber-churn",
         "20",
+        "--register-concurrency",
+        "1",
     ];
     let WebsubRun {
         prefix,

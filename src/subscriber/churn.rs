@@ -20,6 +20,9 @@ use super::shared::{Intent, Shared};
 use super::subscribe::{form, PhaseSettings};
 use crate::stats::record;
 
+/// How long a churned subscriber stays unsubscribed before it subscribes again.
+const DWELL: Duration = Duration::from_millis(50);
+
 /// The churn of one level, running; [`ChurnRunner::stop`] ends it.
 #[derive(Debug)]
 pub struct ChurnRunner {
@@ -98,6 +101,10 @@ async fn cycle(sh: Arc<Shared>, p: Arc<PhaseSettings>, i: usize) -> usize {
         st.reverified = None;
     }
     let out = request(&sh, &p, i, false).await;
+    // Out for a moment before coming back: a hub applies a verification when it has read the
+    // echo, so a re-subscription sent at once can be verified before a slow unsubscribe is
+    // applied, which then removes the new subscription.
+    tokio::time::sleep(DWELL).await;
     let asked = Instant::now();
     let back = request(&sh, &p, i, true).await;
     let second = |at: Instant| {
