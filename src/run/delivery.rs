@@ -90,7 +90,10 @@ impl DeliveryRun {
             },
             grace: d.grace,
             unsubscribe: d.unsubscribe,
-            churn: d.churn,
+            // The shards together churn at the run's rate, each its own subscribers.
+            churn: d
+                .churn
+                .map(|r| r / f64::from(cfg.shard.as_ref().map_or(1, |s| s.count.max(1)))),
             churning: std::sync::Mutex::new(None),
         })
     }
