@@ -225,6 +225,17 @@ mod tests {
     }
 
     #[test]
+    fn churn_is_a_rate_and_needs_subscribers() {
+        assert_eq!(on(&[]).churn, None);
+        assert_eq!(on(&["--subscriber-churn", "20"]).churn, Some(20.0));
+        assert_eq!(on(&["--subscriber-churn", "0.5"]).churn, Some(0.5));
+        err(
+            resolve(&args(&["--subscriber-churn", "20"])),
+            "--subscriber-churn needs subscribers",
+        );
+    }
+
+    #[test]
     fn off_by_default_and_with_zero() {
         assert!(resolve(&args(&[])).unwrap().is_none());
         assert!(resolve(&args(&["--subscribers", "0"])).unwrap().is_none());
