@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fail on a module import cycle inside a crate (hubload's `src/`, the hub's `hub/src/`).
 
-Nodes are modules, one per file (`report`, `report::banner`, `engine::worker`, ...); test-only
+Nodes are modules, one per file (`report`, `console::banner`, `engine::worker`, ...); test-only
 modules (`#[cfg(test)] mod x;` files and inline `#[cfg(test)] mod x { .. }` blocks) are left out.
 An edge A -> B means code in A names an item defined in B: through `use crate::..`,
 `use super::..`, `use self::..`, a `use` of a child module, or the same paths written inline.

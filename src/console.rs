@@ -9,6 +9,9 @@
 //! order. Each message is one `write` of a whole line, so concurrent messages do not mix.
 //! Errors that end the run stay on stderr: no artifact line follows them.
 
+pub mod banner;
+pub mod progress;
+
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,11 +1,12 @@
 //! hubload: a load tester for WebSub hubs and the Azure Service Bus behind them.
 
+pub mod align;
 pub mod app;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod console;
 pub mod engine;
-pub mod gate;
 pub mod judge;
 pub mod kind;
 pub mod report;
@@ -14,11 +15,12 @@ pub mod run;
 pub mod secret;
 pub mod serve;
 pub mod shard;
+pub mod shard_contract;
 pub mod stats;
 pub mod subscriber;
+pub mod summary;
 pub mod targets;
 pub mod topic_server;
-pub mod verdict;
 pub mod workload;
 
 pub use run::RunOutcome;
@@ -31,6 +33,10 @@ pub async fn run(
     args: &cli::RunArgs,
     cancel: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<RunOutcome> {
-    let cfg = config::resolve(args)?;
+    // Which shard this process is comes from the environment (an Indexed Job's), read here:
+    // config reads no environment itself.
+    let shard = shard_contract::ShardSpec::from_env()
+        .map_err(|e| config::ConfigError::Conflict(e.to_string()))?;
+    let cfg = config::resolve_for(args, shard)?;
     run::run_load(&cfg, cancel).await
 }

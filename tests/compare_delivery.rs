@@ -4,7 +4,7 @@
 //! two summaries' own numbers; a delivery rule against a run without subscribers is one line
 //! and exit 2.
 
-use hubload::report::{LevelReport, Report};
+use hubload::summary::{LevelReport, Report};
 use hubload_hub::HubConfig;
 
 use crate::delivery::RUN;

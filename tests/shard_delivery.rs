@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
-use hubload::report::{LevelReport, Report};
 use hubload::subscriber::DeliveryCounts;
+use hubload::summary::{LevelReport, Report};
 use hubload_hub::HubConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -140,12 +140,13 @@ async fn two_shards_deliver_as_one_process(per_topic: usize, base: &[&str]) {
         // monotonic clock, never from the body's wall-clock time.
         assert_eq!(c.e2e_from_body, 0, "level {}", m.label);
         // Per subscriber too: the same subscribers received the same numbers of events.
-        let per_sub = |d: &hubload::report::delivery::DeliveryReport| -> BTreeMap<String, u64> {
-            d.per_subscriber
-                .iter()
-                .map(|(k, v)| (k.clone(), v.delivered))
-                .collect()
-        };
+        let per_sub =
+            |d: &hubload::summary::delivery_report::DeliveryReport| -> BTreeMap<String, u64> {
+                d.per_subscriber
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.delivered))
+                    .collect()
+            };
         assert_eq!(per_sub(md), per_sub(sd), "level {}", m.label);
         // The e2e histograms merge sample for sample: the merged count is the shards' counts
         // added, decoded from each summary, and every delivery has its sample.

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use hubload::report::Report;
+use hubload::summary::Report;
 use hubload::RunOutcome;
 use hubload_hub::{FaultConfig, HubConfig, StatsSnapshot};
 use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorCounts, EmulatorHandle};
@@ -236,7 +236,7 @@ pub fn bin_child(args: &[&str], cwd: &Path, stderr: std::process::Stdio) -> std:
 }
 
 /// A hubload count by class name from a report row.
-pub fn count(row: &hubload::report::LevelReport, class: &str) -> u64 {
+pub fn count(row: &hubload::summary::LevelReport, class: &str) -> u64 {
     *row.counts
         .get(class)
         .unwrap_or_else(|| panic!("no class {class}"))

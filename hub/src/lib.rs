@@ -23,6 +23,7 @@ mod sign;
 mod state;
 mod stats;
 mod subscribe;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod topic;
 

@@ -132,7 +132,10 @@ async fn load(cli: Cli) -> ExitCode {
     }
     let outcome = match result {
         Ok(o) => o,
-        Err(e) if e.downcast_ref::<crate::shard::MissedStart>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<crate::shard_contract::MissedStart>()
+                .is_some() =>
+        {
             eprintln!("hubload: error: {e:#}");
             return ExitCode::from(EXIT_MISSED_START);
         }

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::compare::{self, FailIf};
+use crate::judge::text::{render_capacity, render_what_if};
 use crate::judge::Threshold;
-use crate::report::compare::{self, FailIf};
-use crate::report::judging::{render_capacity, render_what_if};
 use crate::report::table::render_table;
 use crate::report::writer::{write_atomic, ReportWriter};
-use crate::report::Report;
 use crate::run::RunRecord;
+use crate::summary::Report;
 
 use super::exit::{EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
 
@@ -21,7 +21,7 @@ use super::exit::{EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
 pub fn summary_text(r: &Report) -> String {
     let mut out = render_table(r);
     // With subscribers (a run's, or a merged sharded run's), the second block.
-    if let Some(d) = crate::report::delivery_table::render_delivery_table(r) {
+    if let Some(d) = crate::report::table_delivery::render_delivery_table(r) {
         out.push_str(&d);
     }
     if let Some(w) = &r.what_if {
@@ -63,7 +63,7 @@ pub fn report(summary: &Path, out: Option<&Path>) -> anyhow::Result<u8> {
     };
     // Everything the reports show is in summary.json; the histograms of latency.hlog only in
     // summaries written since they were added (an older one leaves an existing .hlog alone).
-    let reporters = crate::run::record::reporters()
+    let reporters = crate::report::reporters()
         .into_iter()
         .filter(|rep| rep.file_name() != "summary.json" && rep.file_name() != "whatif.csv")
         .filter(|rep| rep.file_name() != "latency.hlog" || crate::report::hlog::has_histograms(&r))
@@ -108,7 +108,7 @@ pub fn compare(
     )?;
     write_atomic(
         &dir.join("compare.html"),
-        compare::html::render_html(&cmp, &rules, &violations).as_bytes(),
+        compare::html_page::render_html(&cmp, &rules, &violations).as_bytes(),
     )?;
     eprintln!(
         "hubload: compare.csv and compare.html written to {}",

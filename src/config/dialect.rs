@@ -135,7 +135,8 @@ mod tests {
             assert_eq!(resolve(&args(&argv)).unwrap().register, want, "{reg}");
         }
         assert!(!resolve(&args(&["--register", "never"])).unwrap().register);
-        // Without a prefix, the topic server's bound address names the topics (run/topics.rs).
+        // Without a prefix, the topic server's bound address names the topics
+        // (run/serve_topics.rs).
         for listen in [None, Some("127.0.0.1:9100"), Some("[::1]:0")] {
             let mut argv = vec!["--dialect", "websub"];
             argv.extend(listen.iter().flat_map(|l| ["--topic-server-listen", *l]));

@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::error::ConfigError;
 use super::parse::{list, opt, positive_duration, rate};
 use crate::cli::RunArgs;
-use crate::gate::{Flag, Gate, Threshold};
-use crate::shard::ShardSpec;
+use crate::judge::rules::{Flag, Gate, Threshold};
+use crate::shard_contract::ShardSpec;
 
 /// The capacity finder's settings.
 #[derive(Debug, Clone, Serialize)]

@@ -38,17 +38,17 @@ pub use crate::targets::request::{Dialect, ExtraHeaders};
 
 use self::parse::opt;
 use crate::cli::RunArgs;
-use crate::shard::ShardSpec;
+use crate::shard_contract::ShardSpec;
 
-/// Resolve flags (already merged with the profile by the parser) into a `RunConfig`, for this
-/// process's shard as the environment gives it (`shard::ShardSpec::from_env`).
+/// Resolve flags (already merged with the profile by the parser) into a `RunConfig` for one
+/// process that is not a shard: [`resolve_for`] with no shard.
 pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
-    let shard = ShardSpec::from_env().map_err(|e| ConfigError::Conflict(e.to_string()))?;
-    resolve_for(a, shard)
+    resolve_for(a, None)
 }
 
-/// [`resolve`] for a given shard (`None`: not sharded). One line per concern; each concern's
-/// rules and their tests live in its own file.
+/// [`resolve`] for a given shard (`None`: not sharded). The caller reads the shard from the
+/// environment (`shard_contract::ShardSpec::from_env`): config reads no environment itself.
+/// One line per concern; each concern's rules and their tests live in its own file.
 pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, ConfigError> {
     let threads = client::threads(opt(&a.threads))?;
     let workload = workload::resolve(a)?;

@@ -14,9 +14,9 @@ use super::output::OutputConfig;
 use super::target::TargetConfig;
 use super::tls::TlsConfig;
 use crate::engine::{Arrivals, LevelSpec};
-use crate::gate::Threshold;
+use crate::judge::rules::Threshold;
 use crate::kind::Model;
-use crate::shard::ShardSpec;
+use crate::shard_contract::ShardSpec;
 use crate::workload::WorkloadConfig;
 
 /// Everything a run needs, validated.

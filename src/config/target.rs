@@ -8,7 +8,7 @@ use super::parse::{count32, list, opt};
 use crate::cli::RunArgs;
 use crate::kind::{SbTopics, TargetKind};
 use crate::secret::Secret;
-use crate::shard::ShardSpec;
+use crate::shard_contract::ShardSpec;
 use crate::targets::request::ExtraHeaders;
 
 /// Where the load goes.

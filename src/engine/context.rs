@@ -8,11 +8,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::attempt::AttemptSender;
 use super::live::Live;
+use super::observer::PublishObserver;
 use super::pacer::Arrivals;
 use super::plan::Load;
-use crate::shard::ShardSlot;
 use crate::stats::Clock;
-use crate::subscriber::DeliveryTracker;
 use crate::workload::Workload;
 
 /// What every level of a run shares.
@@ -27,8 +26,8 @@ pub struct LevelContext<T> {
     pub retries: u32,
     /// Open model: inter-arrival law.
     pub arrivals: Arrivals,
-    /// This process's shard ([`ShardSlot::WHOLE`] when not sharded).
-    pub shard: ShardSlot,
+    /// This process's share of every level's events ([`Slice::WHOLE`]: all of them).
+    pub slice: Slice,
     /// Cancelled on Ctrl-C / SIGTERM: no new events, no more retries.
     pub cancel: CancellationToken,
     /// Live counts for the progress display.
@@ -41,17 +40,32 @@ pub struct LevelContext<T> {
     pub level_workers: u32,
     /// Open model: record latency from the intended start too.
     pub open_model: bool,
-    /// With subscribers on: told of every measured publish and its acceptance.
-    pub delivery: Option<Arc<DeliveryTracker>>,
+    /// Told of every measured publish and its acceptance (with subscribers on, their tracker).
+    pub observer: Option<Arc<dyn PublishObserver>>,
     /// Sharded runs with subscribers: send only this shard's topics' events (owner striping).
     pub own_topics: Option<super::own_topics::OwnTopics>,
+}
+
+/// Which share of every level's sequence numbers this process sends: every `count`-th, from
+/// `index`. A sharded run sets it from its shard; the engine knows only the numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slice {
+    /// Which of the `count` shares, from 0.
+    pub index: u32,
+    /// How many shares the events are split into.
+    pub count: u32,
+}
+
+impl Slice {
+    /// Every event: one share of one.
+    pub const WHOLE: Slice = Slice { index: 0, count: 1 };
 }
 
 impl<T> std::fmt::Debug for LevelContext<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LevelContext")
             .field("retries", &self.retries)
-            .field("shard", &self.shard)
+            .field("slice", &self.slice)
             .finish_non_exhaustive()
     }
 }

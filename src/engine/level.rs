@@ -30,8 +30,6 @@ pub struct LevelRun {
     pub interrupted: bool,
     /// The target's first failure of each class (class name → text), set by the run.
     pub first_failures: std::collections::BTreeMap<String, String>,
-    /// The topic server's fetches during the level (websub dialect), set by the run.
-    pub topic_server: Option<crate::topic_server::TopicFetchStats>,
 }
 
 /// Run `spec` as level number `index`. `seq_base` is the first event sequence number of the level.
@@ -44,7 +42,7 @@ pub async fn run_level<T: Target>(
     // Owner striping walks every number and keeps its own topics'; otherwise every count-th.
     let (shard, shards) = match ctx.own_topics {
         Some(_) => (0, 1),
-        None => (u64::from(ctx.shard.index), u64::from(ctx.shard.count)),
+        None => (u64::from(ctx.slice.index), u64::from(ctx.slice.count)),
     };
     let seqs = Seqs::striped(seq_base, spec.stop.requests, shard, shards);
     // Warm-up events come from their own sequence space so they never shift the measured stream.
@@ -145,7 +143,6 @@ pub async fn run_level<T: Target>(
         elapsed: Instant::now().saturating_duration_since(measured_start),
         interrupted: ctx.cancel.is_cancelled(),
         first_failures: Default::default(),
-        topic_server: None,
     }
 }
 
@@ -156,7 +153,7 @@ mod tests {
     use crate::engine::pacer::Arrivals;
     use crate::engine::plan::Stop;
     use crate::result::{Class, Outcome, TimeoutKind};
-    use crate::shard::ShardSlot;
+    use crate::shard_contract::ShardSlot;
     use crate::stats::Clock;
     use crate::targets::mock::MockTarget;
     use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
@@ -179,14 +176,17 @@ mod tests {
             clock: Clock::new(),
             retries,
             arrivals: Arrivals::Constant,
-            shard,
+            slice: crate::engine::Slice {
+                index: shard.index,
+                count: shard.count,
+            },
             cancel: CancellationToken::new(),
             live: Arc::new(Live::default()),
             attempts: None,
             level_load: Load::Closed { concurrency: 1 },
             level_workers: 1,
             open_model: false,
-            delivery: None,
+            observer: None,
             own_topics: None,
         })
     }

@@ -71,9 +71,9 @@ pub(crate) async fn worker_loop<T: Target>(
         loop {
             let start = if attempt_no == 0 {
                 if ticket.measured {
-                    if let Some(t) = &ctx.delivery {
+                    if let Some(t) = &ctx.observer {
                         // Before the request is written, so no delivery can come first.
-                        t.note_published(ticket.seq, event.topic, first.at);
+                        t.published(ticket.seq, event.topic, first.at);
                     }
                 }
                 first
@@ -132,8 +132,8 @@ pub(crate) async fn worker_loop<T: Target>(
                     let _ = out.send(r).await;
                 }
                 if ok {
-                    if let Some(t) = &ctx.delivery {
-                        t.note_accepted(ticket.seq, end.at);
+                    if let Some(t) = &ctx.observer {
+                        t.accepted(ticket.seq, end.at);
                     }
                 }
                 if !last && stop.is_stopped() {

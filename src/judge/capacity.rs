@@ -22,11 +22,11 @@ use tokio::time::Instant;
 
 use super::threshold::check;
 use super::Threshold;
-use crate::report::LevelReport;
-use crate::verdict::Verdict;
+use crate::summary::verdict::Verdict;
+use crate::summary::LevelReport;
 
 /// What the capacity finder found, with full rows.
-pub type CapacityResult = crate::verdict::CapacityResult<LevelReport>;
+pub type CapacityResult = crate::summary::verdict::CapacityResult<LevelReport>;
 
 /// Judge one probe's row: every bound, plus "at least one attempt".
 fn judge_probe(slo: &[Threshold], row: &LevelReport) -> (bool, Vec<Verdict>) {
@@ -131,10 +131,10 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::build::level_report;
-    use crate::report::judging::render_capacity;
+    use crate::judge::text::render_capacity;
     use crate::result::Outcome;
     use crate::stats::LevelStats;
+    use crate::summary::build::level_report;
     use std::cell::RefCell;
 
     /// A level of 100 accepted attempts that each take `load` ms.

@@ -1,10 +1,10 @@
-//! Judging `--threshold` and `--slo` rules (parsed by `gate`) on a run's rows: per level, or
+//! Judging `--threshold` and `--slo` rules (parsed by `rules`) on a run's rows: per level, or
 //! on TOTAL.
 
-pub use crate::gate::{Bound, Metric, Op, Scope, Threshold};
-use crate::report::delivery::DeliveryReport;
-use crate::report::LevelReport;
-use crate::verdict::Verdict;
+pub use super::rules::{Bound, Metric, Op, Scope, Threshold};
+use crate::summary::delivery_report::DeliveryReport;
+use crate::summary::verdict::Verdict;
+use crate::summary::LevelReport;
 
 /// The measured value `t` compares, from one row, in the bound's unit; NaN (the rule fails)
 /// for a delivery metric on a row without a delivery section.
@@ -128,8 +128,8 @@ mod tests {
 
     use super::*;
     use crate::judge::testutil::stats;
-    use crate::report::build::level_report;
     use crate::result::Outcome;
+    use crate::summary::build::level_report;
 
     #[test]
     fn verdicts_in_each_bound_unit() {
@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn delivery_rules_judge_the_delivery_section() {
-        use crate::report::delivery::delivery_report;
+        use crate::summary::delivery_report::delivery_report;
         let s = stats(&[(Duration::from_millis(10), Outcome::Accepted, 4)]);
         let mut row = level_report("4", Some(4), None, &s, false);
         let judge_row = |text: &str, row: &LevelReport| {
@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn time_to_first_delivery_is_judged_only_with_first_deliveries_after_churn() {
-        use crate::report::delivery::delivery_report;
+        use crate::summary::delivery_report::delivery_report;
         let s = stats(&[(Duration::from_millis(10), Outcome::Accepted, 2)]);
         let mut row = level_report("1", None, None, &s, false);
         let judge_row = |text: &str, row: &LevelReport| {

@@ -3,8 +3,9 @@
 //! WebSub runs use the header the hub's own performance analysis used; Service Bus runs swap
 //! the HTTP classes for the broker's (README: "CSV columns").
 
-use super::{LevelReport, Report, Reporter};
+use super::Reporter;
 use crate::kind::{Model, TargetKind};
+use crate::summary::{LevelReport, Report};
 
 /// JMeter's aggregate columns after the first (which names the level: `Concurrency` or `Rate`).
 pub const AGGREGATE_COLUMNS: [&str; 12] = [

@@ -9,8 +9,9 @@
 //! The last row, `TOTAL`, is the report's total as `aggregate.csv` has it: every count summed
 //! over the levels, the latencies from the levels' merged histogram (not an average of rows).
 
-use super::delivery::DeliveryReport;
-use super::{Report, Reporter};
+use super::Reporter;
+use crate::summary::delivery_report::DeliveryReport;
+use crate::summary::Report;
 
 /// Writes `delivery.csv`.
 #[derive(Debug, Default)]
@@ -90,9 +91,9 @@ impl Reporter for DeliveryCsvReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::delivery::delivery_report;
     use crate::stats::record;
     use crate::subscriber::DeliveryLevelStats;
+    use crate::summary::delivery_report::delivery_report;
 
     #[test]
     fn one_row_per_level_in_ms() {
@@ -105,7 +106,7 @@ mod tests {
             record(&mut s.e2e_from_start, v);
         }
         let d = delivery_report(&s, 3.0, 5);
-        let mut r = crate::report::Report::new_empty(
+        let mut r = crate::summary::Report::new_empty(
             crate::config::Model::Closed,
             serde_json::Value::Null,
             Vec::new(),
@@ -115,7 +116,7 @@ mod tests {
             "no subscribers, no file"
         );
         let row_json = |label: &str| {
-            let mut l = crate::report::build::level_report(
+            let mut l = crate::summary::build::level_report(
                 label,
                 Some(1),
                 None,
@@ -136,7 +137,7 @@ mod tests {
 
     #[test]
     fn total_row_sums_counts_and_takes_percentiles_from_the_merged_histogram() {
-        use crate::report::delivery::LevelDelivery;
+        use crate::summary::delivery_report::LevelDelivery;
         let level = |delivered: u64, lost: u64, e2e_ms: &[u64], seconds: f64, backlog: u64| {
             let mut s = DeliveryLevelStats::default();
             s.counts.delivered = delivered;
@@ -159,7 +160,7 @@ mod tests {
         total += &a;
         total += &b;
         let with = |label: &str, d: &LevelDelivery| {
-            let mut l = crate::report::build::level_report(
+            let mut l = crate::summary::build::level_report(
                 label,
                 None,
                 None,
@@ -169,7 +170,7 @@ mod tests {
             l.delivery = Some(d.into());
             l
         };
-        let mut r = crate::report::Report::new_empty(
+        let mut r = crate::summary::Report::new_empty(
             crate::config::Model::Closed,
             serde_json::Value::Null,
             Vec::new(),

@@ -15,7 +15,8 @@
 use std::fmt::Write;
 
 use super::jtl::level_tag;
-use super::{Report, Reporter};
+use super::Reporter;
+use crate::summary::Report;
 
 /// Writes `latency.hlog`.
 #[derive(Debug, Default)]
@@ -113,10 +114,10 @@ impl Reporter for HlogReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::build::level_report;
     use crate::result::{Attempt, Outcome};
     use crate::shard::artifact::decode_histogram;
     use crate::stats::{AttemptTimes, Clock, LevelStats};
+    use crate::summary::build::level_report;
     use std::time::Duration;
 
     fn level(n: u64, us: u64) -> LevelStats {

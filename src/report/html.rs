@@ -4,13 +4,13 @@
 //! test can parse it, and so it renders the same in every browser, headless Chromium included.
 
 pub(crate) mod charts;
-pub(crate) mod delivery;
+pub(crate) mod delivery_charts;
 mod delivery_table;
 pub(crate) mod distribution;
 mod first_failures;
 pub(crate) mod markup;
 pub(crate) mod svg;
-pub(crate) mod topics;
+pub(crate) mod worst_topics;
 
 use std::fmt::Write;
 
@@ -18,9 +18,10 @@ use self::charts::{level_axis_title, visible_groups};
 use self::markup::{document, fmt_error_pct, kv_table, table, Cell};
 use self::svg::escape;
 use super::precision::{latency_cells, ms3};
-use super::{LevelReport, PhaseReport, Report, Reporter};
+use super::Reporter;
 use crate::kind::Model;
 use crate::result::Class;
+use crate::summary::{LevelReport, PhaseReport, Report};
 
 /// Writes `report.html`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -71,8 +72,8 @@ pub fn render(report: &Report) -> String {
             charts::outcomes(report, false),
             wide(distribution::distribution(report)),
             charts::timeline(report),
-            wide(delivery::latency(report)),
-            wide(delivery::backlog(report)),
+            wide(delivery_charts::latency(report)),
+            wide(delivery_charts::backlog(report)),
         );
     }
     b.push_str("<h2>Aggregate</h2>");
@@ -80,7 +81,7 @@ pub fn render(report: &Report) -> String {
     b.push_str("<h2>Outcomes per level</h2>");
     b.push_str(&outcome_table(report));
     b.push_str(&delivery_table::section(report));
-    b.push_str(&topics::worst_topics(report));
+    b.push_str(&worst_topics::worst_topics(report));
     b.push_str(&first_failures::section(report));
     b.push_str("<div class=\"cols\">");
     for (name, phase) in [
@@ -219,7 +220,7 @@ fn outcome_table(report: &Report) -> String {
 }
 
 /// Attempts per address, then the TLS handshakes and whether certificates were checked.
-fn hub_rows(h: &crate::report::HubHost) -> Vec<(String, String)> {
+fn hub_rows(h: &crate::summary::HubHost) -> Vec<(String, String)> {
     let mut rows: Vec<(String, String)> = h
         .addresses
         .iter()

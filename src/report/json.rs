@@ -1,6 +1,7 @@
 //! `summary.json`: the whole `Report`, as described by `schema/summary.schema.json`.
 
-use super::{Report, Reporter};
+use super::Reporter;
+use crate::summary::Report;
 
 /// Writes `summary.json`.
 #[derive(Debug, Default)]

@@ -6,7 +6,8 @@
 //! `p99.99_us`, `max_us`. Percentiles are nearest-rank from the level's HdrHistogram (1 µs,
 //! 3 significant digits), clamped to the exact max; the TOTAL row ends the file.
 
-use super::{LatencyUs, Report, Reporter};
+use super::Reporter;
+use crate::summary::{LatencyUs, Report};
 
 /// Writes `latency.csv`.
 #[derive(Debug, Default)]
@@ -61,9 +62,9 @@ impl Reporter for LatencyCsvReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::build::level_report;
     use crate::result::{Attempt, Outcome};
     use crate::stats::{AttemptTimes, Clock, LevelStats};
+    use crate::summary::build::level_report;
     use std::time::Duration;
 
     #[test]

@@ -2,11 +2,12 @@
 
 use std::fmt::Write;
 
-use super::align::align;
 use super::csv::{aggregate_fields, class_columns, class_count, TRAILING_CLASSES};
 use super::precision::latency_cells;
-use super::{Report, Reporter};
+use super::Reporter;
+use crate::align::align;
 use crate::result::Class;
+use crate::summary::Report;
 
 /// Renders the aligned text table.
 #[derive(Debug, Default)]
@@ -108,7 +109,7 @@ impl Reporter for TableReporter {
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
         let mut t = render_table(report);
         // With subscribers, the second block: what they received.
-        if let Some(d) = super::delivery_table::render_delivery_table(report) {
+        if let Some(d) = super::table_delivery::render_delivery_table(report) {
             t.push_str(&d);
         }
         Ok(t.into_bytes())
@@ -118,7 +119,7 @@ impl Reporter for TableReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::LevelReport;
+    use crate::summary::LevelReport;
 
     fn level(label: &str, counts: &[(&str, u64)], p50_us: u64) -> LevelReport {
         let mut l: LevelReport = serde_json::from_value(serde_json::json!({

@@ -9,9 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{LevelReport, Report, Reporter, TopicReport};
+use super::Reporter;
 use crate::result::Class;
 use crate::stats::{Counts, TopicStats};
+use crate::summary::{LevelReport, Report, TopicReport};
 use crate::workload::tenant_name;
 
 /// Writes `topics.csv`.
@@ -152,7 +153,7 @@ impl Reporter for TenantsCsvReporter {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::TopicReport;
+    use crate::summary::TopicReport;
 
     #[test]
     fn an_older_summary_without_topic_statistics_gives_headers_only() {

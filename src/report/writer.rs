@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
 
-use super::{Report, Reporter};
+use super::Reporter;
+use crate::summary::Report;
 
 /// The report directory and the reporters that fill it.
 pub struct ReportWriter {

@@ -5,17 +5,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::local_limits;
-use super::progress;
 use super::record::RunRecord;
 use super::shared::Shared;
 use crate::config::RunConfig;
-use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load};
+use crate::console::progress;
+use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load, Slice};
 use crate::judge::find_capacity;
-use crate::report::build::level_report;
-use crate::report::delivery::LevelDelivery;
-use crate::shard::{Load as ShardLoad, ShardSlot};
+use crate::shard::Load as ShardLoad;
+use crate::shard_contract::ShardSlot;
 use crate::stats::LevelStats;
+use crate::summary::build::level_report;
+use crate::summary::delivery_report::LevelDelivery;
 use crate::targets::Target;
+use crate::topic_server::TopicFetchStats;
 
 /// How long after `HUBLOAD_START_AT` a shard may still join.
 const START_GRACE: Duration = Duration::from_secs(10);
@@ -114,13 +116,17 @@ pub(crate) fn pool_size(cfg: &RunConfig, spec: &LevelSpec) -> usize {
         })
 }
 
+/// What one level produced: the engine's run, what its subscribers received, and the topic
+/// server's fetches during it (websub dialect).
+type Ran = (LevelRun, Option<LevelDelivery>, Option<TopicFetchStats>);
+
 /// Run one level against a fresh target built by `make`.
 async fn run_spec<T: Target>(
     sh: &Shared<'_>,
     make: &impl Fn(&LevelSpec) -> T,
     spec: &LevelSpec,
     i: usize,
-) -> (LevelRun, Option<LevelDelivery>) {
+) -> Ran {
     let target = Arc::new(make(spec));
     let ctx = Arc::new(LevelContext {
         target: target.clone(),
@@ -128,7 +134,10 @@ async fn run_spec<T: Target>(
         clock: sh.clock,
         retries: sh.cfg.client.retries,
         arrivals: sh.cfg.arrivals,
-        shard: sh.shard,
+        slice: Slice {
+            index: sh.shard.index,
+            count: sh.shard.count,
+        },
         cancel: sh.cancel.clone(),
         live: sh.live.clone(),
         attempts: sh.jtl.clone(),
@@ -138,7 +147,9 @@ async fn run_spec<T: Target>(
             Load::Closed { concurrency } => concurrency,
             Load::Open { max_inflight, .. } => max_inflight,
         },
-        delivery: sh.delivery.map(|d| d.tracker()),
+        observer: sh
+            .delivery
+            .map(|d| d.tracker() as Arc<dyn crate::engine::PublishObserver>),
         own_topics: sh.own_topics.clone(),
     });
     let bar = progress::LevelProgress::start(
@@ -151,7 +162,7 @@ async fn run_spec<T: Target>(
     }
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
     run.first_failures = target.first_failures();
-    run.topic_server = target.topic_fetches();
+    let fetches = sh.topic_server.as_ref().map(|ts| ts.take_stats());
     bar.finish();
     let delivery = match sh.delivery {
         Some(d) => Some(d.close_level(run.elapsed, &sh.cancel).await),
@@ -163,7 +174,7 @@ async fn run_spec<T: Target>(
         // reported when it is joined at the end of the path.
         let _ = jtl.sync().await;
     }
-    (run, delivery)
+    (run, delivery, fetches)
 }
 
 /// Record a level's row, then what its subscribers received.
@@ -171,9 +182,9 @@ fn push(
     rec: &mut RunRecord,
     spec: &LevelSpec,
     label: &str,
-    (run, delivery): (LevelRun, Option<LevelDelivery>),
+    (run, delivery, fetches): Ran,
 ) -> anyhow::Result<()> {
-    rec.push_level(spec, label, run)?;
+    rec.push_level(spec, label, run, fetches)?;
     match delivery {
         Some(d) => rec.set_last_delivery(&d),
         None => Ok(()),
@@ -214,7 +225,7 @@ pub(crate) async fn run_levels<T: Target>(
     }
     if let Some(at) = sh.start_at {
         // Every shard registered its topics; now all start the measured load together.
-        crate::shard::wait_for_start(at, START_GRACE).await?;
+        crate::shard_contract::wait_for_start(at, START_GRACE).await?;
     }
     for (i, spec) in sh.cfg.levels.iter().enumerate() {
         if sh.cancel.is_cancelled() {

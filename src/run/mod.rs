@@ -2,19 +2,18 @@
 //! side by side), each set up, its levels run in order, its reports rewritten after every
 //! level and its JTL synced, thresholds judged; then the side-by-side report when there are two.
 
-mod delivery;
 pub mod embedded;
 mod levels;
 mod local_limits;
 mod path;
-mod progress;
 pub mod record;
-mod servicebus;
+mod serve_topics;
+mod servicebus_path;
 mod shared;
-mod side_by_side;
 pub mod signals;
-mod topics;
-mod websub;
+mod subscribers;
+mod two_paths;
+mod websub_path;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,18 +25,19 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{RunConfig, TargetKind};
 use crate::engine::Live;
 use crate::report::jtl::{channel_writer, JtlNames};
-use crate::report::Report;
-use crate::shard::{Load as ShardLoad, ShardSlot, ShardSpec};
+use crate::shard::Load as ShardLoad;
+use crate::shard_contract::{ShardSlot, ShardSpec};
 use crate::stats::Clock;
+use crate::summary::Report;
 use crate::workload::Workload;
 
 use levels::{run_levels, shard_part};
 use path::TargetPath;
 pub use record::RunRecord;
-use servicebus::ServiceBusPath;
+use servicebus_path::ServiceBusPath;
 use shared::{check_phase, owned_topics, Shared};
-use side_by_side::{jtl_file, report_dir};
-use websub::WebSubPath;
+use two_paths::{jtl_file, report_dir};
+use websub_path::WebSubPath;
 
 /// How a run ended, for the exit code.
 #[derive(Debug)]
@@ -87,7 +87,11 @@ async fn run_path<P: TargetPath>(
         jtl = Some(tx);
         writer = Some(handle);
     }
-    let sh = Shared { jtl, ..sh.clone() };
+    let sh = Shared {
+        jtl,
+        topic_server: path.topic_server(),
+        ..sh.clone()
+    };
     // Everything that can fail between opening the JTL file and joining its writer, so that
     // every exit (an error included) joins the writer and its last rows reach the file.
     let ran: anyhow::Result<()> = async {
@@ -100,7 +104,7 @@ async fn run_path<P: TargetPath>(
                 check_phase(&prepared, P::PREPARE, &path.endpoint())?;
             }
         }
-        let fleet = delivery::start_for(
+        let fleet = subscribers::start_for(
             cfg,
             &sh.workload,
             &sh.cancel,
@@ -111,7 +115,7 @@ async fn run_path<P: TargetPath>(
         )
         .await?;
         let sh = Shared {
-            own_topics: delivery::own_topics(fleet.as_ref(), &sh.workload, sh.shard, &mine),
+            own_topics: subscribers::own_topics(fleet.as_ref(), &sh.workload, sh.shard, &mine),
             delivery: fleet.as_ref(),
             ..sh.clone()
         };
@@ -177,7 +181,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         // A shard's log must be one ordered stream (see console).
         crate::console::messages_to_stdout();
     }
-    crate::report::banner::print_banner(cfg, &workload);
+    crate::console::banner::print_banner(cfg, &workload);
     local_limits::announce(cfg);
     let sh = Shared {
         cfg,
@@ -190,6 +194,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         start_at: spec.as_ref().and_then(|s| s.start_at),
         delivery: None,
         own_topics: None,
+        topic_server: None,
     };
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();
@@ -214,7 +219,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         shard_lines.extend(lines);
     }
     if paths > 1 {
-        side_by_side::write(out, &reports, cfg.output.quiet)?;
+        two_paths::write(out, &reports, cfg.output.quiet)?;
     }
     let thresholds_failed = reports
         .iter()

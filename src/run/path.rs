@@ -1,11 +1,14 @@
 //! One target kind of a run: the small interface `run_load`'s one loop drives for every kind
 //! (set up, make the target for a level, add its own section to the record, tear down).
 
+use std::sync::Arc;
+
 use tokio_util::sync::CancellationToken;
 
 use crate::config::TargetKind;
 use crate::engine::LevelSpec;
 use crate::targets::{PhaseResult, Target};
+use crate::topic_server::TopicServer;
 use crate::workload::Topic;
 
 use super::record::RunRecord;
@@ -44,6 +47,11 @@ pub(crate) trait TargetPath {
     }
     /// After the levels: undo the set-up when the run asks for it (`--deregister`).
     async fn teardown(&self, _mine: &[Topic], _cancel: &CancellationToken) -> Option<PhaseResult> {
+        None
+    }
+    /// The topic server this kind serves topic URLs from (websub dialect), whose fetches each
+    /// level's row counts.
+    fn topic_server(&self) -> Option<Arc<TopicServer>> {
         None
     }
     /// Stop what `open` started (an embedded server).

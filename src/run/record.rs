@@ -8,20 +8,15 @@ use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if_for_rows, CapacityResult};
 use crate::kind::{Model, TargetKind};
-use crate::report::build::level_report;
-use crate::report::csv::CsvReporter;
-use crate::report::hlog::HlogReporter;
-use crate::report::json::JsonReporter;
-use crate::report::latency_csv::LatencyCsvReporter;
-use crate::report::table::TableReporter;
-use crate::report::topics_csv::{TenantsCsvReporter, TopicsCsvReporter};
-use crate::report::whatif_csv::WhatIfCsvReporter;
+use crate::report::reporters;
 use crate::report::writer::ReportWriter;
-use crate::report::{HtmlReporter, LevelReport, PhaseReport, RateCheck, Report, Reporter};
 use crate::shard::{
-    encode_level, Load as ShardLoad, MergedRun, PhaseArtifact, ShardArtifact, ShardMeta, ShardSpec,
+    encode_level, Load as ShardLoad, MergedRun, PhaseArtifact, ShardArtifact, ShardMeta,
 };
+use crate::shard_contract::ShardSpec;
 use crate::stats::LevelStats;
+use crate::summary::build::level_report;
+use crate::summary::{LevelReport, PhaseReport, RateCheck, Report};
 use crate::targets::PhaseResult;
 use crate::workload::Workload;
 use std::path::Path;
@@ -39,25 +34,9 @@ pub struct RunRecord {
     /// The registration phase as measured (for shard artifacts).
     registration: Option<PhaseResult>,
     /// Every level's deliveries added up, for the TOTAL row (`--subscribers`).
-    delivery_total: Option<crate::report::delivery::LevelDelivery>,
+    delivery_total: Option<crate::summary::delivery_report::LevelDelivery>,
     /// Each level's deliveries as measured, by level index (for shard artifacts).
-    deliveries: BTreeMap<usize, crate::report::delivery::LevelDelivery>,
-}
-
-/// Every reporter a run writes.
-pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
-    vec![
-        Box::new(TableReporter),
-        Box::new(CsvReporter),
-        Box::new(LatencyCsvReporter),
-        Box::new(crate::report::delivery_csv::DeliveryCsvReporter),
-        Box::new(HlogReporter),
-        Box::new(TopicsCsvReporter),
-        Box::new(TenantsCsvReporter),
-        Box::new(JsonReporter),
-        Box::new(WhatIfCsvReporter),
-        Box::new(HtmlReporter),
-    ]
+    deliveries: BTreeMap<usize, crate::summary::delivery_report::LevelDelivery>,
 }
 
 fn now_rfc3339() -> String {
@@ -117,7 +96,7 @@ impl RunRecord {
 
     /// Record the hub's addresses in use and its TLS handshakes (WebSub runs).
     /// With one address nothing is counted per address: it carried every attempt.
-    pub fn set_hub_host(&mut self, mut host: crate::report::HubHost) -> anyhow::Result<()> {
+    pub fn set_hub_host(&mut self, mut host: crate::summary::HubHost) -> anyhow::Result<()> {
         if let ([only], Some(total)) = (host.addresses.as_mut_slice(), &self.report.total) {
             only.attempts = total.samples;
         }
@@ -160,7 +139,7 @@ impl RunRecord {
     /// The TOTAL row gets every level's deliveries added up; thresholds are judged again.
     pub fn set_last_delivery(
         &mut self,
-        d: &crate::report::delivery::LevelDelivery,
+        d: &crate::summary::delivery_report::LevelDelivery,
     ) -> anyhow::Result<()> {
         if let Some(l) = self.report.levels.last_mut() {
             l.delivery = Some(d.into());
@@ -189,6 +168,7 @@ impl RunRecord {
         spec: &LevelSpec,
         label: &str,
         run: LevelRun,
+        topic_server: Option<crate::topic_server::TopicFetchStats>,
     ) -> anyhow::Result<()> {
         let (concurrency, rate) = match spec.load {
             Load::Closed { concurrency } => (Some(u64::from(concurrency)), None),
@@ -221,7 +201,7 @@ impl RunRecord {
         }
         let extra = RowExtra {
             first_failures: run.first_failures,
-            topic_server: run.topic_server,
+            topic_server,
         };
         self.push_row(&label, concurrency, rate, run.stats, extra)
     }
@@ -388,7 +368,7 @@ impl RunRecord {
     }
 
     /// Record what the Service Bus sender saw.
-    pub fn set_servicebus(&mut self, info: crate::report::ServiceBusInfo) -> anyhow::Result<()> {
+    pub fn set_servicebus(&mut self, info: crate::summary::ServiceBusInfo) -> anyhow::Result<()> {
         self.report.servicebus = Some(info);
         self.write()
     }

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::RunConfig;
 use crate::engine::{AttemptSender, Live};
-use crate::shard::ShardSlot;
+use crate::shard_contract::ShardSlot;
 use crate::stats::Clock;
 use crate::targets::PhaseResult;
 use crate::workload::{Topic, Workload};
@@ -26,9 +26,11 @@ pub(crate) struct Shared<'a> {
     /// Sharded runs: when the measured load starts, on every shard at once.
     pub start_at: Option<std::time::SystemTime>,
     /// The subscriber fleet (`--subscribers`, WebSub only), around every level.
-    pub delivery: Option<&'a super::delivery::DeliveryRun>,
+    pub delivery: Option<&'a super::subscribers::DeliveryRun>,
     /// Sharded runs with subscribers: this shard sends only its own topics' events.
     pub own_topics: Option<crate::engine::OwnTopics>,
+    /// The topic server (websub dialect): its fetches are taken after every level.
+    pub topic_server: Option<Arc<crate::topic_server::TopicServer>>,
 }
 
 /// Check a set-up phase (registering topics, attaching links): refuse a run that could not set
@@ -50,7 +52,7 @@ pub(crate) fn check_phase(p: &PhaseResult, what: &str, at: &str) -> anyhow::Resu
 }
 
 /// The topics this process sets up: its own tenants' when sharded (see
-/// [`crate::shard::owns_tenant`]); topics without a tenant belong to shard 0.
+/// [`crate::shard_contract::owns_tenant`]); topics without a tenant belong to shard 0.
 pub(crate) fn owned_topics(w: &Workload, shard: ShardSlot) -> Vec<Topic> {
     w.topics()
         .iter()

@@ -9,15 +9,16 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::env::{validate_run_id, ShardSpec};
 use crate::kind::{Model, TargetKind};
-use crate::report::delivery::{LevelDelivery, SubscriptionReport};
-use crate::report::ServiceBusInfo;
 use crate::result::{Class, Reason};
+use crate::shard_contract::env::{validate_run_id, ShardSpec};
+use crate::shard_contract::TopicArtifact;
 use crate::stats::{
     Counts, Histogram, LevelStats, Reasons, SecondHistograms, TimelineBucket, TopicStats,
     HIST_LOWEST_US, HIST_SIGFIG, TOPIC_BUCKETS,
 };
+use crate::summary::delivery_report::{LevelDelivery, SubscriptionReport};
+use crate::summary::ServiceBusInfo;
 use crate::targets::PhaseResult;
 use crate::topic_server::TopicFetchStats;
 
@@ -270,38 +271,6 @@ pub struct LevelArtifact {
     /// and in older artifacts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_server: Option<TopicFetchStats>,
-}
-
-/// One topic of one level: what [`TopicStats`] holds, sparsely.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TopicArtifact {
-    /// Attempts per class name (non-zero classes only).
-    pub counts: BTreeMap<String, u64>,
-    /// `[bucket, count]` for every non-empty bucket of the 200-bucket layout.
-    pub buckets: Vec<(usize, u32)>,
-    /// Exact largest latency, µs.
-    pub max_us: u64,
-}
-
-impl From<&TopicStats> for TopicArtifact {
-    fn from(t: &TopicStats) -> Self {
-        TopicArtifact {
-            counts: t
-                .counts
-                .to_map()
-                .into_iter()
-                .filter(|(_, v)| *v > 0)
-                .collect(),
-            buckets: t
-                .buckets
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(i, c)| (i, *c))
-                .collect(),
-            max_us: t.max_us,
-        }
-    }
 }
 
 fn topic_stats(a: &TopicArtifact, label: &str) -> Result<TopicStats, ArtifactError> {

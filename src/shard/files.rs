@@ -59,9 +59,9 @@ fn read_file(path: &Path) -> anyhow::Result<Vec<ShardArtifact>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shard::env::ShardSpec;
     use crate::shard::logs::to_log_lines;
     use crate::shard::testutil::empty_artifact;
+    use crate::shard_contract::ShardSpec;
 
     fn artifact(index: u32) -> ShardArtifact {
         let spec = ShardSpec {

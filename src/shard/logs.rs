@@ -288,8 +288,8 @@ mod tests {
     use super::*;
     use crate::shard::artifact::{encode_level, Load};
     use crate::shard::decode_level;
-    use crate::shard::env::ShardSpec;
     use crate::shard::testutil::{assert_level_eq, empty_artifact, random_level};
+    use crate::shard_contract::ShardSpec;
 
     /// An artifact with `levels` levels of 2,000 random events each.
     fn artifact(run_id: &str, index: u32, count: u32, levels: u64) -> ShardArtifact {
@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn lines_are_short_and_tagged() {
-        let long_id = "r".repeat(crate::shard::env::MAX_RUN_ID);
+        let long_id = "r".repeat(crate::shard_contract::env::MAX_RUN_ID);
         let a = artifact(&long_id, 2, 3, 20);
         let lines = to_log_lines(&a);
         assert!(

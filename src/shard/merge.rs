@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 
 use super::artifact::{decode_level, ArtifactError, Load, ShardArtifact, ShardMeta};
-use crate::report::delivery::{LevelDelivery, SubscriptionReport};
-use crate::report::ServiceBusInfo;
 use crate::stats::LevelStats;
+use crate::summary::delivery_report::{LevelDelivery, SubscriptionReport};
+use crate::summary::ServiceBusInfo;
 use crate::targets::PhaseResult;
 use crate::topic_server::TopicFetchStats;
 

@@ -170,7 +170,10 @@ pub fn assert_level_eq(a: &LevelStats, b: &LevelStats) {
 
 /// A websub, closed-model artifact of `spec` against `hub_url` with nothing in it: fixtures
 /// set what they test with `..empty_artifact(..)`, so a field added later needs no edit here.
-pub fn empty_artifact(spec: &crate::shard::ShardSpec, hub_url: &str) -> super::ShardArtifact {
+pub fn empty_artifact(
+    spec: &crate::shard_contract::ShardSpec,
+    hub_url: &str,
+) -> super::ShardArtifact {
     super::ShardArtifact {
         meta: super::artifact::ShardMeta::new(
             spec,

@@ -188,6 +188,16 @@ impl DeliveryTracker {
     }
 }
 
+/// The worker loop tells the tracker of every measured publish through the engine's trait.
+impl crate::engine::PublishObserver for DeliveryTracker {
+    fn published(&self, seq: u64, topic: usize, sent: Instant) {
+        self.note_published(seq, topic, sent);
+    }
+    fn accepted(&self, seq: u64, at: Instant) {
+        self.note_accepted(seq, at);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

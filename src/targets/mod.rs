@@ -1,11 +1,12 @@
 //! The `Target` trait: what the engine needs from a protocol (prepare topics, send one attempt).
 //!
-//! The engine knows nothing of HTTP or AMQP. One implementation per protocol, plus a mock.
+//! The engine knows nothing of HTTP or AMQP. One implementation per protocol, plus a mock for tests.
 
 pub mod first_failure;
 pub mod http;
 pub mod lanes;
-pub mod mock;
+#[cfg(test)]
+pub(crate) mod mock;
 pub mod reason;
 pub mod request;
 pub mod servicebus;
@@ -86,10 +87,5 @@ pub trait Target: Send + Sync + 'static {
     /// server said); targets that keep none return an empty map.
     fn first_failures(&self) -> std::collections::BTreeMap<String, String> {
         Default::default()
-    }
-
-    /// The topic server's fetches since the last call (websub dialect only; `None` elsewhere).
-    fn topic_fetches(&self) -> Option<crate::topic_server::TopicFetchStats> {
-        None
     }
 }

@@ -467,10 +467,6 @@ impl Target for WebSubTarget {
     fn first_failures(&self) -> std::collections::BTreeMap<String, String> {
         self.first.snapshot()
     }
-
-    fn topic_fetches(&self) -> Option<crate::topic_server::TopicFetchStats> {
-        self.topic_server.as_ref().map(|ts| ts.take_stats())
-    }
 }
 
 /// A publish's response buffers, reused by the next publish on the same thread instead of

@@ -513,4 +513,4 @@ mod tests {
 /// The renderer against a reference written the plain way (`format!`), byte for byte, on many
 /// random and edge-case fields.
 #[cfg(test)]
-mod reference;
+mod reference_tests;

@@ -2,9 +2,9 @@
 
 use super::svg::{spans_decades, LineChart, Segment, Separator, Series, StackedBars, XAxis};
 use crate::kind::Model;
-use crate::report::{LevelReport, Report};
 use crate::result::Class;
 use crate::stats::TimelineBucket;
+use crate::summary::{LevelReport, Report};
 
 /// A column of the outcome charts and tables: one or more classes under one name.
 #[derive(Debug, Clone, Copy)]

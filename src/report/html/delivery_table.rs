@@ -4,8 +4,8 @@ use std::fmt::Write;
 
 use super::markup::{head_cells, table, Cell};
 use super::svg::escape;
-use crate::report::delivery_table::{cells, delivery_rows, not_yet_note, HEAD};
-use crate::report::Report;
+use crate::report::table_delivery::{cells, delivery_rows, not_yet_note, HEAD};
+use crate::summary::Report;
 
 /// The "Deliveries per level" section (with the `NotYet` note when a level has any), or
 /// nothing for a run without subscribers.
@@ -42,8 +42,8 @@ pub fn section(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::delivery::delivery_report;
     use crate::subscriber::DeliveryLevelStats;
+    use crate::summary::delivery_report::delivery_report;
 
     /// The sample run with deliveries: level `i` expected 100, delivered `100 - i`, and the
     /// rest lost, or (the last level, as a signal leaves it) not yet delivered.

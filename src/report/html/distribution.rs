@@ -3,9 +3,8 @@
 //! open model), drawn from the HdrHistograms that summary.json carries.
 
 use super::svg::{LineChart, Series, XAxis};
-use crate::report::{LevelReport, Report};
-use crate::shard::artifact::decode_histogram;
 use crate::stats::Histogram;
+use crate::summary::Report;
 
 /// The x axis ends at five nines (99.999%).
 const MAX_NINES: u32 = 5;
@@ -41,8 +40,8 @@ pub fn distribution_points(h: &Histogram, max_us: Option<u64>) -> Vec<Option<(f6
     pts
 }
 
-fn decoded(l: &LevelReport, which: Option<&String>, name: &'static str) -> Option<Histogram> {
-    which.and_then(|b64| decode_histogram(&l.label, name, b64).ok())
+fn decoded(which: Option<&String>) -> Option<Histogram> {
+    which.and_then(|b64| crate::stats::from_base64(b64).ok())
 }
 
 /// The chart, or `None` when no level carries a histogram (summaries from older versions).
@@ -51,7 +50,7 @@ pub fn distribution(report: &Report) -> Option<String> {
     for (i, l) in report.levels.iter().enumerate() {
         let Some(h) = &l.histograms else { continue };
         let color = PALETTE[i % PALETTE.len()];
-        if let Some(raw) = decoded(l, Some(&h.latency), "latency") {
+        if let Some(raw) = decoded(Some(&h.latency)) {
             series.push(Series {
                 name: l.label.clone(),
                 color,
@@ -60,7 +59,7 @@ pub fn distribution(report: &Report) -> Option<String> {
                 dashed: false,
             });
         }
-        if let Some(c) = decoded(l, h.corrected.as_ref(), "corrected") {
+        if let Some(c) = decoded(h.corrected.as_ref()) {
             series.push(Series {
                 name: format!("{} from intended start", l.label),
                 color,

@@ -2,7 +2,7 @@
 //! the hub answered it.
 
 use super::markup::{table, Cell};
-use crate::report::Report;
+use crate::summary::Report;
 
 /// The section, or nothing when no level recorded a failure.
 pub(crate) fn section(report: &Report) -> String {

@@ -286,7 +286,7 @@ fn distribution_chart_one_line_per_level_dashed_when_corrected() {
     // The fixture predates histograms in summary.json: no distribution chart, no error.
     assert!(!render(&report).contains("chart-distribution"));
     for (i, l) in report.levels.iter_mut().enumerate() {
-        l.histograms = Some(crate::report::ReportHistograms {
+        l.histograms = Some(crate::summary::ReportHistograms {
             latency: encoded(1000, i as u64 + 1),
             corrected: None,
             per_second: Default::default(),

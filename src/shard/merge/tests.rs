@@ -2,9 +2,9 @@
 use super::*;
 use crate::result::Class;
 use crate::shard::artifact::{encode_level, PhaseArtifact};
-use crate::shard::env::{split_count, ShardSpec};
 use crate::shard::logs::{from_log_dump, to_log_lines};
 use crate::shard::testutil::{assert_level_eq, empty_artifact, random_events, record};
+use crate::shard_contract::{split_count, ShardSpec};
 use crate::stats::Clock;
 
 const LEVELS: [(&str, u64, u64); 3] = [("1", 1, 11), ("20", 20, 22), ("50", 50, 33)];
@@ -323,7 +323,7 @@ fn shards_that_do_not_belong_are_named() {
 
 #[test]
 fn service_bus_sections_add_up() {
-    use crate::report::EmulatorTotals;
+    use crate::summary::EmulatorTotals;
     let section = |reconnects, puts, busy: u64, accepted: u64, topic: &str| ServiceBusInfo {
         endpoint: "amqp://127.0.0.1:5672".into(),
         topics: "per-topic".into(),

@@ -41,11 +41,11 @@
 //! the bytes across reads. `TCP_NODELAY` on every socket.
 
 #[cfg(test)]
-mod addrs;
+mod addrs_tests;
 pub(crate) mod chunked;
 mod conn;
 #[cfg(test)]
-mod determinism;
+mod determinism_tests;
 mod error;
 mod exchange;
 mod parse;

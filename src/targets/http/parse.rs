@@ -49,7 +49,7 @@ pub(crate) struct Head {
 ///
 /// A complete head in the common form (see [`fast_head`]) is read by a scan of our own;
 /// anything else goes to `httparse`. Both give the same answer for every input the scan
-/// accepts (checked on the corpus and on random heads, `determinism.rs`).
+/// accepts (checked on the corpus and on random heads, `determinism_tests.rs`).
 pub(crate) fn parse_head(
     buf: &[u8],
     head_request: bool,

@@ -4,7 +4,7 @@
 //! exactly when its holes fit the event.
 
 use super::*;
-use crate::workload::body::reference::{Rng, KNOWN_CHANNELS};
+use crate::workload::body::reference_tests::{Rng, KNOWN_CHANNELS};
 use crate::workload::body::render_into;
 use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
 

@@ -4,7 +4,7 @@
 
 use hubload_rng::SplitMix64;
 
-use super::super::super::determinism::seed_corpus;
+use super::super::super::determinism_tests::seed_corpus;
 use super::super::{parse_head, Head};
 use super::HeadMemo;
 use crate::result::OtherReason;

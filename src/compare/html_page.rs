@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
+use super::comparison::{Comparison, Delta, LevelComparison, Metric, Metrics};
+use super::fail_if::{FailIf, Violation};
 use super::format::{plain_delta, plain_pct, plain_value};
-use super::gate::{FailIf, Violation};
-use super::model::{Comparison, Delta, LevelComparison, Metric, Metrics};
 use crate::report::html::markup::{document, kv_table};
 use crate::report::html::svg::{escape, spans_decades, LineChart, Series, XAxis};
 

@@ -1,17 +1,17 @@
 //! Turns `LevelStats` into a `LevelReport` row: JMeter's aggregate numbers plus what the JSON adds.
 
 use crate::result::Class;
-use crate::shard::artifact::TopicArtifact;
+use crate::shard_contract::TopicArtifact;
 use crate::stats::{Histogram, LevelStats, TopicStats};
 
 use super::latency::latency;
-use super::model::{EventSummary, LevelReport, ReportHistograms, TimeoutSplit, TopicReport};
+use super::report::{EventSummary, LevelReport, ReportHistograms, TimeoutSplit, TopicReport};
 
 /// The interchange encoding of a histogram (see [`ReportHistograms`]).
 fn encode(h: &Histogram) -> String {
     // Serializing into memory fails only for a histogram too large for the V2 header; hubload's
     // (1 µs to at most u64::MAX, 3 digits) is never that.
-    crate::shard::artifact::encode_histogram("latency", h).expect("hubload histograms serialize")
+    crate::stats::to_base64(h).expect("hubload histograms serialize")
 }
 
 /// One topic's row: counts, percentiles and the sparse histogram.

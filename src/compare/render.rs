@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
+use super::comparison::{Comparison, LevelComparison, Metric, Metrics, Presence};
+use super::fail_if::{FailIf, Violation};
 use super::format::{delta_abs, delta_pct, plain_delta, plain_pct, plain_value, value};
-use super::gate::{FailIf, Violation};
-use super::model::{Comparison, LevelComparison, Metric, Metrics, Presence};
 
 /// One line of the text table.
 enum Line {

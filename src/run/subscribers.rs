@@ -13,11 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{DeliveryConfig, RunConfig};
 use crate::engine::OwnTopics;
-use crate::report::delivery::LevelDelivery;
-use crate::shard::ShardSlot;
+use crate::shard_contract::ShardSlot;
 use crate::subscriber::{
     ChurnRunner, DeliveryTracker, Fleet, FleetConfig, PhaseSettings, SubscriptionPhase,
 };
+use crate::summary::delivery_report::LevelDelivery;
 use crate::workload::{Topic, Workload};
 
 /// Ring slots of the tracker: what can be in flight plus the grace window. A slot reused

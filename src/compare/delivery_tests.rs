@@ -290,7 +290,7 @@ fn text_csv_and_html_show_the_delivery_rows_side_by_side() {
         format!("{rate:.1}")
     );
 
-    let html = html::render_html(&cmp, &[], &[]);
+    let html = html_page::render_html(&cmp, &[], &[]);
     let doc = crate::report::html::tests::parse(&html);
     let ids = svg_ids(&doc);
     assert_eq!(

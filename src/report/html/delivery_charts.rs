@@ -7,10 +7,10 @@
 
 use super::charts::{latency_axis_title, level_axis_title, level_prefix};
 use super::svg::{spans_decades, LineChart, Separator, Series, XAxis};
-use crate::report::delivery::DeliveryReport;
-use crate::report::latency::LatencyUs;
-use crate::report::{LevelReport, Report};
 use crate::subscriber::{ChurnSeconds, DeliverySeconds};
+use crate::summary::delivery_report::DeliveryReport;
+use crate::summary::latency::LatencyUs;
+use crate::summary::{LevelReport, Report};
 
 /// A level's delivery section, when it delivered anything.
 fn delivered(l: &LevelReport) -> Option<&DeliveryReport> {
@@ -236,11 +236,11 @@ pub fn backlog(report: &Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::delivery::delivery_report;
     use crate::report::json::JsonReporter;
     use crate::report::Reporter;
     use crate::stats::record;
     use crate::subscriber::DeliveryLevelStats;
+    use crate::summary::delivery_report::delivery_report;
     use serde_json::Value;
 
     /// The sample run (5 levels of 30 s) with known deliveries: level `i` delivered with

@@ -5,24 +5,27 @@
 //! Deltas are candidate − baseline; the relative delta is that over the baseline, in %. When
 //! both runs had `--subscribers`, each level's delivery section is compared too (its counts,
 //! end-to-end latency, delivered rate and backlog).
-//! The data lives in `model`, thresholds (`--fail-if`) in [`gate`], number formats in `format`,
-//! renderers in [`render`] and [`html`].
+//! The data lives in `comparison`, thresholds (`--fail-if`) in [`fail_if`], number formats in
+//! `format`, renderers in [`render`] and [`html_page`].
 
+mod comparison;
+pub mod fail_if;
 mod format;
-pub mod gate;
-pub mod html;
-mod model;
+pub mod html_page;
 pub mod render;
+pub mod side_by_side;
 
 use std::path::Path;
 
 use anyhow::Context;
 
-pub use gate::{check, FailIf, FailIfError, Violation};
-pub use model::{Comparison, DeliveryMetrics, Delta, LevelComparison, Metric, Metrics, Presence};
+pub use comparison::{
+    Comparison, DeliveryMetrics, Delta, LevelComparison, Metric, Metrics, Presence,
+};
+pub use fail_if::{check, FailIf, FailIfError, Violation};
 
-use super::{LevelReport, Report};
 use crate::kind::Model;
+use crate::summary::{LevelReport, Report};
 
 fn run_name(r: &Report) -> String {
     format!(

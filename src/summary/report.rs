@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::kind::{Model, TargetKind};
 use crate::result::Class;
 use crate::stats::{LevelStats, SecondHistograms, TimelineBucket};
+use crate::summary::verdict::{CapacityResult, Verdict, WhatIfTable};
 use crate::targets::PhaseResult;
-use crate::verdict::{CapacityResult, Verdict, WhatIfTable};
 
 /// A whole run: metadata, phases, one row per level and the total.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -45,10 +45,10 @@ pub struct Report {
     pub deregistration: Option<PhaseReport>,
     /// The subscription phase (`--subscribers`); absent when there were no subscribers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subscription: Option<super::delivery::SubscriptionReport>,
+    pub subscription: Option<super::delivery_report::SubscriptionReport>,
     /// The unsubscription phase at the end (`--subscribers`, unless `--no-unsubscribe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unsubscription: Option<super::delivery::SubscriptionReport>,
+    pub unsubscription: Option<super::delivery_report::SubscriptionReport>,
     /// One entry per level, in run order.
     pub levels: Vec<LevelReport>,
     /// All levels merged (`TOTAL` row); throughput over the whole span.
@@ -382,7 +382,7 @@ pub struct LevelReport {
     pub topic_server: Option<crate::topic_server::TopicFetchStats>,
     /// What the subscribers received (`--subscribers`); absent without subscribers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivery: Option<super::delivery::DeliveryReport>,
+    pub delivery: Option<super::delivery_report::DeliveryReport>,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,

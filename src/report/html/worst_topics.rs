@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::markup::{fmt_error_pct, head_cells, table, Cell};
 use super::svg::escape;
 use crate::report::precision::ms3;
-use crate::report::{LevelReport, Report, TopicReport};
+use crate::summary::{LevelReport, Report, TopicReport};
 
 /// How many topics each ranking shows.
 pub const WORST: usize = 20;

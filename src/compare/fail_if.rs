@@ -1,5 +1,5 @@
-//! `--fail-if` rules (parsed by `gate`, the one rule language) judged on a comparison: find
-//! the levels whose delta breaks them.
+//! `--fail-if` rules (parsed by `judge::rules`, the one rule language) judged on a
+//! comparison: find the levels whose delta breaks them.
 //!
 //! A rule fails when the delta is strictly beyond its bound: `%` is relative to the baseline
 //! for latencies, throughput and the delivered rate, and **percentage points** for errors
@@ -12,9 +12,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::comparison::{Comparison, Delta, Metric, Metrics};
 use super::format::{delta_abs, delta_pct, share, share_delta, value};
-use super::model::{Comparison, Delta, Metric, Metrics};
-use crate::gate::{self, Bound, Flag, Gate, GateError};
+use crate::judge::rules::{self as gate, Bound, Flag, Gate, GateError};
 
 /// One `--fail-if` rule: the parsed gate and the compare column it reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,7 +27,7 @@ pub struct FailIf {
 /// A `--fail-if` rule that does not parse; the message names the flag and the bad part.
 pub type FailIfError = GateError;
 
-/// The compare column of a gate metric (`gate` only lets `--fail-if` name these).
+/// The compare column of a gate metric (`judge::rules` only lets `--fail-if` name these).
 fn column(m: gate::Metric) -> Metric {
     match m {
         gate::Metric::Avg => Metric::Average,

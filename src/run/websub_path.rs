@@ -66,7 +66,7 @@ impl<'a> WebSubPath<'a> {
         )
         .await?;
         announce_endpoint(cfg, &url, &endpoint);
-        let topics = super::topics::start(cfg, workload, &url).await?;
+        let topics = super::serve_topics::start(cfg, workload, &url).await?;
         let prefix = topics.as_ref().map_or("", |t| t.prefix());
         // Registration gets its own pool and at least 5 s per request: it is set-up, not load.
         let phase_client = WebSubClient {
@@ -127,6 +127,10 @@ impl TargetPath for WebSubPath<'_> {
         }
     }
 
+    fn topic_server(&self) -> Option<Arc<TopicServer>> {
+        self.topics.clone()
+    }
+
     fn add_section(&self, rec: &mut RunRecord) -> anyhow::Result<()> {
         rec.set_hub_host(hub_host(self.cfg, &self.endpoint))
     }
@@ -153,20 +157,20 @@ impl TargetPath for WebSubPath<'_> {
 }
 
 /// The load's attempts per address and TLS handshakes, for the report.
-fn hub_host(cfg: &RunConfig, endpoint: &HubEndpoint) -> crate::report::HubHost {
+fn hub_host(cfg: &RunConfig, endpoint: &HubEndpoint) -> crate::summary::HubHost {
     let addresses = endpoint
         .addrs
         .iter()
         .zip(endpoint.counters.attempts())
-        .map(|(a, attempts)| crate::report::AddressAttempts {
+        .map(|(a, attempts)| crate::summary::AddressAttempts {
             address: a.to_string(),
             attempts,
         })
         .collect();
     let h = endpoint.counters.handshakes();
-    crate::report::HubHost {
+    crate::summary::HubHost {
         addresses,
-        tls_handshakes: endpoint.tls.as_ref().map(|_| crate::report::Handshakes {
+        tls_handshakes: endpoint.tls.as_ref().map(|_| crate::summary::Handshakes {
             count: h.count,
             sum_us: h.sum_us,
         }),

@@ -1,7 +1,7 @@
 //! The one gate language: `--threshold`, `--slo` and `compare --fail-if` rules such as
 //! `p99<300ms`, `total:errors<1%`, `rate>=500`, `p99>+10%`, parsed by one parser against one
 //! table of metrics into one `Op` and one `Bound`. Plain data: judging a rule is `judge`'s job
-//! (absolute bounds on one run) and `report::compare`'s (deltas between two runs).
+//! (absolute bounds on one run) and compare's (deltas between two runs).
 //!
 //! Grammar: `[total:]METRIC OP VALUE`, spaces allowed around the parts, metric names in any
 //! case. What VALUE may be depends on the flag:

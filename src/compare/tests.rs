@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::render::{render_csv, render_text};
 use super::*;
-use crate::gate::{Bound, Op};
+use crate::judge::rules::{Bound, Op};
 
 pub(crate) fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/reports/{name}"))
@@ -302,7 +302,7 @@ fn html_page() {
     let cmp = pair();
     let r = rules(&["p99>+10%"]);
     let violations = check(&cmp, &r).unwrap();
-    let html = html::render_html(&cmp, &r, &violations);
+    let html = html_page::render_html(&cmp, &r, &violations);
     let opts = roxmltree::ParsingOptions {
         allow_dtd: true,
         ..Default::default()
@@ -423,7 +423,7 @@ fn write_sample_compare_html() {
     let r = rules(&["p99>+10%", "throughput<-10%"]);
     std::fs::write(
         &path,
-        html::render_html(&cmp, &r, &check(&cmp, &r).unwrap()),
+        html_page::render_html(&cmp, &r, &check(&cmp, &r).unwrap()),
     )
     .unwrap();
     println!("{}", path.display());

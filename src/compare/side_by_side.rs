@@ -7,9 +7,9 @@
 
 use std::fmt::Write;
 
-use super::compare::{compare, Comparison, LevelComparison, Metric, Metrics};
-use super::Report;
+use super::{compare, Comparison, LevelComparison, Metric, Metrics};
 use crate::kind::TargetKind;
+use crate::summary::Report;
 
 /// Two paths of one run, level by level.
 #[derive(Debug, Clone, PartialEq)]
@@ -199,7 +199,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::report::compare::load_report;
+    use crate::compare::load_report;
 
     fn fixture(name: &str) -> Report {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
-use super::align::align;
-use super::LevelReport;
-use crate::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
+use crate::align::align;
+use crate::summary::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
+use crate::summary::LevelReport;
 
 /// The table as aligned text for the terminal.
 pub fn render_what_if(t: &WhatIfTable) -> String {

@@ -1,9 +1,9 @@
 //! The comparison as data: the metrics compared, their values and deltas per level, and
 //! which run each level exists in.
 
-use crate::report::delivery::DeliveryReport;
-use crate::report::LevelReport;
 use crate::subscriber::DeliveryCounts;
+use crate::summary::delivery_report::DeliveryReport;
+use crate::summary::LevelReport;
 
 /// A compared quantity: the aggregate report's columns, then (when both runs had
 /// `--subscribers`) the delivery section's.

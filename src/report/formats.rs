@@ -1,0 +1,29 @@
+//! The list of formats a run writes: one `Reporter` per file of this folder.
+
+use super::csv::CsvReporter;
+use super::delivery_csv::DeliveryCsvReporter;
+use super::hlog::HlogReporter;
+use super::html::HtmlReporter;
+use super::json::JsonReporter;
+use super::latency_csv::LatencyCsvReporter;
+use super::table::TableReporter;
+use super::topics_csv::{TenantsCsvReporter, TopicsCsvReporter};
+use super::whatif_csv::WhatIfCsvReporter;
+use super::Reporter;
+
+/// Every reporter a run writes, in the order they are written. A new format is one file
+/// beside this one and one line here.
+pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
+    vec![
+        Box::new(TableReporter),
+        Box::new(CsvReporter),
+        Box::new(LatencyCsvReporter),
+        Box::new(DeliveryCsvReporter),
+        Box::new(HlogReporter),
+        Box::new(TopicsCsvReporter),
+        Box::new(TenantsCsvReporter),
+        Box::new(JsonReporter),
+        Box::new(WhatIfCsvReporter),
+        Box::new(HtmlReporter),
+    ]
+}
