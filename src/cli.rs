@@ -281,6 +281,10 @@ pub struct RunArgs {
     /// Subscribers answer 410 (gone) after acknowledging N deliveries [default: never].
     #[arg(long, value_name = "N", help_heading = "Delivery")]
     pub subscriber_gone_after: Option<String>,
+    /// Subscription churn: this many subscribers per second unsubscribe and subscribe again
+    /// (each verified) while a level runs [default: off].
+    #[arg(long, value_name = "RATE", help_heading = "Delivery")]
+    pub subscriber_churn: Option<String>,
 
     // ---- judging
     /// Pass/fail bound, e.g. 'p99<300ms', 'errors<1%', 'rate>=500', 'timeouts<0.5%';

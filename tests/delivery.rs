@@ -29,7 +29,7 @@ fn flags<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// Sum of a per-level delivery counter.
-fn sum(r: &Report, f: impl Fn(&hubload::subscriber::DeliveryCounts) -> u64) -> u64 {
+pub(crate) fn sum(r: &Report, f: impl Fn(&hubload::subscriber::DeliveryCounts) -> u64) -> u64 {
     r.levels
         .iter()
         .map(|l| f(&l.delivery.as_ref().expect("a delivery section").counts))
@@ -120,12 +120,20 @@ async fn exactly_once(per_topic: usize) {
     );
     let u = r.unsubscription.as_ref().expect("unsubscribed at the end");
     assert_eq!((u.requested, u.verified), (subs, subs), "{u:?}");
-    // delivery.csv: a header and one row per level.
+    // delivery.csv: a header, one row per level, then TOTAL (the levels summed; the hub's own
+    // delivered count).
     let csv = std::fs::read_to_string(sc.dir.path().join("delivery.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
-    assert_eq!(rows.len(), 3, "{csv}");
+    assert_eq!(rows.len(), 4, "{csv}");
     assert!(
         rows[1].starts_with(&format!("2,{},0,0,0,0,0,0,", 60 * per_topic)),
+        "{csv}"
+    );
+    assert!(
+        rows[3].starts_with(&format!(
+            "TOTAL,{},0,0,0,0,0,0,",
+            hub.distribution.delivered
+        )),
         "{csv}"
     );
 }

@@ -37,15 +37,102 @@ fn python_ready() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Whether a flask-websub test can run: python3 has flask-websub and celery. Without them the
+/// test `name` is skipped loudly, and under `CI` it fails.
+pub(crate) fn flask_ready(name: &str) -> bool {
+    if python_ready() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI: python3 with flask-websub and celery is required (see .ci/run)"
+    );
+    eprintln!("SKIPPED {name}: python3 cannot import flask_websub and celery (pip install 'flask-websub==0.4.1' celery)");
+    false
+}
+
+/// A websub-dialect run against a flask-websub hub: its flags, its topic URL prefix and its
+/// workload (to name its topics and recognise its events).
+pub(crate) struct WebsubRun {
+    pub(crate) prefix: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) workload: Workload,
+}
+
+/// The flags of a run against `hub`: 2 tenants × 2 channels, the `levels` of `requests` each,
+/// reports in `out`, then `extra`. The topic server listens on a port picked here so topic URLs
+/// are known before the run; the hub reaches it under a prefix of our choosing, as it would a
+/// Service name.
+pub(crate) fn websub_run(
+    hub: &str,
+    out: &std::path::Path,
+    levels: &[u64],
+    requests: u64,
+    extra: &[&str],
+) -> WebsubRun {
+    let topic_port = free_port();
+    let prefix = format!("http://127.0.0.1:{topic_port}/feeds/");
+    let levels = levels
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let listen = format!("127.0.0.1:{topic_port}");
+    let mut args: Vec<String> = [
+        "--hub-url",
+        hub,
+        "--dialect",
+        "websub",
+        "--topic-url-prefix",
+        &prefix,
+        "--topic-server-listen",
+        &listen,
+        "--tenants",
+        "2",
+        "--channels",
+        "login,logout",
+        "--topics",
+        "per-tenant-channel",
+        "--concurrency",
+        &levels,
+        "--requests",
+        &requests.to_string(),
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let argv = ["hubload"]
+        .iter()
+        .map(|a| a.to_string())
+        .chain(args.iter().cloned())
+        .map(Into::into)
+        .collect();
+    let cli = hubload::app::parse_args(argv).unwrap();
+    let workload = Workload::new(hubload::config::resolve(&cli.run).unwrap().workload);
+    WebsubRun {
+        prefix,
+        args,
+        workload,
+    }
+}
+
 /// The flask-websub hub process, killed on drop; its output goes to `log`.
-struct FlaskHub {
+pub(crate) struct FlaskHub {
     child: Child,
     log: std::path::PathBuf,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl FlaskHub {
     fn start(dir: &std::path::Path) -> FlaskHub {
+        FlaskHub::start_logging(dir, &[])
+    }
+
+    /// Start the hub with its database in `dir`; `extra` are the launcher's further arguments
+    /// (its delivery log).
+    pub(crate) fn start_logging(dir: &std::path::Path, extra: &[&std::path::Path]) -> FlaskHub {
         let port = free_port();
         let log = dir.join("flask-hub.log");
         let out = std::fs::File::create(&log).unwrap();
@@ -53,6 +140,7 @@ impl FlaskHub {
             .arg(LAUNCHER)
             .arg(port.to_string())
             .arg(dir.join("hub.sqlite3"))
+            .args(extra)
             .stdout(out.try_clone().unwrap())
             .stderr(out)
             .spawn()
@@ -64,12 +152,12 @@ impl FlaskHub {
         }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Wait until the hub accepts connections (Python starts slowly on a loaded machine).
-    async fn ready(&mut self) {
+    pub(crate) async fn ready(&mut self) {
         let addr = self.url["http://".len()..]
             .split('/')
             .next()
@@ -193,52 +281,20 @@ const REQUESTS: u64 = 20;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flask_websub_fetches_every_topic_and_delivers_every_ping_signed() {
-    if !python_ready() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI: python3 with flask-websub and celery is required (see .ci/run)"
-        );
-        eprintln!("SKIPPED flask_websub: python3 cannot import flask_websub and celery (pip install 'flask-websub==0.4.1' celery)");
+    if !flask_ready("flask_websub") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let mut hub = FlaskHub::start(dir.path());
     hub.ready().await;
 
-    // The topic server listens on a port picked here so topic URLs are known before the run;
-    // the hub reaches it under a prefix of our choosing, as it would a Service name.
-    let topic_port = free_port();
-    let prefix = format!("http://127.0.0.1:{topic_port}/feeds/");
     let out = dir.path().join("out");
-    let levels = LEVELS.map(|c| c.to_string()).join(",");
-    let listen = format!("127.0.0.1:{topic_port}");
-    let requests = REQUESTS.to_string();
-    let args = [
-        "--hub-url",
-        &hub.url,
-        "--dialect",
-        "websub",
-        "--topic-url-prefix",
-        &prefix,
-        "--topic-server-listen",
-        &listen,
-        "--tenants",
-        "2",
-        "--channels",
-        "login,logout",
-        "--topics",
-        "per-tenant-channel",
-        "--concurrency",
-        &levels,
-        "--requests",
-        &requests,
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    // The run's workload, to name its topics and recognise its events.
-    let argv = ["hubload"].iter().chain(&args).map(Into::into).collect();
-    let cli = hubload::app::parse_args(argv).unwrap();
-    let workload = Workload::new(hubload::config::resolve(&cli.run).unwrap().workload);
+    let WebsubRun {
+        prefix,
+        args,
+        workload,
+    } = websub_run(&hub.url, &out, &LEVELS, REQUESTS, &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let names: Vec<String> = workload
         .topics()
         .iter()

@@ -2,6 +2,7 @@
 
 mod binary;
 mod capture;
+mod churn;
 mod cli_errors;
 mod compare_delivery;
 mod creds;
@@ -12,6 +13,7 @@ mod delivery_binary;
 mod dialect;
 mod first_failures;
 mod flask_websub;
+mod flask_websub_fleet;
 mod generator_bound;
 mod hlog;
 mod http2;

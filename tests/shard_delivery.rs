@@ -180,7 +180,7 @@ async fn two_shards_deliver_as_one_process(per_topic: usize, base: &[&str]) {
             .collect()
     };
     let merged_rows = rows(&dir.path().join("merged"));
-    assert_eq!(merged_rows.len(), 3, "{merged_rows:?}");
+    assert_eq!(merged_rows.len(), 4, "levels and TOTAL: {merged_rows:?}");
     assert_eq!(merged_rows, rows(out.path()));
     // Delivery thresholds judge the merged run (they fail on a run without deliveries).
     let judged = crate::util::bin(

@@ -58,6 +58,10 @@ pub struct DeliveryConfig {
     /// How the subscribers answer.
     #[serde(skip)]
     pub behaviour: Behaviour,
+    /// `--subscriber-churn`: subscribers per second taken out and subscribed again while a
+    /// level runs; `None`: a fixed set of subscriptions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub churn: Option<f64>,
 }
 
 fn opt_url<S: serde::Serializer>(u: &Option<url::Url>, s: S) -> Result<S::Ok, S::Error> {
@@ -185,7 +189,15 @@ pub(super) fn resolve(a: &RunArgs) -> Result<Option<DeliveryConfig>, ConfigError
         .transpose()?
         .unwrap_or(DEFAULT_GRACE);
     let behaviour = behaviour(a)?;
+    let churn = opt(&a.subscriber_churn)
+        .map(|v| parse::rate("subscriber-churn", v))
+        .transpose()?;
     if subscribers == 0 {
+        if churn.is_some() {
+            return Err(ConfigError::Conflict(
+                "--subscriber-churn needs subscribers to churn (--subscribers N)".into(),
+            ));
+        }
         return Ok(None);
     }
     Ok(Some(DeliveryConfig {
@@ -198,6 +210,7 @@ pub(super) fn resolve(a: &RunArgs) -> Result<Option<DeliveryConfig>, ConfigError
         unsubscribe: !a.no_unsubscribe,
         grace,
         behaviour,
+        churn,
     }))
 }
 
@@ -210,6 +223,17 @@ mod tests {
         let mut v = vec!["--subscribers", "2"];
         v.extend_from_slice(extra);
         resolve(&args(&v)).unwrap().expect("fleet on")
+    }
+
+    #[test]
+    fn churn_is_a_rate_and_needs_subscribers() {
+        assert_eq!(on(&[]).churn, None);
+        assert_eq!(on(&["--subscriber-churn", "20"]).churn, Some(20.0));
+        assert_eq!(on(&["--subscriber-churn", "0.5"]).churn, Some(0.5));
+        err(
+            resolve(&args(&["--subscriber-churn", "20"])),
+            "--subscriber-churn needs subscribers",
+        );
     }
 
     #[test]
@@ -324,6 +348,14 @@ mod tests {
             ),
             (&["--callback-url", "not a url"], "invalid --callback-url"),
             (&["--lease-seconds", "0"], "invalid --lease-seconds `0`"),
+            (
+                &["--subscriber-churn", "0"],
+                "invalid --subscriber-churn `0`",
+            ),
+            (
+                &["--subscriber-churn", "often"],
+                "invalid --subscriber-churn `often`",
+            ),
             (
                 &["--delivery-grace", "soon"],
                 "invalid --delivery-grace `soon`",

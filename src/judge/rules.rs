@@ -80,7 +80,7 @@ impl Flag {
         if self.relative() {
             "avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate"
         } else {
-            "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate"
+            "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate or time_to_first_delivery_p99"
         }
     }
 }
@@ -126,6 +126,8 @@ pub enum Metric {
     Backlog,
     /// Delivered per second over the level's span plus the wait for its deliveries.
     DeliveredRate,
+    /// Subscription churn: re-verification → first delivery after it, 99th percentile.
+    TimeToFirstDeliveryP99,
 }
 
 /// The one table of metric names: every spelling either flag has accepted, and whether
@@ -165,6 +167,11 @@ const METRICS: &[(&[&str], Metric, bool)] = &[
         Metric::DeliveredRate,
         true,
     ),
+    (
+        &["time_to_first_delivery_p99", "ttfd_p99"],
+        Metric::TimeToFirstDeliveryP99,
+        false,
+    ),
 ];
 
 impl Metric {
@@ -178,6 +185,7 @@ impl Metric {
                 | Metric::E2eAvg
                 | Metric::E2eP(_)
                 | Metric::E2eMax
+                | Metric::TimeToFirstDeliveryP99
         )
     }
 
@@ -203,6 +211,7 @@ impl Metric {
     pub fn is_delivery(self) -> bool {
         match self {
             Metric::E2eAvg | Metric::E2eP(_) | Metric::E2eMax | Metric::DeliveredRate => true,
+            Metric::TimeToFirstDeliveryP99 => true,
             Metric::Errors | Metric::Timeouts => false,
             other => other.is_count(),
         }
@@ -236,6 +245,7 @@ impl Metric {
             Metric::Unexpected => "unexpected",
             Metric::Backlog => "backlog",
             Metric::DeliveredRate => "delivered_rate",
+            Metric::TimeToFirstDeliveryP99 => "time_to_first_delivery_p99",
         }
     }
 }

@@ -67,6 +67,13 @@ fn delivery_actual(t: &Threshold, d: &DeliveryReport) -> f64 {
         Metric::BodyMismatch => share(c.body_mismatch),
         Metric::Unexpected => share(c.unexpected),
         Metric::Backlog => share(d.backlog_at_level_end),
+        // Without churn, or with no first delivery after a re-subscription, nothing to judge:
+        // the rule fails.
+        Metric::TimeToFirstDeliveryP99 => d
+            .churn
+            .as_ref()
+            .filter(|c| c.first_deliveries > 0)
+            .map_or(f64::NAN, |c| ms(c.time_to_first_delivery_us.p99)),
         _ => unreachable!("not a delivery metric"),
     }
 }
@@ -88,6 +95,9 @@ pub fn check(t: &Threshold, row: &LevelReport) -> Verdict {
         threshold: t.text.clone(),
         level: row.label.clone(),
         actual: match actual.is_nan() {
+            true if t.metric == Metric::TimeToFirstDeliveryP99 => {
+                "no re-subscription measured (run with --subscribers and --subscriber-churn)".into()
+            }
             true => "no deliveries measured (run with --subscribers)".into(),
             false => format!("{actual:.3}{}", unit(t)),
         },
@@ -223,6 +233,42 @@ mod tests {
         row.delivery = Some(delivery_report(&none, 1.0, 0));
         assert_eq!(judge_row("lost<1%", &row), ("0.000%".into(), true));
         assert_eq!(judge_row("unexpected<1%", &row), ("inf%".into(), false));
+    }
+
+    #[test]
+    fn time_to_first_delivery_is_judged_only_with_first_deliveries_after_churn() {
+        use crate::summary::delivery_report::delivery_report;
+        let s = stats(&[(Duration::from_millis(10), Outcome::Accepted, 2)]);
+        let mut row = level_report("1", None, None, &s, false);
+        let judge_row = |text: &str, row: &LevelReport| {
+            let v = check(&text.parse().unwrap(), row);
+            (v.actual, v.passed)
+        };
+        let mut d = crate::subscriber::DeliveryLevelStats::default();
+        row.delivery = Some(delivery_report(&d, 1.0, 0));
+        let no_churn = judge_row("time_to_first_delivery_p99<1s", &row);
+        assert!(
+            !no_churn.1 && no_churn.0.contains("--subscriber-churn"),
+            "{no_churn:?}"
+        );
+        // Churn, re-subscriptions, but no first delivery yet: still nothing to judge (not 0 ms).
+        let mut churn = crate::subscriber::ChurnStats {
+            resubscribed: 2,
+            ..Default::default()
+        };
+        d.churn = Some(churn.clone());
+        row.delivery = Some(delivery_report(&d, 1.0, 0));
+        assert!(!judge_row("ttfd_p99<1s", &row).1);
+        for v in [3_000, 40_000] {
+            crate::stats::record(&mut churn.time_to_first_delivery, v);
+        }
+        d.churn = Some(churn);
+        row.delivery = Some(delivery_report(&d, 1.0, 0));
+        assert_eq!(
+            judge_row("time_to_first_delivery_p99<40ms", &row),
+            ("40.031ms".into(), false)
+        );
+        assert_eq!(judge_row("ttfd_p99<=41ms", &row), ("40.031ms".into(), true));
     }
 
     #[test]

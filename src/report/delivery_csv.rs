@@ -1,4 +1,4 @@
-//! `delivery.csv`: one row per level of what the subscribers received (`--subscribers` runs only).
+//! `delivery.csv`: one row per level of what the subscribers received, then TOTAL (`--subscribers` runs only).
 //!
 //! Columns: `Level`, `Delivered`, `Lost`, `Duplicates`, `Redeliveries`, `Out of order`,
 //! `Bad signature`, `Body mismatch`, then the end-to-end latency (publish start → delivery
@@ -6,6 +6,8 @@
 //! `Delivered/sec` and `Backlog at level end` (the columns), then `Not yet delivered`:
 //! deliveries still owed when a signal cut the grace wait short, which are not counted in
 //! `Lost` (0 in a run that was not interrupted). A run without subscribers writes no file.
+//! The last row, `TOTAL`, is the report's total as `aggregate.csv` has it: every count summed
+//! over the levels, the latencies from the levels' merged histogram (not an average of rows).
 
 use super::Reporter;
 use crate::summary::delivery_report::DeliveryReport;
@@ -69,7 +71,7 @@ pub fn render_delivery_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(DELIVERY_HEADER)?;
-    for l in &report.levels {
+    for l in report.levels.iter().chain(report.total.as_ref()) {
         if let Some(d) = &l.delivery {
             w.write_record(row(&l.label, d))?;
         }
@@ -130,6 +132,60 @@ mod tests {
         assert_eq!(lines[0], DELIVERY_HEADER.join(","));
         // Percentiles are bucket tops (3 significant digits), shown in whole ms.
         assert_eq!(lines[1], "1,30,2,0,4,0,0,0,20,20,30,30,30,30,10.0,5,6");
-        assert_eq!(lines.len(), 3);
+        assert_eq!(lines.len(), 3, "no TOTAL row without a total");
+    }
+
+    #[test]
+    fn total_row_sums_counts_and_takes_percentiles_from_the_merged_histogram() {
+        use crate::summary::delivery_report::LevelDelivery;
+        let level = |delivered: u64, lost: u64, e2e_ms: &[u64], seconds: f64, backlog: u64| {
+            let mut s = DeliveryLevelStats::default();
+            s.counts.delivered = delivered;
+            s.counts.lost = lost;
+            s.counts.duplicates = 1;
+            for v in e2e_ms {
+                record(&mut s.e2e_from_start, v * 1000);
+            }
+            LevelDelivery {
+                stats: s,
+                seconds,
+                backlog,
+            }
+        };
+        // Level 1: four fast deliveries; level 2: one slow one. The merged median is fast and
+        // the merged max slow: neither an average nor a copy of either row.
+        let a = level(4, 1, &[10, 10, 10, 10], 2.0, 3);
+        let b = level(1, 0, &[500], 3.0, 7);
+        let mut total = LevelDelivery::default();
+        total += &a;
+        total += &b;
+        let with = |label: &str, d: &LevelDelivery| {
+            let mut l = crate::summary::build::level_report(
+                label,
+                None,
+                None,
+                &crate::stats::LevelStats::default(),
+                false,
+            );
+            l.delivery = Some(d.into());
+            l
+        };
+        let mut r = crate::summary::Report::new_empty(
+            crate::config::Model::Closed,
+            serde_json::Value::Null,
+            Vec::new(),
+        );
+        r.levels = vec![with("1", &a), with("2", &b)];
+        r.total = Some(with("TOTAL", &total));
+        let text = String::from_utf8(render_delivery_csv(&r).unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(lines[1], "1,4,1,1,0,0,0,0,10,10,10,10,10,10,2.0,3,0");
+        assert_eq!(lines[2], "2,1,0,1,0,0,0,0,500,500,500,500,500,500,0.3,7,0");
+        // 5 delivered over 5 s; mean (4×10 + 500)/5 = 108 ms; the backlog is the last level's.
+        assert_eq!(
+            lines[3],
+            "TOTAL,5,1,2,0,0,0,0,108,10,500,500,500,500,1.0,7,0"
+        );
     }
 }

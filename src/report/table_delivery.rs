@@ -138,6 +138,7 @@ mod tests {
             per_subscriber: Default::default(),
             histograms: None,
             per_second: None,
+            churn: None,
         }
     }
 

@@ -116,7 +116,7 @@ async fn run_path<P: TargetPath>(
             &sh.cancel,
             P::KIND,
             &mine,
-            path.url(),
+            (path.url(), path.topic_url_prefix()),
             &mut rec,
         )
         .await?;

@@ -30,6 +30,11 @@ pub(crate) trait TargetPath {
     fn jtl_url(&self) -> String {
         self.endpoint()
     }
+    /// What a topic name is prefixed with in `hub.topic`: the websub dialect's topic URL
+    /// prefix, so subscribers name the topic exactly as the publishes do (empty otherwise).
+    fn topic_url_prefix(&self) -> &str {
+        ""
+    }
     /// Register topics / attach links for the topics this shard owns; stops on `cancel`
     /// (`None`: this kind or dialect has no set-up phase, as a thin-ping hub has no
     /// registration).

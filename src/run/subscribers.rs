@@ -14,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{DeliveryConfig, RunConfig};
 use crate::engine::OwnTopics;
 use crate::shard_contract::ShardSlot;
-use crate::subscriber::{DeliveryTracker, Fleet, FleetConfig, PhaseSettings, SubscriptionPhase};
+use crate::subscriber::{
+    ChurnRunner, DeliveryTracker, Fleet, FleetConfig, PhaseSettings, SubscriptionPhase,
+};
 use crate::summary::delivery_report::LevelDelivery;
 use crate::workload::{Topic, Workload};
 
@@ -31,17 +33,23 @@ pub(crate) struct DeliveryRun {
     settings: PhaseSettings,
     grace: Duration,
     unsubscribe: bool,
+    /// `--subscriber-churn`, per second.
+    churn: Option<f64>,
+    /// The open level's churn, stopped when the level closes.
+    churning: std::sync::Mutex<Option<ChurnRunner>>,
 }
 
 impl DeliveryRun {
     /// Bind the callback server for the run's first topics as `--subscribe-topics` says, of
     /// those in `mine` (this shard's): the shards together subscribe what one process would.
+    /// Each subscribes to `<topic_prefix><name>`, the `hub.topic` the publishes name (the
+    /// topic URL in the websub dialect: a spec hub keys subscriptions by it).
     pub(crate) async fn start(
         cfg: &RunConfig,
         d: &DeliveryConfig,
         workload: &Arc<Workload>,
         mine: &[Topic],
-        hub_url: &url::Url,
+        (hub_url, topic_prefix): (&url::Url, &str),
     ) -> anyhow::Result<Self> {
         let chosen = d.topics.of(workload.topics().len());
         let fc = FleetConfig {
@@ -51,7 +59,7 @@ impl DeliveryRun {
             topics: mine
                 .iter()
                 .filter(|t| t.index < chosen)
-                .map(|t| (t.index, t.name.to_string()))
+                .map(|t| (t.index, format!("{topic_prefix}{}", t.name)))
                 .collect(),
             secret: d.secret.clone(),
             lease_seconds: d.lease_seconds,
@@ -83,6 +91,11 @@ impl DeliveryRun {
             },
             grace: d.grace,
             unsubscribe: d.unsubscribe,
+            // The shards together churn at the run's rate, each its own subscribers.
+            churn: d
+                .churn
+                .map(|r| r / f64::from(cfg.shard.as_ref().map_or(1, |s| s.count.max(1)))),
+            churning: std::sync::Mutex::new(None),
         })
     }
 
@@ -121,6 +134,10 @@ impl DeliveryRun {
     /// its per-second series count from now + `warmup`, the level's measured start.
     pub(crate) fn open_level(&self, first_seq: u64, warmup: Duration) {
         self.fleet.open_level_at(first_seq, Instant::now() + warmup);
+        if let Some(rate) = self.churn {
+            let runner = self.fleet.start_churn(rate, &self.settings);
+            *self.churning.lock().unwrap_or_else(|e| e.into_inner()) = Some(runner);
+        }
     }
 
     /// Right after the level's last publish returned: wait (on deliveries, up to the grace, or
@@ -130,6 +147,16 @@ impl DeliveryRun {
         span: Duration,
         cancel: &CancellationToken,
     ) -> LevelDelivery {
+        // Churn ends with the level's publishes; cycles in flight finish first, so the level
+        // closes on settled subscriptions.
+        let runner = self
+            .churning
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(r) = runner {
+            r.stop(cancel).await;
+        }
         let backlog = self.fleet.backlog();
         let waited = Instant::now();
         let stats = self.fleet.close_level_or_stop(self.grace, cancel).await;
@@ -183,7 +210,7 @@ pub(crate) async fn start_for(
     cancel: &CancellationToken,
     kind: crate::config::TargetKind,
     mine: &[Topic],
-    hub_url: &url::Url,
+    (hub_url, topic_prefix): (&url::Url, &str),
     rec: &mut super::record::RunRecord,
 ) -> anyhow::Result<Option<DeliveryRun>> {
     let Some(d) = &cfg.delivery else {
@@ -192,7 +219,7 @@ pub(crate) async fn start_for(
     if kind != crate::config::TargetKind::Websub {
         return Ok(None);
     }
-    let run = DeliveryRun::start(cfg, d, workload, mine, hub_url).await?;
+    let run = DeliveryRun::start(cfg, d, workload, mine, (hub_url, topic_prefix)).await?;
     let phase = run.subscribe(cancel).await;
     // Recorded first, so a failed phase's counts and reason are in summary.json.
     rec.set_subscription(&phase)?;

@@ -161,6 +161,10 @@ impl TargetPath for WebSubPath<'_> {
         self.url.to_string()
     }
 
+    fn topic_url_prefix(&self) -> &str {
+        self.topics.as_ref().map_or("", |t| t.prefix())
+    }
+
     fn jtl_url(&self) -> String {
         // A thin ping names its mode in the body, not the URL.
         match self.cfg.websub.dialect {

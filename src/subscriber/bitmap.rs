@@ -77,6 +77,20 @@ impl SeqBitmap {
         self.words.clear();
         self.ones = 0;
     }
+
+    /// Set every bit that is set in `now` and clear in `before` (all three over the same base):
+    /// what was added to a growing set between two snapshots of it.
+    pub fn add_difference(&mut self, now: &SeqBitmap, before: &SeqBitmap) {
+        debug_assert!(self.base == now.base && now.base == before.base);
+        if self.words.len() < now.words.len() {
+            self.words.resize(now.words.len(), 0);
+        }
+        for (w, (n, mine)) in now.words.iter().zip(self.words.iter_mut()).enumerate() {
+            let added = n & !before.words.get(w).copied().unwrap_or(0);
+            self.ones += u64::from((added & !*mine).count_ones());
+            *mine |= added;
+        }
+    }
 }
 
 /// A bitmap over `base..base + MAX_SPAN` that many threads set at once without a lock.
@@ -144,6 +158,26 @@ impl AtomicBitmap {
         }
     }
 
+    /// A copy of the bits set so far (a bit set during the copy may or may not be in it).
+    pub fn snapshot(&self) -> SeqBitmap {
+        let base = self.base.load(Relaxed);
+        let mut words = Vec::new();
+        for (c, chunk) in self.chunks.iter().enumerate() {
+            let Some(chunk) = chunk.get() else { continue };
+            let at = c * CHUNK_WORDS;
+            if words.len() < at + CHUNK_WORDS {
+                words.resize(at + CHUNK_WORDS, 0);
+            }
+            for (w, word) in chunk.iter().enumerate() {
+                words[at + w] = word.load(Relaxed);
+            }
+        }
+        let used = words.iter().rposition(|w| *w != 0).map_or(0, |i| i + 1);
+        words.truncate(used);
+        let ones = words.iter().map(|w| u64::from(w.count_ones())).sum();
+        SeqBitmap { base, words, ones }
+    }
+
     /// Clear every bit and start at `base`. Only between levels: no `set` may run meanwhile.
     pub fn reset(&self, base: u64) {
         for chunk in self.chunks.iter().filter_map(OnceLock::get) {
@@ -156,6 +190,30 @@ impl AtomicBitmap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snapshots_and_their_difference_give_what_was_added_between() {
+        let a = AtomicBitmap::default();
+        a.reset(1_000);
+        for seq in [1_000, 1_001, 1_000 + CHUNK_BITS + 5] {
+            a.set(seq);
+        }
+        let before = a.snapshot();
+        assert_eq!(before.ones(), 3);
+        assert!(before.get(1_000 + CHUNK_BITS + 5) && !before.get(1_002));
+        for seq in [1_002, 1_000 + 3 * CHUNK_BITS, 1_001] {
+            a.set(seq);
+        }
+        let now = a.snapshot();
+        let mut gap = SeqBitmap::new(1_000);
+        gap.set(1_001); // already there: not counted twice
+        gap.add_difference(&now, &before);
+        let set: Vec<u64> = (1_000..1_000 + 4 * CHUNK_BITS)
+            .filter(|s| gap.get(*s))
+            .collect();
+        assert_eq!(set, [1_001, 1_002, 1_000 + 3 * CHUNK_BITS]);
+        assert_eq!(gap.ones(), 3);
+    }
 
     #[test]
     fn seq_bitmap_sets_once_and_counts() {

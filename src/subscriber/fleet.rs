@@ -105,6 +105,9 @@ impl Fleet {
             closing: AtomicBool::new(false),
             delivered: Notify::new(),
             intents: Notify::new(),
+            churn_on: AtomicBool::new(false),
+            churn: Default::default(),
+            origin_ns: AtomicU64::new(0),
             callback_base,
         });
         let stop = super::server::spawn(listener, shared.clone());
@@ -158,6 +161,7 @@ impl Fleet {
         sh.tracker.open_level(first_seq);
         sh.base.store(first_seq, Relaxed);
         let origin = origin.into_std();
+        sh.origin_ns.store(sh.tracker.ns(origin), Relaxed);
         let mut fanout = vec![0u32; sh.first_sub.len()];
         for s in &sh.subs {
             let mut st = s.state();
@@ -213,7 +217,7 @@ impl Fleet {
         self.take_stats(&expected, cut_short)
     }
 
-    /// Per subscriber: accepted events of its topic in the level.
+    /// Per subscriber: accepted events of its topic in the level, less those in its churn gaps.
     fn expected(&self) -> Vec<u64> {
         let sh = &self.shared;
         let mut per_topic = vec![0u64; sh.first_sub.len()];
@@ -226,12 +230,15 @@ impl Fleet {
                 *n += 1;
             }
         });
-        sh.subs.iter().map(|s| per_topic[s.topic]).collect()
+        let mut out: Vec<u64> = sh.subs.iter().map(|s| per_topic[s.topic]).collect();
+        self.each_expected(|i, _, gap| out[i] -= u64::from(gap));
+        out
     }
 
-    /// Call `f(subscriber, acked?)` for every accepted event and every subscriber of its topic
-    /// that is listening (verified, and not gone).
-    fn each_expected(&self, mut f: impl FnMut(usize, bool)) {
+    /// Call `f(subscriber, acked?, in a churn gap?)` for every accepted event and every
+    /// subscriber of its topic that is listening (verified, and not gone) or that churn took
+    /// out during the level (its gap still open: a re-subscription failed).
+    fn each_expected(&self, mut f: impl FnMut(usize, bool, bool)) {
         let sh = &self.shared;
         let guards: Vec<_> = sh.subs.iter().map(Subscriber::state).collect();
         sh.tracker.for_each_accepted(|seq| {
@@ -247,8 +254,8 @@ impl Fleet {
             }
             let first = first as usize;
             for (i, st) in guards.iter().enumerate().skip(first).take(sh.per_topic) {
-                if sh.subs[i].listening(st) {
-                    f(i, st.acked.get(seq));
+                if sh.subs[i].listening(st) || st.gap_from.is_some() {
+                    f(i, st.acked.get(seq), st.in_gap(seq));
                 }
             }
         });
@@ -263,19 +270,23 @@ impl Fleet {
     /// Accepted events not yet delivered to subscribers that are still there.
     fn missing(&self) -> u64 {
         let mut n = 0;
-        self.each_expected(|_, acked| n += u64::from(!acked));
+        self.each_expected(|_, acked, gap| n += u64::from(!acked && !gap));
         n
     }
 
     fn take_stats(&self, expected: &[u64], cut_short: bool) -> DeliveryLevelStats {
         let sh = &self.shared;
         let mut lost = vec![0u64; sh.subs.len()];
-        self.each_expected(|i, acked| lost[i] += u64::from(!acked));
+        let mut ambiguous = 0;
+        self.each_expected(|i, acked, gap| match gap {
+            false => lost[i] += u64::from(!acked),
+            true => ambiguous += u64::from(!acked),
+        });
         let mut out = DeliveryLevelStats::default();
         for (i, s) in sh.subs.iter().enumerate() {
             let mut st = s.state();
             let mut c = std::mem::take(&mut st.counts);
-            c.expected = if s.intent() == Intent::Verified {
+            c.expected = if s.intent() == Intent::Verified || st.gap_from.is_some() {
                 expected[i]
             } else {
                 0
@@ -298,6 +309,11 @@ impl Fleet {
         }
         sh.base.store(u64::MAX, Relaxed);
         out.seconds.expected = sh.tracker.owed_per_second();
+        if sh.churn_on.load(Relaxed) {
+            let mut churn = std::mem::take(&mut *sh.churn_stats());
+            churn.ambiguous = ambiguous;
+            out.churn = Some(churn);
+        }
         out
     }
 }

@@ -7,6 +7,8 @@
 
 mod behaviour;
 mod bitmap;
+mod churn;
+mod churn_stats;
 pub mod client;
 mod fleet;
 mod h2c;
@@ -21,6 +23,8 @@ mod tracker;
 
 pub use behaviour::{Answer, Behaviour};
 pub use bitmap::{AtomicBitmap, SeqBitmap, MAX_SPAN};
+pub use churn::ChurnRunner;
+pub use churn_stats::{ChurnSeconds, ChurnStats};
 pub use fleet::{Fleet, FleetConfig};
 pub use receive::{check, signature_ok, Check, SignatureKey};
 pub use shared::Intent;

@@ -153,6 +153,18 @@ pub struct SubState {
     acked_total: u64,
     /// Answered 410 at least once.
     pub gone: bool,
+    /// Subscription churn: events of the level accepted while this subscriber was between its
+    /// unsubscribe request and its re-verification (not owed to it: `ambiguous`).
+    pub gap: SeqBitmap,
+    /// While a churn gap is open: the accepted events when its unsubscribe request went out.
+    pub gap_from: Option<SeqBitmap>,
+    /// The hub verified an unsubscribe and no subscribe since (deliveries: `after_unsubscribe`).
+    pub after_unsub: bool,
+    /// Re-verified by churn at this instant (tracker ns), no delivery acknowledged since.
+    pub first_from_ns: Option<u64>,
+    /// Re-verified by churn, the gap still open: the events published by then. The first
+    /// delivery of a later event proves the hub has the subscription in force again.
+    pub reverified: Option<SeqBitmap>,
 }
 
 impl SubState {
@@ -170,6 +182,11 @@ impl SubState {
             receipts: 0,
             acked_total: 0,
             gone: false,
+            gap: SeqBitmap::new(base),
+            gap_from: None,
+            after_unsub: false,
+            first_from_ns: None,
+            reverified: None,
         }
     }
 
@@ -178,6 +195,33 @@ impl SubState {
         self.acked.reset(base);
         self.refused.reset(base);
         self.max_sent_ns = 0;
+        self.gap.reset(base);
+        self.gap_from = None;
+        self.first_from_ns = None;
+        self.reverified = None;
+    }
+
+    /// Whether accepted event `seq` fell in a churn gap of this subscriber (an open gap holds
+    /// every event accepted after its unsubscribe request went out).
+    pub fn in_gap(&self, seq: u64) -> bool {
+        self.gap.get(seq) || self.gap_from.as_ref().is_some_and(|from| !from.get(seq))
+    }
+
+    /// Close an open churn gap at the accepted events `now`: what was accepted since its
+    /// unsubscribe request went out is not owed. Returns whether a gap was open.
+    pub fn close_gap(&mut self, now: &SeqBitmap) -> bool {
+        self.reverified = None;
+        let Some(from) = self.gap_from.take() else {
+            return false;
+        };
+        self.gap.add_difference(now, &from);
+        true
+    }
+
+    /// Whether acknowledging `seq` now closes the churn gap: the first delivery of an event
+    /// published after the re-verification.
+    pub fn closes_gap(&self, seq: u64) -> bool {
+        self.reverified.as_ref().is_some_and(|p| !p.get(seq))
     }
 
     /// Record one delivery: decide its answer with `behaviour` (subscriber id `id`) and count it.

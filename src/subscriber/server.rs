@@ -327,6 +327,8 @@ fn verify(sh: &Shared, sub: &Subscriber, query: &str) -> (u16, Option<String>) {
     let Some(challenge) = challenge else {
         return (404, None);
     };
+    // Deliveries from now until a subscribe is verified come after an unsubscribe (churn).
+    sub.state().after_unsub = next == Intent::Unsubscribed;
     sub.set_intent(next);
     sh.intents.notify_waiters();
     (200, Some(challenge.into_owned()))
@@ -355,7 +357,36 @@ fn deliver(
         _ => None,
     };
     let id = (sub.topic as u64) << 20 | sub.index as u64;
-    let answer = sub.state().receive(id, &sh.behaviour, c, sent, received_ns);
+    let seq = match c {
+        receive::Check::Event { seq, .. } => Some(seq),
+        _ => None,
+    };
+    let mut st = sub.state();
+    let delivered = st.counts.delivered;
+    let answer = st.receive(id, &sh.behaviour, c, sent, received_ns);
+    if st.counts.delivered > delivered && seq.is_some_and(|s| st.closes_gap(s)) {
+        // Owed again from here: what was published before this delivery stays in the gap.
+        let now = sh.tracker.published_snapshot();
+        st.close_gap(&now);
+    }
+    // Subscription churn: a delivery after a verified unsubscribe, or the first one
+    // acknowledged since a re-verification.
+    let after_unsub = st.after_unsub;
+    let first = match st.counts.delivered > delivered {
+        true => st.first_from_ns.take(),
+        false => None,
+    };
+    drop(st);
+    if after_unsub || first.is_some() {
+        let mut churn = sh.churn_stats();
+        churn.after_unsubscribe += u64::from(after_unsub);
+        if let Some(from) = first {
+            crate::stats::record(
+                &mut churn.time_to_first_delivery,
+                received_ns.saturating_sub(from) / 1000,
+            );
+        }
+    }
     if sh.closing.load(Relaxed) {
         sh.delivered.notify_one();
     }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::behaviour::Behaviour;
+use super::churn_stats::ChurnStats;
 use super::receive::{SignatureKey, SubState};
 use super::tracker::DeliveryTracker;
 use crate::config::Secret;
@@ -110,10 +111,44 @@ pub(crate) struct Shared {
     pub delivered: Notify,
     /// Woken by every verification or denial.
     pub intents: Notify,
+    /// `--subscriber-churn` has run: levels report their [`ChurnStats`].
+    pub churn_on: AtomicBool,
+    /// The open level's churn so far.
+    pub churn: Mutex<ChurnStats>,
+    /// The open level's measured start on the tracker's clock (ns): second 0 of its series.
+    pub origin_ns: AtomicU64,
     pub callback_base: String,
 }
 
 impl Shared {
+    /// Wait, woken by every verification or denial, while `waiting()` holds, until `deadline`
+    /// or until `cancel` fires.
+    pub async fn wait_intents(
+        &self,
+        mut waiting: impl FnMut() -> bool,
+        deadline: tokio::time::Instant,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) {
+        loop {
+            let woken = self.intents.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if !waiting() || tokio::time::Instant::now() >= deadline || cancel.is_cancelled() {
+                return;
+            }
+            tokio::select! {
+                _ = woken => {}
+                _ = cancel.cancelled() => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    /// The open level's churn counters.
+    pub fn churn_stats(&self) -> MutexGuard<'_, ChurnStats> {
+        self.churn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The subscriber at callback path `/cb/<topic>/<index>`.
     pub fn sub(&self, topic: usize, index: usize) -> Option<&Subscriber> {
         let first = *self.first_sub.get(topic)?;

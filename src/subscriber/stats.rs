@@ -8,6 +8,7 @@ use std::ops::AddAssign;
 
 use serde::{Deserialize, Serialize};
 
+use super::churn_stats::ChurnStats;
 use crate::stats::{new_histogram, Histogram};
 
 /// Delivery counters of one subscriber (or of many, added up).
@@ -154,6 +155,9 @@ pub struct DeliveryLevelStats {
     pub e2e_from_accepted: Histogram,
     /// Owed and delivered per second since the level's measured start.
     pub seconds: DeliverySeconds,
+    /// Subscription churn (`--subscriber-churn`); `None` without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub churn: Option<ChurnStats>,
 }
 
 impl Default for DeliveryLevelStats {
@@ -166,6 +170,7 @@ impl Default for DeliveryLevelStats {
             e2e_from_start: new_histogram(),
             e2e_from_accepted: new_histogram(),
             seconds: DeliverySeconds::default(),
+            churn: None,
         }
     }
 }
@@ -182,6 +187,9 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         let _ = self.e2e_from_start.add(&o.e2e_from_start);
         let _ = self.e2e_from_accepted.add(&o.e2e_from_accepted);
         self.seconds += &o.seconds;
+        if let Some(c) = &o.churn {
+            *self.churn.get_or_insert_with(ChurnStats::default) += c;
+        }
     }
 }
 

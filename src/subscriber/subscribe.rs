@@ -78,7 +78,8 @@ impl Fleet {
     }
 }
 
-fn form(sh: &Shared, s: &Subscriber, subscribe: bool) -> String {
+/// The form of a (un)subscribe request for `s`.
+pub(super) fn form(sh: &Shared, s: &Subscriber, subscribe: bool) -> String {
     let mut f = url::form_urlencoded::Serializer::new(String::new());
     f.append_pair(
         "hub.mode",
@@ -181,23 +182,8 @@ async fn run_phase(
     out.accepted = accepted.len() as u64;
     // Wait for the verifications: every notification re-checks; the timeout bounds it.
     let deadline = Instant::now() + p.timeout;
-    loop {
-        let woken = sh.intents.notified();
-        tokio::pin!(woken);
-        woken.as_mut().enable();
-        let open = accepted
-            .iter()
-            .filter(|i| sh.subs[**i].intent() == pending)
-            .count();
-        if open == 0 || Instant::now() >= deadline || cancel.is_cancelled() {
-            break;
-        }
-        tokio::select! {
-            _ = woken => {}
-            _ = cancel.cancelled() => {}
-            _ = tokio::time::sleep_until(deadline) => {}
-        }
-    }
+    let open = || accepted.iter().any(|i| sh.subs[*i].intent() == pending);
+    sh.wait_intents(open, deadline, cancel).await;
     for i in accepted {
         match sh.subs[i].intent() {
             i if i == done => out.verified += 1,

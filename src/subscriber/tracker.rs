@@ -170,6 +170,18 @@ impl DeliveryTracker {
         self.published.get(seq)
     }
 
+    /// The level's accepted sequence numbers so far (subscription churn: what a subscriber
+    /// was owed before its unsubscribe request went out).
+    pub fn accepted_snapshot(&self) -> super::bitmap::SeqBitmap {
+        self.accepted.snapshot()
+    }
+
+    /// The level's published sequence numbers so far (subscription churn: what was already
+    /// on its way when a re-subscription was verified).
+    pub fn published_snapshot(&self) -> super::bitmap::SeqBitmap {
+        self.published.snapshot()
+    }
+
     /// Call `f(seq)` for every accepted sequence number of the level, in order.
     pub fn for_each_accepted(&self, f: impl FnMut(u64)) {
         self.accepted.for_each(f);

@@ -7,7 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use super::latency::{latency, LatencyUs};
 use crate::stats::Histogram;
-use crate::subscriber::{DeliveryCounts, DeliveryLevelStats, DeliverySeconds, SubscriptionPhase};
+use crate::subscriber::{
+    ChurnSeconds, ChurnStats, DeliveryCounts, DeliveryLevelStats, DeliverySeconds,
+    SubscriptionPhase,
+};
 
 /// A subscription (or unsubscription) phase, in subscribers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -81,6 +84,53 @@ pub struct DeliveryReport {
     /// backlog chart); absent in TOTAL and in summaries from before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_second: Option<DeliverySeconds>,
+    /// Subscription churn (`--subscriber-churn`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<ChurnReport>,
+}
+
+/// A level's subscription churn (docs/delivery.md, "Subscription churn").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ChurnReport {
+    /// Unsubscribe requests the hub verified.
+    pub unsubscribed: u64,
+    /// Re-subscriptions the hub verified.
+    pub resubscribed: u64,
+    /// Cycles with a request refused or not verified in time.
+    pub failed: u64,
+    /// Cycles not started: every eligible subscriber was already in one.
+    pub skipped: u64,
+    /// Deliveries received after an unsubscribe was verified, before the re-subscription was.
+    pub after_unsubscribe: u64,
+    /// Events accepted in a subscriber's churn gap that it never got: not owed, not lost.
+    pub ambiguous: u64,
+    /// Subscribe request → the hub's verification, µs.
+    pub subscribe_latency_us: LatencyUs,
+    /// Re-verification → first delivery acknowledged after it, µs.
+    pub time_to_first_delivery_us: LatencyUs,
+    /// Re-subscriptions that got a first delivery (the samples of the line above).
+    pub first_deliveries: u64,
+    /// Verified unsubscribes and re-subscriptions per second since the level's measured start
+    /// (the delivery timeline's churn events); absent in TOTAL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_second: Option<ChurnSeconds>,
+}
+
+impl From<&ChurnStats> for ChurnReport {
+    fn from(c: &ChurnStats) -> Self {
+        ChurnReport {
+            unsubscribed: c.unsubscribed,
+            resubscribed: c.resubscribed,
+            failed: c.failed,
+            skipped: c.skipped,
+            after_unsubscribe: c.after_unsubscribe,
+            ambiguous: c.ambiguous,
+            subscribe_latency_us: latency(&c.subscribe_latency, None),
+            time_to_first_delivery_us: latency(&c.time_to_first_delivery, None),
+            first_deliveries: c.time_to_first_delivery.len(),
+            per_second: (!c.per_second.is_empty()).then(|| c.per_second.clone()),
+        }
+    }
 }
 
 /// What a level's subscribers received, as the run path hands it to the record (and a shard
@@ -102,6 +152,9 @@ impl std::ops::AddAssign<&LevelDelivery> for LevelDelivery {
     fn add_assign(&mut self, o: &LevelDelivery) {
         self.stats += &o.stats;
         self.stats.seconds = DeliverySeconds::default();
+        if let Some(c) = &mut self.stats.churn {
+            c.per_second = ChurnSeconds::default();
+        }
         self.seconds += o.seconds;
         self.backlog = o.backlog;
     }
@@ -139,6 +192,7 @@ pub fn delivery_report(s: &DeliveryLevelStats, seconds: f64, backlog: u64) -> De
             from_accepted: encode("e2e_from_accepted", &s.e2e_from_accepted),
         }),
         per_second: (!s.seconds.is_empty()).then(|| s.seconds.clone()),
+        churn: s.churn.as_ref().map(ChurnReport::from),
     }
 }
 

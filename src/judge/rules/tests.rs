@@ -51,6 +51,20 @@ fn absolute_rules() {
             Ms(1000.0),
         ),
         ("e2e_avg<10ms", Scope::EachLevel, E2eAvg, Op::Lt, Ms(10.0)),
+        (
+            "time_to_first_delivery_p99<500ms",
+            Scope::EachLevel,
+            TimeToFirstDeliveryP99,
+            Op::Lt,
+            Ms(500.0),
+        ),
+        (
+            "total:ttfd_p99<=1s",
+            Scope::Total,
+            TimeToFirstDeliveryP99,
+            Op::Le,
+            Ms(1000.0),
+        ),
         ("lost=0", Scope::EachLevel, Lost, Op::Eq, Number(0.0)),
         ("total:lost = 0", Scope::Total, Lost, Op::Eq, Number(0.0)),
         (
@@ -268,7 +282,7 @@ fn errors_name_the_flag_and_the_bad_part() {
         (
             Flag::Threshold,
             "p42<1s",
-            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate)"#,
+            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate or time_to_first_delivery_p99)"#,
         ),
         (
             Flag::Threshold,
@@ -439,11 +453,13 @@ fn delivery_rule_errors() {
                 "unexpected",
                 "backlog",
                 "delivered_rate",
+                "time_to_first_delivery_p99",
             ]
             .contains(&names[0]);
         assert_eq!(metric.is_delivery(), delivery, "{}", names[0]);
-        // compare --fail-if takes every delivery metric --threshold takes, by every spelling.
-        if delivery {
+        // compare --fail-if takes every delivery metric --threshold takes, by every spelling,
+        // but churn's (compare has no churn columns).
+        if delivery && *metric != Metric::TimeToFirstDeliveryP99 {
             for name in *names {
                 let rule = format!("{name}>+10%");
                 let g = ok(Flag::FailIf, &rule);

@@ -2,11 +2,12 @@
 //!
 //! Both are drawn from `summary.json`'s numbers as they are: the latency chart from each
 //! level's `latency_us` and `delivery.e2e_us` (nearest-rank percentiles of the exact
-//! histograms), the backlog chart from `delivery.per_second` (docs/delivery.md).
+//! histograms), the backlog chart from `delivery.per_second` (docs/delivery.md), with the
+//! churn events of `delivery.churn.per_second` on it when subscriptions churned.
 
 use super::charts::{latency_axis_title, level_axis_title, level_prefix};
 use super::svg::{spans_decades, LineChart, Separator, Series, XAxis};
-use crate::subscriber::DeliverySeconds;
+use crate::subscriber::{ChurnSeconds, DeliverySeconds};
 use crate::summary::delivery_report::DeliveryReport;
 use crate::summary::latency::LatencyUs;
 use crate::summary::{LevelReport, Report};
@@ -19,6 +20,14 @@ fn delivered(l: &LevelReport) -> Option<&DeliveryReport> {
 /// A level's per-second delivery series.
 fn per_second(l: &LevelReport) -> Option<&DeliverySeconds> {
     l.delivery.as_ref().and_then(|d| d.per_second.as_ref())
+}
+
+/// A level's churn events per second (`--subscriber-churn`).
+fn churn_seconds(l: &LevelReport) -> Option<&ChurnSeconds> {
+    l.delivery
+        .as_ref()
+        .and_then(|d| d.churn.as_ref())
+        .and_then(|c| c.per_second.as_ref())
 }
 
 /// A percentile's name, colour, and where it is in a `LatencyUs`.
@@ -109,6 +118,11 @@ pub struct BacklogData {
     pub delivered: Vec<Option<(f64, f64)>>,
     /// Owed so far in the level less delivered so far, at the end of each point's seconds.
     pub backlog: Vec<Option<(f64, f64)>>,
+    /// Subscription churn: verified unsubscribes and re-subscriptions per second (empty
+    /// without `--subscriber-churn`).
+    pub unsubscribed: Vec<Option<(f64, f64)>>,
+    /// See `unsubscribed`.
+    pub resubscribed: Vec<Option<(f64, f64)>>,
     /// Where each level begins.
     pub separators: Vec<Separator>,
     /// Seconds in all.
@@ -128,10 +142,14 @@ pub fn backlog_data(report: &Report) -> Option<BacklogData> {
         owed: Vec::new(),
         delivered: Vec::new(),
         backlog: Vec::new(),
+        unsubscribed: Vec::new(),
+        resubscribed: Vec::new(),
         separators: Vec::new(),
         seconds,
         width,
     };
+    let churned = report.levels.iter().any(|l| churn_seconds(l).is_some());
+    let no_churn = ChurnSeconds::default();
     let mut offset = 0usize;
     for l in &report.levels {
         d.separators.push(Separator {
@@ -152,12 +170,21 @@ pub fn backlog_data(report: &Report) -> Option<BacklogData> {
             let last = backlog.last().copied().unwrap_or(0);
             let b = backlog.get(end - 1).copied().unwrap_or(last);
             d.backlog.push(Some(((offset + end) as f64, b as f64)));
+            if churned {
+                let c = churn_seconds(l).unwrap_or(&no_churn);
+                d.unsubscribed.push(Some((x, rate(&c.unsubscribed))));
+                d.resubscribed.push(Some((x, rate(&c.resubscribed))));
+            }
         }
         offset += n;
         // Never join a line across a level boundary.
         d.owed.push(None);
         d.delivered.push(None);
         d.backlog.push(None);
+        if churned {
+            d.unsubscribed.push(None);
+            d.resubscribed.push(None);
+        }
     }
     Some(d)
 }
@@ -180,11 +207,25 @@ pub fn backlog(report: &Report) -> Option<String> {
         x: XAxis::Linear {
             max: d.seconds.max(1) as f64,
         },
-        series: vec![
-            series("owed/s (accepted × subscribers)".into(), "#1f77b4", d.owed),
-            series("delivered/s".into(), "#2e9d5b", d.delivered),
-            backlog,
-        ],
+        series: {
+            let mut v = vec![
+                series("owed/s (accepted × subscribers)".into(), "#1f77b4", d.owed),
+                series("delivered/s".into(), "#2e9d5b", d.delivered),
+                backlog,
+            ];
+            // Churn events, dotted at each point, so a dip in deliveries lines up with them.
+            for (name, color, points) in [
+                ("unsubscribed/s (churn)", "#9467bd", d.unsubscribed),
+                ("re-subscribed/s (churn)", "#ff7f0e", d.resubscribed),
+            ] {
+                if !points.is_empty() {
+                    let mut s = series(name.into(), color, points);
+                    s.markers = true;
+                    v.push(s);
+                }
+            }
+            v
+        },
         separators: d.separators,
         width: Some(1280.0),
         log_y: false,
@@ -228,6 +269,48 @@ mod tests {
 
     fn u(v: &Value) -> u64 {
         v.as_u64().unwrap()
+    }
+
+    #[test]
+    fn churn_events_are_on_the_delivery_timeline_as_summary_json_has_them() {
+        let mut report = with_deliveries(3);
+        assert!(
+            backlog_data(&report).unwrap().unsubscribed.is_empty(),
+            "no churn, no churn series"
+        );
+        assert!(!backlog(&report).unwrap().contains("(churn)"));
+        // Level 1 churned: 2 unsubscribes in second 0, 1 re-subscription in seconds 0 and 2.
+        let mut s = DeliveryLevelStats::default();
+        s.counts.delivered = 1;
+        s.seconds.delivered = vec![1, 0, 0, 0];
+        s.churn = Some(crate::subscriber::ChurnStats {
+            unsubscribed: 2,
+            resubscribed: 2,
+            per_second: ChurnSeconds {
+                unsubscribed: vec![2],
+                resubscribed: vec![1, 0, 1],
+            },
+            ..Default::default()
+        });
+        report.levels[1].delivery = Some(delivery_report(&s, 4.0, 0));
+        let json = summary(&report);
+        let c = &json["levels"][1]["delivery"]["churn"]["per_second"];
+        assert_eq!(c["resubscribed"], serde_json::json!([1, 0, 1]));
+        let d = backlog_data(&report).unwrap();
+        // Level 0 spans 30 s (its timeline); level 1 starts at x = 30.
+        let at =
+            |v: &[Option<(f64, f64)>], x: f64| v.iter().flatten().find(|p| p.0 == x).map(|p| p.1);
+        assert_eq!(at(&d.unsubscribed, 30.5), Some(2.0));
+        assert_eq!(at(&d.resubscribed, 30.5), Some(1.0));
+        assert_eq!(at(&d.resubscribed, 31.5), Some(0.0));
+        assert_eq!(at(&d.resubscribed, 32.5), Some(1.0));
+        assert_eq!(
+            at(&d.unsubscribed, 0.5),
+            Some(0.0),
+            "a level without churn: 0"
+        );
+        let svg = backlog(&report).unwrap();
+        assert!(svg.contains("unsubscribed/s (churn)") && svg.contains("re-subscribed/s (churn)"));
     }
 
     #[test]

@@ -82,6 +82,23 @@ fn delivery_of(i: u32, l: usize) -> (LevelDelivery, TopicFetchStats) {
         crate::stats::record(&mut d.stats.e2e_from_start, 100 + k * 37 * u64::from(i + 1));
         crate::stats::record(&mut d.stats.e2e_from_accepted, 10 + k);
     }
+    // Subscription churn: its counts and both histograms cross the wire whole.
+    let mut churn = crate::subscriber::ChurnStats {
+        unsubscribed: 3 + u64::from(i),
+        resubscribed: 2 + u64::from(i),
+        failed: 1,
+        after_unsubscribe: u64::from(i),
+        ambiguous: 4 + l as u64,
+        ..Default::default()
+    };
+    for k in 0..5 + u64::from(i) {
+        crate::stats::record(&mut churn.subscribe_latency, 300 + k * 11);
+        crate::stats::record(
+            &mut churn.time_to_first_delivery,
+            2_000 + k * 997 * u64::from(i + 1),
+        );
+    }
+    d.stats.churn = Some(churn);
     let t = TopicFetchStats {
         fetches: 5 + u64::from(i),
         fetched_new: 4 + u64::from(i),
@@ -120,6 +137,25 @@ fn deliveries_subscriptions_and_fetches_merge_exactly_through_the_wire() {
         let (d1, t1) = delivery_of(1, l);
         let d = m.delivery.as_ref().unwrap();
         assert_eq!(d.stats.counts.delivered, 9 + 10);
+        let (c, c0, c1) = (
+            d.stats.churn.as_ref().expect("churn merged"),
+            d0.stats.churn.as_ref().unwrap(),
+            d1.stats.churn.as_ref().unwrap(),
+        );
+        assert_eq!(
+            (
+                c.unsubscribed,
+                c.resubscribed,
+                c.failed,
+                c.after_unsubscribe,
+                c.ambiguous
+            ),
+            (3 + 4, 2 + 3, 2, 1, 2 * (4 + l as u64))
+        );
+        let mut ttfd = c0.time_to_first_delivery.clone();
+        ttfd.add(&c1.time_to_first_delivery).unwrap();
+        assert_eq!(c.time_to_first_delivery, ttfd);
+        assert_eq!(c.subscribe_latency.len(), 5 + 6);
         assert_eq!(d.stats.counts.duplicates, 2 * l as u64);
         assert_eq!(d.stats.per_subscriber.len(), 2);
         assert_eq!(
