@@ -15,6 +15,9 @@ COPY Cargo.toml Cargo.lock ./
 COPY hub/Cargo.toml hub/
 COPY servicebus/Cargo.toml servicebus/
 COPY rng/Cargo.toml rng/
+# A patched dependency ([patch.crates-io] in Cargo.toml; vendor/fe2o3-amqp/PATCHED.md).
+COPY vendor/fe2o3-amqp/Cargo.toml vendor/fe2o3-amqp/
+COPY vendor/fe2o3-amqp/src vendor/fe2o3-amqp/src
 RUN mkdir -p src hub/src servicebus/src rng/src \
  && echo 'fn main() {}' > src/main.rs \
  && echo 'fn main() {}' > hub/src/main.rs \

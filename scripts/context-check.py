@@ -13,7 +13,7 @@ buildah really sends.
     python3 scripts/context-check.py --root DIR --rev REV   # another tree, REV's tracked files
 
 Required: every tracked file of the workspace members' src/ (read from Cargo.toml), their
-manifests, Cargo.lock and profiles/. Forbidden: anything under target/, reports/ or .git, and every other tracked file.
+manifests, the same of each [patch.crates-io] path crate, Cargo.lock and profiles/. Forbidden: anything under target/, reports/ or .git, and every other tracked file.
 """
 
 import argparse
@@ -180,12 +180,15 @@ FORBIDDEN_TOPS = ["target", "reports", ".git"]
 
 
 def needed(root):
-    """What the build copies: every workspace member's manifest and src/, the lock file, profiles/."""
+    """What the build copies: every workspace member's manifest and src/, the lock file, profiles/,
+    and each [patch.crates-io] path crate's manifest and src/ (a patched dependency)."""
     with open(os.path.join(root, "Cargo.toml"), "rb") as f:
-        members = tomllib.load(f)["workspace"]["members"]
+        manifest = tomllib.load(f)
+    members = manifest["workspace"]["members"]
+    patched = [p["path"] for p in manifest.get("patch", {}).get("crates-io", {}).values() if "path" in p]
     prefix = lambda m: "" if m == "." else m + "/"  # noqa: E731
-    manifests = ["Cargo.lock"] + [prefix(m) + "Cargo.toml" for m in members]
-    return manifests, [prefix(m) + "src" for m in members] + ["profiles"]
+    manifests = ["Cargo.lock"] + [prefix(m) + "Cargo.toml" for m in members + patched]
+    return manifests, [prefix(m) + "src" for m in members + patched] + ["profiles"]
 
 
 def tracked(root, rev):

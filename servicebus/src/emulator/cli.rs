@@ -9,7 +9,19 @@ use anyhow::Context as _;
 use base64::Engine as _;
 use rand::RngCore as _;
 
-use super::{Emulator, EmulatorConfig, EmulatorHandle, DEV_KEY_NAME};
+use super::tier::{Tier, DEFAULT_MU_BYTES_PER_SEC, MESSAGING_UNITS};
+use super::{config_file, Emulator, EmulatorConfig, EmulatorHandle, DEV_KEY_NAME};
+
+/// The tiers `--tier` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TierArg {
+    /// No budget: only --throttle-every / --throttle-ratio throttle.
+    None,
+    /// 1,000 credits per second per namespace (message op 1, management op 10).
+    Standard,
+    /// --messaging-units × --mu-bytes-per-sec bytes per second.
+    Premium,
+}
 
 /// Run a local Azure Service Bus stand-in (AMQP 1.0 with CBS) for tests and demos.
 #[derive(Debug, Clone, clap::Args)]
@@ -42,6 +54,56 @@ pub struct EmulatorArgs {
     /// Log the counts every this many seconds while they change (0 = never).
     #[arg(long, default_value_t = 10)]
     pub log_every: u64,
+    /// Declare entities from a Config.json in the official emulator's shape
+    /// (UserConfig → Namespaces → Queues / Topics → Subscriptions).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// Refuse undeclared entities with amqp:not-found (otherwise they are made on first use).
+    #[arg(long)]
+    pub strict: bool,
+    /// Throttle like an Azure tier.
+    #[arg(long, value_enum, default_value = "none")]
+    pub tier: TierArg,
+    /// Premium messaging units (1, 2, 4, 8 or 16).
+    #[arg(long, default_value_t = 1)]
+    pub messaging_units: u32,
+    /// Bytes per second one Premium messaging unit carries (Microsoft publishes no figure;
+    /// the default, 4 MiB/s, is this emulator's assumption).
+    #[arg(long, default_value_t = DEFAULT_MU_BYTES_PER_SEC)]
+    pub mu_bytes_per_sec: u64,
+}
+
+/// The tier the flags ask for, or a one-line error naming the flag.
+pub fn tier_of(args: &EmulatorArgs) -> anyhow::Result<Tier> {
+    Ok(match args.tier {
+        TierArg::None => Tier::Unlimited,
+        TierArg::Standard => Tier::Standard,
+        TierArg::Premium => {
+            if !MESSAGING_UNITS.contains(&args.messaging_units) {
+                anyhow::bail!("--messaging-units must be 1, 2, 4, 8 or 16 (Azure's Premium sizes)");
+            }
+            if args.mu_bytes_per_sec == 0 {
+                anyhow::bail!("--mu-bytes-per-sec must be above 0");
+            }
+            Tier::Premium {
+                units: args.messaging_units,
+                bytes_per_unit: args.mu_bytes_per_sec,
+            }
+        }
+    })
+}
+
+/// The entities a `--config` file declares, or a one-line error naming the file and the JSON
+/// path.
+pub fn declared_of(args: &EmulatorArgs) -> anyhow::Result<Option<config_file::Declared>> {
+    let Some(path) = &args.config else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--config {}: cannot read", path.display()))?;
+    config_file::parse(&text)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("--config {}: {e}", path.display()))
 }
 
 /// Run until Ctrl-C, then print the final counts as JSON on stdout.
@@ -49,6 +111,8 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
     if !(0.0..=1.0).contains(&args.throttle_ratio) {
         anyhow::bail!("--throttle-ratio must be between 0 and 1");
     }
+    let tier = tier_of(&args)?;
+    let declared = declared_of(&args)?;
     let (key, generated) = match args.key {
         Some(k) if !k.is_empty() => (k, false),
         Some(_) => anyhow::bail!("--key is empty"),
@@ -71,6 +135,9 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
         throttle_ratio: args.throttle_ratio,
         latency: args.latency,
         seed: args.seed,
+        declared,
+        strict: args.strict,
+        tier,
     };
     let emu = Arc::new(Emulator::start(listener, cfg).await?);
     let cs = emu.connection_string_parsed();

@@ -1,12 +1,20 @@
-//! A local Service Bus stand-in speaking real AMQP 1.0 (fe2o3-amqp's acceptor), for tests
-//! and demos: plain TCP with TCP_NODELAY, SASL ANONYMOUS, CBS put-token answered 202 or 401,
-//! transfers to topic addresses settled *accepted* and counted per topic, with optional
-//! `server-busy` injection and added latency.
+//! A local Service Bus stand-in that Microsoft's own SDKs accept, speaking real AMQP 1.0
+//! (fe2o3-amqp's acceptor): its configuration, shared state, counts and handle. The entity
+//! model is in `namespace` and `store`, the AMQP nodes in `conn`, `cbs`, `inbound`,
+//! `outbound` and `management`, throttling in `tier`.
 //!
 //! Generic brokers cannot stand in: they do not answer CBS (docs/protocol.md §6).
 
+mod cbs;
 pub mod cli;
+pub mod config_file;
 mod conn;
+mod inbound;
+mod management;
+pub mod namespace;
+mod outbound;
+pub mod store;
+pub mod tier;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -21,6 +29,10 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::connection_string::ConnectionString;
+use config_file::Declared;
+use namespace::Namespace;
+use store::{EntityProps, StoreStats};
+use tier::{Budget, Tier};
 
 /// Key name the emulator accepts unless told otherwise.
 pub const DEV_KEY_NAME: &str = "RootManageSharedAccessKey";
@@ -45,6 +57,12 @@ pub struct EmulatorConfig {
     pub latency: Duration,
     /// Seed of the throttling hash.
     pub seed: u64,
+    /// Entities declared up front (from a `Config.json`).
+    pub declared: Option<Declared>,
+    /// Refuse undeclared entities with `amqp:not-found` (otherwise they are made on first use).
+    pub strict: bool,
+    /// The tier's throttling budget.
+    pub tier: Tier,
 }
 
 impl Default for EmulatorConfig {
@@ -56,6 +74,9 @@ impl Default for EmulatorConfig {
             throttle_ratio: 0.0,
             latency: Duration::ZERO,
             seed: 0,
+            declared: None,
+            strict: false,
+            tier: Tier::Unlimited,
         }
     }
 }
@@ -69,6 +90,9 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("throttle_ratio", &self.throttle_ratio)
             .field("latency", &self.latency)
             .field("seed", &self.seed)
+            .field("declared", &self.declared)
+            .field("strict", &self.strict)
+            .field("tier", &self.tier)
             .finish()
     }
 }
@@ -76,13 +100,31 @@ impl std::fmt::Debug for EmulatorConfig {
 /// What the emulator has seen: the server-side truth tests reconcile against.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct EmulatorCounts {
-    /// Transfers settled *accepted*, per topic (the address path after the host).
+    /// Messages accepted, per entity (the address path after the host); a batch transfer
+    /// counts each of its messages.
     pub accepted_per_topic: BTreeMap<String, u64>,
-    /// Transfers settled *accepted*.
+    /// Messages accepted (a batch counts each of its messages).
     pub accepted: u64,
-    /// Transfers rejected with `com.microsoft:server-busy`.
+    /// Accepted transfers that carried a batch (message format 0x80013700).
+    pub batches: u64,
+    /// Transfers rejected with `com.microsoft:server-busy`, and management requests
+    /// answered 503 for the same reason.
     pub throttled: u64,
-    /// Transfers rejected with `amqp:unauthorized-access` (no valid token for the address).
+    /// Transfers rejected as malformed (`amqp:decode-error`).
+    pub rejected: u64,
+    /// Links refused at attach with `amqp:not-found` (undeclared entity, strict mode).
+    pub not_found: u64,
+    /// Links refused at attach with `amqp:resource-limit-exceeded` (Azure's quotas).
+    pub limit_exceeded: u64,
+    /// `$management` requests.
+    pub management: u64,
+    /// Dispositions that arrived after their lock had run out.
+    pub lock_lost: u64,
+    /// Per queue or subscription (`topic/Subscriptions/name`): what was stored, delivered
+    /// and settled there.
+    pub entities: BTreeMap<String, StoreStats>,
+    /// Transfers rejected, or receive links refused, with `amqp:unauthorized-access` (no
+    /// valid token for the address).
     pub unauthorized: u64,
     /// CBS put-tokens answered 202.
     pub cbs_ok: u64,
@@ -101,9 +143,38 @@ pub(crate) struct Shared {
     pub seq: AtomicU64,
     /// Bumped to detach every topic link with `amqp:link:detach-forced`.
     pub link_drops: watch::Sender<u64>,
+    /// The entities.
+    pub ns: Namespace,
+    /// The tier's budget.
+    pub budget: Budget,
 }
 
 impl Shared {
+    /// The state of a new emulator, with the declared entities made.
+    pub fn new(cfg: EmulatorConfig) -> Result<Self, String> {
+        let ns = Namespace::new(cfg.strict, EntityProps::default());
+        if let Some(d) = &cfg.declared {
+            for q in &d.queues {
+                ns.declare_queue(&q.name, q.props.clone());
+            }
+            for t in &d.topics {
+                let topic = ns.declare_topic(&t.name);
+                for s in &t.subscriptions {
+                    ns.declare_subscription(&topic, &s.name, s.props.clone())
+                        .map_err(|e| format!("{e:?}"))?;
+                }
+            }
+        }
+        Ok(Shared {
+            budget: Budget::new(cfg.tier),
+            ns,
+            cfg,
+            counts: Mutex::new(EmulatorCounts::default()),
+            seq: AtomicU64::new(0),
+            link_drops: watch::channel(0).0,
+        })
+    }
+
     /// Whether transfer number `n` (from 1) is throttled.
     pub fn throttle(&self, n: u64) -> bool {
         if let Some(k) = self.cfg.throttle_every {
@@ -155,12 +226,10 @@ impl Emulator {
             ));
         }
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared {
-            cfg,
-            counts: Mutex::new(EmulatorCounts::default()),
-            seq: AtomicU64::new(0),
-            link_drops: watch::channel(0).0,
-        });
+        let shared = Arc::new(
+            Shared::new(cfg)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
+        );
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (drop_conns, drop_rx) = watch::channel(0u64);
         let task = tokio::spawn(accept_loop(listener, shared.clone(), shutdown_rx, drop_rx));
@@ -224,9 +293,14 @@ impl EmulatorHandle {
         )
     }
 
-    /// A snapshot of the counts.
+    /// A snapshot of the counts, with every queue's and subscription's figures.
     pub fn counts(&self) -> EmulatorCounts {
-        self.shared.counts.lock().expect("counts lock").clone()
+        let mut c = self.shared.counts.lock().expect("counts lock").clone();
+        let now = inbound::unix_ms();
+        for s in self.shared.ns.stores() {
+            c.entities.insert(s.path.clone(), s.stats(now));
+        }
+        c
     }
 
     /// Close every open connection with `amqp:connection:forced` (as Azure does on
@@ -253,17 +327,13 @@ mod tests {
     use super::*;
 
     fn shared(every: Option<u64>, ratio: f64, seed: u64) -> Shared {
-        Shared {
-            cfg: EmulatorConfig {
-                throttle_every: every,
-                throttle_ratio: ratio,
-                seed,
-                ..EmulatorConfig::default()
-            },
-            counts: Mutex::new(EmulatorCounts::default()),
-            seq: AtomicU64::new(0),
-            link_drops: watch::channel(0).0,
-        }
+        Shared::new(EmulatorConfig {
+            throttle_every: every,
+            throttle_ratio: ratio,
+            seed,
+            ..EmulatorConfig::default()
+        })
+        .unwrap()
     }
 
     #[test]
