@@ -19,6 +19,7 @@ mod profiles;
 mod reconcile;
 mod resolve;
 mod schema;
+mod server_timing;
 mod servicebus;
 mod shard_delivery;
 mod shards;

@@ -107,6 +107,8 @@ pub fn level_report(
         first_failures: Default::default(),
         topic_server: None,
         delivery: None,
+        server_timing: super::server_timing::server_timing_report(&s.server_timing),
+        server_timing_malformed: s.server_timing.malformed,
         stats: Some(s.clone()),
     }
 }
@@ -133,6 +135,7 @@ mod tests {
                 Outcome::Accepted
             };
             let a = Attempt {
+                server_timing: crate::result::ServerTimings::NONE,
                 outcome,
                 status: 200,
                 bytes_sent: 1024,

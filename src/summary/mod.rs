@@ -6,6 +6,7 @@ pub mod build;
 pub mod delivery_report;
 pub mod latency;
 mod report;
+pub mod server_timing;
 pub mod verdict;
 
 pub use report::{
