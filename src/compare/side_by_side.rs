@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 use super::{compare, Comparison, LevelComparison, Metric, Metrics};
 use crate::kind::TargetKind;
+use crate::report::precision;
 use crate::summary::Report;
 
 /// Two paths of one run, level by level.
@@ -64,15 +65,18 @@ fn num(v: f64, decimals: usize, signed: bool) -> String {
     }
 }
 
-/// `v` in milliseconds to three significant digits (`0.0123`, `1.23`, `12.3`, `123`; whole
-/// milliseconds are never rounded away: `1234`), with an explicit sign when `signed`. One
-/// decimal place hid every sub-millisecond latency and overhead (`0.0`, `0.1`).
+/// `v` milliseconds with three significant digits, as the terminal table prints latencies
+/// ([`precision::ms3`]), with an explicit sign when `signed`. One decimal place hid every
+/// sub-millisecond latency and overhead (`0.0`, `0.1`).
 fn ms3(v: f64, signed: bool) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return if signed { "+0" } else { "0" }.to_string();
+    let digits = precision::ms3(v.abs() * 1000.0);
+    // A value that rounds to zero reads as zero, never "-0.000".
+    let negative = v < 0.0 && digits.bytes().any(|b| matches!(b, b'1'..=b'9'));
+    match (negative, signed) {
+        (true, _) => format!("-{digits}"),
+        (false, true) => format!("+{digits}"),
+        (false, false) => digits,
     }
-    let decimals = (2 - v.abs().log10().floor() as i32).clamp(0, 6);
-    num(v, decimals as usize, signed)
 }
 
 /// One path's cells: samples, avg, median, p95, p99 (ms), error %, throughput (/s).
@@ -277,7 +281,7 @@ mod tests {
         assert_eq!(
             lines[2],
             "20,20000,10.0,8.00,20.0,40.0,0.500%,2000.0,18000,11.0,8.00,25.0,38.0,1.500%,1800.0,\
-             -1.00,+0,-5.00,+2.00,-1.000"
+             -1.00,+0.000,-5.00,+2.00,-1.000"
         );
         assert_eq!(
             lines[4],
@@ -293,19 +297,20 @@ mod tests {
     #[test]
     fn milliseconds_to_three_significant_digits() {
         let cases = [
-            (0.0123, "0.0123"),
+            (0.0123, "0.012"),
             (0.25, "0.250"),
             (1.234, "1.23"),
             (12.34, "12.3"),
             (123.4, "123"),
-            (1234.5, "1235"),
-            (0.0, "0"),
+            (1234.4, "1234"),
+            (0.0, "0.000"),
         ];
         for (v, want) in cases {
             assert_eq!(ms3(v, false), want, "{v}");
         }
-        assert_eq!(ms3(-0.0456, true), "-0.0456");
-        assert_eq!(ms3(0.0, true), "+0");
+        assert_eq!(ms3(-0.0456, true), "-0.046");
+        assert_eq!(ms3(-0.0001, true), "+0.000");
+        assert_eq!(ms3(0.0, true), "+0.000");
     }
 
     #[test]
@@ -319,7 +324,7 @@ mod tests {
         assert_eq!(overhead(row, Metric::Average), Some(0.25));
         assert_eq!(
             overhead_cells(row, true),
-            ["+0.250", "+0", "+0", "+1.44", "+0.000"]
+            ["+0.250", "+0.000", "+0.000", "+1.44", "+0.000"]
         );
     }
 
@@ -343,7 +348,7 @@ mod tests {
             lines[4],
             "20          |   20000  10.0  8.00  20.0  40.0   0.500%  2000.0 \
              |   18000  11.0  8.00  25.0  38.0   1.500%  1800.0 \
-             | -1.00     +0  -5.00  +2.00    -1.000"
+             | -1.00  +0.000  -5.00  +2.00    -1.000"
         );
     }
 }
