@@ -171,4 +171,17 @@ async fn hub_count_equals_accepted_exactly() {
         assert!(!l.server_timing.contains_key("broker"));
     }
     assert_eq!(s.publish.accepted, 400);
+    // The table's block: one `hub` line per level and TOTAL, with the exact counts.
+    let table = std::fs::read_to_string(sc.dir.path().join("table.txt")).unwrap();
+    let hub_lines: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|c| c.get(1) == Some(&"hub"))
+        .collect();
+    let counts: Vec<(&str, &str)> = hub_lines.iter().map(|c| (c[0], c[2])).collect();
+    assert_eq!(
+        counts,
+        [("1", "200"), ("4", "200"), ("TOTAL", "400")],
+        "{table}"
+    );
 }

@@ -14,6 +14,7 @@ pub mod precision;
 mod reporter;
 pub mod table;
 pub mod table_delivery;
+pub mod table_server_timing;
 pub mod topics_csv;
 pub mod whatif_csv;
 pub mod writer;
