@@ -3,7 +3,7 @@
 
 use super::precision::ms3;
 use crate::align::align;
-use crate::summary::server_timing::time_split;
+use crate::summary::time_split::time_split;
 use crate::summary::Report;
 
 /// The block's columns.

@@ -7,6 +7,7 @@ pub mod delivery_report;
 pub mod latency;
 mod report;
 pub mod server_timing;
+pub mod time_split;
 pub mod verdict;
 
 pub use report::{
