@@ -184,4 +184,9 @@ async fn hub_count_equals_accepted_exactly() {
         [("1", "200"), ("4", "200"), ("TOTAL", "400")],
         "{table}"
     );
+    // report.html's section, still well-formed XML.
+    let html = std::fs::read_to_string(sc.dir.path().join("report.html")).unwrap();
+    roxmltree::Document::parse(&html).unwrap();
+    assert!(html.contains("<h2>Where the time went</h2>"));
+    assert!(html.contains("hub p50 (ms)"));
 }
