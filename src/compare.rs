@@ -13,6 +13,7 @@ pub mod fail_if;
 mod format;
 pub mod html_page;
 pub mod render;
+pub mod server_timing;
 pub mod side_by_side;
 
 use std::path::Path;

@@ -193,4 +193,23 @@ async fn hub_count_equals_accepted_exactly() {
     roxmltree::Document::parse_with_options(&html, opts).unwrap();
     assert!(html.contains("<h2>Where the time went</h2>"));
     assert!(html.contains("hub p50 (ms)"));
+    // `hubload compare` of the run with itself: one hub line per level and TOTAL, no change.
+    let out = crate::util::bin(&["compare", ".", ".", "--out", "cmp"], sc.dir.path());
+    crate::util::assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let block = text
+        .split("Server-Timing stages (ms)")
+        .nth(1)
+        .expect("the block");
+    let deltas: Vec<(&str, &str)> = block
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|c| c.get(1) == Some(&"hub"))
+        .map(|c| (c[0], c[4]))
+        .collect();
+    assert_eq!(
+        deltas,
+        [("1", "+0.000"), ("4", "+0.000"), ("TOTAL", "+0.000")],
+        "{text}"
+    );
 }
