@@ -392,7 +392,7 @@ pub struct Attempt {
     pub bytes_sent: u64,
     /// Bytes read: status line, headers and body.
     pub bytes_received: u64,
-    /// The response's `Server-Timing` metrics ([`ServerTimings::NONE`] without the header).
+    /// The response's `Server-Timing` metrics ([`ServerTimings::NONE`](super::ServerTimings::NONE) without the header).
     pub server_timing: super::ServerTimings,
 }
 
