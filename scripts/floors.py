@@ -59,7 +59,7 @@ FLOORS = {
         ["distribute"],
         ["batch", "callback_conn", "topic"],
         ["sign", "config"],
-        ["faults", "params", "stats", "conn"],
+        ["faults", "params", "stats", "conn", "server_timing"],
     ],
 }
 

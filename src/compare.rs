@@ -14,6 +14,7 @@ mod format;
 pub mod html_page;
 pub mod render;
 pub mod server;
+pub mod server_timing;
 pub mod side_by_side;
 
 use std::path::Path;

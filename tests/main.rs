@@ -27,6 +27,7 @@ mod reconcile;
 mod report_faults;
 mod resolve;
 mod schema;
+mod server_timing;
 mod servicebus;
 mod shard_delivery;
 mod shards;

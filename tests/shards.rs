@@ -132,6 +132,11 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
     assert_eq!(s.publish.total(), 480);
     assert_eq!(count(t, "accepted"), s.publish.accepted);
     assert_eq!(count(t, "http_503"), s.publish.fault_503);
+    // Server-Timing merges across shards: one `hub` per answer of the hub's publish handler.
+    assert_eq!(
+        t.server_timing["hub"].count,
+        s.publish.accepted + s.publish.denied
+    );
     assert_eq!(
         merged.registration.as_ref().unwrap().topics,
         36,

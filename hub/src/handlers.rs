@@ -54,6 +54,7 @@ fn declared_len(parts: &Parts) -> Option<usize> {
 
 /// The hub endpoint (every path but the admin ones).
 pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response {
+    let arrived = std::time::Instant::now();
     let inner = &state.inner;
     let (parts, body) = req.into_parts();
     let query = parts.uri.query().unwrap_or("").as_bytes();
@@ -178,7 +179,9 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
             if broker_latency > Duration::ZERO {
                 tokio::time::sleep(broker_latency).await;
             }
-            publish(inner, &p, content)
+            let (verdict, mut response) = publish(inner, &p, content);
+            crate::server_timing::stamp(&mut response, arrived, broker_latency);
+            (verdict, response)
         }
         Mode::Subscribe => subscribe::handle(inner, &p),
         Mode::Other => unreachable!("answered above"),

@@ -21,6 +21,7 @@ mod metrics;
 mod params;
 mod routes;
 mod serve;
+mod server_timing;
 mod sign;
 mod state;
 mod stats;

@@ -111,6 +111,10 @@ pub fn compare(
         compare::render::render_text(&cmp, &rules, &violations)
     );
     print!("{}", compare::server::render_server(&b, &c));
+    // The stages both servers declared (Server-Timing), when either did.
+    if let Some(st) = compare::server_timing::render_server_timing(&b, &c) {
+        print!("{st}");
+    }
     let dir = out.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     write_atomic(

@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 use super::{compare, Comparison, LevelComparison, Metric, Metrics};
 use crate::kind::TargetKind;
+use crate::report::precision;
 use crate::summary::Report;
 
 /// Two paths of one run, level by level.
@@ -64,6 +65,20 @@ fn num(v: f64, decimals: usize, signed: bool) -> String {
     }
 }
 
+/// `v` milliseconds with three significant digits, as the terminal table prints latencies
+/// ([`precision::ms3`]), with an explicit sign when `signed`. One decimal place hid every
+/// sub-millisecond latency and overhead (`0.0`, `0.1`).
+fn ms3(v: f64, signed: bool) -> String {
+    let digits = precision::ms3(v.abs() * 1000.0);
+    // A value that rounds to zero reads as zero, never "-0.000".
+    let negative = v < 0.0 && digits.bytes().any(|b| matches!(b, b'1'..=b'9'));
+    match (negative, signed) {
+        (true, _) => format!("-{digits}"),
+        (false, true) => format!("+{digits}"),
+        (false, false) => digits,
+    }
+}
+
 /// One path's cells: samples, avg, median, p95, p99 (ms), error %, throughput (/s).
 fn path_cells(m: Option<&Metrics>, csv: bool) -> Vec<String> {
     let Some(m) = m else {
@@ -72,24 +87,27 @@ fn path_cells(m: Option<&Metrics>, csv: bool) -> Vec<String> {
     };
     vec![
         m.samples.to_string(),
-        num(m.average_ms, 1, false),
-        num(m.median_ms, 1, false),
-        num(m.p95_ms, 1, false),
-        num(m.p99_ms, 1, false),
+        ms3(m.average_ms, false),
+        ms3(m.median_ms, false),
+        ms3(m.p95_ms, false),
+        ms3(m.p99_ms, false),
         format!("{}%", num(m.error_pct, 3, false)),
         num(m.throughput, 1, false),
     ]
 }
 
-/// The overhead cells: Δ avg, median, p95, p99 (ms, 1 place), Δ error (pp, 3 places).
+/// The overhead cells: Δ avg, median, p95, p99 (ms, three significant digits), Δ error (pp,
+/// 3 places).
 fn overhead_cells(row: &LevelComparison, csv: bool) -> Vec<String> {
     OVERHEAD
         .iter()
         .map(|&m| {
-            let places = if m == Metric::ErrorPct { 3 } else { 1 };
             overhead(row, m).map_or_else(
                 || if csv { String::new() } else { "-".into() },
-                |d| num(d, places, true),
+                |d| match m {
+                    Metric::ErrorPct => num(d, 3, true),
+                    _ => ms3(d, true),
+                },
             )
         })
         .collect()
@@ -256,21 +274,43 @@ mod tests {
              Broker Error %,Broker Throughput (/s),Overhead Average (ms),Overhead Median (ms),\
              Overhead 95% Line (ms),Overhead 99% Line (ms),Overhead Error (pp)"
         );
-        assert_eq!(lines[1], "1,4000,2.0,2.0,3.0,4.0,0.000%,400.0,,,,,,,,,,,,");
+        assert_eq!(
+            lines[1],
+            "1,4000,2.00,2.00,3.00,4.00,0.000%,400.0,,,,,,,,,,,,"
+        );
         assert_eq!(
             lines[2],
-            "20,20000,10.0,8.0,20.0,40.0,0.500%,2000.0,18000,11.0,8.0,25.0,38.0,1.500%,1800.0,\
-             -1.0,+0.0,-5.0,+2.0,-1.000"
+            "20,20000,10.0,8.00,20.0,40.0,0.500%,2000.0,18000,11.0,8.00,25.0,38.0,1.500%,1800.0,\
+             -1.00,+0.000,-5.00,+2.00,-1.000"
         );
         assert_eq!(
             lines[4],
-            "100,,,,,,,,30000,40.0,30.0,90.0,200.0,4.000%,3000.0,,,,,"
+            "100,,,,,,,,30000,40.0,30.0,90.0,200,4.000%,3000.0,,,,,"
         );
         assert_eq!(
             lines[5],
-            "TOTAL,49000,15.0,10.0,40.0,80.0,1.250%,2250.0,75500,16.0,12.0,44.0,120.0,1.750%,\
-             2000.0,-1.0,-2.0,-4.0,-40.0,-0.500"
+            "TOTAL,49000,15.0,10.0,40.0,80.0,1.250%,2250.0,75500,16.0,12.0,44.0,120,1.750%,\
+             2000.0,-1.00,-2.00,-4.00,-40.0,-0.500"
         );
+    }
+
+    #[test]
+    fn milliseconds_to_three_significant_digits() {
+        let cases = [
+            (0.0123, "0.012"),
+            (0.25, "0.250"),
+            (1.234, "1.23"),
+            (12.34, "12.3"),
+            (123.4, "123"),
+            (1234.4, "1234"),
+            (0.0, "0.000"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(ms3(v, false), want, "{v}");
+        }
+        assert_eq!(ms3(-0.0456, true), "-0.046");
+        assert_eq!(ms3(-0.0001, true), "+0.000");
+        assert_eq!(ms3(0.0, true), "+0.000");
     }
 
     #[test]
@@ -284,7 +324,7 @@ mod tests {
         assert_eq!(overhead(row, Metric::Average), Some(0.25));
         assert_eq!(
             overhead_cells(row, true),
-            ["+0.3", "+0.0", "+0.0", "+1.4", "+0.000"]
+            ["+0.250", "+0.000", "+0.000", "+1.44", "+0.000"]
         );
     }
 
@@ -306,9 +346,9 @@ mod tests {
         assert_eq!(row1.iter().filter(|c| **c == "-").count(), 12, "{text}");
         assert_eq!(
             lines[4],
-            "20          |   20000  10.0   8.0  20.0   40.0   0.500%  2000.0 \
-             |   18000  11.0   8.0  25.0   38.0   1.500%  1800.0 \
-             | -1.0  +0.0  -5.0   +2.0    -1.000"
+            "20          |   20000  10.0  8.00  20.0  40.0   0.500%  2000.0 \
+             |   18000  11.0  8.00  25.0  38.0   1.500%  1800.0 \
+             | -1.00  +0.000  -5.00  +2.00    -1.000"
         );
     }
 }

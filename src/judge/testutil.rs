@@ -12,6 +12,7 @@ pub(crate) fn stats(samples: &[(Duration, Outcome, u64)]) -> LevelStats {
     let mut s = LevelStats::default();
     for &(latency, outcome, times) in samples {
         let a = Attempt {
+            server_timing: crate::result::ServerTimings::NONE,
             outcome,
             status: 200,
             bytes_sent: 1,

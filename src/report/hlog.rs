@@ -133,6 +133,7 @@ mod tests {
                 end: start + Duration::from_micros(us + i),
             };
             let a = Attempt {
+                server_timing: crate::result::ServerTimings::NONE,
                 outcome: Outcome::Accepted,
                 status: 200,
                 bytes_sent: 1,

@@ -11,6 +11,7 @@ mod first_failures;
 pub(crate) mod markup;
 mod server;
 pub(crate) mod svg;
+pub(crate) mod time_split;
 pub(crate) mod worst_topics;
 
 use std::fmt::Write;
@@ -81,6 +82,7 @@ pub fn render(report: &Report) -> String {
     b.push_str(&aggregate_table(report));
     b.push_str("<h2>Outcomes per level</h2>");
     b.push_str(&outcome_table(report));
+    b.push_str(&time_split::section(report));
     b.push_str(&delivery_table::section(report));
     b.push_str(&worst_topics::worst_topics(report));
     b.push_str(&first_failures::section(report));

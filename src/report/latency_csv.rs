@@ -76,6 +76,7 @@ mod tests {
         for i in 1..=10_000u64 {
             let start = t0 + Duration::from_millis(1) + Duration::from_micros(i);
             let a = Attempt {
+                server_timing: crate::result::ServerTimings::NONE,
                 outcome: Outcome::Accepted,
                 status: 200,
                 bytes_sent: 1,

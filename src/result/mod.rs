@@ -2,8 +2,10 @@
 
 pub mod classify;
 mod outcome;
+pub mod server_timing;
 
 pub use outcome::{
     Attempt, Class, ClientReason, ConnErrorKind, H2Code, OtherReason, Outcome, Reason, TimeoutKind,
     TlsReason,
 };
+pub use server_timing::ServerTimings;

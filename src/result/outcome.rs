@@ -522,6 +522,8 @@ pub struct Attempt {
     pub bytes_sent: u64,
     /// Bytes read: status line, headers and body.
     pub bytes_received: u64,
+    /// The response's `Server-Timing` metrics ([`ServerTimings::NONE`](super::ServerTimings::NONE) without the header).
+    pub server_timing: super::ServerTimings,
 }
 
 impl Attempt {
@@ -532,6 +534,7 @@ impl Attempt {
         status: 0,
         bytes_sent: 0,
         bytes_received: 0,
+        server_timing: super::ServerTimings::NONE,
     };
 }
 

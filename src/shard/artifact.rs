@@ -22,6 +22,9 @@ use crate::summary::ServiceBusInfo;
 use crate::targets::PhaseResult;
 use crate::topic_server::TopicFetchStats;
 
+mod server_timing;
+pub use server_timing::ServerTimingArtifact;
+
 /// The value of `meta.format` in every shard artifact.
 pub const FORMAT: &str = "hubload-shard";
 /// The artifact format version this build writes and reads.
@@ -271,6 +274,10 @@ pub struct LevelArtifact {
     /// and in older artifacts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_server: Option<TopicFetchStats>,
+    /// What the shard's responses declared in `Server-Timing`; absent when none, and in
+    /// older artifacts.
+    #[serde(default, skip_serializing_if = "ServerTimingArtifact::is_empty")]
+    pub server_timing: ServerTimingArtifact,
 }
 
 fn topic_stats(a: &TopicArtifact, label: &str) -> Result<TopicStats, ArtifactError> {
@@ -451,6 +458,12 @@ pub fn encode_level(
         seconds: s.seconds.clone(),
         delivery: None,
         topic_server: None,
+        server_timing: ServerTimingArtifact::encode(&s.server_timing).map_err(|reason| {
+            ArtifactError::Serialize {
+                name: "server_timing",
+                reason,
+            }
+        })?,
     })
 }
 
@@ -493,6 +506,14 @@ pub fn decode_level(a: &LevelArtifact) -> Result<LevelStats, ArtifactError> {
                 })?;
             a.seconds.clone()
         },
+        server_timing: a
+            .server_timing
+            .decode()
+            .map_err(|reason| ArtifactError::Histogram {
+                label: a.label.clone(),
+                name: "server_timing",
+                reason,
+            })?,
     })
 }
 

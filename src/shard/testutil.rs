@@ -82,6 +82,7 @@ pub fn record(s: &mut LevelStats, clock: &Clock, e: &SimEvent) {
     for &(off, lat, outcome) in &e.attempts {
         let t = times(clock, off, lat);
         let a = Attempt {
+            server_timing: crate::result::ServerTimings::NONE,
             outcome,
             status: outcome.status().unwrap_or(200),
             bytes_sent: 500 + off % 100,

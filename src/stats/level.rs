@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     new_histogram, record, AttemptSpan, AttemptTimes, Clock, Counts, Histogram, Reasons,
-    SecondHistograms, TopicStats,
+    SecondHistograms, ServerTimingStats, TopicStats,
 };
 use crate::result::{Attempt, Class};
 
@@ -79,6 +79,8 @@ pub struct LevelStats {
     /// Latency histograms per second since the level started, encoded (recorded by the
     /// level's [`SecondsRecorder`](super::SecondsRecorder), not by `record_attempt`).
     pub seconds: SecondHistograms,
+    /// What the responses declared in `Server-Timing`, per metric name.
+    pub server_timing: ServerTimingStats,
 }
 
 impl Default for LevelStats {
@@ -107,6 +109,7 @@ impl Default for LevelStats {
             topics: Vec::new(),
             timeline: Vec::new(),
             seconds: SecondHistograms::default(),
+            server_timing: ServerTimingStats::default(),
         }
     }
 }
@@ -167,6 +170,9 @@ impl LevelStats {
         }
         if let Some(code) = a.outcome.status() {
             *self.status_codes.entry(code).or_insert(0) += 1;
+        }
+        if !a.server_timing.is_empty() {
+            self.server_timing.record(&a.server_timing);
         }
         self.bytes_sent += a.bytes_sent;
         self.bytes_received += a.bytes_received;
@@ -277,6 +283,7 @@ impl LevelStats {
         merge_opt(&mut self.max_us, rhs.max_us, u64::max);
         merge_opt(&mut self.first_start_us, rhs.first_start_us, u64::min);
         merge_opt(&mut self.last_end_us, rhs.last_end_us, u64::max);
+        self.server_timing += &rhs.server_timing;
         add_vec(&mut self.topic_attempts, &rhs.topic_attempts);
         add_vec(&mut self.topic_accepted, &rhs.topic_accepted);
         if self.topics.len() < rhs.topics.len() {
@@ -307,6 +314,7 @@ mod tests {
 
     fn attempt(outcome: Outcome) -> Attempt {
         Attempt {
+            server_timing: crate::result::ServerTimings::NONE,
             outcome,
             status: 0,
             bytes_sent: 100,

@@ -5,6 +5,7 @@ mod counts;
 mod histogram;
 mod level;
 mod seconds;
+mod server_timing;
 mod shared;
 mod times;
 mod topic;
@@ -17,6 +18,7 @@ pub use histogram::{
 };
 pub use level::{LevelStats, TimelineBucket};
 pub use seconds::{SecondHistograms, SecondsRecorder};
+pub use server_timing::ServerTimingStats;
 pub use shared::SharedLevel;
 pub use times::{AttemptNs, AttemptSpan, AttemptTimes, Stamp};
 pub use topic::{bucket_high, bucket_of, TopicStats, TopicTable, TOPIC_BUCKETS};

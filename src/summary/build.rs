@@ -110,6 +110,8 @@ pub fn level_report(
         server: None,
         generator: None,
         generator_bound: None,
+        server_timing: super::server_timing::server_timing_report(&s.server_timing),
+        server_timing_malformed: s.server_timing.malformed,
         stats: Some(s.clone()),
     }
 }
@@ -136,6 +138,7 @@ mod tests {
                 Outcome::Accepted
             };
             let a = Attempt {
+                server_timing: crate::result::ServerTimings::NONE,
                 outcome,
                 status: 200,
                 bytes_sent: 1024,

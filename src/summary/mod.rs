@@ -7,6 +7,8 @@ pub mod delivery_report;
 pub mod latency;
 mod report;
 pub mod server;
+pub mod server_timing;
+pub mod time_split;
 pub mod verdict;
 
 pub use report::{

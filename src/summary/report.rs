@@ -403,7 +403,19 @@ pub struct LevelReport {
     /// latencies say more about the generator than about the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_bound: Option<bool>,
+    /// What the responses declared in `Server-Timing`, per metric name (absent when no
+    /// response carried the header).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_timing: BTreeMap<String, super::server_timing::ServerTimingReport>,
+    /// `Server-Timing` metrics that could not be read, counted and skipped (absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub server_timing_malformed: u64,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,
+}
+
+/// For `skip_serializing_if`: a zero count is left out.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

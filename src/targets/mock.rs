@@ -75,6 +75,7 @@ impl Target for MockTarget {
             pt[topic.index] += 1;
         }
         Attempt {
+            server_timing: crate::result::ServerTimings::NONE,
             outcome,
             status: outcome.status().unwrap_or(200),
             bytes_sent: event.body.len() as u64 + 100,

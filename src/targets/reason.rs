@@ -118,6 +118,7 @@ mod tests {
 
     fn at(outcome: Outcome, status: u16) -> Attempt {
         Attempt {
+            server_timing: crate::result::ServerTimings::NONE,
             outcome,
             status,
             bytes_sent: 0,

@@ -295,15 +295,16 @@ impl WebSubTarget {
     ) -> (Attempt, bool) {
         // Every byte read counts, whatever the outcome.
         let bytes_received = resp.bytes_received;
-        let (outcome, status) = match result {
-            Ok(()) => (self.classify(resp), resp.status),
-            Err(outcome) => (outcome, 0),
+        let (outcome, status, server_timing) = match result {
+            Ok(()) => (self.classify(resp), resp.status, resp.server_timing),
+            Err(outcome) => (outcome, 0, crate::result::ServerTimings::NONE),
         };
         let a = Attempt {
             outcome,
             status,
             bytes_sent: bytes_sent as u64,
             bytes_received,
+            server_timing,
         };
         (a, result.is_ok())
     }

@@ -303,6 +303,9 @@ impl Conn {
                         }
                         continue;
                     }
+                    if h.server_timing {
+                        super::server_timing::read(&bytes[..h.len], &mut resp.server_timing);
+                    }
                     break h;
                 }
                 Ok(None) if window == MAX_HEAD => return Err(protocol(OtherReason::HeadTooLarge)),
@@ -380,6 +383,8 @@ impl Conn {
                 return Poll::Ready(Ok(Some(keep_alive)));
             }
             resp.body.clear();
+            // Read again with the head below.
+            resp.server_timing = crate::result::ServerTimings::NONE;
             carry.extend_from_slice(bytes);
             Poll::Ready(Ok(None))
         })
@@ -434,6 +439,10 @@ fn whole_response(
             .ok()??;
         pos += head.len;
         if !(100..200).contains(&head.status) || head.status == 101 {
+            if head.server_timing {
+                let at = pos - head.len;
+                super::server_timing::read(&bytes[at..pos], &mut resp.server_timing);
+            }
             break head;
         }
         // Too many: the connection's buffer gives the verdict.

@@ -52,6 +52,7 @@ mod error;
 mod exchange;
 mod parse;
 mod response;
+mod server_timing;
 mod stream;
 #[cfg(test)]
 mod tests;

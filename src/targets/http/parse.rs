@@ -37,6 +37,9 @@ pub(crate) struct Head {
     pub framing: Framing,
     /// Whether the connection may carry another request afterwards.
     pub keep_alive: bool,
+    /// Whether the head carries a `Server-Timing` header: only then are its values read
+    /// (`server_timing.rs`), so a response without one costs a length compare per header.
+    pub server_timing: bool,
 }
 
 /// Parse a response head at the start of `buf`.
@@ -155,6 +158,9 @@ pub(crate) fn fast_head(
             }
             value = &line[colon + 1..];
             let cr = text_to_cr(value)?;
+            if colon == SERVER_TIMING.len() && is_name(&line[..colon], SERVER_TIMING) {
+                facts.server_timing = true;
+            }
             // With 24 bytes in view `known_name` has ruled the four names out already.
             if line.len() < 24 {
                 facts.header(&line[..colon], &value[..cr]).ok()?;
@@ -168,8 +174,12 @@ pub(crate) fn fast_head(
 const HTTP_11: u64 = u64::from_le_bytes(*b"HTTP/1.1");
 const HTTP_10: u64 = u64::from_le_bytes(*b"HTTP/1.0");
 
+/// The one header noted but not acted on, lowercase.
+pub(crate) const SERVER_TIMING: &[u8] = b"server-timing";
+
 /// What the headers say, gathered one header at a time (by either parser).
 struct Facts<'a> {
+    server_timing: bool,
     http11: bool,
     keep_alive: bool,
     length: Option<u64>,
@@ -187,6 +197,7 @@ impl<'a> Facts<'a> {
             chunked: false,
             transfer_encoding: false,
             content_type: None,
+            server_timing: false,
         }
     }
 
@@ -195,7 +206,11 @@ impl<'a> Facts<'a> {
     fn header(&mut self, name: &[u8], value: &'a [u8]) -> Result<(), OtherReason> {
         // The length first: most headers (Date, Server, …) are then skipped without comparing
         // a byte of their names.
-        if !matches!(name.len(), 10 | 12 | 14 | 17) {
+        if !matches!(name.len(), 10 | 12 | 13 | 14 | 17) {
+            return Ok(());
+        }
+        if name.len() == SERVER_TIMING.len() {
+            self.server_timing |= is_name(name, SERVER_TIMING);
             return Ok(());
         }
         let name = if is_name(name, b"content-length") {
@@ -281,6 +296,7 @@ impl<'a> Facts<'a> {
             len,
             framing,
             keep_alive,
+            server_timing: self.server_timing,
         }
     }
 }

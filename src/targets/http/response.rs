@@ -20,6 +20,8 @@ pub struct Response {
     /// Bytes of the request as rendered for this exchange (head and body), 0 when no
     /// connection took it (the exchange failed before rendering it).
     pub request_bytes: u64,
+    /// The final response's `Server-Timing` metrics (read only when the header is present).
+    pub server_timing: crate::result::ServerTimings,
 }
 
 impl Response {
@@ -30,6 +32,7 @@ impl Response {
         self.body.clear();
         self.bytes_received = 0;
         self.request_bytes = 0;
+        self.server_timing = crate::result::ServerTimings::NONE;
     }
 
     /// Classify this response (docs/protocol.md §2: a body saying `hub.mode=denied` wins).
