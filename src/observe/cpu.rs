@@ -3,23 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-/// CPU seconds this process has used so far (user + system, every thread), if readable.
+/// CPU seconds this process has used so far (user + system, every thread).
+///
+/// `CLOCK_PROCESS_CPUTIME_ID` sums every thread of the process, exactly. (`/proc/self/schedstat`
+/// would not do: it is the main thread's alone, while the load runs on the runtime's threads.)
 pub fn process_cpu_s() -> Option<f64> {
-    // schedstat: nanoseconds on a CPU; exact, unlike /proc/self/stat's clock ticks.
-    if let Some(ns) = std::fs::read_to_string("/proc/self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-    {
-        return Some(ns as f64 / 1e9);
-    }
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command (which may hold spaces) end at its closing parenthesis.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = f.get(11)?.parse().ok()?;
-    let stime: f64 = f.get(12)?.parse().ok()?;
-    // USER_HZ is 100 on every Linux ABI.
-    Some((utime + stime) / 100.0)
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Some(t.tv_sec as f64 + t.tv_nsec as f64 / 1e9)
 }
 
 /// Cores this process may use, and where that figure came from.
@@ -109,14 +99,28 @@ mod tests {
     }
 
     #[test]
-    fn this_process_has_used_some_cpu() {
+    fn every_thread_of_the_process_counts() {
         let a = process_cpu_s().unwrap();
-        let mut x = 0u64;
-        for i in 0..20_000_000u64 {
-            x = x.wrapping_add(i * i);
-        }
-        std::hint::black_box(x);
-        assert!(process_cpu_s().unwrap() > a);
+        // Another thread spins until its own CPU clock shows 20 ms (10 s of wall time at most):
+        // the process's figure must include that thread's time, not only the caller's.
+        let spun_s = std::thread::spawn(|| {
+            let thread_s = || {
+                let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+                t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+            };
+            let (t0, wall) = (thread_s(), std::time::Instant::now());
+            while thread_s() - t0 < 0.020 && wall.elapsed() < std::time::Duration::from_secs(10) {
+                std::hint::black_box(0u64);
+            }
+            thread_s() - t0
+        })
+        .join()
+        .unwrap();
+        assert!(
+            spun_s >= 0.020,
+            "the spinning thread got {spun_s} s of CPU in 10 s"
+        );
+        assert!(process_cpu_s().unwrap() - a >= spun_s);
         assert!(allowance().0 > 0.0);
     }
 }
