@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use hubload_hub::FaultConfig;
 
-use crate::https::{make_certs, tool, Nginx};
-use crate::util::{assert_exit, bin, count, free_port, hub_with, run, TestHub};
+use crate::https::{make_certs, Nginx};
+use crate::util::{assert_exit, bin, count, free_port, hub_with, run, tool, TestHub};
 
 /// One nginx `server` block: what follows `listen 127.0.0.1:PORT` and its other settings.
 struct Server {
@@ -86,8 +86,8 @@ fn logged(dir: &Path) -> Vec<(String, usize)> {
 
 /// The hub and nginx with `servers` in front of it; `None` when a tool is missing.
 async fn setup(servers: &[Server]) -> Option<(TestHub, Nginx, Vec<u16>, tempfile::TempDir)> {
-    let openssl = tool("openssl")?;
-    let nginx = tool("nginx")?;
+    let openssl = tool("openssl", "the HTTP/2 tests")?;
+    let nginx = tool("nginx", "the HTTP/2 tests")?;
     let dir = tempfile::tempdir().unwrap();
     make_certs(&openssl, dir.path());
     let hub = hub_with(FaultConfig::default()).await;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use hubload_hub::FaultConfig;
 
-use crate::util::{bin, count, free_port, hub_with, run, TestHub};
+use crate::util::{bin, count, free_port, hub_with, run, tool, TestHub};
 
 /// A one-process nginx terminating TLS on 127.0.0.1 and proxying to `upstream`; killed on drop.
 pub(crate) struct Nginx {
@@ -36,24 +36,6 @@ impl Nginx {
             .lines()
             .count()
     }
-}
-
-/// `Some(path)` of a tool, or `None` after a skip line (a failure when `CI` is set).
-pub(crate) fn tool(name: &str) -> Option<PathBuf> {
-    let found = ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
-        .iter()
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} is not installed and CI is set: install it (see .ci/run)"
-        );
-        eprintln!(
-            "!!!!!!!! SKIPPED: {name} is not installed; the https tests did not run !!!!!!!!"
-        );
-    }
-    found
 }
 
 fn sh(cmd: &mut Command) {
@@ -156,8 +138,8 @@ fn start_nginx(nginx: &Path, dir: &Path, upstream: &str) -> Nginx {
 
 /// The hub, nginx in front of it, and the CA file; `None` when a tool is missing.
 async fn setup() -> Option<(TestHub, Nginx, tempfile::TempDir)> {
-    let openssl = tool("openssl")?;
-    let nginx = tool("nginx")?;
+    let openssl = tool("openssl", "the https tests")?;
+    let nginx = tool("nginx", "the https tests")?;
     let dir = tempfile::tempdir().unwrap();
     make_certs(&openssl, dir.path());
     let hub = hub_with(FaultConfig::default()).await;

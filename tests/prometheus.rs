@@ -2,31 +2,13 @@
 //! receiver, a real node exporter, and the reference hub. Each test starts its own instances
 //! on free ports; without the tools the tests print a skip line, or fail when `CI` is set.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hubload_hub::FaultConfig;
 
-use crate::util::{assert_exit, bin, count, free_port, Scenario};
-
-/// `Some(path)` of a tool, or `None` after a skip line (a failure when `CI` is set).
-fn tool(name: &str) -> Option<PathBuf> {
-    let found = ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
-        .iter()
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} is not installed and CI is set: install it (see .ci/run)"
-        );
-        eprintln!(
-            "!!!!!!!! SKIPPED: {name} is not installed; the Prometheus tests did not run !!!!!!!!"
-        );
-    }
-    found
-}
+use crate::util::{assert_exit, bin, count, free_port, tool, Scenario};
 
 /// A child process killed when dropped.
 struct Killed(Child);
@@ -54,7 +36,7 @@ async fn wait_ready(client: &reqwest::Client, url: &str) {
 
 /// A Prometheus with the remote-write receiver on a free port; its base URL.
 async fn prometheus(client: &reqwest::Client, dir: &Path) -> Option<(Killed, String)> {
-    let exe = tool("prometheus")?;
+    let exe = tool("prometheus", "the Prometheus tests")?;
     let config = dir.join("prometheus.yml");
     std::fs::write(&config, "global:\n  scrape_interval: 1m\n").unwrap();
     let port = free_port();
@@ -78,7 +60,7 @@ async fn prometheus(client: &reqwest::Client, dir: &Path) -> Option<(Killed, Str
 
 /// A node exporter with a few quick collectors on a free port; its /metrics URL.
 async fn node_exporter(client: &reqwest::Client) -> Option<(Killed, String)> {
-    let exe = tool("prometheus-node-exporter")?;
+    let exe = tool("prometheus-node-exporter", "the Prometheus tests")?;
     let port = free_port();
     let child = Command::new(exe)
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))

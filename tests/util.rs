@@ -261,3 +261,20 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// `Some(path)` of an installed tool, or `None` after a skip line naming `tests` (a failure
+/// when `CI` is set, where `.ci/run` must have installed it).
+pub fn tool(name: &str, tests: &str) -> Option<std::path::PathBuf> {
+    let found = ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
+        .iter()
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is not installed and CI is set: install it (see .ci/run)"
+        );
+        eprintln!("!!!!!!!! SKIPPED: {name} is not installed; {tests} did not run !!!!!!!!");
+    }
+    found
+}
