@@ -245,7 +245,13 @@ async fn an_invalid_promql_is_exit_2_before_any_load() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_shows_accepted_attempts_while_a_level_runs() {
-    let sc = Scenario::start(FaultConfig::default()).await;
+    // Every publish takes the hub 100 ms, so hubload's three workers are in flight almost
+    // all the time and a scrape sees them.
+    let sc = Scenario::start(FaultConfig {
+        latency_ms: 100,
+        ..FaultConfig::default()
+    })
+    .await;
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let args: Vec<String> = [
@@ -254,7 +260,7 @@ async fn metrics_shows_accepted_attempts_while_a_level_runs() {
         "--out",
         &sc.dir.path().display().to_string(),
         "--concurrency",
-        "2",
+        "3",
         "--duration",
         "4s",
         "--metrics-listen",
@@ -272,20 +278,29 @@ async fn metrics_shows_accepted_attempts_while_a_level_runs() {
     let seen = loop {
         assert!(
             Instant::now() < deadline,
-            "/metrics never showed accepted attempts"
+            "/metrics never showed accepted attempts with three in flight"
         );
         let page = match client.get(format!("http://{listen}/metrics")).send().await {
             Ok(r) => r.text().await.unwrap_or_default(),
             Err(_) => String::new(),
         };
-        let accepted = page.lines().find_map(|l| {
-            let rest = l.strip_prefix("hubload_attempts_total{class=\"accepted\",level=\"2\",")?;
-            rest.rsplit(' ').next()?.parse::<f64>().ok()
-        });
-        if let Some(n) = accepted.filter(|n| *n > 0.0) {
-            // Seen while the level still runs.
+        let value = |prefix: &str| {
+            page.lines().find_map(|l| {
+                let rest = l.strip_prefix(prefix)?;
+                rest.rsplit(' ').next()?.parse::<f64>().ok()
+            })
+        };
+        let accepted = value("hubload_attempts_total{class=\"accepted\",level=\"3\",");
+        let inflight = value("hubload_inflight{");
+        if let Some(n) = inflight {
+            // The live count never exceeds the level's bound, which is exported beside it.
+            assert!(n <= 3.0, "{page}");
+        }
+        if let (Some(n), Some(3.0)) = (accepted.filter(|n| *n > 0.0), inflight) {
+            // Seen while the level still runs: all three workers' attempts in flight.
             assert!(!run.is_finished());
             assert!(page.contains("hubload_level{"), "{page}");
+            assert_eq!(value("hubload_inflight_limit{"), Some(3.0), "{page}");
             break n;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -40,6 +40,9 @@ pub struct LevelContext<T> {
     pub level_workers: u32,
     /// Open model: record latency from the intended start too.
     pub open_model: bool,
+    /// Open model: a send that starts this long or longer after its intended time is counted
+    /// late ([`LATE_SEND`](crate::stats::LATE_SEND) in a run; tests choose a coarser one).
+    pub late_after: std::time::Duration,
     /// Told of every measured publish and its acceptance (with subscribers on, their tracker).
     pub observer: Option<Arc<dyn PublishObserver>>,
     /// Sharded runs with subscribers: send only this shard's topics' events (owner striping).

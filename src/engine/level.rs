@@ -186,6 +186,7 @@ mod tests {
             level_load: Load::Closed { concurrency: 1 },
             level_workers: 1,
             open_model: false,
+            late_after: crate::stats::LATE_SEND,
             observer: None,
             own_topics: None,
         })
@@ -422,5 +423,89 @@ mod tests {
         // The target completed only the finished ones.
         assert_eq!(c.target.counts().total(), 2 * 20);
         assert_eq!(run.elapsed, Duration::from_millis(102));
+    }
+
+    /// Four workers, ten requests, each attempt held until the test lets it go: the live
+    /// in-flight figure is the attempts started and not ended, exactly, at every step.
+    #[tokio::test]
+    async fn live_inflight_is_the_attempts_started_and_not_ended() {
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let c = ctx(
+            MockTarget::new(vec![Outcome::Accepted], Duration::ZERO).gated(gate.clone()),
+            0,
+            ShardSlot::WHOLE,
+        );
+        let live = c.live.clone();
+        let level = tokio::spawn({
+            let c = c.clone();
+            async move { run_level(c, &closed(4, Some(10), None), 0, 0).await }
+        });
+        // (released so far, attempts ended, in flight): 10 requests over 4 workers.
+        for (release, ended, inflight) in [(0, 0, 4), (3, 3, 4), (3, 6, 4), (2, 8, 2)] {
+            gate.add_permits(release);
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            loop {
+                let now = (live.snapshot().0.total(), live.inflight());
+                if now == (ended, inflight) {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "(ended, in flight) = {now:?}, want {:?}",
+                    (ended, inflight)
+                );
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        gate.add_permits(2);
+        let run = level.await.unwrap();
+        assert_eq!(run.stats.attempts(), 10);
+        assert_eq!(live.inflight(), 0);
+    }
+
+    /// The open model at 20/s (one send every 50 ms), on one thread. The third send blocks
+    /// that thread for 170 ms (100 → 270 ms), so the sends meant for 150, 200 and 250 ms
+    /// start at about 270 ms: 120, 70 and 20 ms late. With 40 ms as "late", exactly two
+    /// are; the margins (30 and 20 ms) are far above this machine's wake-up jitter.
+    #[tokio::test]
+    async fn open_model_counts_the_sends_that_started_late() {
+        let mock = MockTarget::new(vec![Outcome::Accepted], Duration::ZERO)
+            .stalling(2, Duration::from_millis(170));
+        let base = ctx(mock, 0, ShardSlot::WHOLE);
+        let c = Arc::new(LevelContext {
+            target: base.target.clone(),
+            workload: base.workload.clone(),
+            clock: base.clock,
+            retries: 0,
+            arrivals: Arrivals::Constant,
+            slice: base.slice,
+            cancel: CancellationToken::new(),
+            live: Arc::new(Live::default()),
+            attempts: None,
+            level_load: Load::Open {
+                rate: 20.0,
+                max_inflight: 10,
+            },
+            level_workers: 10,
+            open_model: true,
+            late_after: Duration::from_millis(40),
+            observer: None,
+            own_topics: None,
+        });
+        let spec = LevelSpec {
+            load: Load::Open {
+                rate: 20.0,
+                max_inflight: 10,
+            },
+            stop: Stop {
+                duration: None,
+                requests: Some(10),
+            },
+            warmup: Duration::ZERO,
+            ramp_up: Duration::ZERO,
+        };
+        let run = run_level(c, &spec, 0, 0).await;
+        assert_eq!((run.stats.events, run.stats.dropped), (10, 0));
+        assert_eq!(run.stats.late_sends, 2);
     }
 }

@@ -6,13 +6,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::stripe::Stripe;
+use super::stripe::StripeCell;
 use crate::stats::{new_histogram, Counts};
 
 /// The stripes of the level in progress (or of the last one), shared with the display.
 #[derive(Default)]
 pub struct Live {
-    stripes: Mutex<Option<Arc<[Mutex<Stripe>]>>>,
+    stripes: Mutex<Option<Arc<[StripeCell]>>>,
 }
 
 impl std::fmt::Debug for Live {
@@ -23,7 +23,7 @@ impl std::fmt::Debug for Live {
 
 impl Live {
     /// Show `stripes` (a new level) from now on; the previous level is forgotten.
-    pub(crate) fn watch(&self, stripes: Arc<[Mutex<Stripe>]>) {
+    pub(crate) fn watch(&self, stripes: Arc<[StripeCell]>) {
         *self.stripes.lock().unwrap_or_else(|e| e.into_inner()) = Some(stripes);
     }
 
@@ -33,6 +33,26 @@ impl Live {
         let (counts, hist) = self.merged();
         let q = |x: f64| hist.value_at_quantile(x);
         (counts, [q(0.5), q(0.9), q(0.99), hist.max()])
+    }
+
+    /// Measured attempts in flight now: started and not yet recorded. Each stripe's start
+    /// count is read before its recorded count, so an attempt that ends between the two
+    /// reads is never counted as ended without having been counted as started (the figure
+    /// can only lag, by the attempts that start during the read, never go below zero).
+    pub fn inflight(&self) -> u64 {
+        let stripes = self
+            .stripes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        stripes
+            .iter()
+            .flat_map(|s| s.iter())
+            .map(|s| {
+                let started = s.started();
+                started.saturating_sub(s.lock().stats.counts.total())
+            })
+            .sum()
     }
 
     /// Counts so far and the p99 latency so far (µs).
@@ -51,7 +71,7 @@ impl Live {
         let mut counts = Counts::default();
         let mut hist = new_histogram();
         for s in stripes.iter().flat_map(|s| s.iter()) {
-            let s = s.lock().unwrap_or_else(|e| e.into_inner());
+            let s = s.lock();
             counts += &s.stats.counts;
             // Same layout everywhere, so `add` cannot fail on bounds.
             let _ = hist.add(&s.stats.latency);

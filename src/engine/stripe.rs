@@ -1,5 +1,6 @@
 //! The recording stripes of a level: where workers record, and what the live display reads.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::result::Attempt;
@@ -58,9 +59,18 @@ impl Stripe {
     }
 
     /// Record one finished event of `attempts` attempts and latency `us`; `whole_event` as
-    /// its attempt was recorded with (one attempt, recorded as ending the event).
-    pub fn record_event(&mut self, us: u64, attempts: u32, ok: bool, whole_event: bool) {
+    /// its attempt was recorded with (one attempt, recorded as ending the event); `late`: an
+    /// open-model event whose first attempt started late.
+    pub fn record_event(
+        &mut self,
+        us: u64,
+        attempts: u32,
+        ok: bool,
+        whole_event: bool,
+        late: bool,
+    ) {
         self.stats.count_event(attempts, ok);
+        self.stats.late_sends += u64::from(late);
         if !whole_event {
             record(&mut self.multi, us);
         }
@@ -91,11 +101,44 @@ impl Stripe {
     }
 }
 
+/// One stripe and, beside its lock, the count of measured attempts its workers started: the
+/// live in-flight figure is started − recorded (`live.rs`). An atomic next to the mutex the
+/// attempt locks at its end anyway, so the start adds one uncontended add on a line the
+/// worker is about to touch, and nothing else.
+pub(crate) struct StripeCell {
+    pub stripe: Mutex<Stripe>,
+    started: AtomicU64,
+}
+
+impl StripeCell {
+    fn new() -> Self {
+        StripeCell {
+            stripe: Mutex::new(Stripe::new()),
+            started: AtomicU64::new(0),
+        }
+    }
+
+    /// The stripe, locked (a poisoned lock still holds good counts).
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, Stripe> {
+        self.stripe.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A measured attempt starts.
+    pub fn start(&self) {
+        self.started.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Measured attempts started so far.
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
+    }
+}
+
 /// The level's stripes merged, with the derived histograms filled in.
-pub(crate) fn merged(stripes: &[Mutex<Stripe>]) -> LevelStats {
+pub(crate) fn merged(stripes: &[StripeCell]) -> LevelStats {
     let mut all = Stripe::new();
     for s in stripes {
-        all.add(&s.lock().unwrap_or_else(|e| e.into_inner()));
+        all.add(&s.lock());
     }
     all.finish()
 }
@@ -107,12 +150,12 @@ pub(crate) fn merged(stripes: &[Mutex<Stripe>]) -> LevelStats {
 /// seen, spread over a few KB, and a request touches its stripe once per round of the
 /// stripes, so every stripe beyond need adds cold cache lines to each request (the kernel's
 /// work between two touches of one stripe evicts them).
-pub(crate) fn stripes(workers: usize, threads: usize) -> Arc<[Mutex<Stripe>]> {
+pub(crate) fn stripes(workers: usize, threads: usize) -> Arc<[StripeCell]> {
     let n = match threads {
         0 | 1 => 1,
         t => workers.clamp(1, 8 * t),
     };
-    (0..n).map(|_| Mutex::new(Stripe::new())).collect()
+    (0..n).map(|_| StripeCell::new()).collect()
 }
 
 #[cfg(test)]
@@ -120,8 +163,8 @@ mod tests {
     use super::*;
     use crate::result::{Outcome, TimeoutKind};
 
-    fn lock(m: &Mutex<Stripe>) -> std::sync::MutexGuard<'_, Stripe> {
-        m.lock().unwrap()
+    fn lock(m: &StripeCell) -> std::sync::MutexGuard<'_, Stripe> {
+        m.stripe.lock().unwrap()
     }
 
     /// Events of one to three attempts, with every outcome mix, some cut short after a
@@ -131,7 +174,7 @@ mod tests {
     fn derived_histograms_equal_direct_recording() {
         let mut direct = LevelStats::default();
         // Two stripes, merged as a level's are.
-        let stripes = [Mutex::new(Stripe::new()), Mutex::new(Stripe::new())];
+        let stripes = [StripeCell::new(), StripeCell::new()];
         let mut rng = hubload_rng::SplitMix64::for_event(11, 0);
         let mut next = |n: u64| rng.below(n);
         let mut t_us = 1_000_000u64;
@@ -176,6 +219,7 @@ mod tests {
                 attempts,
                 ok,
                 attempts == 1 && !cut_short,
+                false,
             );
         }
         let got = merged(&stripes);

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::pin::{pin, Pin};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::Poll;
 
 use tokio::time::Instant;
@@ -11,7 +11,7 @@ use super::attempt::AttemptRecord;
 use super::context::LevelContext;
 use super::driver::Driver;
 use super::stop::StopWatch;
-use super::stripe::Stripe;
+use super::stripe::StripeCell;
 use crate::result::{Attempt, Class};
 use crate::stats::{AttemptSpan, SharedLevel, Stamp};
 use crate::targets::Target;
@@ -24,7 +24,7 @@ use crate::targets::Target;
 pub(crate) async fn worker_loop<T: Target>(
     ctx: Arc<LevelContext<T>>,
     driver: Arc<Driver>,
-    stripes: Arc<[Mutex<Stripe>]>,
+    stripes: Arc<[StripeCell]>,
     shared: Arc<SharedLevel>,
     worker: usize,
     level_start: Instant,
@@ -37,7 +37,7 @@ pub(crate) async fn worker_loop<T: Target>(
         }
     }
     let stripe = &stripes[worker % stripes.len()];
-    let lock = || stripe.lock().unwrap_or_else(|e| e.into_inner());
+    let lock = || stripe.lock();
     let max_attempts = ctx.retries + 1;
     // A child token per worker: its waiter is this worker's alone, so watching for the stop on
     // every attempt never contends with the other workers.
@@ -55,9 +55,13 @@ pub(crate) async fn worker_loop<T: Target>(
         // One clock read stamps the event's send time and starts its first attempt (the
         // event is made inside the attempt, as its body always was): in the closed model the
         // driver's, made as it handed out the ticket (with no wait since).
-        let first = match ctx.open_model {
-            false => Stamp::of(clock, ticket.intended.into_std()),
-            true => Stamp::now(clock),
+        let (first, late) = match ctx.open_model {
+            false => (Stamp::of(clock, ticket.intended.into_std()), false),
+            true => {
+                let now = Stamp::now(clock);
+                let behind = now.at.saturating_duration_since(ticket.intended.into_std());
+                (now, behind >= ctx.late_after)
+            }
         };
         let sent_us = first.unix_us(clock) / 1000 * 1000;
         let event = if renders_body {
@@ -86,6 +90,9 @@ pub(crate) async fn worker_loop<T: Target>(
             // those are cache misses.
             // In a block of its own, so its state is gone before the record is queued below
             // (both live at once, the worker's state held the two side by side).
+            if ticket.measured {
+                stripe.start();
+            }
             let a = {
                 let send = pin!(ctx.target.send(topic, &event, start.at));
                 unless_stopped(send, &mut stop).await
@@ -111,7 +118,7 @@ pub(crate) async fn worker_loop<T: Target>(
                     let mut s = lock();
                     s.record_attempt(&span, &a, whole);
                     if last {
-                        s.record_event(end.us_since(&first), attempt_no, ok, whole);
+                        s.record_event(end.us_since(&first), attempt_no, ok, whole, late);
                     }
                 }
                 shared.record(worker, &span, class, event.topic);
@@ -139,7 +146,7 @@ pub(crate) async fn worker_loop<T: Target>(
                 if !last && stop.is_stopped() {
                     // Stopped before a retry: the event ends with this attempt.
                     // Never whole: its attempt was recorded as not ending it.
-                    lock().record_event(end.us_since(&first), attempt_no, false, false);
+                    lock().record_event(end.us_since(&first), attempt_no, false, false, late);
                     last = true;
                 }
             }

@@ -45,16 +45,18 @@ impl Source {
     fn snapshot(&self) -> Snapshot {
         let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut levels = st.finished.clone();
-        let (mut level, mut inflight) = (0.0, 0.0);
+        let (mut level, mut inflight, mut inflight_limit) = (0.0, 0.0, 0.0);
         if let Some((label, load, bound)) = &st.running {
             let (counts, q) = self.live.quantiles();
             levels.push((label.clone(), LevelFigures::live(&counts, q)));
-            (level, inflight) = (*load, *bound);
+            (level, inflight_limit) = (*load, *bound);
+            inflight = self.live.inflight() as f64;
         }
         Snapshot {
             levels,
             level,
             inflight,
+            inflight_limit,
             cpu_ratio: self.monitor.cpu_ratio_now().unwrap_or(0.0),
         }
     }

@@ -73,8 +73,11 @@ pub struct Snapshot {
     pub levels: Vec<(String, LevelFigures)>,
     /// The running level's load (its concurrency or rate), 0 between levels.
     pub level: f64,
-    /// Attempts the running level may have in flight (its workers), 0 between levels.
+    /// Measured attempts in flight now (started, not yet ended), 0 between levels.
     pub inflight: f64,
+    /// Attempts the running level may have in flight (its workers, or `--max-inflight`),
+    /// 0 between levels.
+    pub inflight_limit: f64,
     /// The generator's CPU share in the running level (or the last one).
     pub cpu_ratio: f64,
 }
@@ -120,6 +123,7 @@ impl Snapshot {
             }
         }
         push("hubload_inflight", &[], self.inflight);
+        push("hubload_inflight_limit", &[], self.inflight_limit);
         push("hubload_level", &[], self.level);
         push("hubload_generator_cpu_ratio", &[], self.cpu_ratio);
         out
@@ -164,12 +168,13 @@ mod tests {
         let snap = Snapshot {
             levels: vec![("10".into(), f)],
             level: 10.0,
-            inflight: 10.0,
+            inflight: 3.0,
+            inflight_limit: 10.0,
             cpu_ratio: 0.25,
         };
         let common = vec![("run_id".to_string(), "r1".to_string())];
         let series = snap.series(&common);
-        assert_eq!(series.len(), 2 + 4 + 3);
+        assert_eq!(series.len(), 2 + 4 + 4);
         assert_eq!(
             series[0].labels,
             [("class", "accepted"), ("level", "10"), ("run_id", "r1")]
@@ -196,5 +201,7 @@ mod tests {
             "hubload_latency_seconds{level=\"10\",quantile=\"1\",run_id=\"r1\"} 0.0045\n"
         ));
         assert!(page.contains("hubload_generator_cpu_ratio{run_id=\"r1\"} 0.25\n"));
+        assert!(page.contains("hubload_inflight{run_id=\"r1\"} 3\n"));
+        assert!(page.contains("hubload_inflight_limit{run_id=\"r1\"} 10\n"));
     }
 }

@@ -18,6 +18,20 @@ pub fn marked_label(label: &str, bound: Option<bool>) -> String {
 pub fn notes(report: &Report) -> String {
     let mut out = String::new();
     for l in &report.levels {
+        if let Some(n) = l
+            .generator
+            .as_ref()
+            .and_then(|g| g.late_sends)
+            .filter(|&n| n > 0)
+        {
+            out.push_str(&format!(
+                "{}: {n} of {} sends started {} ms or more after their intended time \
+                 (their latency counts from the intended time)\n",
+                l.label,
+                l.events.total,
+                crate::stats::LATE_SEND.as_millis()
+            ));
+        }
         let Some(g) = l
             .generator
             .as_ref()

@@ -142,6 +142,7 @@ async fn run_spec<T: Target>(
         attempts: sh.jtl.clone(),
         level_load: spec.load,
         open_model: matches!(spec.load, Load::Open { .. }),
+        late_after: crate::stats::LATE_SEND,
         level_workers: match spec.load {
             Load::Closed { concurrency } => concurrency,
             Load::Open { max_inflight, .. } => max_inflight,
@@ -168,7 +169,13 @@ async fn run_spec<T: Target>(
     }
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
     let observed = match sh.observers {
-        Some(o) => Some(o.level_end(run.stats.latency.value_at_quantile(0.5)).await),
+        Some(o) => {
+            let mut seen = o.level_end(run.stats.latency.value_at_quantile(0.5)).await;
+            if let (Some(g), Load::Open { .. }) = (seen.generator.as_mut(), spec.load) {
+                g.late_sends = Some(run.stats.late_sends);
+            }
+            Some(seen)
+        }
         None => None,
     };
     run.first_failures = target.first_failures();

@@ -232,6 +232,9 @@ pub struct LevelArtifact {
     pub retries: u64,
     /// Skipped sends (open model).
     pub dropped: u64,
+    /// Sends that started late (open model); absent in artifacts older than the count.
+    #[serde(default)]
+    pub late_sends: u64,
     /// Request bytes.
     pub bytes_sent: u64,
     /// Response bytes.
@@ -437,6 +440,7 @@ pub fn encode_level(
         events_failed: s.events_failed,
         retries: s.retries,
         dropped: s.dropped,
+        late_sends: s.late_sends,
         bytes_sent: s.bytes_sent,
         bytes_received: s.bytes_received,
         sum_us: s.sum_us,
@@ -482,6 +486,7 @@ pub fn decode_level(a: &LevelArtifact) -> Result<LevelStats, ArtifactError> {
         events_failed: a.events_failed,
         retries: a.retries,
         dropped: a.dropped,
+        late_sends: a.late_sends,
         bytes_sent: a.bytes_sent,
         bytes_received: a.bytes_received,
         sum_us: a.sum_us,

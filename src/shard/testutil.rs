@@ -155,6 +155,7 @@ pub fn assert_level_eq(a: &LevelStats, b: &LevelStats) {
     assert_eq!(a.events_failed, b.events_failed, "events_failed");
     assert_eq!(a.retries, b.retries, "retries");
     assert_eq!(a.dropped, b.dropped, "dropped");
+    assert_eq!(a.late_sends, b.late_sends, "late_sends");
     assert_eq!(a.bytes_sent, b.bytes_sent, "bytes_sent");
     assert_eq!(a.bytes_received, b.bytes_received, "bytes_received");
     assert_eq!(a.sum_us, b.sum_us, "sum_us");

@@ -12,6 +12,10 @@ use super::{
 };
 use crate::result::{Attempt, Class};
 
+/// How far past its intended time an open-model send may start before it counts as late: the
+/// scheduling granularity the generator's own ticker is judged at (`observe/monitor.rs`).
+pub const LATE_SEND: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// One second of a level: enough for a latency-over-time chart, and mergeable.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
@@ -54,6 +58,9 @@ pub struct LevelStats {
     pub retries: u64,
     /// Scheduled sends skipped because the in-flight bound was reached (open model).
     pub dropped: u64,
+    /// Open model: measured events whose first attempt started [`LATE_SEND`] or more after
+    /// its intended time (the generator, or its in-flight bound, held it back).
+    pub late_sends: u64,
     /// Request bytes written (request line, headers, body).
     pub bytes_sent: u64,
     /// Response bytes read (status line, headers, body).
@@ -97,6 +104,7 @@ impl Default for LevelStats {
             events_failed: 0,
             retries: 0,
             dropped: 0,
+            late_sends: 0,
             bytes_sent: 0,
             bytes_received: 0,
             sum_us: 0,
@@ -276,6 +284,7 @@ impl LevelStats {
         self.events_failed += rhs.events_failed;
         self.retries += rhs.retries;
         self.dropped += rhs.dropped;
+        self.late_sends += rhs.late_sends;
         self.bytes_sent += rhs.bytes_sent;
         self.bytes_received += rhs.bytes_received;
         self.sum_us += rhs.sum_us;

@@ -16,7 +16,7 @@ pub use histogram::{
     difference, from_base64, new_histogram, record, to_base64, Histogram, HIST_LOWEST_US,
     HIST_SIGFIG,
 };
-pub use level::{LevelStats, TimelineBucket};
+pub use level::{LevelStats, TimelineBucket, LATE_SEND};
 pub use seconds::{SecondHistograms, SecondsRecorder};
 pub use server_timing::ServerTimingStats;
 pub use shared::SharedLevel;

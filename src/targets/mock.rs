@@ -20,6 +20,11 @@ pub struct MockTarget {
     sent: AtomicU64,
     counts: Mutex<Counts>,
     per_topic: Mutex<Vec<u64>>,
+    /// When set, every send waits for a permit of it before answering (tests hold attempts
+    /// in flight and release them one by one).
+    gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    /// When set, attempt `n` blocks its thread for the duration (a stalled generator).
+    stall: Option<(u64, Duration)>,
 }
 
 impl MockTarget {
@@ -32,7 +37,22 @@ impl MockTarget {
             sent: AtomicU64::new(0),
             counts: Mutex::new(Counts::default()),
             per_topic: Mutex::new(Vec::new()),
+            gate: None,
+            stall: None,
         }
+    }
+
+    /// Every send waits for a permit of `gate` (taken for good) before answering.
+    pub fn gated(mut self, gate: std::sync::Arc<tokio::sync::Semaphore>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Attempt `n` (0-based) blocks the thread it runs on for `d`, as a generator whose
+    /// runtime is starved does.
+    pub fn stalling(mut self, n: u64, d: Duration) -> Self {
+        self.stall = Some((n, d));
+        self
     }
 
     /// What the mock itself answered, per class.
@@ -60,6 +80,17 @@ impl Target for MockTarget {
     async fn send(&self, topic: &Topic, event: &Event, _started: std::time::Instant) -> Attempt {
         let n = self.sent.fetch_add(1, Ordering::Relaxed);
         let outcome = self.script[(n % self.script.len() as u64) as usize];
+        if let Some(g) = &self.gate {
+            g.acquire()
+                .await
+                .expect("the gate is never closed")
+                .forget();
+        }
+        if let Some((at, d)) = self.stall {
+            if n == at {
+                std::thread::sleep(d);
+            }
+        }
         if !self.latency.is_zero() {
             tokio::time::sleep(self.latency).await;
         }
