@@ -337,3 +337,76 @@ async fn a_failing_push_receiver_is_counted_and_never_blocks_the_load() {
         assert_eq!(count(l, "accepted"), 100);
     }
 }
+
+/// Two shards of one run push to one Prometheus: per level, the pushed series of the two
+/// shards add up to the merged run's accepted and to the hub's own count, and each shard's
+/// series carry its own `shard` label (so neither overwrote the other's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_pushed_series_add_up_to_the_merged_run_and_the_hub() {
+    let hub = crate::util::hub_with(FaultConfig {
+        fail_503_every: Some(7),
+        ..FaultConfig::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_prom, base)) = prometheus(&hub.client, dir.path()).await else {
+        return;
+    };
+    let write = format!("{base}/api/v1/write");
+    let tag = format!("s{}", std::process::id());
+    let label = format!("test={tag}");
+    let args = [
+        "--hub-url",
+        &hub.url,
+        "--tenants",
+        "6",
+        "--concurrency",
+        "2,4",
+        "--requests",
+        "200",
+        "--quiet",
+        "--prometheus-remote-write",
+        &write,
+        "--push-interval",
+        "1s",
+        "--push-label",
+        &label,
+    ];
+    let logs = crate::shards::run_shards(dir.path(), 2, "prom-shards", &args).await;
+    let merged = crate::shards::merge_logs(dir.path(), &logs);
+    let want = accepted_per_level(&dir.path().join("merged"));
+    assert_eq!(want.len(), 2, "{want:?}");
+    let got = query(
+        &hub.client,
+        &base,
+        &format!("sum by (level) (hubload_attempts_total{{class=\"accepted\",test=\"{tag}\"}})"),
+        "level",
+    )
+    .await;
+    assert_eq!(got, want);
+    // Both shards pushed, each under its own label, with its own share.
+    let per_shard = query(
+        &hub.client,
+        &base,
+        &format!("sum by (shard) (hubload_attempts_total{{test=\"{tag}\"}})"),
+        "shard",
+    )
+    .await;
+    assert_eq!(
+        per_shard
+            .iter()
+            .map(|(s, _)| s.as_str())
+            .collect::<Vec<_>>(),
+        ["0", "1"]
+    );
+    assert!(per_shard.iter().all(|(_, n)| *n > 0.0), "{per_shard:?}");
+    let all: f64 = per_shard.iter().map(|(_, n)| n).sum();
+    let t = merged.total.as_ref().unwrap();
+    assert_eq!(all, t.samples as f64);
+    let s = hub.stats().await;
+    assert_eq!(s.publish.total(), t.samples);
+    assert_eq!(
+        want.iter().map(|(_, n)| n).sum::<f64>(),
+        s.publish.accepted as f64
+    );
+}
