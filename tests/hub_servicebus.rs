@@ -156,3 +156,45 @@ async fn side_by_side_puts_the_hub_above_the_broker_at_every_level() {
     assert_eq!(s.broker.unwrap().sends.accepted, 120);
     assert_eq!(c.accepted, 240);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hub_servicebus_runs_the_embedded_hub_on_the_embedded_emulator() {
+    // The scenario's own hub and emulator must see nothing: the run brings its own.
+    let sc = Scenario::servicebus(EmulatorConfig::default()).await;
+    let mut flags = RUN.to_vec();
+    flags.extend(["--hub-servicebus", "--subscribers", "1"]);
+    let o = sc.run_embedded(&flags).await;
+    for l in &o.report.levels {
+        let accepted = count(l, "accepted");
+        assert_eq!(accepted, 60, "level {}", l.label);
+        assert_eq!(
+            l.server_timing["broker"].count, accepted,
+            "level {}",
+            l.label
+        );
+        let c = &l.delivery.as_ref().unwrap().counts;
+        assert_eq!(
+            (c.delivered, c.lost, c.duplicates),
+            (accepted, 0, 0),
+            "{c:?}"
+        );
+    }
+    // Side by side on the one embedded emulator: the hub above the broker at every level.
+    let mut flags = RUN.to_vec();
+    flags.extend(["--hub-servicebus", "--target", "websub,servicebus"]);
+    sc.run_embedded(&flags).await;
+    let hub = sc.summary("websub");
+    let sb = sc.summary("servicebus");
+    for (h, b) in hub.levels.iter().zip(&sb.levels) {
+        assert_eq!(h.server_timing["broker"].count, count(h, "accepted"));
+        assert!(
+            h.accepted_latency_us.p50 > b.accepted_latency_us.p50,
+            "level {}",
+            h.label
+        );
+    }
+    // Its counts are both paths': the Service Bus report leaves them out.
+    assert!(sb.servicebus.as_ref().unwrap().emulator.is_none());
+    assert_eq!(sc.hub_stats().await.requests, 0);
+    assert_eq!(sc.emulator_counts().connections, 0);
+}

@@ -273,3 +273,112 @@ async fn broker_failures_get_a_hubs_answers() {
     let c = emu.counts();
     assert_eq!((c.accepted, c.throttled, c.not_found), (2, 2, 1));
 }
+
+/// `hubload-hub --servicebus` with a bad string, or a broker that refuses the key: one line
+/// naming the flag, no secret, exit 2.
+#[tokio::test]
+async fn bad_connection_strings_are_one_line_without_the_key() {
+    let run = |cs: String| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hubload-hub"))
+            .args(["--listen", "127.0.0.1:0", "--servicebus", &cs])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, err, _) = run("Endpoint=sb://h/;SharedAccessKey=c2VjcmV0LWtleQ==".into());
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "hubload-hub: --servicebus: connection string is missing SharedAccessKeyName"
+    );
+    // A well-formed string with the wrong key: the emulator refuses the token.
+    let emu = emulator(EmulatorConfig::default()).await;
+    let wrong = format!(
+        "Endpoint=sb://{}/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=d3Jvbmcta2V5LXZhbHVl;UseDevelopmentEmulator=true",
+        emu.addr()
+    );
+    let (code, err, out) = tokio::task::spawn_blocking(move || run(wrong))
+        .await
+        .unwrap();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("hubload-hub: --servicebus: Service Bus refused the SAS token"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        !err.contains("d3Jvbmc") && !out.contains("d3Jvbmc"),
+        "{err}{out}"
+    );
+}
+
+/// Publish until the hub answers 200 (a send right after a broker drop may meet the dropped
+/// link and be answered 503); returns the non-200 answers seen.
+async fn publish_accepted(hub: &TestHub, body: &str) -> u64 {
+    let mut refused = 0;
+    for _ in 0..20 {
+        match hub.publish("t", "text/plain", body.as_bytes()).await.0 {
+            200 => return refused,
+            503 => refused += 1,
+            other => panic!("publish answered {other}"),
+        }
+    }
+    panic!("no 200 in 20 publishes");
+}
+
+#[tokio::test]
+async fn receive_loops_recover_from_dropped_links_and_connections() {
+    let emu = emulator(EmulatorConfig::default()).await;
+    let hub = broker_hub(&emu, 3).await;
+    let sub = Subscriber::start().await;
+    hub.register("t").await;
+    subscribe(&hub, "t", &sub.callback("cb")).await;
+    let entity = subscription_of(&emu, "t").await;
+    let mut refused = publish_accepted(&hub, "before").await;
+    eventually_async("the first delivery", || async { sub.delivered() == 1 }).await;
+    // Each drop comes once the broker has the completion: a completion lost in a drop
+    // leaves the message locked until its lock expires (then it comes again, as on Azure).
+    eventually_async("its completion", || async {
+        store(&emu, &entity).completed == 1
+    })
+    .await;
+    // A forced link detach (Azure's maintenance), then a dropped connection (a broker
+    // restart, as the clients see it): each is one restart of the receive loop.
+    emu.drop_links();
+    refused += publish_accepted(&hub, "after-links").await;
+    eventually_async("a delivery after the link drop", || async {
+        sub.delivered() == 2
+    })
+    .await;
+    eventually_async("its completion", || async {
+        store(&emu, &entity).completed == 2
+    })
+    .await;
+    emu.drop_connections();
+    refused += publish_accepted(&hub, "after-connections").await;
+    eventually_async("a delivery after the connection drop", || async {
+        sub.delivered() == 3
+    })
+    .await;
+    eventually_async("three completions", || async {
+        store(&emu, &entity).completed == 3
+    })
+    .await;
+    let bodies: Vec<_> = sub.deliveries().iter().map(|d| d.body.clone()).collect();
+    assert_eq!(bodies, ["before", "after-links", "after-connections"]);
+    let s = hub.state.stats();
+    let b = s.broker.unwrap();
+    assert_eq!(b.receive_restarts, 2);
+    assert_eq!(b.subscriptions, 1);
+    // Every answer the hub gave is a send it counted, and only accepted ones reached the
+    // emulator and the subscriber.
+    assert_eq!(b.sends.accepted, 3);
+    assert_eq!(b.sends.connection, refused);
+    assert_eq!(s.publish.broker_error, refused);
+    assert_eq!((b.receives, b.completes), (3, 3));
+    assert_eq!(emu.counts().accepted, 3);
+}

@@ -226,7 +226,13 @@ impl SbReceiver {
                     ) {
                         conn.mark_broken();
                     }
-                    self.link.receiver = None;
+                    // Answer the broker's detach, so the session frees the link's handle: a
+                    // link dropped without it leaves the next attach on this session hanging
+                    // until the connect timeout.
+                    if let Some(r) = self.link.receiver.take() {
+                        let by = Instant::now() + Duration::from_millis(500);
+                        let _ = timeout_at(by.min(deadline), r.close()).await;
+                    }
                     if Instant::now() >= deadline {
                         return Ok(None);
                     }
