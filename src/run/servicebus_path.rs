@@ -67,13 +67,13 @@ impl<'a> ServiceBusPath<'a> {
             (None, None) => Some(start_emulator().await?),
             _ => None,
         };
-        let cs = match (&cfg.target.sb_connection_string, &emulator) {
-            (None, None) => shared.expect("no emulator started: shared given"),
+        let cs = match (&cfg.target.sb_connection_string, &emulator, shared) {
             // The parser's errors name the field and never quote a value.
-            (Some(s), _) => ConnectionString::from_str(s.expose())
+            (Some(s), _, _) => ConnectionString::from_str(s.expose())
                 .map_err(|e| anyhow::anyhow!("invalid --sb-connection-string: {e}"))?,
-            (None, Some(emu)) => emu.connection_string_parsed(),
-            (None, None) => unreachable!("emulator started above"),
+            (None, Some(emu), _) => emu.connection_string_parsed(),
+            (None, None, Some(cs)) => cs,
+            (None, None, None) => unreachable!("emulator started above"),
         };
         let endpoint = cs.amqp_base();
         let url = url::Url::parse(&endpoint).with_context(|| {
