@@ -439,9 +439,11 @@ mod tests {
         let v = serde_json::to_value(StatsSnapshot::default()).unwrap();
         for mode in ["publish", "register", "deregister", "subscribe", "other"] {
             let keys: Vec<_> = v[mode].as_object().unwrap().keys().cloned().collect();
-            assert_eq!(keys.len(), 12, "{mode}: {keys:?}");
+            assert_eq!(keys.len(), 13, "{mode}: {keys:?}");
         }
         assert_eq!(v["distribution"].as_object().unwrap().len(), 16);
         assert!(v["topics"].as_object().unwrap().is_empty());
+        // `broker` only in broker mode.
+        assert!(v.get("broker").is_none());
     }
 }
