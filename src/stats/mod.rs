@@ -4,9 +4,11 @@ mod clock;
 mod counts;
 mod histogram;
 mod level;
+mod second_spill;
 mod seconds;
 mod server_timing;
 mod shared;
+mod soak_leak;
 mod times;
 mod topic;
 

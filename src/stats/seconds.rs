@@ -11,7 +11,8 @@
 //!   runtime thread, at most 8) plus [`GRACE`] + 1 being folded, each up to ~100 KB for
 //!   latencies up to seconds (about 1 MB on 2 threads, raw and corrected);
 //! - every closed second as its V2+DEFLATE base64 string, 0.2–8 KB (measured in the tests below;
-//!   docs/reports.md), so an hour-long level keeps a few MB.
+//!   docs/reports.md), kept in a temporary file while the level runs ([`SecondSpill`]): memory
+//!   holds 16 B per second, and the list is read back once, at the level's end.
 
 use std::ops::AddAssign;
 use std::sync::Mutex;
@@ -19,6 +20,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::second_spill::SecondSpill;
 use super::times::MAX_SECS;
 use super::{
     from_base64, new_histogram, record, to_base64, AttemptSpan, AttemptTimes, Clock, Histogram,
@@ -45,7 +47,7 @@ pub struct SecondHistograms {
 }
 
 /// Add the encoded histogram `b` into the encoded `a` (either may be `""`).
-fn add_encoded(a: &mut String, b: &str) {
+pub(super) fn add_encoded(a: &mut String, b: &str) {
     if b.is_empty() {
         return;
     }
@@ -75,13 +77,11 @@ impl SecondHistograms {
         self.latency.is_empty()
     }
 
-    /// Add one second's histograms.
-    fn put(&mut self, sec: usize, latency: &Histogram, corrected: Option<&Histogram>) {
-        let one = |h: &Histogram| {
+    /// Add one second's encoded histograms (`""`: an empty one).
+    pub(super) fn put_encoded(&mut self, sec: usize, latency: String, corrected: Option<String>) {
+        let one = |b64: String| {
             let mut v = vec![String::new(); sec + 1];
-            if !h.is_empty() {
-                v[sec] = to_base64(h).expect("hubload histograms serialize");
-            }
+            v[sec] = b64;
             v
         };
         add_list(&mut self.latency, &one(latency));
@@ -127,12 +127,22 @@ struct Open {
 struct Folded {
     pending: Vec<Open>,
     newest: usize,
-    done: SecondHistograms,
+    done: SecondSpill,
+}
+
+/// `h` encoded, `""` when it holds nothing.
+fn encoded(h: &Histogram) -> String {
+    if h.is_empty() {
+        String::new()
+    } else {
+        to_base64(h).expect("hubload histograms serialize")
+    }
 }
 
 impl Folded {
     fn encode(&mut self, o: Open) {
-        self.done.put(o.sec, &o.latency, o.corrected.as_ref());
+        let corrected = o.corrected.as_ref().map(encoded);
+        self.done.put(o.sec, encoded(&o.latency), corrected);
     }
 
     fn fold(&mut self, o: Open) {
@@ -243,7 +253,7 @@ impl SecondsRecorder {
         for p in std::mem::take(&mut f.pending) {
             f.encode(p);
         }
-        let mut out = std::mem::take(&mut f.done);
+        let mut out = f.done.finish();
         if !out.is_empty() {
             out.origin_us = Some(self.origin_us);
         }
