@@ -139,6 +139,7 @@ impl SecondSpill {
 
     /// Bytes of encoded histograms held in memory (0 while the file holds them): what the
     /// tests check stays flat.
+    #[cfg(test)]
     pub fn memory_bytes(&self) -> usize {
         let m = &self.memory;
         m.latency.iter().chain(&m.corrected).map(String::len).sum()
