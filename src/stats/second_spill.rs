@@ -18,7 +18,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use super::seconds::{add_encoded, SecondHistograms};
+use super::second_list::{add_encoded, SecondHistograms};
 
 /// One second's newest record in the file: offset and the byte lengths of its two strings.
 #[derive(Debug, Clone, Copy, Default)]
