@@ -18,6 +18,12 @@
 #                     the hub opens delivery connections to the callback server in bursts and
 #                     keeps them, so the count steps up and down; a leak keeps climbing)
 #   THREADS_GROWTH=0  the same bound for hubload's threads
+#   HUB_DELIVERY=1    the hub's --delivery-concurrency: deliveries in flight per subscriber,
+#                     so at most this many delivery connections per subscriber to hubload's
+#                     callback server (the hub's default, 64, lets a scheduling stall open
+#                     dozens, each a step in hubload's descriptors and, through the
+#                     allocator's high-water mark, its RSS; 1 carries a subscriber's share of
+#                     100/s with room, and every connection is open from the first delivery)
 #   BUILD=release     release (bench_setup's build) or debug (cargo build; what CI uses)
 #   HUBLOAD_BIN, HUB_BIN  binaries to run instead of building
 #   SOAK_OUT=DIR      keep samples.csv, the run's reports and the JTL in DIR
@@ -37,7 +43,8 @@ RSS_PCT_H=${RSS_PCT_H:-5}
 FD_GROWTH=${FD_GROWTH:-0}
 THREADS_GROWTH=${THREADS_GROWTH:-0}
 BUILD=${BUILD:-release}
-for v in DURATION SAMPLE WARMUP FD_GROWTH THREADS_GROWTH SUBS TENANTS; do
+HUB_DELIVERY=${HUB_DELIVERY:-1}
+for v in DURATION SAMPLE WARMUP FD_GROWTH THREADS_GROWTH SUBS TENANTS HUB_DELIVERY; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v: expected whole seconds or a count, got ${!v}" >&2; exit 2; }
 done
 [[ "$RATE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "RATE: expected events/s, got $RATE" >&2; exit 2; }
@@ -66,7 +73,8 @@ mkdir -p "$OUT"
 
 HUB_PORT=$(free_port)
 HUB="http://127.0.0.1:$HUB_PORT"
-RUST_LOG=warn "$HUB_BIN" --listen "127.0.0.1:$HUB_PORT" & HUB_PID=$!; PIDS+=("$HUB_PID")
+RUST_LOG=warn "$HUB_BIN" --listen "127.0.0.1:$HUB_PORT" --delivery-concurrency "$HUB_DELIVERY" &
+HUB_PID=$!; PIDS+=("$HUB_PID")
 for _ in $(seq 100); do curl -fs "$HUB/stats" >/dev/null 2>&1 && break; sleep 0.05; done
 curl -fs "$HUB/stats" >/dev/null || { echo "the hub did not come up on $HUB" >&2; exit 2; }
 
@@ -82,21 +90,25 @@ fi
   "${EXTRA[@]}" 2>"$OUT/hubload.stderr" & LOAD_PID=$!; PIDS+=("$LOAD_PID")
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# The anonymous part of the RSS (heap, stacks): where a leak shows. The rest is mostly the
+# binary's own pages, read in as code runs for the first time (docs/soak.md).
+anon_kb() { awk '/^RssAnon:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 threads() { awk '/^Threads:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 
-echo "t_s,hubload_rss_kb,hubload_fds,hubload_threads,hub_rss_kb" >"$OUT/samples.csv"
-printf "%6s %14s %12s %16s %10s\n" t_s hubload_rss_kb hubload_fds hubload_threads hub_rss_kb
+echo "t_s,hubload_rss_kb,hubload_fds,hubload_threads,hub_rss_kb,hubload_anon_kb,hub_anon_kb" >"$OUT/samples.csv"
+printf "%6s %14s %12s %16s %10s %15s %11s\n" t_s hubload_rss_kb hubload_fds hubload_threads hub_rss_kb hubload_anon_kb hub_anon_kb
 START=$(date +%s.%N)
 NEXT=0
 while kill -0 "$LOAD_PID" 2>/dev/null; do
   NOW=$(python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" "$(date +%s.%N)" "$START")
   if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$NOW" "$NEXT"; then
     row="$(printf %.0f "$NOW"),$(rss_kb "$LOAD_PID"),$(fds "$LOAD_PID"),$(threads "$LOAD_PID"),$(rss_kb "$HUB_PID")"
+    row="$row,$(anon_kb "$LOAD_PID"),$(anon_kb "$HUB_PID")"
     # The process may have ended between the check and the reads: keep only whole samples.
     if kill -0 "$LOAD_PID" 2>/dev/null; then
       echo "$row" >>"$OUT/samples.csv"
-      echo "$row" | awk -F, '{ printf "%6s %14s %12s %16s %10s\n", $1, $2, $3, $4, $5 }'
+      echo "$row" | awk -F, '{ printf "%6s %14s %12s %16s %10s %15s %11s\n", $1, $2, $3, $4, $5, $6, $7 }'
     fi
     NEXT=$((NEXT + SAMPLE))
   fi
@@ -108,4 +120,7 @@ set -e
 # 0: ran and met its thresholds (there are none here); anything else is a failed soak.
 [ "$RC" = 0 ] || { echo "hubload exited $RC:" >&2; tail -5 "$OUT/hubload.stderr" >&2; exit 1; }
 
+# The samples drawn (plain SVG, no plotting package): $OUT/soak.svg.
+python3 bench/soak-plot.py "$OUT/samples.csv" "$OUT/soak.svg" "$WARMUP" \
+  "bench/soak.sh: ${DURATION} s at ${RATE} events/s"
 python3 bench/soak-judge.py "$OUT/samples.csv" "$OUT/report/summary.json" "$WARMUP" "$DURATION" "$RSS_PCT_H" "$FD_GROWTH" "$THREADS_GROWTH"

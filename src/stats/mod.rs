@@ -4,9 +4,12 @@ mod clock;
 mod counts;
 mod histogram;
 mod level;
+mod second_list;
+mod second_spill;
 mod seconds;
 mod server_timing;
 mod shared;
+mod soak_leak;
 mod times;
 mod topic;
 
@@ -17,7 +20,8 @@ pub use histogram::{
     HIST_SIGFIG,
 };
 pub use level::{LevelStats, TimelineBucket, LATE_SEND};
-pub use seconds::{SecondHistograms, SecondsRecorder};
+pub use second_list::SecondHistograms;
+pub use seconds::SecondsRecorder;
 pub use server_timing::ServerTimingStats;
 pub use shared::SharedLevel;
 pub use times::{AttemptNs, AttemptSpan, AttemptTimes, Stamp};

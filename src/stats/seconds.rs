@@ -11,108 +11,22 @@
 //!   runtime thread, at most 8) plus [`GRACE`] + 1 being folded, each up to ~100 KB for
 //!   latencies up to seconds (about 1 MB on 2 threads, raw and corrected);
 //! - every closed second as its V2+DEFLATE base64 string, 0.2–8 KB (measured in the tests below;
-//!   docs/reports.md), so an hour-long level keeps a few MB.
+//!   docs/reports.md), kept in a temporary file while the level runs ([`SecondSpill`]): memory
+//!   holds 16 B per second, and the list is read back once, at the level's end.
 
-use std::ops::AddAssign;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
+use super::second_list::SecondHistograms;
+use super::second_spill::SecondSpill;
 use super::times::MAX_SECS;
-use super::{
-    from_base64, new_histogram, record, to_base64, AttemptSpan, AttemptTimes, Clock, Histogram,
-};
+use super::{new_histogram, record, to_base64, AttemptSpan, AttemptTimes, Clock, Histogram};
 
 /// Seconds a slot keeps open before folding the oldest into the level's list.
 pub const OPEN_SECONDS: usize = 2;
 /// Seconds a folded second stays a full histogram (other slots may still fold into it) before
 /// it is encoded.
 pub const GRACE: usize = 2;
-
-/// A level's per-second histograms, encoded: plain, mergeable data (`+=` adds second by second).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SecondHistograms {
-    /// Start of second 0 (the level's measured start), µs since the Unix epoch; for merged
-    /// shards the earliest shard's.
-    pub origin_us: Option<u64>,
-    /// Per second: the raw latency histogram, V2+DEFLATE base64 (`""` for a second without
-    /// attempts).
-    pub latency: Vec<String>,
-    /// Per second: the latency from the intended start (open model; empty in the closed model).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub corrected: Vec<String>,
-}
-
-/// Add the encoded histogram `b` into the encoded `a` (either may be `""`).
-fn add_encoded(a: &mut String, b: &str) {
-    if b.is_empty() {
-        return;
-    }
-    if a.is_empty() {
-        *a = b.to_string();
-        return;
-    }
-    // Both were encoded by hubload or checked by `validate`: they decode, in one layout.
-    let mut h = from_base64(a).expect("a checked per-second histogram");
-    h.add(from_base64(b).expect("a checked per-second histogram"))
-        .expect("same histogram layout");
-    *a = to_base64(&h).expect("hubload histograms serialize");
-}
-
-fn add_list(a: &mut Vec<String>, b: &[String]) {
-    if a.len() < b.len() {
-        a.resize(b.len(), String::new());
-    }
-    for (x, y) in a.iter_mut().zip(b) {
-        add_encoded(x, y);
-    }
-}
-
-impl SecondHistograms {
-    /// True when no second was recorded.
-    pub fn is_empty(&self) -> bool {
-        self.latency.is_empty()
-    }
-
-    /// Add one second's histograms.
-    fn put(&mut self, sec: usize, latency: &Histogram, corrected: Option<&Histogram>) {
-        let one = |h: &Histogram| {
-            let mut v = vec![String::new(); sec + 1];
-            if !h.is_empty() {
-                v[sec] = to_base64(h).expect("hubload histograms serialize");
-            }
-            v
-        };
-        add_list(&mut self.latency, &one(latency));
-        if let Some(c) = corrected {
-            add_list(&mut self.corrected, &one(c));
-        }
-    }
-
-    /// Check that every entry decodes to hubload's layout; the error names the second.
-    pub fn validate(&self) -> Result<(), String> {
-        for (name, list) in [("latency", &self.latency), ("corrected", &self.corrected)] {
-            for (s, b64) in list.iter().enumerate() {
-                if !b64.is_empty() {
-                    from_base64(b64).map_err(|e| format!("{name} second {s}: {e}"))?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-impl AddAssign<&SecondHistograms> for SecondHistograms {
-    fn add_assign(&mut self, rhs: &SecondHistograms) {
-        self.origin_us = match (self.origin_us, rhs.origin_us) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        add_list(&mut self.latency, &rhs.latency);
-        add_list(&mut self.corrected, &rhs.corrected);
-    }
-}
 
 /// One second in progress in a slot.
 #[derive(Debug)]
@@ -127,12 +41,22 @@ struct Open {
 struct Folded {
     pending: Vec<Open>,
     newest: usize,
-    done: SecondHistograms,
+    done: SecondSpill,
+}
+
+/// `h` encoded, `""` when it holds nothing.
+fn encoded(h: &Histogram) -> String {
+    if h.is_empty() {
+        String::new()
+    } else {
+        to_base64(h).expect("hubload histograms serialize")
+    }
 }
 
 impl Folded {
     fn encode(&mut self, o: Open) {
-        self.done.put(o.sec, &o.latency, o.corrected.as_ref());
+        let corrected = o.corrected.as_ref().map(encoded);
+        self.done.put(o.sec, encoded(&o.latency), corrected);
     }
 
     fn fold(&mut self, o: Open) {
@@ -243,7 +167,7 @@ impl SecondsRecorder {
         for p in std::mem::take(&mut f.pending) {
             f.encode(p);
         }
-        let mut out = std::mem::take(&mut f.done);
+        let mut out = f.done.finish();
         if !out.is_empty() {
             out.origin_us = Some(self.origin_us);
         }
@@ -265,6 +189,7 @@ impl SecondsRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::from_base64;
     use std::time::Duration;
 
     fn times(

@@ -29,6 +29,7 @@ impl SharedLevel {
     pub fn record(&self, worker: usize, t: &AttemptSpan, class: Class, topic: usize) {
         self.topics.record(topic, class, t.us);
         self.seconds.record_span(worker, t);
+        super::soak_leak::per_attempt();
     }
 
     /// Put what was recorded into `stats` (the stripes' merge): per-topic counts and

@@ -1,0 +1,236 @@
+//! Where a running level keeps its closed seconds' encoded histograms: an unnamed temporary
+//! file, so the level's memory stays flat however long it runs (docs/soak.md).
+//!
+//! Each closed second is appended to the file once (raw then corrected, their V2+DEFLATE
+//! base64 strings back to back); memory keeps only an index entry per second (16 B, 58 KB an
+//! hour). A second closed again (a straggler folded after its second was written) is read
+//! back, added, and appended anew; its old bytes stay in the file unread. [`finish`] reads the
+//! file back into [`SecondHistograms`], the same value the in-memory list gave, for the
+//! report.
+//!
+//! The file is made at the first closed second in the system's temporary directory
+//! (`TMPDIR`) and removed by the system when it closes (it has no name). When it cannot be
+//! made or written (no writable temporary directory, a full disk), the seconds stay in memory
+//! as before: the report is the same, only the memory grows with the level's length.
+//!
+//! [`finish`]: SecondSpill::finish
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use super::second_list::{add_encoded, SecondHistograms};
+
+/// One second's newest record in the file: offset and the byte lengths of its two strings.
+#[derive(Debug, Clone, Copy, Default)]
+struct Entry {
+    off: u64,
+    latency: u32,
+    corrected: u32,
+}
+
+/// The closed seconds of one level: in a file when one could be made, else in memory.
+#[derive(Debug, Default)]
+pub struct SecondSpill {
+    file: Option<File>,
+    /// Set once making or writing the file failed: everything is in `memory` from then on.
+    in_memory: bool,
+    end: u64,
+    index: Vec<Entry>,
+    /// Seconds + 1 of the latest second with a corrected histogram (0: none).
+    corrected_len: usize,
+    memory: SecondHistograms,
+}
+
+impl SecondSpill {
+    /// Add second `sec`'s encoded histograms (`""` for an empty one; `corrected` is `None` in
+    /// the closed model) to what the level holds for it.
+    pub fn put(&mut self, sec: usize, latency: String, corrected: Option<String>) {
+        if self.file.is_none() && !self.in_memory {
+            match tempfile::tempfile() {
+                Ok(f) => self.file = Some(f),
+                Err(e) => self.fall_back(&e),
+            }
+        }
+        if self.in_memory {
+            return self.memory.put_encoded(sec, latency, corrected);
+        }
+        if let Err(e) = self.append(sec, latency.clone(), corrected.clone()) {
+            self.fall_back(&e);
+            self.memory.put_encoded(sec, latency, corrected);
+        }
+    }
+
+    fn append(
+        &mut self,
+        sec: usize,
+        mut latency: String,
+        corrected: Option<String>,
+    ) -> std::io::Result<()> {
+        let file = self.file.as_ref().expect("put made the file");
+        let had = self.index.get(sec).copied().unwrap_or_default();
+        let mut corrected_s = corrected.clone().unwrap_or_default();
+        if had.latency + had.corrected > 0 {
+            // The older record first, then the new one added: the order the in-memory list
+            // adds in, so the encoding is the same.
+            let (mut old_latency, mut old_corrected) = read(file, had)?;
+            add_encoded(&mut old_latency, &latency);
+            add_encoded(&mut old_corrected, &corrected_s);
+            (latency, corrected_s) = (old_latency, old_corrected);
+        }
+        let mut bytes = latency.into_bytes();
+        let latency_len = bytes.len() as u32;
+        bytes.extend_from_slice(corrected_s.as_bytes());
+        file.write_all_at(&bytes, self.end)?;
+        if self.index.len() <= sec {
+            self.index.resize(sec + 1, Entry::default());
+        }
+        self.index[sec] = Entry {
+            off: self.end,
+            latency: latency_len,
+            corrected: bytes.len() as u32 - latency_len,
+        };
+        self.end += bytes.len() as u64;
+        if corrected.is_some() {
+            self.corrected_len = self.corrected_len.max(sec + 1);
+        }
+        Ok(())
+    }
+
+    /// Move what the file holds into memory and keep everything there from now on.
+    fn fall_back(&mut self, why: &std::io::Error) {
+        tracing::warn!(
+            "per-second histograms stay in memory (the temporary file failed: {why}); \
+             memory grows with the level's length"
+        );
+        self.in_memory = true;
+        let spilled = self.take_file();
+        self.memory = spilled;
+    }
+
+    /// The file's seconds as the in-memory list, and the file closed.
+    fn take_file(&mut self) -> SecondHistograms {
+        let mut out = SecondHistograms::default();
+        let Some(file) = self.file.take() else {
+            return out;
+        };
+        for (sec, e) in std::mem::take(&mut self.index).into_iter().enumerate() {
+            // A read of an unlinked file this process wrote fails only on a device error;
+            // the second is then reported empty rather than the run stopped.
+            let (latency, corrected) = read(&file, e).unwrap_or_else(|err| {
+                tracing::warn!("per-second histograms: second {sec} unreadable: {err}");
+                Default::default()
+            });
+            out.latency.push(latency);
+            if sec < self.corrected_len {
+                out.corrected.push(corrected);
+            }
+        }
+        self.end = 0;
+        self.corrected_len = 0;
+        out
+    }
+
+    /// Everything put, as one list (the file, if any, is read back and closed).
+    pub fn finish(&mut self) -> SecondHistograms {
+        let mut out = self.take_file();
+        out += &std::mem::take(&mut self.memory);
+        out
+    }
+
+    /// Bytes of encoded histograms held in memory (0 while the file holds them): what the
+    /// tests check stays flat.
+    #[cfg(test)]
+    pub fn memory_bytes(&self) -> usize {
+        let m = &self.memory;
+        m.latency.iter().chain(&m.corrected).map(String::len).sum()
+    }
+}
+
+/// The two strings of entry `e`.
+fn read(file: &File, e: Entry) -> std::io::Result<(String, String)> {
+    let mut buf = vec![0u8; (e.latency + e.corrected) as usize];
+    file.read_exact_at(&mut buf, e.off)?;
+    let corrected = buf.split_off(e.latency as usize);
+    let utf8 = |b: Vec<u8>| {
+        String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    };
+    Ok((utf8(buf)?, utf8(corrected)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{new_histogram, record, to_base64};
+
+    /// Second `sec`'s `n`-th put: a few latencies that differ by second and by put.
+    fn encoded(sec: usize, n: u64) -> (String, String) {
+        let (mut raw, mut corrected) = (new_histogram(), new_histogram());
+        for i in 0..(3 + sec as u64 % 5) {
+            record(&mut raw, 100 + 37 * i + 1000 * n + sec as u64);
+            record(&mut corrected, 150 + 41 * i + 1000 * n + sec as u64);
+        }
+        (to_base64(&raw).unwrap(), to_base64(&corrected).unwrap())
+    }
+
+    /// Twelve seconds, second 7 empty, seconds 2 and 5 closed again later (stragglers), and
+    /// corrected histograms only up to second 9: the file gives exactly the in-memory list,
+    /// and memory holds no histogram bytes while the file does.
+    fn puts() -> Vec<(usize, String, Option<String>)> {
+        let mut out = Vec::new();
+        for sec in 0..12 {
+            let (raw, corrected) = if sec == 7 {
+                (String::new(), String::new())
+            } else {
+                encoded(sec, 0)
+            };
+            out.push((sec, raw, (sec < 10).then_some(corrected)));
+            if sec == 8 {
+                for again in [2, 5] {
+                    let (raw, corrected) = encoded(again, 1);
+                    out.push((again, raw, Some(corrected)));
+                }
+            }
+        }
+        out
+    }
+
+    fn reference() -> SecondHistograms {
+        let mut want = SecondHistograms::default();
+        for (sec, raw, corrected) in puts() {
+            want.put_encoded(sec, raw, corrected);
+        }
+        want
+    }
+
+    #[test]
+    fn the_file_gives_back_exactly_the_in_memory_list() {
+        let mut spill = SecondSpill::default();
+        for (sec, raw, corrected) in puts() {
+            spill.put(sec, raw, corrected);
+            assert!(spill.file.is_some(), "a temporary file is made");
+            assert_eq!(spill.memory_bytes(), 0);
+        }
+        let want = reference();
+        assert_eq!((want.latency.len(), want.corrected.len()), (12, 10));
+        assert_ne!(want.latency[2], encoded(2, 0).0, "the straggler was added");
+        assert_eq!(spill.finish(), want);
+        assert!(spill.file.is_none(), "finish closes the file");
+    }
+
+    #[test]
+    fn a_file_that_fails_moves_everything_to_memory_and_loses_nothing() {
+        let mut spill = SecondSpill::default();
+        let all = puts();
+        let (before, after) = all.split_at(5);
+        for (sec, raw, corrected) in before.iter().cloned() {
+            spill.put(sec, raw, corrected);
+        }
+        spill.fall_back(&std::io::Error::other("a full disk, say"));
+        assert!(spill.file.is_none() && spill.in_memory);
+        assert!(spill.memory_bytes() > 0);
+        for (sec, raw, corrected) in after.iter().cloned() {
+            spill.put(sec, raw, corrected);
+        }
+        assert_eq!(spill.finish(), reference());
+    }
+}
