@@ -34,5 +34,6 @@ mod shards;
 mod stops;
 mod subscriber;
 mod table;
+mod topic_churn;
 mod topics;
 mod util;

@@ -99,6 +99,11 @@ impl DeliveryRun {
         })
     }
 
+    /// The handle `--topic-churn` takes churned topics' subscribers out and back in with.
+    pub(crate) fn topic_subscribers(&self) -> crate::subscriber::TopicSubscribers {
+        self.fleet.topic_subscribers(&self.settings)
+    }
+
     /// What the publishing workers tell.
     pub(crate) fn tracker(&self) -> Arc<DeliveryTracker> {
         self.fleet.tracker().clone()
