@@ -29,6 +29,7 @@ mod resolve;
 mod schema;
 mod server_timing;
 mod servicebus;
+mod shard_churn;
 mod shard_delivery;
 mod shards;
 mod stops;

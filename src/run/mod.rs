@@ -133,7 +133,14 @@ async fn run_path<P: TargetPath>(
             _ => None,
         };
         let sh = Shared {
-            own_topics: subscribers::own_topics(fleet.as_ref(), &sh.workload, sh.shard, &mine),
+            // Topic churn stripes too: a shard churns its own topics, so only it can tell a
+            // refusal of theirs inside a window (docs/topic-churn.md).
+            own_topics: subscribers::own_topics(
+                fleet.is_some() || churn.is_some(),
+                &sh.workload,
+                sh.shard,
+                &mine,
+            ),
             delivery: fleet.as_ref(),
             topic_churn: churn.as_ref(),
             ..sh.clone()

@@ -183,16 +183,17 @@ impl DeliveryRun {
     }
 }
 
-/// Owner striping: in a sharded run with subscribers, this shard sends only the events of the
-/// topics it owns (`mine`), the topics whose subscribers it holds, so every delivery is checked
-/// by the process that published it, on one monotonic clock (docs/delivery.md, "Sharded runs").
+/// Owner striping: in a sharded run with subscribers (or topic churn: `striped`), this shard
+/// sends only the events of the topics it owns (`mine`), the topics whose subscribers it holds,
+/// so every delivery is checked by the process that published it, on one monotonic clock
+/// (docs/delivery.md, "Sharded runs").
 pub(crate) fn own_topics(
-    fleet: Option<&DeliveryRun>,
+    striped: bool,
     workload: &Arc<Workload>,
     shard: ShardSlot,
     mine: &[Topic],
 ) -> Option<OwnTopics> {
-    if !(fleet.is_some() && shard.is_sharded()) {
+    if !(striped && shard.is_sharded()) {
         return None;
     }
     if mine.is_empty() {
