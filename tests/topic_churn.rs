@@ -59,6 +59,8 @@ async fn refusals_in_a_window_are_expected_and_the_hub_counts_the_same() {
         );
         assert_eq!(l.error_pct, 0.0, "{}", l.label);
         assert_eq!(l.samples, count(l, "accepted") + tc.expected_refusals);
+        // No first failure of a class the level did not count.
+        assert!(l.first_failures.is_empty(), "{:?}", l.first_failures);
     }
     let refused = churn_sum(r, |t| t.expected_refusals);
     assert!(refused > 0, "no publish met a deregistered topic");

@@ -173,6 +173,17 @@ async fn run_spec<T: Target>(
         None => None,
     };
     run.first_failures = target.first_failures();
+    if sh.topic_churn.is_some() {
+        // The target noted a refusal as `denied` or `http_4xx` before the worker found it
+        // inside a churn window (`expected_refusal`): keep the classes the level counted.
+        let counts = &run.stats.counts;
+        run.first_failures.retain(|class, _| {
+            crate::result::Class::ALL
+                .iter()
+                .find(|c| c.name() == class)
+                .is_none_or(|c| counts.get(*c) > 0)
+        });
+    }
     let fetches = sh.topic_server.as_ref().map(|ts| ts.take_stats());
     bar.finish();
     // Before the fleet closes the level: the churned topics' subscribers settle first.
