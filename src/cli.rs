@@ -289,6 +289,11 @@ pub struct RunArgs {
     /// (each verified) while a level runs [default: off].
     #[arg(long, value_name = "RATE", help_heading = "Delivery")]
     pub subscriber_churn: Option<String>,
+    /// Topic churn (Ballerina dialect): this many topics per second are deregistered and
+    /// registered again while a level runs; a publish the hub refuses meanwhile counts
+    /// `expected_refusal`, not an error [default: off].
+    #[arg(long, value_name = "RATE", help_heading = "Delivery")]
+    pub topic_churn: Option<String>,
 
     // ---- judging
     /// Pass/fail bound, e.g. 'p99<300ms', 'errors<1%', 'rate>=500', 'timeouts<0.5%';

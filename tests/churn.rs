@@ -75,6 +75,9 @@ async fn churning_subscribers_lose_nothing_owed_and_the_hub_agrees() {
     let dist = &hub.distribution;
     eprintln!("hub: {dist:?}");
     assert_eq!(dist.failed, 0, "{dist:?}");
+    // And it dropped nothing: what a subscription had queued when it was unsubscribed is
+    // still delivered (owed: accepted before the unsubscribe request).
+    assert_eq!(dist.dropped, 0, "{dist:?}");
     assert_eq!(dist.delivered, sum(r, |c| c.received), "{dist:?}");
     assert_eq!(dist.delivered, sum(r, |c| c.delivered), "{dist:?}");
     assert!(resubscribed > 0);

@@ -229,7 +229,7 @@ impl Inner {
         })
     }
 
-    /// Deregister a topic; its subscriptions end (their queued deliveries count as dropped).
+    /// Deregister a topic; its subscriptions end (what they had queued is still delivered).
     pub fn deregister(&self, name: &str) -> RegistryResult {
         match self.topic(name) {
             Some(t) if t.registered.swap(false, Relaxed) => {

@@ -175,7 +175,7 @@ async fn verify(inner: Arc<Inner>, req: SubRequest) {
         inner.subscribe(&topic, &req.callback, req.secret, expires);
         tracing::debug!(callback = %req.callback, topic = %req.topic, "subscribed");
     } else {
-        topic.remove_where(|s| s.callback == req.callback);
+        topic.unsubscribe_where(|s| s.callback == req.callback);
         tracing::debug!(callback = %req.callback, topic = %req.topic, "unsubscribed");
     }
 }

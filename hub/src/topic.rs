@@ -168,6 +168,13 @@ impl Subscription {
         self.stop.cancel();
     }
 
+    /// End the subscription after what it has queued (an unsubscribe, a deregistration):
+    /// nothing more is queued, and its workers still deliver what was, then stop. Those
+    /// events were published while it was active, so they are owed to it.
+    pub fn close(&self) {
+        self.tx.close();
+    }
+
     /// Queue a delivery. Never waits.
     pub fn offer(&self, content: &Arc<Content>) -> Result<(), DropReason> {
         if self.tx.is_closed() {
@@ -254,23 +261,39 @@ impl Topic {
 
     /// Remove (and stop) the subscriptions matching `pred`; returns how many.
     pub fn remove_where(&self, pred: impl Fn(&Subscription) -> bool) -> usize {
+        self.end_where(pred, Subscription::stop)
+    }
+
+    /// Remove the subscriptions matching `pred` and [`close`](Subscription::close) them (an
+    /// unsubscribe): what they have queued is still delivered. Returns how many.
+    pub fn unsubscribe_where(&self, pred: impl Fn(&Subscription) -> bool) -> usize {
+        self.end_where(pred, Subscription::close)
+    }
+
+    /// Remove the subscriptions matching `pred`, ending each with `end`; returns how many.
+    fn end_where(
+        &self,
+        pred: impl Fn(&Subscription) -> bool,
+        end: impl Fn(&Subscription),
+    ) -> usize {
         let mut subs = self.subs.write().unwrap_or_else(|e| e.into_inner());
         let before = subs.len();
         subs.retain(|s| {
             let gone = pred(s);
             if gone {
-                s.stop();
+                end(s);
             }
             !gone
         });
         before - subs.len()
     }
 
-    /// Remove (and stop) every subscription.
+    /// Remove and [`close`](Subscription::close) every subscription (a deregistration): what
+    /// they have queued is still delivered.
     pub fn remove_all(&self) {
         let subs = std::mem::take(&mut *self.subs.write().unwrap_or_else(|e| e.into_inner()));
         for s in subs {
-            s.stop();
+            s.close();
         }
     }
 
@@ -339,5 +362,36 @@ mod tests {
         // What was queued gives back its bytes and places when dropped.
         while rx.try_recv().is_ok() {}
         assert_eq!((sub.bytes.used(), sub.slots.used()), (0, 0));
+    }
+
+    /// An unsubscribed (closed) subscription queues nothing more but still hands out what it
+    /// had queued, in order; then its queue ends.
+    #[tokio::test]
+    async fn a_closed_subscription_still_hands_out_what_it_had_queued() {
+        let memory = Budget::new(1 << 20);
+        let content = |b: &'static [u8]| {
+            Arc::new(Content::new(
+                Bytes::from_static(b),
+                None,
+                Charge::take(&memory, b.len() as u64).unwrap(),
+            ))
+        };
+        let (a, b) = (content(b"a"), content(b"b"));
+        let stop = CancellationToken::new();
+        let (sub, rx) = Subscription::new(
+            "http://127.0.0.1:1/cb",
+            None,
+            u64::MAX,
+            (8, 1 << 10),
+            stop.clone(),
+        );
+        assert_eq!(sub.offer(&a), Ok(()));
+        assert_eq!(sub.offer(&b), Ok(()));
+        sub.close();
+        assert_eq!(sub.offer(&a), Err(DropReason::Ended));
+        assert!(!stop.is_cancelled(), "its workers go on");
+        assert_eq!(&rx.recv().await.unwrap().content.body[..], b"a");
+        assert_eq!(&rx.recv().await.unwrap().content.body[..], b"b");
+        assert!(rx.recv().await.is_err(), "then its queue ends");
     }
 }

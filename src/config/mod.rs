@@ -22,6 +22,7 @@ mod target;
 #[cfg(test)]
 mod testutil;
 pub mod tls;
+mod topic_churn;
 mod workload;
 
 pub use client::{threads, ClientConfig};
@@ -64,6 +65,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
     target::check_sharded(&target, shard.as_ref())?;
     let judging = judging::resolve(a, shard.as_ref())?;
     let output = output::resolve(a);
+    let topic_churn = topic_churn::resolve(a, &target, &websub)?;
     let mut cfg = RunConfig {
         workload,
         model: load.model,
@@ -83,12 +85,16 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         threads,
         shard,
         delivery: delivery::resolve(a)?,
+        topic_churn,
         observe: observe::resolve(a)?,
         shown: serde_json::Value::Null,
         descriptors: None,
     };
     cfg.descriptors = limits::apply(&mut cfg.levels, &cfg.target, a);
     cfg.shown = shown(a, &cfg);
+    if let Some(r) = cfg.topic_churn {
+        cfg.shown["topic_churn"] = r.into();
+    }
     Ok(cfg)
 }
 

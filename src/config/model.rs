@@ -60,6 +60,10 @@ pub struct RunConfig {
     pub shard: Option<ShardSpec>,
     /// End-to-end delivery measurement (`--subscribers` ≥ 1); `None` when off.
     pub delivery: Option<DeliveryConfig>,
+    /// `--topic-churn`: topics deregistered and registered again per second while a level
+    /// runs (Ballerina dialect); `None` when off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic_churn: Option<f64>,
     /// Server metrics, PromQL queries, remote write and the /metrics listener (issue 25).
     #[serde(skip)]
     pub observe: super::observe::ObserveConfig,

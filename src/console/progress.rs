@@ -50,13 +50,13 @@ fn mode(quiet: bool, tty: bool) -> Mode {
     }
 }
 
-/// Error % of a count: attempts not accepted.
+/// Error % of a count: attempts of an error class (not accepted, not an expected refusal).
 fn error_pct(counts: &crate::stats::Counts) -> f64 {
     let n = counts.total();
     if n == 0 {
         0.0
     } else {
-        (n - counts.get(Class::Accepted)) as f64 * 100.0 / n as f64
+        counts.sum_where(Class::is_error) as f64 * 100.0 / n as f64
     }
 }
 

@@ -12,4 +12,10 @@ pub trait PublishObserver: Send + Sync {
     fn published(&self, seq: u64, topic: usize, sent: Instant);
     /// Event `seq` was accepted; its answer was read at `at`.
     fn accepted(&self, seq: u64, at: Instant);
+    /// Whether a refusal (404 or denied) of a publish to workload topic `topic`, sent at
+    /// `start` and answered at `end`, is expected: its topic was deregistered meanwhile
+    /// (`--topic-churn`). The worker then counts it `expected_refusal`. Called on refusals only.
+    fn refusal_expected(&self, _topic: usize, _start: Instant, _end: Instant) -> bool {
+        false
+    }
 }

@@ -12,7 +12,7 @@ use super::context::LevelContext;
 use super::driver::Driver;
 use super::stop::StopWatch;
 use super::stripe::StripeCell;
-use crate::result::{Attempt, Class};
+use crate::result::{Attempt, Class, Outcome};
 use crate::stats::{AttemptSpan, SharedLevel, Stamp};
 use crate::targets::Target;
 
@@ -93,11 +93,20 @@ pub(crate) async fn worker_loop<T: Target>(
             if ticket.measured {
                 stripe.start();
             }
-            let a = {
+            let mut a = {
                 let send = pin!(ctx.target.send(topic, &event, start.at));
                 unless_stopped(send, &mut stop).await
             };
             let end = Stamp::now(clock);
+            if a.outcome.is_topic_refusal()
+                && ctx
+                    .observer
+                    .as_ref()
+                    .is_some_and(|o| o.refusal_expected(event.topic, start.at, end.at))
+            {
+                // Its topic was deregistered meanwhile (--topic-churn): owed, not an error.
+                a.outcome = Outcome::ExpectedRefusal;
+            }
             attempt_no += 1;
             let class = a.outcome.class();
             let ok = class == Class::Accepted;

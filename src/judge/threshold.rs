@@ -2,6 +2,7 @@
 //! on TOTAL.
 
 pub use super::rules::{Bound, Metric, Op, Scope, Threshold};
+use crate::result::Class;
 use crate::summary::delivery_report::DeliveryReport;
 use crate::summary::verdict::Verdict;
 use crate::summary::LevelReport;
@@ -29,7 +30,7 @@ pub fn actual(t: &Threshold, row: &LevelReport) -> f64 {
         Metric::P(99) => ms(row.latency_us.p99),
         Metric::P(_) => ms(row.latency_us.p999),
         Metric::Max => ms(row.latency_us.max),
-        Metric::Errors => share(row.samples - row.counts.get("accepted").copied().unwrap_or(0)),
+        Metric::Errors => share(row.samples.saturating_sub(not_errors(&row.counts))),
         Metric::Timeouts => {
             share(row.timeouts.connect + row.timeouts.pool_wait + row.timeouts.response)
         }
@@ -120,6 +121,15 @@ pub fn judge(
         }
     }
     out
+}
+
+/// Attempts of a row's classes that are no error: `accepted`, and `expected_refusal` (a
+/// refusal `--topic-churn` caused; docs/gates.md).
+fn not_errors(counts: &std::collections::BTreeMap<String, u64>) -> u64 {
+    [Class::Accepted, Class::ExpectedRefusal]
+        .iter()
+        .map(|c| counts.get(c.name()).copied().unwrap_or(0))
+        .sum()
 }
 
 #[cfg(test)]

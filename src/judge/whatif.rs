@@ -20,7 +20,6 @@
 
 use std::time::Duration;
 
-use crate::result::Class;
 use crate::stats::{Histogram, LevelStats};
 pub use crate::summary::verdict::{WhatIfRow, WhatIfTable};
 use crate::summary::LevelReport;
@@ -55,9 +54,7 @@ fn row(level: &str, s: &LevelStats, timeouts_us: &[u64], retries: u32) -> WhatIf
     let share = |k: u64| if n == 0 { 0.0 } else { k as f64 / n as f64 };
     // Failures the client would not retry, whatever the timeout. (Their latency is not kept
     // apart, so one that was slower than T is still counted here rather than as a timeout.)
-    let terminal = s
-        .counts
-        .sum_where(|c| c != Class::Accepted && !c.is_retryable());
+    let terminal = s.counts.sum_where(|c| c.is_error() && !c.is_retryable());
     let mut exceed_share = Vec::with_capacity(timeouts_us.len());
     let mut failed_event_share = Vec::with_capacity(timeouts_us.len());
     for &t in timeouts_us {

@@ -68,6 +68,32 @@ pub const HTTP2_CLASSES: &[ClassColumn] = &[
     ("protocol_error", "Protocol errors", "ProtoErr"),
 ];
 
+/// The refusals `--topic-churn` caused (docs/topic-churn.md). Their column follows the
+/// target's class columns when the run churned topics or counted any, so every row still adds
+/// up to its samples; a run without topic churn keeps the header it always had.
+pub const REFUSAL_CLASSES: &[ClassColumn] =
+    &[("expected_refusal", "Expected refusals", "ExpRefused")];
+
+/// [`REFUSAL_CLASSES`] when the report has their column, else none.
+pub fn refusal_columns(report: &Report) -> &'static [ClassColumn] {
+    let asked = report
+        .config
+        .get("topic_churn")
+        .is_some_and(|v| !v.is_null());
+    let counted = || {
+        report
+            .levels
+            .iter()
+            .chain(report.total.as_ref())
+            .any(|r| REFUSAL_CLASSES.iter().any(|c| class_count(r, c) > 0))
+    };
+    if asked || counted() {
+        REFUSAL_CLASSES
+    } else {
+        &[]
+    }
+}
+
 /// [`HTTP2_CLASSES`] when the report has their columns, else none.
 pub fn http2_columns(report: &Report) -> &'static [ClassColumn] {
     let asked = report
@@ -108,6 +134,7 @@ pub fn header(report: &Report) -> Vec<&'static str> {
     std::iter::once(first)
         .chain(AGGREGATE_COLUMNS)
         .chain(class_columns(report).iter().map(|c| c.1))
+        .chain(refusal_columns(report).iter().map(|c| c.1))
         .chain(["Timeouts", "Connection errors"])
         .chain(http2_columns(report).iter().map(|c| c.1))
         .chain(TRAILING_CLASSES.iter().map(|c| c.1))
@@ -157,13 +184,18 @@ fn class_fields(r: &LevelReport, classes: &[ClassColumn], h2: &[ClassColumn]) ->
 
 /// Render rows (levels then TOTAL) under [`header`].
 pub fn render_rows(report: &Report) -> anyhow::Result<Vec<u8>> {
-    let classes = class_columns(report);
+    // The refusal column sits with the target's classes.
+    let classes: Vec<ClassColumn> = class_columns(report)
+        .iter()
+        .chain(refusal_columns(report))
+        .copied()
+        .collect();
     let h2 = http2_columns(report);
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(header(report))?;
     for r in report.levels.iter().chain(report.total.as_ref()) {
         let mut row = aggregate_fields(r);
-        row.extend(class_fields(r, classes, h2));
+        row.extend(class_fields(r, &classes, h2));
         w.write_record(&row)?;
     }
     Ok(w.into_inner()?)

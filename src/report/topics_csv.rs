@@ -57,7 +57,7 @@ fn stat_fields(s: &TopicStats) -> Vec<String> {
     let err = if n == 0 {
         0.0
     } else {
-        (n - c.get(Class::Accepted)) as f64 * 100.0 / n as f64
+        c.sum_where(Class::is_error) as f64 * 100.0 / n as f64
     };
     std::iter::once(n.to_string())
         .chain(Class::ALL.iter().map(|k| c.get(*k).to_string()))

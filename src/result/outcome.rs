@@ -186,6 +186,9 @@ pub enum Outcome {
     /// HTTP/2: the request body was still blocked by flow control at the deadline
     /// (class `timeout_response`, reason `flow_control`).
     FlowControlTimeout,
+    /// A publish refused (404 or denied) while `--topic-churn` had its topic deregistered:
+    /// the refusal the hub owes, not its error (docs/topic-churn.md).
+    ExpectedRefusal,
 }
 
 /// The countable class of an [`Outcome`], without its payload. The order of
@@ -219,11 +222,12 @@ pub enum Class {
     Goaway,
     StreamReset,
     ProtocolError,
+    ExpectedRefusal,
 }
 
 impl Class {
     /// Number of classes; the length of every per-class counter array.
-    pub const COUNT: usize = 26;
+    pub const COUNT: usize = 27;
 
     /// Every class, in report order.
     pub const ALL: [Class; Class::COUNT] = [
@@ -253,6 +257,7 @@ impl Class {
         Class::Goaway,
         Class::StreamReset,
         Class::ProtocolError,
+        Class::ExpectedRefusal,
     ];
 
     /// Stable snake_case name used as a JSON key and in logs.
@@ -284,12 +289,19 @@ impl Class {
             Class::Goaway => "goaway",
             Class::StreamReset => "stream_reset",
             Class::ProtocolError => "protocol_error",
+            Class::ExpectedRefusal => "expected_refusal",
         }
     }
 
     /// Index into per-class counter arrays.
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// True for every class the errors count (the error %, its thresholds, the capacity
+    /// finder): all but `accepted` and `expected_refusal`, a refusal `--topic-churn` caused.
+    pub fn is_error(self) -> bool {
+        !matches!(self, Class::Accepted | Class::ExpectedRefusal)
     }
 
     /// True for every class that is a client-side timeout.
@@ -368,6 +380,7 @@ impl Outcome {
             Outcome::StreamReset(_) => Class::StreamReset,
             Outcome::ProtocolError => Class::ProtocolError,
             Outcome::FlowControlTimeout => Class::TimeoutResponse,
+            Outcome::ExpectedRefusal => Class::ExpectedRefusal,
         }
     }
 
@@ -381,6 +394,12 @@ impl Outcome {
             Outcome::FlowControlTimeout => Some(Reason::FlowControl),
             _ => None,
         }
+    }
+
+    /// Whether the hub refused the publish because of its topic: a denial or a 404. While
+    /// `--topic-churn` has the topic deregistered, such a refusal is expected.
+    pub fn is_topic_refusal(self) -> bool {
+        matches!(self, Outcome::Denied | Outcome::Http4xx(404))
     }
 
     /// The HTTP status, when the outcome carries one.

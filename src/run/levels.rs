@@ -14,7 +14,7 @@ use crate::judge::find_capacity;
 use crate::observe::LevelObservation;
 use crate::shard::Load as ShardLoad;
 use crate::shard_contract::ShardSlot;
-use crate::stats::LevelStats;
+use crate::stats::{LevelStats, TopicChurnStats};
 use crate::summary::build::level_report;
 use crate::summary::delivery_report::LevelDelivery;
 use crate::targets::Target;
@@ -147,9 +147,7 @@ async fn run_spec<T: Target>(
             Load::Closed { concurrency } => concurrency,
             Load::Open { max_inflight, .. } => max_inflight,
         },
-        observer: sh
-            .delivery
-            .map(|d| d.tracker() as Arc<dyn crate::engine::PublishObserver>),
+        observer: observer(sh),
         own_topics: sh.own_topics.clone(),
     });
     let bar = progress::LevelProgress::start(
@@ -159,6 +157,9 @@ async fn run_spec<T: Target>(
     );
     if let Some(d) = sh.delivery {
         d.open_level(seq_base(spec, i), spec.warmup);
+    }
+    if let Some(c) = sh.topic_churn {
+        c.open_level();
     }
     if let Some(o) = sh.observers {
         let (load, bound) = match spec.load {
@@ -179,8 +180,28 @@ async fn run_spec<T: Target>(
         None => None,
     };
     run.first_failures = target.first_failures();
+    if sh.topic_churn.is_some() {
+        // The target noted a refusal as `denied` or `http_4xx` before the worker found it
+        // inside a churn window (`expected_refusal`): keep the classes the level counted.
+        let counts = &run.stats.counts;
+        run.first_failures.retain(|class, _| {
+            crate::result::Class::ALL
+                .iter()
+                .find(|c| c.name() == class)
+                .is_none_or(|c| counts.get(*c) > 0)
+        });
+    }
     let fetches = sh.topic_server.as_ref().map(|ts| ts.take_stats());
     bar.finish();
+    // Before the fleet closes the level: the churned topics' subscribers settle first.
+    let churn = match sh.topic_churn {
+        Some(c) => {
+            let mut s = c.close_level(&sh.cancel).await;
+            s.expected_refusals = run.stats.counts.get(crate::result::Class::ExpectedRefusal);
+            Some(s)
+        }
+        None => None,
+    };
     let delivery = match sh.delivery {
         Some(d) => Some(d.close_level(run.elapsed, &sh.cancel).await),
         None => None,
@@ -191,15 +212,26 @@ async fn run_spec<T: Target>(
         // reported when it is joined at the end of the path.
         let _ = jtl.sync().await;
     }
-    (run, delivery, fetches, observed)
+    (run, delivery, (fetches, churn), observed)
+}
+
+/// What the workers tell: the fleet's tracker, and with `--topic-churn` the churn's windows.
+fn observer(sh: &Shared<'_>) -> Option<Arc<dyn crate::engine::PublishObserver>> {
+    let tracker = sh
+        .delivery
+        .map(|d| d.tracker() as Arc<dyn crate::engine::PublishObserver>);
+    match sh.topic_churn {
+        Some(c) => Some(c.observer(tracker)),
+        None => tracker,
+    }
 }
 
 /// A level as run: the engine's result, what its subscribers received, the topic server's
-/// fetches during it (websub dialect), and what the observers saw.
+/// fetches during it (websub dialect) and its topic churn, and what the observers saw.
 type Ran = (
     LevelRun,
     Option<LevelDelivery>,
-    Option<TopicFetchStats>,
+    (Option<TopicFetchStats>, Option<TopicChurnStats>),
     Option<LevelObservation>,
 );
 
@@ -208,9 +240,9 @@ fn push(
     rec: &mut RunRecord,
     spec: &LevelSpec,
     label: &str,
-    (run, delivery, fetches, observed): Ran,
+    (run, delivery, (fetches, churn), observed): Ran,
 ) -> anyhow::Result<()> {
-    rec.push_level(spec, label, run, fetches)?;
+    rec.push_level(spec, label, run, fetches, churn)?;
     if let Some(o) = observed {
         rec.set_last_observation(o)?;
     }

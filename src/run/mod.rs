@@ -12,6 +12,7 @@ mod servicebus_path;
 mod shared;
 pub mod signals;
 mod subscribers;
+mod topic_churn;
 mod two_paths;
 mod websub_path;
 
@@ -120,9 +121,28 @@ async fn run_path<P: TargetPath>(
             &mut rec,
         )
         .await?;
+        let churn = match (cfg.topic_churn, path.topic_registry()) {
+            (Some(rate), Some(registry)) => Some(topic_churn::TopicChurnRun::new(
+                registry,
+                // The shards together churn at the run's rate, each its own topics.
+                rate / f64::from(sh.shard.count.max(1)),
+                &mine,
+                sh.workload.topics().len(),
+                fleet.as_ref().map(|f| f.topic_subscribers()),
+            )),
+            _ => None,
+        };
         let sh = Shared {
-            own_topics: subscribers::own_topics(fleet.as_ref(), &sh.workload, sh.shard, &mine),
+            // Topic churn stripes too: a shard churns its own topics, so only it can tell a
+            // refusal of theirs inside a window (docs/topic-churn.md).
+            own_topics: subscribers::own_topics(
+                fleet.is_some() || churn.is_some(),
+                &sh.workload,
+                sh.shard,
+                &mine,
+            ),
             delivery: fleet.as_ref(),
+            topic_churn: churn.as_ref(),
             ..sh.clone()
         };
         let levels = run_levels(&sh, &mut rec, |spec| path.target(spec)).await;
@@ -211,6 +231,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         jtl: None,
         start_at: spec.as_ref().and_then(|s| s.start_at),
         delivery: None,
+        topic_churn: None,
         own_topics: None,
         topic_server: None,
         observers: Some(&observers),

@@ -54,6 +54,11 @@ pub(crate) trait TargetPath {
     fn topic_server(&self) -> Option<Arc<TopicServer>> {
         None
     }
+    /// The client `--topic-churn` deregisters and registers topics with: the registration
+    /// phase's (Ballerina dialect; `None` for kinds without a topic registry).
+    fn topic_registry(&self) -> Option<Arc<crate::targets::websub::WebSubTarget>> {
+        None
+    }
     /// Stop what `open` started (an embedded server).
     async fn close(self);
 }

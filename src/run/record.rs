@@ -195,6 +195,7 @@ impl RunRecord {
         label: &str,
         run: LevelRun,
         topic_server: Option<crate::topic_server::TopicFetchStats>,
+        topic_churn: Option<crate::stats::TopicChurnStats>,
     ) -> anyhow::Result<()> {
         let (concurrency, rate) = match spec.load {
             Load::Closed { concurrency } => (Some(u64::from(concurrency)), None),
@@ -228,6 +229,7 @@ impl RunRecord {
         let extra = RowExtra {
             first_failures: run.first_failures,
             topic_server,
+            topic_churn,
         };
         self.push_row(&label, concurrency, rate, run.stats, extra)
     }
@@ -256,6 +258,7 @@ impl RunRecord {
         let mut row = level_report(label, concurrency, rate, &stats, rate.is_some());
         row.first_failures = extra.first_failures;
         row.topic_server = extra.topic_server;
+        row.topic_churn = extra.topic_churn;
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         let open_run = self.report.model == Model::Open;
@@ -327,6 +330,7 @@ impl RunRecord {
             let extra = RowExtra {
                 first_failures: l.first_failures.clone(),
                 topic_server: l.topic_server.clone(),
+                topic_churn: l.topic_churn.clone(),
             };
             rec.push_row(&l.label, concurrency, rate, l.stats.clone(), extra)?;
             if let Some(d) = &l.delivery {
@@ -364,6 +368,7 @@ impl RunRecord {
                 let mut l = encode_level(&row.label, *load, stats)?;
                 l.first_failures.clone_from(&row.first_failures);
                 l.topic_server.clone_from(&row.topic_server);
+                l.topic_churn.clone_from(&row.topic_churn);
                 l.delivery = self.deliveries.get(&i).cloned();
                 Ok(l)
             })
@@ -449,4 +454,6 @@ struct RowExtra {
     first_failures: BTreeMap<String, String>,
     /// The topic server's fetches (websub dialect).
     topic_server: Option<crate::topic_server::TopicFetchStats>,
+    /// The level's topic churn (`--topic-churn`).
+    topic_churn: Option<crate::stats::TopicChurnStats>,
 }

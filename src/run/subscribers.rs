@@ -99,6 +99,11 @@ impl DeliveryRun {
         })
     }
 
+    /// The handle `--topic-churn` takes churned topics' subscribers out and back in with.
+    pub(crate) fn topic_subscribers(&self) -> crate::subscriber::TopicSubscribers {
+        self.fleet.topic_subscribers(&self.settings)
+    }
+
     /// What the publishing workers tell.
     pub(crate) fn tracker(&self) -> Arc<DeliveryTracker> {
         self.fleet.tracker().clone()
@@ -178,16 +183,17 @@ impl DeliveryRun {
     }
 }
 
-/// Owner striping: in a sharded run with subscribers, this shard sends only the events of the
-/// topics it owns (`mine`), the topics whose subscribers it holds, so every delivery is checked
-/// by the process that published it, on one monotonic clock (docs/delivery.md, "Sharded runs").
+/// Owner striping: in a sharded run with subscribers (or topic churn: `striped`), this shard
+/// sends only the events of the topics it owns (`mine`), the topics whose subscribers it holds,
+/// so every delivery is checked by the process that published it, on one monotonic clock
+/// (docs/delivery.md, "Sharded runs").
 pub(crate) fn own_topics(
-    fleet: Option<&DeliveryRun>,
+    striped: bool,
     workload: &Arc<Workload>,
     shard: ShardSlot,
     mine: &[Topic],
 ) -> Option<OwnTopics> {
-    if !(fleet.is_some() && shard.is_sharded()) {
+    if !(striped && shard.is_sharded()) {
         return None;
     }
     if mine.is_empty() {

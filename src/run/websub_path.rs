@@ -25,7 +25,8 @@ pub(crate) struct WebSubPath<'a> {
     workload: &'a Arc<Workload>,
     url: url::Url,
     endpoint: HubEndpoint,
-    phase: WebSubTarget,
+    /// The registration phase's client (shared with `--topic-churn`).
+    phase: Arc<WebSubTarget>,
     /// Websub dialect: serves each topic URL the hub fetches after a thin ping.
     topics: Option<Arc<TopicServer>>,
     /// `Some(streams per connection)` when hub requests speak HTTP/2.
@@ -136,11 +137,11 @@ impl<'a> WebSubPath<'a> {
             ..client(cfg, cfg.register_concurrency as usize, prefix, h2)
         };
         // The set-up phase counts on its own, so per-address attempts are the load's alone.
-        let phase = WebSubTarget::new(
+        let phase = Arc::new(WebSubTarget::new(
             endpoint.with_own_counters(),
             workload.topics(),
             &phase_client,
-        );
+        ));
         Ok(WebSubPath {
             cfg,
             workload,
@@ -211,6 +212,11 @@ impl TargetPath for WebSubPath<'_> {
             true => Some(self.phase.teardown(mine, cancel).await),
             false => None,
         }
+    }
+
+    fn topic_registry(&self) -> Option<Arc<WebSubTarget>> {
+        (self.cfg.websub.register && self.cfg.websub.dialect == Dialect::Ballerina)
+            .then(|| self.phase.clone())
     }
 
     async fn close(self) {}

@@ -277,6 +277,10 @@ pub struct LevelArtifact {
     /// and in older artifacts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_server: Option<TopicFetchStats>,
+    /// This shard's topic churn in the level (`--topic-churn`); absent otherwise and in older
+    /// artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_churn: Option<crate::stats::TopicChurnStats>,
     /// What the shard's responses declared in `Server-Timing`; absent when none, and in
     /// older artifacts.
     #[serde(default, skip_serializing_if = "ServerTimingArtifact::is_empty")]
@@ -462,6 +466,7 @@ pub fn encode_level(
         seconds: s.seconds.clone(),
         delivery: None,
         topic_server: None,
+        topic_churn: None,
         server_timing: ServerTimingArtifact::encode(&s.server_timing).map_err(|reason| {
             ArtifactError::Serialize {
                 name: "server_timing",

@@ -68,6 +68,8 @@ pub struct MergedLevel {
     pub delivery: Option<LevelDelivery>,
     /// Every shard's topic-server fetches added; `None` when no shard served topics.
     pub topic_server: Option<TopicFetchStats>,
+    /// Every shard's topic churn added; `None` when no shard churned topics.
+    pub topic_churn: Option<crate::stats::TopicChurnStats>,
 }
 
 /// A whole run rebuilt from its shards; what reporters need to write the single-run reports.
@@ -131,6 +133,7 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
             first_failures: BTreeMap::new(),
             delivery: None,
             topic_server: None,
+            topic_churn: None,
         })
         .collect();
     let mut registration: Option<PhaseResult> = None;
@@ -150,6 +153,9 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
             }
             if let Some(t) = &l.topic_server {
                 *m.topic_server.get_or_insert_with(Default::default) += t;
+            }
+            if let Some(t) = &l.topic_churn {
+                *m.topic_churn.get_or_insert_with(Default::default) += t;
             }
         }
         if let Some(p) = &s.registration {

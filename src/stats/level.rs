@@ -195,7 +195,7 @@ impl LevelStats {
         }
         let b = &mut self.timeline[t.sec];
         b.count += 1;
-        b.errors += u64::from(class != Class::Accepted);
+        b.errors += u64::from(class.is_error());
         b.sum_us += us;
         b.max_us = b.max_us.max(us);
     }

@@ -12,6 +12,7 @@ mod shared;
 mod soak_leak;
 mod times;
 mod topic;
+mod topic_churn;
 
 pub use clock::Clock;
 pub use counts::{Counts, Reasons};
@@ -26,3 +27,4 @@ pub use server_timing::ServerTimingStats;
 pub use shared::SharedLevel;
 pub use times::{AttemptNs, AttemptSpan, AttemptTimes, Stamp};
 pub use topic::{bucket_high, bucket_of, TopicStats, TopicTable, TOPIC_BUCKETS};
+pub use topic_churn::TopicChurnStats;

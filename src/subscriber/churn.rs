@@ -14,7 +14,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::churn_stats::ChurnSeconds;
-use super::client::post_form;
 use super::fleet::Fleet;
 use super::shared::{Intent, Shared};
 use super::subscribe::{form, PhaseSettings};
@@ -141,7 +140,12 @@ async fn cycle(sh: Arc<Shared>, p: Arc<PhaseSettings>, i: usize) -> usize {
 
 /// Ask the hub to (un)subscribe subscriber `i` and wait for its verification; the instant it
 /// was seen, or `None` when refused, denied or not verified within the phase timeout.
-async fn request(sh: &Shared, p: &PhaseSettings, i: usize, subscribe: bool) -> Option<Instant> {
+pub(super) async fn request(
+    sh: &Shared,
+    p: &PhaseSettings,
+    i: usize,
+    subscribe: bool,
+) -> Option<Instant> {
     let s = &sh.subs[i];
     let (pending, done) = match subscribe {
         true => (Intent::Subscribing, Intent::Verified),
@@ -150,15 +154,7 @@ async fn request(sh: &Shared, p: &PhaseSettings, i: usize, subscribe: bool) -> O
     s.set_intent(pending);
     let body = form(sh, s, subscribe);
     let deadline = Instant::now() + p.timeout;
-    let r = post_form(
-        &p.hub_url,
-        p.connect_to.as_deref(),
-        &body,
-        &p.headers,
-        p.timeout,
-        p.http2,
-    )
-    .await;
+    let r = p.post(&body).await;
     if !r.is_ok_and(|r| (200..300).contains(&r.status)) {
         // Refused: a subscribe leaves it unsubscribed; an unsubscribe, still subscribed.
         s.set_intent(if subscribe {

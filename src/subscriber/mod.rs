@@ -19,6 +19,7 @@ mod server;
 mod shared;
 mod stats;
 mod subscribe;
+mod topic_churn;
 mod tracker;
 
 pub use behaviour::{Answer, Behaviour};
@@ -30,4 +31,5 @@ pub use receive::{check, signature_ok, Check, SignatureKey};
 pub use shared::Intent;
 pub use stats::{DeliveryCounts, DeliveryLevelStats, DeliverySeconds};
 pub use subscribe::{PhaseSettings, SubscriptionPhase};
+pub use topic_churn::TopicSubscribers;
 pub use tracker::{DeliveryTracker, SentEvent};

@@ -34,6 +34,22 @@ pub struct PhaseSettings {
     pub http2: bool,
 }
 
+impl PhaseSettings {
+    /// POST the form `body` to the hub as these settings say (address, headers, timeout,
+    /// h2c): every (un)subscribe request of the phase and of churn goes through here.
+    pub(super) async fn post(&self, body: &str) -> Result<client::Reply, String> {
+        post_form(
+            &self.hub_url,
+            self.connect_to.as_deref(),
+            body,
+            &self.headers,
+            self.timeout,
+            self.http2,
+        )
+        .await
+    }
+}
+
 /// How a subscription (or unsubscription) phase went, in subscribers.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SubscriptionPhase {
@@ -125,14 +141,7 @@ async fn run_phase(
                     return (i, None);
                 }
                 s.set_intent(pending);
-                let post = post_form(
-                    &p.hub_url,
-                    p.connect_to.as_deref(),
-                    &body,
-                    &p.headers,
-                    p.timeout,
-                    p.http2,
-                );
+                let post = p.post(&body);
                 let r = tokio::select! {
                     biased;
                     _ = cancel.cancelled() => None,

@@ -41,7 +41,6 @@ pub fn level_report(
     let lat = latency(&s.latency, exact);
     let span = s.span_secs();
     let per_sec = |x: f64| if span > 0.0 { x / span } else { 0.0 };
-    let accepted = s.counts.get(Class::Accepted);
     let ms = |us: u64| us / 1000;
     LevelReport {
         label: label.to_string(),
@@ -58,7 +57,8 @@ pub fn level_report(
         error_pct: if samples == 0 {
             0.0
         } else {
-            (samples - accepted) as f64 * 100.0 / samples as f64
+            // Not `samples - accepted`: an expected refusal (topic churn) is no error.
+            s.counts.sum_where(Class::is_error) as f64 * 100.0 / samples as f64
         },
         throughput: per_sec(samples as f64),
         received_kb_per_sec: per_sec(s.bytes_received as f64 / 1024.0),
@@ -106,6 +106,7 @@ pub fn level_report(
         }),
         first_failures: Default::default(),
         topic_server: None,
+        topic_churn: None,
         delivery: None,
         server: None,
         generator: None,

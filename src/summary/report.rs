@@ -389,6 +389,10 @@ pub struct LevelReport {
     /// in the other dialect, in merged sharded runs and in summaries written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_server: Option<crate::topic_server::TopicFetchStats>,
+    /// `--topic-churn`: the level's topic deregistrations, re-registrations and expected
+    /// refusals (docs/topic-churn.md); absent without topic churn and from TOTAL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_churn: Option<crate::stats::TopicChurnStats>,
     /// What the subscribers received (`--subscribers`); absent without subscribers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<super::delivery_report::DeliveryReport>,

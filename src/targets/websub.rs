@@ -263,6 +263,13 @@ impl WebSubTarget {
         &self.pool
     }
 
+    /// One register or deregister request for `topic` (`mode`), exactly as the set-up phase
+    /// sends it: the outcome (a 409 to a register is `Http4xx(409)`). `--topic-churn` uses it.
+    pub async fn topic_request(&self, mode: &str, topic: &str) -> Outcome {
+        let req = self.shape.phase_request(mode, topic);
+        self.exchange(&req).await.0.outcome
+    }
+
     /// One exchange; the response too when there was one.
     async fn exchange(&self, request: &[u8]) -> (Attempt, Option<Response>) {
         let mut resp = Response::default();

@@ -55,6 +55,12 @@ pub const GROUPS: &[ClassGroup] = &[
     group("Client errors", "#ff7f0e", &[Class::ClientError], false),
     group("Cancelled", "#c7c7c7", &[Class::Cancelled], false),
     group("Other", "#9a9a9a", &[Class::Other], false),
+    group(
+        "Expected refusals",
+        "#a6d8b4",
+        &[Class::ExpectedRefusal],
+        false,
+    ),
 ];
 
 const fn group(

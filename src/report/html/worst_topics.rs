@@ -15,8 +15,12 @@ fn error_pct(t: &TopicReport) -> f64 {
     if t.attempts == 0 {
         return 0.0;
     }
-    let accepted = t.counts.get("accepted").copied().unwrap_or(0);
-    (t.attempts - accepted) as f64 * 100.0 / t.attempts as f64
+    // Errors are every class but accepted and expected_refusal (Class::is_error).
+    let not_errors: u64 = ["accepted", "expected_refusal"]
+        .iter()
+        .map(|k| t.counts.get(*k).copied().unwrap_or(0))
+        .sum();
+    t.attempts.saturating_sub(not_errors) as f64 * 100.0 / t.attempts as f64
 }
 
 /// The `n` worst topics of a level by `key` (descending; ties by topic index).

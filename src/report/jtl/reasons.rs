@@ -54,6 +54,8 @@ pub(super) fn response(outcome: Outcome, status: u16) -> Response {
         },
         Outcome::Accepted => http(true, ""),
         Outcome::Denied => http(false, "hub.mode=denied"),
+        // Not an error (docs/topic-churn.md): a success row, the class kept as its message.
+        Outcome::ExpectedRefusal => http(true, "expected_refusal"),
         Outcome::Http4xx(_)
         | Outcome::Http502
         | Outcome::Http503
