@@ -83,6 +83,10 @@ pub struct RunArgs {
         help_heading = "Target"
     )]
     pub hub_token: Option<String>,
+    /// Run the embedded hub on Service Bus (its broker mode), on an embedded emulator that a
+    /// side-by-side run's Service Bus path sends to as well (docs/hub-servicebus.md).
+    #[arg(long, help_heading = "Target")]
+    pub hub_servicebus: bool,
     /// What to load: websub, servicebus, or websub,servicebus for a side-by-side run [default: websub].
     #[arg(long, help_heading = "Target")]
     pub target: Option<String>,

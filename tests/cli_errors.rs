@@ -68,6 +68,14 @@ fn bad_combinations_are_one_line_and_exit_2() {
             &["--hub-url", "http://127.0.0.1:1/hub?hub.mode=publish"],
             "--hub-url `http://127.0.0.1:1/hub?hub.mode=publish`: already carries hub.mode",
         ),
+        (
+            &["--hub-servicebus", "--hub-url", "http://127.0.0.1:1/hub"],
+            "--hub-servicebus `true`: runs the embedded hub; it cannot go with --hub-url",
+        ),
+        (
+            &["--hub-servicebus", "--target", "servicebus"],
+            "--hub-servicebus `true`: needs the websub target (the embedded hub)",
+        ),
         (&["--open"], "--open applies to --plan"),
         (
             &["--arrivals", "poisson"],

@@ -18,6 +18,7 @@ mod generator_bound;
 mod hlog;
 mod http2;
 mod https;
+mod hub_servicebus;
 mod local_limits;
 mod observe_server;
 mod open_model;

@@ -65,6 +65,16 @@ pub struct HubArgs {
     /// Longest wait between delivery retries, in ms.
     #[arg(long, default_value_t = 10_000)]
     pub retry_max_ms: u64,
+    /// Run on Azure Service Bus (broker mode): each topic a Service Bus topic, each subscriber
+    /// a subscription with a peek-lock receive loop, publishes answered after the send
+    /// settles (docs/hub-servicebus.md). A connection string; never logged.
+    #[arg(
+        long,
+        env = "HUBLOAD_HUB_SERVICEBUS",
+        hide_env_values = true,
+        value_name = "CONNECTION_STRING"
+    )]
+    pub servicebus: Option<String>,
     #[command(flatten)]
     pub faults: FaultFlags,
 }
@@ -76,6 +86,10 @@ impl fmt::Debug for HubArgs {
             .field("config", &self.config)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("public_url", &self.public_url)
+            .field(
+                "servicebus",
+                &self.servicebus.as_ref().map(|_| "<redacted>"),
+            )
             .field("faults", &self.faults)
             .finish_non_exhaustive()
     }
@@ -246,12 +260,28 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         )
         .try_init();
     let cfg = args.to_config()?;
+    // Parsed before binding, so a bad string is one line naming the flag (never its value).
+    let servicebus = match &args.servicebus {
+        Some(s) => Some(
+            s.parse::<hubload_servicebus::ConnectionString>()
+                .map_err(|e| anyhow::anyhow!("--servicebus: {e}"))?,
+        ),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("--listen {}", args.listen))?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, faults = ?cfg.faults, "hubload-hub listening");
     let state = HubState::new(cfg);
+    if let Some(cs) = servicebus {
+        let endpoint = cs.redacted();
+        let broker = crate::Broker::connect(cs)
+            .await
+            .map_err(|e| anyhow::anyhow!("--servicebus: {e}"))?;
+        state.set_broker(broker);
+        tracing::info!(%endpoint, "broker mode: Service Bus");
+    }
     crate::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("hubload-hub stopped");
     Ok(())

@@ -170,12 +170,23 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
     };
     let p = HubParams::parse(query).or(body_params);
     let (verdict, response) = match mode {
-        Mode::Register | Mode::Deregister => topic_op(inner, mode, &p),
+        Mode::Register | Mode::Deregister => match inner.broker.get() {
+            Some(b) => broker_topic_op(inner, b, mode, &p).await,
+            None => topic_op(inner, mode, &p),
+        },
         Mode::Publish => {
             let content = (!from_body).then(|| {
                 let ct = parts.headers.get(header::CONTENT_TYPE).cloned();
                 (bytes.clone(), ct)
             });
+            if let Some(b) = inner.broker.get() {
+                let answer = match topic(inner, &p) {
+                    Ok(t) => crate::broker::publish::publish(inner, b, t, content, arrived).await,
+                    Err(reason) => bad_request(reason),
+                };
+                tally.decide(answer.0);
+                return answer.1;
+            }
             if broker_latency > Duration::ZERO {
                 tokio::time::sleep(broker_latency).await;
             }
@@ -270,6 +281,34 @@ fn topic_op(inner: &Inner, mode: Mode, p: &HubParams<'_>) -> (Verdict, Response)
             params::refused(StatusCode::NOT_FOUND, &params::not_registered(t)),
         ),
     }
+}
+
+/// Register or deregister in broker mode: a register makes sure the topic exists at the
+/// broker first (a broker failure is answered as a publish's is); a deregister stops the
+/// topic's receive loops.
+async fn broker_topic_op(
+    inner: &Inner,
+    broker: &crate::broker::Broker,
+    mode: Mode,
+    p: &HubParams<'_>,
+) -> (Verdict, Response) {
+    let t = match topic(inner, p) {
+        Ok(t) => t,
+        Err(reason) => return bad_request(reason),
+    };
+    if mode == Mode::Register {
+        if let Err(o) = broker.ensure_topic(t).await {
+            return (
+                Verdict::Broker,
+                crate::broker::publish::failure_response(&o),
+            );
+        }
+    }
+    let answer = topic_op(inner, mode, p);
+    if mode == Mode::Deregister && answer.0 == Verdict::Accepted {
+        broker.remove_topic(t);
+    }
+    answer
 }
 
 fn publish(

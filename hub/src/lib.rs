@@ -8,6 +8,7 @@
 
 mod admin;
 mod batch;
+pub mod broker;
 mod callback_conn;
 #[cfg(test)]
 mod callback_deadlines;
@@ -30,6 +31,7 @@ mod subscribe;
 pub mod testing;
 mod topic;
 
+pub use broker::{Broker, BrokerStats};
 pub use config::{HubConfig, RetryPolicy};
 pub use faults::{Action as FaultAction, FaultConfig, FaultError};
 pub use routes::router;

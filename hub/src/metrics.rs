@@ -125,10 +125,13 @@ pub fn render(s: &StatsSnapshot, inflight: u64) -> String {
         "gauge",
         &[(String::new(), d.memory_limit)],
     );
+    if let Some(b) = &s.broker {
+        crate::broker::render_metrics(b, &mut out);
+    }
     out
 }
 
-fn outcomes(c: &ModeCounts) -> [(&'static str, u64); 12] {
+fn outcomes(c: &ModeCounts) -> [(&'static str, u64); 13] {
     [
         ("accepted", c.accepted),
         ("denied", c.denied),
@@ -142,6 +145,7 @@ fn outcomes(c: &ModeCounts) -> [(&'static str, u64); 12] {
         ("conflict", c.conflict),
         ("not_found", c.not_found),
         ("over_memory", c.over_memory),
+        ("broker_error", c.broker_error),
     ]
 }
 

@@ -65,6 +65,8 @@ pub(crate) struct Inner {
     pub stop_all: CancellationToken,
     /// Content held for delivery, each publish's body counted once (`--max-memory`).
     pub memory: Arc<Budget>,
+    /// The broker, in broker mode (`--servicebus`); set once before serving.
+    pub broker: OnceLock<Arc<crate::broker::Broker>>,
 }
 
 impl Drop for Inner {
@@ -110,8 +112,15 @@ impl HubState {
                 client,
                 stop_all: CancellationToken::new(),
                 memory: Budget::new(cfg_memory),
+                broker: OnceLock::new(),
             }),
         }
+    }
+
+    /// Run on Service Bus from now on (broker mode): topics, publishes and subscriptions go
+    /// through `broker`. Call before serving; `false` if a broker was set already.
+    pub fn set_broker(&self, broker: crate::broker::Broker) -> bool {
+        self.inner.broker.set(Arc::new(broker)).is_ok()
     }
 
     /// The settings the hub was built with (faults as at start).
@@ -155,6 +164,7 @@ impl HubState {
             stalled: c.stalled.load(Relaxed),
             topics,
             distribution,
+            broker: self.inner.broker.get().map(|b| b.stats()),
         }
     }
 

@@ -67,9 +67,12 @@ pub enum Verdict {
     NotFound,
     /// 503: a publish whose content would take the hub over its memory budget.
     OverMemory,
+    /// 5xx: the broker behind the hub refused or failed the send (broker mode;
+    /// docs/hub-servicebus.md has the map).
+    Broker,
 }
 
-const VERDICTS: usize = 11;
+const VERDICTS: usize = 12;
 const ABANDONED: usize = VERDICTS;
 const MODES: usize = 5;
 
@@ -101,6 +104,9 @@ pub struct ModeCounts {
     /// Answered 503 because the content would take the hub over `--max-memory`.
     #[serde(default)]
     pub over_memory: u64,
+    /// Answered 5xx because the broker behind the hub failed the send (broker mode).
+    #[serde(default)]
+    pub broker_error: u64,
 }
 
 impl ModeCounts {
@@ -118,6 +124,7 @@ impl ModeCounts {
             + self.conflict
             + self.not_found
             + self.over_memory
+            + self.broker_error
     }
 }
 
@@ -225,6 +232,9 @@ pub struct StatsSnapshot {
     pub topics: BTreeMap<String, TopicStats>,
     /// Totals over all topics.
     pub distribution: DistributionStats,
+    /// The broker's counts, when the hub runs on Service Bus (`--servicebus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker: Option<crate::broker::BrokerStats>,
 }
 
 /// Live counters of one topic; shared by its registry entry and its subscribers' workers.
@@ -283,6 +293,7 @@ impl Counters {
             conflict: g(Verdict::Conflict),
             not_found: g(Verdict::NotFound),
             over_memory: g(Verdict::OverMemory),
+            broker_error: g(Verdict::Broker),
         }
     }
 

@@ -128,6 +128,18 @@ pub(crate) fn verification_url(req: &SubRequest, challenge: &str) -> String {
 }
 
 async fn verify(inner: Arc<Inner>, req: SubRequest) {
+    // Broker mode: the subscription exists at the broker before the subscriber hears from
+    // the hub, so nothing published after its verification is missed.
+    let attached = match (inner.broker.get(), req.subscribe) {
+        (Some(b), true) => match b.open_receiver(&req.topic, &req.callback).await {
+            Ok(rx) => Some(rx),
+            Err(e) => {
+                tracing::warn!(topic = %req.topic, "broker subscription not made: {e}");
+                return;
+            }
+        },
+        _ => None,
+    };
     let challenge = challenge();
     let url = verification_url(&req, &challenge);
     let echoed = match inner
@@ -140,11 +152,19 @@ async fn verify(inner: Arc<Inner>, req: SubRequest) {
         Ok(r) if r.status().is_success() => r.bytes().await.is_ok_and(|b| b == challenge),
         Ok(_) | Err(_) => false,
     };
+    let topic = inner.topic(&req.topic);
+    if let (Some(broker), Some(topic), true) = (inner.broker.get(), &topic, echoed) {
+        broker_verified(&inner, broker, topic, &req, attached);
+        return;
+    }
+    if let Some(rx) = attached {
+        rx.close().await;
+    }
     if !echoed {
         tracing::debug!(callback = %req.callback, topic = %req.topic, "intent not verified");
         return;
     }
-    let Some(topic) = inner.topic(&req.topic) else {
+    let Some(topic) = topic else {
         return;
     };
     if req.subscribe {
@@ -158,6 +178,44 @@ async fn verify(inner: Arc<Inner>, req: SubRequest) {
         topic.remove_where(|s| s.callback == req.callback);
         tracing::debug!(callback = %req.callback, topic = %req.topic, "unsubscribed");
     }
+}
+
+/// A verified (un)subscription in broker mode: start or stop the subscriber's receive loop.
+fn broker_verified(
+    inner: &Inner,
+    broker: &crate::broker::Broker,
+    topic: &Arc<crate::topic::Topic>,
+    req: &SubRequest,
+    attached: Option<hubload_servicebus::SbReceiver>,
+) {
+    if !req.subscribe {
+        broker.unsubscribe(&topic.name, &req.callback);
+        return;
+    }
+    if !topic.registered.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let delivery = crate::broker::subscription::Delivery {
+        topic: topic.clone(),
+        counters: inner.counters.clone(),
+        broker: broker.counters.clone(),
+        client: inner.client.clone(),
+        link: format!(
+            "<{}>; rel=\"hub\", <{}>; rel=\"self\"",
+            inner.hub_url(),
+            topic.name
+        ),
+        max_attempts: inner.cfg.retry.max_attempts,
+        timeout: inner.cfg.delivery_timeout,
+    };
+    broker.subscribe(
+        delivery,
+        &req.callback,
+        req.secret.as_deref(),
+        &inner.stop_all,
+        attached,
+    );
+    tracing::debug!(callback = %req.callback, topic = %req.topic, "subscribed at the broker");
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Integration tests of the reference hub: real sockets on 127.0.0.1, exact counts.
 
+mod broker;
 mod dialect;
 mod distribution;
 mod emulator_cli;

@@ -3,6 +3,7 @@
 //! - [`ConnectionString`]: the parsed, validated connection string (key redacted in `Debug`).
 //! - [`sas`]: SAS tokens (HMAC-SHA256), made by the sender and checked by the emulator.
 //! - [`SbSender`]: a pool of AMQP connections with CBS auth, token refresh and reconnects.
+//! - [`SbReceiver`]: a peek-lock receiver on one subscription, with re-attach on link loss.
 //! - [`emulator`]: a Service Bus stand-in on fe2o3-amqp's acceptor, for tests and demos.
 //!
 //! See docs/protocol.md §6 for the wire facts and README.md for why not `azure_messaging_servicebus`.
@@ -12,6 +13,7 @@ pub mod emulator;
 mod error;
 mod message;
 pub mod outcome;
+mod receiver;
 pub mod sas;
 mod sender;
 
@@ -19,4 +21,5 @@ pub use connection_string::{ConnStrError, ConnectionString};
 pub use error::SbError;
 pub use message::OutgoingMessage;
 pub use outcome::{SendOutcome, SendResult};
+pub use receiver::{ReceiveError, Received, ReceiverConfig, SbReceiver};
 pub use sender::{SbSender, SenderConfig};

@@ -24,6 +24,9 @@ pub struct TargetConfig {
     pub hub_headers: ExtraHeaders,
     /// Service Bus connection string; `None` starts the emulator.
     pub sb_connection_string: Option<Secret>,
+    /// `--hub-servicebus`: the embedded hub in broker mode on one embedded emulator, shared
+    /// with the Service Bus path.
+    pub hub_servicebus: bool,
     /// Service Bus topic mapping.
     pub sb_topics: SbTopics,
     /// AMQP connections.
@@ -88,9 +91,26 @@ fn sb_topics(a: &RunArgs) -> Result<SbTopics, ConfigError> {
 
 /// Where the load goes.
 pub(super) fn resolve(a: &RunArgs) -> Result<TargetConfig, ConfigError> {
+    let kinds = kinds(a)?;
+    let hub_url = hub_url(a)?;
+    if a.hub_servicebus {
+        let why = if hub_url.is_some() {
+            Some("runs the embedded hub; it cannot go with --hub-url")
+        } else if a.sb_connection_string.is_some() {
+            Some("runs on the embedded emulator; it cannot go with --sb-connection-string")
+        } else if !kinds.contains(&TargetKind::Websub) {
+            Some("needs the websub target (the embedded hub)")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(ConfigError::invalid("hub-servicebus", "true", why));
+        }
+    }
     Ok(TargetConfig {
-        kinds: kinds(a)?,
-        hub_url: hub_url(a)?,
+        kinds,
+        hub_url,
+        hub_servicebus: a.hub_servicebus,
         hub_headers: Default::default(),
         sb_connection_string: a.sb_connection_string.clone().map(Secret::new),
         sb_topics: sb_topics(a)?,

@@ -1,10 +1,12 @@
 //! Starts the embedded reference hub on 127.0.0.1 with an ephemeral port, on its own runtime
-//! thread so the hub and the load generator do not share a scheduler.
+//! thread so the hub and the load generator do not share a scheduler; in broker mode
+//! (`--hub-servicebus`) connected to Service Bus before it serves.
 
 use std::net::SocketAddr;
 
 use anyhow::Context;
 use hubload_hub::{HubConfig, HubState};
+use hubload_servicebus::ConnectionString;
 use tokio::sync::oneshot;
 
 /// A running embedded hub; dropping it shuts the hub down.
@@ -19,14 +21,16 @@ pub struct EmbeddedHub {
 }
 
 impl EmbeddedHub {
-    /// Bind 127.0.0.1:0 and serve the hub with `cfg`.
-    pub fn start(cfg: HubConfig) -> anyhow::Result<Self> {
+    /// Bind 127.0.0.1:0 and serve the hub with `cfg`; with `broker`, in broker mode on that
+    /// namespace (the hub connects first: a failure is this call's error).
+    pub fn start(cfg: HubConfig, broker: Option<ConnectionString>) -> anyhow::Result<Self> {
         let std_listener = std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
             .context("cannot start the embedded hub: binding 127.0.0.1")?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;
         let state = HubState::new(cfg);
         let (stop, stopped) = oneshot::channel::<()>();
+        let (ready, is_ready) = std::sync::mpsc::channel::<Result<(), String>>();
         let serve_state = state.clone();
         let thread = std::thread::Builder::new()
             .name("embedded-hub".into())
@@ -38,6 +42,19 @@ impl EmbeddedHub {
                     .build()
                     .expect("embedded hub runtime");
                 rt.block_on(async move {
+                    // The broker's tasks (sender, receive loops) live on the hub's runtime.
+                    if let Some(cs) = broker {
+                        match hubload_hub::Broker::connect(cs).await {
+                            Ok(b) => {
+                                serve_state.set_broker(b);
+                            }
+                            Err(e) => {
+                                let _ = ready.send(Err(e.to_string()));
+                                return;
+                            }
+                        }
+                    }
+                    let _ = ready.send(Ok(()));
                     let listener =
                         tokio::net::TcpListener::from_std(std_listener).expect("listener");
                     let shutdown = async move {
@@ -49,6 +66,11 @@ impl EmbeddedHub {
                 });
             })
             .context("cannot start the embedded hub thread")?;
+        match is_ready.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => anyhow::bail!("the embedded hub's broker: {e}"),
+            Err(_) => anyhow::bail!("the embedded hub did not start within 30 s"),
+        }
         let url = url::Url::parse(&format!("http://{addr}/hub")).expect("valid URL");
         tracing::info!(%url, "embedded reference hub started");
         Ok(EmbeddedHub {

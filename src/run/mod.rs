@@ -219,6 +219,16 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     let paths = cfg.target.kinds.len();
     let mut reports: Vec<(TargetKind, Report)> = Vec::with_capacity(paths);
     let mut shard_lines = Vec::new();
+    // `--hub-servicebus`: one embedded emulator for the whole run, the embedded hub's broker
+    // and the Service Bus path's namespace both.
+    let shared_emulator = if cfg.target.hub_servicebus {
+        Some(servicebus_path::start_emulator().await?)
+    } else {
+        None
+    };
+    let shared_cs = shared_emulator
+        .as_ref()
+        .map(|e| e.connection_string_parsed());
     for &kind in &cfg.target.kinds {
         if cancel.is_cancelled() && !reports.is_empty() {
             break;
@@ -226,16 +236,19 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         let dir = report_dir(out, kind, paths);
         let (report, lines) = match kind {
             TargetKind::Websub => {
-                let p = WebSubPath::open(cfg, &workload).await?;
+                let p = WebSubPath::open(cfg, &workload, shared_cs.clone()).await?;
                 run_path(&sh, p, &dir, spec.as_ref()).await?
             }
             TargetKind::Servicebus => {
-                let p = ServiceBusPath::open(cfg, &workload).await?;
+                let p = ServiceBusPath::open(cfg, &workload, shared_cs.clone()).await?;
                 run_path(&sh, p, &dir, spec.as_ref()).await?
             }
         };
         reports.push((kind, report));
         shard_lines.extend(lines);
+    }
+    if let Some(emu) = shared_emulator {
+        emu.shutdown().await;
     }
     if paths > 1 {
         two_paths::write(out, &reports, cfg.output.quiet)?;

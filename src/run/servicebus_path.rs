@@ -27,7 +27,7 @@ const TOKEN_TTL: Duration = Duration::from_secs(60 * 60);
 const MIN_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The embedded emulator on 127.0.0.1 with an ephemeral port and its development key.
-async fn start_emulator() -> anyhow::Result<EmulatorHandle> {
+pub(crate) async fn start_emulator() -> anyhow::Result<EmulatorHandle> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .context("cannot start the embedded Service Bus emulator: binding 127.0.0.1")?;
@@ -55,13 +55,20 @@ pub(crate) struct ServiceBusPath<'a> {
 }
 
 impl<'a> ServiceBusPath<'a> {
-    /// `--sb-connection-string`, or the embedded emulator when none is given.
-    pub(crate) async fn open(cfg: &'a RunConfig, workload: &Arc<Workload>) -> anyhow::Result<Self> {
-        let emulator = match &cfg.target.sb_connection_string {
-            Some(_) => None,
-            None => Some(start_emulator().await?),
+    /// `--sb-connection-string`, or `shared` (the emulator the embedded hub runs on, for
+    /// `--hub-servicebus`: its counts are both paths', so the report leaves them out), or the
+    /// embedded emulator when neither is given.
+    pub(crate) async fn open(
+        cfg: &'a RunConfig,
+        workload: &Arc<Workload>,
+        shared: Option<ConnectionString>,
+    ) -> anyhow::Result<Self> {
+        let emulator = match (&cfg.target.sb_connection_string, &shared) {
+            (None, None) => Some(start_emulator().await?),
+            _ => None,
         };
         let cs = match (&cfg.target.sb_connection_string, &emulator) {
+            (None, None) => shared.expect("no emulator started: shared given"),
             // The parser's errors name the field and never quote a value.
             (Some(s), _) => ConnectionString::from_str(s.expose())
                 .map_err(|e| anyhow::anyhow!("invalid --sb-connection-string: {e}"))?,

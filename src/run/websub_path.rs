@@ -17,6 +17,7 @@ use crate::targets::websub::{HubEndpoint, WebSubClient, WebSubTarget};
 use crate::targets::{PhaseResult, Target};
 use crate::topic_server::TopicServer;
 use crate::workload::{Topic, Workload};
+use hubload_servicebus::ConnectionString;
 
 /// A hub, resolved, with the registration client ready.
 pub(crate) struct WebSubPath<'a> {
@@ -90,14 +91,19 @@ async fn http2_streams(
 }
 
 impl<'a> WebSubPath<'a> {
-    /// `--hub-url`, or the embedded hub when none is given.
+    /// `--hub-url`, or the embedded hub when none is given (in broker mode on `broker`,
+    /// for `--hub-servicebus`).
     pub(crate) async fn open(
         cfg: &'a RunConfig,
         workload: &'a Arc<Workload>,
+        broker: Option<ConnectionString>,
     ) -> anyhow::Result<Self> {
         let embedded = match &cfg.target.hub_url {
             Some(_) => None,
-            None => Some(EmbeddedHub::start(hubload_hub::HubConfig::default())?),
+            None => Some(EmbeddedHub::start(
+                hubload_hub::HubConfig::default(),
+                broker,
+            )?),
         };
         let url = match (&cfg.target.hub_url, &embedded) {
             (Some(u), _) => u.clone(),

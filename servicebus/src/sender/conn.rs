@@ -74,7 +74,8 @@ pub(crate) struct PooledConn {
     pub id: u64,
     shared: Arc<Shared>,
     connection: Mutex<ConnectionHandle<()>>,
-    session: Mutex<SessionHandle<()>>,
+    /// The session; the receiver attaches its links on it too.
+    pub(crate) session: Mutex<SessionHandle<()>>,
     cbs: Mutex<CbsClient>,
     /// Audiences with a token on this connection; the refresh task puts them again.
     audiences: StdMutex<HashSet<String>>,

@@ -6,7 +6,7 @@
 //! deliveries pipeline. A dropped link is re-attached and a dropped connection reopened on
 //! the next send; both count as reconnects. Per-send failures are [`SendOutcome`]s.
 
-mod conn;
+pub(crate) mod conn;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -62,7 +62,8 @@ pub struct SbSender {
     inner: Arc<Inner>,
 }
 
-fn tls_connector() -> Result<TlsConnector, SbError> {
+/// The TLS connector for Azure (webpki roots, ring); shared with the receiver.
+pub(crate) fn tls_connector() -> Result<TlsConnector, SbError> {
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -1,0 +1,160 @@
+//! A publish in broker mode: one send to the topic at the broker, answered once the send has
+//! settled, with the broker's outcome mapped to the answer a hub in front of Service Bus
+//! gives (docs/hub-servicebus.md), and `Server-Timing: broker;dur=<the send>`.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use hubload_servicebus::{OutgoingMessage, SendOutcome};
+
+use super::Broker;
+use crate::params;
+use crate::state::{Inner, RegistryResult};
+use crate::stats::Verdict;
+
+/// Numbers the hub's messages (`message-id` = `hub-<pid>-<n>`).
+static MESSAGE_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The answer to a publish whose send ended in `o` (never `Accepted`): status, reason and
+/// whether the client may retry (then `Retry-After`).
+pub(crate) fn failure_answer(o: &SendOutcome) -> (StatusCode, &'static str, Option<u32>) {
+    match o {
+        SendOutcome::Throttled => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the broker is busy (server-busy); retry later",
+            Some(2),
+        ),
+        SendOutcome::Connect | SendOutcome::ConnectionError => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the broker cannot be reached; retry later",
+            Some(1),
+        ),
+        SendOutcome::Timeout => (
+            StatusCode::GATEWAY_TIMEOUT,
+            "the broker did not settle the send in time",
+            None,
+        ),
+        SendOutcome::TooLarge => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the content is larger than the broker takes",
+            None,
+        ),
+        SendOutcome::NotFound => (
+            StatusCode::BAD_GATEWAY,
+            "the topic does not exist at the broker",
+            None,
+        ),
+        SendOutcome::Unauthorized => (
+            StatusCode::BAD_GATEWAY,
+            "the broker refused the hub's credentials",
+            None,
+        ),
+        SendOutcome::Rejected { .. } | SendOutcome::Accepted => {
+            (StatusCode::BAD_GATEWAY, "the broker refused the send", None)
+        }
+    }
+}
+
+/// The response to a broker failure `o` (counted as `Verdict::Broker`).
+pub(crate) fn failure_response(o: &SendOutcome) -> Response {
+    let (status, reason, retry) = failure_answer(o);
+    let mut r = params::plain(status, reason);
+    if let Some(s) = retry {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(s));
+    }
+    r
+}
+
+/// Publish `content` to `topic` through the broker. A topic the hub has not registered is
+/// denied as in memory mode, without a send. A thin ping (no content) sends an empty body.
+pub(crate) async fn publish(
+    inner: &Inner,
+    broker: &Broker,
+    topic: &str,
+    content: Option<(Bytes, Option<HeaderValue>)>,
+    arrived: Instant,
+) -> (Verdict, Response) {
+    let registered = inner
+        .topic(topic)
+        .is_some_and(|t| t.registered.load(Relaxed));
+    if !registered {
+        // Counts the denial (per topic) exactly as the in-memory hub does.
+        let r = inner.publish(topic, None);
+        debug_assert_eq!(r, RegistryResult::Unknown);
+        let mut response = params::denied(StatusCode::NOT_FOUND, &params::not_registered(topic));
+        crate::server_timing::stamp(&mut response, arrived, Duration::ZERO);
+        return (Verdict::Denied, response);
+    }
+    let (body, content_type) = content.unwrap_or_default();
+    let ct = content_type
+        .as_ref()
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/octet-stream");
+    let id = format!(
+        "hub-{}-{}",
+        std::process::id(),
+        MESSAGE_SEQ.fetch_add(1, Relaxed)
+    );
+    let sent_at = Instant::now();
+    let result = broker
+        .sender
+        .send(
+            topic,
+            OutgoingMessage {
+                body: &body,
+                message_id: &id,
+                content_type: ct,
+                properties: &[],
+            },
+        )
+        .await;
+    let broker_time = sent_at.elapsed();
+    broker.counters.send(&result.outcome);
+    let (verdict, mut response) = match &result.outcome {
+        SendOutcome::Accepted => {
+            // Counts the publish; no content: delivery is the broker's subscriptions' job.
+            inner.publish(topic, None);
+            (Verdict::Accepted, params::accepted())
+        }
+        other => (Verdict::Broker, failure_response(other)),
+    };
+    crate::server_timing::stamp(&mut response, arrived, broker_time);
+    (verdict, response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_and_unreachable_are_retryable_503s() {
+        let (s, _, retry) = failure_answer(&SendOutcome::Throttled);
+        assert_eq!((s, retry), (StatusCode::SERVICE_UNAVAILABLE, Some(2)));
+        let r = failure_response(&SendOutcome::ConnectionError);
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
+        assert_eq!(
+            failure_answer(&SendOutcome::Timeout).0,
+            StatusCode::GATEWAY_TIMEOUT
+        );
+        assert_eq!(
+            failure_answer(&SendOutcome::TooLarge).0,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+        for o in [
+            SendOutcome::NotFound,
+            SendOutcome::Unauthorized,
+            SendOutcome::Rejected {
+                condition: "amqp:internal-error".into(),
+            },
+        ] {
+            let r = failure_response(&o);
+            assert_eq!(r.status(), StatusCode::BAD_GATEWAY);
+            assert!(r.headers().get(header::RETRY_AFTER).is_none());
+        }
+    }
+}

@@ -1,0 +1,415 @@
+//! [`SbReceiver`]: the shared Service Bus receive client: one subscription
+//! (`<topic>/Subscriptions/<name>`) in peek-lock mode, on its own AMQP connection.
+//!
+//! It connects like [`crate::SbSender`] (connection string, SAS put-token over CBS, TLS for
+//! Azure, plain AMQP for the emulator), attaches a receiver link with
+//! `rcv-settle-mode = second` (peek-lock) and the configured credit, and hands out
+//! [`Received`] messages to settle: complete, abandon or dead-letter. A lost link or
+//! connection is detected on the next call, which re-attaches (and reconnects) within its own
+//! deadline; each recovery counts as a restart. Every call is bounded by a deadline, and
+//! every failure is a [`ReceiveError`] value. docs/servicebus-receiver.md describes the API.
+
+mod message;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fe2o3_amqp::link::receiver::CreditMode;
+use fe2o3_amqp::link::{ReceiverAttachError, RecvError};
+use fe2o3_amqp::types::definitions::ReceiverSettleMode;
+use fe2o3_amqp::types::definitions::{self, ErrorCondition};
+use fe2o3_amqp::types::messaging::{Body, Modified};
+use fe2o3_amqp::types::primitives::{OrderedMap, Symbol, Value};
+use fe2o3_amqp::Receiver;
+use tokio::time::{timeout_at, Instant};
+
+use crate::connection_string::ConnectionString;
+use crate::error::SbError;
+use crate::outcome::{classify_condition, condition_str, SendOutcome};
+use crate::sender::conn::{one_line, refresh_loop, PooledConn, Shared};
+pub use message::Received;
+
+/// How to connect, which subscription, and how long each step may take.
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    /// Where to connect, and the SAS key (which needs Listen rights).
+    pub connection: ConnectionString,
+    /// The topic.
+    pub topic: String,
+    /// The subscription of `topic` to receive from.
+    pub subscription: String,
+    /// Link credit: how many messages the broker may send ahead of `receive` calls
+    /// (prefetch). Refilled to this when half of it has been settled. ≥ 1. Each prefetched
+    /// message is locked from the moment it is sent, so a large credit on a slow consumer
+    /// spends lock time in the buffer (Microsoft's guidance: small for latency, larger for
+    /// throughput).
+    pub credit: u32,
+    /// Bound on opening the connection, a CBS put-token or the link attach.
+    pub connect_timeout: Duration,
+    /// Bound on one settlement (complete, abandon, dead-letter).
+    pub settle_timeout: Duration,
+    /// Lifetime of each SAS token (≥ 1 s); tokens are put again every `token_ttl / 2`.
+    pub token_ttl: Duration,
+}
+
+impl ReceiverConfig {
+    /// A configuration with the defaults: credit 16, connect 10 s, settle 5 s, tokens 1 h.
+    pub fn new(connection: ConnectionString, topic: &str, subscription: &str) -> Self {
+        ReceiverConfig {
+            connection,
+            topic: topic.to_string(),
+            subscription: subscription.to_string(),
+            credit: 16,
+            connect_timeout: Duration::from_secs(10),
+            settle_timeout: Duration::from_secs(5),
+            token_ttl: Duration::from_secs(3600),
+        }
+    }
+
+    /// The entity path of the subscription, `<topic>/Subscriptions/<name>`.
+    pub fn entity(&self) -> String {
+        format!("{}/Subscriptions/{}", self.topic, self.subscription)
+    }
+}
+
+/// Why a receive or settlement did not happen. One line; never contains the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReceiveError {
+    /// The subscription (or its topic) does not exist: `amqp:not-found`, or CBS 404.
+    #[error("Service Bus entity not found: {0}")]
+    NotFound(String),
+    /// The token was refused (wrong key, or no Listen right).
+    #[error("Service Bus refused the SAS token for {0}")]
+    Unauthorized(String),
+    /// The broker refused the link with `com.microsoft:server-busy`.
+    #[error("Service Bus is busy (server-busy)")]
+    ServerBusy,
+    /// The connection could not be opened, or the link not attached, within the deadline.
+    #[error("cannot reach Service Bus: {0}")]
+    Connect(String),
+    /// The link the message came on is gone (lost, or re-attached since): the broker keeps
+    /// the message locked until its lock runs out, then delivers it again.
+    #[error("the message's link is gone; the broker delivers it again when its lock expires")]
+    LinkLost,
+    /// The settlement could not be written within the settle timeout.
+    #[error("settlement timed out")]
+    Timeout,
+    /// Any other refusal, with its AMQP condition.
+    #[error("Service Bus refused the receive link: {0}")]
+    Refused(String),
+}
+
+impl ReceiveError {
+    fn of_outcome(o: SendOutcome, reason: String) -> ReceiveError {
+        match o {
+            SendOutcome::NotFound => ReceiveError::NotFound(reason),
+            SendOutcome::Unauthorized => ReceiveError::Unauthorized(reason),
+            SendOutcome::Throttled => ReceiveError::ServerBusy,
+            SendOutcome::Rejected { condition } => ReceiveError::Refused(condition),
+            _ => ReceiveError::Connect(reason),
+        }
+    }
+}
+
+/// The attached link and its generation (bumped by every attach).
+#[derive(Debug, Default)]
+struct Link {
+    receiver: Option<Receiver>,
+    generation: u64,
+}
+
+/// A peek-lock receiver on one subscription. Not shared: calls take `&mut self`, so one task
+/// runs the receive loop and settles what it received.
+#[derive(Debug)]
+pub struct SbReceiver {
+    shared: Arc<Shared>,
+    cfg: ReceiverConfig,
+    address: String,
+    conn: Option<Arc<PooledConn>>,
+    link: Link,
+    restarts: u64,
+    conn_ids: AtomicU64,
+}
+
+impl SbReceiver {
+    /// Open the connection and attach the receiver link, within `connect_timeout` each.
+    /// Against the emulator (without `--strict`) the attach creates the subscription if it
+    /// does not exist; Azure answers not-found, and the subscription must be created first
+    /// (portal, ARM or the administration API).
+    pub async fn connect(cfg: ReceiverConfig) -> Result<SbReceiver, SbError> {
+        if cfg.credit == 0 {
+            return Err(SbError::Config("receiver credit must be at least 1".into()));
+        }
+        if cfg.token_ttl < Duration::from_secs(1) {
+            return Err(SbError::Config("token TTL must be at least 1 s".into()));
+        }
+        if cfg.connect_timeout.is_zero() || cfg.settle_timeout.is_zero() {
+            return Err(SbError::Config("timeouts must be above zero".into()));
+        }
+        if cfg.topic.is_empty() || cfg.subscription.is_empty() {
+            return Err(SbError::Config(
+                "receiver topic and subscription must not be empty".into(),
+            ));
+        }
+        let tls = if cfg.connection.uses_tls() {
+            Some(crate::sender::tls_connector()?)
+        } else {
+            None
+        };
+        let address = cfg.connection.entity_address(&cfg.entity());
+        let mut r = SbReceiver {
+            shared: Arc::new(Shared {
+                cs: cfg.connection.clone(),
+                tls,
+                connect_timeout: cfg.connect_timeout,
+                token_ttl: cfg.token_ttl,
+            }),
+            address,
+            cfg,
+            conn: None,
+            link: Link::default(),
+            restarts: 0,
+            conn_ids: AtomicU64::new(0),
+        };
+        let by = Instant::now() + r.cfg.connect_timeout * 2;
+        if let Err(e) = r.ensure_link(by).await {
+            let endpoint = format!("{}:{}", r.shared.cs.host, r.shared.cs.amqp_port());
+            return Err(match e {
+                ReceiveError::NotFound(audience) => SbError::NotFound { audience },
+                ReceiveError::Unauthorized(audience) => SbError::Unauthorized {
+                    audience,
+                    status: 401,
+                },
+                ReceiveError::Connect(reason) => SbError::Connect { endpoint, reason },
+                other => SbError::Amqp(other.to_string()),
+            });
+        }
+        Ok(r)
+    }
+
+    /// The next message, waiting at most `wait` for one. `Ok(None)` when none came in
+    /// time. A lost link or connection is re-attached (a restart) within the same `wait`;
+    /// if that fails the error is returned and the next call tries again.
+    pub async fn receive(&mut self, wait: Duration) -> Result<Option<Received>, ReceiveError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            self.ensure_link(deadline).await?;
+            let conn = self.conn.clone().expect("attached above");
+            let receiver = self.link.receiver.as_mut().expect("attached above");
+            let got = tokio::select! {
+                biased;
+                r = timeout_at(deadline, receiver.recv::<Body<Value>>()) => r,
+                () = conn.closed() => {
+                    conn.mark_broken();
+                    self.link.receiver = None;
+                    continue;
+                }
+            };
+            match got {
+                Err(_) => return Ok(None),
+                Ok(Ok(delivery)) => {
+                    let (info, msg) = delivery.into_parts();
+                    return Ok(Some(Received::from_amqp(info, msg, self.link.generation)));
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(
+                        entity = %self.cfg.entity(),
+                        "receive link lost: {}",
+                        one_line(&e.to_string())
+                    );
+                    if matches!(
+                        e,
+                        RecvError::LinkStateError(
+                            fe2o3_amqp::link::LinkStateError::SessionStopped(_)
+                        )
+                    ) {
+                        conn.mark_broken();
+                    }
+                    // Answer the broker's detach, so the session frees the link's handle: a
+                    // link dropped without it leaves the next attach on this session hanging
+                    // until the connect timeout.
+                    if let Some(r) = self.link.receiver.take() {
+                        let by = Instant::now() + Duration::from_millis(500);
+                        let _ = timeout_at(by.min(deadline), r.close()).await;
+                    }
+                    if Instant::now() >= deadline {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Complete the message: the broker removes it.
+    pub async fn complete(&mut self, msg: &Received) -> Result<(), ReceiveError> {
+        self.settle(msg, |r, info| Box::pin(r.accept(info))).await
+    }
+
+    /// Abandon the message: the broker unlocks it and delivers it again (to the dead-letter
+    /// sub-queue once its delivery count reaches the entity's `MaxDeliveryCount`).
+    pub async fn abandon(&mut self, msg: &Received) -> Result<(), ReceiveError> {
+        let modified = Modified {
+            delivery_failed: Some(true),
+            undeliverable_here: None,
+            message_annotations: None,
+        };
+        self.settle(msg, move |r, info| Box::pin(r.modify(info, modified)))
+            .await
+    }
+
+    /// Dead-letter the message with a reason and description (Azure's `DeadLetterReason`
+    /// and `DeadLetterErrorDescription`): the broker moves it to the dead-letter sub-queue.
+    pub async fn dead_letter(
+        &mut self,
+        msg: &Received,
+        reason: &str,
+        description: &str,
+    ) -> Result<(), ReceiveError> {
+        let mut info = OrderedMap::new();
+        info.insert(
+            Symbol::from("DeadLetterReason"),
+            Value::String(reason.to_string()),
+        );
+        info.insert(
+            Symbol::from("DeadLetterErrorDescription"),
+            Value::String(description.to_string()),
+        );
+        let error = definitions::Error::new(
+            ErrorCondition::Custom(Symbol::from("com.microsoft:dead-letter")),
+            Some(description.to_string()),
+            Some(info),
+        );
+        self.settle(msg, move |r, i| Box::pin(r.reject(i, error)))
+            .await
+    }
+
+    /// Link re-attaches and connection reopens after a loss, since [`Self::connect`].
+    pub fn restarts(&self) -> u64 {
+        self.restarts
+    }
+
+    /// The subscription's entity path, `<topic>/Subscriptions/<name>`.
+    pub fn entity(&self) -> String {
+        self.cfg.entity()
+    }
+
+    /// Detach the link and close the connection, each step within a second. Messages
+    /// received and not settled are delivered again when their locks expire.
+    pub async fn close(mut self) {
+        let t = Duration::from_secs(1);
+        if let Some(r) = self.link.receiver.take() {
+            let _ = tokio::time::timeout(t, r.close()).await;
+        }
+        if let Some(c) = self.conn.take() {
+            c.mark_broken();
+            c.close().await;
+        }
+    }
+
+    async fn settle<F>(&mut self, msg: &Received, op: F) -> Result<(), ReceiveError>
+    where
+        F: for<'a> FnOnce(
+            &'a Receiver,
+            fe2o3_amqp::link::delivery::DeliveryInfo,
+        ) -> std::pin::Pin<
+            Box<
+                dyn std::future::Future<Output = Result<(), fe2o3_amqp::link::DispositionError>>
+                    + Send
+                    + 'a,
+            >,
+        >,
+    {
+        if msg.generation != self.link.generation {
+            return Err(ReceiveError::LinkLost);
+        }
+        let Some(receiver) = self.link.receiver.as_ref() else {
+            return Err(ReceiveError::LinkLost);
+        };
+        let deadline = Instant::now() + self.cfg.settle_timeout;
+        match timeout_at(deadline, op(receiver, msg.info.clone())).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => {
+                self.link.receiver = None;
+                Err(ReceiveError::LinkLost)
+            }
+            Err(_) => Err(ReceiveError::Timeout),
+        }
+    }
+
+    /// A live connection and an attached link, (re)made within `deadline` and the connect
+    /// timeout. Every attach after the first is a restart.
+    async fn ensure_link(&mut self, deadline: Instant) -> Result<(), ReceiveError> {
+        if self.link.receiver.is_some() && self.conn.as_ref().is_some_and(|c| !c.is_broken()) {
+            return Ok(());
+        }
+        let by = deadline.min(Instant::now() + self.cfg.connect_timeout);
+        let conn = match self.conn.clone().filter(|c| !c.is_broken()) {
+            Some(c) => c,
+            None => {
+                self.link.receiver = None;
+                let id = self.conn_ids.fetch_add(1, Ordering::Relaxed);
+                let opened = timeout_at(by, PooledConn::open(id, self.shared.clone())).await;
+                let c = match opened {
+                    Ok(Ok(c)) => c,
+                    Ok(Err(f)) => return Err(ReceiveError::of_outcome(f.outcome, f.reason)),
+                    Err(_) => return Err(ReceiveError::Connect("connect timed out".into())),
+                };
+                if let Some(old) = self.conn.replace(c.clone()) {
+                    old.mark_broken();
+                    let _ = tokio::time::timeout(Duration::from_millis(100), old.close()).await;
+                }
+                tokio::spawn(refresh_loop(Arc::downgrade(&c), self.shared.token_ttl / 2));
+                c
+            }
+        };
+        let attached = timeout_at(by, self.attach(&conn)).await;
+        match attached {
+            Ok(Ok(r)) => {
+                if self.link.generation > 0 {
+                    self.restarts += 1;
+                }
+                self.link.generation += 1;
+                self.link.receiver = Some(r);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => {
+                // An attach cut off midway leaves the session in an unknown state.
+                conn.mark_broken();
+                Err(ReceiveError::Connect("attach timed out".into()))
+            }
+        }
+    }
+
+    async fn attach(&self, conn: &PooledConn) -> Result<Receiver, ReceiveError> {
+        conn.put_token(&self.address)
+            .await
+            .map_err(|f| ReceiveError::of_outcome(f.outcome, self.address.clone()))?;
+        let name = format!(
+            "hubload-rx-{}-{}-{}",
+            std::process::id(),
+            conn.id,
+            self.link.generation
+        );
+        let mut session = conn.session.lock().await;
+        Receiver::builder()
+            .name(name)
+            .source(self.address.clone())
+            .receiver_settle_mode(ReceiverSettleMode::Second)
+            .credit_mode(CreditMode::Auto(self.cfg.credit))
+            .attach(&mut *session)
+            .await
+            .map_err(|e| match &e {
+                ReceiverAttachError::RemoteClosedWithError(err) => {
+                    let c = condition_str(&err.condition);
+                    ReceiveError::of_outcome(classify_condition(&c), self.cfg.entity())
+                }
+                ReceiverAttachError::SessionStopped(_) | ReceiverAttachError::SessionNotMapped => {
+                    conn.mark_broken();
+                    ReceiveError::Connect(one_line(&e.to_string()))
+                }
+                _ => ReceiveError::Connect(one_line(&e.to_string())),
+            })
+    }
+}

@@ -1,0 +1,200 @@
+//! The reference hub in broker mode (`--servicebus`) against the emulator, loaded by hubload
+//! with its own subscribers: every accepted publish is one send the emulator counted and
+//! one delivery hubload's subscriber received, with the hub's stats in between, exactly, per
+//! level; and the side by side against the same hub and emulator puts the hub above the
+//! broker at every level.
+
+use hubload_hub::Broker;
+use hubload_servicebus::emulator::EmulatorConfig;
+
+use crate::util::{count, Scenario};
+
+/// A hub and an emulator, the hub in broker mode on the emulator.
+async fn broker_scenario() -> Scenario {
+    let sc = Scenario::servicebus(EmulatorConfig::default()).await;
+    let broker = Broker::connect(sc.emulator().connection_string_parsed())
+        .await
+        .unwrap();
+    assert!(sc.hub.state.set_broker(broker));
+    sc
+}
+
+const RUN: [&str; 10] = [
+    "--tenants",
+    "2",
+    "--sps",
+    "2",
+    "--users",
+    "3",
+    "--concurrency",
+    "2,4",
+    "--requests",
+    "60",
+];
+
+/// The hub's stats once its broker counts stop moving toward `completes` (bounded wait).
+async fn broker_settled(sc: &Scenario, completes: u64) -> hubload_hub::StatsSnapshot {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let s = sc.hub_stats().await;
+        let b = s.broker.unwrap();
+        if b.completes >= completes || tokio::time::Instant::now() >= deadline {
+            return s;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_accepted_publish_is_sent_once_and_delivered_once() {
+    let sc = broker_scenario().await;
+    let mut flags = RUN.to_vec();
+    flags.extend(["--target", "websub", "--subscribers", "1"]);
+    let o = sc.run(&flags).await;
+    let r = &o.report;
+    let topics = r.topics.len() as u64;
+    let p = r.subscription.as_ref().expect("a subscription section");
+    assert_eq!(
+        (p.verified, p.denied, p.unverified),
+        (topics, 0, 0),
+        "{p:?}"
+    );
+    let mut accepted_all = 0;
+    let mut delivered_all = 0;
+    for l in &r.levels {
+        let accepted = count(l, "accepted");
+        assert_eq!(accepted, 60, "level {}", l.label);
+        let c = &l.delivery.as_ref().unwrap().counts;
+        assert_eq!(c.delivered, accepted, "level {}: {c:?}", l.label);
+        assert_eq!(
+            (
+                c.lost,
+                c.duplicates,
+                c.unexpected,
+                c.bad_signature,
+                c.body_mismatch
+            ),
+            (0, 0, 0, 0, 0),
+            "level {}: {c:?}",
+            l.label
+        );
+        // One `broker` metric per accepted publish: the hub's real send time.
+        assert_eq!(
+            l.server_timing["broker"].count, accepted,
+            "level {}",
+            l.label
+        );
+        assert_eq!(l.server_timing["hub"].count, accepted, "level {}", l.label);
+        accepted_all += accepted;
+        delivered_all += c.delivered;
+    }
+    // The hub in between: its publishes, its sends, its completions.
+    let s = broker_settled(&sc, delivered_all).await;
+    let b = s.broker.unwrap();
+    assert_eq!(s.publish.accepted, accepted_all);
+    assert_eq!(
+        (b.sends.accepted, b.sends.total()),
+        (accepted_all, accepted_all)
+    );
+    assert_eq!(
+        (b.receives, b.completes, b.abandons, b.dead_letters),
+        (delivered_all, delivered_all, 0, 0)
+    );
+    assert_eq!(s.distribution.delivered, delivered_all);
+    // The broker: every send counted, one subscription per subscriber, each message
+    // enqueued once and completed once.
+    let c = sc.emulator_counts();
+    assert_eq!(c.accepted, accepted_all);
+    let subs: Vec<_> = c
+        .entities
+        .iter()
+        .filter(|(k, _)| k.contains("/Subscriptions/hub-"))
+        .collect();
+    assert_eq!(subs.len() as u64, topics);
+    let total = |f: fn(&hubload_servicebus::emulator::store::StoreStats) -> u64| {
+        subs.iter().map(|(_, s)| f(s)).sum::<u64>()
+    };
+    assert_eq!(total(|s| s.enqueued), accepted_all);
+    assert_eq!(total(|s| s.completed), delivered_all);
+    assert_eq!(total(|s| s.redelivered), 0);
+    assert_eq!(total(|s| s.active), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn side_by_side_puts_the_hub_above_the_broker_at_every_level() {
+    let sc = broker_scenario().await;
+    let mut flags = RUN.to_vec();
+    flags.extend(["--target", "websub,servicebus"]);
+    let o = sc.run(&flags).await;
+    assert!(!o.thresholds_failed);
+    let hub = sc.summary("websub");
+    let sb = sc.summary("servicebus");
+    assert_eq!(hub.levels.len(), 2);
+    for (h, b) in hub.levels.iter().zip(&sb.levels) {
+        assert_eq!(h.label, b.label);
+        let accepted = count(h, "accepted");
+        assert_eq!(accepted, 60);
+        assert_eq!(count(b, "accepted"), 60);
+        assert_eq!(
+            h.server_timing["broker"].count, accepted,
+            "level {}",
+            h.label
+        );
+        // The hub's publish is a client → hub → broker chain: its median is above the
+        // broker's own.
+        assert!(
+            h.accepted_latency_us.p50 > b.accepted_latency_us.p50,
+            "level {}: hub p50 {} µs, broker p50 {} µs",
+            h.label,
+            h.accepted_latency_us.p50,
+            b.accepted_latency_us.p50
+        );
+    }
+    // The emulator counted both paths' sends: the hub's and hubload's own.
+    let s = sc.hub_stats().await;
+    let c = sc.emulator_counts();
+    assert_eq!(s.broker.unwrap().sends.accepted, 120);
+    assert_eq!(c.accepted, 240);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hub_servicebus_runs_the_embedded_hub_on_the_embedded_emulator() {
+    // The scenario's own hub and emulator must see nothing: the run brings its own.
+    let sc = Scenario::servicebus(EmulatorConfig::default()).await;
+    let mut flags = RUN.to_vec();
+    flags.extend(["--hub-servicebus", "--subscribers", "1"]);
+    let o = sc.run_embedded(&flags).await;
+    for l in &o.report.levels {
+        let accepted = count(l, "accepted");
+        assert_eq!(accepted, 60, "level {}", l.label);
+        assert_eq!(
+            l.server_timing["broker"].count, accepted,
+            "level {}",
+            l.label
+        );
+        let c = &l.delivery.as_ref().unwrap().counts;
+        assert_eq!(
+            (c.delivered, c.lost, c.duplicates),
+            (accepted, 0, 0),
+            "{c:?}"
+        );
+    }
+    // Side by side on the one embedded emulator: the hub above the broker at every level.
+    let mut flags = RUN.to_vec();
+    flags.extend(["--hub-servicebus", "--target", "websub,servicebus"]);
+    sc.run_embedded(&flags).await;
+    let hub = sc.summary("websub");
+    let sb = sc.summary("servicebus");
+    for (h, b) in hub.levels.iter().zip(&sb.levels) {
+        assert_eq!(h.server_timing["broker"].count, count(h, "accepted"));
+        assert!(
+            h.accepted_latency_us.p50 > b.accepted_latency_us.p50,
+            "level {}",
+            h.label
+        );
+    }
+    // Its counts are both paths': the Service Bus report leaves them out.
+    assert!(sb.servicebus.as_ref().unwrap().emulator.is_none());
+    assert_eq!(sc.hub_stats().await.requests, 0);
+    assert_eq!(sc.emulator_counts().connections, 0);
+}
