@@ -52,6 +52,8 @@ pub(crate) struct ServiceBusPath<'a> {
     endpoint: String,
     target: ServiceBusTarget,
     emulator: Option<EmulatorHandle>,
+    /// The connection, for broker subscribers (`--subscribers`).
+    connection: ConnectionString,
 }
 
 impl<'a> ServiceBusPath<'a> {
@@ -73,7 +75,6 @@ impl<'a> ServiceBusPath<'a> {
             (Some(s), _) => ConnectionString::from_str(s.expose())
                 .map_err(|e| anyhow::anyhow!("invalid --sb-connection-string: {e}"))?,
             (None, Some(emu)) => emu.connection_string_parsed(),
-            (None, None) => unreachable!("emulator started above"),
         };
         let endpoint = cs.amqp_base();
         let url = url::Url::parse(&endpoint).with_context(|| {
@@ -83,7 +84,7 @@ impl<'a> ServiceBusPath<'a> {
             )
         })?;
         let sender = SbSender::connect(SenderConfig {
-            connection: cs,
+            connection: cs.clone(),
             connections: cfg.target.sb_connections as usize,
             connect_timeout: cfg.client.connect_timeout.max(MIN_CONNECT_TIMEOUT),
             send_timeout: cfg.client.timeout,
@@ -102,6 +103,7 @@ impl<'a> ServiceBusPath<'a> {
             endpoint,
             target,
             emulator,
+            connection: cs,
         })
     }
 }
@@ -117,6 +119,10 @@ impl TargetPath for ServiceBusPath<'_> {
 
     fn endpoint(&self) -> String {
         self.endpoint.clone()
+    }
+
+    fn sb_connection(&self) -> Option<ConnectionString> {
+        Some(self.connection.clone())
     }
 
     async fn prepare(&self, mine: &[Topic], cancel: &CancellationToken) -> Option<PhaseResult> {
