@@ -57,7 +57,7 @@ pub fn subscription_name(index: usize) -> String {
 
 impl Fleet {
     /// Attach one receiver per subscriber (its topic's `hub_topic` is the Service Bus topic),
-    /// at most [`ATTACH_CONCURRENCY`] at once, each within `connect_timeout`; start their
+    /// at most `ATTACH_CONCURRENCY` at once, each within `connect_timeout`; start their
     /// receive loops. A subscriber whose receiver attached is verified, one that did not is
     /// refused (it expects nothing), as a WebSub subscription phase leaves them.
     pub async fn attach_broker(
