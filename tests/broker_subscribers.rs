@@ -100,3 +100,48 @@ async fn a_single_service_bus_topic_is_refused_with_subscribers() {
         "{err:#}"
     );
 }
+
+/// A subscriber answering 500 abandons the message: the broker delivers it again and the
+/// second delivery is counted a redelivery, as a hub's retry is; the emulator's abandon and
+/// redelivery counts are hubload's exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_answer_abandons_and_the_broker_delivers_again() {
+    let sc = Scenario::servicebus(EmulatorConfig::default()).await;
+    let mut flags = RUN.to_vec();
+    flags.extend(["--subscriber-fail-every", "5"]);
+    let o = sc.run(&flags).await;
+    let (mut errors, mut redeliveries, mut accepted_all) = (0, 0, 0);
+    for l in &o.report.levels {
+        let accepted = count(l, "accepted");
+        accepted_all += accepted;
+        let c = &l.delivery.as_ref().expect("a delivery section").counts;
+        assert_eq!(
+            (c.delivered, c.lost, c.duplicates),
+            (2 * accepted, 0, 0),
+            "level {}: {c:?}",
+            l.label
+        );
+        assert!(c.answered_error > 0, "level {}: {c:?}", l.label);
+        // Each error answer brings exactly one more delivery of that message (refused again
+        // or not), and every message was acknowledged in the end.
+        assert_eq!(c.redeliveries, c.answered_error, "level {}: {c:?}", l.label);
+        assert_eq!(c.received, c.delivered + c.answered_error, "{c:?}");
+        errors += c.answered_error;
+        redeliveries += c.redeliveries;
+    }
+    let e = sc.emulator_counts();
+    let subs = e
+        .entities
+        .iter()
+        .filter(|(path, _)| path.contains("/Subscriptions/hubload-"));
+    let (mut abandoned, mut redelivered, mut completed) = (0, 0, 0);
+    for (_, s) in subs {
+        abandoned += s.abandoned;
+        redelivered += s.redelivered;
+        completed += s.completed;
+    }
+    assert_eq!(
+        (abandoned, redelivered, completed),
+        (errors, redeliveries, 2 * accepted_all)
+    );
+}
