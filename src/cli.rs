@@ -104,6 +104,10 @@ pub struct RunArgs {
     /// AMQP connections to Service Bus [default: 4].
     #[arg(long, help_heading = "Target")]
     pub sb_connections: Option<String>,
+    /// Broker subscribers (`--subscribers` with --target servicebus): link credit (prefetch) of
+    /// each receiver. Small (1–20) for latency, larger for throughput [default: 16].
+    #[arg(long, help_heading = "Target")]
+    pub sb_receiver_credit: Option<String>,
 
     // ---- credentials and dialect (config/auth.rs, config/dialect.rs)
     /// Read the bearer token from this file (one trailing newline removed, as a mounted

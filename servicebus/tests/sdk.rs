@@ -5,135 +5,13 @@
 //! The SDKs live in tests/sdk/ (`.ci/run` installs them: a venv in tests/sdk/.venv and
 //! `npm ci` there). Without them a test is skipped, except when `CI` is set, where it fails.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
+mod sdk_common;
+
 use std::time::Duration;
 
-use hubload_servicebus::emulator::config_file;
-use hubload_servicebus::emulator::store::StoreStats;
 use hubload_servicebus::emulator::tier::Tier;
-use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorHandle};
+use sdk_common::*;
 use serde_json::Value;
-
-const CONFIG: &str = r#"{"UserConfig": {"Namespaces": [{"Name": "sbemulatorns",
-  "Queues": [{"Name": "jobs", "Properties": {"LockDuration": "PT5S", "MaxDeliveryCount": 2}}],
-  "Topics": [{"Name": "orders", "Properties": {},
-    "Subscriptions": [{"Name": "all", "Properties": {"LockDuration": "PT1M", "MaxDeliveryCount": 10}}]}]}],
-  "Logging": {"Type": "File"}}}"#;
-
-fn sdk_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk")
-}
-
-/// The venv's python, or `None` (skip) outside CI.
-fn python() -> Option<PathBuf> {
-    let p = sdk_dir().join(".venv/bin/python");
-    present(p.exists(), "the Python SDK venv (tests/sdk/.venv)").then_some(p)
-}
-
-fn node() -> Option<PathBuf> {
-    let ok = sdk_dir().join("node_modules/@azure/service-bus").exists()
-        && std::process::Command::new("node")
-            .arg("--version")
-            .output()
-            .is_ok();
-    present(ok, "node and tests/sdk/node_modules").then(|| PathBuf::from("node"))
-}
-
-fn present(ok: bool, what: &str) -> bool {
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{what} missing under CI: .ci/run installs it"
-        );
-        eprintln!("skipped: {what} missing (.ci/run installs it)");
-    }
-    ok
-}
-
-async fn emulator(strict: bool, tier: Tier) -> EmulatorHandle {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    Emulator::start(
-        listener,
-        EmulatorConfig {
-            declared: Some(config_file::parse(CONFIG).unwrap()),
-            strict,
-            tier,
-            ..EmulatorConfig::default()
-        },
-    )
-    .await
-    .unwrap()
-}
-
-/// Run one SDK script action; its one JSON line. Bounded: a hang fails the test.
-async fn run(program: &PathBuf, script: &str, args: &[&str]) -> Value {
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(program)
-            .arg(sdk_dir().join(script))
-            .args(args)
-            .current_dir(sdk_dir())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("{script} {args:?} did not finish in 120 s"))
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|_| {
-        panic!(
-            "{script} {:?}: no JSON result\nstdout: {stdout}\nstderr: {}",
-            &args[..1],
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-fn stats(emu: &EmulatorHandle, path: &str) -> StoreStats {
-    emu.counts().entities[path]
-}
-
-/// The entity's figures once `settled` holds, or as they are after 5 s (the caller's
-/// assertion then shows them). A client's receive link may still be sent a message while it
-/// closes, and the emulator releases that message when it handles the detach, which can come
-/// after the client process has exited.
-async fn stats_once(
-    emu: &EmulatorHandle,
-    path: &str,
-    settled: impl Fn(&StoreStats) -> bool,
-) -> StoreStats {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        let s = stats(emu, path);
-        if settled(&s) || tokio::time::Instant::now() >= deadline {
-            return s;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-}
-
-fn ids(v: &Value) -> BTreeSet<String> {
-    v["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap().to_string())
-        .collect()
-}
-
-/// The ids the send scripts give: s-i, b-batch-j, l-list-j.
-fn sent_ids(singles: usize, batches: usize, lists: usize, per: usize) -> BTreeSet<String> {
-    let mut want: BTreeSet<String> = (0..singles).map(|i| format!("s-{i}")).collect();
-    for b in 0..batches {
-        want.extend((0..per).map(|j| format!("b-{b}-{j}")));
-    }
-    for l in 0..lists {
-        want.extend((0..per).map(|j| format!("l-{l}-{j}")));
-    }
-    want
-}
 
 /// The issue's acceptance check: Python, 100 single sends, 5 batches of 20 and 5 lists of 20
 /// to a declared topic; the emulator counts 300; all 300 are received from the subscription in
@@ -438,8 +316,11 @@ async fn python_peek_through_management() {
     emu.shutdown().await;
 }
 
-/// Strict mode: an undeclared topic or subscription is `amqp:not-found` at attach, which
-/// the SDKs raise as they do against Azure (and at once, not after a timeout).
+/// Strict mode: a put-token for an undeclared topic or subscription is answered 404 with
+/// Azure's "The messaging entity '…' could not be found" (its attach would be `amqp:not-found`),
+/// and the SDKs raise what they raise for that answer from Azure, at once: Python's CBS client
+/// turns any failed put-token into `ServiceBusAuthenticationError`, JS reads the description
+/// as `MessagingEntityNotFound` (sender and receiver).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_undeclared_entities_are_not_found() {
     let Some(py) = python() else { return };
@@ -447,7 +328,7 @@ async fn strict_undeclared_entities_are_not_found() {
     let cs = emu.connection_string();
     let t0 = std::time::Instant::now();
     let send = run(&py, "sb.py", &["send", &cs, "nosuch", "1", "0", "0", "0"]).await;
-    assert_eq!(send["error"], "MessagingEntityNotFoundError", "{send}");
+    assert_eq!(send["error"], "ServiceBusAuthenticationError", "{send}");
     let recv = run(
         &py,
         "sb.py",
@@ -463,7 +344,7 @@ async fn strict_undeclared_entities_are_not_found() {
         ],
     )
     .await;
-    assert_eq!(recv["error"], "MessagingEntityNotFoundError", "{recv}");
+    assert_eq!(recv["error"], "ServiceBusAuthenticationError", "{recv}");
     assert!(
         t0.elapsed() < Duration::from_secs(20),
         "not-found took {:?}",

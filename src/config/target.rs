@@ -31,6 +31,8 @@ pub struct TargetConfig {
     pub sb_topics: SbTopics,
     /// AMQP connections.
     pub sb_connections: u32,
+    /// Link credit (prefetch) of each broker subscriber's receiver (`--sb-receiver-credit`).
+    pub sb_receiver_credit: u32,
     /// `--resolve`: hosts pinned to addresses instead of DNS (`resolve_hosts.rs`).
     pub resolve: super::resolve_hosts::ResolveHosts,
 }
@@ -89,6 +91,10 @@ fn sb_topics(a: &RunArgs) -> Result<SbTopics, ConfigError> {
     }
 }
 
+/// Link credit of a broker subscriber's receiver: enough that settling one message at a
+/// time never stalls the link (docs/servicebus-receiver.md, "Credit and prefetch").
+const DEFAULT_RECEIVER_CREDIT: u32 = 16;
+
 /// Where the load goes.
 pub(super) fn resolve(a: &RunArgs) -> Result<TargetConfig, ConfigError> {
     let kinds = kinds(a)?;
@@ -116,6 +122,10 @@ pub(super) fn resolve(a: &RunArgs) -> Result<TargetConfig, ConfigError> {
         sb_topics: sb_topics(a)?,
         sb_connections: opt(&a.sb_connections)
             .map_or(Ok(4), |s| count32("sb-connections", s, 1))?,
+        sb_receiver_credit: opt(&a.sb_receiver_credit)
+            .map_or(Ok(DEFAULT_RECEIVER_CREDIT), |s| {
+                count32("sb-receiver-credit", s, 1)
+            })?,
         resolve: super::resolve_hosts::resolve(&a.resolve)
             .map_err(|e| ConfigError::invalid("resolve", &e.entry, e.why))?,
     })

@@ -118,6 +118,7 @@ async fn run_path<P: TargetPath>(
             P::KIND,
             &mine,
             (path.url(), path.topic_url_prefix()),
+            path.sb_connection(),
             &mut rec,
         )
         .await?;

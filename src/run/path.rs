@@ -35,6 +35,10 @@ pub(crate) trait TargetPath {
     fn topic_url_prefix(&self) -> &str {
         ""
     }
+    /// The Service Bus connection the path sends on, for broker subscribers (none for WebSub).
+    fn sb_connection(&self) -> Option<hubload_servicebus::ConnectionString> {
+        None
+    }
     /// Register topics / attach links for the topics this shard owns; stops on `cancel`
     /// (`None`: this kind or dialect has no set-up phase, as a thin-ping hub has no
     /// registration).

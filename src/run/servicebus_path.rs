@@ -52,6 +52,8 @@ pub(crate) struct ServiceBusPath<'a> {
     endpoint: String,
     target: ServiceBusTarget,
     emulator: Option<EmulatorHandle>,
+    /// The connection, for broker subscribers (`--subscribers`).
+    connection: ConnectionString,
 }
 
 impl<'a> ServiceBusPath<'a> {
@@ -63,17 +65,19 @@ impl<'a> ServiceBusPath<'a> {
         workload: &Arc<Workload>,
         shared: Option<ConnectionString>,
     ) -> anyhow::Result<Self> {
-        let emulator = match (&cfg.target.sb_connection_string, &shared) {
-            (None, None) => Some(start_emulator().await?),
-            _ => None,
-        };
-        let cs = match (&cfg.target.sb_connection_string, &emulator, shared) {
+        // Which connection, decided once: the flag's, the shared emulator's, or a new one's.
+        let (cs, emulator) = match (&cfg.target.sb_connection_string, shared) {
             // The parser's errors name the field and never quote a value.
-            (Some(s), _, _) => ConnectionString::from_str(s.expose())
-                .map_err(|e| anyhow::anyhow!("invalid --sb-connection-string: {e}"))?,
-            (None, Some(emu), _) => emu.connection_string_parsed(),
-            (None, None, Some(cs)) => cs,
-            (None, None, None) => unreachable!("emulator started above"),
+            (Some(s), _) => (
+                ConnectionString::from_str(s.expose())
+                    .map_err(|e| anyhow::anyhow!("invalid --sb-connection-string: {e}"))?,
+                None,
+            ),
+            (None, Some(cs)) => (cs, None),
+            (None, None) => {
+                let emu = start_emulator().await?;
+                (emu.connection_string_parsed(), Some(emu))
+            }
         };
         let endpoint = cs.amqp_base();
         let url = url::Url::parse(&endpoint).with_context(|| {
@@ -83,7 +87,7 @@ impl<'a> ServiceBusPath<'a> {
             )
         })?;
         let sender = SbSender::connect(SenderConfig {
-            connection: cs,
+            connection: cs.clone(),
             connections: cfg.target.sb_connections as usize,
             connect_timeout: cfg.client.connect_timeout.max(MIN_CONNECT_TIMEOUT),
             send_timeout: cfg.client.timeout,
@@ -102,6 +106,7 @@ impl<'a> ServiceBusPath<'a> {
             endpoint,
             target,
             emulator,
+            connection: cs,
         })
     }
 }
@@ -117,6 +122,10 @@ impl TargetPath for ServiceBusPath<'_> {
 
     fn endpoint(&self) -> String {
         self.endpoint.clone()
+    }
+
+    fn sb_connection(&self) -> Option<ConnectionString> {
+        Some(self.connection.clone())
     }
 
     async fn prepare(&self, mine: &[Topic], cancel: &CancellationToken) -> Option<PhaseResult> {

@@ -1,5 +1,6 @@
-//! End-to-end delivery in a WebSub run: the subscriber fleet started and subscribed after
-//! registration, a delivery level opened and closed around each load level, unsubscribed at the end.
+//! End-to-end delivery in a run: the subscriber fleet (WebSub callbacks, or Service Bus
+//! receivers) started and subscribed after registration, a delivery level opened and closed
+//! around each load level, unsubscribed (or detached) at the end.
 //!
 //! The model (what is counted, the grace rule, the clocks) is docs/delivery.md.
 
@@ -15,7 +16,8 @@ use crate::config::{DeliveryConfig, RunConfig};
 use crate::engine::OwnTopics;
 use crate::shard_contract::ShardSlot;
 use crate::subscriber::{
-    ChurnRunner, DeliveryTracker, Fleet, FleetConfig, PhaseSettings, SubscriptionPhase,
+    BrokerReceivers, BrokerSettings, ChurnRunner, DeliveryTracker, Fleet, FleetConfig,
+    PhaseSettings, SubscriptionPhase,
 };
 use crate::summary::delivery_report::LevelDelivery;
 use crate::workload::{Topic, Workload};
@@ -37,6 +39,10 @@ pub(crate) struct DeliveryRun {
     churn: Option<f64>,
     /// The open level's churn, stopped when the level closes.
     churning: std::sync::Mutex<Option<ChurnRunner>>,
+    /// Service Bus: the subscribers are broker receivers (`subscriber/broker.rs`), attached
+    /// by [`DeliveryRun::subscribe`] and closed by [`DeliveryRun::finish`].
+    broker: Option<BrokerSettings>,
+    receivers: tokio::sync::Mutex<Option<BrokerReceivers>>,
 }
 
 impl DeliveryRun {
@@ -96,6 +102,68 @@ impl DeliveryRun {
                 .churn
                 .map(|r| r / f64::from(cfg.shard.as_ref().map_or(1, |s| s.count.max(1)))),
             churning: std::sync::Mutex::new(None),
+            broker: None,
+            receivers: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// Service Bus: a fleet without a callback server whose subscribers are peek-lock
+    /// receivers on subscription `hubload-<i>` of each chosen topic (the topic named as the
+    /// sends name it: `--sb-topics per-topic` only, since one Service Bus topic for all would
+    /// give every receiver every topic's events).
+    pub(crate) fn start_broker(
+        cfg: &RunConfig,
+        d: &DeliveryConfig,
+        workload: &Arc<Workload>,
+        mine: &[Topic],
+        connection: hubload_servicebus::ConnectionString,
+    ) -> anyhow::Result<Self> {
+        if cfg.target.sb_topics != crate::config::SbTopics::PerTopic {
+            anyhow::bail!(
+                "--subscribers with --target servicebus needs --sb-topics per-topic (one Service Bus topic per workload topic)"
+            );
+        }
+        if d.churn.is_some() {
+            anyhow::bail!("--subscriber-churn is for WebSub subscribers, not --target servicebus");
+        }
+        let chosen = d.topics.of(workload.topics().len());
+        let fc = FleetConfig {
+            listen: d.listen,
+            callback_url: None,
+            per_topic: d.subscribers,
+            topics: mine
+                .iter()
+                .filter(|t| t.index < chosen)
+                .map(|t| (t.index, t.name.to_string()))
+                .collect(),
+            secret: None,
+            lease_seconds: 0,
+            behaviour: d.behaviour.clone(),
+        };
+        let tracker = Arc::new(DeliveryTracker::new(TRACKER_SLOTS));
+        let fleet = Fleet::without_server(fc, workload.clone(), tracker);
+        let timeout = PHASE_TIMEOUT.max(cfg.client.timeout);
+        Ok(DeliveryRun {
+            fleet,
+            settings: PhaseSettings {
+                hub_url: url::Url::parse("amqp://servicebus.invalid/").expect("a valid URL"),
+                connect_to: Default::default(),
+                headers: cfg.target.hub_headers.clone(),
+                concurrency: 1,
+                timeout,
+                http2: false,
+            },
+            grace: d.grace,
+            unsubscribe: false,
+            churn: None,
+            churning: std::sync::Mutex::new(None),
+            broker: Some(BrokerSettings {
+                connection,
+                credit: cfg.target.sb_receiver_credit,
+                connect_timeout: timeout,
+                settle_timeout: cfg.client.timeout,
+            }),
+            receivers: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -109,9 +177,17 @@ impl DeliveryRun {
         self.fleet.tracker().clone()
     }
 
-    /// Subscribe every subscriber and wait for the hub's verifications.
+    /// Subscribe every subscriber and wait for the hub's verifications (Service Bus: attach
+    /// every receiver).
     pub(crate) async fn subscribe(&self, cancel: &CancellationToken) -> SubscriptionPhase {
-        let p = self.fleet.subscribe(&self.settings, cancel).await;
+        let p = match &self.broker {
+            Some(b) => {
+                let (p, receivers) = self.fleet.attach_broker(b, cancel).await;
+                *self.receivers.lock().await = Some(receivers);
+                p
+            }
+            None => self.fleet.subscribe(&self.settings, cancel).await,
+        };
         if p.verified < p.requested {
             tracing::warn!(
                 requested = p.requested,
@@ -174,6 +250,10 @@ impl DeliveryRun {
 
     /// Unsubscribe at the end, unless `--no-unsubscribe`.
     pub(crate) async fn finish(&self, cancel: &CancellationToken) -> Option<SubscriptionPhase> {
+        if let Some(r) = self.receivers.lock().await.take() {
+            tracing::info!(restarts = r.restarts(), "broker subscribers closing");
+            r.close().await;
+        }
         let out = match self.unsubscribe {
             true => Some(self.fleet.unsubscribe(&self.settings, cancel).await),
             false => None,
@@ -208,8 +288,9 @@ pub(crate) fn own_topics(
     ))
 }
 
-/// The fleet of a path, subscribed and recorded, when the run has subscribers and the path is
-/// WebSub (Service Bus has no subscribers of ours); `None` otherwise.
+/// The fleet of a path, subscribed and recorded, when the run has subscribers: WebSub
+/// callbacks, or Service Bus receivers (`sb`, the path's connection); `None` otherwise.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn start_for(
     cfg: &RunConfig,
     workload: &Arc<Workload>,
@@ -217,15 +298,21 @@ pub(crate) async fn start_for(
     kind: crate::config::TargetKind,
     mine: &[Topic],
     (hub_url, topic_prefix): (&url::Url, &str),
+    sb: Option<hubload_servicebus::ConnectionString>,
     rec: &mut super::record::RunRecord,
 ) -> anyhow::Result<Option<DeliveryRun>> {
     let Some(d) = &cfg.delivery else {
         return Ok(None);
     };
-    if kind != crate::config::TargetKind::Websub {
-        return Ok(None);
-    }
-    let run = DeliveryRun::start(cfg, d, workload, mine, (hub_url, topic_prefix)).await?;
+    let run = match (kind, sb) {
+        (crate::config::TargetKind::Websub, _) => {
+            DeliveryRun::start(cfg, d, workload, mine, (hub_url, topic_prefix)).await?
+        }
+        (crate::config::TargetKind::Servicebus, Some(cs)) => {
+            DeliveryRun::start_broker(cfg, d, workload, mine, cs)?
+        }
+        _ => return Ok(None),
+    };
     let phase = run.subscribe(cancel).await;
     // Recorded first, so a failed phase's counts and reason are in summary.json.
     rec.set_subscription(&phase)?;

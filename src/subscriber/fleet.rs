@@ -74,6 +74,36 @@ impl Fleet {
     ) -> std::io::Result<Fleet> {
         let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
         let local_addr = listener.local_addr()?;
+        let shared = Self::shared(&cfg, local_addr, workload, tracker);
+        let stop = super::server::spawn(listener, shared.clone());
+        Ok(Fleet {
+            shared,
+            local_addr,
+            stop,
+        })
+    }
+
+    /// A fleet without a callback server: broker subscribers (`broker.rs`) feed its
+    /// deliveries. `cfg.listen`, `callback_url`, `secret` and `lease_seconds` are unused.
+    pub fn without_server(
+        cfg: FleetConfig,
+        workload: Arc<Workload>,
+        tracker: Arc<DeliveryTracker>,
+    ) -> Fleet {
+        let shared = Self::shared(&cfg, cfg.listen, workload, tracker);
+        Fleet {
+            shared,
+            local_addr: cfg.listen,
+            stop: CancellationToken::new(),
+        }
+    }
+
+    fn shared(
+        cfg: &FleetConfig,
+        local_addr: SocketAddr,
+        workload: Arc<Workload>,
+        tracker: Arc<DeliveryTracker>,
+    ) -> Arc<Shared> {
         let mut first_sub = vec![u32::MAX; workload.topics().len()];
         let per_topic = cfg.per_topic.max(1);
         let mut subs = Vec::with_capacity(cfg.topics.len() * per_topic);
@@ -91,7 +121,7 @@ impl Fleet {
             .trim_end_matches('/')
             .to_owned();
         let secret = cfg.secret.clone().unwrap_or_else(generated_secret);
-        let shared = Arc::new(Shared {
+        Arc::new(Shared {
             workload,
             tracker,
             subs,
@@ -109,12 +139,6 @@ impl Fleet {
             churn: Default::default(),
             origin_ns: AtomicU64::new(0),
             callback_base,
-        });
-        let stop = super::server::spawn(listener, shared.clone());
-        Ok(Fleet {
-            shared,
-            local_addr,
-            stop,
         })
     }
 

@@ -7,6 +7,7 @@
 
 mod behaviour;
 mod bitmap;
+mod broker;
 mod churn;
 mod churn_stats;
 pub mod client;
@@ -24,6 +25,7 @@ mod tracker;
 
 pub use behaviour::{Answer, Behaviour};
 pub use bitmap::{AtomicBitmap, SeqBitmap, MAX_SPAN};
+pub use broker::{subscription_name, BrokerReceivers, BrokerSettings};
 pub use churn::ChurnRunner;
 pub use churn_stats::{ChurnSeconds, ChurnStats};
 pub use fleet::{Fleet, FleetConfig};

@@ -291,7 +291,8 @@ fn answer(sh: &Shared, asked: &Asked, body: &[u8], received_ns: u64) -> (u16, Op
     if asked.method == Method::Get {
         return verify(sh, sub, &asked.query);
     }
-    (deliver(sh, sub, asked.signature(), body, received_ns), None)
+    let answer = deliver(sh, sub, Some(asked.signature()), body, received_ns);
+    (answer.status(), None)
 }
 
 /// Intent verification (WebSub §5.3): echo `hub.challenge` exactly when the hub asks about
@@ -334,22 +335,24 @@ fn verify(sh: &Shared, sub: &Subscriber, query: &str) -> (u16, Option<String>) {
     (200, Some(challenge.into_owned()))
 }
 
-/// A delivery (WebSub §7): match it to its event, count it; the status the behaviour says.
-fn deliver(
+/// A delivery (WebSub §7, or a broker subscriber's message): match it to its event, count
+/// it; the answer the behaviour says. `signature` is the `X-Hub-Signature` to check (WebSub);
+/// `None` checks none (a broker message carries no signature).
+pub(super) fn deliver(
     sh: &Shared,
     sub: &Subscriber,
-    signature: Option<&[u8]>,
+    signature: Option<Option<&[u8]>>,
     body: &[u8],
     received_ns: u64,
-) -> u16 {
+) -> super::behaviour::Answer {
     let base = sh.base.load(Relaxed);
     let c = check(
         &sh.workload,
         &sh.tracker,
         sub.topic,
         base,
-        Some(&sh.key),
-        signature,
+        signature.is_some().then_some(&sh.key),
+        signature.flatten(),
         body,
     );
     let sent = match c {
@@ -390,7 +393,7 @@ fn deliver(
     if sh.closing.load(Relaxed) {
         sh.delivered.notify_one();
     }
-    answer.status()
+    answer
 }
 
 #[cfg(test)]

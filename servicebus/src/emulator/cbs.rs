@@ -111,7 +111,7 @@ pub async fn cbs_node(mut receiver: Receiver, shared: Arc<Shared>, state: Arc<Co
         let reply_to = props.and_then(|p| p.reply_to.clone());
         let message_id = props.and_then(|p| p.message_id.clone());
         let (status, description) = if app_str(app, "operation") != Some("put-token") {
-            (400, "operation must be put-token")
+            (400, "operation must be put-token".to_string())
         } else {
             let token = match &msg.body {
                 Body::Value(AmqpValue(Value::String(t))) => Some(t.as_str()),
@@ -126,6 +126,7 @@ pub async fn cbs_node(mut receiver: Receiver, shared: Arc<Shared>, state: Arc<Co
             } else {
                 c.cbs_denied += 1
             }
+            c.not_found += u64::from(status == 404);
         });
         let reply = Message::builder()
             .properties(Properties {
@@ -135,7 +136,7 @@ pub async fn cbs_node(mut receiver: Receiver, shared: Arc<Shared>, state: Arc<Co
             .application_properties(
                 ApplicationProperties::builder()
                     .insert("status-code", SimpleValue::Int(status))
-                    .insert("status-description", description.to_string())
+                    .insert("status-description", description)
                     .build(),
             )
             .value(Value::Null)
@@ -152,20 +153,36 @@ fn check_token(
     name: &str,
     shared: &Shared,
     state: &ConnState,
-) -> (i32, &'static str) {
+) -> (i32, String) {
     let Some(t) = token.and_then(SasToken::parse) else {
-        return (401, "malformed SAS token");
+        return (401, "malformed SAS token".into());
     };
     if t.key_name != shared.cfg.key_name || !t.signed_by(&shared.cfg.key) {
-        return (401, "InvalidSignature: the token has an invalid signature");
+        return (
+            401,
+            "InvalidSignature: the token has an invalid signature".into(),
+        );
     }
     if t.expired_at(unix_now()) {
-        return (401, "ExpiredToken: the token is expired");
+        return (401, "ExpiredToken: the token is expired".into());
     }
     if !covers(&t.audience, name) {
         return (
             401,
-            "InvalidAudience: the token audience does not cover the name",
+            "InvalidAudience: the token audience does not cover the name".into(),
+        );
+    }
+    // Azure checks the token, then whether the entity exists: a put-token for an entity that
+    // does not exist is answered 404 with this description (clients report "Put token failed.
+    // status-code: 404"). The JS SDK's sender raises its not-found error only from that
+    // answer (it matches the description's wording); Python raises its authentication error.
+    // Without --strict every entity exists: it is made on first use.
+    if shared.ns.strict && !shared.ns.exists(name) {
+        return (
+            404,
+            format!(
+                "The messaging entity '{name}' could not be found. To know more visit https://aka.ms/sbResourceMgrExceptions."
+            ),
         );
     }
 
@@ -174,7 +191,7 @@ fn check_token(
         .lock()
         .expect("tokens lock")
         .insert(entity_key(&t.audience), t.expiry);
-    (202, "Accepted")
+    (202, "Accepted".into())
 }
 
 /// A client's reply link (of `$cbs` or a `$management` node): send each reply pre-settled,

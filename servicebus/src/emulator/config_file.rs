@@ -1,6 +1,6 @@
 //! Reads the official Service Bus emulator's `Config.json` (`UserConfig → Namespaces →
-//! Queues / Topics → Subscriptions`) into the entities to declare. Every error is one line
-//! naming the JSON path of the bad field.
+//! Queues / Topics → Subscriptions`, with their `Rules` read in `filter.rs`) into the
+//! entities to declare. Every error is one line naming the JSON path of the bad field.
 
 use std::time::Duration;
 
@@ -96,7 +96,13 @@ pub fn parse(text: &str) -> Result<Declared, ConfigFileError> {
                     .iter()
                     .enumerate()
                 {
-                    subscriptions.push(store(s, &format!("{tp}.Subscriptions[{j}]"))?);
+                    let sp = format!("{tp}.Subscriptions[{j}]");
+                    let mut sub = store(s, &sp)?;
+                    if let Some(rules) = s.get("Rules") {
+                        sub.props.rules =
+                            super::filter::parse_rules(rules, &format!("{sp}.Rules"))?;
+                    }
+                    subscriptions.push(sub);
                 }
             }
             // The topic's own DefaultMessageTimeToLive, when given, is checked too.
@@ -251,7 +257,11 @@ mod tests {
                 "DeadLetteringOnMessageExpiration": false, "DefaultMessageTimeToLive": "PT1H",
                 "LockDuration": "PT1M", "MaxDeliveryCount": 3, "ForwardDeadLetteredMessagesTo": "",
                 "ForwardTo": "", "RequiresSession": false},
-              "Rules": [{"Name": "app-prop-filter-1", "Properties": {"FilterType": "Correlation"}}]}]}]
+              "Rules": [{"Name": "app-prop-filter-1", "Properties": {"FilterType": "Correlation",
+                "CorrelationFilter": {"ContentType": "application/text", "CorrelationId": "id1",
+                  "Label": "subject1", "MessageId": "msgid1", "ReplyTo": "someQueue",
+                  "ReplyToSessionId": "sessionId", "SessionId": "session1", "To": "xyz",
+                  "Properties": {"prop3": "value3"}}}}]}]}]
         }],
         "Logging": {"Type": "File"}
       }
@@ -270,6 +280,13 @@ mod tests {
         );
         assert_eq!(d.topics[0].name, "topic.1");
         assert_eq!(d.topics[0].subscriptions[0].name, "subscription.1");
+        let [super::super::filter::Filter::Correlation(c)] =
+            &d.topics[0].subscriptions[0].props.rules[..]
+        else {
+            panic!("one correlation rule")
+        };
+        assert_eq!(c.label.as_deref(), Some("subject1"));
+        assert_eq!(c.properties["prop3"], "value3");
     }
 
     #[test]

@@ -117,11 +117,24 @@ fn items(v: Option<&Value>) -> Vec<Value> {
     }
 }
 
+/// The stored token (the bytes of the delivery tag) a UUID names.
 fn token_of(v: &Value) -> Option<LockToken> {
     match v {
-        Value::Uuid(u) => Some(*u.as_inner()),
+        Value::Uuid(u) => Some(guid_order(*u.as_inner())),
         _ => None,
     }
+}
+
+/// Azure's lock token is the delivery tag read as a .NET Guid, whose first three fields are
+/// little-endian. The SDKs read it so (Python `UUID(bytes_le=tag)`, JS `reorderLockToken`) and
+/// send the UUID's big-endian bytes here; those fields swapped back give the tag. The swap is
+/// its own inverse, so it also turns a stored token into the UUID to answer with.
+fn guid_order(b: LockToken) -> LockToken {
+    let mut o = b;
+    o[0..4].reverse();
+    o[4..6].reverse();
+    o[6..8].reverse();
+    o
 }
 
 fn long(v: Option<&Value>) -> Option<i64> {
@@ -202,7 +215,10 @@ fn answer(op: &str, body: &Value, source: &ReceiveSource) -> Answer {
                     );
                 };
                 let mut m = OrderedMap::new();
-                m.insert(str_key("lock-token"), Value::Uuid(Uuid::from(token)));
+                m.insert(
+                    str_key("lock-token"),
+                    Value::Uuid(Uuid::from(guid_order(token))),
+                );
                 m.insert(str_key("message"), encoded(&d.stored, d.lock.map(|l| l.1)));
                 messages.push(Value::Map(m));
             }

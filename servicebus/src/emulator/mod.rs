@@ -9,6 +9,7 @@ mod cbs;
 pub mod cli;
 pub mod config_file;
 mod conn;
+pub mod filter;
 mod inbound;
 mod management;
 pub mod namespace;
@@ -112,7 +113,8 @@ pub struct EmulatorCounts {
     pub throttled: u64,
     /// Transfers rejected as malformed (`amqp:decode-error`).
     pub rejected: u64,
-    /// Links refused at attach with `amqp:not-found` (undeclared entity, strict mode).
+    /// Undeclared entities named in strict mode: CBS put-tokens answered 404, and links
+    /// refused at attach with `amqp:not-found`.
     pub not_found: u64,
     /// Links refused at attach with `amqp:resource-limit-exceeded` (Azure's quotas).
     pub limit_exceeded: u64,

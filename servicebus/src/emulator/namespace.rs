@@ -35,13 +35,18 @@ pub struct Topic {
 }
 
 impl Topic {
-    /// Copy a message to every subscription (the default filter is true); returns how many.
+    /// Copy a message to every subscription whose rules take it (no rules: Azure's
+    /// `$Default`, true); returns how many took it.
     pub fn publish(&self, msg: &Msg, now_ms: i64) -> usize {
         let subs = self.subscriptions.read().expect("subscriptions lock");
+        let mut n = 0;
         for s in subs.values() {
-            s.enqueue(msg.clone(), now_ms);
+            if super::filter::takes(&s.props.rules, msg) {
+                s.enqueue(msg.clone(), now_ms);
+                n += 1;
+            }
         }
-        subs.len()
+        n
     }
 
     /// The subscriptions, in name order.

@@ -62,7 +62,13 @@ pub async fn entity_sender(
             tokio::time::sleep(wait).await;
         }
         let msg = annotated(&d.stored, d.lock.map(|l| l.1));
-        let sendable = Sendable::builder().message(msg).settled(!peek_lock).build();
+        // The lock token is the delivery tag, as in Azure: the SDKs read a message's lock
+        // token from its tag (to renew the lock, or settle it through `$management`).
+        let sendable = Sendable::builder()
+            .message(msg)
+            .settled(!peek_lock)
+            .delivery_tag(token.to_vec())
+            .build();
         // fe2o3 does not show the link credit, so the message is taken first and the send
         // waits for credit. It waits at most PARK: then the message goes back untouched (the
         // send is cancel-safe), so a link without credit never hides one from other

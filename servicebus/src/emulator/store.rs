@@ -30,6 +30,8 @@ pub struct EntityProps {
     /// Whether an expired message goes to the dead-letter sub-queue (Azure's default: no,
     /// it is dropped).
     pub dead_letter_on_expiration: bool,
+    /// A subscription's rules: it takes a message any of them matches (none: all).
+    pub rules: Vec<super::filter::Filter>,
 }
 
 impl Default for EntityProps {
@@ -39,6 +41,7 @@ impl Default for EntityProps {
             max_delivery_count: 10,
             default_ttl: None,
             dead_letter_on_expiration: false,
+            rules: Vec::new(),
         }
     }
 }

@@ -6,6 +6,7 @@
 //   node sb.js send    CONN ENTITY SINGLES BATCHES LISTS PER
 //   node sb.js receive CONN ENTITY SUBSCRIPTION MODE SETTLE MAX WAIT_S
 //   node sb.js peek    CONN ENTITY SUBSCRIPTION MAX
+//   node sb.js renew   CONN ENTITY SUBSCRIPTION
 //
 // SUBSCRIPTION is "-" for a queue; MODE is peekLock or receiveAndDelete; SETTLE is complete,
 // abandon, deadLetter, defer or none.
@@ -106,12 +107,36 @@ async function peek(conn, entity, sub, max) {
   out({ peeked: ids.length, ids, ...err });
 }
 
+// Receive one message, renew its lock, report whether locked-until moved on, complete it.
+async function renew(conn, entity, sub) {
+  const c = client(conn);
+  let before = null;
+  let after = null;
+  let err = { error: null, code: null };
+  try {
+    const r = receiver(c, entity, sub, { receiveMode: "peekLock" });
+    const [m] = await r.receiveMessages(1, { maxWaitTimeInMs: 5000 });
+    if (m) {
+      before = m.lockedUntilUtc.getTime() / 1000;
+      await new Promise((res) => setTimeout(res, 1100));
+      after = (await r.renewMessageLock(m)).getTime() / 1000;
+      await r.completeMessage(m);
+    }
+    await r.close();
+  } catch (e) {
+    err = errorFields(e);
+  }
+  await c.close();
+  out({ before, after, ...err });
+}
+
 async function main(argv) {
   const [action, conn] = [argv[2], argv[3]];
   if (action === "send") await send(conn, argv[4], ...argv.slice(5, 9).map(Number));
   else if (action === "receive")
     await receive(conn, argv[4], argv[5], argv[6], argv[7], Number(argv[8]), Number(argv[9]));
   else if (action === "peek") await peek(conn, argv[4], argv[5], Number(argv[6]));
+  else if (action === "renew") await renew(conn, argv[4], argv[5]);
   else throw new Error(`unknown action ${action}`);
 }
 

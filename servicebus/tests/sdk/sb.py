@@ -1,5 +1,8 @@
 """Drive Microsoft's Python Service Bus SDK (azure-servicebus, unmodified) for the emulator tests.
 
+Each message sent carries the application property "kind" (single, batch or list), which
+the subscription-rule tests filter on.
+
 One action per run; the result is one JSON line on stdout, so the Rust tests compare it with
 the emulator's own counts. SDK exceptions are data: their class name goes in "error".
 
@@ -45,17 +48,20 @@ def send(conn, entity, singles, batches, lists, per):
         # A topic sender and a queue sender differ only in name: both attach to the entity.
         with client(conn) as c, c.get_topic_sender(entity) as s:
             for i in range(singles):
-                s.send_messages(ServiceBusMessage(f"single-{i}", message_id=f"s-{i}"))
+                s.send_messages(ServiceBusMessage(f"single-{i}", message_id=f"s-{i}", application_properties={"kind": "single"}))
                 sent += 1
             for b in range(batches):
                 batch = s.create_message_batch()
                 for j in range(per):
-                    batch.add_message(ServiceBusMessage(f"batch-{b}-{j}", message_id=f"b-{b}-{j}"))
+                    batch.add_message(ServiceBusMessage(f"batch-{b}-{j}", message_id=f"b-{b}-{j}", application_properties={"kind": "batch"}))
                 s.send_messages(batch)
                 sent += per
             for l in range(lists):
                 s.send_messages(
-                    [ServiceBusMessage(f"list-{l}-{j}", message_id=f"l-{l}-{j}") for j in range(per)]
+                    [
+                        ServiceBusMessage(f"list-{l}-{j}", message_id=f"l-{l}-{j}", application_properties={"kind": "list"})
+                        for j in range(per)
+                    ]
                 )
                 sent += per
     except Exception as e:  # the error type is the result under test

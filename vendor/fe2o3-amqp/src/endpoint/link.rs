@@ -151,6 +151,8 @@ pub(crate) trait SenderLink: Link + LinkExt {
         payload: Payload,
         message_format: MessageFormat,
         settled: Option<bool>,
+        // hubload patch: a caller's delivery tag instead of the link's counter.
+        delivery_tag: Option<DeliveryTag>,
         // The delivery state from sender is useful for
         // 1. link resumption
         // 2. transaction

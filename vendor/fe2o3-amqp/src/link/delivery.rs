@@ -196,6 +196,11 @@ pub struct Sendable<T> {
     /// Please note that this field will be neglected if the negotiated
     /// sender settle mode is NOT equal to `SenderSettleMode::Mixed`
     pub settled: Option<bool>,
+
+    /// hubload patch: the delivery tag to send with, instead of the link's 4-byte counter.
+    /// It must be unique among the link's unsettled deliveries. Azure Service Bus uses a
+    /// message's 16-byte lock token as its delivery tag, and its SDKs read it back as such.
+    pub delivery_tag: Option<DeliveryTag>,
 }
 
 impl Sendable<Uninitialized> {
@@ -215,6 +220,7 @@ where
             message: value.into(),
             message_format: MESSAGE_FORMAT,
             settled: None,
+            delivery_tag: None,
         }
     }
 }
@@ -233,6 +239,8 @@ pub struct Builder<T> {
     /// Indicates whether the message is considered settled by the sender
     pub settled: Option<bool>,
     // pub batchable: bool,
+    /// hubload patch: see [`Sendable::delivery_tag`].
+    pub delivery_tag: Option<DeliveryTag>,
 }
 
 impl Default for Builder<Uninitialized> {
@@ -249,6 +257,7 @@ impl Builder<Uninitialized> {
             message_format: MESSAGE_FORMAT,
             settled: None,
             // batchable: false,
+            delivery_tag: None,
         }
     }
 }
@@ -261,6 +270,7 @@ impl<State> Builder<State> {
             message_format: self.message_format,
             settled: self.settled,
             // batchable: self.batchable,
+            delivery_tag: self.delivery_tag,
         }
     }
 
@@ -277,6 +287,12 @@ impl<State> Builder<State> {
         self.settled = settled.into();
         self
     }
+
+    /// hubload patch: send with this delivery tag (see [`Sendable::delivery_tag`]).
+    pub fn delivery_tag(mut self, tag: impl Into<DeliveryTag>) -> Self {
+        self.delivery_tag = Some(tag.into());
+        self
+    }
 }
 
 impl<T> Builder<Message<T>> {
@@ -287,6 +303,7 @@ impl<T> Builder<Message<T>> {
             message_format: self.message_format,
             settled: self.settled,
             // batchable: self.batchable,
+            delivery_tag: self.delivery_tag,
         }
     }
 }

@@ -734,6 +734,7 @@ where
             message,
             message_format,
             settled,
+            delivery_tag,
         } = sendable;
 
         // serialize message
@@ -742,7 +743,7 @@ where
         Serializable(message).serialize(&mut serializer)?;
         let payload = payload.freeze();
 
-        self.send_payload(payload, message_format, settled, state, batchable)
+        self.send_payload(payload, message_format, settled, delivery_tag, state, batchable)
             .await
     }
 
@@ -764,6 +765,7 @@ where
             message,
             message_format,
             settled,
+            delivery_tag,
         } = sendable;
 
         // serialize message
@@ -772,8 +774,15 @@ where
         Serializable(message).serialize(&mut serializer)?;
         let payload = payload.freeze();
 
-        self.send_payload(payload, *message_format, *settled, state, batchable)
-            .await
+        self.send_payload(
+            payload,
+            *message_format,
+            *settled,
+            delivery_tag.clone(),
+            state,
+            batchable,
+        )
+        .await
     }
 
     pub(crate) async fn send_payload<E>(
@@ -781,6 +790,7 @@ where
         payload: Payload,
         message_format: MessageFormat,
         settled: Option<bool>,
+        delivery_tag: Option<DeliveryTag>,
         state: Option<DeliveryState>,
         batchable: bool,
     ) -> Result<Settlement, E>
@@ -808,6 +818,7 @@ where
                 payload,
                 message_format,
                 settled,
+                delivery_tag,
                 state,
                 batchable,
             )

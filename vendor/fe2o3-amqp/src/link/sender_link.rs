@@ -310,6 +310,7 @@ where
         payload: Payload,
         message_format: MessageFormat,
         settled: Option<bool>,
+        delivery_tag: Option<DeliveryTag>,
         state: Option<DeliveryState>,
         batchable: bool,
     ) -> Result<Settlement, Self::TransferError>
@@ -317,8 +318,9 @@ where
         Fut: Future<Output = Option<LinkFrame>> + Send,
     {
         let tag = self.get_delivery_tag_or_detached(detached).await?;
-        // Delivery count is incremented when consuming credit
-        let delivery_tag = DeliveryTag::from(tag);
+        // Delivery count is incremented when consuming credit. hubload patch: the caller's
+        // tag, when given, replaces the counter's (credit is consumed either way).
+        let delivery_tag = delivery_tag.unwrap_or_else(|| DeliveryTag::from(tag));
 
         let transfer = self.generate_non_resuming_transfer_performative(
             delivery_tag,

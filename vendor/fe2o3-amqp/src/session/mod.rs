@@ -906,6 +906,18 @@ impl endpoint::Session for Session {
                 chunk_inds.push(delivery_ids.len());
             }
 
+            // hubload patch: the echo of a `rejected` outcome leaves the receiver's error out.
+            // The error is the receiver's reason for rejecting (Service Bus's dead-letter
+            // reason); echoed back, Microsoft's SDKs read it as the broker refusing the
+            // settlement and fail a dead-letter that was applied.
+            let echoed = match &disposition.state {
+                Some(fe2o3_amqp_types::messaging::DeliveryState::Rejected(_)) => Some(
+                    fe2o3_amqp_types::messaging::DeliveryState::Rejected(
+                        fe2o3_amqp_types::messaging::Rejected { error: None },
+                    ),
+                ),
+                other => other.clone(),
+            };
             let mut dispositions = Vec::with_capacity(chunk_inds.len());
             let mut prev_ind = 0;
             for ind in chunk_inds {
@@ -915,7 +927,7 @@ impl endpoint::Session for Session {
                     first: slice[0],
                     last: slice.last().copied(),
                     settled: true,
-                    state: disposition.state.clone(),
+                    state: echoed.clone(),
                     batchable: false,
                 };
                 dispositions.push(disposition);

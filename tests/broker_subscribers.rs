@@ -1,0 +1,147 @@
+//! hubload's broker subscribers (`--target servicebus --subscribers N`) against the emulator:
+//! N peek-lock receivers per topic on subscriptions `hubload-<i>`, every accepted send
+//! delivered to each exactly once and completed, the delivery section reconciled exactly with
+//! the emulator's own per-subscription counts.
+
+use hubload_servicebus::emulator::EmulatorConfig;
+
+use crate::util::{count, Scenario};
+
+const RUN: [&str; 14] = [
+    "--tenants",
+    "2",
+    "--sps",
+    "2",
+    "--users",
+    "3",
+    "--concurrency",
+    "2,4",
+    "--requests",
+    "60",
+    "--target",
+    "servicebus",
+    "--subscribers",
+    "2",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_accepted_send_is_received_once_by_each_subscription_and_completed() {
+    let sc = Scenario::servicebus(EmulatorConfig::default()).await;
+    let o = sc.run(&RUN).await;
+    let r = &o.report;
+    let topics = r.topics.len() as u64;
+    let p = r.subscription.as_ref().expect("a subscription section");
+    assert_eq!((p.requested, p.verified), (topics * 2, topics * 2), "{p:?}");
+    let mut accepted_all = 0;
+    for l in &r.levels {
+        let accepted = count(l, "accepted");
+        assert_eq!(accepted, 60, "level {}", l.label);
+        accepted_all += accepted;
+        let c = &l.delivery.as_ref().expect("a delivery section").counts;
+        // Two subscriptions per topic: each accepted send is owed, and delivered, twice.
+        assert_eq!(
+            (c.expected, c.delivered, c.received),
+            (2 * accepted, 2 * accepted, 2 * accepted),
+            "level {}: {c:?}",
+            l.label
+        );
+        assert_eq!(
+            (
+                c.lost,
+                c.duplicates,
+                c.redeliveries,
+                c.unexpected,
+                c.body_mismatch,
+                c.late
+            ),
+            (0, 0, 0, 0, 0, 0),
+            "level {}: {c:?}",
+            l.label
+        );
+    }
+    // The emulator's side: what hubload sent, and per subscription what it received and
+    // completed, nothing left.
+    let e = sc.emulator_counts();
+    assert_eq!(e.accepted, accepted_all);
+    let subs: Vec<_> = e
+        .entities
+        .iter()
+        .filter(|(path, _)| path.contains("/Subscriptions/hubload-"))
+        .collect();
+    assert_eq!(subs.len() as u64, topics * 2, "{:?}", e.entities.keys());
+    let (mut enqueued, mut completed) = (0, 0);
+    for (path, s) in &subs {
+        assert_eq!(
+            (
+                s.enqueued,
+                s.delivered,
+                s.completed,
+                s.active,
+                s.redelivered
+            ),
+            (s.enqueued, s.enqueued, s.enqueued, 0, 0),
+            "{path}: {s:?}"
+        );
+        enqueued += s.enqueued;
+        completed += s.completed;
+    }
+    assert_eq!((enqueued, completed), (2 * accepted_all, 2 * accepted_all));
+}
+
+/// The broker subscribers need one Service Bus topic per workload topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_service_bus_topic_is_refused_with_subscribers() {
+    let sc = Scenario::servicebus(EmulatorConfig::default()).await;
+    let mut flags = RUN.to_vec();
+    flags.extend(["--sb-topics", "single:all"]);
+    let err = sc.try_run(&flags).await.unwrap_err();
+    assert!(
+        format!("{err:#}").contains("--sb-topics per-topic"),
+        "{err:#}"
+    );
+}
+
+/// A subscriber answering 500 abandons the message: the broker delivers it again and the
+/// second delivery is counted a redelivery, as a hub's retry is; the emulator's abandon and
+/// redelivery counts are hubload's exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_answer_abandons_and_the_broker_delivers_again() {
+    let sc = Scenario::servicebus(EmulatorConfig::default()).await;
+    let mut flags = RUN.to_vec();
+    flags.extend(["--subscriber-fail-every", "5"]);
+    let o = sc.run(&flags).await;
+    let (mut errors, mut redeliveries, mut accepted_all) = (0, 0, 0);
+    for l in &o.report.levels {
+        let accepted = count(l, "accepted");
+        accepted_all += accepted;
+        let c = &l.delivery.as_ref().expect("a delivery section").counts;
+        assert_eq!(
+            (c.delivered, c.lost, c.duplicates),
+            (2 * accepted, 0, 0),
+            "level {}: {c:?}",
+            l.label
+        );
+        assert!(c.answered_error > 0, "level {}: {c:?}", l.label);
+        // Each error answer brings exactly one more delivery of that message (refused again
+        // or not), and every message was acknowledged in the end.
+        assert_eq!(c.redeliveries, c.answered_error, "level {}: {c:?}", l.label);
+        assert_eq!(c.received, c.delivered + c.answered_error, "{c:?}");
+        errors += c.answered_error;
+        redeliveries += c.redeliveries;
+    }
+    let e = sc.emulator_counts();
+    let subs = e
+        .entities
+        .iter()
+        .filter(|(path, _)| path.contains("/Subscriptions/hubload-"));
+    let (mut abandoned, mut redelivered, mut completed) = (0, 0, 0);
+    for (_, s) in subs {
+        abandoned += s.abandoned;
+        redelivered += s.redelivered;
+        completed += s.completed;
+    }
+    assert_eq!(
+        (abandoned, redelivered, completed),
+        (errors, redeliveries, 2 * accepted_all)
+    );
+}
