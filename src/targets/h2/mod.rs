@@ -49,6 +49,9 @@ pub use message::H2Head;
 use crate::result::{OtherReason, Outcome, TimeoutKind};
 use crate::targets::http::{HostCounters, Response, Tls, BODY_CAP};
 
+/// The field a hub reports its own time in (W3C Server Timing).
+const SERVER_TIMING: http::HeaderName = http::HeaderName::from_static("server-timing");
+
 /// Limits of one host's HTTP/2 pool.
 #[derive(Debug, Clone)]
 pub struct H2Config {
@@ -354,11 +357,16 @@ async fn exchange(
         }
         None => resp.content_type = None,
     }
-    resp.bytes_received = parts
-        .headers
-        .iter()
-        .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
-        .sum();
+    // One pass over the fields: their size, and any `Server-Timing` (read by the parser the
+    // HTTP/1.1 client uses).
+    let mut fields = 0;
+    for (n, v) in parts.headers.iter() {
+        fields += n.as_str().len() + v.len() + 4;
+        if *n == SERVER_TIMING {
+            resp.server_timing.add_header(v.as_bytes());
+        }
+    }
+    resp.bytes_received = fields as u64;
     while !data.is_end_stream() {
         match by(expiry, data.data()).await {
             None => return Err(Outcome::Timeout(TimeoutKind::Response)),
