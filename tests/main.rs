@@ -21,6 +21,7 @@ mod http2;
 mod http2_frames;
 mod http2_wired;
 mod https;
+mod hub_tls;
 mod local_limits;
 mod observe_server;
 mod open_model;

@@ -65,6 +65,13 @@ pub struct HubArgs {
     /// Longest wait between delivery retries, in ms.
     #[arg(long, default_value_t = 10_000)]
     pub retry_max_ms: u64,
+    /// Serve TLS with this PEM certificate chain (leaf first), offering ALPN h2 and
+    /// http/1.1; needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     #[command(flatten)]
     pub faults: FaultFlags,
 }
@@ -246,13 +253,20 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         )
         .try_init();
     let cfg = args.to_config()?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::tls::acceptor(cert, key)?),
+        _ => None,
+    };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("--listen {}", args.listen))?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, faults = ?cfg.faults, "hubload-hub listening");
     let state = HubState::new(cfg);
-    crate::serve(listener, state, shutdown_signal()).await?;
+    match tls {
+        Some(tls) => crate::serve_tls(listener, state, tls, shutdown_signal()).await?,
+        None => crate::serve(listener, state, shutdown_signal()).await?,
+    }
     tracing::info!("hubload-hub stopped");
     Ok(())
 }
