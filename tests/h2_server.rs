@@ -13,9 +13,9 @@ use tokio::net::TcpListener;
 pub enum Behaviour {
     /// 200 `hub.mode=accepted` once the body is read.
     Answer,
-    /// Streams open with a window of 0 that is never raised: no body byte can be sent, and a
-    /// request with a body is never answered (one without, a registration, is, like
-    /// `Answer`).
+    /// Streams open with a window of 0 that is never raised: no body byte can be sent once
+    /// the client has our SETTINGS, and a request with a body is never answered (one
+    /// without, a registration, is, like `Answer`).
     Hold,
     /// `RST_STREAM` with this code as soon as the request's fields arrive.
     Reset(h2::Reason),
@@ -28,7 +28,7 @@ pub struct Seen {
     pub path: String,
     /// The fields, names as they arrived (HTTP/2 names are lowercase), in order.
     pub fields: Vec<(String, String)>,
-    /// Body bytes received (0 when the stream was reset or held).
+    /// Body bytes received (0 when the stream was reset, or held before any came).
     pub body: usize,
 }
 
@@ -75,8 +75,6 @@ async fn connection(sock: tokio::net::TcpStream, behaviour: Behaviour, log: Arc<
     let Ok(mut conn) = b.handshake::<_, Bytes>(sock).await else {
         return;
     };
-    // Held streams stay alive (dropping one would reset it) until the connection ends.
-    let mut held = Vec::new();
     while let Some(Ok((req, mut respond))) = conn.accept().await {
         let (parts, mut body) = req.into_parts();
         let fields = parts
@@ -105,7 +103,19 @@ async fn connection(sock: tokio::net::TcpStream, behaviour: Behaviour, log: Arc<
         };
         match behaviour {
             Behaviour::Reset(code) => respond.send_reset(code),
-            Behaviour::Hold if !body.is_end_stream() => held.push((body, respond)),
+            Behaviour::Hold if !body.is_end_stream() => {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    // Never answered, and no window given back: what the client managed to
+                    // send before our SETTINGS reached it is counted, then nothing more comes.
+                    let mut respond = respond;
+                    while let Some(Ok(chunk)) = body.data().await {
+                        log.lock().unwrap()[k].body += chunk.len();
+                    }
+                    // Dropping the stream would reset it: hold it until the client does.
+                    let _ = std::future::poll_fn(|cx| respond.poll_reset(cx)).await;
+                });
+            }
             Behaviour::Hold | Behaviour::Answer => {
                 let log = log.clone();
                 tokio::spawn(async move {

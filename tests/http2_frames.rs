@@ -28,26 +28,32 @@ async fn run_h2(url: &str, n: &str, flags: &[&str]) -> hubload::RunOutcome {
 async fn a_window_that_never_opens_is_a_response_timeout_for_flow_control() {
     let server = H2Server::start(Behaviour::Hold).await;
     let started = Instant::now();
-    // The registration (no body) is answered on the connection first, so its SETTINGS
-    // (stream window 0) are in force before the first publish: no body byte goes.
     let o = run_h2(&server.url, "12", &["--timeout", "300ms"]).await;
     assert_eq!(o.report.registration.as_ref().unwrap().accepted, 1);
     let total = o.report.total.as_ref().unwrap();
     assert_eq!(total.samples, 12);
     assert_eq!(count(total, "timeout_response"), 12);
-    assert_eq!(total.reasons["timeout_response.flow_control"], 12);
-    assert_eq!(total.reasons.len(), 1, "{:?}", total.reasons);
     // Every attempt ended at its deadline: 3 rounds of 4 at once, 300 ms each.
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(total.latency_us.min >= 295_000, "{}", total.latency_us.min);
     assert!(total.latency_us.max < 1_300_000, "{}", total.latency_us.max);
-    // The server saw the registration and each publish's fields, and not one body byte.
+    // The server saw the registration (on a pool of its own) and each publish's fields.
     let seen = server.seen();
     assert_eq!(seen.len(), 13);
-    assert!(seen[0].path.contains("hub.mode=register"));
-    assert!(seen[1..]
+    let publishes: Vec<_> = seen
         .iter()
-        .all(|s| s.body == 0 && s.path.contains("hub.mode=publish")));
+        .filter(|s| s.path.contains("hub.mode=publish"))
+        .collect();
+    assert_eq!(publishes.len(), 12);
+    // The client's first streams on the load's connection may go before the server's SETTINGS
+    // (window 0) reach it (RFC 9113 §6.9.2: until then the window is 65,535): their bodies
+    // arrive and they wait for an answer, a plain response timeout. Every other body never
+    // left: `flow_control`, exactly as many as the server received no body for.
+    let bodies = publishes.iter().filter(|s| s.body > 0).count() as u64;
+    assert!(bodies <= 4, "{bodies} bodies arrived after the first round");
+    let flow = total.reasons.get("timeout_response.flow_control").copied();
+    assert_eq!(flow, Some(12 - bodies), "{:?}", total.reasons);
+    assert_eq!(total.reasons.len(), 1, "{:?}", total.reasons);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
