@@ -18,9 +18,9 @@ use crate::https::{make_certs, Nginx};
 use crate::util::{assert_exit, bin, count, free_port, hub_with, run, tool, TestHub};
 
 /// One nginx `server` block: what follows `listen 127.0.0.1:PORT` and its other settings.
-struct Server {
-    listen: &'static str,
-    settings: &'static str,
+pub(crate) struct Server {
+    pub listen: &'static str,
+    pub settings: &'static str,
 }
 
 /// Start a one-worker nginx in `dir` with one listener per `servers` entry, each proxying to
@@ -75,7 +75,7 @@ fn start(nginx: &Path, dir: &Path, upstream: &str, servers: &[Server]) -> (Nginx
 }
 
 /// nginx's access log as `(protocol status, lines)`, sorted.
-fn logged(dir: &Path) -> Vec<(String, usize)> {
+pub(crate) fn logged(dir: &Path) -> Vec<(String, usize)> {
     let text = std::fs::read_to_string(dir.join("access.log")).unwrap_or_default();
     let mut counts = std::collections::BTreeMap::new();
     for line in text.lines() {
@@ -85,7 +85,9 @@ fn logged(dir: &Path) -> Vec<(String, usize)> {
 }
 
 /// The hub and nginx with `servers` in front of it; `None` when a tool is missing.
-async fn setup(servers: &[Server]) -> Option<(TestHub, Nginx, Vec<u16>, tempfile::TempDir)> {
+pub(crate) async fn setup(
+    servers: &[Server],
+) -> Option<(TestHub, Nginx, Vec<u16>, tempfile::TempDir)> {
     let openssl = tool("openssl", "the HTTP/2 tests")?;
     let nginx = tool("nginx", "the HTTP/2 tests")?;
     let dir = tempfile::tempdir().unwrap();

@@ -213,3 +213,39 @@ async fn hub_count_equals_accepted_exactly() {
         "{text}"
     );
 }
+
+/// Over HTTP/2 (h2c with prior knowledge to the reference hub): the metrics are read from the
+/// response's fields as HPACK delivers them, one `hub` and one `broker` per accepted publish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_from_h2_responses_one_per_accepted_publish() {
+    let sc = Scenario::start(FaultConfig {
+        broker_latency_ms: 1,
+        ..FaultConfig::default()
+    })
+    .await;
+    let o = sc
+        .run(&[
+            "--tenants",
+            "3",
+            "--concurrency",
+            "1,6",
+            "--requests",
+            "150",
+            "--http-version",
+            "2",
+            "--pool-per-host",
+            "2",
+            "--h2-streams",
+            "3",
+        ])
+        .await;
+    for l in &o.report.levels {
+        assert_eq!(count(l, "accepted"), 150, "level {}", l.label);
+        assert_eq!(l.server_timing["hub"].count, 150, "level {}", l.label);
+        assert_eq!(l.server_timing["broker"].count, 150, "level {}", l.label);
+        assert_eq!(l.server_timing_malformed, 0);
+        assert!(l.server_timing["broker"].p50_us >= 1_000);
+    }
+    assert_eq!(o.config.http.h2_streams, 3);
+    assert_eq!(sc.hub_stats().await.publish.accepted, 300);
+}

@@ -75,6 +75,13 @@ pub struct HubArgs {
         value_name = "CONNECTION_STRING"
     )]
     pub servicebus: Option<String>,
+    /// Serve TLS with this PEM certificate chain (leaf first), offering ALPN h2 and
+    /// http/1.1; needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     #[command(flatten)]
     pub faults: FaultFlags,
 }
@@ -268,6 +275,10 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::tls::acceptor(cert, key)?),
+        _ => None,
+    };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("--listen {}", args.listen))?;
@@ -282,7 +293,10 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         state.set_broker(broker);
         tracing::info!(%endpoint, "broker mode: Service Bus");
     }
-    crate::serve(listener, state, shutdown_signal()).await?;
+    match tls {
+        Some(tls) => crate::serve_tls(listener, state, tls, shutdown_signal()).await?,
+        None => crate::serve(listener, state, shutdown_signal()).await?,
+    }
     tracing::info!("hubload-hub stopped");
     Ok(())
 }

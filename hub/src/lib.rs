@@ -29,12 +29,13 @@ mod stats;
 mod subscribe;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod tls;
 mod topic;
 
 pub use broker::{Broker, BrokerStats};
 pub use config::{HubConfig, RetryPolicy};
 pub use faults::{Action as FaultAction, FaultConfig, FaultError};
 pub use routes::router;
-pub use serve::serve;
+pub use serve::{serve, serve_tls};
 pub use state::HubState;
 pub use stats::{DistributionStats, ModeCounts, StatsSnapshot, TopicStats};

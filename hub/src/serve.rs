@@ -1,6 +1,7 @@
 //! The accept loop: one hyper connection task per socket (HTTP/1.1, or h2c with prior
-//! knowledge, told apart by the first bytes), keep-alive and TCP_NODELAY, graceful shutdown,
-//! and the hook that lets the fault layer reset a connection.
+//! knowledge, told apart by the first bytes; the same inside TLS with `serve_tls`), keep-alive
+//! and TCP_NODELAY, graceful shutdown, and the hook that lets the fault layer reset a
+//! connection.
 
 use std::future::Future;
 use std::io;
@@ -12,6 +13,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
@@ -30,8 +32,29 @@ pub async fn serve(
     state: HubState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
+    serve_with(listener, state, None, shutdown).await
+}
+
+/// [`serve`] over TLS: each connection's handshake first (ALPN `h2` or `http/1.1`; one that
+/// fails or takes longer than 10 s is dropped), then the same service.
+pub async fn serve_tls(
+    listener: TcpListener,
+    state: HubState,
+    tls: TlsAcceptor,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    serve_with(listener, state, Some(tls), shutdown).await
+}
+
+async fn serve_with(
+    listener: TcpListener,
+    state: HubState,
+    tls: Option<TlsAcceptor>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
     if let Ok(addr) = listener.local_addr() {
-        let _ = state.inner.bound_url.set(format!("http://{addr}/"));
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let _ = state.inner.bound_url.set(format!("{scheme}://{addr}/"));
     }
     let router = router(state);
     let graceful = CancellationToken::new();
@@ -54,6 +77,7 @@ pub async fn serve(
         };
         tracker.spawn(connection(
             stream,
+            tls.clone(),
             router.clone(),
             graceful.clone(),
             force.clone(),
@@ -71,6 +95,7 @@ pub async fn serve(
 
 async fn connection(
     stream: TcpStream,
+    tls: Option<TlsAcceptor>,
     router: Router,
     graceful: CancellationToken,
     force: CancellationToken,
@@ -85,6 +110,29 @@ async fn connection(
             return;
         }
     };
+    let Some(tls) = tls else {
+        return drive(stream, dup, router, graceful, force).await;
+    };
+    match tokio::time::timeout(HANDSHAKE, tls.accept(stream)).await {
+        Ok(Ok(s)) => drive(s, dup, router, graceful, force).await,
+        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+        Err(_) => tracing::debug!("TLS handshake took too long"),
+    }
+}
+
+/// Longest TLS handshake of a new connection.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+
+/// Serve one connection's requests on `io` (the socket, or TLS over it; `dup` is the socket).
+async fn drive<I>(
+    io: I,
+    dup: socket2::Socket,
+    router: Router,
+    graceful: CancellationToken,
+    force: CancellationToken,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let handle = ConnHandle::default();
     let for_requests = handle.clone();
     let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
@@ -95,7 +143,7 @@ async fn connection(
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).keep_alive(true);
     builder.http2().timer(TokioTimer::new());
-    let conn = builder.serve_connection(TokioIo::new(stream), svc);
+    let conn = builder.serve_connection(TokioIo::new(io), svc);
     tokio::pin!(conn);
     let mut draining = false;
     loop {

@@ -48,6 +48,9 @@ impl Serialize for ExtraHeaders {
     }
 }
 
+/// The field carrying a Ballerina publish's event id (its correlation id).
+pub const ACTIVITY_ID: &str = "activityid";
+
 /// Which publisher convention the hub speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -145,7 +148,9 @@ impl RequestShape {
     /// id, `Content-Length` and body follow.
     pub fn publish_head(&self, topic: &str) -> Vec<u8> {
         let mut h = self.query_head("publish", topic, "application/json");
-        h.extend_from_slice(b"Accept: application/json\r\nactivityid: ");
+        h.extend_from_slice(b"Accept: application/json\r\n");
+        h.extend_from_slice(ACTIVITY_ID.as_bytes());
+        h.extend_from_slice(b": ");
         h
     }
 

@@ -20,9 +20,9 @@ use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
 use super::lanes::run_lanes;
 use super::reason::{explain, hub_reason};
 use super::request::{Dialect, ExtraHeaders, HubTarget, RequestShape};
-use super::transport::{send_rendered_h2, Transport};
+use super::transport::Transport;
 use super::{PhaseResult, Target};
-use crate::result::{Attempt, Class, Outcome};
+use crate::result::{Attempt, Class, OtherReason, Outcome};
 use crate::topic_server::TopicServer;
 use crate::workload::{Event, Topic, Workload};
 
@@ -182,6 +182,8 @@ pub struct WebSubTarget {
     /// Ballerina dialect: when set, publishes render the event's body from it into the
     /// request (see [`Target::renders_body`]).
     workload: Option<Arc<Workload>>,
+    /// Over HTTP/2: the publish requests converted once per topic.
+    h2: Option<H2Publishes>,
 }
 
 impl WebSubTarget {
@@ -232,8 +234,13 @@ impl WebSubTarget {
                 Dialect::Ballerina => shape.publish_head(&topic.name),
                 Dialect::Websub => shape.thin_ping(&topic.name),
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let h2 = match &pool {
+            Transport::Http2(p) => Some(H2Publishes::new(p, shape.dialect, &publish_heads)),
+            Transport::Http1(_) => None,
+        };
         WebSubTarget {
+            h2,
             pool,
             timeout: client.timeout,
             publish_heads,
@@ -394,6 +401,37 @@ impl WebSubTarget {
 }
 
 impl WebSubTarget {
+    /// Write the publish of `event` into `req`: what `head_to` writes first (given the id's
+    /// hex form and the body's length), then the body. The id's hex is made here, so the
+    /// send's state does not carry it.
+    fn write_event(
+        &self,
+        event: &Event,
+        req: &mut Vec<u8>,
+        head_to: impl FnOnce(&mut Vec<u8>, &[u8; 36], usize),
+    ) {
+        let jti = match &self.workload {
+            Some(w) => w.jti_hex(&event.jti),
+            None => crate::workload::hyphenated(event.jti),
+        };
+        // A body copied from its template has its length known first, so it is written
+        // straight after the head; any other goes through `with_body`.
+        let templated = match &self.workload {
+            Some(w) if event.body.is_empty() => w.body_template(event),
+            _ => None,
+        };
+        match templated {
+            Some(body) => {
+                head_to(req, &jti, body.body_len());
+                body.append_to(&jti, req);
+            }
+            None => self.with_body(event, &jti, |body| {
+                head_to(req, &jti, body.len());
+                req.extend_from_slice(body);
+            }),
+        }
+    }
+
     /// Call `f` with the body of `event`: its own, or rendered from the workload into this
     /// thread's body buffer when it came without one (and has no template: see `send`).
     /// `jti` is the event's in its hex form (`Workload::jti_hex`).
@@ -435,50 +473,45 @@ impl Target for WebSubTarget {
             if let Some(ts) = &self.topic_server {
                 ts.note_published(event.topic, event.seq, event.sent_us);
             }
-            self.exchange_into(head, started, &mut scratch.resp).await
+            match (&self.pool, &self.h2) {
+                (Transport::Http2(pool), Some(h2)) => {
+                    let (deadline, resp) = (started + self.timeout, &mut *scratch.resp);
+                    let result = Box::pin(h2.thin_ping(pool, event.topic, deadline, resp)).await;
+                    self.attempt(result, head.len(), &scratch.resp)
+                }
+                _ => self.exchange_into(head, started, &mut scratch.resp).await,
+            }
         } else {
             // Rendered by the pool into its thread's write buffer once a connection is ready
             // (and the body with it, when the event came without one). The id's hex is made
             // there too, so the send's state does not carry it.
             let render = |req: &mut Vec<u8>| {
-                let jti = match &self.workload {
-                    Some(w) => w.jti_hex(&event.jti),
-                    None => crate::workload::hyphenated(event.jti),
-                };
-                let head_to = |req: &mut Vec<u8>, body_len: usize| {
+                self.write_event(event, req, |req, jti, body_len| {
                     req.extend_from_slice(head);
-                    req.extend_from_slice(&jti);
+                    req.extend_from_slice(jti);
                     req.extend_from_slice(b"\r\nContent-Length: ");
                     req.extend_from_slice(itoa::Buffer::new().format(body_len).as_bytes());
                     req.extend_from_slice(b"\r\n\r\n");
-                };
-                // A body copied from its template has its length known first, so it is
-                // written straight after the head; any other goes through `with_body`.
-                let templated = match &self.workload {
-                    Some(w) if event.body.is_empty() => w.body_template(event),
-                    _ => None,
-                };
-                match templated {
-                    Some(body) => {
-                        head_to(req, body.body_len());
-                        body.append_to(&jti, req);
-                    }
-                    None => self.with_body(event, &jti, |body| {
-                        head_to(req, body.len());
-                        req.extend_from_slice(body);
-                    }),
-                }
+                });
             };
             let deadline = started + self.timeout;
-            let result = match &self.pool {
-                Transport::Http1(pool) => pool
+            let result = match (&self.pool, &self.h2) {
+                (Transport::Http1(pool), _) => pool
                     .send_rendered(&render, started, deadline, &mut scratch.resp)
                     .await
                     .map_err(|e| e.outcome()),
-                Transport::Http2(pool) => {
+                (Transport::Http2(pool), Some(h2)) => {
+                    // The id, then the body: HTTP/2 sends them as a field and a frame, from
+                    // one buffer (see `H2Publishes::publish`).
+                    let rendered = h2_publish::render(|buf| {
+                        self.write_event(event, buf, |buf, jti, _| buf.extend_from_slice(jti))
+                    });
                     let resp = &mut *scratch.resp;
-                    Box::pin(send_rendered_h2(pool, &render, started, deadline, resp)).await
+                    let publish = h2.publish(pool, event.topic, rendered, deadline, resp);
+                    Box::pin(publish).await
                 }
+                // `new` makes the requests with the pool.
+                (Transport::Http2(_), None) => Err(Outcome::Other(OtherReason::Unknown)),
             };
             // Never rendered (no connection): the request the attempt was for, counted as
             // when it is sent.
@@ -543,6 +576,9 @@ impl Scratch {
         });
     }
 }
+
+mod h2_publish;
+use h2_publish::H2Publishes;
 
 #[cfg(test)]
 mod tests;

@@ -6,9 +6,53 @@
 //! credentials) is rendered in one place, so HTTP/2 sends exactly the fields HTTP/1.1 does.
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Method, Request, Uri};
+
+/// A request head converted for HTTP/2 once (per topic, before the load): each attempt
+/// clones it, which shares the names, values and URI parts (`Bytes` are reference counted)
+/// instead of parsing and allocating them again.
+#[derive(Debug, Clone)]
+pub struct H2Head {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+}
+
+impl H2Head {
+    /// The head and body of the complete HTTP/1.1 request `raw`; `None` when `raw` is not
+    /// one (hubload rendered it, so that would be a bug of ours).
+    pub fn from_http1(raw: &[u8], scheme: &Scheme) -> Option<(Self, Bytes)> {
+        let (req, body) = to_h2(raw, scheme)?;
+        let (parts, ()) = req.into_parts();
+        let head = H2Head {
+            method: parts.method,
+            uri: parts.uri,
+            headers: parts.headers,
+        };
+        Some((head, body))
+    }
+
+    /// Add `name` with a placeholder value, so [`request`](Self::request)'s `fill` replaces
+    /// it in place rather than growing a clone of the map (a second allocation).
+    pub fn with_slot(mut self, name: HeaderName) -> Self {
+        self.headers.append(name, HeaderValue::from_static(""));
+        self
+    }
+
+    /// The request to send: a clone of this head, its fields changed by `fill`.
+    pub fn request(&self, fill: impl FnOnce(&mut HeaderMap)) -> Request<()> {
+        let mut req = Request::new(());
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.version_mut() = http::Version::HTTP_2;
+        let mut headers = self.headers.clone();
+        fill(&mut headers);
+        *req.headers_mut() = headers;
+        req
+    }
+}
 
 /// Most header fields in a request hubload renders (the same bound as the response parser).
 const MAX_HEADERS: usize = 64;
@@ -29,7 +73,7 @@ fn dropped(name: &str) -> bool {
 
 /// The HTTP/2 request and body of the HTTP/1.1 request `raw`; `None` when `raw` is not a
 /// complete request head (hubload rendered it, so that would be a bug of ours).
-pub(super) fn to_h2(raw: &[u8], scheme: &Scheme) -> Option<(Request<()>, Bytes)> {
+fn to_h2(raw: &[u8], scheme: &Scheme) -> Option<(Request<()>, Bytes)> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut head = httparse::Request::new(&mut fields);
     let httparse::Status::Complete(head_len) = head.parse(raw).ok()? else {
@@ -88,6 +132,39 @@ mod tests {
         );
         assert_eq!(req.headers()["authorization"], "Bearer x");
         assert_eq!(&body[..], b"{}");
+    }
+
+    #[test]
+    fn a_prepared_head_is_the_converted_request_with_its_slots_filled() {
+        let raw = b"POST /hub?hub.mode=publish&hub.topic=t HTTP/1.1\r\nHost: hub.test\r\n\
+            Authorization: Bearer x\r\n\r\n";
+        let (head, body) = H2Head::from_http1(raw, &Scheme::HTTP).unwrap();
+        assert!(body.is_empty());
+        let id = HeaderName::from_static("activityid");
+        let head = head.with_slot(id.clone());
+        let req = head.request(|h| {
+            h.insert(&id, HeaderValue::from_static("e1"));
+        });
+        assert_eq!(req.method(), Method::POST);
+        assert_eq!(req.version(), http::Version::HTTP_2);
+        assert_eq!(
+            req.uri().to_string(),
+            "http://hub.test/hub?hub.mode=publish&hub.topic=t"
+        );
+        let fields: Vec<(&str, &[u8])> = req
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_bytes()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("authorization", &b"Bearer x"[..]),
+                ("activityid", &b"e1"[..])
+            ]
+        );
+        // The head itself keeps its placeholder for the next attempt.
+        assert_eq!(head.request(|_| {}).headers()["activityid"], "");
     }
 
     #[test]

@@ -44,9 +44,13 @@ use tokio::time::{sleep_until, Instant, Sleep};
 
 pub use alpn::{negotiate, Alpn};
 use failure::stream_outcome;
+pub use message::H2Head;
 
 use crate::result::{OtherReason, Outcome, TimeoutKind};
 use crate::targets::http::{HostCounters, Response, Tls, BODY_CAP};
+
+/// The field a hub reports its own time in (W3C Server Timing).
+const SERVER_TIMING: http::HeaderName = http::HeaderName::from_static("server-timing");
 
 /// Limits of one host's HTTP/2 pool.
 #[derive(Debug, Clone)]
@@ -141,18 +145,46 @@ impl H2Pool {
         }
     }
 
+    /// The complete HTTP/1.1 request `raw` converted once for this pool's scheme, to send
+    /// with [`send_prepared`](Self::send_prepared); `None` when `raw` is not complete.
+    pub fn prepare(&self, raw: &[u8]) -> Option<(H2Head, Bytes)> {
+        H2Head::from_http1(raw, &self.scheme)
+    }
+
     /// One exchange of the HTTP/1.1-rendered `request` (head and body) as an HTTP/2 stream,
-    /// started at `started` (the caller's clock read) and bounded by `deadline`, into `resp`
-    /// (its allocations reused). A failure is the attempt's outcome.
+    /// bounded by `deadline`, into `resp` (its allocations reused). A failure is the
+    /// attempt's outcome. Converts the request first: for requests sent once (registration);
+    /// the load sends heads prepared per topic ([`send_prepared`](Self::send_prepared)).
     pub async fn send_into(
         &self,
         request: &[u8],
-        _started: Instant,
+        deadline: Instant,
+        resp: &mut Response,
+    ) -> Result<(), Outcome> {
+        let Some((head, body)) = H2Head::from_http1(request, &self.scheme) else {
+            resp.reset();
+            return Err(Outcome::Other(OtherReason::Unknown));
+        };
+        let size = request.len() as u64;
+        self.send_prepared(&head, |_| {}, body, size, deadline, resp)
+            .await
+    }
+
+    /// One exchange of `head` (its fields set by `fill`, which may run more than once) and
+    /// `body` as an HTTP/2 stream, bounded by `deadline`, into `resp` (its allocations
+    /// reused). `request_bytes` is the request's size as HTTP/1.1 renders it, the size
+    /// counted as sent. A failure is the attempt's outcome.
+    pub async fn send_prepared(
+        &self,
+        head: &H2Head,
+        fill: impl Fn(&mut http::HeaderMap),
+        body: Bytes,
+        request_bytes: u64,
         deadline: Instant,
         resp: &mut Response,
     ) -> Result<(), Outcome> {
         resp.reset();
-        resp.request_bytes = request.len() as u64;
+        resp.request_bytes = request_bytes;
         let _permit = match self.permits.try_acquire() {
             Ok(p) => p,
             Err(_) => {
@@ -168,7 +200,9 @@ impl H2Pool {
         let _busy = Busy(&slot.inflight);
         // One timer for the whole attempt, registered only if something has to wait.
         let mut expiry = pin!(sleep_until(deadline));
-        let (response, stream, body) = self.start(slot, request, deadline, &mut expiry).await?;
+        let end = body.is_empty();
+        let make = || head.request(&fill);
+        let (response, stream) = self.start(slot, make, end, deadline, &mut expiry).await?;
         exchange(response, stream, body, &mut expiry, resp).await
     }
 
@@ -192,33 +226,31 @@ impl H2Pool {
         &self.slots[best]
     }
 
-    /// The stream started on `slot`'s connection (opened first if need be): its response
-    /// future, its send half and the body still to send.
+    /// The stream of the request `make` makes (`end`: it has no body) started on `slot`'s
+    /// connection (opened first if need be): its response future and its send half.
     async fn start(
         &self,
         slot: &Slot,
-        request: &[u8],
+        make: impl Fn() -> http::Request<()>,
+        end: bool,
         deadline: Instant,
         expiry: &mut Pin<&mut Sleep>,
-    ) -> Result<(ResponseFuture, SendStream<Bytes>, Bytes), Outcome> {
+    ) -> Result<(ResponseFuture, SendStream<Bytes>), Outcome> {
         let mut fresh = false;
         loop {
             let live = self.live(slot, deadline).await?;
-            let Some((req, body)) = message::to_h2(request, &self.scheme) else {
-                return Err(Outcome::Other(OtherReason::Unknown));
-            };
             let mut send = live.send;
             // h2 holds a new stream back while the server's stream limit is reached.
             let ready = std::future::poll_fn(|cx| send.poll_ready(cx));
             let Some(ready) = by(expiry, ready).await else {
                 return Err(Outcome::Timeout(TimeoutKind::PoolWait));
             };
-            match ready.and_then(|()| send.send_request(req, body.is_empty())) {
+            match ready.and_then(|()| send.send_request(make(), end)) {
                 Ok((response, stream)) => {
                     if self.addrs.len() > 1 {
                         self.counters.count_attempt(live.addr);
                     }
-                    return Ok((response, stream, body));
+                    return Ok((response, stream));
                 }
                 // The connection takes no new stream (a GOAWAY came, or it failed): nothing
                 // of this request was sent. Once more on a fresh connection.
@@ -325,11 +357,16 @@ async fn exchange(
         }
         None => resp.content_type = None,
     }
-    resp.bytes_received = parts
-        .headers
-        .iter()
-        .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
-        .sum();
+    // One pass over the fields: their size, and any `Server-Timing` (read by the parser the
+    // HTTP/1.1 client uses).
+    let mut fields = 0;
+    for (n, v) in parts.headers.iter() {
+        fields += n.as_str().len() + v.len() + 4;
+        if *n == SERVER_TIMING {
+            resp.server_timing.add_header(v.as_bytes());
+        }
+    }
+    resp.bytes_received = fields as u64;
     while !data.is_end_stream() {
         match by(expiry, data.data()).await {
             None => return Err(Outcome::Timeout(TimeoutKind::Response)),
