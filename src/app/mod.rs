@@ -48,7 +48,12 @@ fn init_tracing() {
         .with_target(false)
         .with_filter(filter)
         .with_filter(
-            tracing_subscriber::filter::filter_fn(hub_log::printed).with_max_level_hint(hint),
+            // The hint must hold for the function too: tracing checks (in debug builds) that a
+            // filter never enables what its hint excludes.
+            tracing_subscriber::filter::filter_fn(move |m| {
+                *m.level() <= hint && hub_log::printed(m)
+            })
+            .with_max_level_hint(hint),
         );
     let _ = tracing_subscriber::registry()
         .with(printed)
