@@ -17,10 +17,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use super::http1::{self, Framing, Method};
 use super::receive::{self, check};
 use super::shared::{Intent, Shared, Subscriber};
-use crate::targets::http::chunked::Chunked;
+use hubload_http1::answer as http1;
+use hubload_http1::chunked::Chunked;
+use hubload_http1::request::{self, Framing, Method};
 
 /// The largest delivery body taken (larger ones are answered 413).
 pub const MAX_BODY: usize = 2 << 20;
@@ -119,7 +120,7 @@ struct Asked {
 }
 
 impl Asked {
-    fn new(head: &http1::Head, buf: &[u8]) -> Asked {
+    fn new(head: &request::Head, buf: &[u8]) -> Asked {
         let target = &buf[head.target.clone()];
         let (path, query) = match target.iter().position(|b| *b == b'?') {
             Some(q) => (&target[..q], &target[q + 1..]),
@@ -165,7 +166,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut stopped = std::pin::pin!(stop.cancelled());
     loop {
         let head = loop {
-            match http1::parse_head(&buf[start..]) {
+            match request::parse_head(&buf[start..]) {
                 Ok(Some(h)) => break h,
                 Ok(None) => {}
                 Err(e) => return refuse(io, &mut out, e.status()).await,

@@ -11,10 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::{route, serve, End, MAX_BODY};
 use crate::config::Secret;
-use crate::subscriber::http1::CONTINUE;
 use crate::subscriber::receive::test_signature;
 use crate::subscriber::{Behaviour, DeliveryTracker, Fleet, FleetConfig};
 use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
+use hubload_http1::answer::CONTINUE;
 
 #[test]
 fn only_callback_paths_route() {

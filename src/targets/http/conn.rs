@@ -8,12 +8,12 @@ use std::task::{ready, Context, Poll};
 
 use tokio::time::{Instant, Sleep};
 
-use super::chunked::{append_capped, Chunked};
 use super::parse::memo::HeadMemo;
 use super::parse::{parse_head, Framing};
 use super::stream::Stream;
 use super::{Response, TransportError, BODY_CAP};
 use crate::result::{ClientReason, ConnErrorKind, OtherReason};
+use hubload_http1::chunked::{append_capped, Chunked};
 
 /// Longest response head accepted, bytes.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
@@ -333,7 +333,7 @@ impl Conn {
                 loop {
                     let n = dec
                         .decode(&self.buf[self.pos..], &mut resp.body, BODY_CAP)
-                        .map_err(protocol)?;
+                        .map_err(|_| protocol(OtherReason::BadChunk))?;
                     self.pos += n;
                     if dec.is_done() {
                         break;

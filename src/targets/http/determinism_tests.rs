@@ -10,12 +10,12 @@ use futures_util::FutureExt;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
-use super::chunked::Chunked;
 use super::conn::{Conn, MAX_HEAD};
 use super::parse::{fast_head, parse_head, parse_head_full};
 use super::stream::Stream;
 use super::{Response, TransportError};
 use crate::result::{ConnErrorKind, OtherReason, Outcome};
+use hubload_http1::chunked::Chunked;
 
 const REQUEST: &[u8] = b"POST /hub HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}";
 

@@ -42,7 +42,6 @@
 
 #[cfg(test)]
 mod addrs_tests;
-pub(crate) mod chunked;
 mod conn;
 #[cfg(test)]
 mod deadline_tests;
