@@ -64,6 +64,7 @@ impl DeliveryRun {
             secret: d.secret.clone(),
             lease_seconds: d.lease_seconds,
             behaviour: d.behaviour.clone(),
+            deadlines: Default::default(),
         };
         let tracker = Arc::new(DeliveryTracker::new(TRACKER_SLOTS));
         let fleet = Fleet::start(fc, workload.clone(), tracker)
