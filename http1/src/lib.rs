@@ -5,8 +5,11 @@
 //!
 //! - [`request`]: a request head a server reads, with its body's framing and every limit;
 //! - [`answer`]: the answers a server writes;
-//! - [`chunked`]: the `Transfer-Encoding: chunked` decoder, any split of the input.
+//! - [`chunked`]: the `Transfer-Encoding: chunked` decoder, any split of the input;
+//! - [`response`]: a response head a client reads (a fast scan, else `httparse`), and a memo of
+//!   the last head for servers whose heads repeat.
 
 pub mod answer;
 pub mod chunked;
 pub mod request;
+pub mod response;

@@ -172,6 +172,25 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
     }))
 }
 
+/// A whole request head field by field, for a caller that needs every field (converting a
+/// rendered request to HTTP/2): `f` is called with each field's name and value, and the
+/// method, the target and the head's length are returned; `None` if `buf` does not start
+/// with a whole head within [`MAX_HEADERS`] fields.
+pub fn read_fields<'a>(
+    buf: &'a [u8],
+    mut f: impl FnMut(&'a str, &'a [u8]),
+) -> Option<(&'a str, &'a str, usize)> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut fields);
+    let httparse::Status::Complete(len) = req.parse(buf).ok()? else {
+        return None;
+    };
+    for field in req.headers.iter() {
+        f(field.name, field.value);
+    }
+    Some((req.method?, req.path?, len))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -153,3 +153,15 @@ pub(crate) fn assert_on_time(took: &[(Duration, usize)], deadline: Duration, wha
         );
     }
 }
+
+/// A server's counts once every connection it accepted has ended (polled, 10 s at most).
+pub(crate) async fn settled(counts: impl Fn() -> super::ServerCounts) -> super::ServerCounts {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let c = counts();
+        if c.ended == c.accepted || Instant::now() > deadline {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

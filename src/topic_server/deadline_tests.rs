@@ -1,12 +1,12 @@
 //! The topic server's deadlines against misbehaving clients (never sends, trickled head, trickled body over TCP; a slow reader over a pipe) at 1 and 16 connections, while real fetches still count.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{TopicServer, TopicServerConfig};
-use crate::serve::misbehave_tests::{assert_on_time, many, slow_readers, Misbehaviour};
+use crate::serve::misbehave_tests::{assert_on_time, many, settled, slow_readers, Misbehaviour};
 use crate::serve::{End, ServerCounts, ServerDeadlines};
 use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
 
@@ -103,14 +103,7 @@ async fn every_wait_ends_at_its_deadline_and_fetches_still_count() {
             GOOD,
             "{n}: every good fetch got its event"
         );
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let counts = loop {
-            let c = ts.server_counts();
-            if c.ended == c.accepted || Instant::now() > deadline {
-                break c;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        };
+        let counts = settled(|| ts.server_counts()).await;
         let n = n as u64;
         assert_eq!(
             counts,

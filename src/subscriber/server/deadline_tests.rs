@@ -1,11 +1,11 @@
 //! The callback server's deadlines against misbehaving clients (never sends, trickled head, trickled body over TCP; a slow reader over a pipe) at 1 and 16 connections, while real deliveries still count.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::tests::{event, fleet_with, post};
-use crate::serve::misbehave_tests::{assert_on_time, many, slow_readers, Misbehaviour};
+use crate::serve::misbehave_tests::{assert_on_time, many, settled, slow_readers, Misbehaviour};
 use crate::serve::{End, ServerCounts, ServerDeadlines};
 use crate::subscriber::shared::Intent;
 
@@ -65,15 +65,7 @@ async fn every_wait_ends_at_its_deadline_and_deliveries_still_count() {
             GOOD,
             "{n}: the good deliveries answered 200"
         );
-        // Every connection ended.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let counts = loop {
-            let c = fleet.server_counts();
-            if c.ended == c.accepted || Instant::now() > deadline {
-                break c;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        };
+        let counts = settled(|| fleet.server_counts()).await;
         let n = n as u64;
         assert_eq!(
             counts,
