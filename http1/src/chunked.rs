@@ -159,6 +159,7 @@ fn hex_value(b: u8) -> u8 {
 }
 
 /// Append `data` to `out`, keeping at most `cap` bytes in `out`.
+#[inline]
 pub fn append_capped(out: &mut Vec<u8>, data: &[u8], cap: usize) {
     let room = cap.saturating_sub(out.len());
     out.extend_from_slice(&data[..data.len().min(room)]);

@@ -22,7 +22,7 @@ mod scan;
 use scan::{known_name, text_to_cr, token_end, trim_space_tab, Name, Pattern};
 
 /// Most headers a response may carry; more is a protocol error.
-const MAX_HEADERS: usize = 64;
+pub const MAX_HEADERS: usize = 64;
 
 /// How the body of a response is delimited (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

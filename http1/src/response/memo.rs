@@ -40,6 +40,9 @@ impl HeadMemo {
     /// at the same place. So its lines are the same lines but for that value, it has no CR or
     /// LF the kept head lacks (it ends where the kept head ends), and both parsers read such a
     /// `Date` line as a valid header whose value they ignore.
+    // Inlined into the caller's read loop, as it was before it moved to this crate: the
+    // publish path's instruction count (bench/README.md, "The codec crate").
+    #[inline]
     pub fn parse(
         &mut self,
         buf: &[u8],
