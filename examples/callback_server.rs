@@ -39,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
             secret: Some(Secret::new(secret)),
             lease_seconds: 3600,
             behaviour: Behaviour::default(),
+            deadlines: Default::default(),
         },
         w.clone(),
         Arc::new(DeliveryTracker::new(1024)),

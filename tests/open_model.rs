@@ -94,19 +94,16 @@ async fn serve_conn(mut sock: TcpStream, hub: Arc<Hub>) {
     let mut chunk = [0u8; 8192];
     loop {
         let (head_len, target, body_len) = loop {
-            let mut headers = [httparse::EMPTY_HEADER; 32];
-            let mut req = httparse::Request::new(&mut headers);
-            match req.parse(&buf) {
-                Ok(httparse::Status::Complete(n)) => {
-                    let cl = req
-                        .headers
-                        .iter()
-                        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                        .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
-                        .unwrap_or(0usize);
-                    break (n, req.path.unwrap_or("").to_string(), cl);
+            // The codec's request parser, as hubload's servers read requests.
+            match hubload_http1::request::parse_head(&buf) {
+                Ok(Some(head)) => {
+                    let hubload_http1::request::Framing::Length(cl) = head.framing else {
+                        return;
+                    };
+                    let target = String::from_utf8_lossy(&buf[head.target]).into_owned();
+                    break (head.len, target, cl as usize);
                 }
-                Ok(httparse::Status::Partial) => match sock.read(&mut chunk).await {
+                Ok(None) => match sock.read(&mut chunk).await {
                     Ok(0) | Err(_) => return,
                     Ok(k) => buf.extend_from_slice(&chunk[..k]),
                 },

@@ -75,16 +75,14 @@ async fn serve(
     loop {
         // One request head (every request hubload sends here has an empty or sized body).
         let (head_len, mode, body_len) = loop {
-            let mut headers = [httparse::EMPTY_HEADER; 32];
-            let mut req = httparse::Request::new(&mut headers);
-            if let Ok(httparse::Status::Complete(n)) = req.parse(&buf) {
-                let path = req.path.unwrap_or_default().to_string();
-                let len = req
-                    .headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                    .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
-                    .unwrap_or(0usize);
+            // The codec's request parser, as hubload's servers read requests.
+            if let Ok(Some(head)) = hubload_http1::request::parse_head(&buf) {
+                let n = head.len;
+                let path = String::from_utf8_lossy(&buf[head.target]).into_owned();
+                let len = match head.framing {
+                    hubload_http1::request::Framing::Length(l) => l as usize,
+                    hubload_http1::request::Framing::Chunked => 0,
+                };
                 let mode = path
                     .split(['?', '&'])
                     .find_map(|kv| kv.strip_prefix("hub.mode="))

@@ -49,6 +49,7 @@ async fn fleet(w: &Arc<Workload>, per_topic: usize, behaviour: Behaviour) -> Fle
         secret: Some(Secret::new(SECRET)),
         lease_seconds: 3600,
         behaviour,
+        deadlines: Default::default(),
     };
     Fleet::start(cfg, w.clone(), Arc::new(DeliveryTracker::new(4096)))
         .await
@@ -366,6 +367,7 @@ async fn the_topic_server_hands_out_each_event_once_in_order() {
             hub_url: "http://hub.example/hub".into(),
             topic_url_prefix: None,
             queue_cap: 8,
+            deadlines: Default::default(),
         },
         w.clone(),
     )

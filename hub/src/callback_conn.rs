@@ -260,51 +260,28 @@ struct Head {
     len: usize,
 }
 
-/// Parse a complete head at the start of `buf`; `Ok(None)` if more bytes are needed.
+/// Parse a complete head at the start of `buf` (the codec's response parser, as hubload's
+/// publish client reads heads); `Ok(None)` if more bytes are needed.
 fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut r = httparse::Response::new(&mut headers);
-    let len = match r.parse(buf).map_err(|_| Failure::Error)? {
-        httparse::Status::Complete(n) => n,
-        httparse::Status::Partial => return Ok(None),
+    use hubload_http1::response::{self, Framing as F};
+    // A `Content-Type` is copied here by the parser; the hub has no use for it.
+    let mut content_type = None;
+    let Some(h) =
+        response::parse_head(buf, false, &mut content_type).map_err(|_| Failure::Error)?
+    else {
+        return Ok(None);
     };
-    let status = r.code.ok_or(Failure::Error)?;
-    let mut keep_alive = r.version == Some(1);
-    let (mut length, mut chunked, mut coded) = (None, false, false);
-    for h in r.headers.iter() {
-        if h.name.eq_ignore_ascii_case("content-length") {
-            let v = std::str::from_utf8(h.value).map_err(|_| Failure::Error)?;
-            let n: u64 = v.trim().parse().map_err(|_| Failure::Error)?;
-            if length.is_some_and(|l| l != n) {
-                return Err(Failure::Error);
-            }
-            length = Some(n);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            coded = true;
-            let last = h.value.rsplit(|&b| b == b',').next().unwrap_or_default();
-            chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
-        } else if h.name.eq_ignore_ascii_case("connection") {
-            let close = h
-                .value
-                .split(|&b| b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
-            keep_alive &= !close;
-        }
-    }
-    let framing = if (100..200).contains(&status) || status == 204 || status == 304 {
-        Framing::None
-    } else if chunked {
-        Framing::Chunked
-    } else if coded {
-        Framing::Close
-    } else {
-        length.map_or(Framing::Close, Framing::Length)
+    let framing = match h.framing {
+        F::Empty => Framing::None,
+        F::Length(n) => Framing::Length(n),
+        F::Chunked => Framing::Chunked,
+        F::UntilClose => Framing::Close,
     };
     Ok(Some(Head {
-        status,
+        status: h.status,
         framing,
-        keep_alive: keep_alive && framing != Framing::Close,
-        len,
+        keep_alive: h.keep_alive && framing != Framing::Close,
+        len: h.len,
     }))
 }
 
@@ -375,93 +352,16 @@ async fn skip(s: &mut TcpStream, buf: &mut Vec<u8>, mut n: u64) -> Result<bool, 
 
 /// Discard a chunked body (those bytes in `buf` first); true when its end was read.
 async fn skip_chunked(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<bool, Failure> {
-    let mut dec = Chunked::default();
+    let mut dec = hubload_http1::chunked::Chunked::default();
+    // Capped at 0: the data is read and dropped, never kept.
+    let mut none = Vec::new();
     loop {
-        let used = dec.feed(buf)?;
+        let used = dec.decode(buf, &mut none, 0).map_err(|_| Failure::Error)?;
         buf.drain(..used);
-        if dec.done() {
+        if dec.is_done() {
             return Ok(true);
         }
         fill(s, buf).await?;
-    }
-}
-
-/// A chunked-body decoder that only finds the body's end (RFC 9112 §7.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Chunked {
-    /// In the hex size (the value so far, whether a digit was seen).
-    Size(u64, bool),
-    /// In a chunk extension, or after the size's CR.
-    Ext(u64),
-    SizeLf(u64),
-    /// Data bytes still to skip.
-    Data(u64),
-    DataCr,
-    DataLf,
-    /// At the start of a trailer line (or the final empty line).
-    LineStart,
-    Trailer,
-    EndLf,
-    Done,
-}
-
-impl Default for Chunked {
-    fn default() -> Self {
-        Chunked::Size(0, false)
-    }
-}
-
-impl Chunked {
-    fn done(&self) -> bool {
-        *self == Chunked::Done
-    }
-
-    fn after_size(n: u64) -> Chunked {
-        if n == 0 {
-            Chunked::LineStart
-        } else {
-            Chunked::Data(n)
-        }
-    }
-
-    /// Consume bytes of `b` (stopping at the body's end); how many were used.
-    fn feed(&mut self, b: &[u8]) -> Result<usize, Failure> {
-        let mut i = 0;
-        while i < b.len() && !self.done() {
-            if let Chunked::Data(n) = *self {
-                let take = n.min((b.len() - i) as u64);
-                i += take as usize;
-                *self = if take == n {
-                    Chunked::DataCr
-                } else {
-                    Chunked::Data(n - take)
-                };
-                continue;
-            }
-            let c = b[i];
-            i += 1;
-            *self = match (*self, c) {
-                (Chunked::Size(n, _), c) if c.is_ascii_hexdigit() => {
-                    let d = (c as char).to_digit(16).unwrap_or(0) as u64;
-                    let v = n.checked_mul(16).and_then(|v| v.checked_add(d));
-                    Chunked::Size(v.ok_or(Failure::Error)?, true)
-                }
-                (Chunked::Size(n, true), b';' | b' ' | b'\t') => Chunked::Ext(n),
-                (Chunked::Size(n, true) | Chunked::Ext(n), b'\r') => Chunked::SizeLf(n),
-                (Chunked::Size(n, true) | Chunked::Ext(n) | Chunked::SizeLf(n), b'\n') => {
-                    Chunked::after_size(n)
-                }
-                (Chunked::Ext(n), _) => Chunked::Ext(n),
-                (Chunked::DataCr, b'\r') => Chunked::DataLf,
-                (Chunked::DataCr | Chunked::DataLf, b'\n') => Chunked::default(),
-                (Chunked::LineStart, b'\r') => Chunked::EndLf,
-                (Chunked::LineStart | Chunked::EndLf, b'\n') => Chunked::Done,
-                (Chunked::Trailer, b'\n') => Chunked::LineStart,
-                (Chunked::LineStart | Chunked::Trailer, _) => Chunked::Trailer,
-                _ => return Err(Failure::Error),
-            };
-        }
-        Ok(i)
     }
 }
 
@@ -510,41 +410,6 @@ mod tests {
             Err(Failure::Error)
         );
         assert_eq!(parse_head(b"garbage\r\n\r\n"), Err(Failure::Error));
-    }
-
-    #[test]
-    fn chunked_end_is_found_byte_by_byte_and_whole() {
-        let body = b"5;ext=1\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n";
-        let mut d = Chunked::default();
-        assert_eq!(d.feed(body), Ok(body.len()));
-        assert!(d.done());
-        let mut d = Chunked::default();
-        for (i, b) in body.iter().enumerate() {
-            assert!(!d.done(), "done early at {i}");
-            assert_eq!(d.feed(std::slice::from_ref(b)), Ok(1));
-        }
-        assert!(d.done());
-        // Bytes after the end are left alone.
-        let mut d = Chunked::default();
-        assert_eq!(d.feed(b"0\r\n\r\nHTTP/1.1"), Ok(5));
-    }
-
-    #[test]
-    fn chunked_errors_are_errors() {
-        for bad in [
-            &b"\r\n"[..],
-            b"zz\r\n",
-            b"3\r\nabcXY",
-            b"fffffffffffffffff0\r\n",
-        ] {
-            let mut d = Chunked::default();
-            assert_eq!(
-                d.feed(bad),
-                Err(Failure::Error),
-                "{:?}",
-                String::from_utf8_lossy(bad)
-            );
-        }
     }
 
     #[test]

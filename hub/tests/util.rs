@@ -60,17 +60,15 @@ pub async fn raw(
 /// request's start); (method, path, body), `None` at the end of the connection.
 pub async fn request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, String, Vec<u8>)> {
     loop {
-        let mut h = [httparse::EMPTY_HEADER; 32];
-        let mut r = httparse::Request::new(&mut h);
-        if let httparse::Status::Complete(n) = r.parse(buf).unwrap() {
-            let len = r
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                .map_or(0, |h| {
-                    std::str::from_utf8(h.value).unwrap().parse().unwrap()
-                });
-            let (method, path) = (r.method.unwrap().to_owned(), r.path.unwrap().to_owned());
+        // The codec's request parser, as hubload's servers read requests.
+        if let Some(head) = hubload_http1::request::parse_head(buf).unwrap() {
+            let hubload_http1::request::Framing::Length(len) = head.framing else {
+                panic!("a chunked request");
+            };
+            let (n, len) = (head.len, len as usize);
+            let name = buf.iter().position(|b| *b == b' ').unwrap();
+            let method = String::from_utf8(buf[..name].to_vec()).unwrap();
+            let path = String::from_utf8(buf[head.target].to_vec()).unwrap();
             while buf.len() < n + len {
                 if s.read_buf(buf).await.ok()? == 0 {
                     return None;

@@ -39,6 +39,7 @@ pub(crate) async fn start(
             hub_url: hub_url.to_string(),
             topic_url_prefix: cfg.websub.topic_url_prefix.as_ref().map(|u| u.to_string()),
             queue_cap: QUEUE_CAP,
+            deadlines: Default::default(),
         },
         workload.clone(),
     )

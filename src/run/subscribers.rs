@@ -70,6 +70,7 @@ impl DeliveryRun {
             secret: d.secret.clone(),
             lease_seconds: d.lease_seconds,
             behaviour: d.behaviour.clone(),
+            deadlines: Default::default(),
         };
         let tracker = Arc::new(DeliveryTracker::new(TRACKER_SLOTS));
         let fleet = Fleet::start(fc, workload.clone(), tracker)
@@ -139,6 +140,7 @@ impl DeliveryRun {
             secret: None,
             lease_seconds: 0,
             behaviour: d.behaviour.clone(),
+            deadlines: Default::default(),
         };
         let tracker = Arc::new(DeliveryTracker::new(TRACKER_SLOTS));
         let fleet = Fleet::without_server(fc, workload.clone(), tracker);

@@ -96,44 +96,34 @@ async fn exchange(
     parse_reply(&buf)
 }
 
-/// Parse a whole response (read until the server closed).
+/// Parse a whole response (read until the server closed), with the codec's response parser
+/// and chunked decoder.
 fn parse_reply(buf: &[u8]) -> Result<Reply, String> {
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut resp = httparse::Response::new(&mut headers);
-    let head = match resp.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Err("the hub closed before a full answer".into()),
-        Err(e) => return Err(format!("bad answer: {e}")),
+    use hubload_http1::response::{parse_head, Framing};
+    let mut content_type = None;
+    let head = match parse_head(buf, false, &mut content_type) {
+        Ok(Some(h)) => h,
+        Ok(None) => return Err("the hub closed before a full answer".into()),
+        Err(e) => return Err(format!("bad answer: {e:?}")),
     };
-    let status = resp.code.unwrap_or(0);
-    let chunked = resp.headers.iter().any(|h| {
-        h.name.eq_ignore_ascii_case("transfer-encoding") && h.value.eq_ignore_ascii_case(b"chunked")
-    });
-    let rest = &buf[head..];
-    let body = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_vec()
+    let rest = &buf[head.len..];
+    let body = match head.framing {
+        Framing::Empty => Vec::new(),
+        Framing::Length(n) => {
+            rest[..rest.len().min(usize::try_from(n).unwrap_or(usize::MAX))].to_vec()
+        }
+        Framing::UntilClose => rest.to_vec(),
+        Framing::Chunked => {
+            // What decodes before the end or an error: the body is only shown, as a reason.
+            let mut body = Vec::new();
+            let _ = hubload_http1::chunked::Chunked::default().decode(rest, &mut body, usize::MAX);
+            body
+        }
     };
-    Ok(Reply { status, body })
-}
-
-fn dechunk(mut s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = s.windows(2).position(|w| w == b"\r\n") {
-        let size = std::str::from_utf8(&s[..eol])
-            .ok()
-            .and_then(|l| usize::from_str_radix(l.split(';').next()?.trim(), 16).ok());
-        let Some(n) = size.filter(|n| *n > 0) else {
-            break;
-        };
-        let Some(data) = s.get(eol + 2..eol + 2 + n) else {
-            break;
-        };
-        out.extend_from_slice(data);
-        s = s.get(eol + 4 + n..).unwrap_or_default();
-    }
-    out
+    Ok(Reply {
+        status: head.status,
+        body,
+    })
 }
 
 /// What a hub said: its `hub.reason` (form-encoded answers), or else the first 200 bytes of

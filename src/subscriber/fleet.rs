@@ -20,6 +20,7 @@ use super::shared::{Intent, Shared, Subscriber};
 use super::stats::DeliveryLevelStats;
 use super::tracker::DeliveryTracker;
 use crate::config::Secret;
+use crate::serve::{ServerCounts, ServerDeadlines, ServerStats};
 use crate::workload::Workload;
 
 /// What the fleet is and where it listens.
@@ -40,6 +41,8 @@ pub struct FleetConfig {
     pub lease_seconds: u64,
     /// How subscribers answer.
     pub behaviour: Behaviour,
+    /// How long the callback server's connections may wait and take (docs/deadlines.md).
+    pub deadlines: ServerDeadlines,
 }
 
 /// A generated per-run secret: 256 random bits, hex.
@@ -57,6 +60,7 @@ pub struct Fleet {
     pub(crate) shared: Arc<Shared>,
     local_addr: SocketAddr,
     stop: CancellationToken,
+    server_stats: Arc<ServerStats>,
 }
 
 impl Drop for Fleet {
@@ -75,11 +79,18 @@ impl Fleet {
         let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
         let local_addr = listener.local_addr()?;
         let shared = Self::shared(&cfg, local_addr, workload, tracker);
-        let stop = super::server::spawn(listener, shared.clone());
+        let server_stats = Arc::new(ServerStats::default());
+        let stop = super::server::spawn(
+            listener,
+            shared.clone(),
+            cfg.deadlines,
+            server_stats.clone(),
+        );
         Ok(Fleet {
             shared,
             local_addr,
             stop,
+            server_stats,
         })
     }
 
@@ -95,6 +106,7 @@ impl Fleet {
             shared,
             local_addr: cfg.listen,
             stop: CancellationToken::new(),
+            server_stats: Arc::new(ServerStats::default()),
         }
     }
 
@@ -140,6 +152,11 @@ impl Fleet {
             origin_ns: AtomicU64::new(0),
             callback_base,
         })
+    }
+
+    /// The callback server's connection counts so far (deadlines reached among them).
+    pub fn server_counts(&self) -> ServerCounts {
+        self.server_stats.counts()
     }
 
     /// The bound address of the callback server.

@@ -14,7 +14,6 @@ pub mod client;
 mod fleet;
 mod h2c;
 mod hist_serde;
-mod http1;
 mod receive;
 mod server;
 mod shared;

@@ -1,125 +1,58 @@
 //! The callback server: answers intent verification (GET) and takes deliveries (POST) for every subscriber.
 //!
-//! The delivery path is lean: each connection is one task reading requests straight from its
-//! own buffer (`http1.rs` parses the head; no HTTP framework, no header map, no body
-//! channel), so a delivery allocates nothing here. A Content-Length body is checked where it
-//! was read; a chunked one is decoded into a per-connection buffer. The path
+//! The delivery path is lean: each connection is one task of hubload's own server loop
+//! (`src/serve/`: the codec reads the head, no HTTP framework, no header map, no body
+//! channel, deadlines on every wait), so a delivery allocates nothing here. The path
 //! `/cb/<topic>/<index>` is split by hand, the HMAC key is absorbed once for the run, the
 //! expected body is regenerated into a per-thread buffer (`receive.rs`), and the
-//! subscriber's lock is taken once, after the expensive checks. Answers to pipelined
-//! requests are written together, once no further request is waiting in the buffer.
+//! subscriber's lock is taken once, after the expensive checks.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use hubload_http1::answer::{self as http1, Persist};
+use hubload_http1::request::{Head, Method};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::http1::{self, Framing, Method};
 use super::receive::{self, check};
 use super::shared::{Intent, Shared, Subscriber};
-use crate::targets::http::chunked::Chunked;
+use crate::serve::{Handler, ServerDeadlines, ServerStats};
 
 /// The largest delivery body taken (larger ones are answered 413).
 pub const MAX_BODY: usize = 2 << 20;
-/// The read size, and what a connection's buffers shrink back to once idle.
-const READ_SIZE: usize = 16 * 1024;
 /// The longest `X-Hub-Signature` kept: a valid one (`sha256=` and 64 hex digits) is 71 bytes;
 /// a longer value, cut here, still fails the check.
 const SIGNATURE_MAX: usize = 96;
 
 /// Serve every callback on `listener` until the returned token is cancelled; connections
-/// then finish the request in hand and close.
-pub(crate) fn spawn(listener: TcpListener, shared: Arc<Shared>) -> CancellationToken {
-    let stop = CancellationToken::new();
-    let s = stop.clone();
-    tokio::spawn(async move {
-        loop {
-            let stream = tokio::select! {
-                _ = s.cancelled() => return,
-                a = listener.accept() => match a {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        // Out of descriptors and the like: keep serving the open connections.
-                        tracing::warn!(error = %e, "callback server: accept failed");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                },
-            };
-            let _ = stream.set_nodelay(true);
-            tokio::spawn(connection(stream, shared.clone(), s.clone()));
-        }
-    });
-    stop
-}
-
-/// How a connection's request loop ended.
-#[derive(Debug, PartialEq, Eq)]
-enum End {
-    /// The client closed, asked to close, or the server stopped.
-    Done,
-    /// A request was refused (4xx/5xx with `connection: close`) with input possibly unread.
-    Refused,
-}
-
-/// One client connection.
-async fn connection(mut stream: TcpStream, sh: Arc<Shared>, stop: CancellationToken) {
-    if let Ok(End::Refused) = serve(&mut stream, &sh, &stop).await {
-        // Closing with unread input would reset the connection and could destroy the answer
-        // before the client reads it: send FIN, then drain for a while (nginx's lingering close).
-        let _ = stream.shutdown().await;
-        let drain = async {
-            let mut sink = vec![0; READ_SIZE];
-            while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
-        };
-        let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
-    }
-}
-
-/// Read more input into `buf` (the bytes read; 0 at end of input).
-async fn fill<S: AsyncRead + Unpin>(io: &mut S, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    if buf.capacity() - buf.len() < READ_SIZE / 4 {
-        buf.reserve(READ_SIZE);
-    }
-    io.read_buf(buf).await
-}
-
-/// Write and clear the answers gathered in `out`.
-async fn flush<S: AsyncWrite + Unpin>(io: &mut S, out: &mut Vec<u8>) -> std::io::Result<()> {
-    if !out.is_empty() {
-        io.write_all(out).await?;
-        out.clear();
-    }
-    Ok(())
-}
-
-/// Answer `status` and close.
-async fn refuse<S: AsyncWrite + Unpin>(
-    io: &mut S,
-    out: &mut Vec<u8>,
-    status: u16,
-) -> std::io::Result<End> {
-    http1::write_answer(out, status, None, true, false);
-    flush(io, out).await?;
-    Ok(End::Refused)
+/// then finish the request in hand and close. Each connection's waits end at `limits`,
+/// counted in `stats`.
+pub(crate) fn spawn(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    limits: ServerDeadlines,
+    stats: Arc<ServerStats>,
+) -> CancellationToken {
+    crate::serve::spawn(listener, shared, limits, stats, "callback server")
 }
 
 /// What a request asks, copied out of the read buffer so the buffer can be reused while its
 /// body is read.
-struct Asked {
+pub(crate) struct Asked {
     method: Method,
     /// (topic, index) of a callback path.
     route: Option<(usize, usize)>,
     /// The query of a GET (verification).
     query: String,
     signature: Option<([u8; SIGNATURE_MAX], usize)>,
+    /// When its head was whole, on the tracker's clock.
+    received_ns: u64,
 }
 
 impl Asked {
-    fn new(head: &http1::Head, buf: &[u8]) -> Asked {
+    fn new(head: &Head, buf: &[u8], received_ns: u64) -> Asked {
         let target = &buf[head.target.clone()];
         let (path, query) = match target.iter().position(|b| *b == b'?') {
             Some(q) => (&target[..q], &target[q + 1..]),
@@ -141,6 +74,7 @@ impl Asked {
                 String::new()
             },
             signature,
+            received_ns,
         }
     }
 
@@ -149,120 +83,27 @@ impl Asked {
     }
 }
 
-/// The request loop: a head, its body, the answer; keep-alive and pipelining; until the
-/// client closes, a request says close, a request is refused or the server stops.
-async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
-    io: &mut S,
-    sh: &Shared,
-    stop: &CancellationToken,
-) -> std::io::Result<End> {
-    let mut buf: Vec<u8> = Vec::with_capacity(READ_SIZE);
-    let mut start = 0; // the first byte of `buf` not yet taken
-    let mut out = Vec::with_capacity(256);
-    // A chunked body, decoded.
-    let mut joined = Vec::new();
-    // One wait for the stop, registered once, not once per read.
-    let mut stopped = std::pin::pin!(stop.cancelled());
-    loop {
-        let head = loop {
-            match http1::parse_head(&buf[start..]) {
-                Ok(Some(h)) => break h,
-                Ok(None) => {}
-                Err(e) => return refuse(io, &mut out, e.status()).await,
-            }
-            // Nothing more to answer without reading: send what is gathered first.
-            flush(io, &mut out).await?;
-            let idle = start == buf.len();
-            if idle {
-                buf.clear();
-                if buf.capacity() > 4 * READ_SIZE {
-                    buf.shrink_to(READ_SIZE);
-                    joined = Vec::new();
-                }
-            } else {
-                buf.drain(..start);
-            }
-            start = 0;
-            let n = if idle {
-                tokio::select! {
-                    biased;
-                    n = fill(io, &mut buf) => n?,
-                    _ = &mut stopped => return Ok(End::Done),
-                }
-            } else {
-                fill(io, &mut buf).await?
-            };
-            if n == 0 {
-                return Ok(End::Done); // closed, perhaps mid-head: nothing to answer
-            }
+impl Handler for Shared {
+    type Asked = Asked;
+    const MAX_BODY: usize = MAX_BODY;
+
+    fn asked(&self, head: &Head, buf: &[u8]) -> Asked {
+        Asked::new(head, buf, receive::now_ns(&self.tracker))
+    }
+
+    fn answer(&self, asked: Asked, body: &[u8], out: &mut Vec<u8>, persist: Persist) -> Duration {
+        let (status, text) = answer(self, &asked, body, asked.received_ns);
+        let answer = http1::Answer {
+            status,
+            content_type: text.as_ref().map(|_| "text/plain"),
+            fields: &[],
+            body: text.as_deref().unwrap_or("").as_bytes(),
         };
-        let received_ns = receive::now_ns(&sh.tracker);
-        let asked = Asked::new(&head, &buf[start..]);
-        let body_at = start + head.len;
-        let (body, next) = match head.framing {
-            Framing::Length(n) => {
-                if n > MAX_BODY as u64 {
-                    return refuse(io, &mut out, 413).await;
-                }
-                let end = body_at + n as usize;
-                buf.reserve(end.saturating_sub(buf.len()));
-                if buf.len() < end && head.expect_continue {
-                    out.extend_from_slice(http1::CONTINUE);
-                    flush(io, &mut out).await?;
-                }
-                while buf.len() < end {
-                    if fill(io, &mut buf).await? == 0 {
-                        return Ok(End::Done);
-                    }
-                }
-                (body_at..end, None)
-            }
-            Framing::Chunked => {
-                joined.clear();
-                let mut dec = Chunked::default();
-                let mut at = body_at;
-                let mut continued = false;
-                loop {
-                    let Ok(used) = dec.decode(&buf[at..], &mut joined, MAX_BODY + 1) else {
-                        return refuse(io, &mut out, 400).await;
-                    };
-                    at += used;
-                    if joined.len() > MAX_BODY {
-                        return refuse(io, &mut out, 413).await;
-                    }
-                    if dec.is_done() {
-                        break;
-                    }
-                    // All read input is decoded: reuse the buffer for the rest.
-                    buf.clear();
-                    at = 0;
-                    if head.expect_continue && !continued {
-                        continued = true;
-                        out.extend_from_slice(http1::CONTINUE);
-                        flush(io, &mut out).await?;
-                    }
-                    if fill(io, &mut buf).await? == 0 {
-                        return Ok(End::Done);
-                    }
-                }
-                (0..0, Some(at))
-            }
-        };
-        let body_bytes = match next {
-            None => &buf[body.clone()],
-            Some(_) => &joined[..],
-        };
-        let (status, text) = answer(sh, &asked, body_bytes, received_ns);
-        start = next.unwrap_or(body.end);
-        if asked.method == Method::Post && !sh.behaviour.latency.is_zero() {
-            tokio::time::sleep(sh.behaviour.latency).await;
-        }
-        let close = !head.keep_alive || stop.is_cancelled();
-        let http10_keep = head.http10 && !close;
-        http1::write_answer(&mut out, status, text.as_deref(), close, http10_keep);
-        if close {
-            flush(io, &mut out).await?;
-            return Ok(End::Done);
+        http1::write_full(out, &answer, persist);
+        if asked.method == Method::Post {
+            self.behaviour.latency
+        } else {
+            Duration::ZERO
         }
     }
 }
@@ -396,5 +237,7 @@ pub(super) fn deliver(
     answer
 }
 
+#[cfg(test)]
+mod deadline_tests;
 #[cfg(test)]
 mod tests;

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
-use super::{route, serve, End, MAX_BODY};
+use super::{route, MAX_BODY};
 use crate::config::Secret;
-use crate::subscriber::http1::CONTINUE;
+use crate::serve::{serve, End, ServerDeadlines};
 use crate::subscriber::receive::test_signature;
 use crate::subscriber::{Behaviour, DeliveryTracker, Fleet, FleetConfig};
 use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
+use hubload_http1::answer::CONTINUE;
 
 #[test]
 fn only_callback_paths_route() {
@@ -81,6 +82,11 @@ fn sign(b: &[u8]) -> String {
 
 /// A fleet of one subscriber (topic 0, `hub.topic` t) with events 0.. published to it.
 async fn fleet() -> (Fleet, Arc<Workload>) {
+    fleet_with(ServerDeadlines::default()).await
+}
+
+/// [`fleet`], its callback server's connections bounded by `deadlines`.
+pub(super) async fn fleet_with(deadlines: ServerDeadlines) -> (Fleet, Arc<Workload>) {
     let w = Arc::new(Workload::new(WorkloadConfig {
         tenants: 1,
         sps: 1,
@@ -100,6 +106,7 @@ async fn fleet() -> (Fleet, Arc<Workload>) {
             secret: Some(Secret::new(String::from_utf8(SECRET.to_vec()).unwrap())),
             lease_seconds: 60,
             behaviour: Behaviour::default(),
+            deadlines,
         },
         w.clone(),
         Arc::new(DeliveryTracker::new(64)),
@@ -110,13 +117,13 @@ async fn fleet() -> (Fleet, Arc<Workload>) {
     (fleet, w)
 }
 
-fn event(fleet: &Fleet, w: &Workload, seq: u64) -> Vec<u8> {
+pub(super) fn event(fleet: &Fleet, w: &Workload, seq: u64) -> Vec<u8> {
     fleet.tracker().note_published(seq, 0, Instant::now());
     w.event_at(seq, 1_000_000).body
 }
 
 /// A signed delivery of `body` to subscriber 0/0, `extra` header lines (each ending in CRLF) added.
-fn post(extra: &str, body: &[u8]) -> Vec<u8> {
+pub(super) fn post(extra: &str, body: &[u8]) -> Vec<u8> {
     let mut r = format!(
         "POST /cb/0/0 HTTP/1.1\r\nHost: x\r\nX-Hub-Signature: {}\r\nContent-Length: {}\r\n{extra}\r\n",
         sign(body),
@@ -219,11 +226,21 @@ async fn every_split_of_a_pipelined_corpus_gets_the_same_answers() {
                 reads: pieces.into_iter().filter(|p| !p.is_empty()).collect(),
                 written: Vec::new(),
             };
+            let mut answered = 0;
             assert_eq!(
-                serve(&mut io, &sh, &stop).await.unwrap(),
+                serve(
+                    &mut io,
+                    &*sh,
+                    &ServerDeadlines::default(),
+                    &stop,
+                    &mut answered
+                )
+                .await
+                .unwrap(),
                 End::Done,
                 "{label}"
             );
+            assert_eq!(answered, 8, "{label}");
             String::from_utf8(io.written).unwrap()
         }
     };

@@ -54,9 +54,6 @@ impl H2Head {
     }
 }
 
-/// Most header fields in a request hubload renders (the same bound as the response parser).
-const MAX_HEADERS: usize = 64;
-
 /// Fields HTTP/2 forbids (RFC 9113 §8.2.2); `Host` becomes `:authority` instead.
 fn dropped(name: &str) -> bool {
     [
@@ -74,31 +71,37 @@ fn dropped(name: &str) -> bool {
 /// The HTTP/2 request and body of the HTTP/1.1 request `raw`; `None` when `raw` is not a
 /// complete request head (hubload rendered it, so that would be a bug of ours).
 fn to_h2(raw: &[u8], scheme: &Scheme) -> Option<(Request<()>, Bytes)> {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut head = httparse::Request::new(&mut fields);
-    let httparse::Status::Complete(head_len) = head.parse(raw).ok()? else {
-        return None;
-    };
     let mut authority = None;
-    let mut req = Request::builder()
-        .method(Method::from_bytes(head.method?.as_bytes()).ok()?)
-        .version(http::Version::HTTP_2);
+    let mut req = Request::builder().version(http::Version::HTTP_2);
     let headers = req.headers_mut()?;
-    for f in head.headers.iter() {
-        if f.name.eq_ignore_ascii_case("host") {
-            authority = Some(Authority::try_from(f.value).ok()?);
+    let mut bad = false;
+    let (method, path, head_len) = hubload_http1::request::read_fields(raw, |name, value| {
+        if name.eq_ignore_ascii_case("host") {
+            authority = Authority::try_from(value).ok();
+            bad |= authority.is_none();
         }
-        if dropped(f.name) {
-            continue;
+        if dropped(name) {
+            return;
         }
         // `HeaderName` keeps names in lowercase, as HTTP/2 requires.
-        let name = HeaderName::from_bytes(f.name.as_bytes()).ok()?;
-        headers.append(name, HeaderValue::from_bytes(f.value).ok()?);
+        match (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(value),
+        ) {
+            (Ok(name), Ok(value)) => {
+                headers.append(name, value);
+            }
+            _ => bad = true,
+        }
+    })?;
+    if bad {
+        return None;
     }
+    let req = req.method(Method::from_bytes(method.as_bytes()).ok()?);
     let uri = Uri::builder()
         .scheme(scheme.clone())
         .authority(authority?)
-        .path_and_query(PathAndQuery::try_from(head.path?).ok()?)
+        .path_and_query(PathAndQuery::try_from(path).ok()?)
         .build()
         .ok()?;
     let req = req.uri(uri).body(()).ok()?;

@@ -8,12 +8,12 @@ use std::task::{ready, Context, Poll};
 
 use tokio::time::{Instant, Sleep};
 
-use super::chunked::{append_capped, Chunked};
-use super::parse::memo::HeadMemo;
-use super::parse::{parse_head, Framing};
 use super::stream::Stream;
 use super::{Response, TransportError, BODY_CAP};
 use crate::result::{ClientReason, ConnErrorKind, OtherReason};
+use hubload_http1::chunked::{append_capped, Chunked};
+use hubload_http1::response::memo::HeadMemo;
+use hubload_http1::response::{parse_head, Framing};
 
 /// Longest response head accepted, bytes.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
@@ -293,7 +293,7 @@ impl Conn {
             }
             let bytes = &self.buf[self.pos..self.pos + window];
             match parse_head(bytes, head_request, &mut resp.content_type) {
-                Err(reason) => return Err(protocol(reason)),
+                Err(reason) => return Err(protocol(reason.into())),
                 Ok(Some(h)) => {
                     self.pos += h.len;
                     if (100..200).contains(&h.status) && h.status != 101 {
@@ -333,7 +333,7 @@ impl Conn {
                 loop {
                     let n = dec
                         .decode(&self.buf[self.pos..], &mut resp.body, BODY_CAP)
-                        .map_err(protocol)?;
+                        .map_err(|_| protocol(OtherReason::BadChunk))?;
                     self.pos += n;
                     if dec.is_done() {
                         break;

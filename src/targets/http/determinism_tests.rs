@@ -1,8 +1,8 @@
 //! Tests: the response parser's verdict and byte counts depend on the bytes only, never on
 //! how they are split across reads (every split point, random chunkings, byte by byte); a
 //! proptest fuzzes the head parser and the chunked decoder; the seed corpus in
-//! `testdata/corpus/` is replayed; the head parser's fast scan is compared with `httparse` on
-//! every prefix of the corpus and on random heads.
+//! `testdata/corpus/` is replayed; the head parser's fast scan is compared with the codec's full
+//! parser (`parse_head_full`) on every prefix of the corpus and on random heads.
 
 use std::collections::VecDeque;
 
@@ -10,12 +10,12 @@ use futures_util::FutureExt;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
-use super::chunked::Chunked;
 use super::conn::{Conn, MAX_HEAD};
-use super::parse::{fast_head, parse_head, parse_head_full};
 use super::stream::Stream;
 use super::{Response, TransportError};
 use crate::result::{ConnErrorKind, OtherReason, Outcome};
+use hubload_http1::chunked::Chunked;
+use hubload_http1::response::{fast_head, parse_head, parse_head_full};
 
 const REQUEST: &[u8] = b"POST /hub HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}";
 
@@ -386,7 +386,7 @@ proptest! {
     }
 }
 
-/// `parse_head` (fast scan, else `httparse`) and `parse_head_full` (`httparse` alone) give
+/// `parse_head` (fast scan, else the full parser) and `parse_head_full` (the full parser alone) give
 /// the same head, the same error and the same `Content-Type` for `bytes`. Returns whether the
 /// fast scan itself answered.
 fn assert_same_as_full_parser(bytes: &[u8]) -> bool {
@@ -407,9 +407,9 @@ fn assert_same_as_full_parser(bytes: &[u8]) -> bool {
 }
 
 /// Every prefix of every corpus file (and the nginx head the benches see): the fast scan
-/// agrees with `httparse`, and takes the common heads itself.
+/// agrees with the full parser, and takes the common heads itself.
 #[test]
-fn head_fast_path_matches_httparse_on_the_corpus() {
+fn head_fast_path_matches_the_full_parser_on_the_corpus() {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/targets/http/testdata/corpus");
     let nginx = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 01 Dec 2026 12:00:00 GMT\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 17\r\nConnection: keep-alive\r\n\r\nhub.mode=accepted".to_vec();
@@ -609,10 +609,10 @@ fn random_text(rng: &mut impl Rng, noisy: bool) -> Vec<u8> {
     t
 }
 
-/// 20,000 random heads (fixed seed): the fast scan agrees with `httparse` on each, and both
+/// 20,000 random heads (fixed seed): the fast scan agrees with the full parser on each, and both
 /// the fast scan and the fallback are exercised many times.
 #[test]
-fn head_fast_path_matches_httparse_on_random_heads() {
+fn head_fast_path_matches_the_full_parser_on_random_heads() {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(15);
     let mut fast = 0;
     let runs = 20_000;
@@ -628,9 +628,9 @@ fn head_fast_path_matches_httparse_on_random_heads() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
-    /// Random heads from any seed, and any bytes: the fast scan agrees with `httparse`.
+    /// Random heads from any seed, and any bytes: the fast scan agrees with the full parser.
     #[test]
-    fn head_fast_path_matches_httparse(seed in any::<u64>(),
+    fn head_fast_path_matches_the_full_parser(seed in any::<u64>(),
                                        bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         assert_same_as_full_parser(&random_head(&mut rand::rngs::SmallRng::seed_from_u64(seed)));
         let mut prefixed = b"HTTP/1.1 200 OK\r\n".to_vec();

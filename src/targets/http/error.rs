@@ -38,3 +38,16 @@ impl TransportError {
         }
     }
 }
+
+/// The codec's verdict on a response head, as an outcome reason.
+impl From<hubload_http1::response::ResponseError> for OtherReason {
+    fn from(e: hubload_http1::response::ResponseError) -> OtherReason {
+        use hubload_http1::response::ResponseError as E;
+        match e {
+            E::NotHttp => OtherReason::NotHttp,
+            E::MalformedStatusLine => OtherReason::MalformedStatusLine,
+            E::MalformedHead => OtherReason::MalformedHead,
+            E::TooManyHeaders => OtherReason::TooManyHeaders,
+        }
+    }
+}

@@ -2,8 +2,8 @@
 //! with a wait timeout, sending pre-rendered requests over owned keep-alive connections.
 //!
 //! Why not reqwest or hyper: on the 543-byte publish POST, reqwest reached 0.3–0.4× of wrk
-//! and hyper's pooled client 0.55×, while a hand-written request parsed with `httparse`
-//! reached wrk (DESIGN.md "Client"). Neither has a per-host cap with a wait timeout.
+//! and hyper's pooled client 0.55×, while a hand-written client (its heads read by the codec crate,
+//! `hubload-http1`) reached wrk (DESIGN.md "Client"). Neither has a per-host cap with a wait timeout.
 //!
 //! The model (issue 2 §5):
 //! - at most `max_conns` exchanges (and so connections) per host, through a semaphore;
@@ -42,7 +42,6 @@
 
 #[cfg(test)]
 mod addrs_tests;
-pub(crate) mod chunked;
 mod conn;
 #[cfg(test)]
 mod deadline_tests;
@@ -50,7 +49,8 @@ mod deadline_tests;
 mod determinism_tests;
 mod error;
 mod exchange;
-mod parse;
+#[cfg(test)]
+mod memo_tests;
 mod response;
 mod server_timing;
 mod stream;

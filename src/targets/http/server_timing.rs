@@ -1,31 +1,22 @@
 //! The `Server-Timing` values of a whole response head, read only when the head parser saw the
 //! header (`Head::server_timing`): off the path of every response that does not carry one.
 
-use super::parse::SERVER_TIMING;
 use crate::result::ServerTimings;
+use hubload_http1::response::{header_values, SERVER_TIMING};
 
 /// Read every `Server-Timing` header of `head` (a complete head, status line through the blank
-/// line) into `out`. A head `httparse` does not take leaves `out` as it is: the head parser
+/// line) into `out`. A head the codec's full parser does not take leaves `out` as it is: the head parser
 /// accepted it already, so that does not happen.
 #[cold]
 #[inline(never)]
 pub(crate) fn read(head: &[u8], out: &mut ServerTimings) {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut resp = httparse::Response::new(&mut headers);
-    if !matches!(resp.parse(head), Ok(httparse::Status::Complete(_))) {
-        return;
-    }
-    for h in resp.headers.iter() {
-        if h.name.as_bytes().eq_ignore_ascii_case(SERVER_TIMING) {
-            out.add_header(h.value);
-        }
-    }
+    header_values(head, SERVER_TIMING, |v| out.add_header(v));
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::parse::parse_head;
     use super::*;
+    use hubload_http1::response::parse_head;
 
     /// Through the head parser, as the connection reads it: the flag, then the values.
     fn timings(head: &str) -> (bool, Vec<(&'static str, u64)>, u8) {
@@ -50,7 +41,7 @@ mod tests {
         );
         let short = "HTTP/1.1 200 OK\r\nSERVER-TIMING:x;dur=1\r\n\r\n";
         assert_eq!(timings(short), (true, vec![("x", 1000)], 0));
-        // obs-text in another header sends the head to httparse.
+        // obs-text in another header sends the head to the full parser.
         let full = "HTTP/1.1 200 OK\r\nX: \u{e9}\r\nServer-Timing: hub;dur=bad\r\nContent-Length: 0\r\n\r\n";
         assert_eq!(timings(full), (true, vec![], 1));
         // No header: nothing read.

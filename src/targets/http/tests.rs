@@ -67,16 +67,12 @@ async fn read_request(sock: &mut TcpStream) -> bool {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut req = httparse::Request::new(&mut headers);
-        if let httparse::Status::Complete(head) = req.parse(&buf).unwrap() {
-            let len: usize = req
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                .map(|h| std::str::from_utf8(h.value).unwrap().parse().unwrap())
-                .unwrap_or(0);
-            if buf.len() >= head + len {
+        // The codec's request parser, as hubload's servers read requests.
+        if let Some(head) = hubload_http1::request::parse_head(&buf).unwrap() {
+            let hubload_http1::request::Framing::Length(len) = head.framing else {
+                panic!("a chunked request");
+            };
+            if buf.len() as u64 >= head.len as u64 + len {
                 return true;
             }
         }

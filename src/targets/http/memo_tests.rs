@@ -1,15 +1,15 @@
-//! Tests: the memo gives what `parse_head` gives a fresh parse, verdict and content type, on
+//! Tests of the codec's head memo (`hubload-http1`, `response::memo`), on this crate's corpus: the memo gives what `parse_head` gives a fresh parse, verdict and content type, on
 //! the corpus, on nginx-like heads and on random changes to them; and it answers a repeat
 //! whose `Date` value alone changed without parsing.
 
 use hubload_rng::SplitMix64;
 
-use super::super::super::determinism_tests::seed_corpus;
-use super::super::{parse_head, Head};
-use super::HeadMemo;
-use crate::result::OtherReason;
+use hubload_http1::response::memo::HeadMemo;
+use hubload_http1::response::{parse_head, Head, ResponseError};
 
-type Got = (Result<Option<Head>, OtherReason>, Option<Vec<u8>>);
+use super::determinism_tests::seed_corpus;
+
+type Got = (Result<Option<Head>, ResponseError>, Option<Vec<u8>>);
 
 /// The reference: a parse with nothing remembered.
 fn fresh(q: &[u8], head_request: bool, ct: &Option<Vec<u8>>) -> Got {

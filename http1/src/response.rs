@@ -1,21 +1,32 @@
-//! HTTP/1.1 response heads: a fast scan for the common form, else `httparse`; the verdict is
+//! Response heads a client reads: a fast scan for the common form, else `httparse`; the verdict is
 //! the same however the input is split across reads.
 //!
-//! Pure functions on byte slices; the socket loop lives in `conn.rs`.
+//! Pure functions on byte slices; each client's socket loop does the I/O.
 
-use crate::result::OtherReason;
+/// A response head that cannot be taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseError {
+    /// Not an HTTP/1.x status line.
+    NotHttp,
+    /// A status line without a valid three-digit code.
+    MalformedStatusLine,
+    /// A malformed header line, or an invalid or conflicting `Content-Length`.
+    MalformedHead,
+    /// More than 64 header fields.
+    TooManyHeaders,
+}
 
-pub(crate) mod memo;
+pub mod memo;
 mod scan;
 
 use scan::{known_name, text_to_cr, token_end, trim_space_tab, Name, Pattern};
 
 /// Most headers a response may carry; more is a protocol error.
-const MAX_HEADERS: usize = 64;
+pub const MAX_HEADERS: usize = 64;
 
 /// How the body of a response is delimited (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Framing {
+pub enum Framing {
     /// No body: 1xx, 204, 304, or the answer to a HEAD request.
     Empty,
     /// `Content-Length: n`.
@@ -28,7 +39,7 @@ pub(crate) enum Framing {
 
 /// The parts of a response head the client acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Head {
+pub struct Head {
     /// Status code.
     pub status: u16,
     /// Bytes of the head, status line through the blank line.
@@ -52,23 +63,23 @@ pub(crate) struct Head {
 ///
 /// A complete head in the common form (see [`fast_head`]) is read by a scan of our own;
 /// anything else goes to `httparse`. Both give the same answer for every input the scan
-/// accepts (checked on the corpus and on random heads, `determinism_tests.rs`).
-pub(crate) fn parse_head(
+/// accepts (checked on the corpus and on random heads: hubload's `src/targets/http/determinism_tests.rs`).
+pub fn parse_head(
     buf: &[u8],
     head_request: bool,
     content_type: &mut Option<Vec<u8>>,
-) -> Result<Option<Head>, OtherReason> {
+) -> Result<Option<Head>, ResponseError> {
     match fast_head(buf, head_request, content_type) {
         Some(head) => Ok(Some(head)),
         None => parse_head_full(buf, head_request, content_type),
     }
 }
 /// [`parse_head`] through `httparse` alone: the reference the fast scan is checked against.
-pub(crate) fn parse_head_full(
+pub fn parse_head_full(
     buf: &[u8],
     head_request: bool,
     content_type: &mut Option<Vec<u8>>,
-) -> Result<Option<Head>, OtherReason> {
+) -> Result<Option<Head>, ResponseError> {
     // Left uninitialised: initialising 64 headers on every call cost more than the parse.
     let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut []);
@@ -80,10 +91,10 @@ pub(crate) fn parse_head_full(
     let len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(None),
-        Err(httparse::Error::TooManyHeaders) => return Err(OtherReason::TooManyHeaders),
-        Err(httparse::Error::Version) => return Err(OtherReason::NotHttp),
-        Err(httparse::Error::Status) => return Err(OtherReason::MalformedStatusLine),
-        Err(_) => return Err(OtherReason::MalformedHead),
+        Err(httparse::Error::TooManyHeaders) => return Err(ResponseError::TooManyHeaders),
+        Err(httparse::Error::Version) => return Err(ResponseError::NotHttp),
+        Err(httparse::Error::Status) => return Err(ResponseError::MalformedStatusLine),
+        Err(_) => return Err(ResponseError::MalformedHead),
     };
     let mut facts = Facts::new(resp.version == Some(1));
     for h in resp.headers.iter() {
@@ -105,7 +116,7 @@ pub(crate) fn parse_head_full(
 /// head, a bare LF, obs-text, a control byte, leading blank lines, too many headers, a
 /// header whose value is not valid for us (a bad `Content-Length`): the full parser then
 /// decides, so errors and partial heads always come from `httparse`.
-pub(crate) fn fast_head(
+pub fn fast_head(
     buf: &[u8],
     head_request: bool,
     content_type: &mut Option<Vec<u8>>,
@@ -175,7 +186,7 @@ const HTTP_11: u64 = u64::from_le_bytes(*b"HTTP/1.1");
 const HTTP_10: u64 = u64::from_le_bytes(*b"HTTP/1.0");
 
 /// The one header noted but not acted on, lowercase.
-pub(crate) const SERVER_TIMING: &[u8] = b"server-timing";
+pub const SERVER_TIMING: &[u8] = b"server-timing";
 
 /// What the headers say, gathered one header at a time (by either parser).
 struct Facts<'a> {
@@ -203,7 +214,7 @@ impl<'a> Facts<'a> {
 
     /// One header by name (any case); `value` trimmed here, as `httparse` trims it (a value
     /// it trimmed already is left as it is).
-    fn header(&mut self, name: &[u8], value: &'a [u8]) -> Result<(), OtherReason> {
+    fn header(&mut self, name: &[u8], value: &'a [u8]) -> Result<(), ResponseError> {
         // The length first: most headers (Date, Server, …) are then skipped without comparing
         // a byte of their names.
         if !matches!(name.len(), 10 | 12 | 13 | 14 | 17) {
@@ -229,12 +240,12 @@ impl<'a> Facts<'a> {
 
     /// One of the headers the client acts on, with its trimmed value.
     #[inline(always)]
-    fn apply(&mut self, name: Name, value: &'a [u8]) -> Result<(), OtherReason> {
+    fn apply(&mut self, name: Name, value: &'a [u8]) -> Result<(), ResponseError> {
         match name {
             Name::ContentLength => {
-                let n = parse_length(value).ok_or(OtherReason::MalformedHead)?;
+                let n = parse_length(value).ok_or(ResponseError::MalformedHead)?;
                 if self.length.is_some_and(|old| old != n) {
-                    return Err(OtherReason::MalformedHead);
+                    return Err(ResponseError::MalformedHead);
                 }
                 self.length = Some(n);
             }
@@ -303,7 +314,7 @@ impl<'a> Facts<'a> {
 
 /// `*to = from`, reusing `to`'s allocation: what a final head does to the caller's content type.
 #[inline]
-pub(super) fn set_content_type(to: &mut Option<Vec<u8>>, from: Option<&[u8]>) {
+pub(crate) fn set_content_type(to: &mut Option<Vec<u8>>, from: Option<&[u8]>) {
     match (from, to.as_mut()) {
         (Some(value), Some(v)) => {
             v.clear();
@@ -384,12 +395,28 @@ fn last_token_is(value: &[u8], token: &[u8]) -> bool {
         .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
+/// Call `f` with the value of every header named `name` (any case) in `head`, a complete
+/// head (status line through the blank line) that [`parse_head`] took; a head it did not
+/// take calls nothing. Off the hot path: for the rare header read whole (`Server-Timing`).
+pub fn header_values(head: &[u8], name: &[u8], mut f: impl FnMut(&[u8])) {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    if !matches!(resp.parse(head), Ok(httparse::Status::Complete(_))) {
+        return;
+    }
+    for h in resp.headers.iter() {
+        if h.name.as_bytes().eq_ignore_ascii_case(name) {
+            f(h.value);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::scan::is_token;
     use super::*;
 
-    fn head(bytes: &[u8], head_request: bool) -> Result<Option<Head>, OtherReason> {
+    fn head(bytes: &[u8], head_request: bool) -> Result<Option<Head>, ResponseError> {
         parse_head(bytes, head_request, &mut None)
     }
 
@@ -535,14 +562,14 @@ mod tests {
             b"\r\n",
         ]
         .concat();
-        assert_eq!(head(&many, false), Err(OtherReason::TooManyHeaders));
+        assert_eq!(head(&many, false), Err(ResponseError::TooManyHeaders));
         assert_eq!(
             head(b"SSH-2.0-OpenSSH\r\n\r\n", false),
-            Err(OtherReason::NotHttp)
+            Err(ResponseError::NotHttp)
         );
         assert_eq!(
             head(b"HTTP/1.1 2x0 OK\r\n\r\n", false),
-            Err(OtherReason::MalformedStatusLine)
+            Err(ResponseError::MalformedStatusLine)
         );
     }
 

@@ -12,13 +12,14 @@ use std::net::SocketAddr;
 use std::ops::AddAssign;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Router;
+use std::time::Duration;
+
+use hubload_http1::answer::{self, Answer, Persist};
+use hubload_http1::request::{Head, Method};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::serve::{Handler, ServerCounts, ServerDeadlines, ServerStats};
 use crate::workload::Workload;
 
 /// Where the topic server listens and how topics are named.
@@ -33,6 +34,8 @@ pub struct TopicServerConfig {
     pub topic_url_prefix: Option<String>,
     /// Published events kept pending per topic; beyond, the oldest is dropped (counted).
     pub queue_cap: usize,
+    /// How long a connection may wait and take (docs/deadlines.md).
+    pub deadlines: ServerDeadlines,
 }
 
 /// Fetch counters (per level when taken with [`TopicServer::take_stats`]); add with `+=`.
@@ -86,7 +89,7 @@ struct Shared {
     /// Request path of each topic → topic index.
     by_path: HashMap<String, usize>,
     /// Per topic, the `Link` header value.
-    links: Vec<HeaderValue>,
+    links: Vec<Vec<u8>>,
     queue_cap: usize,
     stats: Mutex<TopicFetchStats>,
 }
@@ -98,6 +101,7 @@ pub struct TopicServer {
     local_addr: SocketAddr,
     prefix: String,
     stop: CancellationToken,
+    server_stats: Arc<ServerStats>,
 }
 
 impl Drop for TopicServer {
@@ -129,10 +133,11 @@ impl TopicServer {
                 "<{}>; rel=\"hub\", <{prefix}{}>; rel=\"self\"",
                 cfg.hub_url, t.name
             );
-            links.push(
-                HeaderValue::try_from(link)
-                    .map_err(|_| bad("a topic URL is not a header value"))?,
-            );
+            // A field value is visible ASCII and spaces: nothing that could end the field.
+            if !link.bytes().all(|b| b == b' ' || b.is_ascii_graphic()) {
+                return Err(bad("a topic URL is not a header value"));
+            }
+            links.push(link.into_bytes());
         }
         let shared = Arc::new(Shared {
             queues: topics.iter().map(|_| Mutex::default()).collect(),
@@ -142,14 +147,26 @@ impl TopicServer {
             queue_cap: cfg.queue_cap.max(1),
             stats: Mutex::default(),
         });
-        let app = Router::new().fallback(fetch).with_state(shared.clone());
-        let stop = crate::serve::spawn(listener, app, "topic server");
+        let server_stats = Arc::new(ServerStats::default());
+        let stop = crate::serve::spawn(
+            listener,
+            shared.clone(),
+            cfg.deadlines,
+            server_stats.clone(),
+            "topic server",
+        );
         Ok(TopicServer {
             shared,
             local_addr,
             prefix,
             stop,
+            server_stats,
         })
+    }
+
+    /// The server's connection counts so far (deadlines reached among them).
+    pub fn server_counts(&self) -> ServerCounts {
+        self.server_stats.counts()
     }
 
     /// The bound address.
@@ -203,11 +220,50 @@ impl Shared {
     }
 }
 
-async fn fetch(State(sh): State<Arc<Shared>>, req: Request) -> Response {
-    let Some(&topic) = sh.by_path.get(req.uri().path()) else {
+/// What a request asks: its path (the query left off), and whether it is a GET.
+#[derive(Debug)]
+pub(crate) struct Asked {
+    get: bool,
+    path: Vec<u8>,
+}
+
+impl Handler for Shared {
+    type Asked = Asked;
+    /// A fetch has no body; a stray one is read and ignored up to this.
+    const MAX_BODY: usize = 64 * 1024;
+
+    fn asked(&self, head: &Head, buf: &[u8]) -> Asked {
+        let mut target = &buf[head.target.clone()];
+        // The absolute form (`http://host/topics/x`, as a proxy sends it): its path.
+        if let Some(at) = target.windows(3).position(|w| w == b"://") {
+            let rest = &target[at + 3..];
+            target = &rest[rest.iter().position(|b| *b == b'/').unwrap_or(rest.len())..];
+        }
+        let path = target.split(|b| *b == b'?').next().unwrap_or(target);
+        Asked {
+            get: head.method == Method::Get,
+            path: path.to_vec(),
+        }
+    }
+
+    fn answer(&self, asked: Asked, _body: &[u8], out: &mut Vec<u8>, persist: Persist) -> Duration {
+        fetch(self, &asked, out, persist);
+        Duration::ZERO
+    }
+}
+
+/// The answer to one request: the topic's next event, or 204, 404, 405.
+fn fetch(sh: &Shared, asked: &Asked, out: &mut Vec<u8>, persist: Persist) {
+    let topic = std::str::from_utf8(&asked.path)
+        .ok()
+        .and_then(|p| sh.by_path.get(p));
+    let Some(&topic) = topic else {
         sh.stats().unknown += 1;
-        return StatusCode::NOT_FOUND.into_response();
+        return answer::write_full(out, &Answer::empty(404), persist);
     };
+    if !asked.get {
+        return answer::write_full(out, &Answer::empty(405), persist);
+    }
     let next = {
         let mut q = sh.queues[topic].lock().unwrap_or_else(|e| e.into_inner());
         match q.pending.pop_front() {
@@ -218,7 +274,6 @@ async fn fetch(State(sh): State<Arc<Shared>>, req: Request) -> Response {
             None => q.latest.map(|e| (e, false)),
         }
     };
-    let link = sh.links[topic].clone();
     {
         let mut st = sh.stats();
         st.fetches += 1;
@@ -232,20 +287,23 @@ async fn fetch(State(sh): State<Arc<Shared>>, req: Request) -> Response {
             None => st.fetched_empty += 1,
         }
     }
+    let link = [("link", &sh.links[topic][..])];
     let Some(((seq, sent_us), _)) = next else {
-        return (StatusCode::NO_CONTENT, [(header::LINK, link)]).into_response();
+        let a = Answer {
+            fields: &link,
+            ..Answer::empty(204)
+        };
+        return answer::write_full(out, &a, persist);
     };
     let body = sh.workload.event_at(seq, sent_us).body;
-    (
-        StatusCode::OK,
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            ),
-            (header::LINK, link),
-        ],
-        body,
-    )
-        .into_response()
+    let a = Answer {
+        status: 200,
+        content_type: Some("application/json"),
+        fields: &link,
+        body: &body,
+    };
+    answer::write_full(out, &a, persist);
 }
+
+#[cfg(test)]
+mod deadline_tests;

@@ -1,7 +1,10 @@
 //! The `Transfer-Encoding: chunked` body decoder, trailers included: a byte-wise state
 //! machine tolerant of any split of the input across reads.
 
-use crate::result::OtherReason;
+/// A chunked body that breaks the grammar or a limit (a size past 64 bits, an extension past
+/// 4 KiB, trailers past 64 KiB, a missing line end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadChunk;
 
 /// Longest chunk extension (after the size, up to the end of the line), bytes.
 const MAX_CHUNK_EXT: u32 = 4 * 1024;
@@ -34,7 +37,7 @@ enum ChunkState {
 
 /// Incremental decoder for a `Transfer-Encoding: chunked` body, trailers included.
 #[derive(Debug, Clone)]
-pub(crate) struct Chunked {
+pub struct Chunked {
     state: ChunkState,
     /// The size being read, then the data left in the current chunk.
     size: u64,
@@ -56,19 +59,19 @@ impl Default for Chunked {
 
 impl Chunked {
     /// Whether the terminating chunk and trailers have been read.
-    pub(crate) fn is_done(&self) -> bool {
+    pub fn is_done(&self) -> bool {
         self.state == ChunkState::Done
     }
 
     /// Decode as much of `input` as possible, appending data to `out` while `out` is shorter
     /// than `cap` (the rest is read and dropped). Returns the bytes consumed; it stops right
     /// after the end of the body, so any further bytes are not part of it.
-    pub(crate) fn decode(
+    pub fn decode(
         &mut self,
         input: &[u8],
         out: &mut Vec<u8>,
         cap: usize,
-    ) -> Result<usize, OtherReason> {
+    ) -> Result<usize, BadChunk> {
         let mut i = 0;
         while i < input.len() && self.state != ChunkState::Done {
             if self.state == ChunkState::Data {
@@ -94,13 +97,13 @@ impl Chunked {
                     MAX_TRAILERS
                 };
                 if self.extra > limit {
-                    return Err(OtherReason::BadChunk);
+                    return Err(BadChunk);
                 }
             }
             self.state = match (self.state, b) {
                 (ChunkState::Size, b) if b.is_ascii_hexdigit() => {
                     if self.size > u64::MAX >> 4 {
-                        return Err(OtherReason::BadChunk);
+                        return Err(BadChunk);
                     }
                     self.size = self.size << 4 | u64::from(hex_value(b));
                     self.digits = self.digits.saturating_add(1);
@@ -111,9 +114,9 @@ impl Chunked {
                 (ChunkState::Size | ChunkState::Ext | ChunkState::SizeLf, b'\n') => {
                     self.end_of_size_line()?
                 }
-                (ChunkState::Size, _) => return Err(OtherReason::BadChunk),
+                (ChunkState::Size, _) => return Err(BadChunk),
                 (ChunkState::Ext, _) => ChunkState::Ext,
-                (ChunkState::SizeLf, _) => return Err(OtherReason::BadChunk),
+                (ChunkState::SizeLf, _) => return Err(BadChunk),
                 (ChunkState::DataCr, b'\r') => ChunkState::DataLf,
                 (ChunkState::DataCr | ChunkState::DataLf, b'\n') => {
                     self.size = 0;
@@ -121,12 +124,12 @@ impl Chunked {
                     self.extra = 0;
                     ChunkState::Size
                 }
-                (ChunkState::DataCr | ChunkState::DataLf, _) => return Err(OtherReason::BadChunk),
+                (ChunkState::DataCr | ChunkState::DataLf, _) => return Err(BadChunk),
                 (ChunkState::TrailerStart, b'\r') => ChunkState::EndLf,
                 (ChunkState::TrailerStart | ChunkState::EndLf, b'\n') => ChunkState::Done,
                 (ChunkState::TrailerLine, b'\n') => ChunkState::TrailerStart,
                 (ChunkState::TrailerStart | ChunkState::TrailerLine, _) => ChunkState::TrailerLine,
-                (ChunkState::EndLf, _) => return Err(OtherReason::BadChunk),
+                (ChunkState::EndLf, _) => return Err(BadChunk),
                 // Data is copied in bulk above and the loop stops at Done.
                 (ChunkState::Data | ChunkState::Done, _) => self.state,
             };
@@ -134,9 +137,9 @@ impl Chunked {
         Ok(i)
     }
 
-    fn end_of_size_line(&mut self) -> Result<ChunkState, OtherReason> {
+    fn end_of_size_line(&mut self) -> Result<ChunkState, BadChunk> {
         if self.digits == 0 {
-            return Err(OtherReason::BadChunk);
+            return Err(BadChunk);
         }
         self.extra = 0;
         Ok(if self.size == 0 {
@@ -156,7 +159,8 @@ fn hex_value(b: u8) -> u8 {
 }
 
 /// Append `data` to `out`, keeping at most `cap` bytes in `out`.
-pub(crate) fn append_capped(out: &mut Vec<u8>, data: &[u8], cap: usize) {
+#[inline]
+pub fn append_capped(out: &mut Vec<u8>, data: &[u8], cap: usize) {
     let room = cap.saturating_sub(out.len());
     out.extend_from_slice(&data[..data.len().min(room)]);
 }

@@ -6,15 +6,15 @@
 //! is the parser's own: [`HeadMemo::parse`] gives exactly what [`parse_head`] gives, for every
 //! input (checked against it on the corpus and on random heads, `memo/tests.rs`).
 
+use super::ResponseError;
 use super::{parse_head, scan::text_to_cr, set_content_type, Head};
-use crate::result::OtherReason;
 
 /// The longest head kept: longer ones are parsed every time (comparing costs as much).
 const MOST_KEPT: usize = 1024;
 
 /// One head parsed whole, and what parsing it gave.
 #[derive(Debug, Default)]
-pub(crate) struct HeadMemo {
+pub struct HeadMemo {
     /// The head's bytes, status line through the blank line; empty when nothing is kept.
     bytes: Vec<u8>,
     /// Where the value of its first `Date` header lies (after the colon, to the CR), or an
@@ -25,10 +25,10 @@ pub(crate) struct HeadMemo {
     /// The `Content-Type` value the parse set (for a final head).
     content_type: Option<Vec<u8>>,
     /// Heads answered from the memo, and parsed (for the tests).
-    #[cfg(test)]
-    pub(crate) hits: u64,
-    #[cfg(test)]
-    pub(crate) parsed: u64,
+    #[cfg(any(test, feature = "testing"))]
+    pub hits: u64,
+    #[cfg(any(test, feature = "testing"))]
+    pub parsed: u64,
 }
 
 impl HeadMemo {
@@ -40,14 +40,17 @@ impl HeadMemo {
     /// at the same place. So its lines are the same lines but for that value, it has no CR or
     /// LF the kept head lacks (it ends where the kept head ends), and both parsers read such a
     /// `Date` line as a valid header whose value they ignore.
-    pub(crate) fn parse(
+    // Inlined into the caller's read loop, as it was before it moved to this crate: the
+    // publish path's instruction count (bench/README.md, "The codec crate").
+    #[inline]
+    pub fn parse(
         &mut self,
         buf: &[u8],
         head_request: bool,
         content_type: &mut Option<Vec<u8>>,
-    ) -> Result<Option<Head>, OtherReason> {
+    ) -> Result<Option<Head>, ResponseError> {
         if let Some(head) = self.recall(buf, head_request) {
-            #[cfg(test)]
+            #[cfg(any(test, feature = "testing"))]
             {
                 self.hits += 1;
             }
@@ -57,7 +60,7 @@ impl HeadMemo {
             }
             return Ok(Some(head));
         }
-        #[cfg(test)]
+        #[cfg(any(test, feature = "testing"))]
         {
             self.parsed += 1;
         }
@@ -121,6 +124,3 @@ fn date_value(head: &[u8]) -> (usize, usize) {
     }
     (0, 0)
 }
-
-#[cfg(test)]
-mod tests;

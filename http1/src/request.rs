@@ -1,17 +1,15 @@
-//! The callback server's HTTP/1.1 wire format: one request head read from a buffer (with its body framing) and the answers written back.
+//! Request heads a server reads: one head from the start of a buffer, with its body's framing and every limit.
 //!
-//! Pure functions over bytes, so every split of the input can be tested; the connection
-//! loop (`server.rs`) does the I/O. What is taken (docs/delivery.md, "The callback server"):
+//! Pure functions over bytes, so every split of the input can be tested; the servers'
+//! connection loop does the I/O. What is taken (docs/http1-codec.md):
 //! HTTP/1.1 and 1.0, keep-alive (1.1 unless `Connection: close`, 1.0 only with
 //! `Connection: keep-alive`), bodies framed by `Content-Length` or `Transfer-Encoding:
 //! chunked`, `Expect: 100-continue`, pipelined requests. Refused: a head past [`MAX_HEAD`]
 //! or [`MAX_HEADERS`] fields (431), a malformed head, conflicting or invalid lengths, both
 //! framings at once (400), a transfer coding other than `chunked` (501).
 
-use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::ops::Range;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The longest request head taken, bytes.
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -174,75 +172,23 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
     }))
 }
 
-/// The interim answer to `Expect: 100-continue`.
-pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
-
-thread_local! {
-    /// The `Date` value, rendered once per second per thread: (Unix second, IMF-fixdate).
-    static DATE: Cell<(u64, [u8; 29])> = const { Cell::new((u64::MAX, [0; 29])) };
-}
-
-/// Now as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
-fn date() -> [u8; 29] {
-    let now = SystemTime::now();
-    let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    DATE.with(|d| {
-        let (at, text) = d.get();
-        if at == second {
-            return text;
-        }
-        let mut text = [b' '; 29];
-        let s = httpdate::fmt_http_date(now);
-        let n = s.len().min(29);
-        text[..n].copy_from_slice(&s.as_bytes()[..n]);
-        d.set((second, text));
-        text
-    })
-}
-
-/// Append the answer `status` (with `text` as a `text/plain` body) to `out`; `close` says the
-/// connection ends after it, `http10_keep` that an HTTP/1.0 client's keep-alive is granted.
-pub fn write_answer(
-    out: &mut Vec<u8>,
-    status: u16,
-    text: Option<&str>,
-    close: bool,
-    http10_keep: bool,
-) {
-    write_answer_dated(out, status, text, close, http10_keep, &date());
-}
-
-fn write_answer_dated(
-    out: &mut Vec<u8>,
-    status: u16,
-    text: Option<&str>,
-    close: bool,
-    http10_keep: bool,
-    date: &[u8; 29],
-) {
-    let reason = http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("");
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(itoa::Buffer::new().format(status).as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(reason.as_bytes());
-    out.extend_from_slice(b"\r\ncontent-length: ");
-    let body = text.unwrap_or("");
-    out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
-    out.extend_from_slice(b"\r\ndate: ");
-    out.extend_from_slice(date);
-    if text.is_some() {
-        out.extend_from_slice(b"\r\ncontent-type: text/plain");
+/// A whole request head field by field, for a caller that needs every field (converting a
+/// rendered request to HTTP/2): `f` is called with each field's name and value, and the
+/// method, the target and the head's length are returned; `None` if `buf` does not start
+/// with a whole head within [`MAX_HEADERS`] fields.
+pub fn read_fields<'a>(
+    buf: &'a [u8],
+    mut f: impl FnMut(&'a str, &'a [u8]),
+) -> Option<(&'a str, &'a str, usize)> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut fields);
+    let httparse::Status::Complete(len) = req.parse(buf).ok()? else {
+        return None;
+    };
+    for field in req.headers.iter() {
+        f(field.name, field.value);
     }
-    if close {
-        out.extend_from_slice(b"\r\nconnection: close");
-    } else if http10_keep {
-        out.extend_from_slice(b"\r\nconnection: keep-alive");
-    }
-    out.extend_from_slice(b"\r\n\r\n");
-    out.extend_from_slice(body.as_bytes());
+    Some((req.method?, req.path?, len))
 }
 
 #[cfg(test)]
@@ -340,27 +286,5 @@ mod tests {
         let huge = format!("GET / HTTP/1.1\r\nA: {}", "b".repeat(MAX_HEAD));
         assert_eq!(head(&huge), Err(HeadError::TooLarge));
         assert_eq!(head(&huge[..MAX_HEAD]), Ok(None));
-    }
-
-    #[test]
-    fn answers() {
-        let mut out = Vec::new();
-        let d = b"Sun, 06 Nov 1994 08:49:37 GMT";
-        write_answer_dated(&mut out, 200, None, false, false, d);
-        write_answer_dated(&mut out, 200, Some("abc"), true, false, d);
-        write_answer_dated(&mut out, 410, None, false, true, d);
-        let d = "date: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            format!(
-                "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n{d}\r\n\
-                 HTTP/1.1 200 OK\r\ncontent-length: 3\r\n{d}content-type: text/plain\r\nconnection: close\r\n\r\nabc\
-                 HTTP/1.1 410 Gone\r\ncontent-length: 0\r\n{d}connection: keep-alive\r\n\r\n"
-            )
-        );
-        // The live date is now, to the second.
-        let now = httpdate::parse_http_date(std::str::from_utf8(&date()).unwrap()).unwrap();
-        let age = SystemTime::now().duration_since(now).unwrap();
-        assert!(age.as_secs() < 2, "{age:?}");
     }
 }
