@@ -56,10 +56,11 @@ FLOORS = {
         ["admin", "handlers"],
         ["subscribe", "metrics"],
         ["state"],
-        ["distribute"],
+        ["distribute", "broker"],
         ["batch", "callback_conn", "topic"],
         ["sign", "config"],
-        ["faults", "params", "stats", "conn", "server_timing"],
+        ["faults", "params", "stats", "conn", "server_timing", "tls"],
+        ["broker_stats"],
     ],
     # The codec crate (hubload-http1): four modules that do not import each other.
     "http1/src": [

@@ -181,7 +181,7 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
             });
             if let Some(b) = inner.broker.get() {
                 let answer = match topic(inner, &p) {
-                    Ok(t) => crate::broker::publish::publish(inner, b, t, content, arrived).await,
+                    Ok(t) => broker_publish(inner, b, t, content, arrived).await,
                     Err(reason) => bad_request(reason),
                 };
                 tally.decide(answer.0);
@@ -281,6 +281,43 @@ fn topic_op(inner: &Inner, mode: Mode, p: &HubParams<'_>) -> (Verdict, Response)
             params::refused(StatusCode::NOT_FOUND, &params::not_registered(t)),
         ),
     }
+}
+
+/// A publish in broker mode: a topic the hub has not registered is denied as in memory
+/// mode, without a send; otherwise one send, answered once it settles, with
+/// `Server-Timing: broker;dur=<the send>` (docs/hub-servicebus.md).
+async fn broker_publish(
+    inner: &Inner,
+    broker: &crate::broker::Broker,
+    topic: &str,
+    content: Option<(Bytes, Option<header::HeaderValue>)>,
+    arrived: std::time::Instant,
+) -> (Verdict, Response) {
+    let registered = inner
+        .topic(topic)
+        .is_some_and(|t| t.registered.load(std::sync::atomic::Ordering::Relaxed));
+    if !registered {
+        // Counts the denial (per topic) exactly as the in-memory hub does.
+        let r = inner.publish(topic, None);
+        debug_assert_eq!(r, crate::state::RegistryResult::Unknown);
+        let mut response = params::denied(StatusCode::NOT_FOUND, &params::not_registered(topic));
+        crate::server_timing::stamp(&mut response, arrived, Duration::ZERO);
+        return (Verdict::Denied, response);
+    }
+    let (outcome, took) = crate::broker::publish::send(broker, topic, content).await;
+    let (verdict, mut response) = match &outcome {
+        hubload_servicebus::SendOutcome::Accepted => {
+            // Counts the publish; no content: delivery is the broker's subscriptions' job.
+            inner.publish(topic, None);
+            (Verdict::Accepted, params::accepted())
+        }
+        other => (
+            Verdict::Broker,
+            crate::broker::publish::failure_response(other),
+        ),
+    };
+    crate::server_timing::stamp(&mut response, arrived, took);
+    (verdict, response)
 }
 
 /// Register or deregister in broker mode: a register makes sure the topic exists at the

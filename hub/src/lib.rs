@@ -9,6 +9,7 @@
 mod admin;
 mod batch;
 pub mod broker;
+mod broker_stats;
 mod callback_conn;
 #[cfg(test)]
 mod callback_deadlines;

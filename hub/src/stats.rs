@@ -234,7 +234,7 @@ pub struct StatsSnapshot {
     pub distribution: DistributionStats,
     /// The broker's counts, when the hub runs on Service Bus (`--servicebus`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub broker: Option<crate::broker::BrokerStats>,
+    pub broker: Option<crate::broker_stats::BrokerStats>,
 }
 
 /// Live counters of one topic; shared by its registry entry and its subscribers' workers.

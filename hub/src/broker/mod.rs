@@ -9,7 +9,6 @@
 //! docs/hub-servicebus.md describes the mode.
 
 pub(crate) mod publish;
-mod stats;
 pub(crate) mod subscription;
 
 use std::collections::HashMap;
@@ -21,9 +20,9 @@ use hubload_servicebus::{
 };
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use crate::broker_stats::BrokerCounters;
+pub use crate::broker_stats::{render_metrics, BrokerStats, SendCounts};
 use crate::sign::Signer;
-pub(crate) use stats::BrokerCounters;
-pub use stats::{render_metrics, BrokerStats, SendCounts};
 
 /// The hub's connection to Service Bus: one pooled sender, and the receive loops of its
 /// subscribers by (topic, callback).

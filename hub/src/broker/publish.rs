@@ -1,6 +1,6 @@
-//! A publish in broker mode: one send to the topic at the broker, answered once the send has
-//! settled, with the broker's outcome mapped to the answer a hub in front of Service Bus
-//! gives (docs/hub-servicebus.md), and `Server-Timing: broker;dur=<the send>`.
+//! A publish's send in broker mode: one send to the topic at the broker, timed to its
+//! settlement, and the answer a hub in front of Service Bus gives for each failure
+//! (docs/hub-servicebus.md). The handler (`handlers.rs`) decides and answers.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -12,8 +12,6 @@ use hubload_servicebus::{OutgoingMessage, SendOutcome};
 
 use super::Broker;
 use crate::params;
-use crate::state::{Inner, RegistryResult};
-use crate::stats::Verdict;
 
 /// Numbers the hub's messages (`message-id` = `hub-<pid>-<n>`).
 static MESSAGE_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -69,26 +67,13 @@ pub(crate) fn failure_response(o: &SendOutcome) -> Response {
     r
 }
 
-/// Publish `content` to `topic` through the broker. A topic the hub has not registered is
-/// denied as in memory mode, without a send. A thin ping (no content) sends an empty body.
-pub(crate) async fn publish(
-    inner: &Inner,
+/// Send `content` to `topic` at the broker (a thin ping, with no content, sends an empty
+/// body) and count the outcome; how long the send took to settle.
+pub(crate) async fn send(
     broker: &Broker,
     topic: &str,
     content: Option<(Bytes, Option<HeaderValue>)>,
-    arrived: Instant,
-) -> (Verdict, Response) {
-    let registered = inner
-        .topic(topic)
-        .is_some_and(|t| t.registered.load(Relaxed));
-    if !registered {
-        // Counts the denial (per topic) exactly as the in-memory hub does.
-        let r = inner.publish(topic, None);
-        debug_assert_eq!(r, RegistryResult::Unknown);
-        let mut response = params::denied(StatusCode::NOT_FOUND, &params::not_registered(topic));
-        crate::server_timing::stamp(&mut response, arrived, Duration::ZERO);
-        return (Verdict::Denied, response);
-    }
+) -> (SendOutcome, Duration) {
     let (body, content_type) = content.unwrap_or_default();
     let ct = content_type
         .as_ref()
@@ -112,18 +97,8 @@ pub(crate) async fn publish(
             },
         )
         .await;
-    let broker_time = sent_at.elapsed();
     broker.counters.send(&result.outcome);
-    let (verdict, mut response) = match &result.outcome {
-        SendOutcome::Accepted => {
-            // Counts the publish; no content: delivery is the broker's subscriptions' job.
-            inner.publish(topic, None);
-            (Verdict::Accepted, params::accepted())
-        }
-        other => (Verdict::Broker, failure_response(other)),
-    };
-    crate::server_timing::stamp(&mut response, arrived, broker_time);
-    (verdict, response)
+    (result.outcome, sent_at.elapsed())
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use axum::http::header;
 use hubload_servicebus::{ReceiveError, Received, ReceiverConfig, SbReceiver};
 use tokio_util::sync::CancellationToken;
 
-use super::stats::BrokerCounters;
+use crate::broker_stats::BrokerCounters;
 use crate::sign::{Signer, SIGNATURE_LEN};
 use crate::stats::Counters;
 use crate::topic::Topic;
