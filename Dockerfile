@@ -15,15 +15,18 @@ COPY Cargo.toml Cargo.lock ./
 COPY hub/Cargo.toml hub/
 COPY servicebus/Cargo.toml servicebus/
 COPY rng/Cargo.toml rng/
-# A patched dependency ([patch.crates-io] in Cargo.toml; vendor/fe2o3-amqp/PATCHED.md).
+COPY http1/Cargo.toml http1/
+# Patched dependencies ([patch.crates-io] in Cargo.toml; vendor/*/PATCHED.md).
 COPY vendor/fe2o3-amqp/Cargo.toml vendor/fe2o3-amqp/
 COPY vendor/fe2o3-amqp/src vendor/fe2o3-amqp/src
-RUN mkdir -p src hub/src servicebus/src rng/src \
+COPY vendor/serde_amqp/Cargo.toml vendor/serde_amqp/
+COPY vendor/serde_amqp/src vendor/serde_amqp/src
+RUN mkdir -p src hub/src servicebus/src rng/src http1/src \
  && echo 'fn main() {}' > src/main.rs \
  && echo 'fn main() {}' > hub/src/main.rs \
- && touch src/lib.rs hub/src/lib.rs servicebus/src/lib.rs rng/src/lib.rs \
+ && touch src/lib.rs hub/src/lib.rs servicebus/src/lib.rs rng/src/lib.rs http1/src/lib.rs \
  && cargo build --release --locked -p hubload -p hubload-hub \
- && rm -rf src hub/src servicebus/src rng/src
+ && rm -rf src hub/src servicebus/src rng/src http1/src
 
 # Then the sources. Touch them: COPY may keep mtimes older than the stub build, and cargo
 # would then keep the stub binaries.
@@ -31,7 +34,8 @@ COPY src src
 COPY hub/src hub/src
 COPY servicebus/src servicebus/src
 COPY rng/src rng/src
-RUN find src hub/src servicebus/src rng/src -name '*.rs' -exec touch {} + \
+COPY http1/src http1/src
+RUN find src hub/src servicebus/src rng/src http1/src -name '*.rs' -exec touch {} + \
  && cargo build --release --locked -p hubload -p hubload-hub \
  && mkdir -p /out \
  && cp target/release/hubload target/release/hubload-hub /out/ \
