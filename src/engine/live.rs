@@ -40,12 +40,7 @@ impl Live {
     /// reads is never counted as ended without having been counted as started (the figure
     /// can only lag, by the attempts that start during the read, never go below zero).
     pub fn inflight(&self) -> u64 {
-        let stripes = self
-            .stripes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        stripes
+        self.current()
             .iter()
             .flat_map(|s| s.iter())
             .map(|s| {
@@ -63,19 +58,22 @@ impl Live {
 
     /// Every stripe's counts and latency histogram, added up.
     fn merged(&self) -> (Counts, hdrhistogram::Histogram<u64>) {
-        let stripes = self
-            .stripes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
         let mut counts = Counts::default();
         let mut hist = new_histogram();
-        for s in stripes.iter().flat_map(|s| s.iter()) {
+        for s in self.current().iter().flat_map(|s| s.iter()) {
             let s = s.lock();
             counts += &s.stats.counts;
             // Same layout everywhere, so `add` cannot fail on bounds.
             let _ = hist.add(&s.stats.latency);
         }
         (counts, hist)
+    }
+
+    /// The stripes being watched (a clone of the handle, so no stripe is locked under ours).
+    fn current(&self) -> Option<Arc<[StripeCell]>> {
+        self.stripes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }

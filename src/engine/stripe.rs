@@ -106,7 +106,7 @@ impl Stripe {
 /// attempt locks at its end anyway, so the start adds one uncontended add on a line the
 /// worker is about to touch, and nothing else.
 pub(crate) struct StripeCell {
-    pub stripe: Mutex<Stripe>,
+    stripe: Mutex<Stripe>,
     started: AtomicU64,
 }
 
@@ -163,10 +163,6 @@ mod tests {
     use super::*;
     use crate::result::{Outcome, TimeoutKind};
 
-    fn lock(m: &StripeCell) -> std::sync::MutexGuard<'_, Stripe> {
-        m.stripe.lock().unwrap()
-    }
-
     /// Events of one to three attempts, with every outcome mix, some cut short after a
     /// failed first attempt (a stop before the retry): the stripe's derived histograms equal
     /// a `LevelStats` recording every attempt and event directly, and so do all other figures.
@@ -210,11 +206,13 @@ mod tests {
                 };
                 let whole = n == 1 && last && !cut_short;
                 direct.record_span(&span, &a);
-                lock(&stripes[t_us as usize % 2]).record_attempt(&span, &a, whole);
+                stripes[t_us as usize % 2]
+                    .lock()
+                    .record_attempt(&span, &a, whole);
             }
             let event_us = t_us - first_start;
             direct.record_event_us(event_us, attempts, ok);
-            lock(&stripes[first_start as usize % 2]).record_event(
+            stripes[first_start as usize % 2].lock().record_event(
                 event_us,
                 attempts,
                 ok,

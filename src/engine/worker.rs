@@ -37,7 +37,6 @@ pub(crate) async fn worker_loop<T: Target>(
         }
     }
     let stripe = &stripes[worker % stripes.len()];
-    let lock = || stripe.lock();
     let max_attempts = ctx.retries + 1;
     // A child token per worker: its waiter is this worker's alone, so watching for the stop on
     // every attempt never contends with the other workers.
@@ -124,7 +123,7 @@ pub(crate) async fn worker_loop<T: Target>(
                 let whole = attempt_no == 1 && last;
                 {
                     // One lock for the attempt and, when it is the event's last, the event.
-                    let mut s = lock();
+                    let mut s = stripe.lock();
                     s.record_attempt(&span, &a, whole);
                     if last {
                         s.record_event(end.us_since(&first), attempt_no, ok, whole, late);
@@ -155,7 +154,13 @@ pub(crate) async fn worker_loop<T: Target>(
                 if !last && stop.is_stopped() {
                     // Stopped before a retry: the event ends with this attempt.
                     // Never whole: its attempt was recorded as not ending it.
-                    lock().record_event(end.us_since(&first), attempt_no, false, false, late);
+                    stripe.lock().record_event(
+                        end.us_since(&first),
+                        attempt_no,
+                        false,
+                        false,
+                        late,
+                    );
                     last = true;
                 }
             }
