@@ -295,11 +295,11 @@ async fn broker_publish(
 ) -> (Verdict, Response) {
     let registered = inner
         .topic(topic)
-        .is_some_and(|t| t.registered.load(std::sync::atomic::Ordering::Relaxed));
+        .is_some_and(|t| t.registered.load(Relaxed));
     if !registered {
         // Counts the denial (per topic) exactly as the in-memory hub does.
         let r = inner.publish(topic, None);
-        debug_assert_eq!(r, crate::state::RegistryResult::Unknown);
+        debug_assert_eq!(r, RegistryResult::Unknown);
         let mut response = params::denied(StatusCode::NOT_FOUND, &params::not_registered(topic));
         crate::server_timing::stamp(&mut response, arrived, Duration::ZERO);
         return (Verdict::Denied, response);
