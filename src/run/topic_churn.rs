@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::PublishObserver;
@@ -181,39 +181,20 @@ impl TopicChurnRun {
 /// Ticks `rate` times a second on a fixed schedule (a slow cycle does not slow the rate); each
 /// takes the next topic not already in a cycle, round robin.
 async fn schedule(ctx: Arc<Ctx>, rate: f64, stop: CancellationToken) {
-    let period = Duration::from_secs_f64(1.0 / rate);
-    let start = tokio::time::Instant::now();
-    let n_topics = ctx.topics.len();
-    let mut busy = vec![false; n_topics];
-    let mut next = 0usize;
-    let mut cycles = JoinSet::new();
-    for n in 1u32.. {
-        tokio::select! {
-            _ = stop.cancelled() => break,
-            _ = tokio::time::sleep_until(start + period * n) => {}
-        }
-        while let Some(done) = cycles.try_join_next() {
-            if let Ok(k) = done {
-                busy[k] = false;
-            }
-        }
-        let Some(k) = (0..n_topics)
-            .map(|j| (next + j) % n_topics)
-            .find(|&k| !busy[k])
-        else {
-            ctx.stats().skipped += 1;
-            continue;
-        };
-        next = k + 1;
-        busy[k] = true;
-        cycles.spawn(cycle(ctx.clone(), k));
-    }
-    while cycles.join_next().await.is_some() {}
+    crate::engine::rotate(
+        ctx.topics.len(),
+        rate,
+        stop,
+        |_| true,
+        || ctx.stats().skipped += 1,
+        |k| cycle(ctx.clone(), k),
+    )
+    .await;
 }
 
 /// One topic out and back in: deregister, a short dwell, register; then its subscribers
-/// subscribe again. Returns `k` (its place in the topic list) when done.
-async fn cycle(ctx: Arc<Ctx>, k: usize) -> usize {
+/// subscribe again. `k` is its place in the topic list.
+async fn cycle(ctx: Arc<Ctx>, k: usize) {
     let topic = &ctx.topics[k];
     let t = topic.index;
     // Before the deregister request: from here on, refusals and newly accepted events of the
@@ -239,7 +220,7 @@ async fn cycle(ctx: Arc<Ctx>, k: usize) -> usize {
         s.failed += u64::from(out != Outcome::Accepted || !registered);
     }
     if subs.is_empty() {
-        return k;
+        return;
     }
     let (ok, failed) = match (&ctx.subscribers, registered) {
         (Some(s), true) => s.bring_back(subs).await,
@@ -249,7 +230,6 @@ async fn cycle(ctx: Arc<Ctx>, k: usize) -> usize {
     let mut s = ctx.stats();
     s.resubscribed += ok;
     s.resubscribe_failed += failed;
-    k
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -56,39 +56,22 @@ impl Fleet {
     }
 }
 
+/// Ticks `rate` times a second on a fixed schedule (a slow cycle does not slow the rate); each
+/// takes the next subscriber, round robin, that is listening and not already in a cycle.
 async fn schedule(sh: Arc<Shared>, p: Arc<PhaseSettings>, rate: f64, stop: CancellationToken) {
-    let period = Duration::from_secs_f64(1.0 / rate);
-    let start = Instant::now();
-    let mut busy = vec![false; sh.subs.len()];
-    let mut next = 0usize;
-    let mut cycles = JoinSet::new();
-    for n in 1u32.. {
-        // A fixed schedule (n periods after the start), so a slow cycle does not slow the rate.
-        tokio::select! {
-            _ = stop.cancelled() => break,
-            _ = tokio::time::sleep_until(start + period * n) => {}
-        }
-        while let Some(done) = cycles.try_join_next() {
-            if let Ok(i) = done {
-                busy[i] = false;
-            }
-        }
-        let pick = (0..sh.subs.len())
-            .map(|k| (next + k) % sh.subs.len())
-            .find(|&i| !busy[i] && sh.subs[i].listening(&sh.subs[i].state()));
-        let Some(i) = pick else {
-            sh.churn_stats().skipped += 1;
-            continue;
-        };
-        next = i + 1;
-        busy[i] = true;
-        cycles.spawn(cycle(sh.clone(), p.clone(), i));
-    }
-    while cycles.join_next().await.is_some() {}
+    crate::engine::rotate(
+        sh.subs.len(),
+        rate,
+        stop,
+        |i| sh.subs[i].listening(&sh.subs[i].state()),
+        || sh.churn_stats().skipped += 1,
+        |i| cycle(sh.clone(), p.clone(), i),
+    )
+    .await;
 }
 
 /// One subscriber out and back in: unsubscribe, then subscribe again, each verified.
-async fn cycle(sh: Arc<Shared>, p: Arc<PhaseSettings>, i: usize) -> usize {
+async fn cycle(sh: Arc<Shared>, p: Arc<PhaseSettings>, i: usize) {
     let s = &sh.subs[i];
     // From the moment the unsubscribe request goes out, newly accepted events are not owed.
     // A gap still open from an earlier cycle (no delivery has closed it yet) goes on from
@@ -135,7 +118,6 @@ async fn cycle(sh: Arc<Shared>, p: Arc<PhaseSettings>, i: usize) -> usize {
         // Left open: nothing accepted from the unsubscribe request on is owed to it this level.
         _ => c.failed += 1,
     }
-    i
 }
 
 /// Ask the hub to (un)subscribe subscriber `i` and wait for its verification; the instant it
