@@ -12,7 +12,7 @@ use crate::util::{count, Scenario};
 /// A hub and an emulator, the hub in broker mode on the emulator.
 async fn broker_scenario() -> Scenario {
     let sc = Scenario::servicebus(EmulatorConfig::default()).await;
-    let broker = Broker::connect(sc.emulator().connection_string_parsed())
+    let broker = Broker::connect(sc.emulator().connection_string_parsed(), None)
         .await
         .unwrap();
     assert!(sc.hub.state.set_broker(broker));

@@ -65,6 +65,18 @@ pub struct BrokerStats {
     pub receive_errors: u64,
     /// Broker subscriptions with a receive loop running now.
     pub subscriptions: u64,
+    /// Topics created through the administration API (at register).
+    pub entity_creates: u64,
+    /// Subscriptions and topics deleted through the administration API (unsubscribe, lease
+    /// expiry, a 410, deregister).
+    pub entity_deletes: u64,
+    /// Administration requests that failed (no answer, or an unexpected status).
+    pub entity_failures: u64,
+    /// Receive loops ended because the subscriber's lease ran out.
+    pub leases_expired: u64,
+    /// Receive loops ended because their subscription or topic was gone at the broker
+    /// (`amqp:not-found` on a re-attach: deleted by someone else).
+    pub subscriptions_lost: u64,
 }
 
 /// The live counters behind [`BrokerStats`].
@@ -86,6 +98,11 @@ pub(crate) struct BrokerCounters {
     pub receive_restarts: AtomicU64,
     pub receive_errors: AtomicU64,
     pub subscriptions: AtomicU64,
+    pub entity_creates: AtomicU64,
+    pub entity_deletes: AtomicU64,
+    pub entity_failures: AtomicU64,
+    pub leases_expired: AtomicU64,
+    pub subscriptions_lost: AtomicU64,
 }
 
 impl BrokerCounters {
@@ -125,6 +142,11 @@ impl BrokerCounters {
             receive_restarts: g(&self.receive_restarts),
             receive_errors: g(&self.receive_errors),
             subscriptions: g(&self.subscriptions),
+            entity_creates: g(&self.entity_creates),
+            entity_deletes: g(&self.entity_deletes),
+            entity_failures: g(&self.entity_failures),
+            leases_expired: g(&self.leases_expired),
+            subscriptions_lost: g(&self.subscriptions_lost),
         }
     }
 }
@@ -196,6 +218,36 @@ pub fn render_metrics(b: &BrokerStats, out: &mut String) {
             "Broker subscriptions with a receive loop running.",
             "gauge",
             b.subscriptions,
+        ),
+        (
+            "hub_broker_entity_creates_total",
+            "Topics created through the administration API.",
+            "counter",
+            b.entity_creates,
+        ),
+        (
+            "hub_broker_entity_deletes_total",
+            "Subscriptions and topics deleted through the administration API.",
+            "counter",
+            b.entity_deletes,
+        ),
+        (
+            "hub_broker_entity_failures_total",
+            "Administration requests that failed.",
+            "counter",
+            b.entity_failures,
+        ),
+        (
+            "hub_broker_leases_expired_total",
+            "Receive loops ended by a lease running out.",
+            "counter",
+            b.leases_expired,
+        ),
+        (
+            "hub_broker_subscriptions_lost_total",
+            "Receive loops ended because their entity was gone at the broker.",
+            "counter",
+            b.subscriptions_lost,
         ),
     ] {
         let _ = writeln!(

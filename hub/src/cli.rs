@@ -75,6 +75,16 @@ pub struct HubArgs {
         value_name = "CONNECTION_STRING"
     )]
     pub servicebus: Option<String>,
+    /// The administration API of --servicebus (entity create/delete, ATOM over HTTP):
+    /// `http://HOST:PORT` of an emulator's --admin-listen. Default: Azure's,
+    /// `https://<namespace>`; none for an emulator (entities are then left at the broker).
+    #[arg(
+        long,
+        env = "HUBLOAD_HUB_SERVICEBUS_ADMIN",
+        value_name = "URL",
+        requires = "servicebus"
+    )]
+    pub servicebus_admin: Option<String>,
     /// Serve TLS with this PEM certificate chain (leaf first), offering ALPN h2 and
     /// http/1.1; needs --tls-key.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -275,6 +285,13 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    if let Some(a) = &args.servicebus_admin {
+        let ok = url::Url::parse(a)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+        if !ok {
+            anyhow::bail!("--servicebus-admin must be an http:// or https:// URL with a host");
+        }
+    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(crate::tls::acceptor(cert, key)?),
         _ => None,
@@ -287,7 +304,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     let state = HubState::new(cfg);
     if let Some(cs) = servicebus {
         let endpoint = cs.redacted();
-        let broker = crate::Broker::connect(cs)
+        let broker = crate::Broker::connect(cs, args.servicebus_admin.as_deref())
             .await
             .map_err(|e| anyhow::anyhow!("--servicebus: {e}"))?;
         state.set_broker(broker);

@@ -214,6 +214,7 @@ fn broker_verified(
         req.secret.as_deref(),
         &inner.stop_all,
         attached,
+        req.lease,
     );
     tracing::debug!(callback = %req.callback, topic = %req.topic, "subscribed at the broker");
 }

@@ -25,7 +25,7 @@ async fn broker_hub(emu: &EmulatorHandle, attempts: u32) -> TestHub {
         ..HubConfig::default()
     })
     .await;
-    let broker = Broker::connect(emu.connection_string_parsed())
+    let broker = Broker::connect(emu.connection_string_parsed(), None)
         .await
         .unwrap();
     assert!(hub.state.set_broker(broker));

@@ -5,9 +5,11 @@
 //! - [`SbSender`]: a pool of AMQP connections with CBS auth, token refresh and reconnects.
 //! - [`SbReceiver`]: a peek-lock receiver on one subscription, with re-attach on link loss.
 //! - [`emulator`]: a Service Bus stand-in on fe2o3-amqp's acceptor, for tests and demos.
+//! - [`admin`]: the emulator's entity-management API (ATOM/XML over HTTP).
 //!
 //! See docs/protocol.md §6 for the wire facts and README.md for why not `azure_messaging_servicebus`.
 
+pub mod admin;
 pub mod connection_string;
 pub mod emulator;
 mod error;

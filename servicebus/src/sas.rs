@@ -20,7 +20,8 @@ pub fn urlencode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-fn urldecode(s: &str) -> String {
+/// `application/x-www-form-urlencoded` decoding (`+` is a space).
+pub fn urldecode(s: &str) -> String {
     url::form_urlencoded::parse(format!("x={s}").as_bytes())
         .next()
         .map(|(_, v)| v.into_owned())

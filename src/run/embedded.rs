@@ -44,7 +44,7 @@ impl EmbeddedHub {
                 rt.block_on(async move {
                     // The broker's tasks (sender, receive loops) live on the hub's runtime.
                     if let Some(cs) = broker {
-                        match hubload_hub::Broker::connect(cs).await {
+                        match hubload_hub::Broker::connect(cs, None).await {
                             Ok(b) => {
                                 serve_state.set_broker(b);
                             }

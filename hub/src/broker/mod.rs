@@ -4,10 +4,12 @@
 //!
 //! - `publish`: the send, the answer map, `Server-Timing: broker`;
 //! - `subscription`: a subscriber's receive loop and its deliveries;
+//! - `admin`: entity management (create a topic, delete a subscription or a topic);
 //! - `stats`: the broker's counts in `/stats` and `/metrics`.
 //!
 //! docs/hub-servicebus.md describes the mode.
 
+pub(crate) mod admin;
 pub(crate) mod publish;
 pub(crate) mod subscription;
 
@@ -18,28 +20,50 @@ use std::time::Duration;
 use hubload_servicebus::{
     ConnectionString, ReceiverConfig, SbError, SbReceiver, SbSender, SendOutcome, SenderConfig,
 };
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use crate::broker_stats::BrokerCounters;
 pub use crate::broker_stats::{render_metrics, BrokerStats, SendCounts};
 use crate::sign::Signer;
 
-/// The hub's connection to Service Bus: one pooled sender, and the receive loops of its
-/// subscribers by (topic, callback).
+/// One subscriber's receive loop: its stop token, its lease, and its task.
+#[derive(Debug)]
+struct Loop {
+    stop: CancellationToken,
+    lease: subscription::Lease,
+    task: JoinHandle<subscription::Ended>,
+}
+
+/// Longest an unsubscribe or deregister waits for a loop to end before it removes the
+/// entity at the broker (a loop ends within one receive wait; a delivery in flight is
+/// bounded by the delivery timeout).
+const LOOP_END_WAIT: Duration = Duration::from_secs(30);
+
+/// The hub's connection to Service Bus: one pooled sender, the administration API (when
+/// there is one), and the receive loops of its subscribers by (topic, callback).
 #[derive(Debug)]
 pub struct Broker {
     cs: ConnectionString,
     pub(crate) sender: SbSender,
     pub(crate) counters: Arc<BrokerCounters>,
-    loops: Mutex<HashMap<(String, String), CancellationToken>>,
+    admin: Option<Arc<admin::Admin>>,
+    loops: Mutex<HashMap<(String, String), Loop>>,
     /// Link credit of each subscription's receiver.
     credit: u32,
 }
 
 impl Broker {
     /// Connect to the namespace (or emulator) of `cs` and check the key with one put-token.
-    /// Errors are one line and never contain the key.
-    pub async fn connect(cs: ConnectionString) -> Result<Broker, SbError> {
+    /// Errors are one line and never contain the key. Entities are managed through
+    /// `admin_endpoint` (`http://host:port` of an emulator's `--admin-listen`), or, when it
+    /// is `None`, Azure's own (`https://<namespace>`); an emulator without one is left
+    /// unmanaged (docs/hub-servicebus.md).
+    pub async fn connect(
+        cs: ConnectionString,
+        admin_endpoint: Option<&str>,
+    ) -> Result<Broker, SbError> {
         let sender = SbSender::connect(SenderConfig {
             connection: cs.clone(),
             connections: 2,
@@ -48,10 +72,21 @@ impl Broker {
             token_ttl: Duration::from_secs(3600),
         })
         .await?;
+        let counters: Arc<BrokerCounters> = Arc::default();
+        let endpoint = admin_endpoint
+            .map(str::to_owned)
+            .or_else(|| admin::default_endpoint(&cs));
+        let admin = match endpoint {
+            Some(e) => Some(Arc::new(
+                admin::Admin::new(&e, &cs, counters.clone()).map_err(SbError::Config)?,
+            )),
+            None => None,
+        };
         Ok(Broker {
             cs,
             sender,
-            counters: Arc::default(),
+            counters,
+            admin,
             loops: Mutex::default(),
             credit: 16,
         })
@@ -62,9 +97,13 @@ impl Broker {
         self.counters.snapshot()
     }
 
-    /// Make sure `topic` exists at the broker: attach its sender link (the emulator makes
-    /// the topic on first use; Azure answers not-found for a topic it does not have).
+    /// Make sure `topic` exists at the broker: create it through the administration API when
+    /// there is one, then attach its sender link (the emulator without `--strict` makes the
+    /// topic on first use; Azure answers not-found for a topic it does not have).
     pub(crate) async fn ensure_topic(&self, topic: &str) -> Result<(), SendOutcome> {
+        if let Some(a) = &self.admin {
+            a.create_topic(topic).await;
+        }
         match self.sender.prepare(topic).await {
             SendOutcome::Accepted => Ok(()),
             other => Err(other),
@@ -92,8 +131,8 @@ impl Broker {
         SbReceiver::connect(self.receiver_config(topic, callback)).await
     }
 
-    /// Start (or, for a renewal, keep) the receive loop of `callback` on `topic`, on
-    /// `attached` when given.
+    /// Start the receive loop of `callback` on `topic`, on `attached` when given, for
+    /// `lease`; a renewal of a running loop moves its lease instead.
     pub(crate) fn subscribe(
         &self,
         delivery: subscription::Delivery,
@@ -101,45 +140,75 @@ impl Broker {
         secret: Option<&[u8]>,
         stop_all: &CancellationToken,
         attached: Option<SbReceiver>,
+        lease: Duration,
     ) {
+        let until = Instant::now() + lease;
         let key = (delivery.topic.name.clone(), callback.to_owned());
         let mut loops = self.loops.lock().unwrap_or_else(|e| e.into_inner());
-        if loops.get(&key).is_some_and(|t| !t.is_cancelled()) {
+        if let Some(l) = loops.get(&key).filter(|l| !l.stop.is_cancelled()) {
+            *l.lease.lock().unwrap_or_else(|e| e.into_inner()) = until;
             if let Some(rx) = attached {
                 tokio::spawn(rx.close());
             }
             return;
         }
         let stop = stop_all.child_token();
-        loops.insert(key, stop.clone());
+        let lease = Arc::new(Mutex::new(until));
         let cfg = self.receiver_config(&delivery.topic.name, callback);
         let signer = secret.map(Signer::new);
-        tokio::spawn(subscription::receive_loop(
+        let ending = subscription::Ending {
+            lease: lease.clone(),
+            admin: self.admin.clone(),
+        };
+        let task = tokio::spawn(subscription::receive_loop(
             cfg,
             attached,
             delivery,
             callback.to_owned(),
             signer,
-            stop,
+            stop.clone(),
+            ending,
         ));
+        loops.insert(key, Loop { stop, lease, task });
     }
 
-    /// Stop the receive loop of `callback` on `topic`.
+    /// Stop the receive loop of `callback` on `topic`; once it has ended, delete its
+    /// subscription at the broker (unless the loop ended on its own and saw to that).
     pub(crate) fn unsubscribe(&self, topic: &str, callback: &str) {
         let mut loops = self.loops.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(t) = loops.remove(&(topic.to_owned(), callback.to_owned())) {
-            t.cancel();
-        }
+        let Some(l) = loops.remove(&(topic.to_owned(), callback.to_owned())) else {
+            return;
+        };
+        l.stop.cancel();
+        let admin = self.admin.clone();
+        let (topic, sub) = (topic.to_owned(), subscription::subscription_name(callback));
+        tokio::spawn(async move {
+            let ended = tokio::time::timeout(LOOP_END_WAIT, l.task).await;
+            if let (Some(a), Ok(Ok(subscription::Ended::Stopped))) = (admin, ended) {
+                a.delete_subscription(&topic, &sub).await;
+            }
+        });
     }
 
-    /// Stop every receive loop of `topic` (deregister).
+    /// Stop every receive loop of `topic` (deregister); once they have ended, delete the
+    /// topic, and with it its subscriptions, at the broker.
     pub(crate) fn remove_topic(&self, topic: &str) {
         let mut loops = self.loops.lock().unwrap_or_else(|e| e.into_inner());
-        loops.retain(|(t, _), stop| {
-            if t == topic {
-                stop.cancel();
+        let keys: Vec<_> = loops.keys().filter(|(t, _)| t == topic).cloned().collect();
+        let ending: Vec<Loop> = keys.iter().filter_map(|k| loops.remove(k)).collect();
+        drop(loops);
+        for l in &ending {
+            l.stop.cancel();
+        }
+        let admin = self.admin.clone();
+        let topic = topic.to_owned();
+        tokio::spawn(async move {
+            for l in ending {
+                let _ = tokio::time::timeout(LOOP_END_WAIT, l.task).await;
             }
-            t != topic
+            if let Some(a) = admin {
+                a.delete_topic(&topic).await;
+            }
         });
     }
 }

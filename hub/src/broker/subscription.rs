@@ -3,11 +3,14 @@
 //! dead-lettered on 410 (which also ends the subscription) or once the broker has delivered
 //! it as often as the hub's retry limit allows, and abandoned otherwise (the broker delivers
 //! it again). The loop never stops silently: a lost link is re-attached by the receive
-//! client and counted as a restart; a failed receive is counted and retried.
+//! client and counted as a restart; a failed receive is counted and retried; a lease that
+//! runs out, a 410 and a subscription deleted at the broker each end it, counted.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use axum::http::header;
 use hubload_servicebus::{ReceiveError, Received, ReceiverConfig, SbReceiver};
@@ -54,8 +57,33 @@ impl Drop for Running {
     }
 }
 
+/// Why a receive loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// Its stop token: unsubscribe, deregister, hub shutdown. The caller removes the
+    /// subscription at the broker if it should.
+    Stopped,
+    /// The callback answered 410, or the lease ran out: the loop removed the subscription.
+    Removed,
+    /// The subscription or its topic was gone at the broker (`amqp:not-found`).
+    Lost,
+}
+
+/// When a subscriber's lease runs out; a renewal moves it.
+pub(crate) type Lease = Arc<std::sync::Mutex<Instant>>;
+
+/// How a loop ends on its own: its lease, and the administration API to remove the
+/// subscription with (none: it is left at the broker).
+#[derive(Debug, Clone)]
+pub(crate) struct Ending {
+    pub lease: Lease,
+    pub admin: Option<Arc<super::admin::Admin>>,
+}
+
 /// Receive (on `attached`, or a receiver connected here) and deliver until `stop` is
-/// cancelled (unsubscribe, deregister, hub shutdown) or the callback answers 410.
+/// cancelled (unsubscribe, deregister, hub shutdown), the callback answers 410, the lease
+/// runs out, or the subscription is gone at the broker. The loop cancels `stop` itself when
+/// it ends on its own, so a later subscribe starts a new one.
 pub(crate) async fn receive_loop(
     cfg: ReceiverConfig,
     attached: Option<SbReceiver>,
@@ -63,15 +91,55 @@ pub(crate) async fn receive_loop(
     callback: String,
     signer: Option<Signer>,
     stop: CancellationToken,
-) {
+    ending: Ending,
+) -> Ended {
     d.broker.subscriptions.fetch_add(1, Relaxed);
     let _running = Running(d.broker.clone());
+    let ended = run(
+        cfg.clone(),
+        attached,
+        &d,
+        &callback,
+        signer,
+        &stop,
+        &ending.lease,
+    )
+    .await;
+    if ended != Ended::Stopped {
+        stop.cancel();
+    }
+    if ended == Ended::Removed {
+        if let Some(admin) = &ending.admin {
+            admin
+                .delete_subscription(&cfg.topic, &cfg.subscription)
+                .await;
+        }
+    }
+    ended
+}
+
+/// What is left of the lease, or `None` once it has run out.
+fn lease_left(lease: &Lease) -> Option<Duration> {
+    let until = *lease.lock().unwrap_or_else(|e| e.into_inner());
+    let left = until.saturating_duration_since(Instant::now());
+    (!left.is_zero()).then_some(left)
+}
+
+async fn run(
+    cfg: ReceiverConfig,
+    attached: Option<SbReceiver>,
+    d: &Delivery,
+    callback: &str,
+    signer: Option<Signer>,
+    stop: &CancellationToken,
+    lease: &Lease,
+) -> Ended {
     let mut rx = loop {
         if let Some(rx) = attached {
             break rx;
         }
         let connected = tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = stop.cancelled() => return Ended::Stopped,
             r = SbReceiver::connect(cfg.clone()) => r,
         };
         match connected {
@@ -79,17 +147,21 @@ pub(crate) async fn receive_loop(
             Err(e) => {
                 d.broker.receive_errors.fetch_add(1, Relaxed);
                 tracing::warn!(entity = %cfg.entity(), "broker subscription: {e}");
-                if pause(&stop).await {
-                    return;
+                if pause(stop).await {
+                    return Ended::Stopped;
                 }
             }
         }
     };
     let mut restarts = 0;
-    loop {
+    let ended = loop {
+        let Some(left) = lease_left(lease) else {
+            d.broker.leases_expired.fetch_add(1, Relaxed);
+            break Ended::Removed;
+        };
         let got = tokio::select! {
-            _ = stop.cancelled() => break,
-            r = rx.receive(RECEIVE_WAIT) => r,
+            _ = stop.cancelled() => break Ended::Stopped,
+            r = rx.receive(RECEIVE_WAIT.min(left)) => r,
         };
         let now = rx.restarts();
         d.broker.receive_restarts.fetch_add(now - restarts, Relaxed);
@@ -97,22 +169,30 @@ pub(crate) async fn receive_loop(
         let msg = match got {
             Ok(None) => continue,
             Ok(Some(m)) => m,
+            Err(ReceiveError::NotFound(_)) => {
+                // Deleted at the broker (the topic, or the subscription): Azure will not
+                // make it again, so the subscriber is gone.
+                d.broker.subscriptions_lost.fetch_add(1, Relaxed);
+                tracing::warn!(entity = %rx.entity(), "broker subscription gone: not found");
+                break Ended::Lost;
+            }
             Err(e) => {
                 d.broker.receive_errors.fetch_add(1, Relaxed);
                 tracing::debug!(entity = %rx.entity(), "broker receive failed: {e}");
-                if pause(&stop).await {
-                    break;
+                if pause(stop).await {
+                    break Ended::Stopped;
                 }
                 continue;
             }
         };
         d.broker.receives.fetch_add(1, Relaxed);
-        let status = post(&d, &callback, signer.as_ref(), &msg).await;
-        if deliver_outcome(&d, &mut rx, &msg, status).await {
-            break;
+        let status = post(d, callback, signer.as_ref(), &msg).await;
+        if deliver_outcome(d, &mut rx, &msg, status).await {
+            break Ended::Removed;
         }
-    }
+    };
     rx.close().await;
+    ended
 }
 
 /// Sleep `ERROR_PAUSE`; true when `stop` came first.

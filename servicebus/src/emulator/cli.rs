@@ -51,6 +51,10 @@ pub struct EmulatorArgs {
     /// Serve the counts as JSON at http://ADDR/counts.
     #[arg(long)]
     pub counts_addr: Option<SocketAddr>,
+    /// Serve the administration API (entity management, ATOM/XML over HTTP, SAS-checked) on
+    /// this address; the official emulator's port for it is 5300 (docs/servicebus-admin.md).
+    #[arg(long, value_name = "ADDR")]
+    pub admin_listen: Option<SocketAddr>,
     /// Log the counts every this many seconds while they change (0 = never).
     #[arg(long, default_value_t = 10)]
     pub log_every: u64,
@@ -148,6 +152,17 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
         println!("connection string (your key is not printed):");
         println!("{}", cs.redacted());
     }
+    let admin = match args.admin_listen {
+        Some(addr) => {
+            let l = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("--admin-listen {addr}: cannot listen"))?;
+            let a = crate::admin::AdminHandle::start(&emu, l)?;
+            println!("administration API at http://{}", a.addr());
+            Some(a)
+        }
+        None => None,
+    };
     let http = match args.counts_addr {
         Some(addr) => Some(serve_counts(addr, emu.clone()).await?),
         None => None,
@@ -157,6 +172,7 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
         .await
         .context("waiting for Ctrl-C")?;
     logger.abort();
+    drop(admin);
     if let Some(h) = http {
         h.abort();
     }

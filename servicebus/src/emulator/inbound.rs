@@ -63,6 +63,11 @@ pub async fn entity_receiver(
     // Constant latency keeps settlements in arrival order, so a queue is enough.
     let mut pending: VecDeque<(Instant, DeliveryInfo, Decision)> = VecDeque::new();
     let mut link_drops = shared.link_drops.subscribe();
+    let mut deletions = shared.deletions.subscribe();
+    let still_there = || match &target {
+        SendTarget::Topic(t) => shared.ns.holds_topic(t),
+        SendTarget::Queue(q) => shared.ns.holds(q),
+    };
     loop {
         let next_due = pending.front().map(|p| p.0);
         tokio::select! {
@@ -79,6 +84,10 @@ pub async fn entity_receiver(
                     "the emulator detached the link".to_string(),
                 );
                 let _ = receiver.close_with_error(err).await;
+                return;
+            }
+            () = super::deleted::entity_gone(&mut deletions, still_there) => {
+                let _ = receiver.close_with_error(super::deleted::not_found(&entity)).await;
                 return;
             }
             got = receiver.recv::<Body<Value>>() => {

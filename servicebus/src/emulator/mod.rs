@@ -5,12 +5,13 @@
 //!
 //! Generic brokers cannot stand in: they do not answer CBS (docs/protocol.md §6).
 
-mod cbs;
+pub(crate) mod cbs;
 pub mod cli;
 pub mod config_file;
 mod conn;
+mod deleted;
 pub mod filter;
-mod inbound;
+pub(crate) mod inbound;
 mod management;
 pub mod namespace;
 mod outbound;
@@ -134,6 +135,12 @@ pub struct EmulatorCounts {
     pub cbs_denied: u64,
     /// AMQP connections accepted.
     pub connections: u64,
+    /// Requests answered by the administration API (docs/servicebus-admin.md), any status.
+    pub admin_requests: u64,
+    /// Queues, topics and subscriptions created through the administration API.
+    pub entity_creates: u64,
+    /// Queues, topics and subscriptions deleted through the administration API.
+    pub entity_deletes: u64,
 }
 
 /// State shared by every connection task.
@@ -145,6 +152,9 @@ pub(crate) struct Shared {
     pub seq: AtomicU64,
     /// Bumped to detach every topic link with `amqp:link:detach-forced`.
     pub link_drops: watch::Sender<u64>,
+    /// Bumped after an entity is deleted: links whose entity is gone detach with
+    /// `amqp:not-found`.
+    pub deletions: watch::Sender<u64>,
     /// The entities.
     pub ns: Namespace,
     /// The tier's budget.
@@ -174,6 +184,7 @@ impl Shared {
             counts: Mutex::new(EmulatorCounts::default()),
             seq: AtomicU64::new(0),
             link_drops: watch::channel(0).0,
+            deletions: watch::channel(0).0,
         })
     }
 
@@ -293,6 +304,11 @@ impl EmulatorHandle {
             self.shared.cfg.key.clone(),
             true,
         )
+    }
+
+    /// The shared state, for the administration API.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// A snapshot of the counts, with every queue's and subscription's figures.

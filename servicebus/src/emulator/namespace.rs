@@ -11,6 +11,9 @@ use std::sync::{Arc, RwLock};
 
 use super::store::{EntityProps, Msg, Store};
 
+mod admin;
+pub use admin::Created;
+
 /// Azure's limit of subscriptions per topic.
 pub const MAX_SUBSCRIPTIONS_PER_TOPIC: usize = 2_000;
 /// Azure's limit of concurrent receive requests per entity (a topic's subscriptions summed).

@@ -30,6 +30,8 @@ pub async fn entity_sender(
 ) {
     let store = source.store.clone();
     let mut link_drops = shared.link_drops.subscribe();
+    let mut deletions = shared.deletions.subscribe();
+    let still_there = || shared.ns.holds(&store);
     loop {
         // Registered before looking, so an enqueue between the look and the wait wakes us.
         let notified = store.ready.notified();
@@ -49,6 +51,10 @@ pub async fn entity_sender(
                 _ = &mut notified => {}
                 _ = tokio::time::sleep(wake) => {}
                 _ = link_drops.changed() => break,
+                () = super::deleted::entity_gone(&mut deletions, still_there) => {
+                    let _ = sender.close_with_error(super::deleted::not_found(&store.path)).await;
+                    return;
+                }
                 _ = sender.on_detach() => return,
             }
             continue;
