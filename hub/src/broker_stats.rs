@@ -65,7 +65,7 @@ pub struct BrokerStats {
     pub receive_errors: u64,
     /// Broker subscriptions with a receive loop running now.
     pub subscriptions: u64,
-    /// Topics created through the administration API (at register).
+    /// Topics and subscriptions created through the administration API (register, subscribe).
     pub entity_creates: u64,
     /// Subscriptions and topics deleted through the administration API (unsubscribe, lease
     /// expiry, a 410, deregister).
@@ -221,7 +221,7 @@ pub fn render_metrics(b: &BrokerStats, out: &mut String) {
         ),
         (
             "hub_broker_entity_creates_total",
-            "Topics created through the administration API.",
+            "Topics and subscriptions created through the administration API.",
             "counter",
             b.entity_creates,
         ),

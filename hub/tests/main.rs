@@ -1,6 +1,7 @@
 //! Integration tests of the reference hub: real sockets on 127.0.0.1, exact counts.
 
 mod broker;
+mod broker_admin;
 mod dialect;
 mod distribution;
 mod emulator_cli;

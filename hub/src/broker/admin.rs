@@ -1,5 +1,6 @@
 //! The hub's client of Service Bus's administration API (ATOM/XML over HTTPS on Azure, HTTP
-//! on the emulator's `--admin-listen` port): create a topic at register, delete a
+//! on the emulator's `--admin-listen` port): create a topic at register and a subscription
+//! at subscribe (Azure attaches no receiver to one that does not exist), delete a
 //! subscription at unsubscribe or lease expiry, delete a topic at deregister. Each call is
 //! one request with a fresh SAS token, bounded by [`TIMEOUT`], and counted
 //! (docs/hub-servicebus.md). Errors never carry the key or the token.
@@ -20,6 +21,11 @@ const API_VERSION: &str = "2021-05";
 const TOPIC_BODY: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\
 <entry xmlns=\"http://www.w3.org/2005/Atom\"><content type=\"application/xml\">\
 <TopicDescription xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\" \
+xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\"/></content></entry>";
+
+const SUBSCRIPTION_BODY: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\
+<entry xmlns=\"http://www.w3.org/2005/Atom\"><content type=\"application/xml\">\
+<SubscriptionDescription xmlns=\"http://schemas.microsoft.com/netservices/2010/10/servicebus/connect\" \
 xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\"/></content></entry>";
 
 /// A connection to the administration API.
@@ -90,10 +96,18 @@ impl Admin {
 
     /// Create `topic` (an existing one is fine: 409); whether it exists now.
     pub(crate) async fn create_topic(&self, topic: &str) -> bool {
-        match self
-            .call(reqwest::Method::PUT, &urlencode(topic), Some(TOPIC_BODY))
-            .await
-        {
+        self.create(&urlencode(topic), TOPIC_BODY).await
+    }
+
+    /// Create the subscription `name` of `topic` with the broker's defaults (an existing one
+    /// is fine); whether it exists now.
+    pub(crate) async fn create_subscription(&self, topic: &str, name: &str) -> bool {
+        let path = format!("{}/Subscriptions/{}", urlencode(topic), urlencode(name));
+        self.create(&path, SUBSCRIPTION_BODY).await
+    }
+
+    async fn create(&self, path: &str, body: &str) -> bool {
+        match self.call(reqwest::Method::PUT, path, Some(body)).await {
             Some(200 | 201) => {
                 self.counters.entity_creates.fetch_add(1, Relaxed);
                 true
@@ -101,7 +115,7 @@ impl Admin {
             Some(409) => true,
             other => {
                 self.counters.entity_failures.fetch_add(1, Relaxed);
-                tracing::warn!(topic, status = ?other, "topic not created at the broker");
+                tracing::warn!(path, status = ?other, "entity not created at the broker");
                 false
             }
         }

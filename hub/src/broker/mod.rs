@@ -120,14 +120,19 @@ impl Broker {
         cfg
     }
 
-    /// Attach a receiver on the subscription of `callback` to `topic`: against the emulator
-    /// this makes the subscription, so it exists before the subscriber is told it is
-    /// subscribed. Bounded by the receiver's connect timeout.
+    /// Make the subscription of `callback` to `topic` (through the administration API when
+    /// there is one; otherwise the emulator makes it at the attach) and attach a receiver on
+    /// it, so it exists before the subscriber is told it is subscribed. Bounded by the
+    /// administration timeout and the receiver's connect timeout.
     pub(crate) async fn open_receiver(
         &self,
         topic: &str,
         callback: &str,
     ) -> Result<SbReceiver, SbError> {
+        if let Some(a) = &self.admin {
+            a.create_subscription(topic, &subscription::subscription_name(callback))
+                .await;
+        }
         SbReceiver::connect(self.receiver_config(topic, callback)).await
     }
 
