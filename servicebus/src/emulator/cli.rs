@@ -52,7 +52,7 @@ pub struct EmulatorArgs {
     #[arg(long)]
     pub counts_addr: Option<SocketAddr>,
     /// Serve the administration API (entity management, ATOM/XML over HTTP, SAS-checked) on
-    /// this address; the official emulator's port for it is 5300 (docs/servicebus-admin.md).
+    /// this address (docs/servicebus-admin.md).
     #[arg(long, value_name = "ADDR")]
     pub admin_listen: Option<SocketAddr>,
     /// Log the counts every this many seconds while they change (0 = never).
