@@ -1,6 +1,7 @@
 //! hubload's integration tests: one binary, one module per area.
 
 mod binary;
+mod broker_faults;
 mod broker_subscribers;
 mod capture;
 mod churn;

@@ -135,6 +135,7 @@ mod tests {
             e2e_from_accepted_us: LatencyUs::default(),
             delivered_per_sec: 120.0,
             backlog_at_level_end: lost,
+            longest_gap_us: 0,
             per_subscriber: Default::default(),
             histograms: None,
             per_second: None,

@@ -339,6 +339,7 @@ impl Fleet {
             out.counts += &c;
             out.per_subscriber.insert(s.key(), c);
             out.gone_subscribers += u64::from(st.gone);
+            out.longest_gap_us = out.longest_gap_us.max(st.longest_gap_ns / 1000);
             out.unverified_subscribers += u64::from(s.intent() != Intent::Verified);
             let _ = out.e2e_from_start.add(&st.e2e_from_start);
             let _ = out.e2e_from_accepted.add(&st.e2e_from_accepted);

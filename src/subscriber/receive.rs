@@ -147,6 +147,10 @@ pub struct SubState {
     pub origin_ns: u64,
     /// Latest send instant (tracker ns) among events delivered so far, for the order check.
     max_sent_ns: u64,
+    /// When the level's last delivery was acknowledged (tracker ns).
+    last_delivery_ns: Option<u64>,
+    /// The level's longest interval between two consecutive acknowledged deliveries, ns.
+    pub longest_gap_ns: u64,
     /// Deliveries received over the run (the knobs count these).
     receipts: u64,
     /// Deliveries acknowledged over the run.
@@ -179,6 +183,8 @@ impl SubState {
             seconds: DeliverySeconds::default(),
             origin_ns: 0,
             max_sent_ns: 0,
+            last_delivery_ns: None,
+            longest_gap_ns: 0,
             receipts: 0,
             acked_total: 0,
             gone: false,
@@ -195,6 +201,8 @@ impl SubState {
         self.acked.reset(base);
         self.refused.reset(base);
         self.max_sent_ns = 0;
+        self.last_delivery_ns = None;
+        self.longest_gap_ns = 0;
         self.gap.reset(base);
         self.gap_from = None;
         self.first_from_ns = None;
@@ -280,6 +288,10 @@ impl SubState {
         self.acked.set(seq);
         self.acked_total += 1;
         c.delivered += 1;
+        if let Some(last) = self.last_delivery_ns {
+            self.longest_gap_ns = self.longest_gap_ns.max(received_ns.saturating_sub(last));
+        }
+        self.last_delivery_ns = Some(received_ns);
         let second = received_ns.saturating_sub(self.origin_ns) / 1_000_000_000;
         DeliverySeconds::bump(&mut self.seconds.delivered, second as usize, 1);
         match sent {
@@ -506,6 +518,34 @@ mod tests {
         }
         assert_eq!(s.seconds.delivered, [2, 0, 1]);
         assert_eq!(s.counts.duplicates, 1);
+    }
+
+    #[test]
+    fn the_longest_gap_is_between_consecutive_acknowledged_deliveries() {
+        let b = Behaviour {
+            fail_every: 4,
+            ..Behaviour::default()
+        };
+        let mut s = SubState::new(0);
+        let ev = |seq| Check::Event { seq, sent_us: 0 };
+        assert_eq!(s.longest_gap_ns, 0);
+        s.receive(0, &b, ev(1), sent(1, None), 1_000);
+        assert_eq!(s.longest_gap_ns, 0, "one delivery is no interval");
+        s.receive(0, &b, ev(2), sent(1, None), 3_000);
+        s.receive(0, &b, ev(3), sent(1, None), 3_500);
+        // Refused (the 4th receipt answers 500), then a duplicate: neither is a delivery.
+        assert_eq!(s.receive(0, &b, ev(4), sent(1, None), 9_000), Answer::Error);
+        s.receive(0, &b, ev(3), sent(1, None), 9_500);
+        assert_eq!(s.longest_gap_ns, 2_000);
+        s.receive(0, &b, ev(4), sent(1, None), 10_500);
+        assert_eq!((s.counts.delivered, s.longest_gap_ns), (4, 7_000));
+        s.reset(0);
+        assert_eq!(s.longest_gap_ns, 0);
+        s.receive(0, &b, ev(1), sent(1, None), 20_000);
+        assert_eq!(
+            s.longest_gap_ns, 0,
+            "a new level starts without a last delivery"
+        );
     }
 
     #[test]

@@ -158,6 +158,9 @@ pub struct DeliveryLevelStats {
     /// Subscription churn (`--subscriber-churn`); `None` without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub churn: Option<ChurnStats>,
+    /// The longest interval between two consecutive deliveries to one subscriber, µs, over
+    /// every subscriber (0 when none got two): how long delivery stopped.
+    pub longest_gap_us: u64,
 }
 
 impl Default for DeliveryLevelStats {
@@ -171,6 +174,7 @@ impl Default for DeliveryLevelStats {
             e2e_from_accepted: new_histogram(),
             seconds: DeliverySeconds::default(),
             churn: None,
+            longest_gap_us: 0,
         }
     }
 }
@@ -190,6 +194,8 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         if let Some(c) = &o.churn {
             *self.churn.get_or_insert_with(ChurnStats::default) += c;
         }
+        // Subscribers are not split across shards, so the longest of the parts is exact.
+        self.longest_gap_us = self.longest_gap_us.max(o.longest_gap_us);
     }
 }
 

@@ -74,6 +74,11 @@ pub struct DeliveryReport {
     pub delivered_per_sec: f64,
     /// Accepted × listening subscribers − delivered, when the level ended (before the grace).
     pub backlog_at_level_end: u64,
+    /// The longest interval between two consecutive deliveries to one subscriber, µs, over
+    /// every subscriber (0 when none got two): the time delivery stopped, e.g. while the
+    /// broker behind a hub was away (docs/delivery.md).
+    #[serde(default)]
+    pub longest_gap_us: u64,
     /// Per subscriber, keyed `<topic index>/<subscriber index>`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_subscriber: BTreeMap<String, DeliveryCounts>,
@@ -186,6 +191,7 @@ pub fn delivery_report(s: &DeliveryLevelStats, seconds: f64, backlog: u64) -> De
             0.0
         },
         backlog_at_level_end: backlog,
+        longest_gap_us: s.longest_gap_us,
         per_subscriber: s.per_subscriber.clone(),
         histograms: Some(DeliveryHistograms {
             from_start: encode("e2e_from_start", &s.e2e_from_start),

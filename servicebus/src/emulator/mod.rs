@@ -333,6 +333,12 @@ impl EmulatorHandle {
         self.shared.link_drops.send_modify(|n| *n += 1);
     }
 
+    /// Stop accepting and drop every connection (its listener closes soon after), keeping the
+    /// counts readable: a broker that went away, for restart tests.
+    pub fn stop(&self) {
+        let _ = self.shutdown.send(true);
+    }
+
     /// Stop accepting, drop every connection and wait for the tasks to end.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
