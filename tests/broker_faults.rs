@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use hubload_hub::{Broker, BrokerStats, HubConfig};
+use hubload_servicebus::admin::AdminHandle;
 use hubload_servicebus::emulator::store::StoreStats;
 use hubload_servicebus::emulator::{
     config_file, Emulator, EmulatorConfig, EmulatorCounts, EmulatorHandle,
@@ -135,12 +136,7 @@ async fn the_broker_restarts_publishes_get_503_and_deliveries_resume() {
     let refused = l.status_codes.get("503").copied().unwrap_or(0);
     let d = l.delivery.as_ref().unwrap();
     let (c, was, now) = (&d.counts, old.counts(), new.counts());
-    // Wait for the hub's last completions before reading its counts.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while broker(&sc).completes < c.delivered && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let b = broker(&sc);
+    let b = settled(&sc, c.delivered).await;
     let topics = o.report.topics.len() as u64;
 
     // Publishes while the broker was away were answered 503, each a failed send.
@@ -202,11 +198,7 @@ async fn a_dropped_receive_link_is_reattached_and_the_gap_is_reported() {
     let accepted = count(l, "accepted");
     let d = l.delivery.as_ref().unwrap();
     let c = &d.counts;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while broker(&sc).completes < c.delivered && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let b = broker(&sc);
+    let b = settled(&sc, c.delivered).await;
     let topics = o.report.topics.len() as u64;
     // Every link detached once, the hub's sender link too: publishes in the moment it took to
     // re-attach were answered 503, each a failed send. Each receive loop re-attached once,
@@ -234,4 +226,127 @@ async fn a_dropped_receive_link_is_reattached_and_the_gap_is_reported() {
         "{}",
         d.longest_gap_us
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttling_broker_shows_as_503s_in_the_run_and_nothing_accepted_is_lost() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let cfg = EmulatorConfig {
+        throttle_every: Some(5),
+        ..EmulatorConfig::default()
+    };
+    let emu = Emulator::start(listener, cfg).await.unwrap();
+    let sc = broker_hub(&emu).await;
+    let o = sc.run(&RUN).await;
+    let l = &o.report.levels[0];
+    let accepted = count(l, "accepted");
+    let refused = l.status_codes.get("503").copied().unwrap_or(0);
+    let c = &l.delivery.as_ref().unwrap().counts;
+    let b = settled(&sc, c.delivered).await;
+    let e = emu.counts();
+    // Every 5th send is refused server-busy: the hub answers it 503 and the run shows it.
+    assert!(refused > 0);
+    assert_eq!((e.throttled, b.sends.throttled), (refused, refused));
+    assert_eq!((e.accepted, b.sends.accepted), (accepted, accepted));
+    assert_eq!(
+        (accepted + refused) / 5,
+        refused,
+        "every 5th of {}",
+        accepted + refused
+    );
+    assert_eq!(
+        (c.delivered, c.lost, c.duplicates),
+        (accepted, 0, 0),
+        "{c:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_deleted_under_the_run_ends_its_loop_and_later_publishes_get_502() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let cfg = EmulatorConfig {
+        declared: Some(
+            config_file::parse(r#"{"UserConfig": {"Namespaces": [{"Name": "ns"}]}}"#).unwrap(),
+        ),
+        strict: true,
+        ..EmulatorConfig::default()
+    };
+    let emu = Emulator::start(listener, cfg).await.unwrap();
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin = AdminHandle::start(&emu, l).unwrap();
+    let sc = Scenario::start_with(HubConfig::default()).await;
+    let endpoint = format!("http://{}", admin.addr());
+    let broker = Broker::connect(emu.connection_string_parsed(), Some(&endpoint))
+        .await
+        .unwrap();
+    assert!(sc.hub.state.set_broker(broker));
+    let (o, ()) = tokio::join!(sc.run(&RUN), async {
+        quiet_after(&sc, 10).await;
+        // The run's one topic, as the broker knows it.
+        let path = emu.counts().entities.keys().next().unwrap().clone();
+        let topic = path.split_once("/Subscriptions/").unwrap().0.to_owned();
+        assert_eq!(delete(admin.addr(), &topic).await, 200);
+    });
+    let l = &o.report.levels[0];
+    let accepted = count(l, "accepted");
+    let refused = l.status_codes.get("502").copied().unwrap_or(0);
+    let c = &l.delivery.as_ref().unwrap().counts;
+    let b = settled(&sc, c.delivered).await;
+    // Everything accepted before the delete was delivered (it came at a quiet moment); every
+    // publish after it was refused 502 (the topic is not found), so nothing more is owed.
+    assert!(refused > 0);
+    assert_eq!(b.sends.not_found, refused);
+    assert_eq!((b.sends.accepted, b.completes), (accepted, accepted));
+    assert_eq!(
+        (c.delivered, c.lost, c.duplicates),
+        (accepted, 0, 0),
+        "{c:?}"
+    );
+    // The hub's loop ended, counted, instead of retrying a subscription that is gone.
+    assert_eq!((b.subscriptions_lost, b.subscriptions), (1, 0), "{b:?}");
+    // Made at register and subscribe; nothing for the hub to delete after (the loop saw the
+    // subscription gone, so the fleet's closing unsubscribe deletes nothing).
+    assert_eq!(
+        (b.entity_creates, b.entity_deletes, b.entity_failures),
+        (2, 0, 0)
+    );
+    let e = emu.counts();
+    assert_eq!((e.accepted, e.entity_deletes), (accepted, 1));
+    assert!(e.entities.is_empty());
+}
+
+/// The hub's broker counts once it has completed `delivered` (bounded wait).
+async fn settled(sc: &Scenario, delivered: u64) -> BrokerStats {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while broker(sc).completes < delivered && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    broker(sc)
+}
+
+/// `DELETE /<topic>` on the administration API at `addr`, signed with the emulator's
+/// development key; the status.
+async fn delete(addr: std::net::SocketAddr, topic: &str) -> u16 {
+    use hubload_servicebus::emulator::{DEV_KEY, DEV_KEY_NAME};
+    use hubload_servicebus::sas::{expiry_after, sas_token};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let base = format!("http://{addr}");
+    let token = sas_token(
+        &base,
+        DEV_KEY_NAME,
+        DEV_KEY,
+        expiry_after(Duration::from_secs(60)),
+    );
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "DELETE /{topic}?api-version=2021-05 HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {token}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    let head = String::from_utf8_lossy(&out);
+    head[9..12].parse().unwrap()
 }
