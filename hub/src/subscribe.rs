@@ -159,6 +159,9 @@ async fn verify(inner: Arc<Inner>, req: SubRequest) {
     }
     if let Some(rx) = attached {
         rx.close().await;
+        if let Some(b) = inner.broker.get() {
+            b.subscribe_failed(&req.topic, &req.callback);
+        }
     }
     if !echoed {
         tracing::debug!(callback = %req.callback, topic = %req.topic, "intent not verified");
@@ -193,6 +196,10 @@ fn broker_verified(
         return;
     }
     if !topic.registered.load(std::sync::atomic::Ordering::Relaxed) {
+        if let Some(rx) = attached {
+            tokio::spawn(rx.close());
+        }
+        broker.subscribe_failed(&topic.name, &req.callback);
         return;
     }
     let delivery = crate::broker::subscription::Delivery {

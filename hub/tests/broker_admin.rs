@@ -266,3 +266,25 @@ async fn a_topic_deleted_while_subscribed_ends_its_loops_and_publishes_fail() {
     assert!(c.entities.is_empty());
     assert_eq!(sub.delivered(), 5);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscribe_not_verified_leaves_no_subscription_at_the_broker() {
+    let s = Setup::start().await;
+    let sub = Subscriber::start().await;
+    s.hub.register("t").await;
+    sub.wrong_echo(true);
+    assert_eq!(s.form("subscribe", "t", &sub.callback("cb"), "").await, 202);
+    // Made before the verification (so nothing is missed after it), deleted when it failed.
+    eventually_async("the subscription's delete", || async {
+        s.broker().entity_deletes == 1
+    })
+    .await;
+    let b = s.broker();
+    assert_eq!(
+        (b.entity_creates, b.entity_deletes, b.entity_failures, b.subscriptions),
+        (2, 1, 0, 0)
+    );
+    let c = s.emu.counts();
+    assert_eq!((c.entity_creates, c.entity_deletes), (2, 1));
+    assert!(c.entities.is_empty(), "{:?}", c.entities);
+}

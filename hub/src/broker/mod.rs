@@ -195,6 +195,22 @@ impl Broker {
         });
     }
 
+    /// A subscribe that was not verified (or whose topic is gone): delete the subscription
+    /// [`Self::open_receiver`] made, unless a running loop (an earlier, verified subscribe of
+    /// the same callback) uses it.
+    pub(crate) fn subscribe_failed(&self, topic: &str, callback: &str) {
+        let Some(admin) = self.admin.clone() else {
+            return;
+        };
+        let loops = self.loops.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (topic.to_owned(), callback.to_owned());
+        if loops.get(&key).is_some_and(|l| !l.stop.is_cancelled()) {
+            return;
+        }
+        let (topic, sub) = (topic.to_owned(), subscription::subscription_name(callback));
+        tokio::spawn(async move { admin.delete_subscription(&topic, &sub).await });
+    }
+
     /// Stop every receive loop of `topic` (deregister); once they have ended, delete the
     /// topic, and with it its subscriptions, at the broker.
     pub(crate) fn remove_topic(&self, topic: &str) {
