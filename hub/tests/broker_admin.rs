@@ -281,7 +281,12 @@ async fn a_subscribe_not_verified_leaves_no_subscription_at_the_broker() {
     .await;
     let b = s.broker();
     assert_eq!(
-        (b.entity_creates, b.entity_deletes, b.entity_failures, b.subscriptions),
+        (
+            b.entity_creates,
+            b.entity_deletes,
+            b.entity_failures,
+            b.subscriptions
+        ),
         (2, 1, 0, 0)
     );
     let c = s.emu.counts();
