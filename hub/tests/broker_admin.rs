@@ -293,3 +293,53 @@ async fn a_subscribe_not_verified_leaves_no_subscription_at_the_broker() {
     assert_eq!((c.entity_creates, c.entity_deletes), (2, 1));
     assert!(c.entities.is_empty(), "{:?}", c.entities);
 }
+
+/// Bad administration flags: one line naming the flag, exit 2.
+#[test]
+fn bad_admin_flags_are_one_line() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hubload-hub"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).trim_end().to_owned(),
+        )
+    };
+    let cs = format!(
+        "Endpoint=sb://127.0.0.1:9/;SharedAccessKeyName={DEV_KEY_NAME};SharedAccessKey={DEV_KEY};UseDevelopmentEmulator=true"
+    );
+    for bad in ["ftp://127.0.0.1:5300", "127.0.0.1:5300", "http://"] {
+        let (code, err) = run(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--servicebus",
+            &cs,
+            "--servicebus-admin",
+            bad,
+        ]);
+        assert_eq!(code, Some(2), "{bad}: {err}");
+        assert_eq!(
+            err, "hubload-hub: --servicebus-admin must be an http:// or https:// URL with a host",
+            "{bad}"
+        );
+        assert!(!err.contains(DEV_KEY));
+    }
+    // The emulator's --admin-listen on a port already taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, err) = run(&[
+        "servicebus-emulator",
+        "--listen",
+        "127.0.0.1:0",
+        "--log-every",
+        "0",
+        "--admin-listen",
+        &addr,
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let want = format!("hubload-hub: --admin-listen {addr}: cannot listen");
+    assert!(err.starts_with(&want), "{err}");
+}
