@@ -288,6 +288,22 @@ mod tests {
             (2, 1, 1, 2)
         );
         assert_eq!(s.sends.total(), 7);
+        c.entity_creates.fetch_add(2, Relaxed);
+        c.entity_deletes.fetch_add(3, Relaxed);
+        c.entity_failures.fetch_add(4, Relaxed);
+        c.leases_expired.fetch_add(5, Relaxed);
+        c.subscriptions_lost.fetch_add(6, Relaxed);
+        let s = c.snapshot();
+        assert_eq!(
+            (
+                s.entity_creates,
+                s.entity_deletes,
+                s.entity_failures,
+                s.leases_expired,
+                s.subscriptions_lost
+            ),
+            (2, 3, 4, 5, 6)
+        );
         let mut out = String::new();
         render_metrics(&s, &mut out);
         assert!(
@@ -296,5 +312,14 @@ mod tests {
         );
         assert!(out.contains("hub_broker_sends_total{outcome=\"rejected\"} 1\n"));
         assert!(out.contains("hub_broker_subscriptions 0\n"));
+        for line in [
+            "hub_broker_entity_creates_total 2\n",
+            "hub_broker_entity_deletes_total 3\n",
+            "hub_broker_entity_failures_total 4\n",
+            "hub_broker_leases_expired_total 5\n",
+            "hub_broker_subscriptions_lost_total 6\n",
+        ] {
+            assert!(out.contains(line), "{line}{out}");
+        }
     }
 }
