@@ -12,21 +12,14 @@
 //! write waits until the deadline. (Not larger: the events are made while the server's
 //! thread waits, and 16 large ones at once take a debug build past the 50 ms margin.)
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpSocket;
 
-use super::{TopicServer, TopicServerConfig};
+use super::deadline_tests::{serve_with_a_good_client, workload, LIMITS};
 use crate::serve::misbehave_tests::{assert_on_time, settled};
-use crate::serve::{ServerCounts, ServerDeadlines};
-use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
-
-const LIMITS: ServerDeadlines = ServerDeadlines {
-    idle: Duration::from_millis(250),
-    exchange: Duration::from_millis(400),
-};
+use crate::serve::ServerCounts;
 
 /// Events of 128 KB: over three times what a slow reader's connection holds.
 const EVENT_BYTES: usize = 128 * 1024;
@@ -53,56 +46,13 @@ async fn never_reads(addr: std::net::SocketAddr, request: &[u8]) -> (Duration, s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_that_never_reads_is_reset_at_the_exchange_deadline_over_tcp() {
-    let w = Arc::new(Workload::new(WorkloadConfig {
-        tenants: 2,
-        sps: 1,
-        users: 1,
-        channels: vec!["login".into()],
-        layout: TopicLayout::PerTenantChannel,
-        payload_bytes: Some(EVENT_BYTES),
-        seed: 5,
-        distribution: Distribution::Uniform,
-    }));
+    let w = workload(EVENT_BYTES);
     for n in [1usize, 16] {
-        let ts = TopicServer::start(
-            TopicServerConfig {
-                listen: "127.0.0.1:0".parse().unwrap(),
-                hub_url: "http://hub.example/hub".into(),
-                topic_url_prefix: None,
-                queue_cap: 1024,
-                deadlines: LIMITS,
-            },
-            w.clone(),
-        )
-        .await
-        .unwrap();
-        let addr = ts.local_addr();
-        let path = |t: usize| {
-            let url = ts.topic_url(t).unwrap();
-            url::Url::parse(&url).unwrap().path().to_owned()
-        };
-        // A hub that behaves: fetches of topic 0, 20 ms apart, while the slow readers wait,
-        // each read whole on its own connection; the slow readers ask for topic 1.
+        // A hub that behaves fetches topic 0 while the slow readers wait; they ask for topic 1.
         const GOOD: u64 = 20;
-        for seq in 0..GOOD {
-            ts.note_published(0, seq, 1_000_000 + seq);
-        }
-        ts.note_published(1, GOOD, 1_000_000);
-        let fetch = format!("GET {} HTTP/1.1\r\nConnection: close\r\n\r\n", path(0));
-        let good = tokio::spawn(async move {
-            let mut whole = 0;
-            for _ in 0..GOOD {
-                let mut s = TcpStream::connect(addr).await.unwrap();
-                s.write_all(fetch.as_bytes()).await.unwrap();
-                let mut answer = Vec::new();
-                s.read_to_end(&mut answer).await.unwrap();
-                whole +=
-                    u64::from(answer.starts_with(b"HTTP/1.1 200") && answer.len() > EVENT_BYTES);
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            whole
-        });
-        let fetch_slow = format!("GET {} HTTP/1.1\r\nHost: hubload-topics\r\n\r\n", path(1));
+        let (ts, path1, good) = serve_with_a_good_client(&w, EVENT_BYTES, GOOD).await;
+        let addr = ts.local_addr();
+        let fetch_slow = format!("GET {path1} HTTP/1.1\r\nHost: hubload-topics\r\n\r\n");
         let tasks: Vec<_> = (0..n)
             .map(|_| {
                 let request = fetch_slow.clone().into_bytes();
