@@ -43,6 +43,9 @@ pub struct LevelContext<T> {
     /// Open model: a send that starts this long or longer after its intended time is counted
     /// late ([`LATE_SEND`](crate::stats::LATE_SEND) in a run; tests choose a coarser one).
     pub late_after: std::time::Duration,
+    /// The client's `--timeout`, which bounds every attempt: sizes the recording stripes'
+    /// latency histograms from the level's start (`stripe.rs`).
+    pub attempt_timeout: std::time::Duration,
     /// Told of every measured publish and its acceptance (with subscribers on, their tracker).
     pub observer: Option<Arc<dyn PublishObserver>>,
     /// Sharded runs with subscribers: send only this shard's topics' events (owner striping).

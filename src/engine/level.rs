@@ -97,7 +97,10 @@ pub async fn run_level<T: Target>(
     // The runtime's threads, which decide how many recorders avoid contention (1 on the
     // current-thread runtime).
     let threads = tokio::runtime::Handle::current().metrics().num_workers();
-    let stripes = stripes(workers, threads);
+    // Sized for the timeout (at most an hour's: any longer value still fits, by growing).
+    let high_us = ctx.attempt_timeout.as_micros().min(3_600_000_000) as u64;
+    let corrected_us = if ctx.open_model { high_us } else { 0 };
+    let stripes = stripes(workers, threads, (high_us, corrected_us));
     let topics = ctx.workload.topics().len();
     let shared = Arc::new(SharedLevel::new(
         topics,
@@ -187,6 +190,7 @@ mod tests {
             level_workers: 1,
             open_model: false,
             late_after: crate::stats::LATE_SEND,
+            attempt_timeout: Duration::from_secs(10),
             observer: None,
             own_topics: None,
         })
@@ -489,6 +493,7 @@ mod tests {
             level_workers: 10,
             open_model: true,
             late_after: Duration::from_millis(40),
+            attempt_timeout: Duration::from_secs(10),
             observer: None,
             own_topics: None,
         });

@@ -143,6 +143,7 @@ async fn run_spec<T: Target>(
         level_load: spec.load,
         open_model: matches!(spec.load, Load::Open { .. }),
         late_after: crate::stats::LATE_SEND,
+        attempt_timeout: sh.cfg.client.timeout,
         level_workers: match spec.load {
             Load::Closed { concurrency } => concurrency,
             Load::Open { max_inflight, .. } => max_inflight,

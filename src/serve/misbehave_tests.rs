@@ -97,7 +97,8 @@ pub(crate) async fn many(
 
 /// `n` clients at once that each send `request` whole and then read the answer 64 bytes
 /// per [`DRIP`], over an in-memory pipe that holds 4 kB (a kernel's socket buffers grow to
-/// megabytes, which a debug build takes too long to fill), served by `h`'s own request loop:
+/// megabytes, which a debug build takes too long to fill; `topic_server/slow_reader_tcp_tests.rs`
+/// keeps them small from the client's side instead), served by `h`'s own request loop:
 /// for each, how long after its request the loop ended, how it ended, and the bytes read.
 pub(crate) async fn slow_readers<H: Handler>(
     h: std::sync::Arc<H>,

@@ -21,6 +21,27 @@ pub fn new_histogram() -> Histogram {
     h
 }
 
+/// A new empty histogram with the fixed layout, sized from the start to hold every value up
+/// to `high_us` (auto-resize stays on, for the rare larger value). For a histogram recorded
+/// on every attempt and kept for a whole level: one that grows instead widens, a bucket of
+/// 1,024 counts (8 KB) per doubling of the largest value seen, each time into a new block
+/// (the old one freed where it was), so a long run's memory steps up with every new worst
+/// latency. Sized for the default 5 s timeout it is 112 KB (14 × 1,024 counts of 8 B), 120 KB
+/// for 10 s, 139 KB for 60 s. The size is not part of the layout: histograms of any two sizes
+/// add exactly.
+///
+/// Its counts are written once here, so all its pages are resident from the start: zeroed
+/// memory from the allocator is often not yet backed, and each page a new worst latency
+/// reached first would be another step in the process's memory.
+pub fn histogram_up_to(high_us: u64) -> Histogram {
+    let mut h =
+        Histogram::new_with_bounds(HIST_LOWEST_US, high_us.max(INITIAL_HIGH_US), HIST_SIGFIG)
+            .expect("fixed histogram layout is valid");
+    h.auto(true);
+    h.reset();
+    h
+}
+
 /// Record `us` (at least 1). `saturating_record` would clamp at the current high bound
 /// instead of growing, so use `record`, which auto-resizes.
 pub fn record(h: &mut Histogram, us: u64) {
@@ -101,6 +122,51 @@ mod tests {
             h.max()
         );
         assert_eq!(h.min(), 5);
+    }
+
+    /// A histogram sized for 10 s holds 10 s without growing, still grows past it, and adds
+    /// to a grown one (and back) exactly: the same buckets, count, min and max as one that
+    /// recorded every value itself, whatever the two sizes.
+    #[test]
+    fn sized_histograms_add_exactly_to_grown_ones() {
+        let mut sized = histogram_up_to(10_000_000);
+        let size = sized.distinct_values();
+        assert_eq!(size, 15 * 1024, "15 buckets of 1,024 counts for 10 s");
+        for v in [1, 17, 9_999_999] {
+            record(&mut sized, v);
+        }
+        assert_eq!(sized.distinct_values(), size, "10 s fits without growing");
+        let mut grown = new_histogram();
+        for v in [5, 40_000, 60_000_000] {
+            record(&mut grown, v);
+        }
+        let mut one = new_histogram();
+        for v in [1, 17, 9_999_999, 5, 40_000, 60_000_000] {
+            record(&mut one, v);
+        }
+        let buckets = |h: &Histogram| {
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect::<Vec<_>>()
+        };
+        let summary = |h: &Histogram| (h.len(), h.min(), h.max(), h.value_at_quantile(0.5));
+        let mut a = sized.clone();
+        a.add(&grown).expect("same layout");
+        let mut b = grown.clone();
+        b.add(&sized).expect("same layout");
+        for merged in [&a, &b] {
+            assert_eq!(buckets(merged), buckets(&one));
+            assert_eq!(summary(merged), summary(&one));
+        }
+        // Through the report encoding too (a shard's summary read back and merged).
+        let mut c = from_base64(&to_base64(&sized).unwrap()).unwrap();
+        c.add(from_base64(&to_base64(&grown).unwrap()).unwrap())
+            .expect("same layout");
+        assert_eq!(buckets(&c), buckets(&one));
+        assert_eq!(summary(&c), summary(&one));
+        // Past the sized bound it still grows.
+        record(&mut sized, 3_600_000_000);
+        assert!(sized.max() >= 3_600_000_000 && sized.distinct_values() > size);
     }
 
     /// Recording everything, then taking a part away, equals recording the rest directly:
