@@ -27,7 +27,8 @@ pub use comparison::{
 pub use fail_if::{check, FailIf, FailIfError, Violation};
 
 use crate::kind::Model;
-use crate::summary::{LevelReport, Report};
+use crate::run_report::Report;
+use crate::summary::LevelReport;
 
 fn run_name(r: &Report) -> String {
     format!(

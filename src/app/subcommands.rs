@@ -12,7 +12,7 @@ use crate::judge::Threshold;
 use crate::report::table::render_table;
 use crate::report::writer::{write_atomic, ReportWriter};
 use crate::run::RunRecord;
-use crate::summary::Report;
+use crate::run_report::Report;
 
 use super::exit::{EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
 

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
+use crate::run_report::Report;
 use crate::summary::server::ServerSeries;
-use crate::summary::Report;
 
 /// The figure compared: a counter's delta in the level, else its max.
 fn figure(s: &ServerSeries) -> Option<(&'static str, f64)> {

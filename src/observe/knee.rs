@@ -2,8 +2,9 @@
 //! threshold, or the capacity finder's first failing level), the server series that changed
 //! most against the level before it (pure: report in, at most three changes out).
 
+use crate::run_report::Report;
 use crate::summary::server::{KneeChange, KneeSeries};
-use crate::summary::{LevelReport, Report};
+use crate::summary::LevelReport;
 
 /// How many series are named.
 const TOP: usize = 3;

@@ -23,7 +23,8 @@ use super::precision::{latency_cells, ms3};
 use super::Reporter;
 use crate::kind::Model;
 use crate::result::Class;
-use crate::summary::{LevelReport, PhaseReport, Report};
+use crate::run_report::Report;
+use crate::summary::{LevelReport, PhaseReport};
 
 /// Writes `report.html`.
 #[derive(Debug, Clone, Copy, Default)]

@@ -2,7 +2,7 @@
 //! `Level,Source,Series,Labels,Kind,Delta,Rate,Min,Mean,Max,Last`; empty without server series.
 
 use super::Reporter;
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// Writes `server.csv`.
 #[derive(Debug, Default)]

@@ -1,8 +1,8 @@
 //! `whatif.csv`: the timeout what-if table, one row per level, shares as percentages.
 
 use super::Reporter;
+use crate::run_report::Report;
 use crate::summary::verdict::{pct, timeout_label};
-use crate::summary::Report;
 
 /// Writes `whatif.csv` (only the header line `Level,Attempts` when the report has no table).
 #[derive(Debug, Default)]

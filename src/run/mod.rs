@@ -26,10 +26,10 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{RunConfig, TargetKind};
 use crate::engine::{LevelSpec, Live};
 use crate::report::jtl::{channel_writer, JtlNames};
+use crate::run_report::Report;
 use crate::shard::Load as ShardLoad;
 use crate::shard_contract::{ShardSlot, ShardSpec};
 use crate::stats::Clock;
-use crate::summary::Report;
 use crate::workload::Workload;
 
 use levels::{run_levels, shard_part};

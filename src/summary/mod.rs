@@ -1,6 +1,7 @@
-//! The report model: what a run produced, as `summary.json` holds it (the `Report`, its level
-//! rows, the delivery sections, the judging results) and how a level's statistics become a
-//! row. Plain data the writers (`report`), `judge` and `compare` read; it writes nothing.
+//! The report model: what a run produced, as `summary.json` holds it (its level rows, the
+//! delivery sections, the phases, the judging results' types) and how a level's statistics
+//! become a row. Plain data `judge` judges, and the writers (`report`) and `compare` read; it
+//! writes nothing. The whole document is `run_report::Report`, a floor above `judge`.
 
 pub mod build;
 pub mod delivery_report;
@@ -13,5 +14,5 @@ pub mod verdict;
 
 pub use report::{
     AddressAttempts, EmulatorTotals, EventSummary, Handshakes, HubHost, LatencyUs, LevelReport,
-    PhaseReport, RateCheck, Report, ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
+    PhaseReport, RateCheck, ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
 };

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use super::charts::level_prefix;
 use super::markup::kv_table;
 use super::svg::{escape, LineChart, Separator, Series, XAxis};
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// At most this many server series get a chart.
 const MAX_CHARTS: usize = 6;
