@@ -6,8 +6,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::judge::verdict::{CapacityResult, Verdict, WhatIfTable};
 use crate::kind::{Model, TargetKind};
-use crate::summary::verdict::{CapacityResult, Verdict, WhatIfTable};
 use crate::summary::{HubHost, LevelReport, PhaseReport, RateCheck, ServiceBusInfo};
 
 /// A whole run: metadata, phases, one row per level and the total.
@@ -76,10 +76,10 @@ pub struct Report {
     /// At the first level that broke, the server series that changed most against the level
     /// before it (a correlation; absent without server series or without a broken level).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub knee: Option<crate::summary::server::KneeSeries>,
+    pub knee: Option<crate::summary::observations::KneeSeries>,
     /// `--prometheus-remote-write`: pushes and push failures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exporter: Option<crate::summary::server::ExporterReport>,
+    pub exporter: Option<crate::summary::observations::ExporterReport>,
 }
 
 impl Report {

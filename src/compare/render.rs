@@ -2,11 +2,11 @@
 
 use std::fmt::{self, Write};
 
-use super::comparison::{Comparison, LevelComparison, Metric, Metrics, Presence};
-use super::fail_if::{FailIf, Violation};
 use super::format::{
     delta_abs, delta_pct, plain_delta, plain_pct, plain_value, share, share_delta, value,
 };
+use crate::judge::fail_if::{FailIf, Violation};
+use crate::summary::comparison::{Comparison, LevelComparison, Metric, Metrics, Presence};
 
 /// One line of the text table.
 enum Line {

@@ -56,7 +56,7 @@ mod tests {
     use super::*;
     use crate::stats::LevelStats;
     use crate::summary::build::level_report;
-    use crate::summary::server::GeneratorLevel;
+    use crate::summary::observations::GeneratorLevel;
 
     #[test]
     fn only_bound_levels_get_a_footnote() {

@@ -60,7 +60,7 @@ mod tests {
     use super::*;
     use crate::stats::LevelStats;
     use crate::summary::build::level_report;
-    use crate::summary::server::{ServerLevel, ServerSeries};
+    use crate::summary::observations::{ServerLevel, ServerSeries};
 
     #[test]
     fn one_row_per_level_and_series() {

@@ -180,7 +180,7 @@ impl RunRecord {
     /// Record how the pushes to Prometheus went.
     pub fn set_exporter(
         &mut self,
-        e: crate::summary::server::ExporterReport,
+        e: crate::summary::observations::ExporterReport,
     ) -> anyhow::Result<()> {
         self.report.exporter = Some(e);
         self.write()

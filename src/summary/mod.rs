@@ -4,13 +4,13 @@
 //! writes nothing. The whole document is `run_report::Report`, a floor above `judge`.
 
 pub mod build;
+pub mod comparison;
 pub mod delivery_report;
 pub mod latency;
+pub mod observations;
 mod report;
-pub mod server;
 pub mod server_timing;
 pub mod time_split;
-pub mod verdict;
 
 pub use report::{
     AddressAttempts, EmulatorTotals, EventSummary, Handshakes, HubHost, LatencyUs, LevelReport,

@@ -291,11 +291,11 @@ pub struct LevelReport {
     pub delivery: Option<super::delivery_report::DeliveryReport>,
     /// The server's series over this level (`--server-metrics`, `--server-query`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<super::server::ServerLevel>,
+    pub server: Option<super::observations::ServerLevel>,
     /// The generator's own CPU and scheduling delay over this level (absent from TOTAL, merged
     /// runs and summaries written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator: Option<super::server::GeneratorLevel>,
+    pub generator: Option<super::observations::GeneratorLevel>,
     /// hubload itself was the bottleneck of this level (see `generator.bound_because`): its
     /// latencies say more about the generator than about the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,8 +12,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::comparison::{Comparison, Delta, Metric, Metrics};
 use crate::judge::rules::{self as gate, Bound, Flag, Gate, GateError};
+use crate::summary::comparison::{Comparison, Delta, Metric, Metrics};
 
 /// One `--fail-if` rule: the parsed gate and the compare column it reads.
 #[derive(Debug, Clone, PartialEq)]

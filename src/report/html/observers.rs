@@ -124,7 +124,7 @@ fn server_charts(report: &Report) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::server::{
+    use crate::summary::observations::{
         GeneratorLevel, KneeChange, KneeSeries, ServerLevel, ServerSeries,
     };
 
