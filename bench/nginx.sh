@@ -90,7 +90,8 @@ CONF
     NGINX_PID=$!
     port=$(grep -o 'listen 127\.0\.0\.1:[0-9]*' <<<"$body" | head -1 | cut -d: -f2)
     for _ in $(seq 50); do
-        NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1)
+        # `|| true`: under `set -e -o pipefail` a worker not forked yet would end the caller.
+        NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1 || true)
         [[ -n $NGINX_WORKER ]] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
         sleep 0.1
     done

@@ -36,8 +36,10 @@ FLOORS = {
         ["compare", "shard", "observe"],  # two runs side by side; shard artifacts and their merge; server metrics, generator health, exporter
         ["console"],  # what the terminal shows: messages, banner, live progress
         ["config"],  # flags + profile -> validated RunConfig
-        ["judge", "report"],  # judging in one place; the Reporter trait, formats, writers
-        ["summary"],  # the report model: what a run produced
+        ["report"],  # the Reporter trait, formats, writers
+        ["run_report"],  # the Report: the one document, rows with judging results
+        ["judge"],  # judging in one place: rules, thresholds, capacity, what-if, verdicts
+        ["summary"],  # the report model's rows and sections: what a run produced
         ["subscriber"],  # the callback fleet
         ["engine"],  # levels, pacing, one worker loop, attempt records
         ["targets"],  # the Target trait and its protocols

@@ -230,7 +230,7 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Client")]
     pub h2_streams: Option<String>,
 
-    // ---- TLS (src/config/tls.rs)
+    // ---- TLS (src/config/tls_flags.rs)
     /// Trust this CA (PEM) for an https hub, besides the web PKI roots (repeatable).
     #[arg(long, value_name = "FILE", help_heading = "TLS")]
     pub ca_cert: Vec<PathBuf>,

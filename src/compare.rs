@@ -5,29 +5,29 @@
 //! Deltas are candidate − baseline; the relative delta is that over the baseline, in %. When
 //! both runs had `--subscribers`, each level's delivery section is compared too (its counts,
 //! end-to-end latency, delivered rate and backlog).
-//! The data lives in `comparison`, thresholds (`--fail-if`) in [`fail_if`], number formats in
-//! `format`, renderers in [`render`] and [`html_page`].
+//! The data lives in `summary::comparison` (below `judge`, which applies the `--fail-if`
+//! rules to it in `judge::fail_if`), number formats in `format`, renderers in [`render`] and
+//! [`html_page`].
 
-mod comparison;
-pub mod fail_if;
 mod format;
 pub mod html_page;
 pub mod render;
-pub mod server;
-pub mod server_timing;
+pub mod server_series;
+pub mod server_timing_deltas;
 pub mod side_by_side;
 
 use std::path::Path;
 
 use anyhow::Context;
 
-pub use comparison::{
+pub use crate::judge::fail_if::{check, FailIf, FailIfError, Violation};
+pub use crate::summary::comparison::{
     Comparison, DeliveryMetrics, Delta, LevelComparison, Metric, Metrics, Presence,
 };
-pub use fail_if::{check, FailIf, FailIfError, Violation};
 
 use crate::kind::Model;
-use crate::summary::{LevelReport, Report};
+use crate::run_report::Report;
+use crate::summary::LevelReport;
 
 fn run_name(r: &Report) -> String {
     format!(

@@ -13,6 +13,7 @@ pub mod observe;
 pub mod report;
 pub mod result;
 pub mod run;
+pub mod run_report;
 pub mod secret;
 pub mod serve;
 pub mod shard;

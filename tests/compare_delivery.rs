@@ -4,7 +4,8 @@
 //! two summaries' own numbers; a delivery rule against a run without subscribers is one line
 //! and exit 2.
 
-use hubload::summary::{LevelReport, Report};
+use hubload::run_report::Report;
+use hubload::summary::LevelReport;
 use hubload_hub::HubConfig;
 
 use crate::delivery::RUN;

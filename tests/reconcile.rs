@@ -41,7 +41,7 @@ async fn requests_per_level_reconcile_exactly_with_the_hub() {
     assert_eq!(r.levels.len(), 3);
     let on_disk = sc.summary("");
     let samples =
-        |r: &hubload::summary::Report| r.levels.iter().map(|l| l.samples).collect::<Vec<_>>();
+        |r: &hubload::run_report::Report| r.levels.iter().map(|l| l.samples).collect::<Vec<_>>();
     assert_eq!(
         samples(&on_disk),
         samples(r),

@@ -2,7 +2,7 @@
 //! reference hub, each churning its own subscribers (or topics); `hubload merge` adds the
 //! shards' churn counts exactly, and the merged delivery reconciles with the hub's own counts.
 
-use hubload::summary::Report;
+use hubload::run_report::Report;
 use hubload_hub::HubConfig;
 
 use crate::delivery::sum;

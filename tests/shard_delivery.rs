@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
+use hubload::run_report::Report;
 use hubload::subscriber::DeliveryCounts;
-use hubload::summary::{LevelReport, Report};
+use hubload::summary::LevelReport;
 use hubload_hub::HubConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

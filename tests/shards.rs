@@ -95,7 +95,7 @@ fn copier(
 }
 
 /// `hubload merge` of a log dump into `dir/merged`; the merged summary.
-pub(crate) fn merge_logs(dir: &Path, logs: &str) -> hubload::summary::Report {
+pub(crate) fn merge_logs(dir: &Path, logs: &str) -> hubload::run_report::Report {
     let dump = dir.join("shards.log");
     std::fs::write(&dump, logs).unwrap();
     let merged_dir = dir.join("merged");

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use hubload::summary::Report;
+use hubload::run_report::Report;
 use hubload::RunOutcome;
 use hubload_hub::{FaultConfig, HubConfig, StatsSnapshot};
 use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorCounts, EmulatorHandle};

@@ -49,7 +49,7 @@ pub struct Head {
     /// Whether the connection may carry another request afterwards.
     pub keep_alive: bool,
     /// Whether the head carries a `Server-Timing` header: only then are its values read
-    /// (`server_timing.rs`), so a response without one costs a length compare per header.
+    /// (hubload's `targets/http/head_server_timing.rs`), so a response without one costs a length compare per header.
     pub server_timing: bool,
 }
 

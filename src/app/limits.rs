@@ -4,7 +4,7 @@
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 
 /// Raise the soft `RLIMIT_NOFILE` to the hard limit. Best effort: when it cannot be raised
-/// the run sizes itself from the soft limit it has (`config::limits`).
+/// the run sizes itself from the soft limit it has (`config::inflight_default`).
 pub fn raise_open_files() {
     let lim = getrlimit(Resource::Nofile);
     if lim.current != lim.maximum {

@@ -12,7 +12,7 @@ use crate::judge::Threshold;
 use crate::report::table::render_table;
 use crate::report::writer::{write_atomic, ReportWriter};
 use crate::run::RunRecord;
-use crate::summary::Report;
+use crate::run_report::Report;
 
 use super::exit::{EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
 
@@ -110,9 +110,9 @@ pub fn compare(
         "{}",
         compare::render::render_text(&cmp, &rules, &violations)
     );
-    print!("{}", compare::server::render_server(&b, &c));
+    print!("{}", compare::server_series::render_server(&b, &c));
     // The stages both servers declared (Server-Timing), when either did.
-    if let Some(st) = compare::server_timing::render_server_timing(&b, &c) {
+    if let Some(st) = compare::server_timing_deltas::render_server_timing(&b, &c) {
         print!("{st}");
     }
     let dir = out.map_or_else(|| PathBuf::from("."), Path::to_path_buf);

@@ -3,11 +3,11 @@
 
 use std::fmt::Write;
 
-use super::comparison::{Comparison, Delta, LevelComparison, Metric, Metrics};
-use super::fail_if::{FailIf, Violation};
 use super::format::{plain_delta, plain_pct, plain_value};
+use crate::judge::fail_if::{FailIf, Violation};
 use crate::report::html::markup::{document, kv_table};
 use crate::report::html::svg::{escape, spans_decades, LineChart, Series, XAxis};
+use crate::summary::comparison::{Comparison, Delta, LevelComparison, Metric, Metrics};
 
 /// Relative changes at least this large (in %) are coloured.
 const NOTABLE_PCT: f64 = 5.0;

@@ -1,10 +1,12 @@
 //! Text (terminal) and CSV (`compare.csv`) renderings of a [`Comparison`].
 
-use std::fmt::Write;
+use std::fmt::{self, Write};
 
-use super::comparison::{Comparison, LevelComparison, Metric, Metrics, Presence};
-use super::fail_if::{FailIf, Violation};
-use super::format::{delta_abs, delta_pct, plain_delta, plain_pct, plain_value, value};
+use super::format::{
+    delta_abs, delta_pct, plain_delta, plain_pct, plain_value, share, share_delta, value,
+};
+use crate::judge::fail_if::{FailIf, Violation};
+use crate::summary::comparison::{Comparison, LevelComparison, Metric, Metrics, Presence};
 
 /// One line of the text table.
 enum Line {
@@ -183,4 +185,30 @@ pub fn render_csv(cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
         w.write_record(&rec)?;
     }
     Ok(w.into_inner()?)
+}
+
+impl fmt::Display for Violation {
+    /// One line, e.g. `p99>+10%: level 50: 100.0 ms → 130.0 ms (+30.0 ms, +30.00%)`; a `%`
+    /// count rule shows shares, `lost>+0.1%: level 4: 0.000% → 0.500% (+0.500 pp)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.rule.metric;
+        let (rule, label) = (&self.rule, &self.label);
+        if self.rule.on_share() {
+            return write!(
+                f,
+                "{rule}: level {label}: {} → {} ({})",
+                share(self.baseline),
+                share(self.candidate),
+                share_delta(self.delta.abs),
+            );
+        }
+        write!(
+            f,
+            "{rule}: level {label}: {} → {} ({}, {})",
+            value(m, self.baseline),
+            value(m, self.candidate),
+            delta_abs(m, self.delta.abs),
+            delta_pct(self.delta.pct),
+        )
+    }
 }

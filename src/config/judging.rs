@@ -1,5 +1,11 @@
 //! The judging flags (thresholds, the capacity finder and its SLO, what-if timeouts) → what
 //! the run is judged by (`CapacityConfig` for the finder).
+//!
+//! Only the conversion of flags lives here, as for every other flag (the CLI is turned into a
+//! validated config in one place, `config/`): each rule is parsed by `judge::rules`, the one
+//! rule language, and what the rules mean, how they are judged and what judging produces are
+//! all in `judge/`. What stays is the flags' own checks (defaults, ranges, which flags need
+//! which), so a bad flag is refused before the run starts.
 
 use std::time::Duration;
 

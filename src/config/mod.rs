@@ -3,13 +3,13 @@
 //! check lives in config; nothing downstream sees clap or re-validates.
 
 mod auth;
-mod client;
+mod client_flags;
 mod delivery;
 mod dialect;
 mod error;
 mod http_version;
+pub mod inflight_default;
 mod judging;
-pub mod limits;
 mod load;
 mod model;
 mod observe;
@@ -21,11 +21,11 @@ mod serialize;
 mod target;
 #[cfg(test)]
 mod testutil;
-pub mod tls;
-mod topic_churn;
+pub mod tls_flags;
+mod topic_churn_flag;
 mod workload;
 
-pub use client::{threads, ClientConfig};
+pub use client_flags::{threads, ClientConfig};
 pub use delivery::{DeliveryConfig, SubscribeTopics};
 pub use dialect::WebSubConfig;
 pub use error::ConfigError;
@@ -55,9 +55,9 @@ pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
 /// environment (`shard_contract::ShardSpec::from_env`): config reads no environment itself.
 /// One line per concern; each concern's rules and their tests live in its own file.
 pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, ConfigError> {
-    let threads = client::threads(opt(&a.threads))?;
+    let threads = client_flags::threads(opt(&a.threads))?;
     let workload = workload::resolve(a)?;
-    let client = client::resolve(a)?;
+    let client = client_flags::resolve(a)?;
     let load = load::resolve(a, client.timeout)?;
     let mut target = target::resolve(a)?;
     target.hub_headers = auth::resolve(a, target.hub_url.as_mut())?;
@@ -65,13 +65,13 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
     target::check_sharded(&target, shard.as_ref())?;
     let judging = judging::resolve(a, shard.as_ref())?;
     let output = output::resolve(a);
-    let topic_churn = topic_churn::resolve(a, &target, &websub)?;
+    let topic_churn = topic_churn_flag::resolve(a, &target, &websub)?;
     let mut cfg = RunConfig {
         workload,
         model: load.model,
         levels: load.levels,
         arrivals: load.arrivals,
-        tls: tls::resolve(a, client.connect_timeout)?,
+        tls: tls_flags::resolve(a, client.connect_timeout)?,
         http: http_version::resolve(a)?,
         client,
         target,
@@ -90,7 +90,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         shown: serde_json::Value::Null,
         descriptors: None,
     };
-    cfg.descriptors = limits::apply(&mut cfg.levels, &cfg.target, a);
+    cfg.descriptors = inflight_default::apply(&mut cfg.levels, &cfg.target, a);
     cfg.shown = shown(a, &cfg);
     if let Some(r) = cfg.topic_churn {
         cfg.shown["topic_churn"] = r.into();

@@ -5,15 +5,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::client::ClientConfig;
+use super::client_flags::ClientConfig;
 use super::delivery::DeliveryConfig;
 use super::dialect::WebSubConfig;
 use super::http_version::HttpConfig;
+use super::inflight_default::DescriptorBudget;
 use super::judging::CapacityConfig;
-use super::limits::DescriptorBudget;
 use super::output::OutputConfig;
 use super::target::TargetConfig;
-use super::tls::TlsConfig;
+use super::tls_flags::TlsConfig;
 use crate::engine::{Arrivals, LevelSpec};
 use crate::judge::rules::Threshold;
 use crate::kind::Model;

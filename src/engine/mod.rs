@@ -3,7 +3,7 @@
 mod attempt;
 mod context;
 mod driver;
-mod level;
+mod level_run;
 mod live;
 mod observer;
 mod own_topics;
@@ -17,7 +17,7 @@ mod worker;
 pub use attempt::{attempt_queue, AttemptReceiver, AttemptRecord, AttemptSender, Handout};
 pub use context::{LevelContext, Slice};
 pub use driver::Seqs;
-pub use level::{run_level, LevelRun};
+pub use level_run::{run_level, LevelRun};
 pub use live::Live;
 pub use observer::PublishObserver;
 pub use own_topics::OwnTopics;

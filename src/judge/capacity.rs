@@ -22,11 +22,11 @@ use tokio::time::Instant;
 
 use super::threshold::check;
 use super::Threshold;
-use crate::summary::verdict::Verdict;
+use crate::judge::verdict::Verdict;
 use crate::summary::LevelReport;
 
 /// What the capacity finder found, with full rows.
-pub type CapacityResult = crate::summary::verdict::CapacityResult<LevelReport>;
+pub type CapacityResult = crate::judge::verdict::CapacityResult<LevelReport>;
 
 /// Judge one probe's row: every bound, plus "at least one attempt".
 fn judge_probe(slo: &[Threshold], row: &LevelReport) -> (bool, Vec<Verdict>) {
@@ -210,7 +210,7 @@ mod tests {
         let probe = |load: f64| async move {
             let mut row = row_for(load);
             row.generator_bound = Some(load >= 64.0);
-            row.generator = Some(crate::summary::server::GeneratorLevel {
+            row.generator = Some(crate::summary::observations::GeneratorLevel {
                 bound_because: vec!["CPU 97 % of 0.20 cores (cgroup v1)".into()],
                 ..Default::default()
             });

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::align::align;
-use crate::summary::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
+use crate::judge::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
 use crate::summary::LevelReport;
 
 /// The table as aligned text for the terminal.

@@ -2,9 +2,9 @@
 //! on TOTAL.
 
 pub use super::rules::{Bound, Metric, Op, Scope, Threshold};
+use crate::judge::verdict::Verdict;
 use crate::result::Class;
 use crate::summary::delivery_report::DeliveryReport;
-use crate::summary::verdict::Verdict;
 use crate::summary::LevelReport;
 
 /// The measured value `t` compares, from one row, in the bound's unit; NaN (the rule fails)

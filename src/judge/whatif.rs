@@ -8,7 +8,7 @@
 //!   their timeout (≥ the run's `--timeout`), so they exceed every T below it. For T at or above
 //!   the run's own timeout the share is *not* what that timeout would give (those attempts were
 //!   cut off, we never saw how long they would have taken); such columns are flagged in
-//!   [`WhatIfTable::beyond_run_timeout`](crate::summary::verdict::WhatIfTable::beyond_run_timeout) and marked in every rendering. The table is only
+//!   [`WhatIfTable::beyond_run_timeout`](crate::judge::verdict::WhatIfTable::beyond_run_timeout) and marked in every rendering. The table is only
 //!   meaningful for T below the run's timeout.
 //! - **failed-event share**: the expected share of events that fail when each attempt has
 //!   timeout T and the client makes up to R immediate retries (see [`event_failure`] for the
@@ -20,8 +20,8 @@
 
 use std::time::Duration;
 
+pub use crate::judge::verdict::{WhatIfRow, WhatIfTable};
 use crate::stats::{Histogram, LevelStats};
-pub use crate::summary::verdict::{WhatIfRow, WhatIfTable};
 use crate::summary::LevelReport;
 
 /// Attempts in `h` whose whole histogram bucket lies above `t_us`.

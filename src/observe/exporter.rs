@@ -14,7 +14,7 @@ use super::own_series::{exposition, LevelFigures, Snapshot};
 use super::remote_write;
 use crate::config::RunConfig;
 use crate::engine::Live;
-use crate::summary::server::ExporterReport;
+use crate::summary::observations::ExporterReport;
 use crate::summary::LevelReport;
 
 /// What the exporter knows of the run so far.

@@ -2,8 +2,9 @@
 //! threshold, or the capacity finder's first failing level), the server series that changed
 //! most against the level before it (pure: report in, at most three changes out).
 
-use crate::summary::server::{KneeChange, KneeSeries};
-use crate::summary::{LevelReport, Report};
+use crate::run_report::Report;
+use crate::summary::observations::{KneeChange, KneeSeries};
+use crate::summary::LevelReport;
 
 /// How many series are named.
 const TOP: usize = 3;
@@ -89,7 +90,7 @@ mod tests {
     use super::*;
     use crate::stats::LevelStats;
     use crate::summary::build::level_report;
-    use crate::summary::server::{ServerLevel, ServerSeries};
+    use crate::summary::observations::{ServerLevel, ServerSeries};
 
     fn gauge(name: &str, max: f64) -> ServerSeries {
         ServerSeries {

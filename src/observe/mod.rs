@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::config::RunConfig;
 use crate::engine::Live;
-use crate::summary::server::{ExporterReport, GeneratorLevel, ServerLevel};
+use crate::summary::observations::{ExporterReport, GeneratorLevel, ServerLevel};
 use crate::summary::LevelReport;
 
 pub use exporter::Exporter;

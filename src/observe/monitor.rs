@@ -1,14 +1,13 @@
 //! `GeneratorMonitor`: is hubload itself the bottleneck? Per level, its CPU time as a share
-//! of its allowance and how late a 1 ms ticker on a thread of its own wakes.
+//! of its allowance and how late a 1 ms ticker task on the run's own runtime wakes.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
 use super::cpu::{allowance, process_cpu_s};
-use crate::summary::server::GeneratorLevel;
+use crate::summary::observations::GeneratorLevel;
 
 /// CPU share at or above which a level is generator-bound.
 pub const CPU_BOUND: f64 = 0.9;
@@ -29,7 +28,8 @@ const BASELINE_TICKS: u64 = 50;
 #[derive(Debug)]
 pub struct GeneratorMonitor {
     lateness: Arc<Mutex<Histogram<u64>>>,
-    stop: Arc<AtomicBool>,
+    /// The ticker task (`None` outside a runtime: then no scheduling delay is claimed).
+    ticker: Option<tokio::task::JoinHandle<()>>,
     allowance: (f64, &'static str),
     /// The idle lateness p99 (µs), taken at the first level's start.
     baseline_p99_us: Mutex<Option<u64>>,
@@ -37,20 +37,25 @@ pub struct GeneratorMonitor {
 }
 
 impl GeneratorMonitor {
-    /// Start the ticker thread; its wake-ups until the first level are the idle baseline.
+    /// Start the ticker task on the current runtime (the one the workers run on); its
+    /// wake-ups until the first level are the idle baseline.
+    ///
+    /// A task, not a thread of its own: a task's wake-up is late when the runtime's threads
+    /// are busy, which is the delay the workers' sends see too (the usual event-loop lag
+    /// measure), whereas a separate thread only saw the host's scheduler. And a process that
+    /// never starts a second thread keeps glibc's single-threaded fast path in `send` and
+    /// `recv` (a thread, once made, turns it off for good: ~95 instructions per request).
     pub fn start() -> Self {
         let lateness = Arc::new(Mutex::new(
             Histogram::<u64>::new_with_bounds(1, 60_000_000, 2).expect("valid bounds"),
         ));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (l, s) = (lateness.clone(), stop.clone());
-        // Without the thread the lateness stays empty: no scheduling delay is claimed.
-        let _ = std::thread::Builder::new()
-            .name("hubload-ticker".into())
-            .spawn(move || tick(&l, &s));
+        let l = lateness.clone();
+        let ticker = tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|rt| rt.spawn(async move { tick(&l).await }));
         GeneratorMonitor {
             lateness,
-            stop,
+            ticker,
             allowance: allowance(),
             baseline_p99_us: Mutex::new(None),
             level: Mutex::new(None),
@@ -139,7 +144,9 @@ impl GeneratorMonitor {
 
 impl Drop for GeneratorMonitor {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = &self.ticker {
+            t.abort();
+        }
     }
 }
 
@@ -172,11 +179,13 @@ fn take(h: &Mutex<Histogram<u64>>) -> Histogram<u64> {
     out
 }
 
-/// Sleep 1 ms at a time and record how late each wake-up is, µs, until told to stop.
-fn tick(h: &Mutex<Histogram<u64>>, stop: &AtomicBool) {
-    while !stop.load(Ordering::Relaxed) {
+/// Sleep 1 ms at a time and record how late each wake-up is, µs, until aborted. (The
+/// runtime's timer has a 1 ms resolution, so an idle wake-up is up to 1 ms late: the
+/// baseline taken before the first level removes that.)
+async fn tick(h: &Mutex<Histogram<u64>>) {
+    loop {
         let t0 = Instant::now();
-        std::thread::sleep(TICK);
+        tokio::time::sleep(TICK).await;
         let late = t0.elapsed().saturating_sub(TICK).as_micros() as u64;
         let _ = h
             .lock()

@@ -13,7 +13,7 @@ use super::fetch::Endpoint;
 use super::promql::{query_path, read_answer};
 use super::series::LevelSeries;
 use crate::config::{ObservedUrl, RunConfig};
-use crate::summary::server::ServerLevel;
+use crate::summary::observations::ServerLevel;
 
 /// Where one series of samples comes from.
 #[derive(Debug, Clone)]

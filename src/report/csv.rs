@@ -5,7 +5,8 @@
 
 use super::Reporter;
 use crate::kind::{Model, TargetKind};
-use crate::summary::{LevelReport, Report};
+use crate::run_report::Report;
+use crate::summary::LevelReport;
 
 /// JMeter's aggregate columns after the first (which names the level: `Concurrency` or `Rate`).
 pub const AGGREGATE_COLUMNS: [&str; 12] = [

@@ -10,8 +10,8 @@
 //! over the levels, the latencies from the levels' merged histogram (not an average of rows).
 
 use super::Reporter;
+use crate::run_report::Report;
 use crate::summary::delivery_report::DeliveryReport;
-use crate::summary::Report;
 
 /// Writes `delivery.csv`.
 #[derive(Debug, Default)]
@@ -106,7 +106,7 @@ mod tests {
             record(&mut s.e2e_from_start, v);
         }
         let d = delivery_report(&s, 3.0, 5);
-        let mut r = crate::summary::Report::new_empty(
+        let mut r = crate::run_report::Report::new_empty(
             crate::config::Model::Closed,
             serde_json::Value::Null,
             Vec::new(),
@@ -170,7 +170,7 @@ mod tests {
             l.delivery = Some(d.into());
             l
         };
-        let mut r = crate::summary::Report::new_empty(
+        let mut r = crate::run_report::Report::new_empty(
             crate::config::Model::Closed,
             serde_json::Value::Null,
             Vec::new(),

@@ -16,7 +16,7 @@ use std::fmt::Write;
 
 use super::jtl::level_tag;
 use super::Reporter;
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// Writes `latency.hlog`.
 #[derive(Debug, Default)]

@@ -9,9 +9,9 @@ mod delivery_table;
 pub(crate) mod distribution;
 mod first_failures;
 pub(crate) mod markup;
-mod server;
+mod observers;
 pub(crate) mod svg;
-pub(crate) mod time_split;
+pub(crate) mod time_split_section;
 pub(crate) mod worst_topics;
 
 use std::fmt::Write;
@@ -23,7 +23,8 @@ use super::precision::{latency_cells, ms3};
 use super::Reporter;
 use crate::kind::Model;
 use crate::result::Class;
-use crate::summary::{LevelReport, PhaseReport, Report};
+use crate::run_report::Report;
+use crate::summary::{LevelReport, PhaseReport};
 
 /// Writes `report.html`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -82,11 +83,11 @@ pub fn render(report: &Report) -> String {
     b.push_str(&aggregate_table(report));
     b.push_str("<h2>Outcomes per level</h2>");
     b.push_str(&outcome_table(report));
-    b.push_str(&time_split::section(report));
+    b.push_str(&time_split_section::section(report));
     b.push_str(&delivery_table::section(report));
     b.push_str(&worst_topics::worst_topics(report));
     b.push_str(&first_failures::section(report));
-    b.push_str(&server::section(report));
+    b.push_str(&observers::section(report));
     b.push_str("<div class=\"cols\">");
     for (name, phase) in [
         ("Registration", &report.registration),

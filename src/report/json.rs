@@ -1,7 +1,7 @@
 //! `summary.json`: the whole `Report`, as described by `schema/summary.schema.json`.
 
 use super::Reporter;
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// Writes `summary.json`.
 #[derive(Debug, Default)]

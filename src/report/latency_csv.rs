@@ -7,7 +7,8 @@
 //! 3 significant digits), clamped to the exact max; the TOTAL row ends the file.
 
 use super::Reporter;
-use crate::summary::{LatencyUs, Report};
+use crate::run_report::Report;
+use crate::summary::LatencyUs;
 
 /// Writes `latency.csv`.
 #[derive(Debug, Default)]

@@ -1,7 +1,7 @@
 //! The lines the table adds below its rows for the observers: the generator-bound mark's
 //! footnote per level, and the knee's correlated server series.
 
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// The mark put after a generator-bound level's label.
 pub const BOUND_MARK: &str = "*";
@@ -56,7 +56,7 @@ mod tests {
     use super::*;
     use crate::stats::LevelStats;
     use crate::summary::build::level_report;
-    use crate::summary::server::GeneratorLevel;
+    use crate::summary::observations::GeneratorLevel;
 
     #[test]
     fn only_bound_levels_get_a_footnote() {

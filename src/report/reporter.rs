@@ -1,7 +1,7 @@
 //! The `Reporter` trait: one output format, rendered from the report as bytes (the writer
 //! does the IO). The formats a run writes are listed beside it, in `formats.rs`.
 
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// One output format. Renders bytes from the report; the manager does the IO.
 pub trait Reporter {

@@ -2,7 +2,7 @@
 //! `Level,Source,Series,Labels,Kind,Delta,Rate,Min,Mean,Max,Last`; empty without server series.
 
 use super::Reporter;
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// Writes `server.csv`.
 #[derive(Debug, Default)]
@@ -60,7 +60,7 @@ mod tests {
     use super::*;
     use crate::stats::LevelStats;
     use crate::summary::build::level_report;
-    use crate::summary::server::{ServerLevel, ServerSeries};
+    use crate::summary::observations::{ServerLevel, ServerSeries};
 
     #[test]
     fn one_row_per_level_and_series() {

@@ -7,7 +7,7 @@ use super::precision::latency_cells;
 use super::Reporter;
 use crate::align::align;
 use crate::result::Class;
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// Renders the aligned text table.
 #[derive(Debug, Default)]

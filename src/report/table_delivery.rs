@@ -5,8 +5,8 @@
 
 use super::precision::ms3;
 use crate::align::align;
+use crate::run_report::Report;
 use crate::summary::delivery_report::DeliveryReport;
-use crate::summary::Report;
 
 /// The block's columns (report.html's delivery table has the same).
 pub(crate) const HEAD: [&str; 17] = [

@@ -3,8 +3,8 @@
 
 use super::precision::ms3;
 use crate::align::align;
+use crate::run_report::Report;
 use crate::summary::time_split::time_split;
-use crate::summary::Report;
 
 /// The block's columns.
 const HEAD: [&str; 6] = ["Level", "Stage", "Count", "p50", "p99", "max"];

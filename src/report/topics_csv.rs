@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 
 use super::Reporter;
 use crate::result::Class;
+use crate::run_report::Report;
 use crate::stats::{Counts, TopicStats};
-use crate::summary::{LevelReport, Report, TopicReport};
+use crate::summary::{LevelReport, TopicReport};
 use crate::workload::tenant_name;
 
 /// Writes `topics.csv`.

@@ -1,8 +1,8 @@
 //! `whatif.csv`: the timeout what-if table, one row per level, shares as percentages.
 
 use super::Reporter;
-use crate::summary::verdict::{pct, timeout_label};
-use crate::summary::Report;
+use crate::judge::verdict::{pct, timeout_label};
+use crate::run_report::Report;
 
 /// Writes `whatif.csv` (only the header line `Level,Attempts` when the report has no table).
 #[derive(Debug, Default)]
@@ -51,7 +51,7 @@ impl Reporter for WhatIfCsvReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::verdict::{WhatIfRow, WhatIfTable};
+    use crate::judge::verdict::{WhatIfRow, WhatIfTable};
 
     fn report(what_if: Option<WhatIfTable>) -> Report {
         let mut r: Report = serde_json::from_value(serde_json::json!({

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::Context;
 
 use super::Reporter;
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// The report directory and the reporters that fill it.
 pub struct ReportWriter {

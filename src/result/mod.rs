@@ -2,10 +2,10 @@
 
 pub mod classify;
 mod outcome;
-pub mod server_timing;
+pub mod server_timing_header;
 
 pub use outcome::{
     Attempt, Class, ClientReason, ConnErrorKind, H2Code, OtherReason, Outcome, Reason, TimeoutKind,
     TlsReason,
 };
-pub use server_timing::ServerTimings;
+pub use server_timing_header::ServerTimings;

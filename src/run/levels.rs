@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::local_limits;
 use super::record::RunRecord;
-use super::shared::Shared;
+use super::run_inputs::Shared;
 use crate::config::RunConfig;
 use crate::console::progress;
 use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load, Slice};

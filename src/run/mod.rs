@@ -7,12 +7,12 @@ mod levels;
 mod local_limits;
 mod path;
 pub mod record;
+mod run_inputs;
 mod serve_topics;
 mod servicebus_path;
-mod shared;
 pub mod signals;
 mod subscribers;
-mod topic_churn;
+mod topic_churn_cycles;
 mod two_paths;
 mod websub_path;
 
@@ -26,17 +26,17 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{RunConfig, TargetKind};
 use crate::engine::{LevelSpec, Live};
 use crate::report::jtl::{channel_writer, JtlNames};
+use crate::run_report::Report;
 use crate::shard::Load as ShardLoad;
 use crate::shard_contract::{ShardSlot, ShardSpec};
 use crate::stats::Clock;
-use crate::summary::Report;
 use crate::workload::Workload;
 
 use levels::{run_levels, shard_part};
 use path::TargetPath;
 pub use record::RunRecord;
+use run_inputs::{check_phase, owned_topics, Shared};
 use servicebus_path::ServiceBusPath;
-use shared::{check_phase, owned_topics, Shared};
 use two_paths::{jtl_file, report_dir};
 use websub_path::WebSubPath;
 
@@ -123,7 +123,7 @@ async fn run_path<P: TargetPath>(
         )
         .await?;
         let churn = match (cfg.topic_churn, path.topic_registry()) {
-            (Some(rate), Some(registry)) => Some(topic_churn::TopicChurnRun::new(
+            (Some(rate), Some(registry)) => Some(topic_churn_cycles::TopicChurnRun::new(
                 registry,
                 // The shards together churn at the run's rate, each its own topics.
                 rate / f64::from(sh.shard.count.max(1)),

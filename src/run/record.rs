@@ -10,13 +10,14 @@ use crate::judge::{judge, what_if_for_rows, CapacityResult};
 use crate::kind::{Model, TargetKind};
 use crate::report::reporters;
 use crate::report::writer::ReportWriter;
+use crate::run_report::Report;
 use crate::shard::{
     encode_level, Load as ShardLoad, MergedRun, PhaseArtifact, ShardArtifact, ShardMeta,
 };
 use crate::shard_contract::ShardSpec;
 use crate::stats::LevelStats;
 use crate::summary::build::level_report;
-use crate::summary::{LevelReport, PhaseReport, RateCheck, Report};
+use crate::summary::{LevelReport, PhaseReport, RateCheck};
 use crate::targets::PhaseResult;
 use crate::workload::Workload;
 use std::path::Path;
@@ -179,7 +180,7 @@ impl RunRecord {
     /// Record how the pushes to Prometheus went.
     pub fn set_exporter(
         &mut self,
-        e: crate::summary::server::ExporterReport,
+        e: crate::summary::observations::ExporterReport,
     ) -> anyhow::Result<()> {
         self.report.exporter = Some(e);
         self.write()

@@ -8,8 +8,8 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use super::conn::{serve, End, Handler};
 use super::deadlines::ServerDeadlines;
+use super::server_conn::{serve, End, Handler};
 
 /// Misbehaving clients send or read one byte per this.
 pub(crate) const DRIP: Duration = Duration::from_millis(20);

@@ -1,10 +1,10 @@
 //! hubload's own HTTP/1.1 servers (the callback server, the topic server): accept, one lean request loop per connection, deadlines and counts, until stopped.
 
-mod conn;
 mod deadlines;
 #[cfg(test)]
 pub(crate) mod misbehave_tests;
-mod stats;
+mod server_conn;
+mod server_counts;
 mod timer;
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -15,11 +15,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use conn::Handler;
-#[cfg(test)]
-pub(crate) use conn::{serve, End};
 pub use deadlines::ServerDeadlines;
-pub use stats::{ServerCounts, ServerStats};
+pub(crate) use server_conn::Handler;
+#[cfg(test)]
+pub(crate) use server_conn::{serve, End};
+pub use server_counts::{ServerCounts, ServerStats};
 
 /// Serve `handler` on `listener` in the background until the returned token is cancelled;
 /// connections then finish the request in hand and close. `what` names the server in logs.
@@ -69,28 +69,28 @@ async fn connection<H: Handler>(
     stop: CancellationToken,
 ) {
     let mut answered = 0;
-    let end = conn::serve(&mut stream, &*h, &limits, &stop, &mut answered).await;
+    let end = server_conn::serve(&mut stream, &*h, &limits, &stop, &mut answered).await;
     stats.answered.fetch_add(answered, Relaxed);
     let late = match end {
-        Ok(conn::End::Idle) => Some(&stats.idle_closed),
-        Ok(conn::End::ReadLate) => Some(&stats.read_late),
-        Ok(conn::End::WriteLate) => Some(&stats.write_late),
+        Ok(server_conn::End::Idle) => Some(&stats.idle_closed),
+        Ok(server_conn::End::ReadLate) => Some(&stats.read_late),
+        Ok(server_conn::End::WriteLate) => Some(&stats.write_late),
         _ => None,
     };
     if let Some(counter) = late {
         counter.fetch_add(1, Relaxed);
     }
-    if let Ok(conn::End::WriteLate) = end {
+    if let Ok(server_conn::End::WriteLate) = end {
         // A reader too slow for its deadline: reset, so the kernel does not go on sending
         // it the answers queued in the socket after the connection is given up.
         let _ = stream.set_zero_linger();
     }
-    if let Ok(conn::End::Refused) = end {
+    if let Ok(server_conn::End::Refused) = end {
         // Closing with unread input would reset the connection and could destroy the answer
         // before the client reads it: send FIN, then drain for a while (nginx's lingering close).
         let _ = stream.shutdown().await;
         let drain = async {
-            let mut sink = vec![0; conn::READ_SIZE];
+            let mut sink = vec![0; server_conn::READ_SIZE];
             while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
         };
         let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;

@@ -22,8 +22,8 @@ use crate::summary::ServiceBusInfo;
 use crate::targets::PhaseResult;
 use crate::topic_server::TopicFetchStats;
 
-mod server_timing;
-pub use server_timing::ServerTimingArtifact;
+mod server_timing_codec;
+pub use server_timing_codec::ServerTimingArtifact;
 
 /// The value of `meta.format` in every shard artifact.
 pub const FORMAT: &str = "hubload-shard";

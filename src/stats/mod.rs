@@ -7,7 +7,7 @@ mod level;
 mod second_list;
 mod second_spill;
 mod seconds;
-mod server_timing;
+mod server_timing_hist;
 mod shared;
 mod soak_leak;
 mod times;
@@ -23,7 +23,7 @@ pub use histogram::{
 pub use level::{LevelStats, TimelineBucket, LATE_SEND};
 pub use second_list::SecondHistograms;
 pub use seconds::SecondsRecorder;
-pub use server_timing::ServerTimingStats;
+pub use server_timing_hist::ServerTimingStats;
 pub use shared::SharedLevel;
 pub use times::{AttemptNs, AttemptSpan, AttemptTimes, Stamp};
 pub use topic::{bucket_high, bucket_of, TopicStats, TopicTable, TOPIC_BUCKETS};

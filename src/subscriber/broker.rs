@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::behaviour::Answer;
 use super::fleet::Fleet;
+use super::fleet_shared::{Intent, Shared};
 use super::receive;
 use super::server::deliver;
-use super::shared::{Intent, Shared};
 use super::subscribe::SubscriptionPhase;
 
 /// How long one receive call waits before the loop looks at its stop token again.

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::churn_stats::ChurnSeconds;
 use super::fleet::Fleet;
-use super::shared::{Intent, Shared};
+use super::fleet_shared::{Intent, Shared};
 use super::subscribe::{form, PhaseSettings};
 use crate::stats::record;
 

@@ -15,8 +15,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::behaviour::Behaviour;
+use super::fleet_shared::{Intent, Shared, Subscriber};
 use super::receive::SignatureKey;
-use super::shared::{Intent, Shared, Subscriber};
 use super::stats::DeliveryLevelStats;
 use super::tracker::DeliveryTracker;
 use crate::config::Secret;

@@ -16,8 +16,8 @@ use hubload_http1::request::{Head, Method};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::fleet_shared::{Intent, Shared, Subscriber};
 use super::receive::{self, check};
-use super::shared::{Intent, Shared, Subscriber};
 use crate::serve::{Handler, ServerDeadlines, ServerStats};
 
 /// The largest delivery body taken (larger ones are answered 413).

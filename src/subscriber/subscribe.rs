@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{self, post_form};
 use super::fleet::Fleet;
-use super::shared::{Intent, Shared, Subscriber};
+use super::fleet_shared::{Intent, Shared, Subscriber};
 use crate::targets::request::ExtraHeaders;
 
 /// How to reach the hub for the phase.

@@ -1,17 +1,19 @@
-//! The report model: what a run produced, as `summary.json` holds it (the `Report`, its level
-//! rows, the delivery sections, the judging results) and how a level's statistics become a
-//! row. Plain data the writers (`report`), `judge` and `compare` read; it writes nothing.
+//! The report model: what a run produced, as `summary.json` holds it (its level rows, the
+//! delivery sections, the phases) and how a level's statistics become a row; and what
+//! comparing two runs produced (`comparison`, the deltas `--fail-if` is judged on). Plain data
+//! `judge` judges, and the writers (`report`) and `compare` read; it writes nothing. The whole
+//! document, with judge's results in it, is `run_report::Report`, a floor above `judge`.
 
 pub mod build;
+pub mod comparison;
 pub mod delivery_report;
 pub mod latency;
+pub mod observations;
 mod report;
-pub mod server;
 pub mod server_timing;
 pub mod time_split;
-pub mod verdict;
 
 pub use report::{
     AddressAttempts, EmulatorTotals, EventSummary, Handshakes, HubHost, LatencyUs, LevelReport,
-    PhaseReport, RateCheck, Report, ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
+    PhaseReport, RateCheck, ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
 };

@@ -7,10 +7,11 @@
 
 use super::charts::{latency_axis_title, level_axis_title, level_prefix};
 use super::svg::{spans_decades, LineChart, Separator, Series, XAxis};
+use crate::run_report::Report;
 use crate::subscriber::{ChurnSeconds, DeliverySeconds};
 use crate::summary::delivery_report::DeliveryReport;
 use crate::summary::latency::LatencyUs;
-use crate::summary::{LevelReport, Report};
+use crate::summary::LevelReport;
 
 /// A level's delivery section, when it delivered anything.
 fn delivered(l: &LevelReport) -> Option<&DeliveryReport> {

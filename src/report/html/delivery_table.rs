@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::markup::{head_cells, table, Cell};
 use super::svg::escape;
 use crate::report::table_delivery::{cells, delivery_rows, not_yet_note, HEAD};
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// The "Deliveries per level" section (with the `NotYet` note when a level has any), or
 /// nothing for a run without subscribers.

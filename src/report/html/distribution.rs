@@ -3,8 +3,8 @@
 //! open model), drawn from the HdrHistograms that summary.json carries.
 
 use super::svg::{LineChart, Series, XAxis};
+use crate::run_report::Report;
 use crate::stats::Histogram;
-use crate::summary::Report;
 
 /// The x axis ends at five nines (99.999%).
 const MAX_NINES: u32 = 5;

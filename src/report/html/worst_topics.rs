@@ -6,7 +6,8 @@ use std::fmt::Write;
 use super::markup::{fmt_error_pct, head_cells, table, Cell};
 use super::svg::escape;
 use crate::report::precision::ms3;
-use crate::summary::{LevelReport, Report, TopicReport};
+use crate::run_report::Report;
+use crate::summary::{LevelReport, TopicReport};
 
 /// How many topics each ranking shows.
 pub const WORST: usize = 20;

@@ -7,7 +7,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::tests::{event, fleet_with, post};
 use crate::serve::misbehave_tests::{assert_on_time, many, settled, slow_readers, Misbehaviour};
 use crate::serve::{End, ServerCounts, ServerDeadlines};
-use crate::subscriber::shared::Intent;
+use crate::subscriber::fleet_shared::Intent;
 
 const LIMITS: ServerDeadlines = ServerDeadlines {
     idle: Duration::from_millis(250),

@@ -304,7 +304,7 @@ impl Conn {
                         continue;
                     }
                     if h.server_timing {
-                        super::server_timing::read(&bytes[..h.len], &mut resp.server_timing);
+                        super::head_server_timing::read(&bytes[..h.len], &mut resp.server_timing);
                     }
                     break h;
                 }
@@ -441,7 +441,7 @@ fn whole_response(
         if !(100..200).contains(&head.status) || head.status == 101 {
             if head.server_timing {
                 let at = pos - head.len;
-                super::server_timing::read(&bytes[at..pos], &mut resp.server_timing);
+                super::head_server_timing::read(&bytes[at..pos], &mut resp.server_timing);
             }
             break head;
         }

@@ -47,16 +47,16 @@ mod conn;
 mod deadline_tests;
 #[cfg(test)]
 mod determinism_tests;
-mod error;
 mod exchange;
+mod head_server_timing;
 #[cfg(test)]
 mod memo_tests;
 mod response;
-mod server_timing;
 mod stream;
 #[cfg(test)]
 mod tests;
 mod tls;
+mod transport_error;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -69,10 +69,10 @@ use tokio::time::{timeout_at, Instant};
 
 use crate::result::{ConnErrorKind, TimeoutKind};
 use conn::{Conn, Render, Resume};
-pub use error::TransportError;
 pub use response::{Response, BODY_CAP};
 use stream::Stream;
 pub use tls::{Tls, TlsError};
+pub use transport_error::TransportError;
 // The HTTP/2 transport (`targets/h2`) maps socket and handshake failures as this client does.
 pub(crate) use conn::io_error;
 pub(crate) use tls::handshake_error;

@@ -12,9 +12,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::comparison::{Comparison, Delta, Metric, Metrics};
-use super::format::{delta_abs, delta_pct, share, share_delta, value};
 use crate::judge::rules::{self as gate, Bound, Flag, Gate, GateError};
+use crate::summary::comparison::{Comparison, Delta, Metric, Metrics};
 
 /// One `--fail-if` rule: the parsed gate and the compare column it reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +75,7 @@ impl fmt::Display for FailIf {
 
 impl FailIf {
     /// Whether the rule compares a delivery count's share of the expected deliveries (`%`).
-    fn on_share(&self) -> bool {
+    pub fn on_share(&self) -> bool {
         self.metric.is_count() && matches!(self.gate.bound, Bound::Percent(_))
     }
 
@@ -158,7 +157,8 @@ fn measurable(cmp: &Comparison, rule: &FailIf) -> Result<(), FailIfError> {
     Ok(())
 }
 
-/// A rule broken at one level.
+/// A rule broken at one level (shown as one line by `compare::render`, with compare's
+/// number formats).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Violation {
     pub rule: FailIf,
@@ -168,32 +168,6 @@ pub struct Violation {
     pub baseline: f64,
     pub candidate: f64,
     pub delta: Delta,
-}
-
-impl fmt::Display for Violation {
-    /// One line, e.g. `p99>+10%: level 50: 100.0 ms → 130.0 ms (+30.0 ms, +30.00%)`; a `%`
-    /// count rule shows shares, `lost>+0.1%: level 4: 0.000% → 0.500% (+0.500 pp)`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.rule.metric;
-        let (rule, label) = (&self.rule, &self.label);
-        if self.rule.on_share() {
-            return write!(
-                f,
-                "{rule}: level {label}: {} → {} ({})",
-                share(self.baseline),
-                share(self.candidate),
-                share_delta(self.delta.abs),
-            );
-        }
-        write!(
-            f,
-            "{rule}: level {label}: {} → {} ({}, {})",
-            value(m, self.baseline),
-            value(m, self.candidate),
-            delta_abs(m, self.delta.abs),
-            delta_pct(self.delta.pct),
-        )
-    }
 }
 
 /// Every (rule, level) pair that fails, rules in the given order, levels in row order; an

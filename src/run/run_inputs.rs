@@ -28,7 +28,7 @@ pub(crate) struct Shared<'a> {
     /// The subscriber fleet (`--subscribers`, WebSub only), around every level.
     pub delivery: Option<&'a super::subscribers::DeliveryRun>,
     /// `--topic-churn`: topics deregistered and registered again around every level.
-    pub topic_churn: Option<&'a super::topic_churn::TopicChurnRun>,
+    pub topic_churn: Option<&'a super::topic_churn_cycles::TopicChurnRun>,
     /// Sharded runs with subscribers: this shard sends only its own topics' events.
     pub own_topics: Option<crate::engine::OwnTopics>,
     /// The topic server (websub dialect): its fetches are taken after every level.

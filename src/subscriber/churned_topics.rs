@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::churn::request;
 use super::fleet::Fleet;
-use super::shared::Shared;
+use super::fleet_shared::Shared;
 use super::subscribe::PhaseSettings;
 use crate::stats::record;
 

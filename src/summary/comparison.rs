@@ -1,5 +1,6 @@
-//! The comparison as data: the metrics compared, their values and deltas per level, and
-//! which run each level exists in.
+//! The comparison of two runs as data: the metrics compared, their values and deltas per
+//! level, and which run each level exists in. Below `judge`, which applies `--fail-if` to it
+//! (`judge/fail_if.rs`); `compare` builds and renders it.
 
 use crate::subscriber::DeliveryCounts;
 use crate::summary::delivery_report::DeliveryReport;

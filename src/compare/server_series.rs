@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::summary::server::ServerSeries;
-use crate::summary::Report;
+use crate::run_report::Report;
+use crate::summary::observations::ServerSeries;
 
 /// The figure compared: a counter's delta in the level, else its max.
 fn figure(s: &ServerSeries) -> Option<(&'static str, f64)> {
@@ -62,7 +62,7 @@ mod tests {
     use super::*;
     use crate::stats::LevelStats;
     use crate::summary::build::level_report;
-    use crate::summary::server::ServerLevel;
+    use crate::summary::observations::ServerLevel;
 
     fn run(delta: f64) -> Report {
         let mut r = crate::report::html::tests::sample();

@@ -3,7 +3,7 @@
 
 use crate::align::align;
 use crate::report::precision::ms3;
-use crate::summary::Report;
+use crate::run_report::Report;
 
 /// The block, or `None` when neither run's responses declared a stage.
 pub fn render_server_timing(baseline: &Report, candidate: &Report) -> Option<String> {

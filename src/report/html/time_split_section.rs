@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use super::markup::{head_cells, table, Cell};
 use crate::report::precision::ms3;
+use crate::run_report::Report;
 use crate::summary::time_split::time_split;
-use crate::summary::Report;
 
 /// The section, or nothing when no response declared a stage.
 pub(crate) fn section(report: &Report) -> String {

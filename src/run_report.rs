@@ -1,0 +1,118 @@
+//! The `Report`: the one serializable document every reporter reads (and `summary.json` is):
+//! the run's metadata, its phases and level rows (`summary`) and what judging them produced
+//! (`judge`'s verdicts, what-if table and capacity result). It sits above `judge` because it
+//! holds judge's results, while `judge` reads the rows below it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::judge::verdict::{CapacityResult, Verdict, WhatIfTable};
+use crate::kind::{Model, TargetKind};
+use crate::summary::{HubHost, LevelReport, PhaseReport, RateCheck, ServiceBusInfo};
+
+/// A whole run: metadata, phases, one row per level and the total.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Report {
+    /// Always "hubload".
+    pub tool: String,
+    /// hubload's version.
+    pub version: String,
+    /// The protocol loaded ("websub" or "servicebus").
+    pub target: TargetKind,
+    /// Where the load went (hub URL or Service Bus endpoint; never a secret).
+    pub target_url: String,
+    /// "closed" (concurrency levels) or "open" (rate levels).
+    pub model: Model,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    /// RFC 3339 UTC; updated every time the report is rewritten.
+    pub finished_at: String,
+    /// True when the run was interrupted (Ctrl-C, SIGTERM) or is still running.
+    pub partial: bool,
+    /// The resolved run configuration, secrets redacted.
+    pub config: serde_json::Value,
+    /// Topic names, indexed as in `LevelReport::topic_attempts`.
+    pub topics: Vec<String>,
+    /// The tenant of each topic, indexed as `topics` (`null` for a topic shared by tenants);
+    /// empty in summaries written before it existed and in merged runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topic_tenants: Vec<Option<u32>>,
+    /// The topic registration phase.
+    pub registration: Option<PhaseReport>,
+    /// The deregistration phase (`--deregister`).
+    pub deregistration: Option<PhaseReport>,
+    /// The subscription phase (`--subscribers`); absent when there were no subscribers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription: Option<crate::summary::delivery_report::SubscriptionReport>,
+    /// The unsubscription phase at the end (`--subscribers`, unless `--no-unsubscribe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsubscription: Option<crate::summary::delivery_report::SubscriptionReport>,
+    /// One entry per level, in run order.
+    pub levels: Vec<LevelReport>,
+    /// All levels merged (`TOTAL` row); throughput over the whole span.
+    pub total: Option<LevelReport>,
+    /// Thresholds judged (empty when none were given).
+    #[serde(default)]
+    pub verdicts: Vec<Verdict>,
+    /// Open model: achieved vs target rate per level.
+    #[serde(default)]
+    pub rate_checks: Vec<RateCheck>,
+    /// The timeout what-if table (`--what-if-timeouts`), levels then TOTAL.
+    #[serde(default)]
+    pub what_if: Option<WhatIfTable>,
+    /// The capacity finder's result (`--find-capacity`).
+    #[serde(default)]
+    pub capacity: Option<CapacityResult<LevelReport>>,
+    /// Service Bus runs: the sender's reconnects and rejection conditions.
+    #[serde(default)]
+    pub servicebus: Option<ServiceBusInfo>,
+    /// WebSub runs: the hub's addresses in use and the TLS handshakes.
+    #[serde(default)]
+    pub hub: Option<HubHost>,
+    /// What the run warned about that the numbers alone do not say: e.g. a level whose
+    /// attempts the generator itself failed (`client_error`), not the hub.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// At the first level that broke, the server series that changed most against the level
+    /// before it (a correlation; absent without server series or without a broken level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<crate::summary::observations::KneeSeries>,
+    /// `--prometheus-remote-write`: pushes and push failures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exporter: Option<crate::summary::observations::ExporterReport>,
+}
+
+impl Report {
+    /// A report with no phases or levels yet: a WebSub run in progress (`partial`), by this
+    /// hubload version.
+    pub fn new_empty(model: Model, config: serde_json::Value, topics: Vec<String>) -> Self {
+        Report {
+            tool: "hubload".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            target: TargetKind::Websub,
+            target_url: String::new(),
+            model,
+            started_at: String::new(),
+            finished_at: String::new(),
+            partial: true,
+            config,
+            topics,
+            topic_tenants: Vec::new(),
+            registration: None,
+            deregistration: None,
+            subscription: None,
+            unsubscription: None,
+            levels: Vec::new(),
+            total: None,
+            verdicts: Vec::new(),
+            rate_checks: Vec::new(),
+            what_if: None,
+            capacity: None,
+            servicebus: None,
+            hub: None,
+            warnings: Vec::new(),
+            knee: None,
+            exporter: None,
+        }
+    }
+}
