@@ -9,6 +9,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::time::{timeout_at, Instant};
 
+use super::unvectored::Unvectored;
 use super::H2Pool;
 use crate::result::{ConnErrorKind, Outcome, TimeoutKind};
 use crate::targets::http::{handshake_error, io_error};
@@ -59,7 +60,9 @@ impl H2Pool {
             // is owed per response beyond what h2 sends as data is released.
             .initial_window_size(1 << 20)
             .initial_connection_window_size(1 << 24);
-        let (send, conn) = match timeout_at(deadline, b.handshake::<T, Bytes>(io)).await {
+        // Frames of many streams in one write (`unvectored.rs`).
+        let io = Unvectored(io);
+        let (send, conn) = match timeout_at(deadline, b.handshake::<_, Bytes>(io)).await {
             Err(_) => return Err(Outcome::Timeout(TimeoutKind::Connect)),
             Ok(Err(e)) => return Err(super::failure::stream_outcome(&e)),
             Ok(Ok(pair)) => pair,

@@ -27,6 +27,7 @@ mod alpn;
 mod connect;
 mod failure;
 mod message;
+mod unvectored;
 
 use std::future::Future;
 use std::net::SocketAddr;
