@@ -19,35 +19,9 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 SHAPES=${SHAPES:-10x10 1x100 h1}
 H2LOAD=${H2LOAD:-1}
-TCK=$(getconf CLK_TCK)
-WORK=$(mktemp -d)
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 (($# > 0)) || { echo "usage: $0 'LABEL=[ENV=VALUE ...] BINARY' ..." >&2; exit 2; }
-
-H2=$(free_port)
-H1=$(free_port)
-STATUS=$(free_port)
-nginx_start "$WORK/nginx" 200 "server {
-        listen 127.0.0.1:$H2 http2;
-        listen 127.0.0.1:$H1;
-        $HUB_ACCEPT
-    }
-    server {
-        listen 127.0.0.1:$STATUS;
-        location /nginx_status { stub_status; }
-    }"
-PIDS+=("$NGINX_PID")
-padded_event 600 >"$WORK/body.json"
-
-# h2load CONNS STREAMS: prints "REQUESTS REQ_PER_S".
-run_h2load() {
-    /usr/bin/time -f "%U %S" -o "$WORK/cpu" h2load -c "$1" -m "$2" -t 1 -D "$DURATION" \
-        -d "$WORK/body.json" -H 'content-type: application/json' -H 'accept: application/json' \
-        "http://127.0.0.1:$H2/hub?hub.mode=publish&hub.topic=t" >"$WORK/h2load.out" 2>&1 ||
-        { cat "$WORK/h2load.out" >&2; return 1; }
-    awk '/^requests:/ { ok = $8 } /^finished in/ { rps = $4 } END { print ok, rps }' "$WORK/h2load.out"
-}
+# shellcheck source=bench/h2-bench.sh
+source bench/h2-bench.sh
 
 # hubload SPEC SHAPE: prints "REQUESTS REQ_PER_S".
 run_hubload() {
@@ -58,30 +32,15 @@ run_hubload() {
     *x*) args=(--hub-url "http://127.0.0.1:$H2/hub" --http-version 2 --pool-per-host "${2%x*}" --h2-streams "${2#*x}") ;;
     esac
     rm -rf "$WORK/report"
-    env "${spec[@]:0:${#spec[@]}-1}" /usr/bin/time -f "%U %S" -o "$WORK/cpu" "${spec[-1]}" "${args[@]}" \
+    env "${spec[@]:0:${#spec[@]}-1}" "${WRAP[@]}" "${spec[-1]}" "${args[@]}" \
         --concurrency 100 --threads 1 --duration "${DURATION}s" --quiet \
         --tenants 1 --topics shared --payload-bytes 600 --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
         { cat "$WORK/hubload.log" >&2; return 1; }
     awk -F, '$1 == "TOTAL" { print $2, $11 }' "$WORK/report/aggregate.csv"
 }
 
-# LABEL COMMAND...: one row.
-measure() {
-    local label=$1 before nb out n rps served ng
-    shift
-    before=$(nginx_served "$STATUS")
-    nb=$(cpu_us "$NGINX_WORKER")
-    out=$("$@")
-    read -r n rps <<<"$out"
-    served=$(($(nginx_served "$STATUS") - before - 1))
-    ng=$(($(cpu_us "$NGINX_WORKER") - nb))
-    awk -v l="$label" -v n="$n" -v r="$rps" -v s="$served" -v g="$ng" '{
-        printf "%-24s %9d %10.0f %8.2f %8.2f %8.2f %9.2f %9d\n", l, n, r, $1 * 1e6 / n, $2 * 1e6 / n, ($1 + $2) * 1e6 / n, g / s, s
-    }' "$WORK/cpu"
-}
-
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); load $(cut -d' ' -f1-3 /proc/loadavg); ${DURATION}s per run"
-printf "%-24s %9s %10s %8s %8s %8s %9s %9s\n" run requests req/s "user µs" "sys µs" "cpu µs" "nginx µs" "nginx saw"
+measure_header
 for round in $(seq "$ROUNDS"); do
     echo "# round $round"
     for shape in $SHAPES; do

@@ -24,38 +24,8 @@ if [[ -z ${HUBLOAD_BIN:-} ]]; then
     cargo build --quiet --release -p hubload --bin hubload
     HUBLOAD_BIN="$CARGO_TARGET_DIR/release/hubload"
 fi
-TCK=$(getconf CLK_TCK)
-WORK=$(mktemp -d)
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
-
-H2=$(free_port)
-H1=$(free_port)
-STATUS=$(free_port)
-nginx_start "$WORK/nginx" 200 "server {
-        listen 127.0.0.1:$H2 http2;
-        listen 127.0.0.1:$H1;
-        $HUB_ACCEPT
-    }
-    server {
-        listen 127.0.0.1:$STATUS;
-        location /nginx_status { stub_status; }
-    }"
-PIDS+=("$NGINX_PID")
-padded_event 600 >"$WORK/body.json"
-
-# What every client command runs under: /usr/bin/time for its CPU (user and sys, from its
-# rusage), or strace for its system calls.
-WRAP=()
-
-# h2load CONNS STREAMS: prints "REQUESTS REQ_PER_S" (succeeded 2xx requests).
-run_h2load() {
-    "${WRAP[@]}" h2load -c "$1" -m "$2" -t 1 -D "$DURATION" -d "$WORK/body.json" \
-        -H 'content-type: application/json' -H 'accept: application/json' \
-        "http://127.0.0.1:$H2/hub?hub.mode=publish&hub.topic=t" >"$WORK/h2load.out" 2>&1 ||
-        { cat "$WORK/h2load.out" >&2; return 1; }
-    awk '/^requests:/ { ok = $8 } /^finished in/ { rps = $4 } END { print ok, rps }' "$WORK/h2load.out"
-}
+# shellcheck source=bench/h2-bench.sh
+source bench/h2-bench.sh
 
 # hubload VERSION PORT CONNS STREAMS: prints "REQUESTS REQ_PER_S" (the publishes of aggregate.csv;
 # with one shared topic and nginx answering every /hub request, registration is one more request
@@ -69,24 +39,6 @@ run_hubload() {
         --tenants 1 --topics shared --payload-bytes 600 --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
         { cat "$WORK/hubload.log" >&2; return 1; }
     awk -F, '$1 == "TOTAL" { print $2, $11 }' "$WORK/report/aggregate.csv"
-}
-
-# One measured run: LABEL CLIENT-FUNCTION ARGS...; prints one table row.
-measure() {
-    local label=$1 before nginx_before out n rps served ng
-    shift
-    before=$(nginx_served "$STATUS")
-    nginx_before=$(cpu_us "$NGINX_WORKER")
-    WRAP=(/usr/bin/time -f "%U %S" -o "$WORK/cpu")
-    out=$("$@")
-    WRAP=()
-    read -r n rps <<<"$out"
-    # This status request is counted by nginx too.
-    served=$(($(nginx_served "$STATUS") - before - 1))
-    ng=$(($(cpu_us "$NGINX_WORKER") - nginx_before))
-    awk -v l="$label" -v n="$n" -v r="$rps" -v s="$served" -v g="$ng" '{
-        printf "%-20s %9d %10.0f %8.2f %8.2f %8.2f %9.2f %9d\n", l, n, r, $1 * 1e6 / n, $2 * 1e6 / n, ($1 + $2) * 1e6 / n, g / s, s
-    }' "$WORK/cpu"
 }
 
 # System calls per request of one client run under strace (-f: every thread).
@@ -103,7 +55,7 @@ syscalls() {
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "# nginx $(nginx -v 2>&1 | cut -d/ -f2), one worker, http2; $(h2load --version | head -1); body $(wc -c <"$WORK/body.json") bytes; ${DURATION}s per run"
-printf "%-20s %9s %10s %8s %8s %8s %9s %9s\n" run requests req/s "user µs" "sys µs" "cpu µs" "nginx µs" "nginx saw"
+measure_header
 for round in $(seq "$ROUNDS"); do
     echo "# round $round"
     measure "h2load -c10 -m10" run_h2load 10 10
