@@ -52,6 +52,11 @@ pub struct DeliveryCounts {
     pub before_accepted: u64,
     /// Latency taken from the body's wall-clock `sent_us` (another process published it).
     pub e2e_from_body: u64,
+    /// Broker subscribers: events of the level read from the subscription's dead-letter
+    /// sub-queue (the broker gave up on them, or the subscriber dead-lettered them), each
+    /// counted once; not counted in `lost`.
+    #[serde(default)]
+    pub dead_lettered: u64,
 }
 
 impl AddAssign<&DeliveryCounts> for DeliveryCounts {
@@ -72,6 +77,7 @@ impl AddAssign<&DeliveryCounts> for DeliveryCounts {
         self.answered_gone += o.answered_gone;
         self.before_accepted += o.before_accepted;
         self.e2e_from_body += o.e2e_from_body;
+        self.dead_lettered += o.dead_lettered;
     }
 }
 
@@ -158,6 +164,9 @@ pub struct DeliveryLevelStats {
     /// Subscription churn (`--subscriber-churn`); `None` without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub churn: Option<ChurnStats>,
+    /// Broker subscribers: `counts.dead_lettered` by the message's `DeadLetterReason`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub dead_letter_reasons: BTreeMap<String, u64>,
 }
 
 impl Default for DeliveryLevelStats {
@@ -171,6 +180,7 @@ impl Default for DeliveryLevelStats {
             e2e_from_accepted: new_histogram(),
             seconds: DeliverySeconds::default(),
             churn: None,
+            dead_letter_reasons: BTreeMap::new(),
         }
     }
 }
@@ -189,6 +199,9 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         self.seconds += &o.seconds;
         if let Some(c) = &o.churn {
             *self.churn.get_or_insert_with(ChurnStats::default) += c;
+        }
+        for (reason, n) in &o.dead_letter_reasons {
+            *self.dead_letter_reasons.entry(reason.clone()).or_default() += n;
         }
     }
 }

@@ -138,6 +138,7 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
         declared,
         strict: args.strict,
         tier,
+        ..EmulatorConfig::default()
     };
     let emu = Arc::new(Emulator::start(listener, cfg).await?);
     let cs = emu.connection_string_parsed();

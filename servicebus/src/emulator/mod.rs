@@ -64,6 +64,8 @@ pub struct EmulatorConfig {
     pub strict: bool,
     /// The tier's throttling budget.
     pub tier: Tier,
+    /// Settings of entities made on first use (Azure's defaults unless set).
+    pub entity_defaults: EntityProps,
 }
 
 impl Default for EmulatorConfig {
@@ -78,6 +80,7 @@ impl Default for EmulatorConfig {
             declared: None,
             strict: false,
             tier: Tier::Unlimited,
+            entity_defaults: EntityProps::default(),
         }
     }
 }
@@ -94,6 +97,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("declared", &self.declared)
             .field("strict", &self.strict)
             .field("tier", &self.tier)
+            .field("entity_defaults", &self.entity_defaults)
             .finish()
     }
 }
@@ -154,7 +158,7 @@ pub(crate) struct Shared {
 impl Shared {
     /// The state of a new emulator, with the declared entities made.
     pub fn new(cfg: EmulatorConfig) -> Result<Self, String> {
-        let ns = Namespace::new(cfg.strict, EntityProps::default());
+        let ns = Namespace::new(cfg.strict, cfg.entity_defaults.clone());
         if let Some(d) = &cfg.declared {
             for q in &d.queues {
                 ns.declare_queue(&q.name, q.props.clone());

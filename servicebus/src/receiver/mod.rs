@@ -51,6 +51,9 @@ pub struct ReceiverConfig {
     pub settle_timeout: Duration,
     /// Lifetime of each SAS token (≥ 1 s); tokens are put again every `token_ttl / 2`.
     pub token_ttl: Duration,
+    /// Receive from the subscription's dead-letter sub-queue
+    /// (`<topic>/Subscriptions/<name>/$DeadLetterQueue`) instead of the subscription.
+    pub dead_letter: bool,
 }
 
 impl ReceiverConfig {
@@ -64,12 +67,19 @@ impl ReceiverConfig {
             connect_timeout: Duration::from_secs(10),
             settle_timeout: Duration::from_secs(5),
             token_ttl: Duration::from_secs(3600),
+            dead_letter: false,
         }
     }
 
-    /// The entity path of the subscription, `<topic>/Subscriptions/<name>`.
+    /// The entity path of the subscription, `<topic>/Subscriptions/<name>`, with
+    /// `/$DeadLetterQueue` after it for the dead-letter sub-queue (Azure's path form).
     pub fn entity(&self) -> String {
-        format!("{}/Subscriptions/{}", self.topic, self.subscription)
+        let dlq = if self.dead_letter {
+            "/$DeadLetterQueue"
+        } else {
+            ""
+        };
+        format!("{}/Subscriptions/{}{dlq}", self.topic, self.subscription)
     }
 }
 
