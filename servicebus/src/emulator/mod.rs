@@ -66,6 +66,9 @@ pub struct EmulatorConfig {
     pub tier: Tier,
     /// Settings of entities made on first use (Azure's defaults unless set).
     pub entity_defaults: EntityProps,
+    /// Concurrent receive requests allowed per entity, a topic's subscriptions summed
+    /// (Azure's 5,000 unless set; smaller for tests).
+    pub receive_limit: usize,
 }
 
 impl Default for EmulatorConfig {
@@ -81,6 +84,7 @@ impl Default for EmulatorConfig {
             strict: false,
             tier: Tier::Unlimited,
             entity_defaults: EntityProps::default(),
+            receive_limit: namespace::MAX_RECEIVERS_PER_ENTITY,
         }
     }
 }
@@ -98,6 +102,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("strict", &self.strict)
             .field("tier", &self.tier)
             .field("entity_defaults", &self.entity_defaults)
+            .field("receive_limit", &self.receive_limit)
             .finish()
     }
 }
@@ -158,7 +163,8 @@ pub(crate) struct Shared {
 impl Shared {
     /// The state of a new emulator, with the declared entities made.
     pub fn new(cfg: EmulatorConfig) -> Result<Self, String> {
-        let ns = Namespace::new(cfg.strict, cfg.entity_defaults.clone());
+        let mut ns = Namespace::new(cfg.strict, cfg.entity_defaults.clone());
+        ns.receive_limit = cfg.receive_limit;
         if let Some(d) = &cfg.declared {
             for q in &d.queues {
                 ns.declare_queue(&q.name, q.props.clone());
