@@ -315,6 +315,12 @@ impl EmulatorHandle {
         c
     }
 
+    /// Concurrent receive requests the emulator counts now on a queue or topic (a topic's
+    /// subscriptions summed): receiver links with credit outstanding. `None`: no such entity.
+    pub fn receive_requests(&self, entity: &str) -> Option<usize> {
+        self.shared.ns.receive_requests(entity)
+    }
+
     /// Close every open connection with `amqp:connection:forced` (as Azure does on
     /// maintenance); new connections are still accepted. For reconnect tests.
     pub fn drop_connections(&self) {

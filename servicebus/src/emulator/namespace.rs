@@ -353,6 +353,16 @@ impl Namespace {
         }
     }
 
+    /// Concurrent receive requests counted now on queue or topic `name`.
+    pub fn receive_requests(&self, name: &str) -> Option<usize> {
+        let n = match (self.queue(name), self.topic(name)) {
+            (Some((_, q)), _) => q,
+            (None, Some(t)) => t.receivers.clone(),
+            (None, None) => return None,
+        };
+        Some(n.load(Ordering::Relaxed))
+    }
+
     /// Every queue and subscription, by path.
     pub fn stores(&self) -> Vec<Arc<Store>> {
         let e = self.entities.read().expect("entities lock");

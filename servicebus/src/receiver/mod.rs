@@ -142,6 +142,18 @@ pub struct SbReceiver {
     conn_ids: AtomicU64,
 }
 
+/// The condition of a remote detach or close over one of Azure's quotas.
+fn quota_condition(e: &RecvError) -> Option<String> {
+    use fe2o3_amqp::link::LinkStateError as L;
+    let RecvError::LinkStateError(L::RemoteDetachedWithError(err) | L::RemoteClosedWithError(err)) =
+        e
+    else {
+        return None;
+    };
+    let c = condition_str(&err.condition);
+    (c == "amqp:resource-limit-exceeded").then_some(c)
+}
+
 impl SbReceiver {
     /// Open the connection and attach the receiver link, within `connect_timeout` each.
     /// Against the emulator (without `--strict`) the attach creates the subscription if it
@@ -242,6 +254,12 @@ impl SbReceiver {
                     if let Some(r) = self.link.receiver.take() {
                         let by = Instant::now() + Duration::from_millis(500);
                         let _ = timeout_at(by.min(deadline), r.close()).await;
+                    }
+                    // Over Azure's quota of concurrent receive requests the broker detaches
+                    // the link with resource-limit-exceeded: said to the caller, as the SDKs
+                    // raise it, rather than re-attached at once (the next call re-attaches).
+                    if let Some(c) = quota_condition(&e) {
+                        return Err(ReceiveError::Refused(c));
                     }
                     if Instant::now() >= deadline {
                         return Ok(None);
