@@ -72,7 +72,7 @@ pub struct EmulatorArgs {
     #[arg(long, default_value_t = DEFAULT_MU_BYTES_PER_SEC)]
     pub mu_bytes_per_sec: u64,
     /// Concurrent receive requests allowed per entity, a topic's subscriptions summed
-    /// (Azure's quota: 5000); a receiver link counts as one while attached.
+    /// (Azure's quota: 5000); a receiver link holds one while it has credit outstanding.
     #[arg(long, default_value_t = super::namespace::MAX_RECEIVERS_PER_ENTITY)]
     pub max_receive_requests: usize,
 }

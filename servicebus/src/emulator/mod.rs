@@ -125,7 +125,9 @@ pub struct EmulatorCounts {
     /// Undeclared entities named in strict mode: CBS put-tokens answered 404, and links
     /// refused at attach with `amqp:not-found`.
     pub not_found: u64,
-    /// Links refused at attach with `amqp:resource-limit-exceeded` (Azure's quotas).
+    /// `amqp:resource-limit-exceeded` (Azure's quotas): links refused at attach (2,000
+    /// subscriptions per topic), and receive requests rejected over the per-entity quota
+    /// (their link detached).
     pub limit_exceeded: u64,
     /// `$management` requests.
     pub management: u64,

@@ -14,8 +14,8 @@ use super::store::{EntityProps, Msg, Store};
 /// Azure's limit of subscriptions per topic.
 pub const MAX_SUBSCRIPTIONS_PER_TOPIC: usize = 2_000;
 /// Azure's limit of concurrent receive requests per entity (a topic's subscriptions summed):
-/// the default of [`Namespace::receive_limit`]. The emulator counts a receiver link as one
-/// request from attach to detach (docs/servicebus-emulator.md, "Azure's limits", says why).
+/// the default of [`Namespace::receive_limit`]. A receiver link holds one request while its
+/// client has credit outstanding (outbound.rs; docs/servicebus-emulator.md says why).
 pub const MAX_RECEIVERS_PER_ENTITY: usize = 5_000;
 
 /// What went wrong resolving an address.
