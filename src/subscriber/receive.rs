@@ -562,4 +562,40 @@ mod tests {
         assert!(s.gone);
         assert_eq!((s.counts.delivered, s.counts.answered_gone), (1, 1));
     }
+
+    #[test]
+    fn dead_lettered_counts_each_event_once_by_reason_and_not_as_a_delivery() {
+        let mut s = SubState::new(10);
+        let ev = |seq| Check::Event { seq, sent_us: 0 };
+        s.dead_lettered(ev(11), "MaxDeliveryCountExceeded");
+        s.dead_lettered(ev(12), "TTLExpiredException");
+        // Read again (its completion was lost): not counted twice.
+        s.dead_lettered(ev(11), "MaxDeliveryCountExceeded");
+        s.dead_lettered(Check::Late, "MaxDeliveryCountExceeded");
+        s.dead_lettered(Check::Unexpected, "x");
+        s.dead_lettered(Check::BodyMismatch, "x");
+        let c = s.counts;
+        assert_eq!(
+            (
+                c.dead_lettered,
+                c.late,
+                c.unexpected,
+                c.received,
+                c.delivered
+            ),
+            (2, 1, 2, 0, 0)
+        );
+        assert!(s.dead.get(11) && s.dead.get(12) && !s.acked.get(11));
+        assert_eq!(
+            s.dead_reasons,
+            [
+                ("MaxDeliveryCountExceeded".to_string(), 1),
+                ("TTLExpiredException".to_string(), 1)
+            ]
+            .into()
+        );
+        // A new level forgets which events were dead-lettered.
+        s.reset(20);
+        assert!(!s.dead.get(11) && s.dead.ones() == 0);
+    }
 }
