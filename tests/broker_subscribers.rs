@@ -3,6 +3,7 @@
 //! delivered to each exactly once and completed, the delivery section reconciled exactly with
 //! the emulator's own per-subscription counts.
 
+use hubload_servicebus::emulator::store::EntityProps;
 use hubload_servicebus::emulator::EmulatorConfig;
 
 use crate::util::{count, Scenario};
@@ -144,4 +145,101 @@ async fn an_error_answer_abandons_and_the_broker_delivers_again() {
         (abandoned, redelivered, completed),
         (errors, redeliveries, 2 * accepted_all)
     );
+}
+
+/// Messages the broker gives up on are read from each subscription's dead-letter sub-queue
+/// and counted dead-lettered, with their reason, not lost: MaxDeliveryCount 2 and half the
+/// deliveries answered 500 (abandoned), so a message refused twice goes to the sub-queue. The
+/// emulator's own dead-letter, abandon and redelivery counts are hubload's exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_over_max_delivery_count_are_dead_lettered_not_lost() {
+    let cfg = EmulatorConfig {
+        entity_defaults: EntityProps {
+            max_delivery_count: 2,
+            ..EntityProps::default()
+        },
+        ..EmulatorConfig::default()
+    };
+    let sc = Scenario::servicebus(cfg).await;
+    let mut flags = RUN.to_vec();
+    flags.extend(["--subscriber-fail-fraction", "0.5"]);
+    let o = sc.run(&flags).await;
+    let (mut dead_all, mut errors, mut redeliveries, mut delivered_all) = (0, 0, 0, 0);
+    let mut received = 0;
+    for l in &o.report.levels {
+        let accepted = count(l, "accepted");
+        let d = l.delivery.as_ref().expect("a delivery section");
+        let c = &d.counts;
+        // Every owed delivery is delivered or dead-lettered; none is lost.
+        assert_eq!(
+            (c.expected, c.delivered + c.dead_lettered, c.lost, c.late),
+            (2 * accepted, 2 * accepted, 0, 0),
+            "level {}: {c:?}",
+            l.label
+        );
+        // Refused once then acknowledged: one error, one redelivery. Refused twice: two
+        // errors, one redelivery, dead-lettered.
+        assert_eq!(
+            c.redeliveries,
+            c.answered_error - c.dead_lettered,
+            "level {}: {c:?}",
+            l.label
+        );
+        assert_eq!(c.received, c.delivered + c.answered_error, "{c:?}");
+        let want: std::collections::BTreeMap<String, u64> = (c.dead_lettered > 0)
+            .then(|| ("MaxDeliveryCountExceeded".to_string(), c.dead_lettered))
+            .into_iter()
+            .collect();
+        assert_eq!(d.dead_letter_reasons, want, "level {}", l.label);
+        dead_all += c.dead_lettered;
+        delivered_all += c.delivered;
+        received += c.received;
+        errors += c.answered_error;
+        redeliveries += c.redeliveries;
+    }
+    assert!(dead_all > 0, "the run dead-lettered nothing");
+    let total = o.report.total.as_ref().and_then(|t| t.delivery.as_ref());
+    assert_eq!(total.map(|d| d.counts.dead_lettered), Some(dead_all));
+    // The emulator's side, once hubload's completions of the dead-lettered messages (the
+    // last may still be in flight when the run returns) have been applied.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let subs = loop {
+        let e = sc.emulator_counts();
+        let subs: Vec<_> = e
+            .entities
+            .into_iter()
+            .filter(|(path, _)| path.contains("/Subscriptions/hubload-"))
+            .map(|(_, s)| s)
+            .collect();
+        let left: u64 = subs.iter().map(|s| s.dead_letter_now).sum();
+        if left == 0 || std::time::Instant::now() >= deadline {
+            break subs;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let sum = |f: fn(&hubload_servicebus::emulator::store::StoreStats) -> u64| {
+        subs.iter().map(f).sum::<u64>()
+    };
+    // The emulator counts a read from the sub-queue as a delivery, and as a redelivery (the
+    // message was delivered before, in the subscription).
+    assert_eq!(
+        (
+            sum(|s| s.dead_lettered),
+            sum(|s| s.dead_letter_now),
+            sum(|s| s.abandoned),
+            sum(|s| s.delivered),
+            sum(|s| s.redelivered),
+            sum(|s| s.active)
+        ),
+        (
+            dead_all,
+            0,
+            errors,
+            received + dead_all,
+            redeliveries + dead_all,
+            0
+        )
+    );
+    // Completed: every delivered message, and every dead-lettered one read from the sub-queue.
+    assert_eq!(sum(|s| s.completed), delivered_all + dead_all);
 }

@@ -5,7 +5,9 @@
 //! received) in ms: `E2E Average`, `Median`, `90%`, `95%`, `99%`, `Max`; then
 //! `Delivered/sec` and `Backlog at level end` (the columns), then `Not yet delivered`:
 //! deliveries still owed when a signal cut the grace wait short, which are not counted in
-//! `Lost` (0 in a run that was not interrupted). A run without subscribers writes no file.
+//! `Lost` (0 in a run that was not interrupted), then `Dead-lettered`: broker subscribers'
+//! events read from their subscriptions' dead-letter sub-queues, not counted in `Lost` (0 for
+//! WebSub subscribers). A run without subscribers writes no file.
 //! The last row, `TOTAL`, is the report's total as `aggregate.csv` has it: every count summed
 //! over the levels, the latencies from the levels' merged histogram (not an average of rows).
 
@@ -18,7 +20,7 @@ use crate::summary::delivery_report::DeliveryReport;
 pub struct DeliveryCsvReporter;
 
 /// The header row.
-pub const DELIVERY_HEADER: [&str; 17] = [
+pub const DELIVERY_HEADER: [&str; 18] = [
     "Level",
     "Delivered",
     "Lost",
@@ -36,6 +38,7 @@ pub const DELIVERY_HEADER: [&str; 17] = [
     "Delivered/sec",
     "Backlog at level end",
     "Not yet delivered",
+    "Dead-lettered",
 ];
 
 fn row(label: &str, d: &DeliveryReport) -> Vec<String> {
@@ -61,6 +64,7 @@ fn row(label: &str, d: &DeliveryReport) -> Vec<String> {
     r.push(format!("{:.1}", d.delivered_per_sec));
     r.push(d.backlog_at_level_end.to_string());
     r.push(c.not_yet_delivered.to_string());
+    r.push(c.dead_lettered.to_string());
     r
 }
 
@@ -102,6 +106,7 @@ mod tests {
         s.counts.lost = 2;
         s.counts.redeliveries = 4;
         s.counts.not_yet_delivered = 6;
+        s.counts.dead_lettered = 7;
         for v in [10_000, 20_000, 30_000] {
             record(&mut s.e2e_from_start, v);
         }
@@ -131,7 +136,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], DELIVERY_HEADER.join(","));
         // Percentiles are bucket tops (3 significant digits), shown in whole ms.
-        assert_eq!(lines[1], "1,30,2,0,4,0,0,0,20,20,30,30,30,30,10.0,5,6");
+        assert_eq!(lines[1], "1,30,2,0,4,0,0,0,20,20,30,30,30,30,10.0,5,6,7");
         assert_eq!(lines.len(), 3, "no TOTAL row without a total");
     }
 
@@ -143,6 +148,7 @@ mod tests {
             s.counts.delivered = delivered;
             s.counts.lost = lost;
             s.counts.duplicates = 1;
+            s.counts.dead_lettered = lost + 1;
             for v in e2e_ms {
                 record(&mut s.e2e_from_start, v * 1000);
             }
@@ -180,12 +186,15 @@ mod tests {
         let text = String::from_utf8(render_delivery_csv(&r).unwrap()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4, "{text}");
-        assert_eq!(lines[1], "1,4,1,1,0,0,0,0,10,10,10,10,10,10,2.0,3,0");
-        assert_eq!(lines[2], "2,1,0,1,0,0,0,0,500,500,500,500,500,500,0.3,7,0");
+        assert_eq!(lines[1], "1,4,1,1,0,0,0,0,10,10,10,10,10,10,2.0,3,0,2");
+        assert_eq!(
+            lines[2],
+            "2,1,0,1,0,0,0,0,500,500,500,500,500,500,0.3,7,0,1"
+        );
         // 5 delivered over 5 s; mean (4×10 + 500)/5 = 108 ms; the backlog is the last level's.
         assert_eq!(
             lines[3],
-            "TOTAL,5,1,2,0,0,0,0,108,10,500,500,500,500,1.0,7,0"
+            "TOTAL,5,1,2,0,0,0,0,108,10,500,500,500,500,1.0,7,0,3"
         );
     }
 }

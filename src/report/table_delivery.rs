@@ -84,6 +84,27 @@ pub(crate) fn not_yet_note(report: &Report) -> Option<String> {
     })
 }
 
+/// What the broker subscribers found in their subscriptions' dead-letter sub-queues, by
+/// reason, when a level has any (the levels' sum).
+pub(crate) fn dead_letter_note(report: &Report) -> Option<String> {
+    let mut reasons = std::collections::BTreeMap::<&str, u64>::new();
+    let mut n = 0;
+    for d in report.levels.iter().filter_map(|l| l.delivery.as_ref()) {
+        n += d.counts.dead_lettered;
+        for (r, k) in &d.dead_letter_reasons {
+            *reasons.entry(r).or_default() += k;
+        }
+    }
+    (n > 0).then(|| {
+        let by: Vec<String> = reasons.iter().map(|(r, k)| format!("{r} {k}")).collect();
+        format!(
+            "DeadLettered: {n} events read from the subscriptions' dead-letter sub-queues \
+             ({}); not counted lost.",
+            by.join(", ")
+        )
+    })
+}
+
 /// The delivery block (header, one row per level with a `delivery` section, then TOTAL), or
 /// `None` when the run had no subscribers.
 pub fn render_delivery_table(report: &Report) -> Option<String> {
@@ -102,6 +123,10 @@ pub fn render_delivery_table(report: &Report) -> Option<String> {
         align(&grid)
     );
     if let Some(note) = not_yet_note(report) {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    if let Some(note) = dead_letter_note(report) {
         out.push_str(&note);
         out.push('\n');
     }
@@ -140,6 +165,7 @@ mod tests {
             histograms: None,
             per_second: None,
             churn: None,
+            dead_letter_reasons: Default::default(),
         }
     }
 
@@ -202,5 +228,36 @@ mod tests {
              grace had passed; not counted lost."
         );
         assert_eq!(lines.len(), 6, "{t}");
+    }
+
+    #[test]
+    fn dead_lettered_events_are_noted_by_reason_over_the_levels() {
+        let mut r = Report::new_empty(crate::kind::Model::Closed, serde_json::Value::Null, vec![]);
+        let stats = crate::stats::LevelStats::default();
+        for (label, dead, reasons) in [
+            ("4", 3, vec![("MaxDeliveryCountExceeded", 3)]),
+            (
+                "8",
+                4,
+                vec![("MaxDeliveryCountExceeded", 1), ("TTLExpiredException", 3)],
+            ),
+        ] {
+            let mut level =
+                crate::summary::build::level_report(label, Some(4), None, &stats, false);
+            let mut d = delivery(50, 0, 2500);
+            d.counts.dead_lettered = dead;
+            d.dead_letter_reasons = reasons.iter().map(|(r, n)| (r.to_string(), *n)).collect();
+            level.delivery = Some(d);
+            r.levels.push(level);
+        }
+        let t = render_delivery_table(&r).unwrap();
+        assert_eq!(
+            t.lines().last(),
+            Some(
+                "DeadLettered: 7 events read from the subscriptions' dead-letter sub-queues \
+                 (MaxDeliveryCountExceeded 4, TTLExpiredException 3); not counted lost."
+            ),
+            "{t}"
+        );
     }
 }

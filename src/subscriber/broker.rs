@@ -6,7 +6,8 @@
 //! (the broker delivers the message again, as a hub retries), 410 dead-letters. A message the
 //! broker delivers again after it was acknowledged (its lock ran out before the completion
 //! reached the broker) is counted a redelivery, not a duplicate: the broker said so with its
-//! delivery count.
+//! delivery count. What the broker (or a 410) moved to a subscription's dead-letter
+//! sub-queue is read there and counted `dead_lettered`, not lost (broker_dlq.rs).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -17,14 +18,12 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::behaviour::Answer;
+use super::broker_dlq::{dead_letter_loop, next_message};
 use super::fleet::Fleet;
 use super::fleet_shared::{Intent, Shared};
 use super::receive;
 use super::server::deliver;
 use super::subscribe::SubscriptionPhase;
-
-/// How long one receive call waits before the loop looks at its stop token again.
-const RECEIVE_WAIT: Duration = Duration::from_millis(200);
 
 /// Receivers attached at once while subscribing.
 const ATTACH_CONCURRENCY: usize = 16;
@@ -89,14 +88,14 @@ impl Fleet {
                 cfg.connect_timeout = s.connect_timeout;
                 cfg.settle_timeout = s.settle_timeout;
                 let i = next;
-                attaching.spawn(async move { (i, SbReceiver::connect(cfg).await) });
+                attaching.spawn(async move { (i, SbReceiver::connect(cfg.clone()).await, cfg) });
                 next += 1;
             }
             let joined = tokio::select! {
                 j = attaching.join_next() => j,
                 _ = cancel.cancelled() => break,
             };
-            let Some(Ok((i, attached))) = joined else {
+            let Some(Ok((i, attached, cfg))) = joined else {
                 continue;
             };
             match attached {
@@ -104,8 +103,11 @@ impl Fleet {
                     sh.subs[i].set_intent(Intent::Verified);
                     phase.accepted += 1;
                     phase.verified += 1;
-                    let (sh, stop, restarts) = (sh.clone(), stop.clone(), restarts.clone());
-                    tasks.spawn(receive_loop(sh, i, rx, stop, restarts));
+                    let (sh2, stop2, restarts2) = (sh.clone(), stop.clone(), restarts.clone());
+                    tasks.spawn(receive_loop(sh2, i, rx, stop2, restarts2));
+                    // Its dead-letter sub-queue, read alongside (broker_dlq.rs).
+                    let (sh2, stop2, restarts2) = (sh.clone(), stop.clone(), restarts.clone());
+                    tasks.spawn(dead_letter_loop(sh2, i, cfg, stop2, restarts2));
                 }
                 Err(e) => {
                     sh.subs[i].set_intent(Intent::Denied);
@@ -151,14 +153,8 @@ async fn receive_loop(
     let sub = &sh.subs[i];
     let mut seen_restarts = 0;
     while !stop.is_cancelled() {
-        // Errors are the receiver's: the next receive re-attaches (counted in restarts).
-        let msg = match rx.receive(RECEIVE_WAIT).await {
-            Ok(Some(m)) => m,
-            Ok(None) => continue,
-            Err(_) => {
-                tokio::time::sleep(RECEIVE_WAIT).await;
-                continue;
-            }
+        let Some(msg) = next_message(&mut rx).await else {
+            continue;
         };
         let received_ns = receive::now_ns(&sh.tracker);
         let duplicates = sub.state().counts.duplicates;

@@ -237,7 +237,7 @@ impl Fleet {
             // Cheap test first (counts), the exact one only when the counts say "done".
             let maybe_done = sh.subs.iter().zip(&expected).all(|(s, e)| {
                 let st = s.state();
-                !s.listening(&st) || st.acked.ones() >= *e
+                !s.listening(&st) || st.acked.ones() + st.dead.ones() >= *e
             });
             if maybe_done && self.missing() == 0 {
                 break;
@@ -276,7 +276,7 @@ impl Fleet {
         out
     }
 
-    /// Call `f(subscriber, acked?, in a churn gap?)` for every accepted event and every
+    /// Call `f(subscriber, acked (or dead-lettered)?, in a churn gap?)` for every accepted event and every
     /// subscriber of its topic that is listening (verified, and not gone) or that churn took
     /// out during the level (its gap still open: a re-subscription failed).
     fn each_expected(&self, mut f: impl FnMut(usize, bool, bool)) {
@@ -296,7 +296,8 @@ impl Fleet {
             let first = first as usize;
             for (i, st) in guards.iter().enumerate().skip(first).take(sh.per_topic) {
                 if sh.subs[i].listening(st) || st.gap_from.is_some() {
-                    f(i, st.acked.get(seq), st.in_gap(seq));
+                    // Dead-lettered (broker subscribers) is settled: not missing, not lost.
+                    f(i, st.acked.get(seq) || st.dead.get(seq), st.in_gap(seq));
                 }
             }
         });
@@ -346,6 +347,9 @@ impl Fleet {
             st.e2e_from_start.reset();
             st.e2e_from_accepted.reset();
             out.seconds += &std::mem::take(&mut st.seconds);
+            for (reason, n) in std::mem::take(&mut st.dead_reasons) {
+                *out.dead_letter_reasons.entry(reason).or_default() += n;
+            }
             // Until the next level opens, every event of this one is late.
             st.reset(u64::MAX);
         }

@@ -8,6 +8,7 @@
 mod behaviour;
 mod bitmap;
 mod broker;
+mod broker_dlq;
 mod churn;
 mod churn_stats;
 mod churned_topics;

@@ -135,6 +135,10 @@ pub struct SubState {
     pub acked: SeqBitmap,
     /// Events answered with an error and not yet acknowledged.
     pub refused: SeqBitmap,
+    /// Broker subscribers: events read from the subscription's dead-letter sub-queue.
+    pub dead: SeqBitmap,
+    /// Broker subscribers: `counts.dead_lettered` by `DeadLetterReason`.
+    pub dead_reasons: std::collections::BTreeMap<String, u64>,
     /// The level's counters so far.
     pub counts: DeliveryCounts,
     /// Publish start → received, µs.
@@ -177,6 +181,8 @@ impl SubState {
         SubState {
             acked: SeqBitmap::new(base),
             refused: SeqBitmap::new(base),
+            dead: SeqBitmap::new(base),
+            dead_reasons: std::collections::BTreeMap::new(),
             counts: DeliveryCounts::default(),
             e2e_from_start: new_histogram(),
             e2e_from_accepted: new_histogram(),
@@ -200,6 +206,7 @@ impl SubState {
     pub fn reset(&mut self, base: u64) {
         self.acked.reset(base);
         self.refused.reset(base);
+        self.dead.reset(base);
         self.max_sent_ns = 0;
         self.last_delivery_ns = None;
         self.longest_gap_ns = 0;
@@ -230,6 +237,25 @@ impl SubState {
     /// published after the re-verification.
     pub fn closes_gap(&self, seq: u64) -> bool {
         self.reverified.as_ref().is_some_and(|p| !p.get(seq))
+    }
+
+    /// Record one message read from the subscription's dead-letter sub-queue, dead-lettered
+    /// for `reason`: an event of the level counts once in `dead_lettered` (and so not in
+    /// `lost`); one of an earlier level was counted lost there and counts `late`; anything
+    /// else is not ours (`unexpected`). Not a delivery: `received` is left alone.
+    pub fn dead_lettered(&mut self, check: Check, reason: &str) {
+        let c = &mut self.counts;
+        match check {
+            Check::Event { seq, .. } if !self.dead.get(seq) => {
+                self.dead.set(seq);
+                c.dead_lettered += 1;
+                *self.dead_reasons.entry(reason.to_string()).or_default() += 1;
+            }
+            // Read again (its completion was lost): already counted.
+            Check::Event { .. } => {}
+            Check::Late => c.late += 1,
+            Check::BadSignature | Check::Unexpected | Check::BodyMismatch => c.unexpected += 1,
+        }
     }
 
     /// Record one delivery: decide its answer with `behaviour` (subscriber id `id`) and count it.
@@ -575,5 +601,41 @@ mod tests {
         assert_eq!(s.receive(0, &b, ev(2), sent(1, None), 2), Answer::Gone);
         assert!(s.gone);
         assert_eq!((s.counts.delivered, s.counts.answered_gone), (1, 1));
+    }
+
+    #[test]
+    fn dead_lettered_counts_each_event_once_by_reason_and_not_as_a_delivery() {
+        let mut s = SubState::new(10);
+        let ev = |seq| Check::Event { seq, sent_us: 0 };
+        s.dead_lettered(ev(11), "MaxDeliveryCountExceeded");
+        s.dead_lettered(ev(12), "TTLExpiredException");
+        // Read again (its completion was lost): not counted twice.
+        s.dead_lettered(ev(11), "MaxDeliveryCountExceeded");
+        s.dead_lettered(Check::Late, "MaxDeliveryCountExceeded");
+        s.dead_lettered(Check::Unexpected, "x");
+        s.dead_lettered(Check::BodyMismatch, "x");
+        let c = s.counts;
+        assert_eq!(
+            (
+                c.dead_lettered,
+                c.late,
+                c.unexpected,
+                c.received,
+                c.delivered
+            ),
+            (2, 1, 2, 0, 0)
+        );
+        assert!(s.dead.get(11) && s.dead.get(12) && !s.acked.get(11));
+        assert_eq!(
+            s.dead_reasons,
+            [
+                ("MaxDeliveryCountExceeded".to_string(), 1),
+                ("TTLExpiredException".to_string(), 1)
+            ]
+            .into()
+        );
+        // A new level forgets which events were dead-lettered.
+        s.reset(20);
+        assert!(!s.dead.get(11) && s.dead.ones() == 0);
     }
 }

@@ -52,6 +52,11 @@ pub struct DeliveryCounts {
     pub before_accepted: u64,
     /// Latency taken from the body's wall-clock `sent_us` (another process published it).
     pub e2e_from_body: u64,
+    /// Broker subscribers: events of the level read from the subscription's dead-letter
+    /// sub-queue (the broker gave up on them, or the subscriber dead-lettered them), each
+    /// counted once; not counted in `lost`.
+    #[serde(default)]
+    pub dead_lettered: u64,
 }
 
 impl AddAssign<&DeliveryCounts> for DeliveryCounts {
@@ -72,6 +77,7 @@ impl AddAssign<&DeliveryCounts> for DeliveryCounts {
         self.answered_gone += o.answered_gone;
         self.before_accepted += o.before_accepted;
         self.e2e_from_body += o.e2e_from_body;
+        self.dead_lettered += o.dead_lettered;
     }
 }
 
@@ -161,6 +167,9 @@ pub struct DeliveryLevelStats {
     /// The longest interval between two consecutive deliveries to one subscriber, µs, over
     /// every subscriber (0 when none got two): how long delivery stopped.
     pub longest_gap_us: u64,
+    /// Broker subscribers: `counts.dead_lettered` by the message's `DeadLetterReason`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub dead_letter_reasons: BTreeMap<String, u64>,
 }
 
 impl Default for DeliveryLevelStats {
@@ -175,6 +184,7 @@ impl Default for DeliveryLevelStats {
             seconds: DeliverySeconds::default(),
             churn: None,
             longest_gap_us: 0,
+            dead_letter_reasons: BTreeMap::new(),
         }
     }
 }
@@ -196,6 +206,9 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         }
         // Subscribers are not split across shards, so the longest of the parts is exact.
         self.longest_gap_us = self.longest_gap_us.max(o.longest_gap_us);
+        for (reason, n) in &o.dead_letter_reasons {
+            *self.dead_letter_reasons.entry(reason.clone()).or_default() += n;
+        }
     }
 }
 

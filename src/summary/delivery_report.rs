@@ -92,6 +92,10 @@ pub struct DeliveryReport {
     /// Subscription churn (`--subscriber-churn`); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<ChurnReport>,
+    /// Broker subscribers: `counts.dead_lettered` by the message's `DeadLetterReason`
+    /// (e.g. `MaxDeliveryCountExceeded`); absent when nothing was dead-lettered.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dead_letter_reasons: BTreeMap<String, u64>,
 }
 
 /// A level's subscription churn (docs/delivery.md, "Subscription churn").
@@ -199,6 +203,7 @@ pub fn delivery_report(s: &DeliveryLevelStats, seconds: f64, backlog: u64) -> De
         }),
         per_second: (!s.seconds.is_empty()).then(|| s.seconds.clone()),
         churn: s.churn.as_ref().map(ChurnReport::from),
+        dead_letter_reasons: s.dead_letter_reasons.clone(),
     }
 }
 

@@ -75,6 +75,10 @@ pub struct EmulatorArgs {
     /// the default, 4 MiB/s, is this emulator's assumption).
     #[arg(long, default_value_t = DEFAULT_MU_BYTES_PER_SEC)]
     pub mu_bytes_per_sec: u64,
+    /// Concurrent receive requests allowed per entity, a topic's subscriptions summed
+    /// (Azure's quota: 5000); a receiver link holds one while it has credit outstanding.
+    #[arg(long, default_value_t = super::namespace::MAX_RECEIVERS_PER_ENTITY)]
+    pub max_receive_requests: usize,
 }
 
 /// The tier the flags ask for, or a one-line error naming the flag.
@@ -115,6 +119,9 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
     if !(0.0..=1.0).contains(&args.throttle_ratio) {
         anyhow::bail!("--throttle-ratio must be between 0 and 1");
     }
+    if args.max_receive_requests == 0 {
+        anyhow::bail!("--max-receive-requests must be at least 1");
+    }
     let tier = tier_of(&args)?;
     let declared = declared_of(&args)?;
     let (key, generated) = match args.key {
@@ -142,6 +149,8 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
         declared,
         strict: args.strict,
         tier,
+        receive_limit: args.max_receive_requests,
+        ..EmulatorConfig::default()
     };
     let emu = Arc::new(Emulator::start(listener, cfg).await?);
     let cs = emu.connection_string_parsed();

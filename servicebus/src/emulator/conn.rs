@@ -25,9 +25,7 @@ use tokio::task::JoinSet;
 use super::cbs::{cbs_node, reply_link, ConnState};
 use super::inbound::{amqp_error, entity_receiver};
 use super::management::management_node;
-use super::namespace::{
-    parse_address, path_of, EntityError, ReceiveSource, ReceiverSlot, SendTarget,
-};
+use super::namespace::{parse_address, path_of, EntityError, ReceiveSource, SendTarget};
 use super::outbound::entity_sender;
 use super::{Shared, MAX_MESSAGE_SIZE};
 
@@ -96,8 +94,9 @@ enum Plan {
     /// The client's sender to a queue or topic.
     Send(SendTarget),
     /// The client's receiver on a queue or subscription; receive-and-delete when the client
-    /// asked for pre-settled transfers.
-    Receive(ReceiveSource, ReceiverSlot, bool),
+    /// asked for pre-settled transfers. Azure's receive quota is counted on its credit
+    /// (outbound.rs), not at attach.
+    Receive(ReceiveSource, bool),
     /// Refused: no token for the address.
     Unauthorised,
     /// Refused: no such entity, or over one of Azure's limits.
@@ -136,12 +135,8 @@ fn plan(attach: &Attach, shared: &Shared, state: &ConnState) -> Plan {
         return Plan::Unauthorised;
     }
     let presettled = attach.snd_settle_mode == SenderSettleMode::Settled;
-    match shared
-        .ns
-        .receive_source(&source)
-        .and_then(|src| src.claim().map(|slot| (src, slot)))
-    {
-        Ok((src, slot)) => Plan::Receive(src, slot, presettled),
+    match shared.ns.receive_source(&source) {
+        Ok(src) => Plan::Receive(src, presettled),
         Err(e) => Plan::Refuse(e),
     }
 }
@@ -206,8 +201,8 @@ async fn serve_session(
                 state.add_reply_link(&node, target_address_of_sender(&s), tx);
                 links.spawn(reply_link(s, rx));
             }
-            (Ok(LinkEndpoint::Sender(s)), Plan::Receive(src, slot, presettled)) => {
-                links.spawn(entity_sender(s, src, slot, !presettled, sh));
+            (Ok(LinkEndpoint::Sender(s)), Plan::Receive(src, presettled)) => {
+                links.spawn(entity_sender(s, src, !presettled, sh));
             }
             (Ok(link), plan) => {
                 let err = match plan {

@@ -65,6 +65,11 @@ pub struct EmulatorConfig {
     pub strict: bool,
     /// The tier's throttling budget.
     pub tier: Tier,
+    /// Settings of entities made on first use (Azure's defaults unless set).
+    pub entity_defaults: EntityProps,
+    /// Concurrent receive requests allowed per entity, a topic's subscriptions summed
+    /// (Azure's 5,000 unless set; smaller for tests).
+    pub receive_limit: usize,
 }
 
 impl Default for EmulatorConfig {
@@ -79,6 +84,8 @@ impl Default for EmulatorConfig {
             declared: None,
             strict: false,
             tier: Tier::Unlimited,
+            entity_defaults: EntityProps::default(),
+            receive_limit: namespace::MAX_RECEIVERS_PER_ENTITY,
         }
     }
 }
@@ -95,6 +102,8 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("declared", &self.declared)
             .field("strict", &self.strict)
             .field("tier", &self.tier)
+            .field("entity_defaults", &self.entity_defaults)
+            .field("receive_limit", &self.receive_limit)
             .finish()
     }
 }
@@ -117,7 +126,9 @@ pub struct EmulatorCounts {
     /// Undeclared entities named in strict mode: CBS put-tokens answered 404, and links
     /// refused at attach with `amqp:not-found`.
     pub not_found: u64,
-    /// Links refused at attach with `amqp:resource-limit-exceeded` (Azure's quotas).
+    /// `amqp:resource-limit-exceeded` (Azure's quotas): links refused at attach (2,000
+    /// subscriptions per topic), and receive requests rejected over the per-entity quota
+    /// (their link detached).
     pub limit_exceeded: u64,
     /// `$management` requests.
     pub management: u64,
@@ -164,7 +175,8 @@ pub(crate) struct Shared {
 impl Shared {
     /// The state of a new emulator, with the declared entities made.
     pub fn new(cfg: EmulatorConfig) -> Result<Self, String> {
-        let ns = Namespace::new(cfg.strict, EntityProps::default());
+        let mut ns = Namespace::new(cfg.strict, cfg.entity_defaults.clone());
+        ns.receive_limit = cfg.receive_limit;
         if let Some(d) = &cfg.declared {
             for q in &d.queues {
                 ns.declare_queue(&q.name, q.props.clone());
@@ -319,6 +331,12 @@ impl EmulatorHandle {
             c.entities.insert(s.path.clone(), s.stats(now));
         }
         c
+    }
+
+    /// Concurrent receive requests the emulator counts now on a queue or topic (a topic's
+    /// subscriptions summed): receiver links with credit outstanding. `None`: no such entity.
+    pub fn receive_requests(&self, entity: &str) -> Option<usize> {
+        self.shared.ns.receive_requests(entity)
     }
 
     /// Close every open connection with `amqp:connection:forced` (as Azure does on

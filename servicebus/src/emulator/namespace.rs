@@ -16,7 +16,9 @@ pub use admin::Created;
 
 /// Azure's limit of subscriptions per topic.
 pub const MAX_SUBSCRIPTIONS_PER_TOPIC: usize = 2_000;
-/// Azure's limit of concurrent receive requests per entity (a topic's subscriptions summed).
+/// Azure's limit of concurrent receive requests per entity (a topic's subscriptions summed):
+/// the default of [`Namespace::receive_limit`]. A receiver link holds one request while its
+/// client has credit outstanding (outbound.rs; docs/servicebus-emulator.md says why).
 pub const MAX_RECEIVERS_PER_ENTITY: usize = 5_000;
 
 /// What went wrong resolving an address.
@@ -96,9 +98,11 @@ pub struct ReceiveSource {
     pub dead_letter: bool,
     /// The receive-request counter of the entity (the topic for a subscription).
     receivers: Arc<AtomicUsize>,
+    /// The namespace's limit of that counter.
+    limit: usize,
 }
 
-/// One attached receiver, counted against [`MAX_RECEIVERS_PER_ENTITY`] until dropped.
+/// One attached receiver, counted against the entity's receive limit until dropped.
 #[derive(Debug)]
 pub struct ReceiverSlot(Arc<AtomicUsize>);
 
@@ -109,14 +113,15 @@ impl Drop for ReceiverSlot {
 }
 
 impl ReceiveSource {
-    /// Count one more receiver on the entity, or refuse it over Azure's limit.
+    /// Count one more receive request on the entity, or refuse it over the limit (Azure's
+    /// 5,000 unless configured).
     pub fn claim(&self) -> Result<ReceiverSlot, EntityError> {
         let n = self.receivers.fetch_add(1, Ordering::Relaxed);
         let slot = ReceiverSlot(self.receivers.clone());
-        if n >= MAX_RECEIVERS_PER_ENTITY {
+        if n >= self.limit {
             return Err(EntityError::LimitExceeded(format!(
-                "{} already has {MAX_RECEIVERS_PER_ENTITY} concurrent receivers, Azure's limit",
-                self.store.path
+                "The number of concurrent receive requests on {} has reached its limit of {}.",
+                self.store.path, self.limit
             )));
         }
         Ok(slot)
@@ -136,6 +141,8 @@ pub struct Namespace {
     pub strict: bool,
     /// Settings of entities created on first use.
     pub defaults: EntityProps,
+    /// Concurrent receive requests allowed per entity (a topic's subscriptions summed).
+    pub receive_limit: usize,
     entities: RwLock<Entities>,
 }
 
@@ -197,6 +204,7 @@ impl Namespace {
         Namespace {
             strict,
             defaults,
+            receive_limit: MAX_RECEIVERS_PER_ENTITY,
             entities: RwLock::new(Entities::default()),
         }
     }
@@ -308,6 +316,7 @@ impl Namespace {
                     store,
                     dead_letter,
                     receivers: topic.receivers.clone(),
+                    limit: self.receive_limit,
                 })
             }
             None => {
@@ -316,6 +325,7 @@ impl Namespace {
                         store,
                         dead_letter,
                         receivers,
+                        limit: self.receive_limit,
                     });
                 }
                 if self.strict || self.topic(&p.entity).is_some() {
@@ -344,6 +354,16 @@ impl Namespace {
             (None, Some(_)) => true,
             (None, None) => self.queue(&p.entity).is_some(),
         }
+    }
+
+    /// Concurrent receive requests counted now on queue or topic `name`.
+    pub fn receive_requests(&self, name: &str) -> Option<usize> {
+        let n = match (self.queue(name), self.topic(name)) {
+            (Some((_, q)), _) => q,
+            (None, Some(t)) => t.receivers.clone(),
+            (None, None) => return None,
+        };
+        Some(n.load(Ordering::Relaxed))
     }
 
     /// Every queue and subscription, by path.

@@ -1,17 +1,21 @@
 //! A client's receiver link on a queue or subscription: deliver messages as credit allows,
 //! peek-locked (unsettled; the client's disposition completes, abandons, dead-letters or
-//! defers) or receive-and-delete (pre-settled), with Azure's message annotations.
+//! defers) or receive-and-delete (pre-settled), with Azure's message annotations. While the
+//! client has credit outstanding the link holds one of the entity's concurrent receive
+//! requests (Azure's quota); one over the quota detaches the link with
+//! `amqp:resource-limit-exceeded`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use fe2o3_amqp::types::definitions::{AmqpError, Error};
 use fe2o3_amqp::types::messaging::{Body, Message, MessageAnnotations, Outcome};
 use fe2o3_amqp::types::primitives::{Symbol, Timestamp, Value};
 use fe2o3_amqp::{Sendable, Sender};
 use rand::RngCore as _;
 
 use super::inbound::unix_ms;
-use super::namespace::{ReceiveSource, ReceiverSlot};
+use super::namespace::{EntityError, ReceiveSource, ReceiverSlot};
 use super::store::{Settle, Stored};
 use super::tier::Cost;
 use super::Shared;
@@ -24,7 +28,6 @@ const PARK: Duration = Duration::from_millis(50);
 pub async fn entity_sender(
     mut sender: Sender,
     source: ReceiveSource,
-    _slot: ReceiverSlot,
     peek_lock: bool,
     shared: Arc<Shared>,
 ) {
@@ -32,11 +35,53 @@ pub async fn entity_sender(
     let mut link_drops = shared.link_drops.subscribe();
     let mut deletions = shared.deletions.subscribe();
     let still_there = || shared.ns.holds(&store);
+    let flows = sender.flow_notifier();
+    let mut request: Option<ReceiverSlot> = None;
     loop {
-        // Registered before looking, so an enqueue between the look and the wait wakes us.
+        // Registered before looking, so an enqueue (or a flow) between the look and the wait
+        // wakes us.
         let notified = store.ready.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        let flowed = flows.notified();
+        tokio::pin!(flowed);
+        flowed.as_mut().enable();
+        // A receive request is pending while the client has granted credit not yet used.
+        let credit = sender.link_credit();
+        if credit == 0 {
+            request = None;
+        } else if request.is_none() {
+            match source.claim() {
+                Ok(slot) => request = Some(slot),
+                Err(EntityError::LimitExceeded(d)) => {
+                    // Azure rejects the receive request over its quota: the link goes with
+                    // the condition the SDKs read as "quota exceeded".
+                    shared.count(|c| c.limit_exceeded += 1);
+                    let e = Error::new(AmqpError::ResourceLimitExceeded, Some(d), None);
+                    let _ = sender.close_with_error(e).await;
+                    return;
+                }
+                Err(EntityError::NotFound(_)) => {
+                    // The entity went (deleted through the administration API) while the
+                    // link waited for credit.
+                    let _ = sender.close_with_error(super::deleted::not_found(&store.path)).await;
+                    return;
+                }
+            }
+        }
+        if request.is_none() {
+            // No credit: nothing may be sent; wait for the client's next flow.
+            tokio::select! {
+                _ = &mut flowed => {}
+                _ = link_drops.changed() => break,
+                () = super::deleted::entity_gone(&mut deletions, still_there) => {
+                    let _ = sender.close_with_error(super::deleted::not_found(&store.path)).await;
+                    return;
+                }
+                _ = sender.on_detach() => return,
+            }
+            continue;
+        }
         let now = unix_ms();
         let mut token = [0u8; 16];
         rand::thread_rng().fill_bytes(&mut token);
@@ -49,6 +94,7 @@ pub async fn entity_sender(
                 .unwrap_or(Duration::from_secs(1));
             tokio::select! {
                 _ = &mut notified => {}
+                _ = &mut flowed => {}
                 _ = tokio::time::sleep(wake) => {}
                 _ = link_drops.changed() => break,
                 () = super::deleted::entity_gone(&mut deletions, still_there) => {

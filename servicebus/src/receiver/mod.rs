@@ -51,6 +51,9 @@ pub struct ReceiverConfig {
     pub settle_timeout: Duration,
     /// Lifetime of each SAS token (≥ 1 s); tokens are put again every `token_ttl / 2`.
     pub token_ttl: Duration,
+    /// Receive from the subscription's dead-letter sub-queue
+    /// (`<topic>/Subscriptions/<name>/$DeadLetterQueue`) instead of the subscription.
+    pub dead_letter: bool,
 }
 
 impl ReceiverConfig {
@@ -64,12 +67,19 @@ impl ReceiverConfig {
             connect_timeout: Duration::from_secs(10),
             settle_timeout: Duration::from_secs(5),
             token_ttl: Duration::from_secs(3600),
+            dead_letter: false,
         }
     }
 
-    /// The entity path of the subscription, `<topic>/Subscriptions/<name>`.
+    /// The entity path of the subscription, `<topic>/Subscriptions/<name>`, with
+    /// `/$DeadLetterQueue` after it for the dead-letter sub-queue (Azure's path form).
     pub fn entity(&self) -> String {
-        format!("{}/Subscriptions/{}", self.topic, self.subscription)
+        let dlq = if self.dead_letter {
+            "/$DeadLetterQueue"
+        } else {
+            ""
+        };
+        format!("{}/Subscriptions/{}{dlq}", self.topic, self.subscription)
     }
 }
 
@@ -130,6 +140,18 @@ pub struct SbReceiver {
     link: Link,
     restarts: u64,
     conn_ids: AtomicU64,
+}
+
+/// The condition of a remote detach or close over one of Azure's quotas.
+fn quota_condition(e: &RecvError) -> Option<String> {
+    use fe2o3_amqp::link::LinkStateError as L;
+    let RecvError::LinkStateError(L::RemoteDetachedWithError(err) | L::RemoteClosedWithError(err)) =
+        e
+    else {
+        return None;
+    };
+    let c = condition_str(&err.condition);
+    (c == "amqp:resource-limit-exceeded").then_some(c)
 }
 
 impl SbReceiver {
@@ -232,6 +254,12 @@ impl SbReceiver {
                     if let Some(r) = self.link.receiver.take() {
                         let by = Instant::now() + Duration::from_millis(500);
                         let _ = timeout_at(by.min(deadline), r.close()).await;
+                    }
+                    // Over Azure's quota of concurrent receive requests the broker detaches
+                    // the link with resource-limit-exceeded: said to the caller, as the SDKs
+                    // raise it, rather than re-attached at once (the next call re-attaches).
+                    if let Some(c) = quota_condition(&e) {
+                        return Err(ReceiveError::Refused(c));
                     }
                     if Instant::now() >= deadline {
                         return Ok(None);

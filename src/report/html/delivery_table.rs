@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::markup::{head_cells, table, Cell};
 use super::svg::escape;
-use crate::report::table_delivery::{cells, delivery_rows, not_yet_note, HEAD};
+use crate::report::table_delivery::{cells, dead_letter_note, delivery_rows, not_yet_note, HEAD};
 use crate::run_report::Report;
 
 /// The "Deliveries per level" section (with the `NotYet` note when a level has any), or
@@ -33,6 +33,13 @@ pub fn section(report: &Report) -> String {
         let _ = write!(
             out,
             "<p class=\"meta\" id=\"not-yet\">{}</p>",
+            escape(&note)
+        );
+    }
+    if let Some(note) = dead_letter_note(report) {
+        let _ = write!(
+            out,
+            "<p class=\"meta\" id=\"dead-lettered\">{}</p>",
             escape(&note)
         );
     }
@@ -120,5 +127,28 @@ mod tests {
         );
         let plain = crate::report::html::render(&crate::report::html::tests::sample());
         assert!(!plain.contains("id=\"deliveries\""));
+    }
+
+    #[test]
+    fn dead_lettered_events_have_their_note_only_when_there_are_any() {
+        let mut report = with_deliveries();
+        let html = crate::report::html::render(&report);
+        assert!(!html.contains("id=\"dead-lettered\""), "none dead-lettered");
+        let d = report.levels[1].delivery.as_mut().unwrap();
+        d.counts.dead_lettered = 2;
+        d.dead_letter_reasons = [("MaxDeliveryCountExceeded".to_string(), 2)].into();
+        let html = crate::report::html::render(&report);
+        let doc = crate::report::html::tests::parse(&html);
+        let note = doc
+            .descendants()
+            .find(|n| n.attribute("id") == Some("dead-lettered"))
+            .unwrap();
+        assert_eq!(
+            note.text(),
+            Some(
+                "DeadLettered: 2 events read from the subscriptions' dead-letter sub-queues \
+                 (MaxDeliveryCountExceeded 2); not counted lost."
+            )
+        );
     }
 }

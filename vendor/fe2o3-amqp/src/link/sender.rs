@@ -118,6 +118,19 @@ impl Sender {
         self.inner.link.name()
     }
 
+    /// hubload patch (PATCHED.md): the link credit the receiving peer has granted and this
+    /// sender has not used yet.
+    pub fn link_credit(&self) -> u32 {
+        self.inner.link.flow_state.state().link_credit()
+    }
+
+    /// hubload patch (PATCHED.md): notified (`notify_waiters`) each time a flow from the
+    /// receiving peer has updated the link credit. Register (`Notified::enable`) before
+    /// reading [`Self::link_credit`] so that no flow is missed between the two.
+    pub fn flow_notifier(&self) -> Arc<tokio::sync::Notify> {
+        self.inner.link.flow_state.notifier.clone()
+    }
+
     /// Returns the `max_message_size` of the link. A value of zero indicates that the link has no
     /// maximum message size, and thus a zero value is turned into a `None`
     pub fn max_message_size(&self) -> Option<u64> {
