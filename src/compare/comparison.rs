@@ -387,6 +387,8 @@ pub struct Comparison {
     pub baseline_delivery: bool,
     /// Whether the candidate has one.
     pub candidate_delivery: bool,
+    /// The `Server-Timing` stages per level both runs have (empty when neither declared one).
+    pub server_timing: Vec<super::server_timing::StageRow>,
 }
 
 impl Comparison {
