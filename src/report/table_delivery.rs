@@ -139,6 +139,8 @@ mod tests {
             histograms: None,
             per_second: None,
             churn: None,
+            stages: Default::default(),
+            stages_malformed: 0,
         }
     }
 

@@ -344,6 +344,7 @@ impl Fleet {
             let _ = out.e2e_from_accepted.add(&st.e2e_from_accepted);
             st.e2e_from_start.reset();
             st.e2e_from_accepted.reset();
+            out.stages += &std::mem::take(&mut st.stages);
             out.seconds += &std::mem::take(&mut st.seconds);
             // Until the next level opens, every event of this one is late.
             st.reset(u64::MAX);

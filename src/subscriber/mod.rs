@@ -17,6 +17,7 @@ mod hist_serde;
 mod receive;
 mod server;
 mod shared;
+pub mod stages;
 mod stats;
 mod subscribe;
 mod topic_churn;

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::latency::{latency, LatencyUs};
+use super::server_timing::{server_timing_report, ServerTimingReport};
 use crate::stats::Histogram;
 use crate::subscriber::{
     ChurnSeconds, ChurnStats, DeliveryCounts, DeliveryLevelStats, DeliverySeconds,
@@ -87,6 +88,14 @@ pub struct DeliveryReport {
     /// Subscription churn (`--subscriber-churn`); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<ChurnReport>,
+    /// Where the end-to-end latency went, per stage: the hub's `Hub-Timing` on each delivery
+    /// (`hub`, `broker`, `queue`) and hubload's `rest` (end-to-end less those), over the
+    /// deliveries counted delivered that carried it; absent when none did.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stages: BTreeMap<String, ServerTimingReport>,
+    /// `Hub-Timing` metrics that could not be read, counted and skipped (absent when 0).
+    #[serde(default, skip_serializing_if = "super::report::is_zero")]
+    pub stages_malformed: u64,
 }
 
 /// A level's subscription churn (docs/delivery.md, "Subscription churn").
@@ -193,6 +202,8 @@ pub fn delivery_report(s: &DeliveryLevelStats, seconds: f64, backlog: u64) -> De
         }),
         per_second: (!s.seconds.is_empty()).then(|| s.seconds.clone()),
         churn: s.churn.as_ref().map(ChurnReport::from),
+        stages: server_timing_report(&s.stages),
+        stages_malformed: s.stages.malformed,
     }
 }
 

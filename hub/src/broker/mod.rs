@@ -4,12 +4,14 @@
 //!
 //! - `publish`: the send, the answer map, `Server-Timing: broker`;
 //! - `subscription`: a subscriber's receive loop and its deliveries;
+//! - `timings`: each accepted publish's stages, for its deliveries' `Hub-Timing`;
 //! - `stats`: the broker's counts in `/stats` and `/metrics`.
 //!
 //! docs/hub-servicebus.md describes the mode.
 
 pub(crate) mod publish;
 pub(crate) mod subscription;
+pub(crate) mod timings;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,6 +33,8 @@ pub struct Broker {
     cs: ConnectionString,
     pub(crate) sender: SbSender,
     pub(crate) counters: Arc<BrokerCounters>,
+    /// The stages of the publishes sent, for their deliveries.
+    pub(crate) timings: Arc<timings::Timings>,
     loops: Mutex<HashMap<(String, String), CancellationToken>>,
     /// Link credit of each subscription's receiver.
     credit: u32,
@@ -52,6 +56,7 @@ impl Broker {
             cs,
             sender,
             counters: Arc::default(),
+            timings: Arc::default(),
             loops: Mutex::default(),
             credit: 16,
         })
@@ -121,6 +126,7 @@ impl Broker {
             callback.to_owned(),
             signer,
             stop,
+            self.timings.clone(),
         ));
     }
 

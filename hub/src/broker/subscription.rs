@@ -3,7 +3,8 @@
 //! dead-lettered on 410 (which also ends the subscription) or once the broker has delivered
 //! it as often as the hub's retry limit allows, and abandoned otherwise (the broker delivers
 //! it again). The loop never stops silently: a lost link is re-attached by the receive
-//! client and counted as a restart; a failed receive is counted and retried.
+//! client and counted as a restart; a failed receive is counted and retried. Each delivery
+//! carries its publish's `Hub-Timing` when this hub sent it (`timings.rs`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -13,7 +14,9 @@ use axum::http::header;
 use hubload_servicebus::{ReceiveError, Received, ReceiverConfig, SbReceiver};
 use tokio_util::sync::CancellationToken;
 
+use super::timings::Timings;
 use crate::broker_stats::BrokerCounters;
+use crate::server_timing::{PublishTiming, HUB_TIMING};
 use crate::sign::{Signer, SIGNATURE_LEN};
 use crate::stats::Counters;
 use crate::topic::Topic;
@@ -63,6 +66,7 @@ pub(crate) async fn receive_loop(
     callback: String,
     signer: Option<Signer>,
     stop: CancellationToken,
+    timings: Arc<Timings>,
 ) {
     d.broker.subscriptions.fetch_add(1, Relaxed);
     let _running = Running(d.broker.clone());
@@ -107,7 +111,11 @@ pub(crate) async fn receive_loop(
             }
         };
         d.broker.receives.fetch_add(1, Relaxed);
-        let status = post(&d, &callback, signer.as_ref(), &msg).await;
+        let timing = match &msg.message_id {
+            Some(id) => timings.get(id).await,
+            None => None,
+        };
+        let status = post(&d, &callback, signer.as_ref(), &msg, timing).await;
         if deliver_outcome(&d, &mut rx, &msg, status).await {
             break;
         }
@@ -179,6 +187,7 @@ async fn post(
     callback: &str,
     signer: Option<&Signer>,
     msg: &Received,
+    timing: Option<PublishTiming>,
 ) -> Option<u16> {
     let mut req = d
         .client
@@ -192,6 +201,9 @@ async fn post(
     if let Some(s) = signer {
         let mut buf = [0; SIGNATURE_LEN];
         req = req.header("X-Hub-Signature", s.sign(&msg.body, &mut buf).to_owned());
+    }
+    if let Some(t) = timing {
+        req = req.header(HUB_TIMING, t.value(std::time::Instant::now()));
     }
     match req.send().await {
         Ok(r) => Some(r.status().as_u16()),
