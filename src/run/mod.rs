@@ -3,6 +3,7 @@
 //! level and its JTL synced, thresholds judged; then the side-by-side report when there are two.
 
 pub mod embedded;
+mod embedded_emulator;
 mod levels;
 mod local_limits;
 mod path;

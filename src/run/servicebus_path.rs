@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use hubload_servicebus::{ConnectionString, SbSender, SenderConfig};
 use tokio_util::sync::CancellationToken;
 
+use super::embedded_emulator::EmbeddedEmulator;
 use super::path::TargetPath;
 use super::record::RunRecord;
 use crate::config::{RunConfig, SbTopics, TargetKind};
@@ -26,16 +26,10 @@ const TOKEN_TTL: Duration = Duration::from_secs(60 * 60);
 /// whatever `--connect-timeout` says (a TLS + AMQP + CBS handshake to Azure takes several RTTs).
 const MIN_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The embedded emulator on 127.0.0.1 with an ephemeral port and its development key.
-pub(crate) async fn start_emulator() -> anyhow::Result<EmulatorHandle> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("cannot start the embedded Service Bus emulator: binding 127.0.0.1")?;
-    let emu = Emulator::start(listener, EmulatorConfig::default())
-        .await
-        .context("cannot start the embedded Service Bus emulator")?;
-    tracing::info!(addr = %emu.addr(), "embedded Service Bus emulator started");
-    Ok(emu)
+/// The embedded emulator on 127.0.0.1 with an ephemeral port and its development key, on its
+/// own runtime thread.
+pub(crate) async fn start_emulator() -> anyhow::Result<EmbeddedEmulator> {
+    EmbeddedEmulator::start().await
 }
 
 fn mapping_label(m: &SbTopics) -> String {
@@ -51,7 +45,7 @@ pub(crate) struct ServiceBusPath<'a> {
     url: url::Url,
     endpoint: String,
     target: ServiceBusTarget,
-    emulator: Option<EmulatorHandle>,
+    emulator: Option<EmbeddedEmulator>,
     /// The connection, for broker subscribers (`--subscribers`).
     connection: ConnectionString,
 }
