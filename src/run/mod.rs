@@ -6,6 +6,7 @@ pub mod embedded;
 mod embedded_emulator;
 mod levels;
 mod local_limits;
+mod own_thread;
 mod path;
 pub mod record;
 mod serve_topics;

@@ -10,6 +10,7 @@ use hubload_servicebus::{ConnectionString, SbSender, SenderConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::embedded_emulator::EmbeddedEmulator;
+use super::own_thread::{self, OwnThread};
 use super::path::TargetPath;
 use super::record::RunRecord;
 use crate::config::{RunConfig, SbTopics, TargetKind};
@@ -48,6 +49,8 @@ pub(crate) struct ServiceBusPath<'a> {
     emulator: Option<EmbeddedEmulator>,
     /// The connection, for broker subscribers (`--subscribers`).
     connection: ConnectionString,
+    /// The sender's own runtime thread beside the embedded hub (dropped after the target).
+    _sender_thread: Option<OwnThread>,
 }
 
 impl<'a> ServiceBusPath<'a> {
@@ -59,6 +62,9 @@ impl<'a> ServiceBusPath<'a> {
         workload: &Arc<Workload>,
         shared: Option<ConnectionString>,
     ) -> anyhow::Result<Self> {
+        // Beside the embedded hub on the same emulator, the sender gets a thread of its own as
+        // the hub's has, so the two paths' sends are on an equal footing.
+        let own_thread = shared.is_some();
         // Which connection, decided once: the flag's, the shared emulator's, or a new one's.
         let (cs, emulator) = match (&cfg.target.sb_connection_string, shared) {
             // The parser's errors name the field and never quote a value.
@@ -80,14 +86,20 @@ impl<'a> ServiceBusPath<'a> {
                 cs.host
             )
         })?;
-        let sender = SbSender::connect(SenderConfig {
+        let sender_cfg = SenderConfig {
             connection: cs.clone(),
             connections: cfg.target.sb_connections as usize,
             connect_timeout: cfg.client.connect_timeout.max(MIN_CONNECT_TIMEOUT),
             send_timeout: cfg.client.timeout,
             token_ttl: TOKEN_TTL,
-        })
-        .await?;
+        };
+        // The connections' engines run where they are opened.
+        let (sender, sender_thread) = if own_thread {
+            let (s, t) = own_thread::start("sb-sender", || SbSender::connect(sender_cfg)).await?;
+            (s?, Some(t))
+        } else {
+            (SbSender::connect(sender_cfg).await?, None)
+        };
         let target = ServiceBusTarget::new(
             Arc::new(sender),
             workload.clone(),
@@ -101,6 +113,7 @@ impl<'a> ServiceBusPath<'a> {
             target,
             emulator,
             connection: cs,
+            _sender_thread: sender_thread,
         })
     }
 }
