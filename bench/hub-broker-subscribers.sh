@@ -89,14 +89,15 @@ start_hub() {
 }
 
 # After the load: wait (DRAIN_S at most) until every send the hub counted was settled once per
-# subscriber (completed or dead-lettered) and the completions stopped moving for a second
+# subscriber (completed or dead-lettered), every message received was settled, and the
+# completions stopped moving for a second
 # (the emulator may hold a few more: sends of publishes wrk gave up on, whose handler was
 # dropped before the hub counted them), then read the counts, check nginx's count against
 # the hub's receives, stop hub and emulator. Sets ACC SENT COMP DL ABAN RECV SEEN DRAIN.
 finish_hub() {
   local t0=$SECONDS last=-1 now
   for _ in $(seq $((DRAIN_S * 10))); do
-    if [ "$(stat "b['completes'] + b['dead_letters'] >= b['sends']['accepted'] * $1")" = True ]; then
+    if [ "$(stat "b['receives'] == b['completes'] + b['dead_letters'] + b['abandons'] and b['completes'] + b['dead_letters'] >= b['sends']['accepted'] * $1")" = True ]; then
       now=$(stat "b['completes'] + b['dead_letters']")
       [ "$now" = "$last" ] && break
       last=$now
