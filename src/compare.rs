@@ -99,6 +99,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Comparison {
         level_title: level_title.to_string(),
         levels: rows.into_iter().map(|(_, r)| r).collect(),
         total,
+        server_timing: server_timing_deltas::stage_rows(baseline, candidate),
     }
 }
 

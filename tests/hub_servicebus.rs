@@ -198,3 +198,44 @@ async fn hub_servicebus_runs_the_embedded_hub_on_the_embedded_emulator() {
     assert_eq!(sc.hub_stats().await.requests, 0);
     assert_eq!(sc.emulator_counts().connections, 0);
 }
+
+/// At 1, 8 and 32 in flight, with the real embedded hub, emulator and generator in one
+/// process: the hub's median stays above the broker's. The emulator runs on a thread of its
+/// own, as the hub does; on the generator's runtime the broker path queued behind its own
+/// AMQP engines and the emulator's tasks, and at 32 its median came out above the hub's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn side_by_side_keeps_the_hub_above_the_broker_up_to_32_in_flight() {
+    let sc = Scenario::servicebus(EmulatorConfig::default()).await;
+    let flags = [
+        "--tenants",
+        "2",
+        "--sps",
+        "2",
+        "--users",
+        "3",
+        "--concurrency",
+        "1,8,32",
+        "--requests",
+        "600",
+        "--hub-servicebus",
+        "--target",
+        "websub,servicebus",
+    ];
+    sc.run_embedded(&flags).await;
+    let hub = sc.summary("websub");
+    let sb = sc.summary("servicebus");
+    let labels: Vec<&str> = hub.levels.iter().map(|l| l.label.as_str()).collect();
+    assert_eq!(labels, ["1", "8", "32"]);
+    for (h, b) in hub.levels.iter().zip(&sb.levels) {
+        assert_eq!(h.label, b.label);
+        assert_eq!((count(h, "accepted"), count(b, "accepted")), (600, 600));
+        assert_eq!(h.server_timing["broker"].count, 600, "level {}", h.label);
+        assert!(
+            h.accepted_latency_us.p50 > b.accepted_latency_us.p50,
+            "level {}: hub p50 {} µs, broker p50 {} µs",
+            h.label,
+            h.accepted_latency_us.p50,
+            b.accepted_latency_us.p50
+        );
+    }
+}

@@ -12,6 +12,7 @@ mod csv_format;
 mod deadlines;
 mod delivery;
 mod delivery_binary;
+mod delivery_stages;
 mod dialect;
 mod first_failures;
 mod flask_websub;

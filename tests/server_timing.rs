@@ -249,3 +249,98 @@ async fn read_from_h2_responses_one_per_accepted_publish() {
     assert_eq!(o.config.http.h2_streams, 3);
     assert_eq!(sc.hub_stats().await.publish.accepted, 300);
 }
+
+/// `hubload compare` of two real runs, the candidate's hub holding each publish 1 ms longer in
+/// its (injected) broker: `compare.csv` carries each level's `broker` and `hub` p50/p99 as the
+/// two summaries have them, and their deltas; `compare.html` has the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_carries_the_stages_of_two_runs() {
+    let args = ["--tenants", "2", "--concurrency", "1,3", "--requests", "60"];
+    let mut runs = Vec::new();
+    for broker_latency_ms in [1, 2] {
+        let sc = Scenario::start(FaultConfig {
+            broker_latency_ms,
+            ..FaultConfig::default()
+        })
+        .await;
+        let o = sc.run(&args).await;
+        runs.push((sc, o.report));
+    }
+    let (base_dir, cand_dir) = (runs[0].0.dir.path(), runs[1].0.dir.path());
+    let cmp_dir = tempfile::tempdir().unwrap();
+    let out = crate::util::bin(
+        &[
+            "compare",
+            &base_dir.display().to_string(),
+            &cand_dir.display().to_string(),
+            "--out",
+            &cmp_dir.path().display().to_string(),
+        ],
+        base_dir,
+    );
+    crate::util::assert_exit(&out, 0);
+    let mut csv = csv::Reader::from_path(cmp_dir.path().join("compare.csv")).unwrap();
+    let header: Vec<String> = csv.headers().unwrap().iter().map(String::from).collect();
+    let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    let labels: Vec<&str> = rows.iter().map(|r| &r[0]).collect();
+    assert_eq!(labels, ["1", "3", "TOTAL"]);
+    let ms = |us: u64| format!("{:.3}", us as f64 / 1000.0);
+    let (base, cand) = (&runs[0].1, &runs[1].1);
+    for (i, label) in labels.iter().enumerate() {
+        let level = |r: &hubload::run_report::Report| {
+            r.levels
+                .iter()
+                .chain(r.total.as_ref())
+                .find(|l| l.label == *label)
+                .unwrap()
+                .server_timing
+                .clone()
+        };
+        let (b, c) = (level(base), level(cand));
+        assert_eq!(b["broker"].p50_us, 1_000, "level {label}");
+        assert_eq!(c["broker"].p50_us, 2_000, "level {label}");
+        for stage in ["broker", "hub"] {
+            for (p, bv, cv) in [
+                ("p50", b[stage].p50_us, c[stage].p50_us),
+                ("p99", b[stage].p99_us, c[stage].p99_us),
+            ] {
+                let cell = |what: &str| {
+                    rows[i][col(&format!("Server-Timing {stage} {p} {what} (ms)"))].to_string()
+                };
+                assert_eq!(cell("baseline"), ms(bv), "{label} {stage} {p}");
+                assert_eq!(cell("candidate"), ms(cv), "{label} {stage} {p}");
+                let delta = (cv as i64 - bv as i64) as f64 / 1000.0;
+                assert_eq!(cell("delta"), format!("{delta:.3}"), "{label} {stage} {p}");
+            }
+        }
+        let delta = &rows[i][col("Server-Timing broker p50 delta (ms)")];
+        assert_eq!(delta, "1.000", "level {label}");
+    }
+    let html = std::fs::read_to_string(cmp_dir.path().join("compare.html")).unwrap();
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&html, opts).unwrap();
+    let table = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("server-timing-table"))
+        .expect("the Server-Timing table");
+    let cells: Vec<Vec<String>> = table
+        .descendants()
+        .filter(|n| n.has_tag_name("tr"))
+        .skip(1)
+        .map(|tr| {
+            tr.children()
+                .filter(|n| n.has_tag_name("td"))
+                .map(|td| td.text().unwrap_or("").to_string())
+                .collect()
+        })
+        .collect();
+    // Two stages per level and TOTAL; the broker rows say +1.00 ms at p50.
+    assert_eq!(cells.len(), 6, "{html}");
+    for r in cells.iter().filter(|r| r[1] == "broker") {
+        assert_eq!(r[2..5], ["1.00", "2.00", "+1.00"], "{r:?}");
+    }
+}

@@ -47,6 +47,8 @@ pub struct Head {
     pub target: Range<usize>,
     /// The `X-Hub-Signature` value, if any.
     pub signature: Option<Range<usize>>,
+    /// The first `Hub-Timing` value (the publish's stages a hub carries), if any.
+    pub hub_timing: Option<Range<usize>>,
     /// The body's framing.
     pub framing: Framing,
     /// Whether the connection stays open after the answer.
@@ -123,6 +125,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
     let http10 = minor == 0;
     let (mut length, mut chunked, mut codings) = (None, false, 0);
     let (mut close, mut keep, mut expect, mut signature) = (false, false, false, None);
+    let mut hub_timing = None;
     for f in req.headers.iter() {
         let name = f.name.as_bytes();
         let eq = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
@@ -146,6 +149,8 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
             expect |= f.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         } else if eq("x-hub-signature") {
             signature = Some(at(f.value));
+        } else if hub_timing.is_none() && eq("hub-timing") {
+            hub_timing = Some(at(f.value));
         }
     }
     let framing = match (codings, length) {
@@ -165,6 +170,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
         },
         target: at(path.as_bytes()),
         signature,
+        hub_timing,
         framing,
         keep_alive: !close && (!http10 || keep),
         expect_continue: expect && !http10,
@@ -208,6 +214,11 @@ mod tests {
         assert_eq!(whole.len, end);
         assert_eq!(&POST[whole.target.clone()], b"/cb/1/2");
         assert_eq!(&POST[whole.signature.clone().unwrap()], b"sha256=ab");
+        assert_eq!(whole.hub_timing, None);
+        // The first `Hub-Timing`, any case.
+        let timed = "POST /cb/1/2 HTTP/1.1\r\nhub-timing: hub;dur=1\r\nHub-Timing: x\r\n\r\n";
+        let h = head(timed).unwrap().unwrap();
+        assert_eq!(&timed[h.hub_timing.unwrap()], "hub;dur=1");
         assert_eq!(
             (whole.method, whole.framing, whole.keep_alive),
             (Method::Post, Framing::Length(5), true)

@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use crate::batch::{Attempt, Batch, Final};
 use crate::callback_conn::{Answer, Conn, Failure, Target};
 use crate::config::RetryPolicy;
+use crate::server_timing::HUB_TIMING;
 use crate::sign::SIGNATURE_LEN;
 use crate::stats::{Counters, DropReason};
 use crate::topic::{Queued, Subscription, Topic};
@@ -284,6 +285,8 @@ impl Pool {
             return;
         };
         conn.start();
+        // One clock read per write: its deliveries leave together.
+        let now = std::time::Instant::now();
         let mut bodies: Vec<&[u8]> = Vec::with_capacity(due.len());
         for &i in due.iter() {
             let d = batch.item(i);
@@ -299,6 +302,10 @@ impl Pool {
                     head.extend_from_slice(b"X-Hub-Signature: ");
                     head.extend_from_slice(sig);
                     head.extend_from_slice(b"\r\n");
+                }
+                if let Some(t) = &d.item.content.timing {
+                    // Writing into a Vec cannot fail.
+                    let _ = write!(head, "{HUB_TIMING}: {}\r\n", t.value(now));
                 }
                 // Writing into a Vec cannot fail.
                 let _ = write!(head, "Content-Length: {}\r\n\r\n", body.len());
@@ -373,6 +380,9 @@ impl Pool {
         }
         if let Some(sig) = signature {
             req = req.header("X-Hub-Signature", sig);
+        }
+        if let Some(t) = &d.timing {
+            req = req.header(HUB_TIMING, t.value(std::time::Instant::now()));
         }
         match req.send().await {
             Ok(r) => Ok(r.status().as_u16()),

@@ -17,6 +17,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use crate::conn::ConnHandle;
 use crate::faults::Action;
 use crate::params::{self, HubParams};
+use crate::server_timing::PublishTiming;
 use crate::state::{HubState, Inner, RegistryResult};
 use crate::stats::{Mode, Tally, Verdict};
 use crate::subscribe;
@@ -190,7 +191,10 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
             if broker_latency > Duration::ZERO {
                 tokio::time::sleep(broker_latency).await;
             }
-            let (verdict, mut response) = publish(inner, &p, content);
+            // Accepted now (the injected broker latency is behind it): what each delivery's
+            // `Hub-Timing` carries.
+            let timing = PublishTiming::accepted_now(arrived, broker_latency);
+            let (verdict, mut response) = publish(inner, &p, content, timing);
             crate::server_timing::stamp(&mut response, arrived, broker_latency);
             (verdict, response)
         }
@@ -298,17 +302,17 @@ async fn broker_publish(
         .is_some_and(|t| t.registered.load(Relaxed));
     if !registered {
         // Counts the denial (per topic) exactly as the in-memory hub does.
-        let r = inner.publish(topic, None);
+        let r = inner.publish(topic, None, None);
         debug_assert_eq!(r, RegistryResult::Unknown);
         let mut response = params::denied(StatusCode::NOT_FOUND, &params::not_registered(topic));
         crate::server_timing::stamp(&mut response, arrived, Duration::ZERO);
         return (Verdict::Denied, response);
     }
-    let (outcome, took) = crate::broker::publish::send(broker, topic, content).await;
+    let (outcome, took) = crate::broker::publish::send(broker, topic, content, arrived).await;
     let (verdict, mut response) = match &outcome {
         hubload_servicebus::SendOutcome::Accepted => {
             // Counts the publish; no content: delivery is the broker's subscriptions' job.
-            inner.publish(topic, None);
+            inner.publish(topic, None, None);
             (Verdict::Accepted, params::accepted())
         }
         other => (
@@ -352,12 +356,13 @@ fn publish(
     inner: &Inner,
     p: &HubParams<'_>,
     content: Option<(Bytes, Option<header::HeaderValue>)>,
+    timing: PublishTiming,
 ) -> (Verdict, Response) {
     let t = match topic(inner, p) {
         Ok(t) => t,
         Err(reason) => return bad_request(reason),
     };
-    match inner.publish(t, content) {
+    match inner.publish(t, content, Some(timing)) {
         RegistryResult::Ok => (Verdict::Accepted, params::accepted()),
         RegistryResult::OverMemory => (
             Verdict::OverMemory,

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use crate::config::HubConfig;
 use crate::distribute::Workers;
 use crate::faults::FaultConfig;
+use crate::server_timing::PublishTiming;
 use crate::stats::{Counters, Mode, StatsSnapshot, TopicStats};
 use crate::topic::{Budget, Charge, Content, Subscription, Topic};
 
@@ -247,6 +248,7 @@ impl Inner {
         &self,
         name: &str,
         content: Option<(Bytes, Option<HeaderValue>)>,
+        timing: Option<PublishTiming>,
     ) -> RegistryResult {
         let topic = match self.topic(name) {
             Some(t) if t.registered.load(Relaxed) => t,
@@ -263,7 +265,7 @@ impl Inner {
                 let Some(charge) = Charge::take(&self.memory, body.len() as u64) else {
                     return RegistryResult::OverMemory;
                 };
-                Some(Content::new(body, ct, charge))
+                Some(Content::new(body, ct, charge, timing))
             }
             _ => None,
         };

@@ -214,6 +214,7 @@ fn broker_verified(
         ),
         max_attempts: inner.cfg.retry.max_attempts,
         timeout: inner.cfg.delivery_timeout,
+        timings: broker.timings.clone(),
     };
     broker.subscribe(
         delivery,

@@ -14,6 +14,7 @@ use axum::http::HeaderValue;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
+use crate::server_timing::PublishTiming;
 use crate::sign::{Signer, SIGNATURE_LEN};
 use crate::stats::{Counters, DropReason, TopicCounters, TopicStats};
 
@@ -78,14 +79,23 @@ impl Drop for Charge {
 pub(crate) struct Content {
     pub body: Bytes,
     pub content_type: Option<HeaderValue>,
+    /// The publish's stages, for each delivery's `Hub-Timing` header.
+    pub timing: Option<PublishTiming>,
     _memory: Charge,
 }
 
 impl Content {
-    pub fn new(body: Bytes, content_type: Option<HeaderValue>, memory: Charge) -> Arc<Content> {
+    /// Content whose deliveries carry `timing` (`Hub-Timing`) when there is one.
+    pub fn new(
+        body: Bytes,
+        content_type: Option<HeaderValue>,
+        memory: Charge,
+        timing: Option<PublishTiming>,
+    ) -> Arc<Content> {
         Arc::new(Content {
             body,
             content_type,
+            timing,
             _memory: memory,
         })
     }
@@ -341,6 +351,7 @@ mod tests {
             Bytes::from_static(b"0123456789"),
             None,
             Charge::take(&memory, 10).unwrap(),
+            None,
         );
         let stop = CancellationToken::new();
         let (sub, rx) = Subscription::new("http://127.0.0.1:1/cb", None, u64::MAX, (2, 35), stop);
@@ -374,6 +385,7 @@ mod tests {
                 Bytes::from_static(b),
                 None,
                 Charge::take(&memory, b.len() as u64).unwrap(),
+                None,
             ))
         };
         let (a, b) = (content(b"a"), content(b"b"));

@@ -112,7 +112,7 @@ pub fn compare(
     );
     print!("{}", compare::server_series::render_server(&b, &c));
     // The stages both servers declared (Server-Timing), when either did.
-    if let Some(st) = compare::server_timing_deltas::render_server_timing(&b, &c) {
+    if let Some(st) = compare::server_timing_deltas::render_server_timing(&cmp.server_timing) {
         print!("{st}");
     }
     let dir = out.map_or_else(|| PathBuf::from("."), Path::to_path_buf);

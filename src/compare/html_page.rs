@@ -186,6 +186,9 @@ pub fn render_html(cmp: &Comparison, rules: &[FailIf], violations: &[Violation])
         );
         b.push_str(&metric_tables(cmp, &delivery));
     }
+    b.push_str(&super::server_timing_deltas::render_html(
+        &cmp.server_timing,
+    ));
     let _ = write!(
         b,
         "<p class=\"meta\">Δ = candidate − baseline; Δ % is relative to the baseline. Changes of \

@@ -159,12 +159,18 @@ pub fn csv_header(metrics: &[Metric]) -> Vec<String> {
 }
 
 /// `compare.csv`: one row per level and TOTAL, wide, ready for a spreadsheet; the delivery
-/// columns follow when both runs have deliveries. Cells of a missing side (or section) are
+/// columns follow when both runs have deliveries, then per `Server-Timing` stage either run
+/// declared its p50 and p99 columns. Cells of a missing side (or section) are
 /// empty; a relative delta from a zero baseline is empty.
 pub fn render_csv(cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
     let metrics = cmp.metrics();
+    let stages = super::server_timing_deltas::csv_names(&cmp.server_timing);
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(csv_header(&metrics))?;
+    let mut header = csv_header(&metrics);
+    for name in &stages {
+        header.extend(super::server_timing_deltas::csv_header(name));
+    }
+    w.write_record(header)?;
     for row in cmp.rows() {
         let mut rec = vec![row.label.clone(), row.presence().as_str().to_string()];
         for &m in &metrics {
@@ -181,6 +187,13 @@ pub fn render_csv(cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
                 }
                 None => rec.extend([String::new(), String::new()]),
             }
+        }
+        for name in &stages {
+            rec.extend(super::server_timing_deltas::csv_cells(
+                &cmp.server_timing,
+                &row.label,
+                name,
+            ));
         }
         w.write_record(&rec)?;
     }

@@ -16,6 +16,7 @@ mod reporter;
 pub mod server_csv;
 pub mod table;
 pub mod table_delivery;
+pub mod table_delivery_stages;
 pub mod table_server_timing;
 pub mod topics_csv;
 pub mod whatif_csv;

@@ -114,6 +114,10 @@ impl Reporter for TableReporter {
         if let Some(d) = super::table_delivery::render_delivery_table(report) {
             t.push_str(&d);
         }
+        // When the hub carried each publish's stages to its deliveries (Hub-Timing).
+        if let Some(st) = super::table_delivery_stages::render_delivery_stages_table(report) {
+            t.push_str(&st);
+        }
         // When the server declared its stages (Server-Timing), where the time went.
         if let Some(st) = super::table_server_timing::render_server_timing_table(report) {
             t.push_str(&st);

@@ -166,6 +166,8 @@ mod tests {
             per_second: None,
             churn: None,
             dead_letter_reasons: Default::default(),
+            stages: Default::default(),
+            stages_malformed: 0,
         }
     }
 

@@ -4,10 +4,23 @@
 use super::precision::ms3;
 use crate::align::align;
 use crate::run_report::Report;
+use crate::summary::server_timing::ServerTimingReport;
 use crate::summary::time_split::time_split;
 
 /// The block's columns.
 const HEAD: [&str; 6] = ["Level", "Stage", "Count", "p50", "p99", "max"];
+
+/// One stage's line: level, stage, count, p50, p99, max (ms).
+pub(crate) fn stage_row(level: &str, name: &str, r: &ServerTimingReport) -> [String; 6] {
+    [
+        level.to_string(),
+        name.to_string(),
+        r.count.to_string(),
+        ms3(r.p50_us as f64),
+        ms3(r.p99_us as f64),
+        ms3(r.max_us as f64),
+    ]
+}
 
 /// The block, or `None` when no level has a declared stage.
 pub fn render_server_timing_table(report: &Report) -> Option<String> {
@@ -23,14 +36,7 @@ pub fn render_server_timing_table(report: &Report) -> Option<String> {
             continue;
         };
         for (name, r) in &row.server_timing {
-            grid.push(vec![
-                row.label.clone(),
-                name.clone(),
-                r.count.to_string(),
-                ms3(r.p50_us as f64),
-                ms3(r.p99_us as f64),
-                ms3(r.max_us as f64),
-            ]);
+            grid.push(stage_row(&row.label, name, r).into());
         }
         grid.push(vec![
             row.label.clone(),

@@ -3,8 +3,10 @@
 //! level and its JTL synced, thresholds judged; then the side-by-side report when there are two.
 
 pub mod embedded;
+mod embedded_emulator;
 mod levels;
 mod local_limits;
+mod own_thread;
 mod path;
 pub mod record;
 mod run_inputs;

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use hubload_servicebus::{ConnectionString, SbSender, SenderConfig};
 use tokio_util::sync::CancellationToken;
 
+use super::embedded_emulator::EmbeddedEmulator;
+use super::own_thread::{self, OwnThread};
 use super::path::TargetPath;
 use super::record::RunRecord;
 use crate::config::{RunConfig, SbTopics, TargetKind};
@@ -26,16 +27,10 @@ const TOKEN_TTL: Duration = Duration::from_secs(60 * 60);
 /// whatever `--connect-timeout` says (a TLS + AMQP + CBS handshake to Azure takes several RTTs).
 const MIN_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The embedded emulator on 127.0.0.1 with an ephemeral port and its development key.
-pub(crate) async fn start_emulator() -> anyhow::Result<EmulatorHandle> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("cannot start the embedded Service Bus emulator: binding 127.0.0.1")?;
-    let emu = Emulator::start(listener, EmulatorConfig::default())
-        .await
-        .context("cannot start the embedded Service Bus emulator")?;
-    tracing::info!(addr = %emu.addr(), "embedded Service Bus emulator started");
-    Ok(emu)
+/// The embedded emulator on 127.0.0.1 with an ephemeral port and its development key, on its
+/// own runtime thread.
+pub(crate) async fn start_emulator() -> anyhow::Result<EmbeddedEmulator> {
+    EmbeddedEmulator::start().await
 }
 
 fn mapping_label(m: &SbTopics) -> String {
@@ -51,9 +46,11 @@ pub(crate) struct ServiceBusPath<'a> {
     url: url::Url,
     endpoint: String,
     target: ServiceBusTarget,
-    emulator: Option<EmulatorHandle>,
+    emulator: Option<EmbeddedEmulator>,
     /// The connection, for broker subscribers (`--subscribers`).
     connection: ConnectionString,
+    /// The sender's own runtime thread beside the embedded hub (dropped after the target).
+    _sender_thread: Option<OwnThread>,
 }
 
 impl<'a> ServiceBusPath<'a> {
@@ -65,6 +62,9 @@ impl<'a> ServiceBusPath<'a> {
         workload: &Arc<Workload>,
         shared: Option<ConnectionString>,
     ) -> anyhow::Result<Self> {
+        // Beside the embedded hub on the same emulator, the sender gets a thread of its own as
+        // the hub's has, so the two paths' sends are on an equal footing.
+        let own_thread = shared.is_some();
         // Which connection, decided once: the flag's, the shared emulator's, or a new one's.
         let (cs, emulator) = match (&cfg.target.sb_connection_string, shared) {
             // The parser's errors name the field and never quote a value.
@@ -86,14 +86,20 @@ impl<'a> ServiceBusPath<'a> {
                 cs.host
             )
         })?;
-        let sender = SbSender::connect(SenderConfig {
+        let sender_cfg = SenderConfig {
             connection: cs.clone(),
             connections: cfg.target.sb_connections as usize,
             connect_timeout: cfg.client.connect_timeout.max(MIN_CONNECT_TIMEOUT),
             send_timeout: cfg.client.timeout,
             token_ttl: TOKEN_TTL,
-        })
-        .await?;
+        };
+        // The connections' engines run where they are opened.
+        let (sender, sender_thread) = if own_thread {
+            let (s, t) = own_thread::start("sb-sender", || SbSender::connect(sender_cfg)).await?;
+            (s?, Some(t))
+        } else {
+            (SbSender::connect(sender_cfg).await?, None)
+        };
         let target = ServiceBusTarget::new(
             Arc::new(sender),
             workload.clone(),
@@ -107,6 +113,7 @@ impl<'a> ServiceBusPath<'a> {
             target,
             emulator,
             connection: cs,
+            _sender_thread: sender_thread,
         })
     }
 }

@@ -29,14 +29,19 @@ impl ServerTimingStats {
         self.malformed += u64::from(t.malformed);
         self.unnamed += u64::from(t.unnamed);
         for (name, us) in t.metrics() {
-            // A lookup by `&str` first: the name's `String` is made once per stats.
-            match self.by_name.get_mut(name) {
-                Some(h) => record(h, us),
-                None => {
-                    let mut h = new_histogram();
-                    record(&mut h, us);
-                    self.by_name.insert(name.to_owned(), h);
-                }
+            self.record_us(name, us);
+        }
+    }
+
+    /// Record one duration (µs) of metric `name`.
+    pub fn record_us(&mut self, name: &str, us: u64) {
+        // A lookup by `&str` first: the name's `String` is made once per stats.
+        match self.by_name.get_mut(name) {
+            Some(h) => record(h, us),
+            None => {
+                let mut h = new_histogram();
+                record(&mut h, us);
+                self.by_name.insert(name.to_owned(), h);
             }
         }
     }

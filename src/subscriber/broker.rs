@@ -158,7 +158,14 @@ async fn receive_loop(
         };
         let received_ns = receive::now_ns(&sh.tracker);
         let duplicates = sub.state().counts.duplicates;
-        let answer = deliver(&sh, sub, None, &msg.body, received_ns);
+        let answer = deliver(
+            &sh,
+            sub,
+            None,
+            &msg.body,
+            received_ns,
+            &crate::result::ServerTimings::NONE,
+        );
         if msg.delivery_count > 0 {
             // Delivered again by the broker after an acknowledgement it never applied: a
             // redelivery, counted apart from duplicates.

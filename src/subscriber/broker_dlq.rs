@@ -15,8 +15,8 @@ use std::time::Duration;
 use hubload_servicebus::{Received, ReceiverConfig, SbReceiver};
 use tokio_util::sync::CancellationToken;
 
-use super::receive::check;
 use super::fleet_shared::Shared;
+use super::receive::check;
 
 /// How long one receive call waits before the loop looks at its stop token again.
 const RECEIVE_WAIT: Duration = Duration::from_millis(200);

@@ -346,6 +346,7 @@ impl Fleet {
             let _ = out.e2e_from_accepted.add(&st.e2e_from_accepted);
             st.e2e_from_start.reset();
             st.e2e_from_accepted.reset();
+            out.stages += &std::mem::take(&mut st.stages);
             out.seconds += &std::mem::take(&mut st.seconds);
             for (reason, n) in std::mem::take(&mut st.dead_reasons) {
                 *out.dead_letter_reasons.entry(reason).or_default() += n;

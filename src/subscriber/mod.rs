@@ -19,6 +19,7 @@ mod h2c;
 mod hist_serde;
 mod receive;
 mod server;
+pub mod stages;
 mod stats;
 mod subscribe;
 mod tracker;

@@ -11,7 +11,7 @@ use super::behaviour::{Answer, Behaviour};
 use super::bitmap::SeqBitmap;
 use super::stats::{DeliveryCounts, DeliverySeconds};
 use super::tracker::{DeliveryTracker, SentEvent};
-use crate::stats::{new_histogram, record, Histogram};
+use crate::stats::{new_histogram, record, Histogram, ServerTimingStats};
 use crate::workload::Workload;
 
 /// What the content of one delivery is, decided without the subscriber's state.
@@ -145,6 +145,10 @@ pub struct SubState {
     pub e2e_from_start: Histogram,
     /// Accepted → received, µs.
     pub e2e_from_accepted: Histogram,
+    /// The hub's `Hub-Timing` stages of the deliveries counted delivered (`stages.rs`).
+    pub stages: ServerTimingStats,
+    /// The end-to-end latency (µs) of the last delivery counted delivered.
+    pub last_e2e_us: u64,
     /// Delivered per second since `origin_ns` (only `delivered` is filled here).
     pub seconds: DeliverySeconds,
     /// The level's measured start on the tracker's clock (ns).
@@ -186,6 +190,8 @@ impl SubState {
             counts: DeliveryCounts::default(),
             e2e_from_start: new_histogram(),
             e2e_from_accepted: new_histogram(),
+            stages: ServerTimingStats::default(),
+            last_e2e_us: 0,
             seconds: DeliverySeconds::default(),
             origin_ns: 0,
             max_sent_ns: 0,
@@ -322,10 +328,8 @@ impl SubState {
         DeliverySeconds::bump(&mut self.seconds.delivered, second as usize, 1);
         match sent {
             Some(s) => {
-                record(
-                    &mut self.e2e_from_start,
-                    received_ns.saturating_sub(s.sent_ns) / 1000,
-                );
+                self.last_e2e_us = received_ns.saturating_sub(s.sent_ns) / 1000;
+                record(&mut self.e2e_from_start, self.last_e2e_us);
                 match s.accepted_ns {
                     Some(a) if a <= received_ns => {
                         record(&mut self.e2e_from_accepted, (received_ns - a) / 1000);
@@ -341,7 +345,8 @@ impl SubState {
             None => {
                 // Another process (or a ring too small) sent it: the body's wall clock, skew included.
                 c.e2e_from_body += 1;
-                record(&mut self.e2e_from_start, unix_us().saturating_sub(sent_us));
+                self.last_e2e_us = unix_us().saturating_sub(sent_us);
+                record(&mut self.e2e_from_start, self.last_e2e_us);
             }
         }
         answer

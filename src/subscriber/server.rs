@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::fleet_shared::{Intent, Shared, Subscriber};
 use super::receive::{self, check};
+use crate::result::ServerTimings;
 use crate::serve::{Handler, ServerDeadlines, ServerStats};
 
 /// The largest delivery body taken (larger ones are answered 413).
@@ -47,6 +48,8 @@ pub(crate) struct Asked {
     /// The query of a GET (verification).
     query: String,
     signature: Option<([u8; SIGNATURE_MAX], usize)>,
+    /// The hub's `Hub-Timing` of a delivery (read inline: no allocation).
+    timing: ServerTimings,
     /// When its head was whole, on the tracker's clock.
     received_ns: u64,
 }
@@ -74,6 +77,14 @@ impl Asked {
                 String::new()
             },
             signature,
+            timing: match &head.hub_timing {
+                Some(r) if head.method == Method::Post => {
+                    let mut t = ServerTimings::NONE;
+                    t.add_header(&buf[r.clone()]);
+                    t
+                }
+                _ => ServerTimings::NONE,
+            },
             received_ns,
         }
     }
@@ -132,7 +143,14 @@ fn answer(sh: &Shared, asked: &Asked, body: &[u8], received_ns: u64) -> (u16, Op
     if asked.method == Method::Get {
         return verify(sh, sub, &asked.query);
     }
-    let answer = deliver(sh, sub, Some(asked.signature()), body, received_ns);
+    let answer = deliver(
+        sh,
+        sub,
+        Some(asked.signature()),
+        body,
+        received_ns,
+        &asked.timing,
+    );
     (answer.status(), None)
 }
 
@@ -178,13 +196,15 @@ fn verify(sh: &Shared, sub: &Subscriber, query: &str) -> (u16, Option<String>) {
 
 /// A delivery (WebSub §7, or a broker subscriber's message): match it to its event, count
 /// it; the answer the behaviour says. `signature` is the `X-Hub-Signature` to check (WebSub);
-/// `None` checks none (a broker message carries no signature).
+/// `None` checks none (a broker message carries no signature). `timing` is the hub's
+/// `Hub-Timing`, recorded for a delivery counted delivered.
 pub(super) fn deliver(
     sh: &Shared,
     sub: &Subscriber,
     signature: Option<Option<&[u8]>>,
     body: &[u8],
     received_ns: u64,
+    timing: &ServerTimings,
 ) -> super::behaviour::Answer {
     let base = sh.base.load(Relaxed);
     let c = check(
@@ -208,6 +228,10 @@ pub(super) fn deliver(
     let mut st = sub.state();
     let delivered = st.counts.delivered;
     let answer = st.receive(id, &sh.behaviour, c, sent, received_ns);
+    if st.counts.delivered > delivered {
+        let e2e_us = st.last_e2e_us;
+        super::stages::record_stages(&mut st.stages, timing, e2e_us);
+    }
     if st.counts.delivered > delivered && seq.is_some_and(|s| st.closes_gap(s)) {
         // Owed again from here: what was published before this delivery stays in the gap.
         let now = sh.tracker.published_snapshot();

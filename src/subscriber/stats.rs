@@ -9,7 +9,7 @@ use std::ops::AddAssign;
 use serde::{Deserialize, Serialize};
 
 use super::churn_stats::ChurnStats;
-use crate::stats::{new_histogram, Histogram};
+use crate::stats::{new_histogram, Histogram, ServerTimingStats};
 
 /// Delivery counters of one subscriber (or of many, added up).
 #[derive(
@@ -159,6 +159,9 @@ pub struct DeliveryLevelStats {
     /// Accepted answer read → delivery received, µs.
     #[serde(with = "super::hist_serde")]
     pub e2e_from_accepted: Histogram,
+    /// The hub's `Hub-Timing` stages of the deliveries, and the rest, µs.
+    #[serde(with = "super::stages")]
+    pub stages: ServerTimingStats,
     /// Owed and delivered per second since the level's measured start.
     pub seconds: DeliverySeconds,
     /// Subscription churn (`--subscriber-churn`); `None` without it.
@@ -181,6 +184,7 @@ impl Default for DeliveryLevelStats {
             unverified_subscribers: 0,
             e2e_from_start: new_histogram(),
             e2e_from_accepted: new_histogram(),
+            stages: ServerTimingStats::default(),
             seconds: DeliverySeconds::default(),
             churn: None,
             longest_gap_us: 0,
@@ -200,6 +204,7 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         // Same layout and auto-resize: adding cannot fail.
         let _ = self.e2e_from_start.add(&o.e2e_from_start);
         let _ = self.e2e_from_accepted.add(&o.e2e_from_accepted);
+        self.stages += &o.stages;
         self.seconds += &o.seconds;
         if let Some(c) = &o.churn {
             *self.churn.get_or_insert_with(ChurnStats::default) += c;

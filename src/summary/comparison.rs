@@ -388,6 +388,8 @@ pub struct Comparison {
     pub baseline_delivery: bool,
     /// Whether the candidate has one.
     pub candidate_delivery: bool,
+    /// The `Server-Timing` stages per level both runs have (empty when neither declared one).
+    pub server_timing: Vec<StageRow>,
 }
 
 impl Comparison {
@@ -404,5 +406,26 @@ impl Comparison {
             m.extend(Metric::DELIVERY);
         }
         m
+    }
+}
+
+/// One stage of one level, in the runs that declared it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageRow {
+    /// The level label ("8", "TOTAL").
+    pub label: String,
+    /// The metric name the server declared (`hub`, `broker`, …).
+    pub name: String,
+    pub baseline: Option<super::server_timing::ServerTimingReport>,
+    pub candidate: Option<super::server_timing::ServerTimingReport>,
+}
+
+impl StageRow {
+    /// Candidate − baseline of `p` (µs), when both runs declared the stage.
+    pub fn delta_us(&self, p: fn(&super::server_timing::ServerTimingReport) -> u64) -> Option<i64> {
+        match (&self.baseline, &self.candidate) {
+            (Some(b), Some(c)) => Some(p(c) as i64 - p(b) as i64),
+            _ => None,
+        }
     }
 }

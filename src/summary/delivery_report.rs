@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::latency::{latency, LatencyUs};
+use super::server_timing::{server_timing_report, ServerTimingReport};
 use crate::stats::Histogram;
 use crate::subscriber::{
     ChurnSeconds, ChurnStats, DeliveryCounts, DeliveryLevelStats, DeliverySeconds,
@@ -96,6 +97,14 @@ pub struct DeliveryReport {
     /// (e.g. `MaxDeliveryCountExceeded`); absent when nothing was dead-lettered.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dead_letter_reasons: BTreeMap<String, u64>,
+    /// Where the end-to-end latency went, per stage: the hub's `Hub-Timing` on each delivery
+    /// (`hub`, `broker`, `queue`) and hubload's `rest` (end-to-end less those), over the
+    /// deliveries counted delivered that carried it; absent when none did.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stages: BTreeMap<String, ServerTimingReport>,
+    /// `Hub-Timing` metrics that could not be read, counted and skipped (absent when 0).
+    #[serde(default, skip_serializing_if = "super::report::is_zero")]
+    pub stages_malformed: u64,
 }
 
 /// A level's subscription churn (docs/delivery.md, "Subscription churn").
@@ -204,6 +213,8 @@ pub fn delivery_report(s: &DeliveryLevelStats, seconds: f64, backlog: u64) -> De
         per_second: (!s.seconds.is_empty()).then(|| s.seconds.clone()),
         churn: s.churn.as_ref().map(ChurnReport::from),
         dead_letter_reasons: s.dead_letter_reasons.clone(),
+        stages: server_timing_report(&s.stages),
+        stages_malformed: s.stages.malformed,
     }
 }
 

@@ -313,6 +313,6 @@ pub struct LevelReport {
 }
 
 /// For `skip_serializing_if`: a zero count is left out.
-fn is_zero(n: &u64) -> bool {
+pub(super) fn is_zero(n: &u64) -> bool {
     *n == 0
 }

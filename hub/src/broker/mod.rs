@@ -5,6 +5,7 @@
 //! - `publish`: the send, the answer map, `Server-Timing: broker`;
 //! - `subscription`: a subscriber's receive loop and its deliveries;
 //! - `admin`: entity management (create a topic, delete a subscription or a topic);
+//! - `timings`: each accepted publish's stages, for its deliveries' `Hub-Timing`;
 //! - `stats`: the broker's counts in `/stats` and `/metrics`.
 //!
 //! docs/hub-servicebus.md describes the mode.
@@ -12,6 +13,7 @@
 pub(crate) mod admin;
 pub(crate) mod publish;
 pub(crate) mod subscription;
+pub(crate) mod timings;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -49,6 +51,8 @@ pub struct Broker {
     pub(crate) sender: SbSender,
     pub(crate) counters: Arc<BrokerCounters>,
     admin: Option<Arc<admin::Admin>>,
+    /// The stages of the publishes sent, for their deliveries.
+    pub(crate) timings: Arc<timings::Timings>,
     loops: Mutex<HashMap<(String, String), Loop>>,
     /// Link credit of each subscription's receiver.
     credit: u32,
@@ -87,6 +91,7 @@ impl Broker {
             sender,
             counters,
             admin,
+            timings: Arc::default(),
             loops: Mutex::default(),
             credit: 16,
         })

@@ -12,6 +12,7 @@ use hubload_servicebus::{OutgoingMessage, SendOutcome};
 
 use super::Broker;
 use crate::params;
+use crate::server_timing::PublishTiming;
 
 /// Numbers the hub's messages (`message-id` = `hub-<pid>-<n>`).
 static MESSAGE_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -68,11 +69,13 @@ pub(crate) fn failure_response(o: &SendOutcome) -> Response {
 }
 
 /// Send `content` to `topic` at the broker (a thin ping, with no content, sends an empty
-/// body) and count the outcome; how long the send took to settle.
+/// body) and count the outcome; how long the send took to settle. An accepted send's stages
+/// (the publish arrived at `arrived`) are kept for its deliveries (`timings.rs`).
 pub(crate) async fn send(
     broker: &Broker,
     topic: &str,
     content: Option<(Bytes, Option<HeaderValue>)>,
+    arrived: Instant,
 ) -> (SendOutcome, Duration) {
     let (body, content_type) = content.unwrap_or_default();
     let ct = content_type
@@ -84,6 +87,7 @@ pub(crate) async fn send(
         std::process::id(),
         MESSAGE_SEQ.fetch_add(1, Relaxed)
     );
+    broker.timings.sending(&id);
     let sent_at = Instant::now();
     let result = broker
         .sender
@@ -97,8 +101,12 @@ pub(crate) async fn send(
             },
         )
         .await;
+    let took = sent_at.elapsed();
     broker.counters.send(&result.outcome);
-    (result.outcome, sent_at.elapsed())
+    let timing = (result.outcome == SendOutcome::Accepted)
+        .then(|| PublishTiming::accepted_now(arrived, took));
+    broker.timings.settled(&id, timing);
+    (result.outcome, took)
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! it as often as the hub's retry limit allows, and abandoned otherwise (the broker delivers
 //! it again). The loop never stops silently: a lost link is re-attached by the receive
 //! client and counted as a restart; a failed receive is counted and retried; a lease that
-//! runs out, a 410 and a subscription deleted at the broker each end it, counted.
+//! runs out, a 410 and a subscription deleted at the broker each end it, counted. Each
+//! delivery carries its publish's `Hub-Timing` when this hub sent it (`timings.rs`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -16,7 +17,9 @@ use axum::http::header;
 use hubload_servicebus::{ReceiveError, Received, ReceiverConfig, SbReceiver};
 use tokio_util::sync::CancellationToken;
 
+use super::timings::Timings;
 use crate::broker_stats::BrokerCounters;
+use crate::server_timing::{PublishTiming, HUB_TIMING};
 use crate::sign::{Signer, SIGNATURE_LEN};
 use crate::stats::Counters;
 use crate::topic::Topic;
@@ -38,6 +41,8 @@ pub(crate) struct Delivery {
     /// Deliveries of one message before it is dead-lettered (the hub's retry attempts).
     pub max_attempts: u32,
     pub timeout: Duration,
+    /// The stages of the publishes this hub sent, for each delivery's `Hub-Timing`.
+    pub timings: Arc<Timings>,
 }
 
 /// The broker subscription's name for a callback: `hub-` and 16 hex digits of its SHA-256
@@ -186,7 +191,11 @@ async fn run(
             }
         };
         d.broker.receives.fetch_add(1, Relaxed);
-        let status = post(d, callback, signer.as_ref(), &msg).await;
+        let timing = match &msg.message_id {
+            Some(id) => d.timings.get(id).await,
+            None => None,
+        };
+        let status = post(d, callback, signer.as_ref(), &msg, timing).await;
         if deliver_outcome(d, &mut rx, &msg, status).await {
             break Ended::Removed;
         }
@@ -259,6 +268,7 @@ async fn post(
     callback: &str,
     signer: Option<&Signer>,
     msg: &Received,
+    timing: Option<PublishTiming>,
 ) -> Option<u16> {
     let mut req = d
         .client
@@ -272,6 +282,9 @@ async fn post(
     if let Some(s) = signer {
         let mut buf = [0; SIGNATURE_LEN];
         req = req.header("X-Hub-Signature", s.sign(&msg.body, &mut buf).to_owned());
+    }
+    if let Some(t) = timing {
+        req = req.header(HUB_TIMING, t.value(std::time::Instant::now()));
     }
     match req.send().await {
         Ok(r) => Some(r.status().as_u16()),

@@ -64,7 +64,9 @@ pub async fn entity_sender(
                 Err(EntityError::NotFound(_)) => {
                     // The entity went (deleted through the administration API) while the
                     // link waited for credit.
-                    let _ = sender.close_with_error(super::deleted::not_found(&store.path)).await;
+                    let _ = sender
+                        .close_with_error(super::deleted::not_found(&store.path))
+                        .await;
                     return;
                 }
             }

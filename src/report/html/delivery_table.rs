@@ -5,6 +5,7 @@ use std::fmt::Write;
 use super::markup::{head_cells, table, Cell};
 use super::svg::escape;
 use crate::report::table_delivery::{cells, dead_letter_note, delivery_rows, not_yet_note, HEAD};
+use crate::report::table_delivery_stages::{malformed_note, stage_rows, HEAD as STAGES_HEAD};
 use crate::run_report::Report;
 
 /// The "Deliveries per level" section (with the `NotYet` note when a level has any), or
@@ -42,6 +43,33 @@ pub fn section(report: &Report) -> String {
             "<p class=\"meta\" id=\"dead-lettered\">{}</p>",
             escape(&note)
         );
+    }
+    out.push_str(&stages(report));
+    out
+}
+
+/// Where the deliveries' end-to-end latency went (the hub's `Hub-Timing`), when any carried it.
+fn stages(report: &Report) -> String {
+    let rows = stage_rows(report);
+    let note = malformed_note(report);
+    if rows.is_empty() && note.is_none() {
+        return String::new();
+    }
+    let grid: Vec<Vec<Cell>> = rows
+        .into_iter()
+        .map(|[label, stage, rest @ ..]| {
+            let mut row = vec![Cell::text(&label), Cell::text(&stage)];
+            row.extend(rest.into_iter().map(Cell::num));
+            row
+        })
+        .collect();
+    let mut out = String::from(
+        "<h3 id=\"delivery-stages\">Delivery stages (Hub-Timing, ms: end-to-end = hub + broker \
+         + queue + rest per delivery)</h3>",
+    );
+    out.push_str(&table(&head_cells(&STAGES_HEAD), &grid, false));
+    if let Some(note) = note {
+        let _ = write!(out, "<p class=\"meta\">{}</p>", escape(&note));
     }
     out
 }
