@@ -9,6 +9,15 @@ use hubload_hub::{HubConfig, HubState};
 use hubload_servicebus::ConnectionString;
 use tokio::sync::oneshot;
 
+/// The namespace the embedded hub runs on in broker mode: its connection string and the
+/// `http://host:port` of its administration API (entities are then created and deleted as
+/// on Azure; `None` leaves them to the emulator, which makes them on first use).
+#[derive(Debug, Clone)]
+pub struct HubBroker {
+    pub cs: ConnectionString,
+    pub admin: Option<String>,
+}
+
 /// A running embedded hub; dropping it shuts the hub down.
 #[derive(Debug)]
 pub struct EmbeddedHub {
@@ -23,7 +32,7 @@ pub struct EmbeddedHub {
 impl EmbeddedHub {
     /// Bind 127.0.0.1:0 and serve the hub with `cfg`; with `broker`, in broker mode on that
     /// namespace (the hub connects first: a failure is this call's error).
-    pub fn start(cfg: HubConfig, broker: Option<ConnectionString>) -> anyhow::Result<Self> {
+    pub fn start(cfg: HubConfig, broker: Option<HubBroker>) -> anyhow::Result<Self> {
         let std_listener = std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
             .context("cannot start the embedded hub: binding 127.0.0.1")?;
         std_listener.set_nonblocking(true)?;
@@ -43,8 +52,8 @@ impl EmbeddedHub {
                     .expect("embedded hub runtime");
                 rt.block_on(async move {
                     // The broker's tasks (sender, receive loops) live on the hub's runtime.
-                    if let Some(cs) = broker {
-                        match hubload_hub::Broker::connect(cs, None).await {
+                    if let Some(b) = broker {
+                        match hubload_hub::Broker::connect(b.cs, b.admin.as_deref()).await {
                             Ok(b) => {
                                 serve_state.set_broker(b);
                             }

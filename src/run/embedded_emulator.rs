@@ -11,6 +11,7 @@
 use std::ops::Deref;
 
 use anyhow::Context;
+use hubload_servicebus::admin::AdminHandle;
 use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 
 use super::own_thread::{self, OwnThread};
@@ -20,29 +21,42 @@ use super::own_thread::{self, OwnThread};
 #[derive(Debug)]
 pub(crate) struct EmbeddedEmulator {
     handle: Option<EmulatorHandle>,
+    /// Its administration API (Azure's entity management), which the embedded hub's broker
+    /// mode creates and deletes topics and subscriptions through.
+    admin: Option<AdminHandle>,
     /// Dropped after the handle: the emulator's tasks run on it.
     _thread: OwnThread,
 }
 
 impl EmbeddedEmulator {
-    /// Bind 127.0.0.1:0 and serve the emulator with the default configuration on a thread of
-    /// its own.
+    /// Bind 127.0.0.1:0 and serve the emulator with the default configuration, and its
+    /// administration API on another 127.0.0.1:0, on a thread of their own.
     pub(crate) async fn start() -> anyhow::Result<Self> {
         let (started, thread) = own_thread::start("embedded-emulator", || async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-            Emulator::start(listener, EmulatorConfig::default()).await
+            let handle = Emulator::start(listener, EmulatorConfig::default()).await?;
+            let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let admin = AdminHandle::start(&handle, admin)?;
+            std::io::Result::Ok((handle, admin))
         })
         .await?;
-        let handle = started.context("cannot start the embedded Service Bus emulator")?;
-        tracing::info!(addr = %handle.addr(), "embedded Service Bus emulator started");
+        let (handle, admin) = started.context("cannot start the embedded Service Bus emulator")?;
+        tracing::info!(addr = %handle.addr(), admin = %admin.addr(), "embedded Service Bus emulator started");
         Ok(EmbeddedEmulator {
             handle: Some(handle),
+            admin: Some(admin),
             _thread: thread,
         })
     }
 
+    /// `http://127.0.0.1:PORT` of its administration API.
+    pub(crate) fn admin_url(&self) -> Option<String> {
+        self.admin.as_ref().map(|a| format!("http://{}", a.addr()))
+    }
+
     /// Stop accepting, drop every connection, wait for its tasks, then end its thread.
     pub(crate) async fn shutdown(mut self) {
+        self.admin = None;
         if let Some(h) = self.handle.take() {
             h.shutdown().await;
         }

@@ -34,6 +34,7 @@ use crate::shard_contract::{ShardSlot, ShardSpec};
 use crate::stats::Clock;
 use crate::workload::Workload;
 
+use embedded::HubBroker;
 use levels::{run_levels, shard_part};
 use path::TargetPath;
 pub use record::RunRecord;
@@ -253,6 +254,10 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     let shared_cs = shared_emulator
         .as_ref()
         .map(|e| e.connection_string_parsed());
+    let hub_broker = shared_emulator.as_ref().map(|e| HubBroker {
+        cs: e.connection_string_parsed(),
+        admin: e.admin_url(),
+    });
     for &kind in &cfg.target.kinds {
         if cancel.is_cancelled() && !reports.is_empty() {
             break;
@@ -260,7 +265,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         let dir = report_dir(out, kind, paths);
         let (report, lines) = match kind {
             TargetKind::Websub => {
-                let p = WebSubPath::open(cfg, &workload, shared_cs.clone()).await?;
+                let p = WebSubPath::open(cfg, &workload, hub_broker.clone()).await?;
                 run_path(&sh, p, &dir, spec.as_ref()).await?
             }
             TargetKind::Servicebus => {

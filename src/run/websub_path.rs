@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::embedded::EmbeddedHub;
+use super::embedded::{EmbeddedHub, HubBroker};
 use super::levels::pool_size;
 use super::path::TargetPath;
 use super::record::RunRecord;
@@ -17,7 +17,6 @@ use crate::targets::websub::{HubEndpoint, WebSubClient, WebSubTarget};
 use crate::targets::{PhaseResult, Target};
 use crate::topic_server::TopicServer;
 use crate::workload::{Topic, Workload};
-use hubload_servicebus::ConnectionString;
 
 /// A hub, resolved, with the registration client ready.
 pub(crate) struct WebSubPath<'a> {
@@ -97,7 +96,7 @@ impl<'a> WebSubPath<'a> {
     pub(crate) async fn open(
         cfg: &'a RunConfig,
         workload: &'a Arc<Workload>,
-        broker: Option<ConnectionString>,
+        broker: Option<HubBroker>,
     ) -> anyhow::Result<Self> {
         let embedded = match &cfg.target.hub_url {
             Some(_) => None,
