@@ -221,21 +221,35 @@ async fn side_by_side_keeps_the_hub_above_the_broker_up_to_32_in_flight() {
         "--target",
         "websub,servicebus",
     ];
-    sc.run_embedded(&flags).await;
-    let hub = sc.summary("websub");
-    let sb = sc.summary("servicebus");
-    let labels: Vec<&str> = hub.levels.iter().map(|l| l.label.as_str()).collect();
-    assert_eq!(labels, ["1", "8", "32"]);
-    for (h, b) in hub.levels.iter().zip(&sb.levels) {
-        assert_eq!(h.label, b.label);
-        assert_eq!((count(h, "accepted"), count(b, "accepted")), (600, 600));
-        assert_eq!(h.server_timing["broker"].count, 600, "level {}", h.label);
-        assert!(
-            h.accepted_latency_us.p50 > b.accepted_latency_us.p50,
-            "level {}: hub p50 {} µs, broker p50 {} µs",
-            h.label,
-            h.accepted_latency_us.p50,
-            b.accepted_latency_us.p50
-        );
+    // The medians of two paths measured one after the other on a shared 2-core machine: a
+    // burst from a test running beside this one can flip a sub-millisecond pair, so the run is
+    // repeated (at most 3 times) until one has the hub above the broker at every level. The
+    // counts must hold in every run; a hub whose median is structurally below the broker's
+    // (the broker path queueing behind the generator, as before the emulator had its own
+    // thread) fails all three.
+    let mut flipped = Vec::new();
+    for _ in 0..3 {
+        sc.run_embedded(&flags).await;
+        let hub = sc.summary("websub");
+        let sb = sc.summary("servicebus");
+        let labels: Vec<&str> = hub.levels.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(labels, ["1", "8", "32"]);
+        let mut below = Vec::new();
+        for (h, b) in hub.levels.iter().zip(&sb.levels) {
+            assert_eq!(h.label, b.label);
+            assert_eq!((count(h, "accepted"), count(b, "accepted")), (600, 600));
+            assert_eq!(h.server_timing["broker"].count, 600, "level {}", h.label);
+            if h.accepted_latency_us.p50 <= b.accepted_latency_us.p50 {
+                below.push(format!(
+                    "level {}: hub p50 {} µs, broker p50 {} µs",
+                    h.label, h.accepted_latency_us.p50, b.accepted_latency_us.p50
+                ));
+            }
+        }
+        if below.is_empty() {
+            return;
+        }
+        flipped.push(below.join("; "));
     }
+    panic!("the hub's median was not above the broker's in 3 runs: {flipped:?}");
 }
