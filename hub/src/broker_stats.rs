@@ -77,6 +77,18 @@ pub struct BrokerStats {
     /// Receive loops ended because their subscription or topic was gone at the broker
     /// (`amqp:not-found` on a re-attach: deleted by someone else).
     pub subscriptions_lost: u64,
+    /// Received messages settled after their lock had run out (`x-opt-locked-until`): the
+    /// broker refuses the settlement and delivers them again.
+    pub locks_expired: u64,
+    /// Tries to attach a new subscriber's receiver (before its verification) that failed;
+    /// each is tried again within the verification window.
+    pub receiver_open_failures: u64,
+    /// Verification GETs that got no answer (no connection, reset, timeout); each is tried
+    /// again within the verification window.
+    pub verify_retries: u64,
+    /// Subscribes given up because no receiver could be attached within the verification
+    /// window: the callback is sent `hub.mode=denied` and the subscription is removed.
+    pub subscribes_failed: u64,
 }
 
 /// The live counters behind [`BrokerStats`].
@@ -103,6 +115,10 @@ pub(crate) struct BrokerCounters {
     pub entity_failures: AtomicU64,
     pub leases_expired: AtomicU64,
     pub subscriptions_lost: AtomicU64,
+    pub locks_expired: AtomicU64,
+    pub receiver_open_failures: AtomicU64,
+    pub verify_retries: AtomicU64,
+    pub subscribes_failed: AtomicU64,
 }
 
 impl BrokerCounters {
@@ -147,6 +163,10 @@ impl BrokerCounters {
             entity_failures: g(&self.entity_failures),
             leases_expired: g(&self.leases_expired),
             subscriptions_lost: g(&self.subscriptions_lost),
+            locks_expired: g(&self.locks_expired),
+            receiver_open_failures: g(&self.receiver_open_failures),
+            verify_retries: g(&self.verify_retries),
+            subscribes_failed: g(&self.subscribes_failed),
         }
     }
 }
@@ -249,6 +269,30 @@ pub fn render_metrics(b: &BrokerStats, out: &mut String) {
             "counter",
             b.subscriptions_lost,
         ),
+        (
+            "hub_broker_locks_expired_total",
+            "Received messages settled after their lock had run out.",
+            "counter",
+            b.locks_expired,
+        ),
+        (
+            "hub_broker_receiver_open_failures_total",
+            "Failed tries to attach a new subscriber's receiver.",
+            "counter",
+            b.receiver_open_failures,
+        ),
+        (
+            "hub_broker_verify_retries_total",
+            "Verification GETs tried again after getting no answer.",
+            "counter",
+            b.verify_retries,
+        ),
+        (
+            "hub_broker_subscribes_failed_total",
+            "Subscribes given up: no receiver attached within the verification window.",
+            "counter",
+            b.subscribes_failed,
+        ),
     ] {
         let _ = writeln!(
             out,
@@ -293,7 +337,20 @@ mod tests {
         c.entity_failures.fetch_add(4, Relaxed);
         c.leases_expired.fetch_add(5, Relaxed);
         c.subscriptions_lost.fetch_add(6, Relaxed);
+        c.locks_expired.fetch_add(7, Relaxed);
+        c.receiver_open_failures.fetch_add(8, Relaxed);
+        c.verify_retries.fetch_add(9, Relaxed);
+        c.subscribes_failed.fetch_add(10, Relaxed);
         let s = c.snapshot();
+        assert_eq!(
+            (
+                s.locks_expired,
+                s.receiver_open_failures,
+                s.verify_retries,
+                s.subscribes_failed
+            ),
+            (7, 8, 9, 10)
+        );
         assert_eq!(
             (
                 s.entity_creates,
@@ -318,6 +375,10 @@ mod tests {
             "hub_broker_entity_failures_total 4\n",
             "hub_broker_leases_expired_total 5\n",
             "hub_broker_subscriptions_lost_total 6\n",
+            "hub_broker_locks_expired_total 7\n",
+            "hub_broker_receiver_open_failures_total 8\n",
+            "hub_broker_verify_retries_total 9\n",
+            "hub_broker_subscribes_failed_total 10\n",
         ] {
             assert!(out.contains(line), "{line}{out}");
         }

@@ -73,6 +73,17 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
+    /// Why a POST over the hub's pooled (TLS) client got no status.
+    pub fn of_reqwest(e: &reqwest::Error) -> Failure {
+        if e.is_timeout() {
+            Failure::Timeout
+        } else if e.is_connect() {
+            Failure::Connect
+        } else {
+            Failure::Error
+        }
+    }
+
     pub fn cause(self) -> &'static str {
         match self {
             Failure::Timeout => "timeout",

@@ -386,9 +386,7 @@ impl Pool {
         }
         match req.send().await {
             Ok(r) => Ok(r.status().as_u16()),
-            Err(e) if e.is_timeout() => Err(Failure::Timeout),
-            Err(e) if e.is_connect() => Err(Failure::Connect),
-            Err(_) => Err(Failure::Error),
+            Err(e) => Err(Failure::of_reqwest(&e)),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! or (un)subscribe. Each request's answer is counted once, when it is decided.
 
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -291,8 +292,8 @@ fn topic_op(inner: &Inner, mode: Mode, p: &HubParams<'_>) -> (Verdict, Response)
 /// mode, without a send; otherwise one send, answered once it settles, with
 /// `Server-Timing: broker;dur=<the send>` (docs/hub-servicebus.md).
 async fn broker_publish(
-    inner: &Inner,
-    broker: &crate::broker::Broker,
+    inner: &Arc<Inner>,
+    broker: &Arc<crate::broker::Broker>,
     topic: &str,
     content: Option<(Bytes, Option<header::HeaderValue>)>,
     arrived: std::time::Instant,
@@ -308,13 +309,24 @@ async fn broker_publish(
         crate::server_timing::stamp(&mut response, arrived, Duration::ZERO);
         return (Verdict::Denied, response);
     }
-    let (outcome, took) = crate::broker::publish::send(broker, topic, content, arrived).await;
-    let (verdict, mut response) = match &outcome {
-        hubload_servicebus::SendOutcome::Accepted => {
-            // Counts the publish; no content: delivery is the broker's subscriptions' job.
-            inner.publish(topic, None, None);
-            (Verdict::Accepted, params::accepted())
+    // Counts the publish once the broker accepted it, even if this handler is gone by then;
+    // no content: delivery is the broker's subscriptions' job.
+    let count = {
+        let (inner, topic) = (inner.clone(), topic.to_owned());
+        move || {
+            inner.publish(&topic, None, None);
         }
+    };
+    let (outcome, took) = crate::broker::publish::send_detached(
+        broker.clone(),
+        topic.to_owned(),
+        content,
+        arrived,
+        count,
+    )
+    .await;
+    let (verdict, mut response) = match &outcome {
+        hubload_servicebus::SendOutcome::Accepted => (Verdict::Accepted, params::accepted()),
         other => (
             Verdict::Broker,
             crate::broker::publish::failure_response(other),

@@ -120,7 +120,9 @@ impl HubState {
 
     /// Run on Service Bus from now on (broker mode): topics, publishes and subscriptions go
     /// through `broker`. Call before serving; `false` if a broker was set already.
-    pub fn set_broker(&self, broker: crate::broker::Broker) -> bool {
+    pub fn set_broker(&self, mut broker: crate::broker::Broker) -> bool {
+        let cfg = &self.inner.cfg;
+        broker.set_in_flight(cfg.delivery_concurrency.max(1) * cfg.delivery_pipeline.max(1));
         self.inner.broker.set(Arc::new(broker)).is_ok()
     }
 

@@ -4,8 +4,11 @@
 //! one-time challenge, and only an exact echo (2xx, body == challenge) makes the
 //! subscription active (or removes it, for `unsubscribe`).
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -131,27 +134,22 @@ async fn verify(inner: Arc<Inner>, req: SubRequest) {
     // Broker mode: the subscription exists at the broker before the subscriber hears from
     // the hub, so nothing published after its verification is missed.
     let attached = match (inner.broker.get(), req.subscribe) {
-        (Some(b), true) => match b.open_receiver(&req.topic, &req.callback).await {
-            Ok(rx) => Some(rx),
-            Err(e) => {
-                tracing::warn!(topic = %req.topic, "broker subscription not made: {e}");
-                return;
+        (Some(b), true) => {
+            let by = Instant::now() + inner.cfg.verify_timeout;
+            match open_receiver(b, &req, by).await {
+                Some(rx) => Some(rx),
+                None => {
+                    give_up(&inner, b, &req).await;
+                    return;
+                }
             }
-        },
+        }
         _ => None,
     };
     let challenge = challenge();
     let url = verification_url(&req, &challenge);
-    let echoed = match inner
-        .client
-        .get(&url)
-        .timeout(inner.cfg.verify_timeout)
-        .send()
-        .await
-    {
-        Ok(r) if r.status().is_success() => r.bytes().await.is_ok_and(|b| b == challenge),
-        Ok(_) | Err(_) => false,
-    };
+    let retries = inner.broker.get().map(|b| &b.counters.verify_retries);
+    let echoed = ask(&inner, &url, &challenge, retries).await;
     let topic = inner.topic(&req.topic);
     if let (Some(broker), Some(topic), true) = (inner.broker.get(), &topic, echoed) {
         broker_verified(&inner, broker, topic, &req, attached);
@@ -180,6 +178,95 @@ async fn verify(inner: Arc<Inner>, req: SubRequest) {
     } else {
         topic.unsubscribe_where(|s| s.callback == req.callback);
         tracing::debug!(callback = %req.callback, topic = %req.topic, "unsubscribed");
+    }
+}
+
+/// Pause between tries of a broker-mode subscribe's receiver attach or verification GET.
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+/// Attach the receiver of a subscribe in broker mode, trying again after each failure
+/// (counted in `receiver_open_failures`) until `by`; `None` when no try succeeded by then.
+async fn open_receiver(
+    b: &crate::broker::Broker,
+    req: &SubRequest,
+    by: Instant,
+) -> Option<hubload_servicebus::SbReceiver> {
+    loop {
+        let why =
+            match tokio::time::timeout_at(by, b.open_receiver(&req.topic, &req.callback)).await {
+                Ok(Ok(rx)) => return Some(rx),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "no receiver attached within the verification window".to_owned(),
+            };
+        b.counters.receiver_open_failures.fetch_add(1, Relaxed);
+        tracing::warn!(topic = %req.topic, "broker subscription not attached (tried again until the window ends): {why}");
+        if Instant::now() + RETRY_PAUSE >= by {
+            return None;
+        }
+        tokio::time::sleep(RETRY_PAUSE).await;
+    }
+}
+
+/// A subscribe in broker mode whose receiver could not be attached: counted, the
+/// subscription made for it removed, and the subscriber told (`hub.mode=denied`, WebSub
+/// §5.2), so it is neither left half-made nor waiting for a verification that never comes.
+async fn give_up(inner: &Inner, b: &crate::broker::Broker, req: &SubRequest) {
+    b.counters.subscribes_failed.fetch_add(1, Relaxed);
+    b.subscribe_failed(&req.topic, &req.callback);
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("hub.mode", "denied")
+        .append_pair("hub.topic", &req.topic)
+        .append_pair(
+            "hub.reason",
+            "the hub could not attach to its broker subscription",
+        )
+        .finish();
+    let sep = if req.callback.contains('?') { '&' } else { '?' };
+    let url = format!("{}{sep}{query}", req.callback);
+    let sent = inner
+        .client
+        .get(&url)
+        .timeout(inner.cfg.verify_timeout)
+        .send()
+        .await;
+    if sent.is_err() {
+        tracing::debug!(topic = %req.topic, "the denial did not reach the callback");
+    }
+}
+
+/// The verification GET: true when the callback echoed `challenge` with a 2xx. With
+/// `retries` (broker mode), a GET that got no answer is tried again, counted there, within
+/// the verification timeout; an answer, whatever it says, is final.
+async fn ask(inner: &Inner, url: &str, challenge: &str, retries: Option<&AtomicU64>) -> bool {
+    let by = Instant::now() + inner.cfg.verify_timeout;
+    loop {
+        let left = by.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        match inner.client.get(url).timeout(left).send().await {
+            Ok(r) if r.status().is_success() => {
+                return r.bytes().await.is_ok_and(|b| b == challenge)
+            }
+            Ok(_) => return false,
+            Err(e) => {
+                let Some(n) = retries else { return false };
+                if Instant::now() + RETRY_PAUSE >= by {
+                    return false;
+                }
+                n.fetch_add(1, Relaxed);
+                // The error names the callback URL, which may carry credentials: not logged.
+                let why = if e.is_timeout() {
+                    "timeout"
+                } else if e.is_connect() {
+                    "connect"
+                } else {
+                    "error"
+                };
+                tracing::debug!(%why, "verification GET got no answer; tried again");
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+        }
     }
 }
 
@@ -214,6 +301,8 @@ fn broker_verified(
         ),
         max_attempts: inner.cfg.retry.max_attempts,
         timeout: inner.cfg.delivery_timeout,
+        concurrency: inner.cfg.delivery_concurrency,
+        pipeline: inner.cfg.delivery_pipeline,
         timings: broker.timings.clone(),
     };
     broker.subscribe(

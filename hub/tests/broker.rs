@@ -10,7 +10,7 @@ use hubload_servicebus::emulator::{config_file, Emulator, EmulatorConfig, Emulat
 
 use crate::util::{eventually_async, Subscriber};
 
-async fn emulator(cfg: EmulatorConfig) -> EmulatorHandle {
+pub(crate) async fn emulator(cfg: EmulatorConfig) -> EmulatorHandle {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     Emulator::start(listener, cfg).await.unwrap()
 }
@@ -51,7 +51,7 @@ async fn subscription_of(emu: &EmulatorHandle, t: &str) -> String {
     name
 }
 
-async fn subscribe(hub: &TestHub, t: &str, callback: &str) {
+pub(crate) async fn subscribe(hub: &TestHub, t: &str, callback: &str) {
     let (status, _) = hub
         .form(&[
             ("hub.mode", "subscribe"),

@@ -2,6 +2,7 @@
 
 mod broker;
 mod broker_admin;
+mod broker_load;
 mod dialect;
 mod distribution;
 mod emulator_cli;

@@ -137,6 +137,26 @@ struct SubInner {
     answers: Mutex<VecDeque<u16>>,
     /// Delivery POSTs that have arrived (held ones included).
     arrived: AtomicUsize,
+    /// Delivery POSTs being handled now, and the most at once.
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+/// Counts one delivery POST as being handled while it lives.
+struct Handling(Arc<SubInner>);
+
+impl Handling {
+    fn new(inner: &Arc<SubInner>) -> Handling {
+        let now = inner.in_flight.fetch_add(1, SeqCst) + 1;
+        inner.max_in_flight.fetch_max(now, SeqCst);
+        Handling(inner.clone())
+    }
+}
+
+impl Drop for Handling {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, SeqCst);
+    }
 }
 
 /// A WebSub subscriber on a fresh loopback port: echoes verification challenges and
@@ -175,6 +195,11 @@ impl Subscriber {
 
     pub fn arrived(&self) -> usize {
         self.inner.arrived.load(SeqCst)
+    }
+
+    /// The most delivery POSTs this subscriber was handling at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.inner.max_in_flight.load(SeqCst)
     }
 
     pub fn verifications(&self) -> Vec<Vec<(String, String)>> {
@@ -220,6 +245,7 @@ async fn deliver(
     headers: HeaderMap,
     body: Bytes,
 ) -> StatusCode {
+    let _handling = Handling::new(&inner);
     inner.arrived.fetch_add(1, SeqCst);
     let _ = gate.wait_for(|open| *open).await;
     let status = inner.answers.lock().unwrap().pop_front().unwrap_or(200);

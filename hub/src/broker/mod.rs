@@ -3,7 +3,8 @@
 //! receive loop, and a publish is answered after the broker's send settles.
 //!
 //! - `publish`: the send, the answer map, `Server-Timing: broker`;
-//! - `subscription`: a subscriber's receive loop and its deliveries;
+//! - `subscription`: a subscriber's receive loop, settling each message by its outcome;
+//! - `deliver`: the loop's delivery workers (several POSTs in flight per subscription);
 //! - `admin`: entity management (create a topic, delete a subscription or a topic);
 //! - `timings`: each accepted publish's stages, for its deliveries' `Hub-Timing`;
 //! - `stats`: the broker's counts in `/stats` and `/metrics`.
@@ -11,6 +12,7 @@
 //! docs/hub-servicebus.md describes the mode.
 
 pub(crate) mod admin;
+pub(crate) mod deliver;
 pub(crate) mod publish;
 pub(crate) mod subscription;
 pub(crate) mod timings;
@@ -54,7 +56,8 @@ pub struct Broker {
     /// The stages of the publishes sent, for their deliveries.
     pub(crate) timings: Arc<timings::Timings>,
     loops: Mutex<HashMap<(String, String), Loop>>,
-    /// Link credit of each subscription's receiver.
+    /// Link credit of each subscription's receiver: at least the deliveries a loop may have
+    /// in flight, so the broker is never what holds them back.
     credit: u32,
 }
 
@@ -95,6 +98,12 @@ impl Broker {
             loops: Mutex::default(),
             credit: 16,
         })
+    }
+
+    /// Size each receiver's link credit for `in_flight` deliveries per subscription (the
+    /// delivery concurrency × pipeline), 16 at least.
+    pub(crate) fn set_in_flight(&mut self, in_flight: usize) {
+        self.credit = u32::try_from(in_flight).unwrap_or(u32::MAX).max(16);
     }
 
     /// The broker's counts now.

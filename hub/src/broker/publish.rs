@@ -3,6 +3,7 @@
 //! (docs/hub-servicebus.md). The handler (`handlers.rs`) decides and answers.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::{header, HeaderValue, StatusCode};
@@ -107,6 +108,31 @@ pub(crate) async fn send(
         .then(|| PublishTiming::accepted_now(arrived, took));
     broker.timings.settled(&id, timing);
     (result.outcome, took)
+}
+
+/// [`send`] on a task of its own, awaited by the publish's handler. When the client leaves
+/// mid-publish, its connection task drops the handler, but not this task: the send runs to
+/// its settlement and is counted under its outcome, its stages are kept for its deliveries,
+/// and `accepted` (the handler's count of the publish) runs once the broker has accepted it.
+/// So every send the broker settled is in the hub's counts, whatever the HTTP side did
+/// (docs/hub-servicebus.md, "Counts").
+pub(crate) async fn send_detached(
+    broker: Arc<Broker>,
+    topic: String,
+    content: Option<(Bytes, Option<HeaderValue>)>,
+    arrived: Instant,
+    accepted: impl FnOnce() + Send + 'static,
+) -> (SendOutcome, Duration) {
+    let task = tokio::spawn(async move {
+        let r = send(&broker, &topic, content, arrived).await;
+        if r.0 == SendOutcome::Accepted {
+            accepted();
+        }
+        r
+    });
+    // A join error is the task's panic or the runtime shutting down: no settlement known.
+    task.await
+        .unwrap_or((SendOutcome::ConnectionError, Duration::ZERO))
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
 //! One WebSub subscriber in broker mode: a Service Bus subscription and its receive loop.
-//! Each message is POSTed to the callback (signed, with `Link`), then completed on 2xx,
-//! dead-lettered on 410 (which also ends the subscription) or once the broker has delivered
-//! it as often as the hub's retry limit allows, and abandoned otherwise (the broker delivers
-//! it again). The loop never stops silently: a lost link is re-attached by the receive
-//! client and counted as a restart; a failed receive is counted and retried; a lease that
-//! runs out, a 410 and a subscription deleted at the broker each end it, counted. Each
-//! delivery carries its publish's `Hub-Timing` when this hub sent it (`timings.rs`).
+//! The loop receives up to the workers' limit of messages ahead (`deliver.rs` POSTs them to
+//! the callback, several at once) and settles each one by its own outcome as it comes back:
+//! completed on 2xx, dead-lettered on 410 (which also ends the subscription) or once the
+//! broker has delivered it as often as the hub's retry limit allows, and abandoned otherwise
+//! (the broker delivers it again). The loop never stops silently: a lost link is re-attached
+//! by the receive client and counted as a restart; a failed receive is counted and retried;
+//! a lease that runs out, a 410 and a subscription deleted at the broker each end it,
+//! counted. Each delivery carries its publish's `Hub-Timing` when this hub sent it
+//! (`timings.rs`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -13,37 +15,21 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use axum::http::header;
 use hubload_servicebus::{ReceiveError, Received, ReceiverConfig, SbReceiver};
 use tokio_util::sync::CancellationToken;
 
-use super::timings::Timings;
+use super::deliver::{Done, Outcome, Workers};
 use crate::broker_stats::BrokerCounters;
-use crate::server_timing::{PublishTiming, HUB_TIMING};
-use crate::sign::{Signer, SIGNATURE_LEN};
-use crate::stats::Counters;
-use crate::topic::Topic;
+use crate::sign::Signer;
 
 /// How long one receive call waits before the loop looks at its stop token again.
 const RECEIVE_WAIT: Duration = Duration::from_secs(1);
 /// Pause after a failed receive or connect, so a broken broker is not hammered.
 const ERROR_PAUSE: Duration = Duration::from_millis(500);
+/// Past the delivery timeout, how long an ending loop waits for its POSTs under way.
+const DRAIN_SLACK: Duration = Duration::from_secs(1);
 
-/// What a receive loop needs from the hub.
-#[derive(Debug, Clone)]
-pub(crate) struct Delivery {
-    pub topic: Arc<Topic>,
-    pub counters: Arc<Counters>,
-    pub broker: Arc<BrokerCounters>,
-    pub client: reqwest::Client,
-    /// `Link: <hub>; rel="hub", <topic>; rel="self"`.
-    pub link: String,
-    /// Deliveries of one message before it is dead-lettered (the hub's retry attempts).
-    pub max_attempts: u32,
-    pub timeout: Duration,
-    /// The stages of the publishes this hub sent, for each delivery's `Hub-Timing`.
-    pub timings: Arc<Timings>,
-}
+pub(crate) use super::deliver::Delivery;
 
 /// The broker subscription's name for a callback: `hub-` and 16 hex digits of its SHA-256
 /// (Azure allows 50 characters from a small alphabet; a URL does not fit in it).
@@ -158,15 +144,50 @@ async fn run(
             }
         }
     };
+    let (workers, mut done) = Workers::new(d, callback, signer);
+    let limit = workers.limit();
+    // Messages handed to the workers and not yet back.
+    let mut in_flight = 0;
     let mut restarts = 0;
     let ended = loop {
         let Some(left) = lease_left(lease) else {
             d.broker.leases_expired.fetch_add(1, Relaxed);
             break Ended::Removed;
         };
-        let got = tokio::select! {
-            _ = stop.cancelled() => break Ended::Stopped,
-            r = rx.receive(RECEIVE_WAIT.min(left)) => r,
+        // Settle what has come back, without waiting.
+        let mut gone = false;
+        while let Ok(back) = done.try_recv() {
+            in_flight -= 1;
+            gone |= settle(d, &mut rx, back).await;
+        }
+        if gone {
+            break Ended::Removed;
+        }
+        let wait = RECEIVE_WAIT.min(left);
+        // At the limit, the loop only waits for messages to come back. Below it, a receive
+        // is cut short when one comes back to be settled, but only on an attached link: one
+        // that re-attaches runs to its end (bounded by its wait).
+        let receive = in_flight < limit;
+        let got = if !receive || (in_flight > 0 && rx.attached()) {
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => break Ended::Stopped,
+                back = done.recv() => {
+                    if let Some(back) = back {
+                        in_flight -= 1;
+                        if settle(d, &mut rx, back).await {
+                            break Ended::Removed;
+                        }
+                    }
+                    continue;
+                }
+                r = rx.receive(wait), if receive => r,
+            }
+        } else {
+            tokio::select! {
+                _ = stop.cancelled() => break Ended::Stopped,
+                r = rx.receive(wait) => r,
+            }
         };
         let now = rx.restarts();
         d.broker.receive_restarts.fetch_add(now - restarts, Relaxed);
@@ -191,15 +212,22 @@ async fn run(
             }
         };
         d.broker.receives.fetch_add(1, Relaxed);
-        let timing = match &msg.message_id {
-            Some(id) => d.timings.get(id).await,
-            None => None,
-        };
-        let status = post(d, callback, signer.as_ref(), &msg, timing).await;
-        if deliver_outcome(d, &mut rx, &msg, status).await {
-            break Ended::Removed;
-        }
+        in_flight += 1;
+        workers.push(msg);
     };
+    // The POSTs under way end (each within the delivery timeout) and are settled by their
+    // outcome; what no worker took yet is abandoned, not attempted.
+    workers.halt();
+    let drain_by = Instant::now() + d.timeout + DRAIN_SLACK;
+    while in_flight > 0 {
+        match tokio::time::timeout_at(drain_by, done.recv()).await {
+            Ok(Some(back)) => {
+                in_flight -= 1;
+                settle(d, &mut rx, back).await;
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
     rx.close().await;
     ended
 }
@@ -209,6 +237,42 @@ async fn pause(stop: &CancellationToken) -> bool {
     tokio::select! {
         _ = stop.cancelled() => true,
         _ = tokio::time::sleep(ERROR_PAUSE) => false,
+    }
+}
+
+/// Settle a message the workers handed back; true when the subscriber is gone (410).
+async fn settle(d: &Delivery, rx: &mut SbReceiver, back: Done) -> bool {
+    let Done { msg, outcome } = back;
+    // The broker's lock ran out before the answer: the settlement will be refused and the
+    // message delivered again. Not the hub's to hide: counted.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_millis() as i64);
+    if msg.locked_until_ms.is_some_and(|until| now_ms >= until) {
+        d.broker.locks_expired.fetch_add(1, Relaxed);
+    }
+    let status = match outcome {
+        Outcome::Answered(s) => Some(s),
+        Outcome::Failed(f) => {
+            tracing::debug!(cause = f.cause(), "broker delivery attempt got no answer");
+            None
+        }
+        Outcome::NotSent => {
+            d.broker.abandons.fetch_add(1, Relaxed);
+            let settled = rx.abandon(&msg).await;
+            settle_failed(d, rx, settled);
+            return false;
+        }
+    };
+    deliver_outcome(d, rx, &msg, status).await
+}
+
+fn settle_failed(d: &Delivery, rx: &SbReceiver, settled: Result<(), ReceiveError>) {
+    if let Err(e) = settled {
+        d.broker.settle_failures.fetch_add(1, Relaxed);
+        if e != ReceiveError::LinkLost {
+            tracing::debug!(entity = %rx.entity(), "settlement failed: {e}");
+        }
     }
 }
 
@@ -253,43 +317,8 @@ async fn deliver_outcome(
         b.abandons.fetch_add(1, Relaxed);
         rx.abandon(msg).await
     };
-    if let Err(e) = settled {
-        b.settle_failures.fetch_add(1, Relaxed);
-        if e != ReceiveError::LinkLost {
-            tracing::debug!(entity = %rx.entity(), "settlement failed: {e}");
-        }
-    }
+    settle_failed(d, rx, settled);
     gone
-}
-
-/// POST the message to the callback; its status, or `None` when no answer came.
-async fn post(
-    d: &Delivery,
-    callback: &str,
-    signer: Option<&Signer>,
-    msg: &Received,
-    timing: Option<PublishTiming>,
-) -> Option<u16> {
-    let mut req = d
-        .client
-        .post(callback)
-        .timeout(d.timeout)
-        .header(header::LINK, d.link.as_str())
-        .body(msg.body.clone());
-    if let Some(ct) = &msg.content_type {
-        req = req.header(header::CONTENT_TYPE, ct.as_str());
-    }
-    if let Some(s) = signer {
-        let mut buf = [0; SIGNATURE_LEN];
-        req = req.header("X-Hub-Signature", s.sign(&msg.body, &mut buf).to_owned());
-    }
-    if let Some(t) = timing {
-        req = req.header(HUB_TIMING, t.value(std::time::Instant::now()));
-    }
-    match req.send().await {
-        Ok(r) => Some(r.status().as_u16()),
-        Err(_) => None,
-    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,9 @@ pub struct Received {
     pub sequence_number: Option<i64>,
     /// `x-opt-enqueued-time`, milliseconds since the Unix epoch.
     pub enqueued_time_ms: Option<i64>,
+    /// `x-opt-locked-until`, milliseconds since the Unix epoch: when the broker's lock on
+    /// this delivery runs out (a settlement after it is refused and the message comes again).
+    pub locked_until_ms: Option<i64>,
     /// The link generation it came on: a settlement on a later link cannot name it.
     pub(crate) generation: u64,
     pub(crate) info: DeliveryInfo,
@@ -112,6 +115,10 @@ impl Received {
             Some(Value::Timestamp(t)) => Some(t.milliseconds()),
             _ => None,
         };
+        let locked_until_ms = match annotation("x-opt-locked-until") {
+            Some(Value::Timestamp(t)) => Some(t.milliseconds()),
+            _ => None,
+        };
         Received {
             body,
             message_id,
@@ -120,6 +127,7 @@ impl Received {
             delivery_count: msg.header.map_or(0, |h| h.delivery_count),
             sequence_number,
             enqueued_time_ms,
+            locked_until_ms,
             generation,
             info,
         }

@@ -312,6 +312,14 @@ impl SbReceiver {
             .await
     }
 
+    /// Whether the link is attached on a live connection, as far as this side knows: when it
+    /// is not, the next [`Self::receive`] re-attaches first. A caller that may cancel a
+    /// receive (to settle something meanwhile) lets one that re-attaches run to its end, as an
+    /// attach cut off midway leaves the session unsure of the link.
+    pub fn attached(&self) -> bool {
+        self.link.receiver.is_some() && self.conn.as_ref().is_some_and(|c| !c.is_broken())
+    }
+
     /// Link re-attaches and connection reopens after a loss, since [`Self::connect`].
     pub fn restarts(&self) -> u64 {
         self.restarts
