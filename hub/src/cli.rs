@@ -40,7 +40,9 @@ pub struct HubArgs {
     #[arg(long, default_value = "256M", value_parser = parse_bytes)]
     pub max_memory: u64,
     /// Most deliveries in flight per subscriber (1 keeps deliveries in publish order); the
-    /// pool of workers grows to it only while deliveries wait.
+    /// pool of workers grows to it only while deliveries wait. Also in broker mode
+    /// (--servicebus): workers per broker subscription, up to this × --delivery-pipeline
+    /// messages received and not yet settled, in no promised order.
     #[arg(long, default_value_t = 64)]
     pub delivery_concurrency: usize,
     /// Most deliveries a worker writes at once on its connection to an `http://` callback

@@ -183,6 +183,9 @@ async fn verify(inner: Arc<Inner>, req: SubRequest) {
 
 /// Pause between tries of a broker-mode subscribe's receiver attach or verification GET.
 const RETRY_PAUSE: Duration = Duration::from_millis(200);
+/// Longest one try of a receiver attach may take, so an attach that hangs is tried again
+/// within the verification window.
+const OPEN_TRY: Duration = Duration::from_secs(4);
 
 /// Attach the receiver of a subscribe in broker mode, trying again after each failure
 /// (counted in `receiver_open_failures`) until `by`; `None` when no try succeeded by then.
@@ -192,12 +195,13 @@ async fn open_receiver(
     by: Instant,
 ) -> Option<hubload_servicebus::SbReceiver> {
     loop {
-        let why =
-            match tokio::time::timeout_at(by, b.open_receiver(&req.topic, &req.callback)).await {
-                Ok(Ok(rx)) => return Some(rx),
-                Ok(Err(e)) => e.to_string(),
-                Err(_) => "no receiver attached within the verification window".to_owned(),
-            };
+        let try_by = by.min(Instant::now() + OPEN_TRY);
+        let attach = b.open_receiver(&req.topic, &req.callback);
+        let why = match tokio::time::timeout_at(try_by, attach).await {
+            Ok(Ok(rx)) => return Some(rx),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no receiver attached within {} s", OPEN_TRY.as_secs()),
+        };
         b.counters.receiver_open_failures.fetch_add(1, Relaxed);
         tracing::warn!(topic = %req.topic, "broker subscription not attached (tried again until the window ends): {why}");
         if Instant::now() + RETRY_PAUSE >= by {
