@@ -90,10 +90,10 @@ start_hub() {
 
 # After the load: wait (DRAIN_S at most) until every send the hub counted was settled once per
 # subscriber (completed or dead-lettered), every message received was settled, and the
-# completions stopped moving for a second
-# (the emulator may hold a few more: sends of publishes wrk gave up on, whose handler was
-# dropped before the hub counted them), then read the counts, check nginx's count against
-# the hub's receives, stop hub and emulator. Sets ACC SENT COMP DL ABAN RECV SEEN DRAIN.
+# completions stopped moving for a second, then read the counts, check nginx's count against
+# the hub's receives and the hub's accepted sends against the emulator's own count (a send
+# whose publisher wrk gave up on at its end is counted too: it runs on a task of its own),
+# stop hub and emulator. Sets ACC SENT COMP DL ABAN RECV SEEN DRAIN.
 finish_hub() {
   local t0=$SECONDS last=-1 now
   for _ in $(seq $((DRAIN_S * 10))); do
@@ -109,23 +109,30 @@ finish_hub() {
   DRAIN=$((SECONDS - t0))
   read -r ACC SENT COMP DL ABAN RECV < <(stat "s['publish']['accepted'], b['sends']['accepted'], b['completes'], b['dead_letters'], b['abandons'], b['receives']" | tr -d "(),")
   SEEN=$(( $(nginx_requests) - NGINX_BEFORE - 1 ))
+  HUB_CPU=$(( $(cpu_us "$HUB_PID") - CPU0 )); EMU_CPU=$(( $(cpu_us "$EMU_PID") - ECPU0 ))
   kill -INT "$HUB_PID"; wait "$HUB_PID" || true
   stop_emulator
   [ "$SEEN" = "$RECV" ] || { echo "nginx saw $SEEN delivery POSTs but the hub counted $RECV receives" >&2; exit 1; }
+  [ "$SENT" = "$EMU_ACC" ] || { echo "the hub counted $SENT accepted sends but the emulator $EMU_ACC" >&2; exit 1; }
 }
 
 # publish/s: wrk's rate. delivered/s: deliveries completed while wrk ran, per second.
-# accepted: the hub's publishes answered 200; sent: its sends the emulator settled accepted;
-# emu-acc: the sends the emulator itself accepted (sent plus those of publishes wrk gave up
-# on at its end, whose handler was dropped before counting: each still a message to deliver).
+# accepted: the hub's publishes answered 200; sent: its sends the emulator settled accepted
+# (accepted plus those of publishes wrk gave up on at its end: each still a message to
+# deliver); emu-acc: the sends the emulator itself accepted (equal to sent).
 # delivered: completed after the drain (drain-s: how long that took past wrk's end);
 # lost: emu-acc × subscribers − delivered (dead-lettered or never delivered).
-# ratio: delivered/s over the publish-only case's publish/s.
-printf "%-5s %10s %10s %8s %8s %11s %10s %6s %6s %6s %8s %s\n" subs publish/s accepted sent emu-acc delivered/s delivered lost abandon drain-s nginx-seen ratio
+# ratio: delivered/s over the publish-only case's publish/s. hub-µs, emu-µs: CPU time of the
+# hub and of the emulator from wrk's start to the drain's end, per send (its deliveries
+# included); load:
+# the machine's 1-minute load average before and after wrk.
+printf "%-5s %10s %10s %8s %8s %11s %10s %6s %6s %6s %8s %6s %6s %6s %s\n" subs publish/s accepted sent emu-acc delivered/s delivered lost abandon drain-s nginx-seen ratio hub-µs emu-µs load
 PUBLISH_ONLY=""
 for SUBS in $SUBS_LIST; do
   start_hub "$SUBS"
+  CPU0=$(cpu_us "$HUB_PID"); ECPU0=$(cpu_us "$EMU_PID"); LOAD0=$(cut -d' ' -f1 /proc/loadavg)
   OUT=$(wrk -t1 -c"$CONNS" -d"$DURATION" -s "$WORK/post.lua" "$HUB/hub?hub.mode=publish&hub.topic=$TOPIC")
+  LOAD1=$(cut -d' ' -f1 /proc/loadavg)
   DEL_AT_END=$(stat "b['completes']")
   RPS=$(echo "$OUT" | awk '/Requests\/sec/ {print $2}')
   [ "$SUBS" = 0 ] && PUBLISH_ONLY=$RPS
@@ -133,7 +140,7 @@ for SUBS in $SUBS_LIST; do
   LOST=$((EMU_ACC * SUBS - COMP))
   RATIO=$(awk -v d="$((DEL_AT_END / SECS))" -v p="$PUBLISH_ONLY" 'BEGIN { if (p > 0) printf "%.2f", d / p; else printf "-" }')
   [ "$SUBS" = 0 ] && RATIO=-
-  printf "%-5s %10s %10s %8s %8s %11s %10s %6s %6s %6s %8s %s\n" "$SUBS" "$RPS" "$ACC" "$SENT" "$EMU_ACC" "$((DEL_AT_END / SECS))" "$COMP" "$LOST" "$ABAN" "$DRAIN" "$SEEN" "$RATIO"
+  printf "%-5s %10s %10s %8s %8s %11s %10s %6s %6s %6s %8s %6s %6s %6s %s\n" "$SUBS" "$RPS" "$ACC" "$SENT" "$EMU_ACC" "$((DEL_AT_END / SECS))" "$COMP" "$LOST" "$ABAN" "$DRAIN" "$SEEN" "$RATIO" "$((HUB_CPU / (SENT > 0 ? SENT : 1)))" "$((EMU_CPU / (SENT > 0 ? SENT : 1)))" "$LOAD0-$LOAD1"
 done
 
 # The broker's ceiling: the emulator alone, sends over the hub's 2 connections at the same
