@@ -181,6 +181,19 @@ async fn serve_session(
         } else {
             &outbound
         };
+        // A reply link is routed before its attach is answered: the client sends its first
+        // request (a put-token) the moment it has the answer, and the node must find the
+        // link to reply on. Routed after, a request could come first and its reply be lost,
+        // leaving the client to wait out its timeout.
+        let mut replies = match &plan {
+            Plan::Replies(node) => {
+                let (tx, rx) = mpsc::channel(16);
+                let target = target_address(&attach).unwrap_or_default();
+                state.add_reply_link(node, target, tx);
+                Some(rx)
+            }
+            _ => None,
+        };
         let (sh, st) = (shared.clone(), state.clone());
         match (
             acceptor.accept_incoming_attach(attach, &mut session).await,
@@ -196,10 +209,10 @@ async fn serve_session(
             (Ok(LinkEndpoint::Receiver(r)), Plan::Send(t)) => {
                 links.spawn(entity_receiver(r, address, t, sh, st));
             }
-            (Ok(LinkEndpoint::Sender(s)), Plan::Replies(node)) => {
-                let (tx, rx) = mpsc::channel(16);
-                state.add_reply_link(&node, target_address_of_sender(&s), tx);
-                links.spawn(reply_link(s, rx));
+            (Ok(LinkEndpoint::Sender(s)), Plan::Replies(_)) => {
+                if let Some(rx) = replies.take() {
+                    links.spawn(reply_link(s, rx));
+                }
             }
             (Ok(LinkEndpoint::Sender(s)), Plan::Receive(src, presettled)) => {
                 links.spawn(entity_sender(s, src, !presettled, sh));
@@ -223,14 +236,6 @@ async fn serve_session(
         }
     }
     links.abort_all();
-}
-
-/// The target the client's receiving link named (its reply address; may be empty).
-fn target_address_of_sender(s: &fe2o3_amqp::Sender) -> String {
-    s.target()
-        .as_ref()
-        .and_then(|t| t.address.clone())
-        .unwrap_or_default()
 }
 
 /// The condition and description a refused attach is detached with.
