@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hubload_hub::testing::TestHub;
 use hubload_hub::{Broker, HubConfig};
-use hubload_servicebus::emulator::store::StoreStats;
+use hubload_servicebus::emulator::store::{EntityProps, StoreStats};
 use hubload_servicebus::emulator::{config_file, EmulatorConfig, EmulatorHandle};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -105,6 +105,67 @@ async fn deliveries_run_concurrently_up_to_the_limit() {
         (e.enqueued, e.completed, e.redelivered, e.active),
         (20, 20, 0, 0)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_that_runs_out_during_a_delivery_is_counted_not_hidden() {
+    // Locks of 1 s, and a callback that holds its POSTs past them.
+    let emu = emulator(EmulatorConfig {
+        entity_defaults: EntityProps {
+            lock_duration: Duration::from_secs(1),
+            ..EntityProps::default()
+        },
+        ..EmulatorConfig::default()
+    })
+    .await;
+    let hub = broker_hub(
+        &emu,
+        HubConfig {
+            delivery_concurrency: 2,
+            delivery_pipeline: 1,
+            ..HubConfig::default()
+        },
+    )
+    .await;
+    let sub = Subscriber::start().await;
+    hub.register("t").await;
+    subscribe(&hub, "t", &sub.callback("cb")).await;
+    sub.hold(true);
+    for body in ["a", "b"] {
+        assert_eq!(hub.publish("t", "text/plain", body.as_bytes()).await.0, 200);
+    }
+    eventually_async("both locks run out at the broker", || async {
+        sub.arrived() == 2 && store(&emu, "t/Subscriptions/").1.lock_expired == 2
+    })
+    .await;
+    sub.hold(false);
+    // The first answers come after the locks ran out: the hub completes each, counts it, and
+    // the broker refuses those completions and delivers the messages again, which are then
+    // completed in time.
+    eventually_async("the redeliveries completed", || async {
+        store(&emu, "t/Subscriptions/").1.completed == 2
+            && hub.state.stats().broker.unwrap().completes == 4
+    })
+    .await;
+    let b = hub.state.stats().broker.unwrap();
+    assert_eq!(
+        (b.receives, b.completes, b.locks_expired, b.abandons),
+        (4, 4, 2, 0)
+    );
+    assert_eq!(sub.delivered(), 4);
+    let (_, e) = store(&emu, "t/Subscriptions/");
+    assert_eq!(
+        (
+            e.enqueued,
+            e.delivered,
+            e.redelivered,
+            e.lock_expired,
+            e.completed,
+            e.active
+        ),
+        (2, 4, 2, 2, 2, 0)
+    );
+    assert_eq!(emu.counts().lock_lost, 2);
 }
 
 /// One publish on its own connection, written whole; the connection is kept open.
