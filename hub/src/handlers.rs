@@ -15,7 +15,7 @@ use axum::http::{header, request::Parts, Method, StatusCode};
 use axum::response::Response;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
-use crate::conn::ConnHandle;
+use crate::conn_handle::ConnHandle;
 use crate::faults::Action;
 use crate::params::{self, HubParams};
 use crate::server_timing::PublishTiming;

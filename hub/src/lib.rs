@@ -6,20 +6,20 @@
 //! injects the faults a proxy in front of a real hub produces. Embed it with [`router`] or
 //! [`serve`]; run it alone with the `hubload-hub` binary ([`cli`]).
 
-mod admin;
 mod batch;
 pub mod broker;
 mod broker_stats;
 mod callback_conn;
 #[cfg(test)]
-mod callback_deadlines;
+mod callback_deadline_tests;
 pub mod cli;
 mod config;
-mod conn;
+mod conn_handle;
 mod distribute;
 mod faults;
 mod handlers;
 mod metrics;
+mod operator_endpoints;
 mod params;
 mod routes;
 mod serve;

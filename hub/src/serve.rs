@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
-use crate::conn::ConnHandle;
+use crate::conn_handle::ConnHandle;
 use crate::routes::router;
 use crate::state::HubState;
 

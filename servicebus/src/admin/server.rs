@@ -222,7 +222,7 @@ fn route(req: &Request<'_>, shared: &Shared) -> Reply {
             )
         }
         ("GET", ["$resources", "queues"]) => {
-            let now = crate::emulator::inbound::unix_ms();
+            let now = crate::emulator::clock::unix_ms();
             let queues = shared.ns.list_queues();
             let items: Vec<_> = queues
                 .iter()
@@ -245,7 +245,7 @@ fn route(req: &Request<'_>, shared: &Shared) -> Reply {
             let Some(t) = shared.ns.get_topic(parts[0]) else {
                 return Reply::error(404, &format!("Topic '{}' not found.", parts[0]));
             };
-            let now = crate::emulator::inbound::unix_ms();
+            let now = crate::emulator::clock::unix_ms();
             let subs = t.subscriptions();
             let items: Vec<_> = subs
                 .iter()
@@ -280,7 +280,7 @@ fn entity(req: &Request<'_>, shared: &Shared, base: &str, name: &str) -> Reply {
             return Reply(status, ATOM, atom::entry(base, &t.name, &t.name, &d));
         }
         if let Some(q) = ns.get_queue(name) {
-            let n = q.stats(crate::emulator::inbound::unix_ms()).active;
+            let n = q.stats(crate::emulator::clock::unix_ms()).active;
             let d = Description::Queue(&q.props, n);
             return Reply(status, ATOM, atom::entry(base, &q.path, &q.path, &d));
         }
@@ -343,7 +343,7 @@ fn subscription(req: &Request<'_>, shared: &Shared, base: &str, topic: &str, nam
                 &format!("Subscription '{topic}/Subscriptions/{name}' could not be found."),
             );
         };
-        let n = s.stats(crate::emulator::inbound::unix_ms()).active;
+        let n = s.stats(crate::emulator::clock::unix_ms()).active;
         let title = s.path.rsplit('/').next().unwrap_or(name).to_string();
         let d = Description::Subscription(&s.props, n);
         Reply(status, ATOM, atom::entry(base, &s.path, &title, &d))

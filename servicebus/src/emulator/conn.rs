@@ -22,8 +22,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use super::amqp_errors::{amqp_error, refusal};
 use super::cbs::{cbs_node, reply_link, ConnState};
-use super::inbound::{amqp_error, entity_receiver};
+use super::inbound::entity_receiver;
 use super::management::management_node;
 use super::namespace::{parse_address, path_of, EntityError, ReceiveSource, SendTarget};
 use super::outbound::entity_sender;
@@ -236,18 +237,4 @@ async fn serve_session(
         }
     }
     links.abort_all();
-}
-
-/// The condition and description a refused attach is detached with.
-fn refusal(e: EntityError, shared: &Shared) -> definitions::Error {
-    match e {
-        EntityError::NotFound(d) => {
-            shared.count(|c| c.not_found += 1);
-            amqp_error(AmqpError::NotFound.into(), d)
-        }
-        EntityError::LimitExceeded(d) => {
-            shared.count(|c| c.limit_exceeded += 1);
-            amqp_error(AmqpError::ResourceLimitExceeded.into(), d)
-        }
-    }
 }

@@ -6,7 +6,7 @@
 use fe2o3_amqp::types::definitions::{self, AmqpError};
 use tokio::sync::watch;
 
-use super::inbound::amqp_error;
+use super::amqp_errors::amqp_error;
 
 /// Wait until the deletion signal moves and `still_there` says the link's entity is gone.
 /// Never returns while it is there (nor once the signal's sender is dropped).

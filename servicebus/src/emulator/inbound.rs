@@ -4,18 +4,18 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use fe2o3_amqp::link::delivery::DeliveryInfo;
-use fe2o3_amqp::types::definitions::{self, AmqpError, ErrorCondition, Fields, LinkError};
+use fe2o3_amqp::types::definitions::{AmqpError, ErrorCondition, LinkError};
 use fe2o3_amqp::types::messaging::message::DecodeIntoMessage as _;
 use fe2o3_amqp::types::messaging::{Body, Message};
 use fe2o3_amqp::types::primitives::{Symbol, Value};
 use fe2o3_amqp::Receiver;
-use serde_amqp::primitives::OrderedMap;
 use tokio::time::{sleep_until, Instant};
 
+use super::amqp_errors::amqp_error;
 use super::cbs::ConnState;
+use super::clock::unix_ms;
 use super::namespace::{path_of, SendTarget};
 use super::store::Msg;
 use super::tier::{Cost, SERVER_BUSY_DESCRIPTION};
@@ -24,24 +24,6 @@ use crate::outcome::SERVER_BUSY;
 
 /// The message format of a batch transfer (Microsoft's, used by every Service Bus SDK).
 pub const BATCH_FORMAT: u32 = 0x8001_3700;
-
-/// An AMQP error with condition, description and `info` (Python's SDK indexes all three).
-pub fn amqp_error(condition: ErrorCondition, description: String) -> definitions::Error {
-    let mut info: Fields = OrderedMap::new();
-    info.insert(
-        Symbol::from("com.microsoft:tracking-id"),
-        Value::String(format!("hubload-emulator-{}", unix_ms())),
-    );
-    definitions::Error::new(condition, Some(description), Some(info))
-}
-
-/// Milliseconds since the epoch.
-pub fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 enum Decision {
     Accept(Vec<Msg>),

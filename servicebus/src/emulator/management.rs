@@ -11,7 +11,7 @@ use fe2o3_amqp::types::primitives::{Array, OrderedMap, SimpleValue, Timestamp, U
 use fe2o3_amqp::Receiver;
 
 use super::cbs::{app_str, ConnState, Reply};
-use super::inbound::unix_ms;
+use super::clock::unix_ms;
 use super::namespace::{path_of, ReceiveSource};
 use super::outbound::annotated;
 use super::store::{LockToken, Settle, Stored};

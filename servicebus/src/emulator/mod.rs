@@ -5,8 +5,10 @@
 //!
 //! Generic brokers cannot stand in: they do not answer CBS (docs/protocol.md §6).
 
+mod amqp_errors;
 pub(crate) mod cbs;
 pub mod cli;
+pub(crate) mod clock;
 pub mod config_file;
 mod conn;
 mod deleted;
@@ -326,7 +328,7 @@ impl EmulatorHandle {
     /// A snapshot of the counts, with every queue's and subscription's figures.
     pub fn counts(&self) -> EmulatorCounts {
         let mut c = self.shared.counts.lock().expect("counts lock").clone();
-        let now = inbound::unix_ms();
+        let now = clock::unix_ms();
         for s in self.shared.ns.stores() {
             c.entities.insert(s.path.clone(), s.stats(now));
         }

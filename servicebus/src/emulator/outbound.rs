@@ -8,14 +8,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fe2o3_amqp::types::definitions::{AmqpError, Error};
 use fe2o3_amqp::types::messaging::{Body, Message, MessageAnnotations, Outcome};
 use fe2o3_amqp::types::primitives::{Symbol, Timestamp, Value};
 use fe2o3_amqp::{Sendable, Sender};
 use rand::RngCore as _;
 
-use super::inbound::unix_ms;
-use super::namespace::{EntityError, ReceiveSource, ReceiverSlot};
+use super::amqp_errors::refusal;
+use super::clock::unix_ms;
+use super::namespace::{ReceiveSource, ReceiverSlot};
 use super::store::{Settle, Stored};
 use super::tier::Cost;
 use super::Shared;
@@ -53,20 +53,10 @@ pub async fn entity_sender(
         } else if request.is_none() {
             match source.claim() {
                 Ok(slot) => request = Some(slot),
-                Err(EntityError::LimitExceeded(d)) => {
+                Err(e) => {
                     // Azure rejects the receive request over its quota: the link goes with
                     // the condition the SDKs read as "quota exceeded".
-                    shared.count(|c| c.limit_exceeded += 1);
-                    let e = Error::new(AmqpError::ResourceLimitExceeded, Some(d), None);
-                    let _ = sender.close_with_error(e).await;
-                    return;
-                }
-                Err(EntityError::NotFound(_)) => {
-                    // The entity went (deleted through the administration API) while the
-                    // link waited for credit.
-                    let _ = sender
-                        .close_with_error(super::deleted::not_found(&store.path))
-                        .await;
+                    let _ = sender.close_with_error(refusal(e, &shared)).await;
                     return;
                 }
             }
