@@ -34,6 +34,7 @@ use std::net::SocketAddr;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -302,13 +303,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `work`'s output, or `None` once `expiry` fires first.
+/// `work`'s output, or `None` once `expiry` fires first; `work` is polled first, so work that
+/// is ready wins over an expiry seen in the same poll. By hand rather than `tokio::select!`,
+/// whose branch bookkeeping ran on every poll of every stream.
 async fn by<F: Future>(expiry: &mut Pin<&mut Sleep>, work: F) -> Option<F::Output> {
-    tokio::select! {
-        biased;
-        out = work => Some(out),
-        () = expiry.as_mut() => None,
-    }
+    let mut work = pin!(work);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        expiry.as_mut().poll(cx).map(|()| None)
+    })
+    .await
 }
 
 /// The rest of a started stream: the body as flow control allows, then the response.
@@ -321,9 +327,9 @@ async fn exchange(
 ) -> Result<(), Outcome> {
     if !body.is_empty() {
         let len = body.len();
-        if stream.capacity() < len {
-            stream.reserve_capacity(len);
-        }
+        // A new stream holds no capacity until it asks (each look takes the connection's
+        // lock): ask at once; h2 grants what the windows allow there and then.
+        stream.reserve_capacity(len);
         while stream.capacity() < len {
             let more = std::future::poll_fn(|cx| stream.poll_capacity(cx));
             match by(expiry, more).await {
