@@ -55,15 +55,30 @@ syscalls() {
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "# nginx $(nginx -v 2>&1 | cut -d/ -f2), one worker, http2; $(h2load --version | head -1); body $(wc -c <"$WORK/body.json") bytes; ${DURATION}s per run"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 measure_header
 for round in $(seq "$ROUNDS"); do
     echo "# round $round"
-    measure "h2load -c10 -m10" run_h2load 10 10
-    measure "hubload h2 10x10" run_hubload 2 "$H2" 10 10
-    measure "h2load -c1 -m100" run_h2load 1 100
-    measure "hubload h2 1x100" run_hubload 2 "$H2" 1 100
+    measure "h2load -c10 -m10" run_h2load 10 10 | tee -a "$WORK/rows"
+    measure "hubload h2 10x10" run_hubload 2 "$H2" 10 10 | tee -a "$WORK/rows"
+    measure "h2load -c1 -m100" run_h2load 1 100 | tee -a "$WORK/rows"
+    measure "hubload h2 1x100" run_hubload 2 "$H2" 1 100 | tee -a "$WORK/rows"
     measure "hubload h1.1 c100" run_hubload 1.1 "$H1" 100 0
 done
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+# hubload against h2load in the same round, and the check (issue 26): at 10x10, req/s at
+# least 0.95x h2load's and CPU per request no higher than h2load's. The row's last seven
+# fields are the numbers; the label is what comes before them.
+echo "# hubload / h2load in the same round (goal at 10x10: req/s >= 0.95x and CPU per request <= 1.00x)"
+awk '{
+    label = $1; for (i = 2; i <= NF - 7; i++) label = label " " $i
+    rps = $(NF - 5); cpu = $(NF - 2)
+    shape = (label ~ /10x10|-c10/) ? "10x10" : "1x100"
+    if (label ~ /^h2load/) { if (shape == "10x10") round++; r[shape] = rps; c[shape] = cpu; next }
+    q = rps / r[shape]; k = cpu / c[shape]
+    verdict = (q >= 0.95 && k <= 1.0) ? "met" : "not met"
+    printf "round %d %s: req/s %.2fx, CPU per request %.2fx (%.2f against %.2f us)%s\n", round, shape, q, k, cpu, c[shape], shape == "10x10" ? ": " verdict : ""
+}' "$WORK/rows"
 if [[ $STRACE == 1 ]]; then
     echo "# system calls (one run each under strace -f -c)"
     syscalls "h2load -c10 -m10" run_h2load 10 10

@@ -43,6 +43,8 @@ pub(crate) async fn worker_loop<T: Target>(
     let mut stop = StopWatch::new(ctx.cancel.child_token());
     // The previous event's body, handed back so rendering the next one allocates nothing.
     let mut spare = Vec::new();
+    // The target's buffers, reused by every attempt of this worker.
+    let mut scratch = T::Scratch::default();
     let clock = &ctx.clock;
     let level_start = Stamp::of(clock, level_start.into_std());
     let renders_body = ctx.target.renders_body();
@@ -93,7 +95,7 @@ pub(crate) async fn worker_loop<T: Target>(
                 stripe.start();
             }
             let mut a = {
-                let send = pin!(ctx.target.send(topic, &event, start.at));
+                let send = pin!(ctx.target.send(topic, &event, start.at, &mut scratch));
                 unless_stopped(send, &mut stop).await
             };
             let end = Stamp::now(clock);

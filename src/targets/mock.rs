@@ -67,6 +67,8 @@ impl MockTarget {
 }
 
 impl Target for MockTarget {
+    type Scratch = ();
+
     async fn prepare(&self, topics: &[Topic], _cancel: &CancellationToken) -> PhaseResult {
         let mut counts = Counts::default();
         topics.iter().for_each(|_| counts.bump(Class::Accepted));
@@ -77,7 +79,13 @@ impl Target for MockTarget {
         }
     }
 
-    async fn send(&self, topic: &Topic, event: &Event, _started: std::time::Instant) -> Attempt {
+    async fn send(
+        &self,
+        topic: &Topic,
+        event: &Event,
+        _started: std::time::Instant,
+        _scratch: &mut (),
+    ) -> Attempt {
         let n = self.sent.fetch_add(1, Ordering::Relaxed);
         let outcome = self.script[(n % self.script.len() as u64) as usize];
         if let Some(g) = &self.gate {

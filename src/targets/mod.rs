@@ -53,6 +53,10 @@ impl PhaseResult {
 /// A protocol hubload can load. Implementations are cheap to share (`&self` everywhere) and
 /// apply the client model (timeouts, pool, no retries: the engine retries) themselves.
 pub trait Target: Send + Sync + 'static {
+    /// What a worker keeps from one attempt to its next for [`send`](Self::send): buffers
+    /// reused instead of allocated per attempt. Made once per worker, which owns it.
+    type Scratch: Default + Send + 'static;
+
     /// Register every topic before the load (bounded concurrency inside). Once `cancel`
     /// fires no request starts, and those in flight are abandoned and counted `cancelled`.
     fn prepare(
@@ -64,12 +68,13 @@ pub trait Target: Send + Sync + 'static {
     /// One attempt to publish `event` to `topic`, started at `started` (the engine's clock
     /// read: the target's deadlines count from it, so it reads no clock of its own). Never
     /// fails: failures are classified data. The event's body is rendered unless
-    /// [`renders_body`](Self::renders_body).
+    /// [`renders_body`](Self::renders_body). `scratch` is the worker's own.
     fn send(
         &self,
         topic: &Topic,
         event: &Event,
         started: std::time::Instant,
+        scratch: &mut Self::Scratch,
     ) -> impl Future<Output = Attempt> + Send;
 
     /// True when [`send`](Self::send) renders the body itself (from the workload), so the

@@ -110,6 +110,8 @@ fn describe(o: &SendOutcome) -> String {
 }
 
 impl Target for ServiceBusTarget {
+    type Scratch = ();
+
     /// Attach every Service Bus topic's link on every pooled connection (token put first), so
     /// the first level does not pay for it. One attempt per distinct Service Bus topic.
     async fn prepare(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
@@ -142,7 +144,13 @@ impl Target for ServiceBusTarget {
 
     // The Service Bus sender bounds each send itself (the servicebus crate), so `started` is
     // not needed here.
-    async fn send(&self, topic: &Topic, event: &Event, _started: std::time::Instant) -> Attempt {
+    async fn send(
+        &self,
+        topic: &Topic,
+        event: &Event,
+        _started: std::time::Instant,
+        _scratch: &mut (),
+    ) -> Attempt {
         let mut jti_buf = uuid::Uuid::encode_buffer();
         let jti = event.jti.as_hyphenated().encode_lower(&mut jti_buf);
         let mut app_buf = uuid::Uuid::encode_buffer();

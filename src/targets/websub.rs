@@ -6,16 +6,17 @@
 //! correlation id, the length and the body, and goes out on the lean HTTP/1.1 pool.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::time::Duration;
 
 use std::sync::Arc;
 
-use futures_util::future::join_all;
-use tokio::time::Instant;
+use futures_util::future::{join_all, Either};
+use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use super::first_failure::FirstFailures;
-use super::h2::{H2Config, H2Pool};
+use super::h2::{Expiry, H2Config, H2Pool};
 use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
 use super::lanes::run_lanes;
 use super::reason::{explain, hub_reason};
@@ -342,6 +343,8 @@ impl WebSubTarget {
     }
 
     /// `a`, after recording it when it is the first failure of its class (formatted only then).
+    /// Inlined: once per attempt, in the worker loop's own code (see `Target::send`).
+    #[inline(always)]
     fn noted(&self, a: Attempt, resp: Option<&Response>, topic: &Topic) -> Attempt {
         let class = a.outcome.class();
         if class != Class::Accepted {
@@ -449,38 +452,27 @@ impl WebSubTarget {
     }
 }
 
-thread_local! {
-    /// Where publishes render event bodies (see [`WebSubTarget::with_body`]).
-    static BODY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-impl Target for WebSubTarget {
-    fn renders_body(&self) -> bool {
-        self.workload.is_some() && self.shape.dialect == Dialect::Ballerina
-    }
-
-    async fn prepare(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
-        self.phase(topics, "register", cancel).await
-    }
-
-    async fn send(&self, topic: &Topic, event: &Event, started: std::time::Instant) -> Attempt {
-        let started = Instant::from_std(started);
+impl WebSubTarget {
+    /// One publish over HTTP/1.1 (see [`Target::send`]).
+    async fn send_http1(
+        &self,
+        pool: &HttpPool,
+        topic: &Topic,
+        event: &Event,
+        started: Instant,
+        resp: &mut Response,
+    ) -> Attempt {
         let head = &self.publish_heads[event.topic];
-        let mut scratch = Scratch::take();
+        let deadline = started + self.timeout;
         let (a, answered) = if self.shape.dialect == Dialect::Websub {
             // The thin ping is the same for every event of a topic: the hub fetches content,
             // which the topic server must know before the ping leaves.
-            if let Some(ts) = &self.topic_server {
-                ts.note_published(event.topic, event.seq, event.sent_us);
-            }
-            match (&self.pool, &self.h2) {
-                (Transport::Http2(pool), Some(h2)) => {
-                    let (deadline, resp) = (started + self.timeout, &mut *scratch.resp);
-                    let result = Box::pin(h2.thin_ping(pool, event.topic, deadline, resp)).await;
-                    self.attempt(result, head.len(), &scratch.resp)
-                }
-                _ => self.exchange_into(head, started, &mut scratch.resp).await,
-            }
+            self.note_published(event);
+            let result = pool
+                .send_into(head, started, deadline, resp)
+                .await
+                .map_err(|e| e.outcome());
+            self.attempt(result, head.len(), resp)
         } else {
             // Rendered by the pool into its thread's write buffer once a connection is ready
             // (and the body with it, when the event came without one). The id's hex is made
@@ -494,28 +486,13 @@ impl Target for WebSubTarget {
                     req.extend_from_slice(b"\r\n\r\n");
                 });
             };
-            let deadline = started + self.timeout;
-            let result = match (&self.pool, &self.h2) {
-                (Transport::Http1(pool), _) => pool
-                    .send_rendered(&render, started, deadline, &mut scratch.resp)
-                    .await
-                    .map_err(|e| e.outcome()),
-                (Transport::Http2(pool), Some(h2)) => {
-                    // The id, then the body: HTTP/2 sends them as a field and a frame, from
-                    // one buffer (see `H2Publishes::publish`).
-                    let rendered = h2_publish::render(|buf| {
-                        self.write_event(event, buf, |buf, jti, _| buf.extend_from_slice(jti))
-                    });
-                    let resp = &mut *scratch.resp;
-                    let publish = h2.publish(pool, event.topic, rendered, deadline, resp);
-                    Box::pin(publish).await
-                }
-                // `new` makes the requests with the pool.
-                (Transport::Http2(_), None) => Err(Outcome::Other(OtherReason::Unknown)),
-            };
+            let result = pool
+                .send_rendered(&render, started, deadline, resp)
+                .await
+                .map_err(|e| e.outcome());
             // Never rendered (no connection): the request the attempt was for, counted as
             // when it is sent.
-            let size = match scratch.resp.request_bytes {
+            let size = match resp.request_bytes {
                 0 => {
                     let mut req = Vec::new();
                     render(&mut req);
@@ -523,11 +500,97 @@ impl Target for WebSubTarget {
                 }
                 n => n as usize,
             };
-            self.attempt(result, size, &scratch.resp)
+            self.attempt(result, size, resp)
         };
-        let a = self.noted(a, answered.then_some(&*scratch.resp), topic);
-        scratch.give_back();
+        let a = self.noted(a, answered.then_some(&*resp), topic);
+        PublishScratch::trim(resp);
         a
+    }
+
+    /// One publish over HTTP/2 (see [`Target::send`]): the topic's head prepared once,
+    /// the id and body from this thread's arena.
+    async fn send_http2(
+        &self,
+        pool: &H2Pool,
+        topic: &Topic,
+        event: &Event,
+        started: Instant,
+        resp: &mut Response,
+        timer: &mut Option<Pin<Box<Sleep>>>,
+    ) -> Attempt {
+        let deadline = started + self.timeout;
+        let (result, size) = match &self.h2 {
+            // `new` makes the requests with the pool.
+            None => (Err(Outcome::Other(OtherReason::Unknown)), 0),
+            Some(h2) if self.shape.dialect == Dialect::Websub => {
+                self.note_published(event);
+                let size = self.publish_heads[event.topic].len();
+                let expiry = Expiry::new(deadline, timer);
+                (h2.thin_ping(pool, event.topic, expiry, resp).await, size)
+            }
+            Some(h2) => {
+                // The id, then the body: HTTP/2 sends them as a field and a frame, from one
+                // buffer (see `H2Publishes::publish`).
+                let rendered = h2_publish::render(|buf| {
+                    self.write_event(event, buf, |buf, jti, _| buf.extend_from_slice(jti))
+                });
+                let expiry = Expiry::new(deadline, timer);
+                let result = h2.publish(pool, event.topic, rendered, expiry, resp).await;
+                (result, resp.request_bytes as usize)
+            }
+        };
+        let (a, answered) = self.attempt(result, size, resp);
+        let a = self.noted(a, answered.then_some(&*resp), topic);
+        PublishScratch::trim(resp);
+        a
+    }
+
+    /// The websub dialect: the topic server learns of `event` before its thin ping leaves.
+    fn note_published(&self, event: &Event) {
+        if let Some(ts) = &self.topic_server {
+            ts.note_published(event.topic, event.seq, event.sent_us);
+        }
+    }
+}
+
+thread_local! {
+    /// Where publishes render event bodies (see [`WebSubTarget::with_body`]).
+    static BODY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Target for WebSubTarget {
+    type Scratch = PublishScratch;
+
+    fn renders_body(&self) -> bool {
+        self.workload.is_some() && self.shape.dialect == Dialect::Ballerina
+    }
+
+    async fn prepare(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
+        self.phase(topics, "register", cancel).await
+    }
+
+    /// The transport is chosen here, once per attempt, outside the exchange's own future: the
+    /// HTTP/1.1 publish is a future with no HTTP/2 state or branch in it, small enough to be
+    /// inlined into the worker loop (its per-request instructions, bench/README.md), and
+    /// HTTP/2's is one boxed future of its own.
+    fn send(
+        &self,
+        topic: &Topic,
+        event: &Event,
+        started: std::time::Instant,
+        scratch: &mut PublishScratch,
+    ) -> impl std::future::Future<Output = Attempt> + Send {
+        let started = Instant::from_std(started);
+        let PublishScratch { resp, timer } = scratch;
+        match &self.pool {
+            Transport::Http1(pool) => {
+                Either::Left(self.send_http1(pool, topic, event, started, resp))
+            }
+            Transport::Http2(pool) => {
+                let publish = self.send_http2(pool, topic, event, started, resp, timer);
+                Either::Right(Box::pin(publish))
+            }
+        }
     }
 
     async fn teardown(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
@@ -539,41 +602,30 @@ impl Target for WebSubTarget {
     }
 }
 
-/// A publish's response buffers, reused by the next publish on the same thread instead of
-/// allocated per attempt (the request is rendered into the pool's write buffer). The
-/// response is boxed: the send's state then holds a pointer, not the 64-byte `Response` (that
-/// state is touched on every request, a cache line per 64 bytes).
-#[derive(Default)]
-struct Scratch {
+/// A worker's response buffers, reused by its next publish instead of allocated per attempt
+/// (the request is rendered into the pool's write buffer). Each worker owns one
+/// ([`Target::Scratch`]): no per-thread list to take it from and give it back to on every
+/// attempt. The response is boxed: the worker's state then holds a pointer, not the
+/// `Response` (that state is touched on every request, a cache line per 64 bytes).
+#[derive(Debug, Default)]
+pub struct PublishScratch {
     resp: Box<Response>,
+    /// Over HTTP/2: the timer that watches each attempt's deadline in turn (`h2::Expiry`).
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
-/// Finished publishes' buffers kept per thread, at most this many.
-const SCRATCH_KEPT: usize = 1024;
 /// A buffer that grew past this many bytes (a large event, a long response body) is freed
 /// rather than kept.
 const SCRATCH_BYTES: usize = 16 * 1024;
 
-thread_local! {
-    static SCRATCH: std::cell::RefCell<Vec<Scratch>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-impl Scratch {
-    /// Buffers of a finished publish on this thread, or new empty ones.
-    fn take() -> Self {
-        SCRATCH.with_borrow_mut(Vec::pop).unwrap_or_default()
-    }
-
-    /// Keep these buffers for the next publish on this thread (they are cleared before use).
-    fn give_back(self) {
-        if self.resp.body.capacity() > SCRATCH_BYTES {
-            return;
+impl PublishScratch {
+    /// After an attempt: a body buffer that grew large is freed, not kept for the next one
+    /// (the rest is cleared before use).
+    #[inline(always)]
+    fn trim(resp: &mut Response) {
+        if resp.body.capacity() > SCRATCH_BYTES {
+            resp.body = Vec::new();
         }
-        SCRATCH.with_borrow_mut(|kept| {
-            if kept.len() < SCRATCH_KEPT {
-                kept.push(self);
-            }
-        });
     }
 }
 

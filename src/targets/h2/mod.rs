@@ -34,6 +34,7 @@ use std::net::SocketAddr;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -41,14 +42,14 @@ use h2::client::{ResponseFuture, SendRequest};
 use h2::SendStream;
 use http::uri::Scheme;
 use tokio::sync::Semaphore;
-use tokio::time::{sleep_until, Instant, Sleep};
+use tokio::time::{Instant, Sleep};
 
 pub use alpn::{negotiate, Alpn};
 use failure::stream_outcome;
 pub use message::H2Head;
 
 use crate::result::{OtherReason, Outcome, TimeoutKind};
-use crate::targets::http::{HostCounters, Response, Tls, BODY_CAP};
+use crate::targets::http::{poll_deadline, HostCounters, Response, Tls, BODY_CAP};
 
 /// The field a hub reports its own time in (W3C Server Timing).
 const SERVER_TIMING: http::HeaderName = http::HeaderName::from_static("server-timing");
@@ -167,12 +168,14 @@ impl H2Pool {
             return Err(Outcome::Other(OtherReason::Unknown));
         };
         let size = request.len() as u64;
-        self.send_prepared(&head, |_| {}, body, size, deadline, resp)
+        let mut timer = None;
+        let expiry = Expiry::new(deadline, &mut timer);
+        self.send_prepared(&head, |_| {}, body, size, expiry, resp)
             .await
     }
 
     /// One exchange of `head` (its fields set by `fill`, which may run more than once) and
-    /// `body` as an HTTP/2 stream, bounded by `deadline`, into `resp` (its allocations
+    /// `body` as an HTTP/2 stream, bounded by `expiry`, into `resp` (its allocations
     /// reused). `request_bytes` is the request's size as HTTP/1.1 renders it, the size
     /// counted as sent. A failure is the attempt's outcome.
     pub async fn send_prepared(
@@ -181,9 +184,10 @@ impl H2Pool {
         fill: impl Fn(&mut http::HeaderMap),
         body: Bytes,
         request_bytes: u64,
-        deadline: Instant,
+        mut expiry: Expiry<'_>,
         resp: &mut Response,
     ) -> Result<(), Outcome> {
+        let deadline = expiry.at;
         resp.reset();
         resp.request_bytes = request_bytes;
         let _permit = match self.permits.try_acquire() {
@@ -199,11 +203,9 @@ impl H2Pool {
         let slot = self.pick();
         slot.inflight.fetch_add(1, Ordering::Relaxed);
         let _busy = Busy(&slot.inflight);
-        // One timer for the whole attempt, registered only if something has to wait.
-        let mut expiry = pin!(sleep_until(deadline));
         let end = body.is_empty();
         let make = || head.request(&fill);
-        let (response, stream) = self.start(slot, make, end, deadline, &mut expiry).await?;
+        let (response, stream) = self.start(slot, make, end, &mut expiry).await?;
         exchange(response, stream, body, &mut expiry, resp).await
     }
 
@@ -234,12 +236,11 @@ impl H2Pool {
         slot: &Slot,
         make: impl Fn() -> http::Request<()>,
         end: bool,
-        deadline: Instant,
-        expiry: &mut Pin<&mut Sleep>,
+        expiry: &mut Expiry<'_>,
     ) -> Result<(ResponseFuture, SendStream<Bytes>), Outcome> {
         let mut fresh = false;
         loop {
-            let live = self.live(slot, deadline).await?;
+            let live = self.live(slot, expiry.at).await?;
             let mut send = live.send;
             // h2 holds a new stream back while the server's stream limit is reached.
             let ready = std::future::poll_fn(|cx| send.poll_ready(cx));
@@ -302,13 +303,36 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `work`'s output, or `None` once `expiry` fires first.
-async fn by<F: Future>(expiry: &mut Pin<&mut Sleep>, work: F) -> Option<F::Output> {
-    tokio::select! {
-        biased;
-        out = work => Some(out),
-        () = expiry.as_mut() => None,
+/// An attempt's deadline and the timer that watches it, lent by the caller so one timer
+/// serves its attempts one after another (a publisher's worker keeps one): registering a
+/// timer per stream and removing it again cost about 1 % of an HTTP/2 publish. A timer left
+/// at an earlier attempt's deadline fires early and is moved on (`http::poll_deadline`, as
+/// an HTTP/1.1 connection's timer is); one set later is moved back at once.
+#[derive(Debug)]
+pub struct Expiry<'a> {
+    at: Instant,
+    timer: &'a mut Option<Pin<Box<Sleep>>>,
+}
+
+impl<'a> Expiry<'a> {
+    /// `at`, watched by `timer` (made on first use if `None`).
+    pub fn new(at: Instant, timer: &'a mut Option<Pin<Box<Sleep>>>) -> Self {
+        Self { at, timer }
     }
+}
+
+/// `work`'s output, or `None` once `expiry` has passed; `work` is polled first, so work that
+/// is ready wins over an expiry seen in the same poll. By hand rather than `tokio::select!`,
+/// whose branch bookkeeping ran on every poll of every stream.
+async fn by<F: Future>(expiry: &mut Expiry<'_>, work: F) -> Option<F::Output> {
+    let mut work = pin!(work);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        poll_deadline(expiry.timer, cx, expiry.at).map(|()| None)
+    })
+    .await
 }
 
 /// The rest of a started stream: the body as flow control allows, then the response.
@@ -316,14 +340,14 @@ async fn exchange(
     response: ResponseFuture,
     mut stream: SendStream<Bytes>,
     body: Bytes,
-    expiry: &mut Pin<&mut Sleep>,
+    expiry: &mut Expiry<'_>,
     resp: &mut Response,
 ) -> Result<(), Outcome> {
     if !body.is_empty() {
         let len = body.len();
-        if stream.capacity() < len {
-            stream.reserve_capacity(len);
-        }
+        // A new stream holds no capacity until it asks (each look takes the connection's
+        // lock): ask at once; h2 grants what the windows allow there and then.
+        stream.reserve_capacity(len);
         while stream.capacity() < len {
             let more = std::future::poll_fn(|cx| stream.poll_capacity(cx));
             match by(expiry, more).await {

@@ -488,7 +488,7 @@ fn whole_response(
 /// deadline was never seen while the flood lasted (20 s past a 1 s timeout, issue 31). As
 /// `tokio::time::timeout` does, the timer is then polled outside the budget. While budget
 /// remains (every exchange that waits on its socket), this costs one thread-local read.
-fn poll_deadline(
+pub(crate) fn poll_deadline(
     timer: &mut Option<Pin<Box<Sleep>>>,
     cx: &mut Context<'_>,
     deadline: Instant,

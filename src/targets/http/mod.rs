@@ -75,6 +75,8 @@ pub use tls::{Tls, TlsError};
 pub use transport_error::TransportError;
 // The HTTP/2 transport (`targets/h2`) maps socket and handshake failures as this client does.
 pub(crate) use conn::io_error;
+// The HTTP/2 transport watches its deadlines with a reused timer as connections here do.
+pub(crate) use conn::poll_deadline;
 pub(crate) use tls::handshake_error;
 
 /// How long an idle connection is kept by default: below nginx's 75 s keep-alive timeout

@@ -3,10 +3,9 @@
 
 use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
-use tokio::time::Instant;
 
 use crate::result::Outcome;
-use crate::targets::h2::{H2Head, H2Pool};
+use crate::targets::h2::{Expiry, H2Head, H2Pool};
 use crate::targets::http::Response;
 use crate::targets::request::{Dialect, ACTIVITY_ID};
 
@@ -67,14 +66,14 @@ impl H2Publishes {
         &self,
         pool: &H2Pool,
         topic: usize,
-        deadline: Instant,
+        expiry: Expiry<'_>,
         resp: &mut Response,
     ) -> Result<(), Outcome> {
         debug_assert_eq!(self.dialect, Dialect::Websub);
         let body = self.bodies[topic].clone();
         let size = self.sizes[topic] as u64;
         let head = &self.heads[topic];
-        pool.send_prepared(head, |_| {}, body, size, deadline, resp)
+        pool.send_prepared(head, |_| {}, body, size, expiry, resp)
             .await
     }
 
@@ -84,7 +83,7 @@ impl H2Publishes {
         pool: &H2Pool,
         topic: usize,
         rendered: Rendered,
-        deadline: Instant,
+        expiry: Expiry<'_>,
         resp: &mut Response,
     ) -> Result<(), Outcome> {
         let Rendered { all, body_len } = rendered;
@@ -102,7 +101,7 @@ impl H2Publishes {
             h.insert(&self.activity_id, id.clone());
             h.insert(CONTENT_LENGTH, length.clone());
         };
-        pool.send_prepared(&self.heads[topic], fill, body, size as u64, deadline, resp)
+        pool.send_prepared(&self.heads[topic], fill, body, size as u64, expiry, resp)
             .await
     }
 }

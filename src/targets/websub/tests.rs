@@ -80,6 +80,7 @@ async fn publish(
     }
     assert_eq!(target.renders_body(), lazy);
     let mut attempts = Vec::new();
+    let mut scratch = Default::default();
     for seq in 0..n {
         let mut event = workload.event_unrendered(seq, sent_us(seq));
         if !lazy {
@@ -90,7 +91,8 @@ async fn publish(
         }
         assert_eq!(event.body.is_empty(), lazy);
         let topic = &workload.topics()[event.topic];
-        attempts.push(target.send(topic, &event, std::time::Instant::now()).await);
+        let now = std::time::Instant::now();
+        attempts.push(target.send(topic, &event, now, &mut scratch).await);
     }
     (server.await.unwrap(), attempts)
 }
