@@ -150,6 +150,7 @@ impl Fleet {
             churn_on: AtomicBool::new(false),
             churn: Default::default(),
             origin_ns: AtomicU64::new(0),
+            delivered_per_second: Default::default(),
             callback_base,
         })
     }
@@ -347,7 +348,6 @@ impl Fleet {
             st.e2e_from_start.reset();
             st.e2e_from_accepted.reset();
             out.stages += &std::mem::take(&mut st.stages);
-            out.seconds += &std::mem::take(&mut st.seconds);
             for (reason, n) in std::mem::take(&mut st.dead_reasons) {
                 *out.dead_letter_reasons.entry(reason).or_default() += n;
             }
@@ -356,6 +356,9 @@ impl Fleet {
         }
         sh.base.store(u64::MAX, Relaxed);
         out.seconds.expected = sh.tracker.owed_per_second();
+        // Taken as each subscriber's own series was: from what counted since the last take.
+        out.seconds.delivered = sh.delivered_per_second.to_vec();
+        sh.delivered_per_second.reset();
         if sh.churn_on.load(Relaxed) {
             let mut churn = std::mem::take(&mut *sh.churn_stats());
             churn.ambiguous = ambiguous;

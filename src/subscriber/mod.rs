@@ -18,6 +18,7 @@ mod fleet_shared;
 mod h2c;
 mod hist_serde;
 mod receive;
+mod second_series;
 mod server;
 pub mod stages;
 mod stats;

@@ -227,7 +227,14 @@ pub(super) fn deliver(
     };
     let mut st = sub.state();
     let delivered = st.counts.delivered;
-    let answer = st.receive(id, &sh.behaviour, c, sent, received_ns);
+    let answer = st.receive(
+        id,
+        &sh.behaviour,
+        c,
+        sent,
+        received_ns,
+        &sh.delivered_per_second,
+    );
     if st.counts.delivered > delivered {
         let e2e_us = st.last_e2e_us;
         super::stages::record_stages(&mut st.stages, timing, e2e_us);
