@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 
 use super::behaviour::Behaviour;
 use super::churn_stats::ChurnStats;
+use super::delivery_hists::SharedHists;
 use super::receive::{SignatureKey, SubState};
 use super::second_series::SecondSeries;
 use super::tracker::DeliveryTracker;
@@ -120,6 +121,8 @@ pub(crate) struct Shared {
     pub origin_ns: AtomicU64,
     /// The open level's deliveries per second (first acknowledged), every subscriber's.
     pub delivered_per_second: SecondSeries,
+    /// The open level's delivery histograms, in a few slots.
+    pub hists: SharedHists,
     pub callback_base: String,
 }
 

@@ -13,6 +13,7 @@ mod churn;
 mod churn_stats;
 mod churned_topics;
 pub mod client;
+mod delivery_hists;
 mod fleet;
 mod fleet_shared;
 mod h2c;
