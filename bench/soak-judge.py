@@ -86,6 +86,19 @@ def main():
         )
         if verdict != "ok":
             failed.append(col)
+        if col == "hubload_fds" and "hubload_close_wait" in rows[0]:
+            # Which descriptors did not come back: sockets the peer closed and hubload holds.
+            cw = [r["hubload_close_wait"] for r in last]
+            print(
+                f"{'':16} of them in CLOSE-WAIT (closed by the peer, still held): "
+                f"{min(cw):.0f}–{max(cw):.0f} in the last third"
+                + (
+                    f"; {min(cw):.0f} of the {late - early:g} that did not come back are idle "
+                    "pooled connections the server closed, kept by the pool (docs/soak.md)"
+                    if verdict != "ok" and min(cw) > 0
+                    else ""
+                )
+            )
     if failed:
         sys.exit("soak failed: " + ", ".join(failed))
 
