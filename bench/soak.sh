@@ -97,9 +97,10 @@ threads() { awk '/^Threads:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 # Of those, sockets in CLOSE-WAIT: the peer closed them and the process has not (an idle pooled
 # connection the server dropped, kept until the pool looks at it again; docs/soak.md).
+# Never fails: the process may end between the check and the read (pipefail, set -e).
 close_wait() {
-  ls -l "/proc/$1/fd" 2>/dev/null | sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p' |
-    awk 'NR == FNR { mine[$1] = 1; next } FNR > 1 && $4 == "08" && ($10 in mine) { n++ } END { print n + 0 }' \
+  { ls -l "/proc/$1/fd" 2>/dev/null || true; } | sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p' |
+    awk 'FILENAME == "-" { mine[$1] = 1; next } FNR > 1 && $4 == "08" && ($10 in mine) { n++ } END { print n + 0 }' \
       - /proc/net/tcp /proc/net/tcp6
 }
 
