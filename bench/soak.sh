@@ -95,20 +95,28 @@ rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 anon_kb() { awk '/^RssAnon:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 threads() { awk '/^Threads:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+# Of those, sockets in CLOSE-WAIT: the peer closed them and the process has not (an idle pooled
+# connection the server dropped, kept until the pool looks at it again; docs/soak.md).
+# Never fails: the process may end between the check and the read (pipefail, set -e).
+close_wait() {
+  { ls -l "/proc/$1/fd" 2>/dev/null || true; } | sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p' |
+    awk 'FILENAME == "-" { mine[$1] = 1; next } FNR > 1 && $4 == "08" && ($10 in mine) { n++ } END { print n + 0 }' \
+      - /proc/net/tcp /proc/net/tcp6
+}
 
-echo "t_s,hubload_rss_kb,hubload_fds,hubload_threads,hub_rss_kb,hubload_anon_kb,hub_anon_kb" >"$OUT/samples.csv"
-printf "%6s %14s %12s %16s %10s %15s %11s\n" t_s hubload_rss_kb hubload_fds hubload_threads hub_rss_kb hubload_anon_kb hub_anon_kb
+echo "t_s,hubload_rss_kb,hubload_fds,hubload_threads,hub_rss_kb,hubload_anon_kb,hub_anon_kb,hubload_close_wait" >"$OUT/samples.csv"
+printf "%6s %14s %12s %16s %10s %15s %11s %18s\n" t_s hubload_rss_kb hubload_fds hubload_threads hub_rss_kb hubload_anon_kb hub_anon_kb hubload_close_wait
 START=$(date +%s.%N)
 NEXT=0
 while kill -0 "$LOAD_PID" 2>/dev/null; do
   NOW=$(python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" "$(date +%s.%N)" "$START")
   if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$NOW" "$NEXT"; then
     row="$(printf %.0f "$NOW"),$(rss_kb "$LOAD_PID"),$(fds "$LOAD_PID"),$(threads "$LOAD_PID"),$(rss_kb "$HUB_PID")"
-    row="$row,$(anon_kb "$LOAD_PID"),$(anon_kb "$HUB_PID")"
+    row="$row,$(anon_kb "$LOAD_PID"),$(anon_kb "$HUB_PID"),$(close_wait "$LOAD_PID")"
     # The process may have ended between the check and the reads: keep only whole samples.
     if kill -0 "$LOAD_PID" 2>/dev/null; then
       echo "$row" >>"$OUT/samples.csv"
-      echo "$row" | awk -F, '{ printf "%6s %14s %12s %16s %10s %15s %11s\n", $1, $2, $3, $4, $5, $6, $7 }'
+      echo "$row" | awk -F, '{ printf "%6s %14s %12s %16s %10s %15s %11s %18s\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
     fi
     NEXT=$((NEXT + SAMPLE))
   fi

@@ -131,7 +131,7 @@ pub(crate) async fn worker_loop<T: Target>(
                         s.record_event(end.us_since(&first), attempt_no, ok, whole, late);
                     }
                 }
-                shared.record(worker, &span, class, event.topic);
+                shared.record(worker, &span, class, event.topic, &a.server_timing);
                 if let Some(out) = &ctx.attempts {
                     let r = AttemptRecord {
                         start_unix_us: span.start_unix_us,

@@ -119,7 +119,7 @@ pub fn random_level(seed: u64, n: usize) -> LevelStats {
     for (i, (_, off, lat)) in ends.into_iter().enumerate() {
         seconds.record(i, &times(&clock, off, lat));
     }
-    s.seconds = seconds.finish();
+    s.seconds = seconds.finish().0;
     s.record_drop();
     s
 }

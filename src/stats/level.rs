@@ -31,6 +31,53 @@ pub struct TimelineBucket {
     pub max_us: u64,
 }
 
+impl TimelineBucket {
+    /// Count one attempt of latency `us` µs, an error or not.
+    pub fn record(&mut self, us: u64, error: bool) {
+        self.count += 1;
+        self.errors += u64::from(error);
+        self.sum_us += us;
+        self.max_us = self.max_us.max(us);
+    }
+
+    /// Whether no attempt was counted.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The bucket as 32 bytes (four little-endian u64s), as a level's spill file keeps it.
+    pub(super) fn to_bytes(self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        for (i, v) in [self.count, self.errors, self.sum_us, self.max_us]
+            .into_iter()
+            .enumerate()
+        {
+            out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        out
+    }
+
+    /// The bucket [`to_bytes`](Self::to_bytes) gave.
+    pub(super) fn from_bytes(b: &[u8; 32]) -> Self {
+        let at = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        TimelineBucket {
+            count: at(0),
+            errors: at(1),
+            sum_us: at(2),
+            max_us: at(3),
+        }
+    }
+}
+
+impl AddAssign<&TimelineBucket> for TimelineBucket {
+    fn add_assign(&mut self, b: &TimelineBucket) {
+        self.count += b.count;
+        self.errors += b.errors;
+        self.sum_us += b.sum_us;
+        self.max_us = self.max_us.max(b.max_us);
+    }
+}
+
 /// Everything measured in one level. Plain data: no IO, no locks; workers each own one and
 /// the driver merges them with `+=`. Memory is bounded by the number of topics and seconds,
 /// never by the number of requests.
@@ -81,7 +128,8 @@ pub struct LevelStats {
     pub topic_accepted: Vec<u64>,
     /// Outcome counts and a compact latency histogram per topic index (grown on first use).
     pub topics: Vec<TopicStats>,
-    /// One bucket per second since the level started.
+    /// One bucket per second since the level started (in the engine, kept once per level by
+    /// its [`SharedLevel`](super::SharedLevel), not by the stripes).
     pub timeline: Vec<TimelineBucket>,
     /// Latency histograms per second since the level started, encoded (recorded by the
     /// level's [`SecondsRecorder`](super::SecondsRecorder), not by `record_attempt`).
@@ -156,15 +204,25 @@ impl LevelStats {
     /// [`record_attempt_without_topic`](Self::record_attempt_without_topic) from the
     /// attempt's [`AttemptSpan`], worked out once for every recorder.
     pub fn record_span(&mut self, t: &AttemptSpan, a: &Attempt) {
-        self.record_span_but_accepted_latency(t, a);
+        self.record_span_striped(t, a);
+        if !a.server_timing.is_empty() {
+            self.server_timing.record(&a.server_timing);
+        }
+        if self.timeline.len() <= t.sec {
+            self.timeline.resize(t.sec + 1, TimelineBucket::default());
+        }
+        self.timeline[t.sec].record(t.us, a.outcome.class().is_error());
         if a.outcome.class() == Class::Accepted {
             record(&mut self.accepted_latency, t.us);
         }
     }
 
-    /// [`record_span`](Self::record_span) without `accepted_latency`, for a recorder that
-    /// derives it (the engine's stripes: `engine/stripe.rs`).
-    pub fn record_span_but_accepted_latency(&mut self, t: &AttemptSpan, a: &Attempt) {
+    /// [`record_span`](Self::record_span) without `accepted_latency`, `timeline` and
+    /// `server_timing`, for a recorder that derives the first (the engine's stripes:
+    /// `engine/stripe.rs`) and whose level keeps the other two once for all its stripes
+    /// ([`SharedLevel`](super::SharedLevel)): kept per stripe, they were most of what a long
+    /// level's memory grew by (docs/soak.md).
+    pub fn record_span_striped(&mut self, t: &AttemptSpan, a: &Attempt) {
         let us = t.us;
         let class = a.outcome.class();
         self.counts.bump(class);
@@ -179,9 +237,6 @@ impl LevelStats {
         if let Some(code) = a.outcome.status() {
             *self.status_codes.entry(code).or_insert(0) += 1;
         }
-        if !a.server_timing.is_empty() {
-            self.server_timing.record(&a.server_timing);
-        }
         self.bytes_sent += a.bytes_sent;
         self.bytes_received += a.bytes_received;
         self.sum_us += us;
@@ -190,14 +245,6 @@ impl LevelStats {
         let (s, e) = (t.start_unix_us, t.end_unix_us);
         self.first_start_us = Some(self.first_start_us.map_or(s, |m| m.min(s)));
         self.last_end_us = Some(self.last_end_us.map_or(e, |m| m.max(e)));
-        if self.timeline.len() <= t.sec {
-            self.timeline.resize(t.sec + 1, TimelineBucket::default());
-        }
-        let b = &mut self.timeline[t.sec];
-        b.count += 1;
-        b.errors += u64::from(class.is_error());
-        b.sum_us += us;
-        b.max_us = b.max_us.max(us);
     }
 
     /// Record one finished event: `attempts` attempts from `first_start` to `end`, `ok` if one was accepted.
@@ -307,10 +354,7 @@ impl LevelStats {
                 .resize(rhs.timeline.len(), TimelineBucket::default());
         }
         for (a, b) in self.timeline.iter_mut().zip(&rhs.timeline) {
-            a.count += b.count;
-            a.errors += b.errors;
-            a.sum_us += b.sum_us;
-            a.max_us = a.max_us.max(b.max_us);
+            *a += b;
         }
     }
 }

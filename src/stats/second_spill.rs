@@ -1,12 +1,13 @@
-//! Where a running level keeps its closed seconds' encoded histograms: an unnamed temporary
-//! file, so the level's memory stays flat however long it runs (docs/soak.md).
+//! Where a running level keeps its closed seconds' encoded histograms and timeline buckets: an
+//! unnamed temporary file, so the level's memory stays flat however long it runs
+//! (docs/soak.md).
 //!
-//! Each closed second is appended to the file once (raw then corrected, their V2+DEFLATE
-//! base64 strings back to back); memory keeps only an index entry per second (16 B, 58 KB an
-//! hour). A second closed again (a straggler folded after its second was written) is read
-//! back, added, and appended anew; its old bytes stay in the file unread. [`finish`] reads the
-//! file back into [`SecondHistograms`], the same value the in-memory list gave, for the
-//! report.
+//! Each closed second is appended to the file once (its 32 B timeline bucket, then the raw
+//! and corrected histograms' V2+DEFLATE base64 strings, back to back); memory keeps only an
+//! index entry per second (16 B, 58 KB an hour). A second closed again (a straggler folded
+//! after its second was written) is read back, added, and appended anew; its old bytes stay
+//! in the file unread. [`finish`] reads the file back into [`SecondHistograms`] and the
+//! timeline, the same values the in-memory lists gave, for the report.
 //!
 //! The file is made at the first closed second in the system's temporary directory
 //! (`TMPDIR`) and removed by the system when it closes (it has no name). When it cannot be
@@ -19,14 +20,22 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use super::second_list::{add_encoded, SecondHistograms};
+use super::TimelineBucket;
 
-/// One second's newest record in the file: offset and the byte lengths of its two strings.
+/// Bytes of a timeline bucket at the start of each record.
+const BUCKET: usize = 32;
+
+/// One second's newest record in the file: offset + 1 (0: the second has no record) and the
+/// byte lengths of its two strings, which follow its timeline bucket.
 #[derive(Debug, Clone, Copy, Default)]
 struct Entry {
-    off: u64,
+    off1: u64,
     latency: u32,
     corrected: u32,
 }
+
+/// One second's record: its timeline bucket and its two encoded histograms.
+type Record = (TimelineBucket, String, String);
 
 /// The closed seconds of one level: in a file when one could be made, else in memory.
 #[derive(Debug, Default)]
@@ -39,55 +48,70 @@ pub struct SecondSpill {
     /// Seconds + 1 of the latest second with a corrected histogram (0: none).
     corrected_len: usize,
     memory: SecondHistograms,
+    /// The timeline while the seconds are in memory.
+    memory_timeline: Vec<TimelineBucket>,
 }
 
 impl SecondSpill {
-    /// Add second `sec`'s encoded histograms (`""` for an empty one; `corrected` is `None` in
-    /// the closed model) to what the level holds for it.
-    pub fn put(&mut self, sec: usize, latency: String, corrected: Option<String>) {
+    /// Add second `sec`'s timeline bucket and encoded histograms (`""` for an empty one;
+    /// `corrected` is `None` in the closed model) to what the level holds for it.
+    pub fn put(
+        &mut self,
+        sec: usize,
+        bucket: TimelineBucket,
+        latency: String,
+        corrected: Option<String>,
+    ) {
         if self.file.is_none() && !self.in_memory {
             match tempfile::tempfile() {
                 Ok(f) => self.file = Some(f),
                 Err(e) => self.fall_back(&e),
             }
         }
-        if self.in_memory {
-            return self.memory.put_encoded(sec, latency, corrected);
+        if !self.in_memory {
+            match self.append(sec, bucket, latency.clone(), corrected.clone()) {
+                Ok(()) => return,
+                Err(e) => self.fall_back(&e),
+            }
         }
-        if let Err(e) = self.append(sec, latency.clone(), corrected.clone()) {
-            self.fall_back(&e);
-            self.memory.put_encoded(sec, latency, corrected);
+        self.memory.put_encoded(sec, latency, corrected);
+        if self.memory_timeline.len() <= sec {
+            self.memory_timeline
+                .resize(sec + 1, TimelineBucket::default());
         }
+        self.memory_timeline[sec] += &bucket;
     }
 
     fn append(
         &mut self,
         sec: usize,
+        mut bucket: TimelineBucket,
         mut latency: String,
         corrected: Option<String>,
     ) -> std::io::Result<()> {
         let file = self.file.as_ref().expect("put made the file");
         let had = self.index.get(sec).copied().unwrap_or_default();
         let mut corrected_s = corrected.clone().unwrap_or_default();
-        if had.latency + had.corrected > 0 {
+        if had.off1 > 0 {
             // The older record first, then the new one added: the order the in-memory list
             // adds in, so the encoding is the same.
-            let (mut old_latency, mut old_corrected) = read(file, had)?;
+            let (old_bucket, mut old_latency, mut old_corrected) = read(file, had)?;
             add_encoded(&mut old_latency, &latency);
             add_encoded(&mut old_corrected, &corrected_s);
+            bucket += &old_bucket;
             (latency, corrected_s) = (old_latency, old_corrected);
         }
-        let mut bytes = latency.into_bytes();
-        let latency_len = bytes.len() as u32;
+        let mut bytes = bucket.to_bytes().to_vec();
+        bytes.extend_from_slice(latency.as_bytes());
         bytes.extend_from_slice(corrected_s.as_bytes());
         file.write_all_at(&bytes, self.end)?;
         if self.index.len() <= sec {
             self.index.resize(sec + 1, Entry::default());
         }
         self.index[sec] = Entry {
-            off: self.end,
-            latency: latency_len,
-            corrected: bytes.len() as u32 - latency_len,
+            off1: self.end + 1,
+            latency: latency.len() as u32,
+            corrected: corrected_s.len() as u32,
         };
         self.end += bytes.len() as u64;
         if corrected.is_some() {
@@ -103,23 +127,24 @@ impl SecondSpill {
              memory grows with the level's length"
         );
         self.in_memory = true;
-        let spilled = self.take_file();
-        self.memory = spilled;
+        (self.memory, self.memory_timeline) = self.take_file();
     }
 
-    /// The file's seconds as the in-memory list, and the file closed.
-    fn take_file(&mut self) -> SecondHistograms {
+    /// The file's seconds as the in-memory lists, and the file closed.
+    fn take_file(&mut self) -> (SecondHistograms, Vec<TimelineBucket>) {
         let mut out = SecondHistograms::default();
+        let mut timeline = Vec::new();
         let Some(file) = self.file.take() else {
-            return out;
+            return (out, timeline);
         };
         for (sec, e) in std::mem::take(&mut self.index).into_iter().enumerate() {
             // A read of an unlinked file this process wrote fails only on a device error;
             // the second is then reported empty rather than the run stopped.
-            let (latency, corrected) = read(&file, e).unwrap_or_else(|err| {
+            let (bucket, latency, corrected) = read(&file, e).unwrap_or_else(|err| {
                 tracing::warn!("per-second histograms: second {sec} unreadable: {err}");
                 Default::default()
             });
+            timeline.push(bucket);
             out.latency.push(latency);
             if sec < self.corrected_len {
                 out.corrected.push(corrected);
@@ -127,14 +152,22 @@ impl SecondSpill {
         }
         self.end = 0;
         self.corrected_len = 0;
-        out
+        (out, timeline)
     }
 
-    /// Everything put, as one list (the file, if any, is read back and closed).
-    pub fn finish(&mut self) -> SecondHistograms {
-        let mut out = self.take_file();
+    /// Everything put, as the list of histograms and the timeline (the file, if any, is read
+    /// back and closed).
+    pub fn finish(&mut self) -> (SecondHistograms, Vec<TimelineBucket>) {
+        let (mut out, mut timeline) = self.take_file();
         out += &std::mem::take(&mut self.memory);
-        out
+        let memory = std::mem::take(&mut self.memory_timeline);
+        if timeline.len() < memory.len() {
+            timeline.resize(memory.len(), TimelineBucket::default());
+        }
+        for (a, b) in timeline.iter_mut().zip(&memory) {
+            *a += b;
+        }
+        (out, timeline)
     }
 
     /// Bytes of encoded histograms held in memory (0 while the file holds them): what the
@@ -146,15 +179,20 @@ impl SecondSpill {
     }
 }
 
-/// The two strings of entry `e`.
-fn read(file: &File, e: Entry) -> std::io::Result<(String, String)> {
-    let mut buf = vec![0u8; (e.latency + e.corrected) as usize];
-    file.read_exact_at(&mut buf, e.off)?;
-    let corrected = buf.split_off(e.latency as usize);
+/// The timeline bucket and two strings of entry `e` (a second without a record: empty).
+fn read(file: &File, e: Entry) -> std::io::Result<Record> {
+    let Some(off) = e.off1.checked_sub(1) else {
+        return Ok(Default::default());
+    };
+    let mut buf = vec![0u8; BUCKET + (e.latency + e.corrected) as usize];
+    file.read_exact_at(&mut buf, off)?;
+    let mut latency = buf.split_off(BUCKET);
+    let bucket = TimelineBucket::from_bytes(buf[..].try_into().expect("32 bytes"));
+    let corrected = latency.split_off(e.latency as usize);
     let utf8 = |b: Vec<u8>| {
         String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
     };
-    Ok((utf8(buf)?, utf8(corrected)?))
+    Ok((bucket, utf8(latency)?, utf8(corrected)?))
 }
 
 #[cfg(test)]
@@ -162,58 +200,73 @@ mod tests {
     use super::*;
     use crate::stats::{new_histogram, record, to_base64};
 
-    /// Second `sec`'s `n`-th put: a few latencies that differ by second and by put.
-    fn encoded(sec: usize, n: u64) -> (String, String) {
+    /// Second `sec`'s `n`-th put: a few latencies that differ by second and by put, and the
+    /// timeline bucket of the raw ones.
+    fn encoded(sec: usize, n: u64) -> (TimelineBucket, String, String) {
         let (mut raw, mut corrected) = (new_histogram(), new_histogram());
+        let mut bucket = TimelineBucket::default();
         for i in 0..(3 + sec as u64 % 5) {
-            record(&mut raw, 100 + 37 * i + 1000 * n + sec as u64);
+            let us = 100 + 37 * i + 1000 * n + sec as u64;
+            record(&mut raw, us);
+            bucket.record(us, i % 2 == 1);
             record(&mut corrected, 150 + 41 * i + 1000 * n + sec as u64);
         }
-        (to_base64(&raw).unwrap(), to_base64(&corrected).unwrap())
+        (
+            bucket,
+            to_base64(&raw).unwrap(),
+            to_base64(&corrected).unwrap(),
+        )
     }
 
     /// Twelve seconds, second 7 empty, seconds 2 and 5 closed again later (stragglers), and
     /// corrected histograms only up to second 9: the file gives exactly the in-memory list,
     /// and memory holds no histogram bytes while the file does.
-    fn puts() -> Vec<(usize, String, Option<String>)> {
+    fn puts() -> Vec<(usize, TimelineBucket, String, Option<String>)> {
         let mut out = Vec::new();
         for sec in 0..12 {
-            let (raw, corrected) = if sec == 7 {
-                (String::new(), String::new())
+            let (bucket, raw, corrected) = if sec == 7 {
+                Default::default()
             } else {
                 encoded(sec, 0)
             };
-            out.push((sec, raw, (sec < 10).then_some(corrected)));
+            out.push((sec, bucket, raw, (sec < 10).then_some(corrected)));
             if sec == 8 {
                 for again in [2, 5] {
-                    let (raw, corrected) = encoded(again, 1);
-                    out.push((again, raw, Some(corrected)));
+                    let (bucket, raw, corrected) = encoded(again, 1);
+                    out.push((again, bucket, raw, Some(corrected)));
                 }
             }
         }
         out
     }
 
-    fn reference() -> SecondHistograms {
+    /// What the in-memory lists give: the histograms added by `put_encoded`, the buckets
+    /// second by second.
+    fn reference() -> (SecondHistograms, Vec<TimelineBucket>) {
         let mut want = SecondHistograms::default();
-        for (sec, raw, corrected) in puts() {
+        let mut timeline = vec![TimelineBucket::default(); 12];
+        for (sec, bucket, raw, corrected) in puts() {
             want.put_encoded(sec, raw, corrected);
+            timeline[sec] += &bucket;
         }
-        want
+        (want, timeline)
     }
 
     #[test]
     fn the_file_gives_back_exactly_the_in_memory_list() {
         let mut spill = SecondSpill::default();
-        for (sec, raw, corrected) in puts() {
-            spill.put(sec, raw, corrected);
+        for (sec, bucket, raw, corrected) in puts() {
+            spill.put(sec, bucket, raw, corrected);
             assert!(spill.file.is_some(), "a temporary file is made");
             assert_eq!(spill.memory_bytes(), 0);
+            assert!(spill.memory_timeline.is_empty());
         }
-        let want = reference();
+        let (want, timeline) = reference();
         assert_eq!((want.latency.len(), want.corrected.len()), (12, 10));
-        assert_ne!(want.latency[2], encoded(2, 0).0, "the straggler was added");
-        assert_eq!(spill.finish(), want);
+        assert_ne!(want.latency[2], encoded(2, 0).1, "the straggler was added");
+        assert_eq!(timeline[2].count, 2 * encoded(2, 0).0.count);
+        assert!(timeline[7].is_empty() && !timeline[11].is_empty());
+        assert_eq!(spill.finish(), (want, timeline));
         assert!(spill.file.is_none(), "finish closes the file");
     }
 
@@ -222,15 +275,26 @@ mod tests {
         let mut spill = SecondSpill::default();
         let all = puts();
         let (before, after) = all.split_at(5);
-        for (sec, raw, corrected) in before.iter().cloned() {
-            spill.put(sec, raw, corrected);
+        for (sec, bucket, raw, corrected) in before.iter().cloned() {
+            spill.put(sec, bucket, raw, corrected);
         }
         spill.fall_back(&std::io::Error::other("a full disk, say"));
         assert!(spill.file.is_none() && spill.in_memory);
         assert!(spill.memory_bytes() > 0);
-        for (sec, raw, corrected) in after.iter().cloned() {
-            spill.put(sec, raw, corrected);
+        for (sec, bucket, raw, corrected) in after.iter().cloned() {
+            spill.put(sec, bucket, raw, corrected);
         }
         assert_eq!(spill.finish(), reference());
+    }
+
+    #[test]
+    fn a_bucket_survives_its_bytes() {
+        let b = TimelineBucket {
+            count: 7,
+            errors: 2,
+            sum_us: u64::MAX - 3,
+            max_us: 1 << 40,
+        };
+        assert_eq!(TimelineBucket::from_bytes(&b.to_bytes()), b);
     }
 }

@@ -1,18 +1,20 @@
-//! Per-second latency histograms of a level (the `latency.hlog` per-second intervals): recorded
-//! by every worker through a few shared slots, kept encoded once a second closes.
+//! Per-second state of a level (the `latency.hlog` per-second intervals and the `timeline`):
+//! recorded by every worker through a few shared slots, kept encoded once a second closes.
 //!
 //! Layout: the level's own HdrHistogram layout (1 µs, 3 significant digits), so the seconds of
 //! a level add up exactly to its histogram and shards add second by second. Second `s` holds
 //! the attempts that *ended* in `[origin + s, origin + s + 1)`, `origin` being the level's
-//! measured start: the seconds of `timeline`.
+//! measured start: the seconds of `timeline`, whose buckets are kept here too, one per second
+//! for the whole level (not one per recording stripe), folded and spilled with the histograms.
 //!
 //! Memory, bounded by the number of seconds and never by the request count:
 //! - while a level runs, at most [`OPEN_SECONDS`] full histograms per slot (slots: one per
 //!   runtime thread, at most 8) plus [`GRACE`] + 1 being folded, each up to ~100 KB for
 //!   latencies up to seconds (about 1 MB on 2 threads, raw and corrected);
 //! - every closed second as its V2+DEFLATE base64 string, 0.2–8 KB (measured in the tests below;
-//!   docs/reports.md), kept in a temporary file while the level runs ([`SecondSpill`]): memory
-//!   holds 16 B per second, and the list is read back once, at the level's end.
+//!   docs/reports.md), and its 32 B timeline bucket, kept in a temporary file while the level
+//!   runs ([`SecondSpill`]): memory holds 16 B per second, and the list is read back once, at
+//!   the level's end.
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -20,7 +22,11 @@ use std::time::Instant;
 use super::second_list::SecondHistograms;
 use super::second_spill::SecondSpill;
 use super::times::MAX_SECS;
-use super::{new_histogram, record, to_base64, AttemptSpan, AttemptTimes, Clock, Histogram};
+use super::{
+    new_histogram, record, to_base64, AttemptSpan, AttemptTimes, Clock, Histogram,
+    ServerTimingStats, TimelineBucket,
+};
+use crate::result::ServerTimings;
 
 /// Seconds a slot keeps open before folding the oldest into the level's list.
 pub const OPEN_SECONDS: usize = 2;
@@ -32,6 +38,7 @@ pub const GRACE: usize = 2;
 #[derive(Debug)]
 struct Open {
     sec: usize,
+    bucket: TimelineBucket,
     latency: Histogram,
     corrected: Option<Histogram>,
 }
@@ -56,13 +63,15 @@ fn encoded(h: &Histogram) -> String {
 impl Folded {
     fn encode(&mut self, o: Open) {
         let corrected = o.corrected.as_ref().map(encoded);
-        self.done.put(o.sec, encoded(&o.latency), corrected);
+        self.done
+            .put(o.sec, o.bucket, encoded(&o.latency), corrected);
     }
 
     fn fold(&mut self, o: Open) {
         self.newest = self.newest.max(o.sec);
         match self.pending.iter_mut().find(|p| p.sec == o.sec) {
             Some(p) => {
+                p.bucket += &o.bucket;
                 p.latency.add(&o.latency).expect("same histogram layout");
                 if let (Some(a), Some(b)) = (&mut p.corrected, &o.corrected) {
                     a.add(b).expect("same histogram layout");
@@ -81,13 +90,24 @@ impl Folded {
     }
 }
 
+/// One slot: its open seconds, and the `Server-Timing` durations of the attempts recorded
+/// into it over the whole level.
+#[derive(Debug, Default)]
+struct Slot {
+    open: Vec<Open>,
+    /// Kept per slot (at most 8), not per recording stripe (8 per thread): its histograms
+    /// grow to the largest duration each has seen, and 16 copies of each on 2 threads widened
+    /// one after the other, the largest heap growth of a long level (docs/soak.md).
+    server_timing: ServerTimingStats,
+}
+
 /// Where the workers of one level record per-second histograms: a few slots (worker `w` uses
 /// slot `w % slots`), each a lock around its open seconds, taken once per attempt.
 #[derive(Debug)]
 pub struct SecondsRecorder {
     level_start: Instant,
     origin_us: u64,
-    slots: Box<[Mutex<Vec<Open>>]>,
+    slots: Box<[Mutex<Slot>]>,
     folded: Mutex<Folded>,
 }
 
@@ -101,7 +121,7 @@ impl SecondsRecorder {
         SecondsRecorder {
             level_start,
             origin_us: clock.unix_us(level_start),
-            slots: (0..slots.max(1)).map(|_| Mutex::new(Vec::new())).collect(),
+            slots: (0..slots.max(1)).map(|_| Mutex::default()).collect(),
             folded: Mutex::new(Folded::default()),
         }
     }
@@ -112,7 +132,7 @@ impl SecondsRecorder {
         threads.clamp(1, 8)
     }
 
-    /// Record one attempt into slot `slot % slots`.
+    /// Record one attempt, not an error, into slot `slot % slots`.
     pub fn record(&self, slot: usize, t: &AttemptTimes) {
         let sec =
             (t.end.saturating_duration_since(self.level_start).as_secs() as usize).min(MAX_SECS);
@@ -120,24 +140,45 @@ impl SecondsRecorder {
         let corrected = t
             .intended
             .map(|i| t.end.saturating_duration_since(i).as_micros() as u64);
-        self.record_at(slot, sec, us, corrected);
+        self.record_at(slot, sec, us, corrected, false, &ServerTimings::NONE);
     }
 
     /// [`record`](Self::record) from the attempt's [`AttemptSpan`], whose second counts from
-    /// this recorder's `level_start` (the engine gives both the level's measured start).
-    pub fn record_span(&self, slot: usize, t: &AttemptSpan) {
-        self.record_at(slot, t.sec, t.us, t.corrected_us);
+    /// this recorder's `level_start` (the engine gives both the level's measured start);
+    /// `error`: the attempt was not accepted (the timeline's `errors`); `server_timing`: what
+    /// its response declared.
+    pub fn record_span(
+        &self,
+        slot: usize,
+        t: &AttemptSpan,
+        error: bool,
+        server_timing: &ServerTimings,
+    ) {
+        self.record_at(slot, t.sec, t.us, t.corrected_us, error, server_timing);
     }
 
-    fn record_at(&self, slot: usize, sec: usize, us: u64, corrected: Option<u64>) {
+    fn record_at(
+        &self,
+        slot: usize,
+        sec: usize,
+        us: u64,
+        corrected: Option<u64>,
+        error: bool,
+        server_timing: &ServerTimings,
+    ) {
         let evicted = {
-            let mut open = lock(&self.slots[slot % self.slots.len()]);
+            let mut slot = lock(&self.slots[slot % self.slots.len()]);
+            if !server_timing.is_empty() {
+                slot.server_timing.record(server_timing);
+            }
+            let open = &mut slot.open;
             let i = match open.iter().position(|o| o.sec >= sec) {
                 Some(i) if open[i].sec == sec => i,
                 found => {
                     let i = found.unwrap_or(open.len());
                     let o = Open {
                         sec,
+                        bucket: TimelineBucket::default(),
                         latency: new_histogram(),
                         corrected: corrected.map(|_| new_histogram()),
                     };
@@ -145,6 +186,7 @@ impl SecondsRecorder {
                     i
                 }
             };
+            open[i].bucket.record(us, error);
             record(&mut open[i].latency, us);
             if let (Some(h), Some(c)) = (&mut open[i].corrected, corrected) {
                 record(h, c);
@@ -156,22 +198,32 @@ impl SecondsRecorder {
         }
     }
 
-    /// Everything recorded, encoded (call once the workers are done).
-    pub fn finish(&self) -> SecondHistograms {
+    /// Everything recorded: the histograms encoded, and the timeline (one bucket per second
+    /// up to the last with an attempt). Call once the workers are done.
+    pub fn finish(&self) -> (SecondHistograms, Vec<TimelineBucket>) {
         let mut f = lock(&self.folded);
         for slot in self.slots.iter() {
-            for o in std::mem::take(&mut *lock(slot)) {
+            for o in std::mem::take(&mut lock(slot).open) {
                 f.fold(o);
             }
         }
         for p in std::mem::take(&mut f.pending) {
             f.encode(p);
         }
-        let mut out = f.done.finish();
+        let (mut out, timeline) = f.done.finish();
         if !out.is_empty() {
             out.origin_us = Some(self.origin_us);
         }
-        out
+        (out, timeline)
+    }
+
+    /// The `Server-Timing` durations of every slot, added up (and the slots' emptied).
+    pub fn take_server_timing(&self) -> ServerTimingStats {
+        let mut all = ServerTimingStats::default();
+        for slot in self.slots.iter() {
+            all += &std::mem::take(&mut lock(slot).server_timing);
+        }
+        all
     }
 
     /// Full histograms held right now (open in slots plus pending), for the memory bound.
@@ -180,7 +232,7 @@ impl SecondsRecorder {
         let open: usize = self
             .slots
             .iter()
-            .map(|s| lock(s).iter().map(count).sum::<usize>())
+            .map(|s| lock(s).open.iter().map(count).sum::<usize>())
             .sum();
         open + lock(&self.folded).pending.iter().map(count).sum::<usize>()
     }
@@ -226,11 +278,13 @@ mod tests {
         let mut whole = new_histogram();
         let mut whole_corrected = new_histogram();
         let mut per_sec = [0u64; 10];
+        let mut timeline = [TimelineBucket::default(); 10];
         for i in 0..n {
             let (end, lat) = at(i);
             record(&mut whole, lat);
             record(&mut whole_corrected, lat + i % 100);
             per_sec[(end / 1_000_000) as usize] += 1;
+            timeline[(end / 1_000_000) as usize].record(lat, false);
         }
         let max_live = std::sync::atomic::AtomicUsize::new(0);
         std::thread::scope(|s| {
@@ -258,7 +312,8 @@ mod tests {
                 });
             }
         });
-        let out = rec.finish();
+        let (out, got_timeline) = rec.finish();
+        assert_eq!(got_timeline, timeline, "one timeline, stragglers folded in");
         assert_eq!(out.origin_us, Some(clock.unix_us(t0)));
         assert_eq!((out.latency.len(), out.corrected.len()), (10, 10));
         let mut sum = new_histogram();
@@ -320,7 +375,7 @@ mod tests {
                 let lat = 800 + (i * 7919 % 1000) * (i * 104_729 % spread) / 1000;
                 rec.record(0, &times(t0, 100, lat.max(1), None));
             }
-            let out = rec.finish();
+            let (out, _) = rec.finish();
             let bytes = out.latency[0].len();
             eprintln!("{n} attempts up to {spread} µs: {bytes} B");
             assert!((100..10_000).contains(&bytes), "{n}: {bytes} B");

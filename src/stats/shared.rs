@@ -1,11 +1,12 @@
 //! What all workers of a level record into together, beside their own stripe: the per-topic
-//! table (atomics) and the per-second histograms (a few slots). Memory per level, not per
-//! stripe: see [`TopicTable`] and [`SecondsRecorder`].
+//! table (atomics), and the per-second histograms, the timeline and the `Server-Timing`
+//! durations (a few slots). Memory per level, not per stripe: see [`TopicTable`] and
+//! [`SecondsRecorder`].
 
 use std::time::Instant;
 
 use super::{AttemptSpan, Clock, LevelStats, SecondsRecorder, TopicTable};
-use crate::result::Class;
+use crate::result::{Class, ServerTimings};
 
 /// The shared recorders of one level.
 #[derive(Debug)]
@@ -25,15 +26,25 @@ impl SharedLevel {
     }
 
     /// Record one attempt of topic index `topic` by worker `worker`; `t` counts its second
-    /// from the `level_start` given to [`new`](Self::new).
-    pub fn record(&self, worker: usize, t: &AttemptSpan, class: Class, topic: usize) {
+    /// from the `level_start` given to [`new`](Self::new); `server_timing`: what its response
+    /// declared.
+    pub fn record(
+        &self,
+        worker: usize,
+        t: &AttemptSpan,
+        class: Class,
+        topic: usize,
+        server_timing: &ServerTimings,
+    ) {
         self.topics.record(topic, class, t.us);
-        self.seconds.record_span(worker, t);
+        self.seconds
+            .record_span(worker, t, class.is_error(), server_timing);
         super::soak_leak::per_attempt();
     }
 
     /// Put what was recorded into `stats` (the stripes' merge): per-topic counts and
-    /// histograms, and the per-second histograms. Call once the workers are done.
+    /// histograms, the per-second histograms, the timeline and the `Server-Timing`
+    /// durations. Call once the workers are done.
     pub fn finish(&self, stats: &mut LevelStats) {
         stats.topics = self.topics.snapshot();
         stats.topic_attempts = stats.topics.iter().map(|t| t.counts.total()).collect();
@@ -42,6 +53,7 @@ impl SharedLevel {
             .iter()
             .map(|t| t.counts.get(Class::Accepted))
             .collect();
-        stats.seconds = self.seconds.finish();
+        (stats.seconds, stats.timeline) = self.seconds.finish();
+        stats.server_timing += &self.seconds.take_server_timing();
     }
 }

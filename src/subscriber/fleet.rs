@@ -150,6 +150,8 @@ impl Fleet {
             churn_on: AtomicBool::new(false),
             churn: Default::default(),
             origin_ns: AtomicU64::new(0),
+            delivered_per_second: Default::default(),
+            hists: Default::default(),
             callback_base,
         })
     }
@@ -342,12 +344,6 @@ impl Fleet {
             out.gone_subscribers += u64::from(st.gone);
             out.longest_gap_us = out.longest_gap_us.max(st.longest_gap_ns / 1000);
             out.unverified_subscribers += u64::from(s.intent() != Intent::Verified);
-            let _ = out.e2e_from_start.add(&st.e2e_from_start);
-            let _ = out.e2e_from_accepted.add(&st.e2e_from_accepted);
-            st.e2e_from_start.reset();
-            st.e2e_from_accepted.reset();
-            out.stages += &std::mem::take(&mut st.stages);
-            out.seconds += &std::mem::take(&mut st.seconds);
             for (reason, n) in std::mem::take(&mut st.dead_reasons) {
                 *out.dead_letter_reasons.entry(reason).or_default() += n;
             }
@@ -356,6 +352,15 @@ impl Fleet {
         }
         sh.base.store(u64::MAX, Relaxed);
         out.seconds.expected = sh.tracker.owed_per_second();
+        // Taken as each subscriber's own histograms and series were: what counted since the
+        // last take (deliveries after it are late: the subscribers were reset above).
+        let hists = sh.hists.take();
+        (out.e2e_from_start, out.e2e_from_accepted) =
+            (hists.e2e_from_start, hists.e2e_from_accepted);
+        out.stages = hists.stages;
+        // Taken as each subscriber's own series was: from what counted since the last take.
+        out.seconds.delivered = sh.delivered_per_second.to_vec();
+        sh.delivered_per_second.reset();
         if sh.churn_on.load(Relaxed) {
             let mut churn = std::mem::take(&mut *sh.churn_stats());
             churn.ambiguous = ambiguous;

@@ -10,7 +10,9 @@ use tokio::sync::Notify;
 
 use super::behaviour::Behaviour;
 use super::churn_stats::ChurnStats;
+use super::delivery_hists::SharedHists;
 use super::receive::{SignatureKey, SubState};
+use super::second_series::SecondSeries;
 use super::tracker::DeliveryTracker;
 use crate::config::Secret;
 use crate::workload::Workload;
@@ -117,6 +119,10 @@ pub(crate) struct Shared {
     pub churn: Mutex<ChurnStats>,
     /// The open level's measured start on the tracker's clock (ns): second 0 of its series.
     pub origin_ns: AtomicU64,
+    /// The open level's deliveries per second (first acknowledged), every subscriber's.
+    pub delivered_per_second: SecondSeries,
+    /// The open level's delivery histograms, in a few slots.
+    pub hists: SharedHists,
     pub callback_base: String,
 }
 

@@ -9,9 +9,11 @@ use sha2::Sha256;
 
 use super::behaviour::{Answer, Behaviour};
 use super::bitmap::SeqBitmap;
-use super::stats::{DeliveryCounts, DeliverySeconds};
+use super::delivery_hists::DeliveryHists;
+use super::second_series::SecondSeries;
+use super::stats::DeliveryCounts;
 use super::tracker::{DeliveryTracker, SentEvent};
-use crate::stats::{new_histogram, record, Histogram, ServerTimingStats};
+use crate::stats::record;
 use crate::workload::Workload;
 
 /// What the content of one delivery is, decided without the subscriber's state.
@@ -141,16 +143,8 @@ pub struct SubState {
     pub dead_reasons: std::collections::BTreeMap<String, u64>,
     /// The level's counters so far.
     pub counts: DeliveryCounts,
-    /// Publish start → received, µs.
-    pub e2e_from_start: Histogram,
-    /// Accepted → received, µs.
-    pub e2e_from_accepted: Histogram,
-    /// The hub's `Hub-Timing` stages of the deliveries counted delivered (`stages.rs`).
-    pub stages: ServerTimingStats,
     /// The end-to-end latency (µs) of the last delivery counted delivered.
     pub last_e2e_us: u64,
-    /// Delivered per second since `origin_ns` (only `delivered` is filled here).
-    pub seconds: DeliverySeconds,
     /// The level's measured start on the tracker's clock (ns).
     pub origin_ns: u64,
     /// Latest send instant (tracker ns) among events delivered so far, for the order check.
@@ -188,11 +182,7 @@ impl SubState {
             dead: SeqBitmap::new(base),
             dead_reasons: std::collections::BTreeMap::new(),
             counts: DeliveryCounts::default(),
-            e2e_from_start: new_histogram(),
-            e2e_from_accepted: new_histogram(),
-            stages: ServerTimingStats::default(),
             last_e2e_us: 0,
-            seconds: DeliverySeconds::default(),
             origin_ns: 0,
             max_sent_ns: 0,
             last_delivery_ns: None,
@@ -265,7 +255,10 @@ impl SubState {
     }
 
     /// Record one delivery: decide its answer with `behaviour` (subscriber id `id`) and count it.
-    /// `sent` is what the tracker still knows of the event; `received_ns` is on the tracker's clock.
+    /// `sent` is what the tracker still knows of the event; `received_ns` is on the tracker's
+    /// clock; one delivered is counted in its second of `delivered_per_second` and its latencies
+    /// in `hists` (the level's, shared by the subscribers).
+    #[allow(clippy::too_many_arguments)]
     pub fn receive(
         &mut self,
         id: u64,
@@ -273,6 +266,8 @@ impl SubState {
         check: Check,
         sent: Option<SentEvent>,
         received_ns: u64,
+        delivered_per_second: &SecondSeries,
+        hists: &mut DeliveryHists,
     ) -> Answer {
         self.receipts += 1;
         let answer = behaviour.answer(id, self.receipts, self.acked_total);
@@ -325,14 +320,14 @@ impl SubState {
         }
         self.last_delivery_ns = Some(received_ns);
         let second = received_ns.saturating_sub(self.origin_ns) / 1_000_000_000;
-        DeliverySeconds::bump(&mut self.seconds.delivered, second as usize, 1);
+        delivered_per_second.add(second as usize, 1);
         match sent {
             Some(s) => {
                 self.last_e2e_us = received_ns.saturating_sub(s.sent_ns) / 1000;
-                record(&mut self.e2e_from_start, self.last_e2e_us);
+                record(&mut hists.e2e_from_start, self.last_e2e_us);
                 match s.accepted_ns {
                     Some(a) if a <= received_ns => {
-                        record(&mut self.e2e_from_accepted, (received_ns - a) / 1000);
+                        record(&mut hists.e2e_from_accepted, (received_ns - a) / 1000);
                     }
                     _ => c.before_accepted += 1,
                 }
@@ -346,7 +341,7 @@ impl SubState {
                 // Another process (or a ring too small) sent it: the body's wall clock, skew included.
                 c.e2e_from_body += 1;
                 self.last_e2e_us = unix_us().saturating_sub(sent_us);
-                record(&mut self.e2e_from_start, self.last_e2e_us);
+                record(&mut hists.e2e_from_start, self.last_e2e_us);
             }
         }
         answer
@@ -490,26 +485,68 @@ mod tests {
             ..Behaviour::default()
         };
         let mut s = SubState::new(0);
+        let series = SecondSeries::default();
+        let mut hists = DeliveryHists::default();
         let ev = |seq| Check::Event { seq, sent_us: 0 };
         // receipt 1 ok, 2 fails, 3 (redelivery of 2) ok, 4 (duplicate of 1) fails, 5 ok.
         assert_eq!(
-            s.receive(0, &every2, ev(1), sent(1_000, Some(3_000)), 10_000),
+            s.receive(
+                0,
+                &every2,
+                ev(1),
+                sent(1_000, Some(3_000)),
+                10_000,
+                &series,
+                &mut hists
+            ),
             Answer::Ok
         );
         assert_eq!(
-            s.receive(0, &every2, ev(2), sent(2_000, None), 11_000),
+            s.receive(
+                0,
+                &every2,
+                ev(2),
+                sent(2_000, None),
+                11_000,
+                &series,
+                &mut hists
+            ),
             Answer::Error
         );
         assert_eq!(
-            s.receive(0, &every2, ev(2), sent(2_000, None), 12_000),
+            s.receive(
+                0,
+                &every2,
+                ev(2),
+                sent(2_000, None),
+                12_000,
+                &series,
+                &mut hists
+            ),
             Answer::Ok
         );
         assert_eq!(
-            s.receive(0, &every2, ev(1), sent(1_000, None), 13_000),
+            s.receive(
+                0,
+                &every2,
+                ev(1),
+                sent(1_000, None),
+                13_000,
+                &series,
+                &mut hists
+            ),
             Answer::Error
         );
         assert_eq!(
-            s.receive(0, &every2, Check::Unexpected, None, 14_000),
+            s.receive(
+                0,
+                &every2,
+                Check::Unexpected,
+                None,
+                14_000,
+                &series,
+                &mut hists
+            ),
             Answer::Ok
         );
         let c = s.counts;
@@ -525,17 +562,22 @@ mod tests {
             (5, 2, 1, 1, 1, 2)
         );
         assert_eq!(c.before_accepted, 1, "seq 2 was never accepted");
-        assert_eq!(s.e2e_from_start.len(), 2);
-        assert_eq!((s.e2e_from_start.min(), s.e2e_from_start.max()), (9, 10));
-        assert_eq!(s.e2e_from_accepted.len(), 1);
-        assert_eq!(s.e2e_from_accepted.max(), 7);
-        assert_eq!(s.seconds.delivered, [2], "both in second 0");
+        assert_eq!(hists.e2e_from_start.len(), 2);
+        assert_eq!(
+            (hists.e2e_from_start.min(), hists.e2e_from_start.max()),
+            (9, 10)
+        );
+        assert_eq!(hists.e2e_from_accepted.len(), 1);
+        assert_eq!(hists.e2e_from_accepted.max(), 7);
+        assert_eq!(series.to_vec(), [2], "both in second 0");
     }
 
     #[test]
     fn deliveries_count_in_the_second_they_arrive() {
         let b = Behaviour::default();
         let mut s = SubState::new(0);
+        let series = SecondSeries::default();
+        let mut hists = DeliveryHists::default();
         s.origin_ns = 5_000_000_000;
         let ev = |seq| Check::Event { seq, sent_us: 0 };
         // Before the origin (second 0), at 0.999 s, at 2 s; a duplicate is not counted.
@@ -545,9 +587,9 @@ mod tests {
             (3, 7_000_000_000),
             (3, 7_100_000_000),
         ] {
-            s.receive(0, &b, ev(seq), sent(1, None), at);
+            s.receive(0, &b, ev(seq), sent(1, None), at, &series, &mut hists);
         }
-        assert_eq!(s.seconds.delivered, [2, 0, 1]);
+        assert_eq!(series.to_vec(), [2, 0, 1]);
         assert_eq!(s.counts.duplicates, 1);
     }
 
@@ -558,21 +600,26 @@ mod tests {
             ..Behaviour::default()
         };
         let mut s = SubState::new(0);
+        let series = SecondSeries::default();
+        let mut hists = DeliveryHists::default();
         let ev = |seq| Check::Event { seq, sent_us: 0 };
         assert_eq!(s.longest_gap_ns, 0);
-        s.receive(0, &b, ev(1), sent(1, None), 1_000);
+        s.receive(0, &b, ev(1), sent(1, None), 1_000, &series, &mut hists);
         assert_eq!(s.longest_gap_ns, 0, "one delivery is no interval");
-        s.receive(0, &b, ev(2), sent(1, None), 3_000);
-        s.receive(0, &b, ev(3), sent(1, None), 3_500);
+        s.receive(0, &b, ev(2), sent(1, None), 3_000, &series, &mut hists);
+        s.receive(0, &b, ev(3), sent(1, None), 3_500, &series, &mut hists);
         // Refused (the 4th receipt answers 500), then a duplicate: neither is a delivery.
-        assert_eq!(s.receive(0, &b, ev(4), sent(1, None), 9_000), Answer::Error);
-        s.receive(0, &b, ev(3), sent(1, None), 9_500);
+        assert_eq!(
+            s.receive(0, &b, ev(4), sent(1, None), 9_000, &series, &mut hists),
+            Answer::Error
+        );
+        s.receive(0, &b, ev(3), sent(1, None), 9_500, &series, &mut hists);
         assert_eq!(s.longest_gap_ns, 2_000);
-        s.receive(0, &b, ev(4), sent(1, None), 10_500);
+        s.receive(0, &b, ev(4), sent(1, None), 10_500, &series, &mut hists);
         assert_eq!((s.counts.delivered, s.longest_gap_ns), (4, 7_000));
         s.reset(0);
         assert_eq!(s.longest_gap_ns, 0);
-        s.receive(0, &b, ev(1), sent(1, None), 20_000);
+        s.receive(0, &b, ev(1), sent(1, None), 20_000, &series, &mut hists);
         assert_eq!(
             s.longest_gap_ns, 0,
             "a new level starts without a last delivery"
@@ -583,13 +630,15 @@ mod tests {
     fn order_is_judged_by_accepted_before_sent() {
         let b = Behaviour::default();
         let mut s = SubState::new(0);
+        let series = SecondSeries::default();
+        let mut hists = DeliveryHists::default();
         let ev = |seq| Check::Event { seq, sent_us: 0 };
         // Event 1 sent at 100, accepted at 150; event 2 sent at 200.
-        s.receive(0, &b, ev(2), sent(200, Some(250)), 300);
-        s.receive(0, &b, ev(1), sent(100, Some(150)), 310);
+        s.receive(0, &b, ev(2), sent(200, Some(250)), 300, &series, &mut hists);
+        s.receive(0, &b, ev(1), sent(100, Some(150)), 310, &series, &mut hists);
         // Overlapping publishes (accepted after the other was sent) are not an order error.
-        s.receive(0, &b, ev(3), sent(400, Some(500)), 600);
-        s.receive(0, &b, ev(4), sent(350, Some(450)), 610);
+        s.receive(0, &b, ev(3), sent(400, Some(500)), 600, &series, &mut hists);
+        s.receive(0, &b, ev(4), sent(350, Some(450)), 610, &series, &mut hists);
         assert_eq!(s.counts.out_of_order, 1);
         assert_eq!(s.counts.delivered, 4);
     }
@@ -601,9 +650,17 @@ mod tests {
             ..Behaviour::default()
         };
         let mut s = SubState::new(0);
+        let series = SecondSeries::default();
+        let mut hists = DeliveryHists::default();
         let ev = |seq| Check::Event { seq, sent_us: 0 };
-        assert_eq!(s.receive(0, &b, ev(1), sent(1, None), 2), Answer::Ok);
-        assert_eq!(s.receive(0, &b, ev(2), sent(1, None), 2), Answer::Gone);
+        assert_eq!(
+            s.receive(0, &b, ev(1), sent(1, None), 2, &series, &mut hists),
+            Answer::Ok
+        );
+        assert_eq!(
+            s.receive(0, &b, ev(2), sent(1, None), 2, &series, &mut hists),
+            Answer::Gone
+        );
         assert!(s.gone);
         assert_eq!((s.counts.delivered, s.counts.answered_gone), (1, 1));
     }

@@ -227,11 +227,22 @@ pub(super) fn deliver(
     };
     let mut st = sub.state();
     let delivered = st.counts.delivered;
-    let answer = st.receive(id, &sh.behaviour, c, sent, received_ns);
+    // Under the subscriber's lock, as every delivery's recording is (never the other way round).
+    let mut hists = sh.hists.slot(sub.topic * sh.per_topic + sub.index);
+    let answer = st.receive(
+        id,
+        &sh.behaviour,
+        c,
+        sent,
+        received_ns,
+        &sh.delivered_per_second,
+        &mut hists,
+    );
     if st.counts.delivered > delivered {
         let e2e_us = st.last_e2e_us;
-        super::stages::record_stages(&mut st.stages, timing, e2e_us);
+        super::stages::record_stages(&mut hists.stages, timing, e2e_us);
     }
+    drop(hists);
     if st.counts.delivered > delivered && seq.is_some_and(|s| st.closes_gap(s)) {
         // Owed again from here: what was published before this delivery stays in the gap.
         let now = sh.tracker.published_snapshot();

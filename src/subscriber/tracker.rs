@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::bitmap::AtomicBitmap;
+use super::second_series::SecondSeries;
 
 #[derive(Debug, Default)]
 struct Slot {
@@ -49,13 +50,10 @@ pub struct DeliveryTracker {
     /// Listening subscribers per topic for the open level; unset: nothing owed is counted.
     fanout: OnceLock<Box<[AtomicU32]>>,
     /// Deliveries owed per second since `origin_ns` (the last second takes everything later).
-    owed: OnceLock<Box<[AtomicU64]>>,
+    owed: SecondSeries,
     /// The level's measured start, ns since the anchor.
     origin_ns: AtomicU64,
 }
-
-/// Seconds of a level's owed series (18 h; later answers count in the last one): 512 KiB.
-const OWED_SECONDS: usize = 1 << 16;
 
 impl DeliveryTracker {
     /// A tracker whose ring holds at least `capacity` events (rounded up to a power of two).
@@ -68,7 +66,7 @@ impl DeliveryTracker {
             published: AtomicBitmap::default(),
             accepted: AtomicBitmap::default(),
             fanout: OnceLock::new(),
-            owed: OnceLock::new(),
+            owed: SecondSeries::default(),
             origin_ns: AtomicU64::new(0),
         }
     }
@@ -110,14 +108,14 @@ impl DeliveryTracker {
 
     /// Add what an accepted event of `topic`, read at `at_ns`, owes to its second.
     fn owe(&self, topic: usize, at_ns: u64) {
-        let (Some(fanout), Some(owed)) = (self.fanout.get(), self.owed.get()) else {
+        let Some(fanout) = self.fanout.get() else {
             return;
         };
         let n = fanout.get(topic).map_or(0, |f| f.load(Ordering::Relaxed));
         if n > 0 {
             let origin = self.origin_ns.load(Ordering::Relaxed);
             let s = (at_ns.saturating_sub(origin) / 1_000_000_000) as usize;
-            owed[s.min(OWED_SECONDS - 1)].fetch_add(u64::from(n), Ordering::Relaxed);
+            self.owed.add(s, u64::from(n));
         }
     }
 
@@ -130,22 +128,13 @@ impl DeliveryTracker {
         for (slot, n) in f.iter().zip(fanout) {
             slot.store(*n, Ordering::Relaxed);
         }
-        let owed = self
-            .owed
-            .get_or_init(|| (0..OWED_SECONDS).map(|_| AtomicU64::new(0)).collect());
-        owed.iter().for_each(|o| o.store(0, Ordering::Relaxed));
+        self.owed.reset();
         self.origin_ns.store(self.ns(origin), Ordering::Relaxed);
     }
 
     /// The level's deliveries owed per second, up to the last second with any.
     pub fn owed_per_second(&self) -> Vec<u64> {
-        let Some(owed) = self.owed.get() else {
-            return Vec::new();
-        };
-        let mut v: Vec<u64> = owed.iter().map(|o| o.load(Ordering::Relaxed)).collect();
-        let used = v.iter().rposition(|n| *n > 0).map_or(0, |i| i + 1);
-        v.truncate(used);
-        v
+        self.owed.to_vec()
     }
 
     /// What the ring still knows of `seq`.
