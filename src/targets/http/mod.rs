@@ -453,9 +453,24 @@ impl HttpPool {
 
     /// Keep `conn` for reuse; `since` is when its last exchange took it. Kept with the
     /// instant it expires at (`None`: an idle timeout beyond what an `Instant` holds).
+    ///
+    /// The stack is only ever looked at from the top, so after a burst the connections left
+    /// at the bottom would stay open (most of them closed by the server by then, held in
+    /// CLOSE-WAIT) for as long as the top ones keep being reused. The bottom is the oldest:
+    /// those idle too long at `since` are closed here (outside the lock), one compare per
+    /// push otherwise.
     fn push_idle(&self, conn: Box<Conn>, since: Instant) {
         let expires = since.checked_add(self.idle_timeout);
-        self.lock_idle().push((expires, conn));
+        let expired = |e: &Option<Instant>| e.is_some_and(|at| at < since);
+        let mut idle = self.lock_idle();
+        let old = idle.first().is_some_and(|(e, _)| expired(e));
+        idle.push((expires, conn));
+        if old {
+            let n = idle.iter().take_while(|(e, _)| expired(e)).count();
+            let gone: Vec<_> = idle.drain(..n).collect();
+            drop(idle);
+            drop(gone);
+        }
     }
 
     fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<(Option<Instant>, Box<Conn>)>> {

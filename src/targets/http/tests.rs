@@ -17,6 +17,7 @@ use crate::result::{OtherReason, Outcome};
 struct Server {
     addr: SocketAddr,
     accepted: Arc<AtomicUsize>,
+    open: Arc<AtomicUsize>,
     max_open: Arc<AtomicUsize>,
 }
 
@@ -26,6 +27,9 @@ impl Server {
     }
     fn max_open(&self) -> usize {
         self.max_open.load(Ordering::SeqCst)
+    }
+    fn open(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
     }
 }
 
@@ -40,15 +44,15 @@ where
     let accepted = Arc::new(AtomicUsize::new(0));
     let open = Arc::new(AtomicUsize::new(0));
     let max_open = Arc::new(AtomicUsize::new(0));
-    let (acc, mx) = (accepted.clone(), max_open.clone());
+    let (acc, op, mx) = (accepted.clone(), open.clone(), max_open.clone());
     tokio::spawn(async move {
         let handler = Arc::new(handler);
         while let Ok((sock, _)) = listener.accept().await {
             sock.set_nodelay(true).unwrap();
             acc.fetch_add(1, Ordering::SeqCst);
-            let now = open.fetch_add(1, Ordering::SeqCst) + 1;
+            let now = op.fetch_add(1, Ordering::SeqCst) + 1;
             mx.fetch_max(now, Ordering::SeqCst);
-            let (h, open) = (handler.clone(), open.clone());
+            let (h, open) = (handler.clone(), op.clone());
             tokio::spawn(async move {
                 h(sock).await;
                 open.fetch_sub(1, Ordering::SeqCst);
@@ -58,6 +62,7 @@ where
     Server {
         addr,
         accepted,
+        open,
         max_open,
     }
 }
@@ -737,4 +742,39 @@ async fn idle_connections_expire() {
     pool.send(REQUEST, in_secs(5)).await.unwrap();
     assert_eq!(server.accepted(), 2, "replaced once idle too long");
     assert_eq!(pool.idle_count(), 1);
+}
+
+#[tokio::test]
+async fn a_connection_left_under_a_reused_one_is_closed_once_idle_too_long() {
+    // A burst of two leaves two idle connections; then one request at a time keeps
+    // reusing the top one while the bottom one only ages.
+    let server = serve(|s| answer_all(s, ACCEPTED)).await;
+    let pool = HttpPool::new(server.addr, cfg(2)).with_idle_timeout(Duration::from_millis(200));
+    let (a, b) = tokio::join!(
+        pool.send(REQUEST, in_secs(5)),
+        pool.send(REQUEST, in_secs(5))
+    );
+    a.unwrap();
+    b.unwrap();
+    assert_eq!((server.accepted(), pool.idle_count()), (2, 2));
+    let until = Instant::now() + Duration::from_millis(600);
+    while Instant::now() < until {
+        pool.send(REQUEST, in_secs(5)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    assert_eq!(
+        server.accepted(),
+        2,
+        "the top connection was reused throughout"
+    );
+    assert_eq!(
+        pool.idle_count(),
+        1,
+        "the bottom one was closed once idle too long"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.open() != 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(server.open(), 1, "the server saw the old connection closed");
 }
