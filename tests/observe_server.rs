@@ -4,7 +4,7 @@
 
 use hubload_hub::FaultConfig;
 
-use crate::util::{count, free_port, Scenario};
+use crate::util::{count, refusing_port, Scenario};
 
 /// server.csv's rows as (level, series, labels) → (kind, delta).
 fn server_rows(dir: &std::path::Path) -> Vec<csv::StringRecord> {
@@ -39,7 +39,8 @@ async fn hub_counter_deltas_equal_hubloads_classes_per_level() {
     .await;
     let metrics = format!("http://{}/metrics", sc.hub.addr);
     // Nothing listens here: a warning, failures counted, and the run goes on.
-    let nowhere = format!("http://user:hunter2@127.0.0.1:{}/metrics", free_port());
+    let (_held, nowhere_port) = refusing_port();
+    let nowhere = format!("http://user:hunter2@127.0.0.1:{nowhere_port}/metrics");
     let o = sc
         .run(&[
             "--tenants",

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use hubload_hub::FaultConfig;
 
-use crate::util::{assert_exit, bin, count, free_port, tool, Scenario};
+use crate::util::{assert_exit, bin, count, free_port, refusing_port, tool, Scenario};
 
 /// A child process killed when dropped.
 struct Killed(Child);
@@ -142,7 +142,10 @@ async fn remote_written_counts_reconcile_and_a_node_exporter_is_scraped() {
         return;
     };
     let hub_metrics = format!("http://{}/metrics", sc.hub.addr);
-    let dead = format!("http://127.0.0.1:{}/metrics", free_port());
+    // Refused for the whole run: a port only free a moment ago was once taken by another
+    // test's server, which then answered the "dead" source's scrapes.
+    let (_held, dead_port) = refusing_port();
+    let dead = format!("http://127.0.0.1:{dead_port}/metrics");
     let write = format!("{base}/api/v1/write");
     let tag = format!("t{}", std::process::id());
     let label = format!("test={tag}");
@@ -312,7 +315,8 @@ async fn metrics_shows_accepted_attempts_while_a_level_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_push_receiver_is_counted_and_never_blocks_the_load() {
     let sc = Scenario::start(FaultConfig::default()).await;
-    let nowhere = format!("http://127.0.0.1:{}/api/v1/write", free_port());
+    let (_held, nowhere_port) = refusing_port();
+    let nowhere = format!("http://127.0.0.1:{nowhere_port}/api/v1/write");
     let o = sc
         .run(&[
             "--concurrency",

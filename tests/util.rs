@@ -262,6 +262,18 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A port on 127.0.0.1 that refuses every connection for as long as the returned socket
+/// lives: bound, so no other test's server can take it (as one can take a port merely free a
+/// moment ago), and never listening, so a connect is answered with a reset.
+pub fn refusing_port() -> (socket2::Socket, u16) {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    s.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    let port = s.local_addr().unwrap().as_socket().unwrap().port();
+    (s, port)
+}
+
 /// `Some(path)` of an installed tool, or `None` after a skip line naming `tests` (a failure
 /// when `CI` is set, where `.ci/run` must have installed it).
 pub fn tool(name: &str, tests: &str) -> Option<std::path::PathBuf> {
