@@ -19,6 +19,7 @@ mod flask_websub;
 mod flask_websub_fleet;
 mod generator_bound;
 mod h2_server;
+mod h2_vendored;
 mod hlog;
 mod http2;
 mod http2_frames;

@@ -1,3 +1,4 @@
+use super::memo::{self, Memo};
 use super::{header::BytesStr, huffman, Header};
 use crate::frame;
 
@@ -20,6 +21,8 @@ pub struct Decoder {
     last_max_update: usize,
     table: Table,
     buffer: BytesMut,
+    // hubload patch: recently decoded literal values (`memo.rs`).
+    memo: Memo,
 }
 
 /// Represents all errors that can be encountered while performing the decoding
@@ -159,6 +162,7 @@ impl Decoder {
             last_max_update: size,
             table: Table::new(size),
             buffer: BytesMut::with_capacity(4096),
+            memo: Memo::default(),
         }
     }
 
@@ -212,7 +216,7 @@ impl Decoder {
                 LiteralWithIndexing => {
                     tracing::trace!(rem = src.remaining(), kind = %"LiteralWithIndexing");
                     can_resize = false;
-                    let entry = self.decode_literal(src, true)?;
+                    let entry = self.decode_literal(src, true, true)?;
 
                     // Insert the header into the table
                     self.table.insert(entry.clone());
@@ -225,7 +229,7 @@ impl Decoder {
                 LiteralWithoutIndexing => {
                     tracing::trace!(rem = src.remaining(), kind = %"LiteralWithoutIndexing");
                     can_resize = false;
-                    let entry = self.decode_literal(src, false)?;
+                    let entry = self.decode_literal(src, false, true)?;
                     consume(src);
                     if f(entry).is_break() {
                         break;
@@ -234,7 +238,7 @@ impl Decoder {
                 LiteralNeverIndexed => {
                     tracing::trace!(rem = src.remaining(), kind = %"LiteralNeverIndexed");
                     can_resize = false;
-                    let entry = self.decode_literal(src, false)?;
+                    let entry = self.decode_literal(src, false, false)?;
                     consume(src);
 
                     // TODO: Track that this should never be indexed
@@ -286,11 +290,17 @@ impl Decoder {
         &mut self,
         buf: &mut Cursor<&mut BytesMut>,
         index: bool,
+        memoize: bool,
     ) -> Result<Header, DecoderError> {
         let prefix = if index { 6 } else { 4 };
 
         // Extract the table index for the name, or 0 if not indexed
         let table_idx = decode_int(buf, prefix)?;
+
+        // hubload patch: a static name with a value decoded before (`memo.rs`).
+        if memoize && (1..=61).contains(&table_idx) {
+            return self.decode_memoized(buf, table_idx);
+        }
 
         // First, read the header name
         if table_idx == 0 {
@@ -308,6 +318,43 @@ impl Decoder {
 
             e.name().into_entry(value)
         }
+    }
+
+    /// hubload patch: the value of static name `table_idx`, from the memo when its encoded
+    /// bytes were decoded before, else decoded and remembered.
+    fn decode_memoized(
+        &mut self,
+        buf: &mut Cursor<&mut BytesMut>,
+        table_idx: usize,
+    ) -> Result<Header, DecoderError> {
+        let start = buf.position() as usize;
+        // The value's extent: its length prefix and octets. Anything incomplete or malformed
+        // is left to the ordinary path, which reports it.
+        let end = match decode_int(buf, 7) {
+            Ok(len) if len <= buf.remaining() => Some(buf.position() as usize + len),
+            _ => None,
+        };
+        buf.set_position(start as u64);
+        let mut raw = [0u8; memo::MAX_RAW];
+        let raw = match end {
+            Some(end) if end - start <= memo::MAX_RAW => {
+                let raw = &mut raw[..end - start];
+                raw.copy_from_slice(&buf.get_ref()[start..end]);
+                if let Some(header) = self.memo.get(table_idx, raw) {
+                    buf.set_position(end as u64);
+                    return Ok(header);
+                }
+                Some(&*raw)
+            }
+            _ => None,
+        };
+        let e = self.table.get(table_idx)?;
+        let value = self.decode_string(buf)?;
+        let header = e.name().into_entry(value)?;
+        if let Some(raw) = raw {
+            self.memo.put(table_idx, raw, &header);
+        }
+        Ok(header)
     }
 
     fn try_decode_string(

@@ -1,5 +1,6 @@
 mod decoder;
 mod encoder;
+mod memo;
 pub(crate) mod header;
 pub(crate) mod huffman;
 mod table;
