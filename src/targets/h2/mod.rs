@@ -335,7 +335,13 @@ async fn by<F: Future>(expiry: &mut Expiry<'_>, work: F) -> Option<F::Output> {
     .await
 }
 
-/// The rest of a started stream: the body as flow control allows, then the response.
+/// The rest of a started stream: the body, then the response.
+///
+/// The body is handed to h2 at once, before the connection task has opened the stream and
+/// granted it window: h2 keeps it until the window allows and writes it behind the stream's
+/// HEADERS, so a batch of requests goes out as one write instead of one for the HEADERS and
+/// another for the DATA once each stream's window came. A body still held back for window at
+/// the deadline makes the timeout [`Outcome::FlowControlTimeout`].
 async fn exchange(
     response: ResponseFuture,
     mut stream: SendStream<Bytes>,
@@ -344,23 +350,9 @@ async fn exchange(
     resp: &mut Response,
 ) -> Result<(), Outcome> {
     if !body.is_empty() {
-        let len = body.len();
-        // A new stream holds no capacity until it asks (each look takes the connection's
-        // lock): ask at once; h2 grants what the windows allow there and then.
-        stream.reserve_capacity(len);
-        while stream.capacity() < len {
-            let more = std::future::poll_fn(|cx| stream.poll_capacity(cx));
-            match by(expiry, more).await {
-                None => return Err(Outcome::FlowControlTimeout),
-                Some(Some(Ok(_))) => {}
-                Some(Some(Err(e))) => return Err(stream_outcome(&e)),
-                // The stream ended (reset): `send_data` says how.
-                Some(None) => break,
-            }
-        }
         if let Err(e) = stream.send_data(body, true) {
-            // The stream ended before its body went (h2 says only "inactive stream"): the
-            // response future holds why (a GOAWAY, a reset).
+            // The stream ended before its body was queued (h2 says only "inactive stream"):
+            // the response future holds why (a GOAWAY, a reset).
             return Err(match by(expiry, response).await {
                 Some(Err(why)) => stream_outcome(&why),
                 _ => stream_outcome(&e),
@@ -368,6 +360,7 @@ async fn exchange(
         }
     }
     let head = match by(expiry, response).await {
+        None if stream.buffered_data() > 0 => return Err(Outcome::FlowControlTimeout),
         None => return Err(Outcome::Timeout(TimeoutKind::Response)),
         Some(Err(e)) => return Err(stream_outcome(&e)),
         Some(Ok(head)) => head,

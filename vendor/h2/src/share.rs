@@ -295,6 +295,15 @@ impl<B: Buf> SendStream<B> {
         self.inner.capacity() as usize
     }
 
+    /// hubload patch: the bytes given to [`send_data`](Self::send_data) that are still
+    /// waiting for flow-control window (buffered, not yet written as DATA frames).
+    ///
+    /// A caller that queues a body at once, without waiting for capacity first, asks this at
+    /// its deadline to tell a body the peer's window held back from a response that is late.
+    pub fn buffered_data(&self) -> usize {
+        self.inner.buffered_data()
+    }
+
     /// Requests to be notified when the stream's capacity increases.
     ///
     /// Before calling this, capacity should be requested with

@@ -1426,6 +1426,16 @@ impl<B> StreamRef<B> {
         me.actions.send.capacity(&mut stream)
     }
 
+    /// hubload patch: the stream's data still buffered for want of window
+    pub fn buffered_data(&self) -> usize {
+        let mut me = self.opaque.inner.lock().unwrap();
+        let me = &mut *me;
+
+        let stream = me.store.resolve(self.opaque.key);
+
+        stream.buffered_send_data
+    }
+
     /// Request to be notified when the stream's capacity increases
     pub fn poll_capacity(&mut self, cx: &Context) -> Poll<Option<Result<WindowSize, UserError>>> {
         let mut me = self.opaque.inner.lock().unwrap();
