@@ -566,7 +566,14 @@ impl Target for WebSubTarget {
     }
 
     async fn prepare(&self, topics: &[Topic], cancel: &CancellationToken) -> PhaseResult {
-        self.phase(topics, "register", cancel).await
+        let registered = self.phase(topics, "register", cancel).await;
+        // This pool's next use is deregistration at the end (topic churn, if any, opens what
+        // it needs): its connections are closed now, not left idle for the whole load. An
+        // HTTP/2 connection the hub closes ends on its own.
+        if let Transport::Http1(pool) = &self.pool {
+            pool.close_idle();
+        }
+        registered
     }
 
     /// The transport is chosen here, once per attempt, outside the exchange's own future: the

@@ -360,6 +360,16 @@ impl HttpPool {
         self.lock_idle().len()
     }
 
+    /// Close every idle connection now: for a pool whose work is done for a long while (the
+    /// registration phase's, idle for the whole load), whose connections would otherwise stay
+    /// open until their idle timeout, most of them closed by the server meanwhile and held in
+    /// CLOSE-WAIT (no exchange runs through the pool to notice). Exchanges in flight are not
+    /// touched, and later ones open connections as usual.
+    pub fn close_idle(&self) {
+        let idle = std::mem::take(&mut *self.lock_idle());
+        drop(idle);
+    }
+
     /// Wait for a permit (none was free), within `pool_timeout` and the deadline.
     async fn acquire(&self, deadline: Instant) -> Result<SemaphorePermit<'_>, TransportError> {
         let limit = deadline.min(Instant::now() + self.cfg.pool_timeout);

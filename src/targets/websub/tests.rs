@@ -48,6 +48,38 @@ async fn accept_publishes(listener: tokio::net::TcpListener, n: usize) -> Vec<u8
     got
 }
 
+/// An HTTP/1.1 Ballerina client with `max_conns` connections and `lanes` registrations at
+/// once, generous timeouts.
+fn ballerina_client(max_conns: usize, lanes: usize) -> WebSubClient {
+    WebSubClient {
+        timeout: Duration::from_secs(10),
+        connect_timeout: Duration::from_secs(10),
+        tls_timeout: Duration::from_secs(10),
+        pool_timeout: Duration::from_secs(10),
+        max_conns,
+        headers: ExtraHeaders::default(),
+        dialect: Dialect::Ballerina,
+        topic_url_prefix: String::new(),
+        h2_streams: None,
+        phase_concurrency: lanes,
+    }
+}
+
+/// `tenants` tenants of 2 service providers and 5 users, each with a login and a
+/// registration topic.
+fn login_and_registration(tenants: u32) -> WorkloadConfig {
+    WorkloadConfig {
+        tenants,
+        sps: 2,
+        users: 5,
+        channels: vec!["login".into(), "registration".into()],
+        layout: TopicLayout::PerTenantChannel,
+        payload_bytes: None,
+        seed: 7,
+        distribution: Distribution::Uniform,
+    }
+}
+
 /// The bytes on the wire and the attempts of publishing events 0..n sent at `sent_us(seq)`,
 /// with the body rendered in pieces (never from a template) and taken as the event's own,
 /// or (`lazy`) rendered by the target where the request is written.
@@ -61,18 +93,7 @@ async fn publish(
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(accept_publishes(listener, n as usize));
     let url = url::Url::parse(&format!("http://{addr}/hub")).unwrap();
-    let client = WebSubClient {
-        timeout: Duration::from_secs(10),
-        connect_timeout: Duration::from_secs(10),
-        tls_timeout: Duration::from_secs(10),
-        pool_timeout: Duration::from_secs(10),
-        max_conns: 1,
-        headers: ExtraHeaders::default(),
-        dialect: Dialect::Ballerina,
-        topic_url_prefix: String::new(),
-        h2_streams: None,
-        phase_concurrency: 1,
-    };
+    let client = ballerina_client(1, 1);
     let hub = HubEndpoint::at(&url, vec![addr], None).unwrap();
     let mut target = WebSubTarget::new(hub, workload.topics(), &client);
     if lazy {
@@ -102,16 +123,7 @@ async fn publish(
 /// none (send times before 2001), and for some (numbers past the templates' widths).
 #[tokio::test]
 async fn a_body_rendered_by_the_target_puts_the_same_bytes_on_the_wire() {
-    let login_and_registration = WorkloadConfig {
-        tenants: 3,
-        sps: 2,
-        users: 5,
-        channels: vec!["login".into(), "registration".into()],
-        layout: TopicLayout::PerTenantChannel,
-        payload_bytes: None,
-        seed: 7,
-        distribution: Distribution::Uniform,
-    };
+    let login_and_registration = login_and_registration(3);
     let mixed = WorkloadConfig {
         sps: 1_200,
         users: 150_000_000,
@@ -179,4 +191,70 @@ async fn same_bytes_on_the_wire(workload: &Arc<Workload>, sent_us: fn(u64) -> u6
         assert_eq!((s, sent), (seq as u64, sent_us(seq as u64)));
         assert_eq!(*body, &workload.event_at(s, sent).body[..]);
     }
+}
+
+/// Answers every request on every connection as a hub accepting it, and counts the
+/// connections open now and accepted in all.
+async fn accept_all(
+    listener: tokio::net::TcpListener,
+    open: Arc<std::sync::atomic::AtomicUsize>,
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::Ordering::SeqCst;
+    while let Ok((mut s, _)) = listener.accept().await {
+        accepted.fetch_add(1, SeqCst);
+        open.fetch_add(1, SeqCst);
+        let open = open.clone();
+        tokio::spawn(async move {
+            let mut got = Vec::new();
+            let mut answered = 0;
+            let mut buf = [0u8; 4096];
+            loop {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => got.extend_from_slice(&buf[..k]),
+                }
+                let complete = requests(&got).len();
+                for _ in answered..complete {
+                    let ok = b"HTTP/1.1 202 Accepted\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 17\r\n\r\nhub.mode=accepted";
+                    if s.write_all(ok).await.is_err() {
+                        break;
+                    }
+                }
+                answered = complete;
+            }
+            open.fetch_sub(1, SeqCst);
+        });
+    }
+}
+
+/// Registration leaves no connection open behind it: the phase's pool is idle for the whole
+/// load, and the hub would close its connections first and leave them in CLOSE-WAIT here.
+#[tokio::test]
+async fn registration_closes_its_connections_when_it_is_done() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (open, accepted) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    tokio::spawn(accept_all(listener, open.clone(), accepted.clone()));
+    let workload = Workload::new(login_and_registration(4));
+    let url = url::Url::parse(&format!("http://{addr}/hub")).unwrap();
+    let client = ballerina_client(4, 4);
+    let hub = HubEndpoint::at(&url, vec![addr], None).unwrap();
+    let target = WebSubTarget::new(hub, workload.topics(), &client);
+    let cancel = CancellationToken::new();
+    let done = target.prepare(workload.topics(), &cancel).await;
+    assert_eq!(workload.topics().len(), 8);
+    assert_eq!(done.counts.get(Class::Accepted), 8, "{done:?}");
+    let Transport::Http1(pool) = &target.pool else {
+        panic!("an HTTP/1.1 target")
+    };
+    assert_eq!(pool.idle_count(), 0);
+    // Four lanes, so more than one connection was used, and every one of them is closed.
+    assert!((2..=4).contains(&accepted.load(SeqCst)), "{accepted:?}");
+    let until = Instant::now() + Duration::from_secs(5);
+    while open.load(SeqCst) > 0 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(open.load(SeqCst), 0, "the server still holds connections");
 }
