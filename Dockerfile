@@ -21,6 +21,8 @@ COPY vendor/fe2o3-amqp/Cargo.toml vendor/fe2o3-amqp/
 COPY vendor/fe2o3-amqp/src vendor/fe2o3-amqp/src
 COPY vendor/serde_amqp/Cargo.toml vendor/serde_amqp/
 COPY vendor/serde_amqp/src vendor/serde_amqp/src
+COPY vendor/h2/Cargo.toml vendor/h2/
+COPY vendor/h2/src vendor/h2/src
 RUN mkdir -p src hub/src servicebus/src rng/src http1/src \
  && echo 'fn main() {}' > src/main.rs \
  && echo 'fn main() {}' > hub/src/main.rs \
