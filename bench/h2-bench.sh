@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What the two HTTP/2 benches share (sourced by hubload-vs-h2load.sh and hubload-ab.sh): one
 # one-worker nginx with an h2c listener ($H2), a plain HTTP/1.1 listener ($H1) and stub_status
-# ($STATUS); the 600-byte body; h2load's run; and one measured row per client run.
-# Needs bench/nginx.sh sourced first, and DURATION set.
+# ($STATUS); hubload's publish captured for h2load to send; h2load's run; and one measured row
+# per client run. Needs bench/nginx.sh sourced first, DURATION and CAPTURE_BIN set.
 
 TCK=$(getconf CLK_TCK)
 WORK=$(mktemp -d)
@@ -25,13 +25,20 @@ nginx_start "$WORK/nginx" 200 "server {
         location /nginx_status { stub_status; }
     }"
 PIDS+=("$NGINX_PID")
-padded_event 600 >"$WORK/body.json"
+
+# What h2load sends is hubload's own publish, captured first (bench/capture-request.py) from
+# CAPTURE_BIN (set by the caller: the hubload binary measured): its path, its fields (names in
+# lowercase, as HTTP/2 sends them) and a body padded to its mean length, so nginx does the same
+# work per request for both clients. One difference stays, in h2load's favour: hubload's
+# `activityid` is new on every request (sent as a never-indexed literal), h2load repeats the
+# captured one (indexed after the first request: one byte).
+capture_publish "$CAPTURE_BIN" "$WORK"
+echo "# both send hubload's publish: ${REQ_PATH}, fields ${REQ_HEADERS[*]%%:*}, a body of $(wc -c <"$WORK/body.json") B (hubload's mean over $REQ_COUNT publishes)"
 
 # h2load CONNS STREAMS: prints "REQUESTS REQ_PER_S" (succeeded 2xx requests).
 run_h2load() {
     "${WRAP[@]}" h2load -c "$1" -m "$2" -t 1 -D "$DURATION" -d "$WORK/body.json" \
-        -H 'content-type: application/json' -H 'accept: application/json' \
-        "http://127.0.0.1:$H2/hub?hub.mode=publish&hub.topic=t" >"$WORK/h2load.out" 2>&1 ||
+        "${H2LOAD_FIELDS[@]}" "http://127.0.0.1:$H2$REQ_PATH" >"$WORK/h2load.out" 2>&1 ||
         { cat "$WORK/h2load.out" >&2; return 1; }
     awk '/^requests:/ { ok = $8 } /^finished in/ { rps = $4 } END { print ok, rps }' "$WORK/h2load.out"
 }

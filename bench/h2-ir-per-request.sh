@@ -4,7 +4,7 @@
 # gets on a loaded machine (req/s and rusage do).
 #
 # One one-worker nginx with `http2` on a plain listener (h2c, prior knowledge), the same
-# 600-byte body as hubload-vs-h2load.sh. Each client runs N1 and then N2 requests under
+# request as hubload-vs-h2load.sh (hubload's publish, captured first). Each client runs N1 and then N2 requests under
 # `valgrind --tool=callgrind`, and the script prints (Ir(N2) - Ir(N1)) / (N2 - N1): the
 # instructions of one more request, start-up and reports excluded. hubload's count is checked
 # against its aggregate.csv, h2load's against its own "succeeded" line.
@@ -38,7 +38,8 @@ nginx_start "$WORK" 200 "server {
         listen 127.0.0.1:$PORT http2;
         $HUB_ACCEPT
     }"
-padded_event 600 >"$WORK/body.json"
+# h2load sends hubload's publish, captured first: its path, fields and mean body length.
+capture_publish "$BIN" "$WORK"
 total_ir() { awk '/^summary:|^totals:/ { print $2; exit }' "$1"; }
 
 # hubload CONNS STREAMS N: its Ir, after checking it counted N publishes.
@@ -46,7 +47,7 @@ hubload_ir() {
     local out=$WORK/callgrind.hubload.$1x$2.$3
     valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" --hub-url "http://127.0.0.1:$PORT/hub" \
         --http-version 2 --pool-per-host "$1" --h2-streams "$2" --concurrency $(($1 * $2)) \
-        --requests "$3" --threads 1 --quiet --tenants 1 --topics shared --payload-bytes 600 \
+        --requests "$3" --threads 1 --quiet --tenants 1 --topics shared \
         --out "$WORK/report.$1x$2.$3" >"$WORK/log" 2>&1 || { cat "$WORK/log" >&2; exit 1; }
     grep -q "^TOTAL,$3," "$WORK/report.$1x$2.$3/aggregate.csv" ||
         { echo "hubload did not count $3 requests" >&2; exit 1; }
@@ -57,8 +58,7 @@ hubload_ir() {
 h2load_ir() {
     local out=$WORK/callgrind.h2load.$1x$2.$3
     valgrind --tool=callgrind --callgrind-out-file="$out" h2load -c "$1" -m "$2" -t 1 -n "$3" \
-        -d "$WORK/body.json" -H 'content-type: application/json' -H 'accept: application/json' \
-        "http://127.0.0.1:$PORT/hub?hub.mode=publish&hub.topic=t" >"$WORK/log" 2>&1 ||
+        -d "$WORK/body.json" "${H2LOAD_FIELDS[@]}" "http://127.0.0.1:$PORT$REQ_PATH" >"$WORK/log" 2>&1 ||
         { cat "$WORK/log" >&2; exit 1; }
     grep -q "requests: $3 total, $3 started, $3 done, $3 succeeded" "$WORK/log" ||
         { grep '^requests:' "$WORK/log" >&2; echo "h2load did not complete $3 requests" >&2; exit 1; }

@@ -7,7 +7,7 @@
 # hub (bench/nginx.sh). For each shape (10 connections × 10 streams, 1 × 100) each client runs
 # N1 and N2 requests with uprobes counting malloc (`perf probe`; libc's and jemalloc's), and the allocations
 # of one more request are (count(N2) - count(N1)) / (N2 - N1), set-up excluded. Both send the
-# same 600-byte JSON body with the same content type; hubload's count is checked against its
+# same request (hubload's publish, captured first); hubload's count is checked against its
 # own report, h2load's against its summary.
 #
 # Usage: bench/h2-mallocs.sh [hubload binary]   (default target/release/hubload)
@@ -43,7 +43,8 @@ nginx_start "$WORK" 200 "server {
         listen 127.0.0.1:$PORT http2;
         $HUB_ACCEPT
     }"
-padded_event 600 >"$WORK/body.json"
+# h2load sends hubload's publish, captured first: its path, fields and mean body length.
+capture_publish "$BIN" "$WORK"
 count() { awk -F, '/:malloc_/ { n += $1 } END { print n }' "$WORK/stat"; }
 
 # hubload N CONNS STREAMS: its mallocs for N publishes.
@@ -51,7 +52,7 @@ hubload_mallocs() {
     perf stat -x, -e "$EVENT_LIST" -o "$WORK/stat" "$BIN" \
         --hub-url "http://127.0.0.1:$PORT/hub" --http-version 2 --pool-per-host "$2" \
         --h2-streams "$3" --concurrency $(($2 * $3)) --requests "$1" --threads 1 --quiet \
-        --tenants 1 --topics shared --payload-bytes 600 --out "$WORK/report" >"$WORK/log" 2>&1 ||
+        --tenants 1 --topics shared --out "$WORK/report" >"$WORK/log" 2>&1 ||
         { cat "$WORK/log" >&2; exit 1; }
     grep -q "^TOTAL,$1," "$WORK/report/aggregate.csv" ||
         { echo "hubload did not count $1 requests" >&2; exit 1; }
@@ -61,8 +62,7 @@ hubload_mallocs() {
 # h2load N CONNS STREAMS: its mallocs for N requests (checked: N succeeded).
 h2load_mallocs() {
     perf stat -x, -e "$EVENT_LIST" -o "$WORK/stat" h2load -n "$1" -c "$2" -m "$3" -t 1 \
-        -d "$WORK/body.json" -H 'content-type: application/json' -H 'accept: application/json' \
-        "http://127.0.0.1:$PORT/hub?hub.mode=publish&hub.topic=t" >"$WORK/log" 2>&1 ||
+        -d "$WORK/body.json" "${H2LOAD_FIELDS[@]}" "http://127.0.0.1:$PORT$REQ_PATH" >"$WORK/log" 2>&1 ||
         { cat "$WORK/log" >&2; exit 1; }
     grep -q "requests: $1 total, $1 started, $1 done, $1 succeeded" "$WORK/log" ||
         { cat "$WORK/log" >&2; exit 1; }

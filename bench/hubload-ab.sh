@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hubload builds (or one build under different environments) against each other and against
 # h2load over HTTP/2, interleaved, on the same one-worker nginx (h2c plus a plain HTTP/1.1
-# listener) with the same 600-byte body as hubload-vs-h2load.sh: for tuning, where the CPU per
+# listener) with the same request as hubload-vs-h2load.sh (the first build's publish,
+# captured): for tuning, where the CPU per
 # request of one change is smaller than the noise between runs minutes apart.
 #
 # Usage: bench/hubload-ab.sh 'LABEL=[ENV=VALUE ...] BINARY' ...
@@ -20,6 +21,8 @@ DURATION=${DURATION:-5}
 SHAPES=${SHAPES:-10x10 1x100 h1}
 H2LOAD=${H2LOAD:-1}
 (($# > 0)) || { echo "usage: $0 'LABEL=[ENV=VALUE ...] BINARY' ..." >&2; exit 2; }
+read -r -a FIRST <<<"${1#*=}"
+CAPTURE_BIN=${FIRST[-1]}
 # shellcheck source=bench/h2-bench.sh
 source bench/h2-bench.sh
 
@@ -34,7 +37,7 @@ run_hubload() {
     rm -rf "$WORK/report"
     env "${spec[@]:0:${#spec[@]}-1}" "${WRAP[@]}" "${spec[-1]}" "${args[@]}" \
         --concurrency 100 --threads 1 --duration "${DURATION}s" --quiet \
-        --tenants 1 --topics shared --payload-bytes 600 --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
+        --tenants 1 --topics shared --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
         { cat "$WORK/hubload.log" >&2; return 1; }
     awk -F, '$1 == "TOTAL" { print $2, $11 }' "$WORK/report/aggregate.csv"
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # hubload's HTTP/2 publish vs h2load (nghttp2), in one run, against the same one-worker nginx
-# with `http2` (h2c, prior knowledge), the same 600-byte JSON body, 5 interleaved rounds:
+# with `http2` (h2c, prior knowledge), the same request (hubload's publish, captured first: its
+# path, its fields and a body of its mean length; see h2-bench.sh), 5 interleaved rounds:
 #   c10m10   h2load -c 10 -m 10 -t 1   vs  hubload --pool-per-host 10 --h2-streams 10 --concurrency 100 --threads 1
 #   c1m100   h2load -c 1 -m 100 -t 1   vs  hubload --pool-per-host 1 --h2-streams 100 --concurrency 100 --threads 1
 #   h1-c100  hubload over HTTP/1.1 at the same concurrency (100 connections), for hubload against itself
@@ -24,6 +25,7 @@ if [[ -z ${HUBLOAD_BIN:-} ]]; then
     cargo build --quiet --release -p hubload --bin hubload
     HUBLOAD_BIN="$CARGO_TARGET_DIR/release/hubload"
 fi
+CAPTURE_BIN=$HUBLOAD_BIN
 # shellcheck source=bench/h2-bench.sh
 source bench/h2-bench.sh
 
@@ -36,7 +38,7 @@ run_hubload() {
     rm -rf "$WORK/report"
     "${WRAP[@]}" "$HUBLOAD_BIN" --hub-url "http://127.0.0.1:$2/hub" --http-version "$1" --pool-per-host "$3" \
         "${streams[@]}" --concurrency 100 --threads 1 --duration "${DURATION}s" --quiet \
-        --tenants 1 --topics shared --payload-bytes 600 --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
+        --tenants 1 --topics shared --out "$WORK/report" >"$WORK/hubload.log" 2>&1 ||
         { cat "$WORK/hubload.log" >&2; return 1; }
     awk -F, '$1 == "TOTAL" { print $2, $11 }' "$WORK/report/aggregate.csv"
 }
