@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hubload's HTTP/2 publish vs h2load (nghttp2), in one run, against the same one-worker nginx
 # with `http2` (h2c, prior knowledge), the same request (hubload's publish, captured first: its
-# path, its fields and a body of its mean length; see h2-bench.sh), 5 interleaved rounds:
+# path, its fields and a body of its mean length; see h2-bench.sh), 8 interleaved rounds:
 #   c10m10   h2load -c 10 -m 10 -t 1   vs  hubload --pool-per-host 10 --h2-streams 10 --concurrency 100 --threads 1
 #   c1m100   h2load -c 1 -m 100 -t 1   vs  hubload --pool-per-host 1 --h2-streams 100 --concurrency 100 --threads 1
 #   h1-c100  hubload over HTTP/1.1 at the same concurrency (100 connections), for hubload against itself
@@ -10,14 +10,14 @@
 # per request, and with STRACE=1 one more run per client under `strace -c -f` for system calls
 # per request (strace slows the client; those runs are not in the req/s figures).
 #
-# Usage: bench/hubload-vs-h2load.sh   (knobs: ROUNDS=5 DURATION=10 STRACE=0 HUBLOAD_BIN=path)
+# Usage: bench/hubload-vs-h2load.sh   (knobs: ROUNDS=8 DURATION=10 STRACE=0 HUBLOAD_BIN=path)
 # Needs nginx (with http_v2: Debian's nginx-light) and h2load (Debian's nghttp2-client).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 # shellcheck source=bench/nginx.sh
 source bench/nginx.sh
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-8}
 DURATION=${DURATION:-10}
 STRACE=${STRACE:-0}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
