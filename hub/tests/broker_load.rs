@@ -25,6 +25,27 @@ async fn broker_hub(emu: &EmulatorHandle, cfg: HubConfig) -> TestHub {
     hub
 }
 
+/// A broker-backed hub delivering with `concurrency` workers of `pipeline` POSTs per write,
+/// topic `t` registered, and one subscriber to it whose callback holds every POST until
+/// released.
+async fn held_subscriber(
+    emu: &EmulatorHandle,
+    concurrency: usize,
+    pipeline: usize,
+) -> (TestHub, Subscriber) {
+    let cfg = HubConfig {
+        delivery_concurrency: concurrency,
+        delivery_pipeline: pipeline,
+        ..HubConfig::default()
+    };
+    let hub = broker_hub(emu, cfg).await;
+    let sub = Subscriber::start().await;
+    hub.register("t").await;
+    subscribe(&hub, "t", &sub.callback("cb")).await;
+    sub.hold(true);
+    (hub, sub)
+}
+
 fn store(emu: &EmulatorHandle, prefix: &str) -> (String, StoreStats) {
     emu.counts()
         .entities
@@ -37,19 +58,7 @@ fn store(emu: &EmulatorHandle, prefix: &str) -> (String, StoreStats) {
 async fn deliveries_run_concurrently_up_to_the_limit() {
     let emu = emulator(EmulatorConfig::default()).await;
     // 4 workers, 2 POSTs per write: 8 deliveries in flight at most.
-    let hub = broker_hub(
-        &emu,
-        HubConfig {
-            delivery_concurrency: 4,
-            delivery_pipeline: 2,
-            ..HubConfig::default()
-        },
-    )
-    .await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
-    subscribe(&hub, "t", &sub.callback("cb")).await;
-    sub.hold(true);
+    let (hub, sub) = held_subscriber(&emu, 4, 2).await;
     let mut sent = BTreeSet::new();
     for i in 0..20 {
         let body = format!("m{i}");
@@ -118,19 +127,7 @@ async fn a_lock_that_runs_out_during_a_delivery_is_counted_not_hidden() {
         ..EmulatorConfig::default()
     })
     .await;
-    let hub = broker_hub(
-        &emu,
-        HubConfig {
-            delivery_concurrency: 2,
-            delivery_pipeline: 1,
-            ..HubConfig::default()
-        },
-    )
-    .await;
-    let sub = Subscriber::start().await;
-    hub.register("t").await;
-    subscribe(&hub, "t", &sub.callback("cb")).await;
-    sub.hold(true);
+    let (hub, sub) = held_subscriber(&emu, 2, 1).await;
     for body in ["a", "b"] {
         assert_eq!(hub.publish("t", "text/plain", body.as_bytes()).await.0, 200);
     }
