@@ -2,7 +2,8 @@
 //! through h2's own client and server over TCP on 127.0.0.1: the decoder's memory of literal
 //! values gives back exactly what the peer sent, however values repeat, change, grow past what
 //! it remembers or are marked sensitive; and the one-pass check of connection-specific fields
-//! refuses what RFC 9113 §8.2.2 forbids and nothing else.
+//! refuses what RFC 9113 §8.2.2 forbids and nothing else; the Huffman encoder writes the
+//! octets RFC 7541 gives, for values of any length.
 
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -126,4 +127,122 @@ async fn connection_specific_fields_are_refused_and_te_trailers_is_sent() {
     send = send.ready().await.unwrap();
     let (resp, _) = send.send_request(req, true).unwrap();
     assert_eq!(resp.await.unwrap().status(), 200);
+}
+
+/// The header block of the first request h2's client sends to a bare TCP peer: the bytes
+/// after the frame header of the first HEADERS frame (the request fits in one).
+async fn first_header_block(req: Request<()>) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        // An empty SETTINGS frame: the peer's side of the connection preface.
+        sock.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+        let mut preface = [0u8; 24];
+        sock.read_exact(&mut preface).await.unwrap();
+        assert_eq!(&preface, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        loop {
+            let mut head = [0u8; 9];
+            sock.read_exact(&mut head).await.unwrap();
+            let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+            let mut payload = vec![0u8; len];
+            sock.read_exact(&mut payload).await.unwrap();
+            if head[3] == 0x1 {
+                return payload;
+            }
+        }
+    });
+    let mut send = client(addr).await;
+    send = send.ready().await.unwrap();
+    let _response = send.send_request(req, true).unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), peer)
+        .await
+        .expect("no HEADERS frame within 10 s")
+        .unwrap()
+}
+
+/// The string literals of RFC 7541 appendix C.4 (requests with Huffman coding), each as a
+/// length prefix with the Huffman bit set and the octets the RFC gives.
+#[tokio::test]
+async fn huffman_coded_strings_are_the_octets_rfc_7541_gives() {
+    let mut req = Request::get("http://www.example.com/").body(()).unwrap();
+    req.headers_mut()
+        .insert("cache-control", HeaderValue::from_static("no-cache"));
+    req.headers_mut()
+        .insert("custom-key", HeaderValue::from_static("custom-value"));
+    let block = first_header_block(req).await;
+    let expected: [&[u8]; 4] = [
+        // "www.example.com"
+        &[
+            0x8c, 0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff,
+        ],
+        // "no-cache"
+        &[0x86, 0xa8, 0xeb, 0x10, 0x64, 0x9c, 0xbf],
+        // "custom-key"
+        &[0x88, 0x25, 0xa8, 0x49, 0xe9, 0x5b, 0xa9, 0x7d, 0x7f],
+        // "custom-value"
+        &[0x89, 0x25, 0xa8, 0x49, 0xe9, 0x5b, 0xb8, 0xe8, 0xb4, 0xbf],
+    ];
+    for want in expected {
+        assert!(
+            block.windows(want.len()).any(|w| w == want),
+            "{want:02x?} not in the header block {block:02x?}"
+        );
+    }
+}
+
+/// Header values of every length from 0 to 299, cycling through every octet a field value
+/// may hold (tab, visible ASCII, obs-text), arrive as sent: long values are Huffman coded in
+/// several 64-byte pieces, and each length ends on a different bit of the last octet.
+#[tokio::test]
+async fn huffman_coded_values_of_every_length_arrive_exactly() {
+    let allowed: Vec<u8> = std::iter::once(b'\t')
+        .chain(0x20..=0x7e)
+        .chain(0x80..=0xff)
+        .collect();
+    let value = |i: usize| -> Vec<u8> {
+        (0..i)
+            .map(|k| allowed[(k * 7 + i) % allowed.len()])
+            .collect()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (sock, _) = listener.accept().await.unwrap();
+        let mut conn = h2::server::handshake(sock).await.unwrap();
+        while let Some(Ok((req, mut respond))) = conn.accept().await {
+            // Echo the value back as the body.
+            let got = req
+                .headers()
+                .get("x-value")
+                .map(|v| Bytes::copy_from_slice(v.as_bytes()))
+                .unwrap_or_default();
+            let mut stream = respond
+                .send_response(Response::new(()), got.is_empty())
+                .unwrap();
+            if !got.is_empty() {
+                stream.send_data(got, true).unwrap();
+            }
+        }
+    });
+    let mut send = client(addr).await;
+    for i in 0..300 {
+        let want = value(i);
+        let mut req = request("/echo");
+        if i > 0 {
+            req.headers_mut()
+                .insert("x-value", HeaderValue::from_bytes(&want).unwrap());
+        }
+        send = send.ready().await.unwrap();
+        let (resp, _) = send.send_request(req, true).unwrap();
+        let mut body = resp.await.unwrap().into_body();
+        let mut got = Vec::new();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.unwrap();
+            let _ = body.flow_control().release_capacity(chunk.len());
+            got.extend_from_slice(&chunk);
+        }
+        assert_eq!(got, want, "value of length {i}");
+    }
 }

@@ -3,33 +3,37 @@ use crate::hpack::huffman::table::{ENCODE_CODES, ENCODE_CODE_LENGTHS};
 use bytes::{BufMut, BytesMut};
 
 pub fn encode(src: &[u8], dst: &mut BytesMut) {
+    // hubload patch: whole 32-bit words go to a small buffer on the stack and reach `dst` 64
+    // bytes at a time, rather than one `put_u32` (a capacity check and a length update) per
+    // word. The bits above `bits_len` are left as they are: a word is cut from below them and
+    // they are shifted out of the top (`bits_len` stays under 32 + 30, the longest code).
     let mut bits = 0u64;
-    let mut bits_len = 0;
+    let mut bits_len = 0u32;
+    let mut words = [0u8; 64];
+    let mut filled = 0;
 
     for &b in src {
-        let nbits = ENCODE_CODE_LENGTHS[b as usize] as usize;
+        let nbits = ENCODE_CODE_LENGTHS[b as usize] as u32;
         let code = ENCODE_CODES[b as usize] as u64;
 
         bits = (bits << nbits) | code;
         bits_len += nbits;
 
         if bits_len >= 32 {
-            let remaining = bits_len - 32;
-            dst.put_u32((bits >> remaining) as u32);
-
-            bits_len = remaining;
-            if remaining == 0 {
-                bits = 0;
-            } else {
-                bits &= (1 << remaining) - 1;
+            bits_len -= 32;
+            words[filled..filled + 4].copy_from_slice(&((bits >> bits_len) as u32).to_be_bytes());
+            filled += 4;
+            if filled == words.len() {
+                dst.extend_from_slice(&words);
+                filled = 0;
             }
         }
     }
+    dst.extend_from_slice(&words[..filled]);
 
     if bits_len != 0 {
         // Pad the final byte with the EOS prefix (all ones).
-        let padding = 8 - (bits_len % 8);
-        let padding = if padding == 8 { 0 } else { padding };
+        let padding = (8 - bits_len % 8) % 8;
         bits = (bits << padding) | ((1 << padding) - 1);
         bits_len += padding;
 
