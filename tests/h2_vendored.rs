@@ -31,25 +31,35 @@ fn fields_for(i: usize) -> Vec<(&'static str, String, bool)> {
     ]
 }
 
-/// A server on 127.0.0.1:0 answering each request `/r/{i}` with `fields_for(i)`.
-async fn server() -> std::net::SocketAddr {
+/// An h2 server on 127.0.0.1:0 for one connection, answering each request with `answer`.
+async fn serve(
+    answer: impl Fn(http::Request<h2::RecvStream>, h2::server::SendResponse<Bytes>) + Send + 'static,
+) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         let (sock, _) = listener.accept().await.unwrap();
         let mut conn = h2::server::handshake(sock).await.unwrap();
-        while let Some(Ok((req, mut respond))) = conn.accept().await {
-            let i: usize = req.uri().path()["/r/".len()..].parse().unwrap();
-            let mut resp = Response::builder().status(200);
-            for (name, value, sensitive) in fields_for(i) {
-                let mut value = HeaderValue::from_str(&value).unwrap();
-                value.set_sensitive(sensitive);
-                resp = resp.header(name, value);
-            }
-            respond.send_response(resp.body(()).unwrap(), true).unwrap();
+        while let Some(Ok((req, respond))) = conn.accept().await {
+            answer(req, respond);
         }
     });
     addr
+}
+
+/// A server answering each request `/r/{i}` with `fields_for(i)`.
+async fn server() -> std::net::SocketAddr {
+    serve(|req, mut respond| {
+        let i: usize = req.uri().path()["/r/".len()..].parse().unwrap();
+        let mut resp = Response::builder().status(200);
+        for (name, value, sensitive) in fields_for(i) {
+            let mut value = HeaderValue::from_str(&value).unwrap();
+            value.set_sensitive(sensitive);
+            resp = resp.header(name, value);
+        }
+        respond.send_response(resp.body(()).unwrap(), true).unwrap();
+    })
+    .await
 }
 
 async fn client(addr: std::net::SocketAddr) -> SendRequest<Bytes> {
@@ -206,26 +216,21 @@ async fn huffman_coded_values_of_every_length_arrive_exactly() {
             .map(|k| allowed[(k * 7 + i) % allowed.len()])
             .collect()
     };
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let (sock, _) = listener.accept().await.unwrap();
-        let mut conn = h2::server::handshake(sock).await.unwrap();
-        while let Some(Ok((req, mut respond))) = conn.accept().await {
-            // Echo the value back as the body.
-            let got = req
-                .headers()
-                .get("x-value")
-                .map(|v| Bytes::copy_from_slice(v.as_bytes()))
-                .unwrap_or_default();
-            let mut stream = respond
-                .send_response(Response::new(()), got.is_empty())
-                .unwrap();
-            if !got.is_empty() {
-                stream.send_data(got, true).unwrap();
-            }
+    // Echo the value back as the body.
+    let addr = serve(|req, mut respond| {
+        let got = req
+            .headers()
+            .get("x-value")
+            .map(|v| Bytes::copy_from_slice(v.as_bytes()))
+            .unwrap_or_default();
+        let mut stream = respond
+            .send_response(Response::new(()), got.is_empty())
+            .unwrap();
+        if !got.is_empty() {
+            stream.send_data(got, true).unwrap();
         }
-    });
+    })
+    .await;
     let mut send = client(addr).await;
     for i in 0..300 {
         let want = value(i);
