@@ -6,7 +6,8 @@
 //! until that payload is written, so every publish with a body of 256 bytes or more cost one
 //! `writev` of its own (0.82 per request at 1 connection × 100 streams, against h2load's 0.10).
 //! Without vectored writes h2 copies payloads under 1,024 bytes into its 16 KiB buffer, and the
-//! frames of every stream ready at once leave in one write. Larger bodies are still chained.
+//! frames of every stream ready at once leave in one write. The vendored h2 (vendor/h2/PATCHED.md)
+//! also copies a larger payload when it fits in the buffer; one that does not is still chained.
 
 use std::io;
 use std::pin::Pin;
@@ -171,26 +172,25 @@ mod tests {
         });
     }
 
-    /// The client's writes while it sends `n` publishes of 600 bytes at once, their streams
+    /// The client's writes while it sends `n` publishes of `size` bytes at once, their streams
     /// all started before its connection task runs (as the workers do), over `io`.
-    async fn writes_for_burst<T>(io: T, writes: Arc<AtomicUsize>, n: usize) -> usize
+    async fn writes_for_burst<T>(io: T, writes: Arc<AtomicUsize>, n: usize, size: usize) -> usize
     where
         T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        let body = Bytes::from(vec![b'x'; size]);
         let (mut send, conn) = h2::client::handshake(io).await.unwrap();
         tokio::spawn(async move { conn.await.unwrap() });
         let post = || http::Request::post("http://hub.test/hub").body(()).unwrap();
         // One exchange first: the preface and both SETTINGS (and their acks) are done.
-        let (resp, mut body) = send.send_request(post(), false).unwrap();
-        body.send_data(Bytes::from_static(&[b'x'; 600]), true)
-            .unwrap();
+        let (resp, mut stream) = send.send_request(post(), false).unwrap();
+        stream.send_data(body.clone(), true).unwrap();
         assert_eq!(resp.await.unwrap().status(), 200);
         writes.store(0, Ordering::Relaxed);
         let mut answers = Vec::new();
         for _ in 0..n {
-            let (resp, mut body) = send.send_request(post(), false).unwrap();
-            body.send_data(Bytes::from_static(&[b'x'; 600]), true)
-                .unwrap();
+            let (resp, mut stream) = send.send_request(post(), false).unwrap();
+            stream.send_data(body.clone(), true).unwrap();
             answers.push(resp);
         }
         for resp in answers {
@@ -207,12 +207,32 @@ mod tests {
         serve(server);
         let writes = Arc::new(AtomicUsize::new(0));
         let io = Counted(Vectored(client), writes.clone());
-        assert_eq!(writes_for_burst(io, writes, n).await, n);
+        assert_eq!(writes_for_burst(io, writes, n, 600).await, n);
         // After: all twenty requests' HEADERS and DATA (about 13 KB) in one write.
         let (client, server) = tokio::io::duplex(1 << 20);
         serve(server);
         let writes = Arc::new(AtomicUsize::new(0));
         let io = Counted(Unvectored(client), writes.clone());
-        assert_eq!(writes_for_burst(io, writes, n).await, 1);
+        assert_eq!(writes_for_burst(io, writes, n, 600).await, 1);
+    }
+
+    /// Bodies over 1,024 bytes: h2 chained them (one more write each, and nothing buffered
+    /// behind them until written: 20 writes for 10), the vendored h2 copies a payload that
+    /// fits in its 16 KiB buffer. Ten of 1,500 bytes (15.3 KB with their frames) leave in one
+    /// write. An eleventh's DATA no longer fits: it is chained as before, its payload a second
+    /// write; a twelfth follows in a third.
+    #[tokio::test]
+    async fn bodies_over_a_kilobyte_that_fit_in_the_buffer_leave_with_the_rest() {
+        for (n, expected) in [(10, 1), (11, 2), (12, 3)] {
+            let (client, server) = tokio::io::duplex(1 << 20);
+            serve(server);
+            let writes = Arc::new(AtomicUsize::new(0));
+            let io = Counted(Unvectored(client), writes.clone());
+            assert_eq!(
+                writes_for_burst(io, writes, n, 1500).await,
+                expected,
+                "{n} bodies"
+            );
+        }
     }
 }

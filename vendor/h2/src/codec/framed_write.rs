@@ -50,6 +50,10 @@ struct Encoder<B> {
     /// Chain payloads bigger than this.
     chain_threshold: usize,
 
+    /// hubload patch: copy a payload over `chain_threshold` too when it fits in the buffer's
+    /// spare capacity (set when the I/O does not write vectors).
+    copy_when_it_fits: bool,
+
     /// Min buffer required to attempt to write a frame
     min_buffer_capacity: usize,
 }
@@ -83,7 +87,8 @@ where
     B: Buf,
 {
     pub fn new(inner: T) -> FramedWrite<T, B> {
-        let chain_threshold = if inner.is_write_vectored() {
+        let vectored = inner.is_write_vectored();
+        let chain_threshold = if vectored {
             CHAIN_THRESHOLD
         } else {
             CHAIN_THRESHOLD_WITHOUT_VECTORED_IO
@@ -98,6 +103,7 @@ where
                 last_data_frame: None,
                 max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
                 chain_threshold,
+                copy_when_it_fits: !vectored,
                 min_buffer_capacity: chain_threshold + frame::HEADER_LEN,
             },
         }
@@ -237,7 +243,12 @@ where
                     return Err(PayloadTooBig);
                 }
 
-                if len >= self.chain_threshold {
+                // hubload patch: without vectored writes a chained payload is one more
+                // write of its own, and no frame is buffered after it until it is written;
+                // copying up to 16 KiB costs far less than that system call.
+                let spare = self.buf.get_ref().capacity() - self.buf.get_ref().len();
+                let fits = self.copy_when_it_fits && len + frame::HEADER_LEN <= spare;
+                if len >= self.chain_threshold && !fits {
                     let head = v.head();
 
                     // Encode the frame head to the buffer
