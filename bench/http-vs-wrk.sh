@@ -127,15 +127,9 @@ if [[ $REQUEST == hubload ]]; then
     # hubload's publish as it goes on the wire (the same flags as the measured runs), so wrk
     # and oha send the same path, headers and mean length: nginx's work per request depends
     # on all three, and with its one worker saturated it sets every client's pace.
-    coproc CAPTURE { exec python3 "$ROOT/bench/capture-request.py" 3000 "$WORK/request.sh"; }
-    read -r CAPTURE_PORT <&"${CAPTURE[0]}"
-    "$HUBLOAD_BIN" --hub-url "http://127.0.0.1:$CAPTURE_PORT/hub" --concurrency 4 --requests 3000 \
-        --threads 1 --quiet --tenants 1 --topics shared ${HUBLOAD_ARGS:-} --out "$WORK/capture" >"$WORK/capture.log" 2>&1 ||
-        { cat "$WORK/capture.log" >&2; kill "$CAPTURE_PID"; exit 2; }
-    wait "$CAPTURE_PID" || { echo "the capture of hubload's publish failed" >&2; exit 2; }
-    # shellcheck disable=SC1091 # written just above
-    source "$WORK/request.sh"
-    padded_event "$REQ_BODY_MEAN" >"$BODY_FILE"
+    # shellcheck disable=SC2086 # HUBLOAD_ARGS is a list of flags
+    capture_publish "$HUBLOAD_BIN" "$WORK" 3000 ${HUBLOAD_ARGS:-}
+    BODY_FILE=$WORK/body.json
     URL="$SCHEME://127.0.0.1:$PORT$REQ_PATH"
     echo "wrk and oha send hubload's publish: ${#REQ_HEADERS[@]} headers as it sends them, $REQ_PATH," \
         "a body of $(wc -c <"$BODY_FILE") B (hubload's mean over $REQ_COUNT publishes: $REQ_MEAN B a request)"

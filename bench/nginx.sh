@@ -36,8 +36,9 @@
 #   EXIT trap that ends them and removes WORK.
 # cpu_us PID
 #   the CPU time (user + sys) of process PID so far, in µs (/proc/PID/stat fields 14, 15).
-# capture_publish HUBLOAD DIR
-#   runs HUBLOAD for 2,000 publishes (one shared topic) against bench/capture-request.py and
+# capture_publish HUBLOAD DIR [COUNT [HUBLOAD ARGS...]]
+#   runs HUBLOAD for COUNT publishes (default 2,000; one shared topic, plus any further
+#   HUBLOAD ARGS) against bench/capture-request.py and
 #   sets what a reference client needs to send the same request: REQ_PATH, REQ_HEADERS
 #   ('Name: value', Host and Content-Length left out), REQ_BODY_MEAN, REQ_MEAN, REQ_COUNT;
 #   H2LOAD_FIELDS (the fields as h2load's -H arguments, names in lowercase as HTTP/2 sends
@@ -62,12 +63,13 @@ bench_cleanup() {
 }
 
 capture_publish() {
-    local bin=$1 dir=$2 port pid field
-    coproc CAPTURE { exec python3 "$(dirname "${BASH_SOURCE[0]}")/capture-request.py" 2000 "$dir/request.sh"; }
+    local bin=$1 dir=$2 count=${3:-2000} port pid field
+    shift $(($# < 3 ? $# : 3))
+    coproc CAPTURE { exec python3 "$(dirname "${BASH_SOURCE[0]}")/capture-request.py" "$count" "$dir/request.sh"; }
     pid=$CAPTURE_PID
     read -r port <&"${CAPTURE[0]}"
-    "$bin" --hub-url "http://127.0.0.1:$port/hub" --concurrency 4 --requests 2000 --threads 1 \
-        --quiet --tenants 1 --topics shared --out "$dir/capture" >"$dir/capture.log" 2>&1 ||
+    "$bin" --hub-url "http://127.0.0.1:$port/hub" --concurrency 4 --requests "$count" --threads 1 \
+        --quiet --tenants 1 --topics shared "$@" --out "$dir/capture" >"$dir/capture.log" 2>&1 ||
         { cat "$dir/capture.log" >&2; kill "$pid"; return 2; }
     wait "$pid" || { echo "the capture of hubload's publish failed" >&2; return 2; }
     # shellcheck disable=SC1091 # written just above
