@@ -225,6 +225,15 @@ async fn too_large_and_timeout_are_classified() {
 /// Send 10, inject `fault`, send 40 more: each of the 2 pooled connections fails at most one
 /// send, recovers once (a reconnect), and the emulator's count matches the client's.
 async fn fault_then_recover(fault: impl FnOnce(&EmulatorHandle), connections_after: u64) {
+    fault_then_recover_to(fault, connections_after, |_| "t".to_owned()).await;
+}
+
+/// `fault_then_recover` with the sends after the fault going to `topic(i)`.
+async fn fault_then_recover_to(
+    fault: impl FnOnce(&EmulatorHandle),
+    connections_after: u64,
+    topic: impl Fn(usize) -> String,
+) {
     let (emu, sender) = start(EmulatorConfig::default(), 2, |_| {}).await;
     let mut accepted = 0u64;
     for i in 0..10 {
@@ -237,7 +246,7 @@ async fn fault_then_recover(fault: impl FnOnce(&EmulatorHandle), connections_aft
     fault(&emu);
     let mut errors = 0u64;
     for i in 0..40 {
-        let r = sender.send("t", msg(b"{}", &format!("b{i}"))).await;
+        let r = sender.send(&topic(i), msg(b"{}", &format!("b{i}"))).await;
         match r.outcome {
             SendOutcome::Accepted => accepted += 1,
             SendOutcome::ConnectionError => errors += 1,
@@ -257,6 +266,14 @@ async fn fault_then_recover(fault: impl FnOnce(&EmulatorHandle), connections_aft
 #[tokio::test]
 async fn dropped_connections_are_reopened_and_counted() {
     fault_then_recover(EmulatorHandle::drop_connections, 4).await;
+}
+
+/// Each send after the drop attaches a link of its own (a topic not sent to before): on a
+/// connection the broker closed, the token put and the attach are never answered, and the
+/// send waited out its whole timeout (then said `Connect`) instead of failing at once.
+#[tokio::test]
+async fn a_link_attached_on_a_dropped_connection_fails_at_once() {
+    fault_then_recover_to(EmulatorHandle::drop_connections, 4, |i| format!("u{i}")).await;
 }
 
 #[tokio::test]

@@ -309,7 +309,17 @@ impl Inner {
         }
         let connect_by = Instant::now() + self.shared.connect_timeout;
         let by = deadline.map_or(connect_by, |d| d.min(connect_by));
-        match timeout_at(by, conn.attach(topic)).await {
+        // A connection the broker closed (no send has seen it yet) never answers the token
+        // put or the attach: without the race the send waited out its whole timeout.
+        let attached = tokio::select! {
+            biased;
+            r = timeout_at(by, conn.attach(topic)) => r,
+            () = conn.closed() => {
+                conn.mark_broken();
+                return Err(SendOutcome::ConnectionError);
+            }
+        };
+        match attached {
             Ok(Ok(s)) => {
                 guard.sender = Some(s);
                 if guard.generation > 0 {
