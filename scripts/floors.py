@@ -59,7 +59,7 @@ FLOORS = {
         ["subscribe", "metrics"],
         ["state"],
         ["distribute", "broker"],
-        ["batch", "callback_conn", "topic"],
+        ["batch", "callback_conn", "delivery_settings", "topic"],
         ["sign", "config"],
         ["faults", "params", "stats", "conn_handle", "server_timing", "tls"],
         ["broker_stats"],

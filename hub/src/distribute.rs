@@ -26,7 +26,6 @@ use std::sync::atomic::{
     Ordering::{Relaxed, Release},
 };
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::http::{header, HeaderValue};
 use tokio::time::Instant;
@@ -35,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::batch::{Attempt, Batch, Final};
 use crate::callback_conn::{Answer, Conn, Failure, Target};
 use crate::config::RetryPolicy;
+use crate::delivery_settings::{link_header, DeliverySettings};
 use crate::server_timing::HUB_TIMING;
 use crate::sign::SIGNATURE_LEN;
 use crate::stats::{Counters, DropReason};
@@ -45,17 +45,12 @@ use crate::topic::{Queued, Subscription, Topic};
 pub(crate) struct Workers {
     pub topic: Arc<Topic>,
     pub counters: Arc<Counters>,
-    pub client: reqwest::Client,
     /// The hub URL written in `Link: <…>; rel="hub"`.
     pub hub_url: String,
     pub retry: RetryPolicy,
-    pub timeout: Duration,
     /// Hub start (leases are measured from there).
     pub started: Instant,
-    /// Most workers per subscription.
-    pub concurrency: usize,
-    /// Most deliveries one worker writes at once on its connection (pipelined).
-    pub pipeline: usize,
+    pub settings: DeliverySettings,
 }
 
 impl Workers {
@@ -75,12 +70,6 @@ impl Workers {
         });
         tokio::spawn(pool.run());
     }
-}
-
-/// `Link: <hub>; rel="hub", <topic>; rel="self"`.
-fn link_header(hub: &str, topic: &str) -> HeaderValue {
-    HeaderValue::try_from(format!("<{hub}>; rel=\"hub\", <{topic}>; rel=\"self\""))
-        .unwrap_or_else(|_| HeaderValue::from_static("<>; rel=\"hub\""))
 }
 
 /// A delivery a worker took, with its signature (made once for all its attempts).
@@ -125,7 +114,7 @@ impl Pool {
         let mut w = Worker::default();
         // A TLS callback takes one delivery at a time (the pooled client does not pipeline).
         let depth = match self.target {
-            Some(_) => self.ctx.pipeline.max(1),
+            Some(_) => self.ctx.settings.pipeline.max(1),
             None => 1,
         };
         loop {
@@ -312,12 +301,13 @@ impl Pool {
             });
             bodies.push(body);
         }
-        conn.send(target, &bodies, self.ctx.timeout, answers).await;
+        conn.send(target, &bodies, self.ctx.settings.timeout, answers)
+            .await;
     }
 
     /// Start one more worker, unless the pool is at its limit.
     fn grow(self: &Arc<Self>) {
-        let max = self.ctx.concurrency.max(1);
+        let max = self.ctx.settings.concurrency.max(1);
         let more = self
             .alive
             .fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1));
@@ -367,12 +357,12 @@ impl Pool {
             .sig
             .as_ref()
             .and_then(|s| std::str::from_utf8(s).ok());
-        let client = &self.ctx.client;
+        let client = &self.ctx.settings.client;
         let mut req = match &self.sub.url {
             Some(url) => client.post(url.clone()),
             None => client.post(&self.sub.callback),
         }
-        .timeout(self.ctx.timeout)
+        .timeout(self.ctx.settings.timeout)
         .header(header::LINK, self.link.clone())
         .body(d.body.clone());
         if let Some(ct) = &d.content_type {
@@ -388,18 +378,5 @@ impl Pool {
             Ok(r) => Ok(r.status().as_u16()),
             Err(e) => Err(Failure::of_reqwest(&e)),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn link_header_names_hub_and_topic() {
-        assert_eq!(
-            link_header("http://127.0.0.1:1/", "t.login"),
-            "<http://127.0.0.1:1/>; rel=\"hub\", <t.login>; rel=\"self\""
-        );
     }
 }

@@ -15,6 +15,7 @@ mod callback_deadline_tests;
 pub mod cli;
 mod config;
 mod conn_handle;
+mod delivery_settings;
 mod distribute;
 mod faults;
 mod handlers;

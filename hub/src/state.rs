@@ -17,6 +17,7 @@ use axum::http::HeaderValue;
 use bytes::Bytes;
 
 use crate::config::HubConfig;
+use crate::delivery_settings::DeliverySettings;
 use crate::distribute::Workers;
 use crate::faults::FaultConfig;
 use crate::server_timing::PublishTiming;
@@ -202,6 +203,11 @@ impl Inner {
             .unwrap_or("http://localhost/")
     }
 
+    /// How deliveries to callbacks are sent, on either path.
+    pub(crate) fn delivery_settings(&self) -> DeliverySettings {
+        DeliverySettings::new(&self.cfg, self.client.clone())
+    }
+
     /// The topic, if it has an entry (registered or not).
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
         self.topics.get(name).map(|e| e.value().clone())
@@ -299,13 +305,10 @@ impl Inner {
         let workers = Workers {
             topic: topic.clone(),
             counters: self.counters.clone(),
-            client: self.client.clone(),
             hub_url: self.hub_url().to_owned(),
             retry: self.cfg.retry.clone(),
-            timeout: self.cfg.delivery_timeout,
             started: self.started,
-            concurrency: self.cfg.delivery_concurrency,
-            pipeline: self.cfg.delivery_pipeline,
+            settings: self.delivery_settings(),
         };
         workers.spawn(sub, rx);
     }

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use axum::http::StatusCode;
 use axum::response::Response;
 
+use crate::delivery_settings::link_header;
 use crate::params::{self, HubParams};
 use crate::state::Inner;
 use crate::stats::Verdict;
@@ -297,17 +298,10 @@ fn broker_verified(
         topic: topic.clone(),
         counters: inner.counters.clone(),
         broker: broker.counters.clone(),
-        client: inner.client.clone(),
-        link: format!(
-            "<{}>; rel=\"hub\", <{}>; rel=\"self\"",
-            inner.hub_url(),
-            topic.name
-        ),
+        link: link_header(inner.hub_url(), &topic.name),
         max_attempts: inner.cfg.retry.max_attempts,
-        timeout: inner.cfg.delivery_timeout,
-        concurrency: inner.cfg.delivery_concurrency,
-        pipeline: inner.cfg.delivery_pipeline,
         timings: broker.timings.clone(),
+        settings: inner.delivery_settings(),
     };
     broker.subscribe(
         delivery,

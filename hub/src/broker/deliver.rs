@@ -15,9 +15,8 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::http::header;
+use axum::http::{header, HeaderValue};
 use hubload_servicebus::Received;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -25,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::timings::Timings;
 use crate::broker_stats::BrokerCounters;
 use crate::callback_conn::{Answer, Conn, Failure, Target};
+use crate::delivery_settings::DeliverySettings;
 use crate::server_timing::{PublishTiming, HUB_TIMING};
 use crate::sign::{Signer, SIGNATURE_LEN};
 use crate::stats::Counters;
@@ -36,18 +36,13 @@ pub(crate) struct Delivery {
     pub topic: Arc<Topic>,
     pub counters: Arc<Counters>,
     pub broker: Arc<BrokerCounters>,
-    pub client: reqwest::Client,
-    /// `Link: <hub>; rel="hub", <topic>; rel="self"`.
-    pub link: String,
+    /// `<hub>; rel="hub", <topic>; rel="self"`, the `Link` field's value.
+    pub link: HeaderValue,
     /// Deliveries of one message before it is dead-lettered (the hub's retry attempts).
     pub max_attempts: u32,
-    pub timeout: Duration,
-    /// Most delivery workers (`--delivery-concurrency`).
-    pub concurrency: usize,
-    /// Most POSTs one worker writes at once to an `http://` callback (`--delivery-pipeline`).
-    pub pipeline: usize,
     /// The stages of the publishes this hub sent, for each delivery's `Hub-Timing`.
     pub timings: Arc<Timings>,
+    pub settings: DeliverySettings,
 }
 
 /// What became of one message handed to the workers.
@@ -115,7 +110,7 @@ impl Workers {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let target = url::Url::parse(callback).ok().and_then(|u| Target::new(&u));
         let depth = match target {
-            Some(_) => d.pipeline.max(1),
+            Some(_) => d.settings.pipeline.max(1),
             None => 1,
         };
         let shared = Arc::new(Shared {
@@ -127,7 +122,7 @@ impl Workers {
             jobs: jobs_rx.clone(),
             done: done_tx,
             halt: CancellationToken::new(),
-            concurrency: d.concurrency.max(1),
+            concurrency: d.settings.concurrency.max(1),
             depth,
             alive: AtomicUsize::new(1),
             idle: AtomicUsize::new(0),
@@ -301,7 +296,8 @@ impl Shared {
             });
         }
         let bodies: Vec<&[u8]> = jobs.iter().map(|j| j.msg.body.as_slice()).collect();
-        conn.send(target, &bodies, self.d.timeout, answers).await;
+        conn.send(target, &bodies, self.d.settings.timeout, answers)
+            .await;
     }
 
     /// One POST to an `https://` (or otherwise not plain-http) callback, over the hub's
@@ -309,10 +305,11 @@ impl Shared {
     async fn post_tls(&self, j: &Job) -> Result<u16, Failure> {
         let mut req = self
             .d
+            .settings
             .client
             .post(&self.callback)
-            .timeout(self.d.timeout)
-            .header(header::LINK, self.d.link.as_str())
+            .timeout(self.d.settings.timeout)
+            .header(header::LINK, self.d.link.clone())
             .body(j.msg.body.clone());
         if let Some(ct) = &j.msg.content_type {
             req = req.header(header::CONTENT_TYPE, ct.as_str());

@@ -218,7 +218,7 @@ async fn run(
     // The POSTs under way end (each within the delivery timeout) and are settled by their
     // outcome; what no worker took yet is abandoned, not attempted.
     workers.halt();
-    let drain_by = Instant::now() + d.timeout + DRAIN_SLACK;
+    let drain_by = Instant::now() + d.settings.timeout + DRAIN_SLACK;
     while in_flight > 0 {
         match tokio::time::timeout_at(drain_by, done.recv()).await {
             Ok(Some(back)) => {
