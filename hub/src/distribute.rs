@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::batch::{Attempt, Batch, Final};
 use crate::callback_conn::{Answer, Conn, Failure, Target};
 use crate::config::RetryPolicy;
-use crate::delivery_settings::{link_header, DeliverySettings};
+use crate::delivery_settings::DeliverySettings;
 use crate::server_timing::HUB_TIMING;
 use crate::sign::SIGNATURE_LEN;
 use crate::stats::{Counters, DropReason};
@@ -45,8 +45,8 @@ use crate::topic::{Queued, Subscription, Topic};
 pub(crate) struct Workers {
     pub topic: Arc<Topic>,
     pub counters: Arc<Counters>,
-    /// The hub URL written in `Link: <…>; rel="hub"`.
-    pub hub_url: String,
+    /// `<hub>; rel="hub", <topic>; rel="self"`, the `Link` field's value.
+    pub link: HeaderValue,
     pub retry: RetryPolicy,
     /// Hub start (leases are measured from there).
     pub started: Instant,
@@ -56,11 +56,9 @@ pub(crate) struct Workers {
 impl Workers {
     /// Start the worker pool of `sub`, taking from `rx`.
     pub fn spawn(self, sub: Arc<Subscription>, rx: async_channel::Receiver<Queued>) {
-        let link = link_header(&self.hub_url, &self.topic.name);
-        let link_line = [b"Link: ", link.as_bytes(), b"\r\n"].concat();
+        let link_line = [b"Link: ", self.link.as_bytes(), b"\r\n"].concat();
         let pool = Arc::new(Pool {
             target: sub.url.as_ref().and_then(Target::new),
-            link,
             link_line,
             sub,
             rx,
@@ -100,7 +98,6 @@ struct Pool {
     alive: AtomicUsize,
     /// Workers waiting for a delivery.
     idle: AtomicUsize,
-    link: HeaderValue,
     /// `Link: …\r\n`, as written on a worker's own connection.
     link_line: Vec<u8>,
     /// The callback, when it is `http://` (each worker then owns a connection to it).
@@ -363,7 +360,7 @@ impl Pool {
             None => client.post(&self.sub.callback),
         }
         .timeout(self.ctx.settings.timeout)
-        .header(header::LINK, self.link.clone())
+        .header(header::LINK, self.ctx.link.clone())
         .body(d.body.clone());
         if let Some(ct) = &d.content_type {
             req = req.header(header::CONTENT_TYPE, ct.clone());

@@ -17,7 +17,7 @@ use axum::http::HeaderValue;
 use bytes::Bytes;
 
 use crate::config::HubConfig;
-use crate::delivery_settings::DeliverySettings;
+use crate::delivery_settings::{link_header, DeliverySettings};
 use crate::distribute::Workers;
 use crate::faults::FaultConfig;
 use crate::server_timing::PublishTiming;
@@ -305,7 +305,7 @@ impl Inner {
         let workers = Workers {
             topic: topic.clone(),
             counters: self.counters.clone(),
-            hub_url: self.hub_url().to_owned(),
+            link: link_header(self.hub_url(), &topic.name),
             retry: self.cfg.retry.clone(),
             started: self.started,
             settings: self.delivery_settings(),
