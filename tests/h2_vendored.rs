@@ -3,7 +3,8 @@
 //! values gives back exactly what the peer sent, however values repeat, change, grow past what
 //! it remembers or are marked sensitive; and the one-pass check of connection-specific fields
 //! refuses what RFC 9113 §8.2.2 forbids and nothing else; the Huffman encoder writes the
-//! octets RFC 7541 gives, for values of any length.
+//! octets RFC 7541 gives, for values of any length; a header block cut anywhere by a
+//! CONTINUATION frame decodes as a whole one does, now that the decoder consumes it once.
 
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -250,4 +251,102 @@ async fn huffman_coded_values_of_every_length_arrive_exactly() {
         }
         assert_eq!(got, want, "value of length {i}");
     }
+}
+
+/// One response's header block, written out by hand (RFC 7541 §6), with every kind of field
+/// representation, and the fields it decodes to on a fresh connection. Each response inserts
+/// `x-a` and `x-b` into the dynamic table again, and the indexed field 63 (the second newest
+/// entry) must still be `x-a`: a field inserted twice would make it `x-b`.
+fn cut_block() -> (Vec<u8>, Vec<(&'static str, &'static str)>) {
+    let mut block = vec![0x88]; // indexed: `:status: 200`
+                                // With incremental indexing, new name, raw strings: `x-a: one`.
+    block.extend_from_slice(&[0x40, 3, b'x', b'-', b'a', 3, b'o', b'n', b'e']);
+    // With incremental indexing, new name raw, value Huffman coded: `x-b: custom-value`.
+    block.extend_from_slice(&[0x40, 3, b'x', b'-', b'b']);
+    block.extend_from_slice(&[0x89, 0x25, 0xa8, 0x49, 0xe9, 0x5b, 0xb8, 0xe8, 0xb4, 0xbf]);
+    block.push(0x80 | 63); // indexed, dynamic: `x-a: one`
+                           // Without indexing, static name 24 (`cache-control`), Huffman value `no-cache`.
+    block.extend_from_slice(&[0x0f, 24 - 15, 0x86, 0xa8, 0xeb, 0x10, 0x64, 0x9c, 0xbf]);
+    // Never indexed, Huffman name `custom-key`, raw value `v1`.
+    block.extend_from_slice(&[0x10, 0x88, 0x25, 0xa8, 0x49, 0xe9, 0x5b, 0xa9, 0x7d, 0x7f]);
+    block.extend_from_slice(&[2, b'v', b'1']);
+    let fields = vec![
+        ("x-a", "one"),
+        ("x-b", "custom-value"),
+        ("x-a", "one"),
+        ("cache-control", "no-cache"),
+        ("custom-key", "v1"),
+    ];
+    (block, fields)
+}
+
+/// A response's header block cut at every octet into a HEADERS frame and a CONTINUATION frame
+/// decodes to the same fields: the decoder keeps a field cut in two for the next frame and
+/// gives back every whole one exactly once (it consumes the block once, at its end).
+#[tokio::test]
+async fn a_header_block_cut_anywhere_into_headers_and_continuation_decodes_the_same() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (block, fields) = cut_block();
+    // `HeaderMap` iterates a repeated name's values together, at its first position.
+    let mut want: Vec<(String, String)> = Vec::new();
+    for (name, _) in &fields {
+        if !want.iter().any(|(n, _)| n == name) {
+            for (n, v) in fields.iter().filter(|(n, _)| n == name) {
+                want.push((n.to_string(), v.to_string()));
+            }
+        }
+    }
+    let cuts = block.len() + 1;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut preface = [0u8; 24];
+        sock.read_exact(&mut preface).await.unwrap();
+        sock.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+        let mut answered = 0;
+        while answered < cuts {
+            let mut head = [0u8; 9];
+            sock.read_exact(&mut head).await.unwrap();
+            let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+            let mut payload = vec![0u8; len];
+            sock.read_exact(&mut payload).await.unwrap();
+            let (kind, flags) = (head[3], head[4]);
+            if kind == 0x4 && flags & 0x1 == 0 {
+                sock.write_all(&[0, 0, 0, 4, 1, 0, 0, 0, 0]).await.unwrap(); // SETTINGS ACK
+            }
+            if kind != 0x1 {
+                continue;
+            }
+            // The request's HEADERS: answer on its stream, cut at `answered` octets.
+            let (first, rest) = block.split_at(answered);
+            let frame = |kind: u8, flags: u8, payload: &[u8]| {
+                let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+                f.extend_from_slice(&[kind, flags]);
+                f.extend_from_slice(&head[5..9]);
+                f.extend_from_slice(payload);
+                f
+            };
+            let mut out = frame(0x1, 0x1, first); // HEADERS, END_STREAM
+            out.extend(frame(0x9, 0x4, rest)); // CONTINUATION, END_HEADERS
+            sock.write_all(&out).await.unwrap();
+            answered += 1;
+        }
+    });
+    let mut send = client(addr).await;
+    for cut in 0..cuts {
+        send = send.ready().await.unwrap();
+        let (resp, _) = send.send_request(request("/cut"), true).unwrap();
+        let resp = tokio::time::timeout(std::time::Duration::from_secs(10), resp)
+            .await
+            .expect("no response within 10 s")
+            .unwrap();
+        let got: Vec<(String, String)> = resp
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_string()))
+            .collect();
+        assert_eq!(got, want, "block cut after {cut} of {} octets", cuts - 1);
+    }
+    peer.await.unwrap();
 }

@@ -186,10 +186,6 @@ impl Decoder {
     where
         F: FnMut(Header) -> ControlFlow<()>,
     {
-        use self::Representation::*;
-
-        let mut can_resize = true;
-
         if let Some(size) = self.max_size_update.take() {
             self.last_max_update = size;
         }
@@ -198,6 +194,35 @@ impl Decoder {
         let _e = span.enter();
 
         tracing::trace!("decode");
+
+        // hubload patch: the decoded headers leave `src` once, at the end, instead of one
+        // `split_to` (a reference count taken and dropped) after every header. `done` is where
+        // the last whole header ended. Only `NeedMore` leaves the cursor inside a header (a
+        // block cut by a CONTINUATION), and that is where the caller resumes, so `src` must
+        // then keep the cut header's bytes; every other error ends the connection. A raw
+        // string is taken with `take`, which consumes up to the string's end, but only as the
+        // last step of a header, after every check that can ask for more bytes.
+        let mut done = src.position();
+        let res = self.decode_headers(src, &mut f, &mut done);
+        if let Err(DecoderError::NeedMore(_)) = res {
+            src.set_position(done);
+        }
+        consume(src);
+        res
+    }
+
+    fn decode_headers<F>(
+        &mut self,
+        src: &mut Cursor<&mut BytesMut>,
+        f: &mut F,
+        done: &mut u64,
+    ) -> Result<(), DecoderError>
+    where
+        F: FnMut(Header) -> ControlFlow<()>,
+    {
+        use self::Representation::*;
+
+        let mut can_resize = true;
 
         while let Some(ty) = peek_u8(src) {
             // At this point we are always at the beginning of the next block
@@ -208,7 +233,7 @@ impl Decoder {
                     tracing::trace!(rem = src.remaining(), kind = %"Indexed");
                     can_resize = false;
                     let entry = self.decode_indexed(src)?;
-                    consume(src);
+                    *done = src.position();
                     if f(entry).is_break() {
                         break;
                     }
@@ -220,7 +245,7 @@ impl Decoder {
 
                     // Insert the header into the table
                     self.table.insert(entry.clone());
-                    consume(src);
+                    *done = src.position();
 
                     if f(entry).is_break() {
                         break;
@@ -230,7 +255,7 @@ impl Decoder {
                     tracing::trace!(rem = src.remaining(), kind = %"LiteralWithoutIndexing");
                     can_resize = false;
                     let entry = self.decode_literal(src, false, true)?;
-                    consume(src);
+                    *done = src.position();
                     if f(entry).is_break() {
                         break;
                     }
@@ -239,7 +264,7 @@ impl Decoder {
                     tracing::trace!(rem = src.remaining(), kind = %"LiteralNeverIndexed");
                     can_resize = false;
                     let entry = self.decode_literal(src, false, false)?;
-                    consume(src);
+                    *done = src.position();
 
                     // TODO: Track that this should never be indexed
 
@@ -255,7 +280,7 @@ impl Decoder {
 
                     // Handle the dynamic table size update
                     self.process_size_update(src)?;
-                    consume(src);
+                    *done = src.position();
                 }
             }
         }
