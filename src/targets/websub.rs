@@ -6,17 +6,16 @@
 //! correlation id, the length and the body, and goes out on the lean HTTP/1.1 pool.
 
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::time::Duration;
 
 use std::sync::Arc;
 
 use futures_util::future::{join_all, Either};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::first_failure::FirstFailures;
-use super::h2::{Expiry, H2Config, H2Pool};
+use super::h2::{H2Config, H2Local, H2Pool};
 use super::http::{HostCounters, HttpPool, PoolConfig, Response, Tls};
 use super::lanes::run_lanes;
 use super::reason::{explain, hub_reason};
@@ -516,7 +515,7 @@ impl WebSubTarget {
         event: &Event,
         started: Instant,
         resp: &mut Response,
-        timer: &mut Option<Pin<Box<Sleep>>>,
+        local: &mut H2Local,
     ) -> Attempt {
         let deadline = started + self.timeout;
         let (result, size) = match &self.h2 {
@@ -525,8 +524,10 @@ impl WebSubTarget {
             Some(h2) if self.shape.dialect == Dialect::Websub => {
                 self.note_published(event);
                 let size = self.publish_heads[event.topic].len();
-                let expiry = Expiry::new(deadline, timer);
-                (h2.thin_ping(pool, event.topic, expiry, resp).await, size)
+                (
+                    h2.thin_ping(pool, event.topic, deadline, local, resp).await,
+                    size,
+                )
             }
             Some(h2) => {
                 // The id, then the body: HTTP/2 sends them as a field and a frame, from one
@@ -534,8 +535,8 @@ impl WebSubTarget {
                 let rendered = h2_publish::render(|buf| {
                     self.write_event(event, buf, |buf, jti, _| buf.extend_from_slice(jti))
                 });
-                let expiry = Expiry::new(deadline, timer);
-                let result = h2.publish(pool, event.topic, rendered, expiry, resp).await;
+                let result = h2.publish(pool, event.topic, rendered, deadline, local, resp);
+                let result = result.await;
                 (result, resp.request_bytes as usize)
             }
         };
@@ -588,13 +589,13 @@ impl Target for WebSubTarget {
         scratch: &mut PublishScratch,
     ) -> impl std::future::Future<Output = Attempt> + Send {
         let started = Instant::from_std(started);
-        let PublishScratch { resp, timer } = scratch;
+        let PublishScratch { resp, h2 } = scratch;
         match &self.pool {
             Transport::Http1(pool) => {
                 Either::Left(self.send_http1(pool, topic, event, started, resp))
             }
             Transport::Http2(pool) => {
-                let publish = self.send_http2(pool, topic, event, started, resp, timer);
+                let publish = self.send_http2(pool, topic, event, started, resp, h2);
                 Either::Right(Box::pin(publish))
             }
         }
@@ -617,8 +618,8 @@ impl Target for WebSubTarget {
 #[derive(Debug, Default)]
 pub struct PublishScratch {
     resp: Box<Response>,
-    /// Over HTTP/2: the timer that watches each attempt's deadline in turn (`h2::Expiry`).
-    timer: Option<Pin<Box<Sleep>>>,
+    /// Over HTTP/2: the deadline timer and connection handles kept between attempts.
+    h2: H2Local,
 }
 
 /// A buffer that grew past this many bytes (a large event, a long response body) is freed

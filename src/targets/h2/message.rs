@@ -9,10 +9,14 @@ use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Method, Request, Uri};
+use std::collections::BTreeSet;
+use std::sync::{Mutex, PoisonError};
 
 /// A request head converted for HTTP/2 once (per topic, before the load): each attempt
-/// clones it, which shares the names, values and URI parts (`Bytes` are reference counted)
-/// instead of parsing and allocating them again.
+/// clones it, which shares the names, values and URI parts instead of parsing and allocating
+/// them again. Those parts are held for the process's life (`interned`), so a clone copies
+/// pointers: a clone of a reference-counted `Bytes` and its drop are two atomic operations,
+/// and a publish's head has about five such parts.
 #[derive(Debug, Clone)]
 pub struct H2Head {
     method: Method,
@@ -28,8 +32,8 @@ impl H2Head {
         let (parts, ()) = req.into_parts();
         let head = H2Head {
             method: parts.method,
-            uri: parts.uri,
-            headers: parts.headers,
+            uri: held_uri(parts.uri),
+            headers: held_fields(parts.headers),
         };
         Some((head, body))
     }
@@ -52,6 +56,68 @@ impl H2Head {
         *req.headers_mut() = headers;
         req
     }
+}
+
+/// `bytes`, stored once for the rest of the process: the same bytes asked for again are the
+/// same storage, so what a process holds this way is bounded by the distinct request heads it
+/// converts (each topic's path, the host, the fixed fields), not by how many runs convert them.
+fn interned(bytes: &[u8]) -> &'static [u8] {
+    static HELD: Mutex<BTreeSet<&'static [u8]>> = Mutex::new(BTreeSet::new());
+    let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(kept) = held.get(bytes) {
+        return kept;
+    }
+    let kept: &'static [u8] = Box::leak(bytes.into());
+    held.insert(kept);
+    kept
+}
+
+/// `uri` with its authority and path interned (the scheme is a constant already).
+fn held_uri(uri: Uri) -> Uri {
+    let mut parts = uri.into_parts();
+    if let Some(a) = &parts.authority {
+        let held =
+            Authority::from_maybe_shared(Bytes::from_static(interned(a.as_str().as_bytes())));
+        parts.authority = held.ok().or(parts.authority);
+    }
+    if let Some(p) = &parts.path_and_query {
+        let held =
+            PathAndQuery::from_maybe_shared(Bytes::from_static(interned(p.as_str().as_bytes())));
+        parts.path_and_query = held.ok().or(parts.path_and_query);
+    }
+    Uri::from_parts(parts).expect("the parts of a valid URI")
+}
+
+/// Fields whose values are credentials: kept only as long as the head, never interned.
+const SECRET_FIELDS: [HeaderName; 3] = [
+    http::header::AUTHORIZATION,
+    http::header::PROXY_AUTHORIZATION,
+    http::header::COOKIE,
+];
+
+/// `fields` with their names and values interned, except credentials and values marked
+/// sensitive.
+fn held_fields(fields: HeaderMap) -> HeaderMap {
+    let mut held = HeaderMap::with_capacity(fields.len());
+    let mut last = None;
+    for (name, value) in fields {
+        // `None`: the same name as the field before it.
+        let name = name
+            .or_else(|| last.clone())
+            .expect("a map's first field has its name");
+        last = Some(name.clone());
+        let secret = value.is_sensitive() || SECRET_FIELDS.contains(&name);
+        let value = match secret {
+            true => value,
+            false => HeaderValue::from_maybe_shared(Bytes::from_static(interned(value.as_bytes())))
+                .unwrap_or(value),
+        };
+        // Valid and in lowercase, as any `HeaderName`'s text is, so `from_static` takes it.
+        let text =
+            std::str::from_utf8(interned(name.as_str().as_bytes())).expect("a name is ASCII");
+        held.append(HeaderName::from_static(text), value);
+    }
+    held
 }
 
 /// Fields HTTP/2 forbids (RFC 9113 §8.2.2); `Host` becomes `:authority` instead.
@@ -168,6 +234,37 @@ mod tests {
         );
         // The head itself keeps its placeholder for the next attempt.
         assert_eq!(head.request(|_| {}).headers()["activityid"], "");
+    }
+
+    #[test]
+    fn heads_share_interned_parts_but_never_credentials() {
+        let raw = b"POST /hub?hub.mode=publish&hub.topic=interned HTTP/1.1\r\nHost: hub.test\r\n\
+            X-Tenant: t7\r\nAuthorization: Bearer secret\r\n\r\n";
+        let (a, _) = H2Head::from_http1(raw, &Scheme::HTTP).unwrap();
+        let (b, _) = H2Head::from_http1(raw, &Scheme::HTTP).unwrap();
+        let (a, b) = (a.request(|_| {}), b.request(|_| {}));
+        let at = |r: &Request<()>, name: &str| r.headers()[name].as_bytes().as_ptr();
+        // Two conversions of one request: one copy of each part, in the interned storage.
+        assert_eq!(
+            a.uri().path_and_query().unwrap().as_str().as_ptr(),
+            b.uri().path_and_query().unwrap().as_str().as_ptr()
+        );
+        assert_eq!(
+            a.uri().authority().unwrap().as_str().as_ptr(),
+            b.uri().authority().unwrap().as_str().as_ptr()
+        );
+        assert_eq!(at(&a, "x-tenant"), at(&b, "x-tenant"));
+        let names = |r: &Request<()>| -> Vec<*const u8> {
+            r.headers().keys().map(|k| k.as_str().as_ptr()).collect()
+        };
+        assert_eq!(names(&a), names(&b));
+        // A credential stays each head's own.
+        assert_ne!(at(&a, "authorization"), at(&b, "authorization"));
+        assert_eq!(a.headers()["authorization"], "Bearer secret");
+        assert_eq!(
+            a.uri().to_string(),
+            "http://hub.test/hub?hub.mode=publish&hub.topic=interned"
+        );
     }
 
     #[test]

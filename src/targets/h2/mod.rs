@@ -84,17 +84,24 @@ pub struct H2Pool {
     permits: Semaphore,
     slots: Box<[Slot]>,
     next_slot: AtomicUsize,
-    /// Numbers the connections, so a failed one is forgotten only if still in its slot.
-    opened: AtomicU64,
 }
 
+/// Numbers the connections of every pool in the process: a failed one is forgotten only if
+/// still in its slot, and a worker's [`Handles`] know a handle from a replaced connection.
+static OPENED: AtomicU64 = AtomicU64::new(0);
+
+/// [`Slot::current`] when the slot has no connection.
+const NO_CONNECTION: u64 = u64::MAX;
+
 /// One connection's place in the pool.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Slot {
     /// Streams of the pool's exchanges on this slot now.
     inflight: AtomicUsize,
     /// The connection, once open. The lock is held for a clone or a swap, never across an await.
     live: Mutex<Option<Live>>,
+    /// `live`'s id, or [`NO_CONNECTION`]: read without the lock to check a worker's handle.
+    current: AtomicU64,
     /// Held while a connection is being opened, so a slot opens one at a time.
     opening: tokio::sync::Mutex<()>,
 }
@@ -107,6 +114,70 @@ struct Live {
     addr: usize,
     id: u64,
 }
+
+/// A request for [`H2Pool::send_prepared`]: `head` with its fields set by `fill` (which may
+/// run more than once), and `body`; `size` is the request's size as HTTP/1.1 renders it,
+/// the size counted as sent.
+pub struct Outgoing<'a, F> {
+    head: &'a H2Head,
+    fill: F,
+    body: Bytes,
+    size: u64,
+}
+
+impl<'a> Outgoing<'a, fn(&mut http::HeaderMap)> {
+    /// `head` as it is, and `body`.
+    pub fn whole(head: &'a H2Head, body: Bytes, size: u64) -> Self {
+        let fill: fn(&mut http::HeaderMap) = |_| {};
+        Self {
+            head,
+            fill,
+            body,
+            size,
+        }
+    }
+}
+
+impl<'a, F> Outgoing<'a, F> {
+    /// The same request, its fields set by `fill`.
+    pub fn with_fill<G: Fn(&mut http::HeaderMap)>(self, fill: G) -> Outgoing<'a, G> {
+        let Outgoing {
+            head, body, size, ..
+        } = self;
+        Outgoing {
+            head,
+            fill,
+            body,
+            size,
+        }
+    }
+}
+
+impl<F> std::fmt::Debug for Outgoing<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the head: its fields may hold credentials.
+        f.debug_struct("Outgoing")
+            .field("body", &self.body.len())
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one worker keeps between its HTTP/2 attempts, one after another (a publisher's
+/// worker owns one): the timer that watches each attempt's deadline in turn (`Expiry`),
+/// and its handles to the pool's connections.
+#[derive(Debug, Default)]
+pub struct H2Local {
+    timer: Option<Pin<Box<Sleep>>>,
+    handles: Handles,
+}
+
+/// A worker's connection handles, one per slot of the pool it sends through, taken from the
+/// slot the first time and kept while the slot's connection is the same. Cloning h2's
+/// handle for every attempt and dropping it again locked the slot's and the connection's
+/// mutexes and counted two `Arc`s up and down: about ten atomic operations per request.
+#[derive(Debug, Default)]
+struct Handles(Vec<Option<Live>>);
 
 /// Takes one stream off its slot's count when the exchange ends, however it ends.
 struct Busy<'a>(&'a AtomicUsize);
@@ -140,9 +211,15 @@ impl H2Pool {
             },
             tls: tls.map(|t| t.with_alpn(&[b"h2"])),
             permits: Semaphore::new(conns.saturating_mul(streams).min(Semaphore::MAX_PERMITS)),
-            slots: (0..conns).map(|_| Slot::default()).collect(),
+            slots: (0..conns)
+                .map(|_| Slot {
+                    inflight: AtomicUsize::new(0),
+                    live: Mutex::new(None),
+                    current: AtomicU64::new(NO_CONNECTION),
+                    opening: tokio::sync::Mutex::new(()),
+                })
+                .collect(),
             next_slot: AtomicUsize::new(0),
-            opened: AtomicU64::new(0),
             cfg,
         }
     }
@@ -168,28 +245,30 @@ impl H2Pool {
             return Err(Outcome::Other(OtherReason::Unknown));
         };
         let size = request.len() as u64;
-        let mut timer = None;
-        let expiry = Expiry::new(deadline, &mut timer);
-        self.send_prepared(&head, |_| {}, body, size, expiry, resp)
-            .await
+        let mut local = H2Local::default();
+        let out = Outgoing::whole(&head, body, size);
+        self.send_prepared(out, deadline, &mut local, resp).await
     }
 
-    /// One exchange of `head` (its fields set by `fill`, which may run more than once) and
-    /// `body` as an HTTP/2 stream, bounded by `expiry`, into `resp` (its allocations
-    /// reused). `request_bytes` is the request's size as HTTP/1.1 renders it, the size
-    /// counted as sent. A failure is the attempt's outcome.
-    pub async fn send_prepared(
+    /// One exchange of `out` as an HTTP/2 stream, bounded by `deadline`, into `resp` (its
+    /// allocations reused). A failure is the attempt's outcome.
+    pub async fn send_prepared<F: Fn(&mut http::HeaderMap)>(
         &self,
-        head: &H2Head,
-        fill: impl Fn(&mut http::HeaderMap),
-        body: Bytes,
-        request_bytes: u64,
-        mut expiry: Expiry<'_>,
+        out: Outgoing<'_, F>,
+        deadline: Instant,
+        local: &mut H2Local,
         resp: &mut Response,
     ) -> Result<(), Outcome> {
-        let deadline = expiry.at;
+        let Outgoing {
+            head,
+            fill,
+            body,
+            size,
+        } = out;
+        let mut expiry = Expiry::new(deadline, &mut local.timer);
+        let handles = &mut local.handles;
         resp.reset();
-        resp.request_bytes = request_bytes;
+        resp.request_bytes = size;
         let _permit = match self.permits.try_acquire() {
             Ok(p) => p,
             Err(_) => {
@@ -200,20 +279,21 @@ impl H2Pool {
                 }
             }
         };
-        let slot = self.pick();
+        let i = self.pick();
+        let slot = &self.slots[i];
         slot.inflight.fetch_add(1, Ordering::Relaxed);
         let _busy = Busy(&slot.inflight);
         let end = body.is_empty();
         let make = || head.request(&fill);
-        let (response, stream) = self.start(slot, make, end, &mut expiry).await?;
+        let (response, stream) = self.start(i, handles, make, end, &mut expiry).await?;
         exchange(response, stream, body, &mut expiry, resp).await
     }
 
     /// The slot with the fewest streams in flight, looking from the next one in turn.
-    fn pick(&self) -> &Slot {
+    fn pick(&self) -> usize {
         let n = self.slots.len();
         if n == 1 {
-            return &self.slots[0];
+            return 0;
         }
         let first = self.next_slot.fetch_add(1, Ordering::Relaxed) % n;
         let (mut best, mut least) = (first, usize::MAX);
@@ -226,22 +306,24 @@ impl H2Pool {
                 }
             }
         }
-        &self.slots[best]
+        best
     }
 
-    /// The stream of the request `make` makes (`end`: it has no body) started on `slot`'s
+    /// The stream of the request `make` makes (`end`: it has no body) started on slot `i`'s
     /// connection (opened first if need be): its response future and its send half.
     async fn start(
         &self,
-        slot: &Slot,
+        i: usize,
+        handles: &mut Handles,
         make: impl Fn() -> http::Request<()>,
         end: bool,
         expiry: &mut Expiry<'_>,
     ) -> Result<(ResponseFuture, SendStream<Bytes>), Outcome> {
+        let slot = &self.slots[i];
         let mut fresh = false;
         loop {
-            let live = self.live(slot, expiry.at).await?;
-            let mut send = live.send;
+            let live = self.handle(i, handles, expiry.at).await?;
+            let send = &mut live.send;
             // h2 holds a new stream back while the server's stream limit is reached.
             let ready = std::future::poll_fn(|cx| send.poll_ready(cx));
             let Some(ready) = by(expiry, ready).await else {
@@ -267,6 +349,28 @@ impl H2Pool {
         }
     }
 
+    /// The handle in `handles` to slot `i`'s connection: the one kept from an earlier
+    /// attempt if the slot still has that connection, else a new one from the slot.
+    async fn handle<'h>(
+        &self,
+        i: usize,
+        handles: &'h mut Handles,
+        deadline: Instant,
+    ) -> Result<&'h mut Live, Outcome> {
+        let slot = &self.slots[i];
+        if handles.0.len() != self.slots.len() {
+            handles.0.clear();
+            handles.0.resize_with(self.slots.len(), || None);
+        }
+        let current = slot.current.load(Ordering::Acquire);
+        let kept = &mut handles.0[i];
+        if kept.as_ref().is_none_or(|l| l.id != current) {
+            *kept = None;
+            *kept = Some(self.live(slot, deadline).await?);
+        }
+        Ok(kept.as_mut().expect("set above"))
+    }
+
     /// `slot`'s open connection, or a new one.
     async fn live(&self, slot: &Slot, deadline: Instant) -> Result<Live, Outcome> {
         if let Some(live) = lock(&slot.live).clone() {
@@ -283,9 +387,10 @@ impl H2Pool {
         let live = Live {
             send,
             addr,
-            id: self.opened.fetch_add(1, Ordering::Relaxed),
+            id: OPENED.fetch_add(1, Ordering::Relaxed),
         };
         *lock(&slot.live) = Some(live.clone());
+        slot.current.store(live.id, Ordering::Release);
         Ok(live)
     }
 
@@ -294,6 +399,7 @@ impl H2Pool {
         let mut live = lock(&slot.live);
         if live.as_ref().is_some_and(|l| l.id == id) {
             *live = None;
+            slot.current.store(NO_CONNECTION, Ordering::Release);
         }
     }
 }
@@ -303,20 +409,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// An attempt's deadline and the timer that watches it, lent by the caller so one timer
+/// An attempt's deadline and the timer that watches it, lent by the worker so one timer
 /// serves its attempts one after another (a publisher's worker keeps one): registering a
 /// timer per stream and removing it again cost about 1 % of an HTTP/2 publish. A timer left
 /// at an earlier attempt's deadline fires early and is moved on (`http::poll_deadline`, as
 /// an HTTP/1.1 connection's timer is); one set later is moved back at once.
 #[derive(Debug)]
-pub struct Expiry<'a> {
+struct Expiry<'a> {
     at: Instant,
     timer: &'a mut Option<Pin<Box<Sleep>>>,
 }
 
 impl<'a> Expiry<'a> {
     /// `at`, watched by `timer` (made on first use if `None`).
-    pub fn new(at: Instant, timer: &'a mut Option<Pin<Box<Sleep>>>) -> Self {
+    fn new(at: Instant, timer: &'a mut Option<Pin<Box<Sleep>>>) -> Self {
         Self { at, timer }
     }
 }

@@ -5,9 +5,10 @@ use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 
 use crate::result::Outcome;
-use crate::targets::h2::{Expiry, H2Head, H2Pool};
+use crate::targets::h2::{H2Head, H2Local, H2Pool, Outgoing};
 use crate::targets::http::Response;
 use crate::targets::request::{Dialect, ACTIVITY_ID};
+use tokio::time::Instant;
 
 /// `\r\nContent-Length: ` and the blank line after its digits: what HTTP/1.1 adds around the
 /// length after the id, counted in a publish's size.
@@ -66,15 +67,14 @@ impl H2Publishes {
         &self,
         pool: &H2Pool,
         topic: usize,
-        expiry: Expiry<'_>,
+        deadline: Instant,
+        local: &mut H2Local,
         resp: &mut Response,
     ) -> Result<(), Outcome> {
         debug_assert_eq!(self.dialect, Dialect::Websub);
         let body = self.bodies[topic].clone();
-        let size = self.sizes[topic] as u64;
-        let head = &self.heads[topic];
-        pool.send_prepared(head, |_| {}, body, size, expiry, resp)
-            .await
+        let out = Outgoing::whole(&self.heads[topic], body, self.sizes[topic] as u64);
+        pool.send_prepared(out, deadline, local, resp).await
     }
 
     /// The Ballerina publish of topic `topic` with `rendered` (from [`render`]).
@@ -83,26 +83,32 @@ impl H2Publishes {
         pool: &H2Pool,
         topic: usize,
         rendered: Rendered,
-        expiry: Expiry<'_>,
+        deadline: Instant,
+        local: &mut H2Local,
         resp: &mut Response,
     ) -> Result<(), Outcome> {
         let Rendered { all, body_len } = rendered;
         let digits = all.len() - ID - body_len;
         let size = self.sizes[topic] + ID + LENGTH_FIELD_BYTES + digits + body_len;
         let body = all.slice(ID..ID + body_len);
-        // Both are from `request.rs`'s rendering: the id is hex and hyphens, the length
-        // digits, so neither can fail.
-        let mut id = HeaderValue::from_maybe_shared(all.slice(..ID)).expect("hex");
-        // Unique per request: indexing it in HPACK's dynamic table would only push out the
-        // fields that repeat.
-        id.set_sensitive(true);
-        let length = HeaderValue::from_maybe_shared(all.slice(ID + body_len..)).expect("digits");
+        // The fields are cut from `all` where the request is made (`fill` runs once unless
+        // the connection was lost under it): a value made here and cloned into the request
+        // would take and drop one more reference to the buffer. Both are from `request.rs`'s
+        // rendering: the id is hex and hyphens, the length digits, so neither can fail.
         let fill = |h: &mut http::HeaderMap| {
-            h.insert(&self.activity_id, id.clone());
-            h.insert(CONTENT_LENGTH, length.clone());
+            let mut id = HeaderValue::from_maybe_shared(all.slice(..ID)).expect("hex");
+            // Unique per request: indexing it in HPACK's dynamic table would only push out
+            // the fields that repeat.
+            id.set_sensitive(true);
+            h.insert(&self.activity_id, id);
+            let length = all.slice(ID + body_len..);
+            h.insert(
+                CONTENT_LENGTH,
+                HeaderValue::from_maybe_shared(length).expect("digits"),
+            );
         };
-        pool.send_prepared(&self.heads[topic], fill, body, size as u64, expiry, resp)
-            .await
+        let out = Outgoing::whole(&self.heads[topic], body, size as u64).with_fill(fill);
+        pool.send_prepared(out, deadline, local, resp).await
     }
 }
 
