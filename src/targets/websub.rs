@@ -535,8 +535,9 @@ impl WebSubTarget {
                 let rendered = h2_publish::render(|buf| {
                     self.write_event(event, buf, |buf, jti, _| buf.extend_from_slice(jti))
                 });
-                let result = h2.publish(pool, event.topic, rendered, deadline, local, resp);
-                let result = result.await;
+                let result = h2
+                    .publish(pool, event.topic, rendered, deadline, local, resp)
+                    .await;
                 (result, resp.request_bytes as usize)
             }
         };

@@ -125,10 +125,8 @@ pub struct Outgoing<'a, F> {
     size: u64,
 }
 
-impl<'a> Outgoing<'a, fn(&mut http::HeaderMap)> {
-    /// `head` as it is, and `body`.
-    pub fn whole(head: &'a H2Head, body: Bytes, size: u64) -> Self {
-        let fill: fn(&mut http::HeaderMap) = |_| {};
+impl<'a, F: Fn(&mut http::HeaderMap)> Outgoing<'a, F> {
+    pub fn new(head: &'a H2Head, fill: F, body: Bytes, size: u64) -> Self {
         Self {
             head,
             fill,
@@ -138,20 +136,8 @@ impl<'a> Outgoing<'a, fn(&mut http::HeaderMap)> {
     }
 }
 
-impl<'a, F> Outgoing<'a, F> {
-    /// The same request, its fields set by `fill`.
-    pub fn with_fill<G: Fn(&mut http::HeaderMap)>(self, fill: G) -> Outgoing<'a, G> {
-        let Outgoing {
-            head, body, size, ..
-        } = self;
-        Outgoing {
-            head,
-            fill,
-            body,
-            size,
-        }
-    }
-}
+/// The `fill` of a request sent as its head is.
+pub fn unchanged(_: &mut http::HeaderMap) {}
 
 impl<F> std::fmt::Debug for Outgoing<'_, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -246,7 +232,7 @@ impl H2Pool {
         };
         let size = request.len() as u64;
         let mut local = H2Local::default();
-        let out = Outgoing::whole(&head, body, size);
+        let out = Outgoing::new(&head, unchanged, body, size);
         self.send_prepared(out, deadline, &mut local, resp).await
     }
 

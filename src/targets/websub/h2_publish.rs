@@ -5,7 +5,7 @@ use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
 
 use crate::result::Outcome;
-use crate::targets::h2::{H2Head, H2Local, H2Pool, Outgoing};
+use crate::targets::h2::{unchanged, H2Head, H2Local, H2Pool, Outgoing};
 use crate::targets::http::Response;
 use crate::targets::request::{Dialect, ACTIVITY_ID};
 use tokio::time::Instant;
@@ -73,7 +73,12 @@ impl H2Publishes {
     ) -> Result<(), Outcome> {
         debug_assert_eq!(self.dialect, Dialect::Websub);
         let body = self.bodies[topic].clone();
-        let out = Outgoing::whole(&self.heads[topic], body, self.sizes[topic] as u64);
+        let out = Outgoing::new(
+            &self.heads[topic],
+            unchanged,
+            body,
+            self.sizes[topic] as u64,
+        );
         pool.send_prepared(out, deadline, local, resp).await
     }
 
@@ -107,7 +112,7 @@ impl H2Publishes {
                 HeaderValue::from_maybe_shared(length).expect("digits"),
             );
         };
-        let out = Outgoing::whole(&self.heads[topic], body, size as u64).with_fill(fill);
+        let out = Outgoing::new(&self.heads[topic], fill, body, size as u64);
         pool.send_prepared(out, deadline, local, resp).await
     }
 }
