@@ -47,6 +47,7 @@ FLOORS = {
         ["serve", "workload"],
         ["kind", "secret", "cli", "align"],
         ["shard_contract"],  # what a shard is: its slot, the sparse topic rows
+        ["fairness"],  # per-tenant figures of a level: shares, Jain's index, spreads
         ["stats"],
         ["result"],
     ],

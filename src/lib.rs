@@ -7,6 +7,7 @@ pub mod compare;
 pub mod config;
 pub mod console;
 pub mod engine;
+pub mod fairness;
 pub mod judge;
 pub mod kind;
 pub mod observe;

@@ -1,0 +1,176 @@
+//! Fairness figures of one level, computed from its per-tenant statistics: each tenant's
+//! offered and achieved share, Jain's index, the p99 and error spreads, the worst tenants.
+//!
+//! Pure and exact: the input is the per-topic statistics rolled up per tenant, which merge with
+//! `+=`, and shards own whole tenants, so a merged run's figures equal one process's.
+//! Definitions (docs/fairness.md):
+//! - offered share: the tenant's attempts ÷ all tenants' attempts;
+//! - achieved share: the tenant's good attempts (no error class) ÷ all good attempts;
+//! - Jain's index over xᵢ = achieved shareᵢ ÷ offered shareᵢ: (Σx)² ÷ (n·Σx²), 1.0 when every
+//!   tenant got the share it asked for, 1/n when one tenant got everything;
+//! - p99 spread: the largest tenant p99 ÷ the median tenant p99;
+//! - error spread: the largest tenant error % minus the median tenant error %, in points.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::result::Class;
+use crate::stats::TopicStats;
+
+#[cfg(test)]
+mod tests;
+
+/// How many tenants the worst lists name.
+pub const WORST: usize = 3;
+
+/// One tenant in one level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TenantShare {
+    /// The tenant's name (`tenant0007`).
+    pub tenant: String,
+    /// Attempts.
+    pub attempts: u64,
+    /// Attempts of no error class (accepted, or a refusal topic churn expected).
+    pub good: u64,
+    /// Attempts ÷ all tenants' attempts (0..=1).
+    pub offered_share: f64,
+    /// Good attempts ÷ all tenants' good attempts (0..=1; 0 when none was good).
+    pub achieved_share: f64,
+    /// Attempts of an error class, % of the tenant's attempts.
+    pub error_pct: f64,
+    /// Latency percentiles of the tenant's attempts, µs (the per-topic histogram's bucket
+    /// bound: at most 12.5 % above the true value).
+    pub p50_us: u64,
+    pub p99_us: u64,
+    /// Exact largest latency, µs.
+    pub max_us: u64,
+}
+
+/// The fairness figures of one level (`summary.json` `levels[].fairness`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Fairness {
+    /// Tenants with at least one attempt in the level.
+    pub tenants: usize,
+    /// Jain's fairness index on goodput normalised by offered share (1/n..=1; absent when no
+    /// attempt of any tenant was good).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jain_index: Option<f64>,
+    /// Largest tenant p99 ÷ median tenant p99 (absent when the median is 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_spread: Option<f64>,
+    /// The median tenant p99, µs.
+    pub median_p99_us: u64,
+    /// Largest tenant error % minus the median tenant error %, percentage points.
+    pub error_spread_pp: f64,
+    /// The median tenant error %.
+    pub median_error_pct: f64,
+    /// Up to three tenants by p99, highest first (ties by name).
+    pub worst_p99: Vec<TenantShare>,
+    /// Up to three tenants with errors by error %, highest first (ties by name); empty when no
+    /// tenant had an error.
+    pub worst_errors: Vec<TenantShare>,
+    /// Every tenant with an attempt, by name.
+    pub by_tenant: Vec<TenantShare>,
+}
+
+/// A level's per-topic statistics rolled up per tenant: `topic_tenants[i]` is topic `i`'s
+/// tenant (`None` for a topic several tenants share, left out: it is no tenant's). Named by
+/// `name`, sorted by tenant number.
+pub fn per_tenant(
+    topics: &[TopicStats],
+    topic_tenants: &[Option<u32>],
+    name: impl Fn(u32) -> String,
+) -> Vec<(String, TopicStats)> {
+    let mut by: std::collections::BTreeMap<u32, TopicStats> = Default::default();
+    for (t, s) in topics.iter().enumerate() {
+        if let Some(Some(tenant)) = topic_tenants.get(t) {
+            *by.entry(*tenant).or_default() += s;
+        }
+    }
+    by.into_iter().map(|(t, s)| (name(t), s)).collect()
+}
+
+/// The median of `v` (sorted here): the middle value, or the mean of the two middle ones.
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Jain's index (Σx)² ÷ (n·Σx²); `None` for no values or all zero.
+pub fn jain(x: &[f64]) -> Option<f64> {
+    let sum: f64 = x.iter().sum();
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    (sq > 0.0).then(|| sum * sum / (x.len() as f64 * sq))
+}
+
+/// The figures of one level from its tenants' statistics; `None` with fewer than two tenants
+/// that made an attempt (fairness between one tenant and nobody says nothing).
+pub fn figures(tenants: &[(String, TopicStats)]) -> Option<Fairness> {
+    let active: Vec<&(String, TopicStats)> = tenants
+        .iter()
+        .filter(|(_, s)| s.counts.total() > 0)
+        .collect();
+    if active.len() < 2 {
+        return None;
+    }
+    let good = |s: &TopicStats| s.counts.total() - s.counts.sum_where(Class::is_error);
+    let all: u64 = active.iter().map(|(_, s)| s.counts.total()).sum();
+    let all_good: u64 = active.iter().map(|(_, s)| good(s)).sum();
+    let by_tenant: Vec<TenantShare> = active
+        .iter()
+        .map(|(name, s)| {
+            let n = s.counts.total();
+            let g = good(s);
+            TenantShare {
+                tenant: name.clone(),
+                attempts: n,
+                good: g,
+                offered_share: n as f64 / all as f64,
+                achieved_share: if all_good == 0 {
+                    0.0
+                } else {
+                    g as f64 / all_good as f64
+                },
+                error_pct: (n - g) as f64 * 100.0 / n as f64,
+                p50_us: s.quantile(0.50),
+                p99_us: s.quantile(0.99),
+                max_us: s.max_us,
+            }
+        })
+        .collect();
+    let x: Vec<f64> = by_tenant
+        .iter()
+        .map(|t| t.achieved_share / t.offered_share)
+        .collect();
+    let median_p99 = median(
+        &mut by_tenant
+            .iter()
+            .map(|t| t.p99_us as f64)
+            .collect::<Vec<_>>(),
+    );
+    let max_p99 = by_tenant.iter().map(|t| t.p99_us).max().unwrap_or(0);
+    let median_err = median(&mut by_tenant.iter().map(|t| t.error_pct).collect::<Vec<_>>());
+    let max_err = by_tenant.iter().map(|t| t.error_pct).fold(0.0, f64::max);
+    let worst = |key: fn(&TenantShare) -> f64, keep: fn(&TenantShare) -> bool| {
+        let mut w: Vec<TenantShare> = by_tenant.iter().filter(|t| keep(t)).cloned().collect();
+        w.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.tenant.cmp(&b.tenant)));
+        w.truncate(WORST);
+        w
+    };
+    Some(Fairness {
+        tenants: by_tenant.len(),
+        jain_index: if all_good == 0 { None } else { jain(&x) },
+        p99_spread: (median_p99 > 0.0).then(|| max_p99 as f64 / median_p99),
+        median_p99_us: median_p99 as u64,
+        error_spread_pp: max_err - median_err,
+        median_error_pct: median_err,
+        worst_p99: worst(|t| t.p99_us as f64, |_| true),
+        worst_errors: worst(|t| t.error_pct, |t| t.good < t.attempts),
+        by_tenant,
+    })
+}
