@@ -14,6 +14,7 @@ mod delivery;
 mod delivery_binary;
 mod delivery_stages;
 mod dialect;
+mod fairness;
 mod first_failures;
 mod flask_websub;
 mod flask_websub_fleet;

@@ -225,6 +225,64 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
     assert_eq!(merged_tenants, tenant_rows(out.path()));
     assert_eq!(merged_tenants.len(), 2 * 9, "{merged_tenants:?}");
     assert!(merged_tenants.iter().all(|r| r[1].starts_with("tenant")));
+    // Fairness of the merge is exact: shards own whole tenants, so each tenant's figures are
+    // those of the one shard that ran it, its attempts those of the single run (the same
+    // events), and the index follows from the merged counts.
+    for (i, (m, one)) in merged.levels.iter().zip(&single.levels).enumerate() {
+        let f = m.fairness.as_ref().expect("9 tenants: figures");
+        assert_eq!(f.tenants, 9, "level {}", m.label);
+        let attempts = |f: &hubload::fairness::Fairness| -> Vec<(String, u64)> {
+            f.by_tenant
+                .iter()
+                .map(|t| (t.tenant.clone(), t.attempts))
+                .collect()
+        };
+        assert_eq!(attempts(f), attempts(one.fairness.as_ref().unwrap()));
+        for t in &f.by_tenant {
+            let owners: Vec<_> = shard_reports
+                .iter()
+                .filter_map(|r| r.levels[i].fairness.as_ref())
+                .flat_map(|sf| sf.by_tenant.iter().filter(|o| o.tenant == t.tenant))
+                .collect();
+            assert_eq!(owners.len(), 1, "{} is one shard's", t.tenant);
+            let o = owners[0];
+            assert_eq!(
+                (
+                    t.attempts,
+                    t.good,
+                    t.p50_us,
+                    t.p99_us,
+                    t.max_us,
+                    t.error_pct
+                ),
+                (
+                    o.attempts,
+                    o.good,
+                    o.p50_us,
+                    o.p99_us,
+                    o.max_us,
+                    o.error_pct
+                ),
+                "{}",
+                t.tenant
+            );
+        }
+        let x: Vec<f64> = f
+            .by_tenant
+            .iter()
+            .map(|t| t.good as f64 / t.attempts as f64)
+            .collect();
+        let sum: f64 = x.iter().sum();
+        let sq: f64 = x.iter().map(|v| v * v).sum();
+        let want = sum * sum / (x.len() as f64 * sq);
+        assert!(
+            (f.jain_index.unwrap() - want).abs() < 1e-12,
+            "level {}",
+            m.label
+        );
+        let good: u64 = f.by_tenant.iter().map(|t| t.good).sum();
+        assert_eq!(good, count(m, "accepted"), "level {}", m.label);
+    }
     let single_hub_stats = single_hub.stats().await;
     for (i, name) in single.topics.iter().enumerate() {
         assert_eq!(

@@ -159,6 +159,10 @@ pub struct FaultFlags {
     /// Seed for the fault ratios and jitter.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Fault only requests whose hub.topic begins with PREFIX, e.g. `tenant0007.` for one
+    /// tenant's topics (repeatable; default: every request).
+    #[arg(long, value_name = "PREFIX")]
+    pub fault_topic_prefix: Vec<String>,
 }
 
 /// `123`, `64K`, `16M`, `1G` (powers of 1024) as bytes.
@@ -216,6 +220,9 @@ impl FaultFlags {
         );
         if !self.stall_window.is_empty() {
             base.stall_windows = self.stall_window.clone();
+        }
+        if !self.fault_topic_prefix.is_empty() {
+            base.topic_prefixes = self.fault_topic_prefix.clone();
         }
         base
     }

@@ -43,6 +43,10 @@ pub struct FaultConfig {
     pub stall_windows: Vec<[u64; 2]>,
     /// Seed for the ratio draws and the jitter.
     pub seed: u64,
+    /// When not empty, every fault above hits only requests whose `hub.topic` begins with one
+    /// of these (`tenant0007.` for one tenant's topics); the others pass untouched and take
+    /// no sequence number. Empty (the default): every request.
+    pub topic_prefixes: Vec<String>,
 }
 
 /// A setting that makes no sense, named by its field.
@@ -57,6 +61,11 @@ pub enum FaultError {
     /// A stall window that ends before it starts.
     #[error("faults.stall_windows: window [{0}, {1}) ends before it starts")]
     Window(u64, u64),
+    /// An empty topic prefix (it would match every topic).
+    #[error(
+        "faults.topic_prefixes: an empty prefix matches every topic (leave the list empty instead)"
+    )]
+    EmptyPrefix,
 }
 
 /// What the fault layer does with one request before the hub logic sees it.
@@ -101,6 +110,9 @@ impl FaultConfig {
         if let Some(&[a, b]) = self.stall_windows.iter().find(|[a, b]| b < a) {
             return Err(FaultError::Window(a, b));
         }
+        if self.topic_prefixes.iter().any(String::is_empty) {
+            return Err(FaultError::EmptyPrefix);
+        }
         Ok(())
     }
 
@@ -110,8 +122,19 @@ impl FaultConfig {
             != FaultConfig {
                 broker_latency_ms: self.broker_latency_ms,
                 seed: self.seed,
+                topic_prefixes: self.topic_prefixes.clone(),
                 ..FaultConfig::default()
             }
+    }
+
+    /// Whether the faults apply to a request for `topic` (`None`: the request names none).
+    pub fn scopes(&self, topic: Option<&str>) -> bool {
+        self.topic_prefixes.is_empty()
+            || topic.is_some_and(|t| {
+                self.topic_prefixes
+                    .iter()
+                    .any(|p| t.starts_with(p.as_str()))
+            })
     }
 
     /// The action for request number `seq` (1-based since the settings were set) when
@@ -227,6 +250,26 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(count(&all, 50), (0, 0, 50, 0));
+    }
+
+    #[test]
+    fn topic_prefixes_scope_the_faults() {
+        let every = FaultConfig::default();
+        assert!(every.scopes(None) && every.scopes(Some("tenant0001.x")));
+        let one = FaultConfig {
+            topic_prefixes: vec!["tenant0001.".into(), "shared".into()],
+            ..Default::default()
+        };
+        assert!(one.scopes(Some("tenant0001.abc")));
+        assert!(one.scopes(Some("shared-7")));
+        assert!(!one.scopes(Some("tenant0010.abc")));
+        assert!(!one.scopes(Some("tenant0001")));
+        assert!(!one.scopes(None));
+        let empty = FaultConfig {
+            topic_prefixes: vec![String::new()],
+            ..Default::default()
+        };
+        assert_eq!(empty.validate(), Err(FaultError::EmptyPrefix));
     }
 
     #[test]

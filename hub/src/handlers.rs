@@ -92,11 +92,23 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
     // The fault settings are read in short borrows: no guard is held across an await.
     let (action, broker_latency) = {
         let faults = inner.faults.load();
-        let action = faults.active.then(|| {
+        // Faults scoped to topics: the topic is in the query, or in a form body read above.
+        let scoped = faults.cfg.topic_prefixes.is_empty() || {
+            let from_query = HubParams::parse(query).topic;
+            let topic = match (&from_query, &body) {
+                (None, BodyState::Read(b)) => HubParams::parse(b).topic,
+                _ => from_query,
+            };
+            faults.cfg.scopes(topic.as_deref())
+        };
+        let action = (faults.active && scoped).then(|| {
             let seq = faults.seq.fetch_add(1, Relaxed) + 1;
             faults.cfg.decide(seq, inflight)
         });
-        let broker = Duration::from_millis(faults.cfg.broker_latency_ms);
+        let broker = match scoped {
+            true => Duration::from_millis(faults.cfg.broker_latency_ms),
+            false => Duration::ZERO,
+        };
         (action, broker)
     };
     match action {

@@ -80,7 +80,7 @@ impl Flag {
         if self.relative() {
             "avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate"
         } else {
-            "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate or time_to_first_delivery_p99"
+            "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, time_to_first_delivery_p99, tenant_fairness or tenant_p99_spread"
         }
     }
 }
@@ -128,6 +128,11 @@ pub enum Metric {
     DeliveredRate,
     /// Subscription churn: re-verification → first delivery after it, 99th percentile.
     TimeToFirstDeliveryP99,
+    /// Jain's index between tenants on goodput normalised by offered share, 1/n..=1
+    /// (docs/fairness.md).
+    TenantFairness,
+    /// The largest tenant p99 ÷ the median tenant p99.
+    TenantP99Spread,
 }
 
 /// The one table of metric names: every spelling either flag has accepted, and whether
@@ -172,6 +177,12 @@ const METRICS: &[(&[&str], Metric, bool)] = &[
         Metric::TimeToFirstDeliveryP99,
         false,
     ),
+    (
+        &["tenant_fairness", "fairness", "jain"],
+        Metric::TenantFairness,
+        false,
+    ),
+    (&["tenant_p99_spread"], Metric::TenantP99Spread, false),
 ];
 
 impl Metric {
@@ -204,6 +215,11 @@ impl Metric {
                 | Metric::Unexpected
                 | Metric::Backlog
         )
+    }
+
+    /// Whether the metric is judged on a level's `fairness` section (two tenants or more).
+    pub fn is_fairness(self) -> bool {
+        matches!(self, Metric::TenantFairness | Metric::TenantP99Spread)
     }
 
     /// Whether the metric is judged on a level's `delivery` section (`--subscribers`).
@@ -246,6 +262,8 @@ impl Metric {
             Metric::Backlog => "backlog",
             Metric::DeliveredRate => "delivered_rate",
             Metric::TimeToFirstDeliveryP99 => "time_to_first_delivery_p99",
+            Metric::TenantFairness => "tenant_fairness",
+            Metric::TenantP99Spread => "tenant_p99_spread",
         }
     }
 }
@@ -430,6 +448,9 @@ fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
             Some(p) => Bound::Percent(number(p).ok_or("bad percentage")?),
             None => Bound::Number(number(value).ok_or("the bound must be N or N%")?),
         },
+        m if m.is_fairness() => {
+            Bound::Number(number(value).ok_or("the bound must be a number (e.g. 0.95)")?)
+        }
         _ => Bound::Number(
             number(value.strip_suffix("/s").unwrap_or(value))
                 .ok_or("the bound must be a number (per second)")?,
@@ -444,8 +465,8 @@ fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
 /// Why the rule `metric OP bound` (an absolute bound, never negative) holds whatever is
 /// measured, or holds for nothing; `None` when a measurement can go either way.
 ///
-/// What a measurement can be: every metric is at least 0, and a share of attempts (errors,
-/// timeouts as `%`) at most 100 %. Delivery shares are not capped: duplicates, redeliveries
+/// What a measurement can be: every metric is at least 0, a share of attempts (errors,
+/// timeouts as `%`) at most 100 %, and Jain's index at most 1. Delivery shares are not capped: duplicates, redeliveries
 /// and unexpected deliveries may outnumber the expected ones (docs/gates.md).
 fn foregone(metric: Metric, op: Op, bound: Bound) -> Option<String> {
     let b = bound.value();
@@ -453,9 +474,12 @@ fn foregone(metric: Metric, op: Op, bound: Bound) -> Option<String> {
         (metric, bound),
         (Metric::Errors | Metric::Timeouts, Bound::Percent(_))
     );
-    let cap = share.then_some(100.0);
+    let index = metric == Metric::TenantFairness;
+    let cap = share.then_some(100.0).or(index.then_some(1.0));
     let range = if share {
         "a share of attempts is between 0% and 100%"
+    } else if index {
+        "Jain's index is between 0 and 1"
     } else {
         "no measurement is below zero"
     };

@@ -8,8 +8,17 @@ use crate::summary::delivery_report::DeliveryReport;
 use crate::summary::LevelReport;
 
 /// The measured value `t` compares, from one row, in the bound's unit; NaN (the rule fails)
-/// for a delivery metric on a row without a delivery section.
+/// for a delivery metric on a row without a delivery section, and for a fairness metric on a
+/// row without fairness figures (or without the figure: no goodput, a median p99 of 0).
 pub fn actual(t: &Threshold, row: &LevelReport) -> f64 {
+    if t.metric.is_fairness() {
+        let f = row.fairness.as_ref();
+        let v = match t.metric {
+            Metric::TenantFairness => f.and_then(|f| f.jain_index),
+            _ => f.and_then(|f| f.p99_spread),
+        };
+        return v.unwrap_or(f64::NAN);
+    }
     if t.metric.is_delivery() {
         return row
             .delivery
@@ -96,6 +105,9 @@ pub fn check(t: &Threshold, row: &LevelReport) -> Verdict {
         threshold: t.text.clone(),
         level: row.label.clone(),
         actual: match actual.is_nan() {
+            true if t.metric.is_fairness() => {
+                "no fairness figure (it needs two tenants with attempts, and goodput)".into()
+            }
             true if t.metric == Metric::TimeToFirstDeliveryP99 => {
                 "no re-subscription measured (run with --subscribers and --subscriber-churn)".into()
             }
@@ -298,5 +310,56 @@ mod tests {
             .map(|v| v.level)
             .collect();
         assert_eq!(levels, ["1", "2", "TOTAL"]);
+    }
+
+    #[test]
+    fn fairness_rules_judge_the_fairness_section() {
+        use crate::fairness::figures;
+        use crate::result::Class;
+        use crate::stats::TopicStats;
+        let s = stats(&[(Duration::from_millis(10), Outcome::Accepted, 4)]);
+        let mut row = level_report("4", Some(4), None, &s, false);
+        let judge_row = |text: &str, row: &LevelReport| {
+            let v = check(&text.parse().unwrap(), row);
+            (v.actual, v.passed)
+        };
+        // One tenant (no fairness section): the rule cannot pass.
+        let none = "no fairness figure (it needs two tenants with attempts, and goodput)";
+        assert_eq!(
+            judge_row("tenant_fairness>0.5", &row),
+            (none.to_string(), false)
+        );
+        // a: 10 accepted at 10 µs; b: 5 accepted and 5 503s at 12 µs. Jain's index 0.9
+        // (fairness::tests); p99s 10 and 12 µs, median 11: spread 12/11.
+        let tenant = |name: &str, parts: &[(Class, u64, u64)]| {
+            let mut t = TopicStats::default();
+            for &(c, us, n) in parts {
+                (0..n).for_each(|_| t.record(c, us));
+            }
+            (name.to_string(), t)
+        };
+        row.fairness = figures(&[
+            tenant("a", &[(Class::Accepted, 10, 10)]),
+            tenant("b", &[(Class::Accepted, 12, 5), (Class::Http503, 12, 5)]),
+        ]);
+        assert_eq!(
+            judge_row("tenant_fairness>0.95", &row),
+            ("0.900".into(), false)
+        );
+        assert_eq!(judge_row("jain>=0.899", &row), ("0.900".into(), true));
+        assert_eq!(
+            judge_row("tenant_p99_spread<1.1", &row),
+            ("1.091".into(), true)
+        );
+        assert_eq!(
+            judge_row("tenant_p99_spread<1.05", &row),
+            ("1.091".into(), false)
+        );
+        // Each level is judged; TOTAL only with `total:`.
+        let t: Threshold = "total:tenant_fairness>0.95".parse().unwrap();
+        assert_eq!(t.metric, Metric::TenantFairness);
+        assert_eq!(t.bound, Bound::Number(0.95));
+        let v = judge(&[t], std::slice::from_ref(&row), Some(&row));
+        assert_eq!(v.len(), 1);
     }
 }

@@ -2,6 +2,7 @@
 
 use super::csv::CsvReporter;
 use super::delivery_csv::DeliveryCsvReporter;
+use super::fairness_csv::FairnessCsvReporter;
 use super::hlog::HlogReporter;
 use super::html::HtmlReporter;
 use super::json::JsonReporter;
@@ -23,6 +24,7 @@ pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
         Box::new(HlogReporter),
         Box::new(TopicsCsvReporter),
         Box::new(TenantsCsvReporter),
+        Box::new(FairnessCsvReporter),
         Box::new(JsonReporter),
         Box::new(WhatIfCsvReporter),
         Box::new(ServerCsvReporter),

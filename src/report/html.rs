@@ -11,6 +11,7 @@ mod first_failures;
 pub(crate) mod markup;
 mod observers;
 pub(crate) mod svg;
+pub(crate) mod tenants;
 pub(crate) mod time_split_section;
 pub(crate) mod worst_topics;
 
@@ -85,6 +86,7 @@ pub fn render(report: &Report) -> String {
     b.push_str(&outcome_table(report));
     b.push_str(&time_split_section::section(report));
     b.push_str(&delivery_table::section(report));
+    b.push_str(&tenants::section(report));
     b.push_str(&worst_topics::worst_topics(report));
     b.push_str(&first_failures::section(report));
     b.push_str(&observers::section(report));

@@ -4,6 +4,7 @@
 
 pub mod csv;
 pub mod delivery_csv;
+pub mod fairness_csv;
 mod formats;
 pub mod hlog;
 pub mod html;
@@ -17,6 +18,7 @@ pub mod server_csv;
 pub mod table;
 pub mod table_delivery;
 pub mod table_delivery_stages;
+pub mod table_fairness;
 pub mod table_server_timing;
 pub mod topics_csv;
 pub mod whatif_csv;

@@ -5,6 +5,7 @@ use std::time::SystemTime;
 
 use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
+use crate::fairness::{figures, per_tenant};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if_for_rows, CapacityResult};
 use crate::kind::{Model, TargetKind};
@@ -19,7 +20,7 @@ use crate::stats::LevelStats;
 use crate::summary::build::level_report;
 use crate::summary::{LevelReport, PhaseReport, RateCheck};
 use crate::targets::PhaseResult;
-use crate::workload::Workload;
+use crate::workload::{tenant_name, Workload};
 use std::path::Path;
 
 /// The report being built, its merged TOTAL, and where it is written.
@@ -260,10 +261,13 @@ impl RunRecord {
         row.first_failures = extra.first_failures;
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
+        row.fairness = self.fairness(&stats);
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         let open_run = self.report.model == Model::Open;
-        self.report.total = Some(level_report("TOTAL", None, None, &self.total, open_run));
+        let mut total = level_report("TOTAL", None, None, &self.total, open_run);
+        total.fairness = self.fairness(&self.total);
+        self.report.total = Some(total);
         self.report.verdicts = judge(
             &self.thresholds,
             &self.report.levels,
@@ -276,6 +280,15 @@ impl RunRecord {
             self.run_timeout,
         ));
         self.write()
+    }
+
+    /// The fairness figures of a level's (or TOTAL's) per-topic statistics, by tenant.
+    fn fairness(&self, stats: &LevelStats) -> Option<crate::fairness::Fairness> {
+        figures(&per_tenant(
+            &stats.topics,
+            &self.report.topic_tenants,
+            tenant_name,
+        ))
     }
 
     /// Write the reports of a merged, sharded run into `dir`; thresholds are judged on the

@@ -307,6 +307,11 @@ pub struct LevelReport {
     /// `Server-Timing` metrics that could not be read, counted and skipped (absent when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub server_timing_malformed: u64,
+    /// Fairness between tenants (docs/fairness.md): shares, Jain's index, spreads, the worst
+    /// tenants (TOTAL: over the whole run). Absent with fewer than two tenants with attempts
+    /// and from older summaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<crate::fairness::Fairness>,
     /// The raw statistics, for reporters that need histograms. Not serialized.
     #[serde(skip)]
     pub stats: Option<LevelStats>,

@@ -17,6 +17,8 @@ fn rules_that_always_hold_are_refused() {
         "rate>=0",
         "lost>=0",
         "total:errors>=0%",
+        "tenant_fairness<=1",
+        "jain>=0",
     ] {
         assert!(
             refused(rule).contains("can never fail"),
@@ -36,6 +38,8 @@ fn rules_that_never_hold_are_refused() {
         "errors>100%",
         "errors>=101%",
         "timeouts=150%",
+        "tenant_fairness>1",
+        "tenant_fairness>=1.5",
     ] {
         assert!(
             refused(rule).contains("can never pass"),
@@ -58,6 +62,9 @@ fn rules_a_run_can_cross_are_kept() {
         "p99>0ms",
         "lost=0",
         "lost<=0",
+        "tenant_fairness>0.95",
+        "tenant_fairness>=1",
+        "tenant_p99_spread<2",
         "duplicates<200%",
         "unexpected<1000%",
         "errors<200",

@@ -282,7 +282,7 @@ fn errors_name_the_flag_and_the_bad_part() {
         (
             Flag::Threshold,
             "p42<1s",
-            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate or time_to_first_delivery_p99)"#,
+            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, time_to_first_delivery_p99, tenant_fairness or tenant_p99_spread)"#,
         ),
         (
             Flag::Threshold,

@@ -1,0 +1,136 @@
+//! `fairness.csv`: one row per level and tenant with its offered and achieved share, its
+//! goodput normalised by its offer, error % and p50/p99/max, beside the level's Jain index and
+//! spreads (`levels[].fairness`; docs/fairness.md).
+
+use super::Reporter;
+use crate::run_report::Report;
+
+/// Writes `fairness.csv`.
+#[derive(Debug, Default)]
+pub struct FairnessCsvReporter;
+
+const HEAD: [&str; 15] = [
+    "Level",
+    "Tenant",
+    "Attempts",
+    "Good",
+    "Offered share",
+    "Achieved share",
+    "Achieved / offered",
+    "Error %",
+    "p50_us",
+    "p99_us",
+    "max_us",
+    "p99 / median p99",
+    "Level Jain index",
+    "Level p99 spread",
+    "Level error spread pp",
+];
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or(String::new(), |x| format!("{x:.6}"))
+}
+
+/// Render `fairness.csv` (the header alone when no level has fairness figures).
+pub fn render_fairness_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(HEAD)?;
+    for l in &report.levels {
+        let Some(f) = &l.fairness else { continue };
+        for t in &f.by_tenant {
+            let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
+            w.write_record([
+                l.label.clone(),
+                t.tenant.clone(),
+                t.attempts.to_string(),
+                t.good.to_string(),
+                format!("{:.6}", t.offered_share),
+                format!("{:.6}", t.achieved_share),
+                opt(ratio(t.achieved_share, t.offered_share)),
+                format!("{:.3}", t.error_pct),
+                t.p50_us.to_string(),
+                t.p99_us.to_string(),
+                t.max_us.to_string(),
+                opt(ratio(t.p99_us as f64, f.median_p99_us as f64)),
+                opt(f.jain_index),
+                opt(f.p99_spread),
+                format!("{:.3}", f.error_spread_pp),
+            ])?;
+        }
+    }
+    Ok(w.into_inner()?)
+}
+
+impl Reporter for FairnessCsvReporter {
+    fn file_name(&self) -> &'static str {
+        "fairness.csv"
+    }
+    fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        render_fairness_csv(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fairness::figures;
+    use crate::result::Class;
+    use crate::stats::TopicStats;
+
+    /// The html fixture with fairness figures on its first level: a served alone (10 of 10),
+    /// b half (5 of 10), p99s 10 and 12 µs.
+    fn sample() -> crate::run_report::Report {
+        let mut r = crate::report::html::tests::sample();
+        let mut a = TopicStats::default();
+        let mut b = TopicStats::default();
+        for i in 0..10 {
+            a.record(Class::Accepted, 10);
+            b.record(
+                if i < 5 {
+                    Class::Accepted
+                } else {
+                    Class::Http503
+                },
+                12,
+            );
+        }
+        r.levels[0].fairness = figures(&[("a".into(), a), ("b".into(), b)]);
+        r
+    }
+
+    #[test]
+    fn one_row_per_level_and_tenant_with_the_levels_figures() {
+        let r = sample();
+        let csv = String::from_utf8(super::render_fairness_csv(&r).unwrap()).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        let l = &r.levels[0].label;
+        assert_eq!(lines.len(), 3, "{csv}");
+        // Offered ½ each; achieved 10/15 and 5/15; x = 4/3 and 2/3; Jain 0.9; spread 12/11.
+        assert_eq!(
+            lines[1],
+            format!("{l},a,10,10,0.500000,0.666667,1.333333,0.000,10,10,10,0.909091,0.900000,1.090909,25.000")
+        );
+        assert_eq!(
+            lines[2],
+            format!("{l},b,10,5,0.500000,0.333333,0.666667,50.000,12,12,12,1.090909,0.900000,1.090909,25.000")
+        );
+        let table = crate::report::table_fairness::render_fairness_table(&r).unwrap();
+        assert!(
+            table.contains("0.900") && table.contains("1.09x"),
+            "{table}"
+        );
+        assert!(table.contains("b 0.012 ms, a 0.010 ms"), "{table}");
+        assert!(table.contains("b 50.00%"), "{table}");
+        let html = crate::report::html::tenants::section(&r);
+        assert_eq!(html.matches("<rect").count(), 2, "{html}");
+        assert!(html.contains("Jain 0.900"), "{html}");
+    }
+
+    #[test]
+    fn no_fairness_figures_give_headers_only_and_no_block() {
+        let r = crate::report::html::tests::sample();
+        let csv = String::from_utf8(super::render_fairness_csv(&r).unwrap()).unwrap();
+        assert_eq!(csv.lines().count(), 1);
+        assert!(crate::report::table_fairness::render_fairness_table(&r).is_none());
+        assert!(crate::report::html::tenants::section(&r).is_empty());
+    }
+}

@@ -1,0 +1,150 @@
+//! Fairness between tenants against the hub's own counts: a hub that slows and fails one
+//! tenant's topics only is named by hubload, its index and spread follow the hub's counts; a
+//! uniform hub is fair.
+
+use std::collections::BTreeMap;
+
+use hubload_hub::FaultConfig;
+
+use crate::util::Scenario;
+
+/// The hub's accepted publishes per tenant (the topic name's first dot-separated part).
+fn hub_accepted(topics: &BTreeMap<String, hubload_hub::TopicStats>) -> BTreeMap<String, u64> {
+    let mut by = BTreeMap::new();
+    for (name, t) in topics {
+        let tenant = name.split('.').next().unwrap().to_string();
+        *by.entry(tenant).or_default() += t.published;
+    }
+    by
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_slowed_and_failing_for_one_tenant_names_exactly_that_tenant() {
+    let sc = Scenario::start(FaultConfig {
+        latency_ms: 100,
+        fail_503_every: Some(2),
+        topic_prefixes: vec!["tenant0002.".into()],
+        ..FaultConfig::default()
+    })
+    .await;
+    let out = sc
+        .run(&[
+            "--tenants",
+            "4",
+            "--concurrency",
+            "4",
+            "--requests",
+            "200",
+            "--threshold",
+            "tenant_fairness>0.95",
+            "--threshold",
+            "tenant_p99_spread<2",
+        ])
+        .await;
+    let r = &out.report;
+    let f = r.levels[0].fairness.as_ref().expect("4 tenants: figures");
+    let s = sc.hub.stats().await;
+    assert_eq!(f.tenants, 4);
+    // Every tenant's good attempts are the hub's accepted publishes of its topics; only
+    // tenant0002's topics were faulted: every 2nd of its publishes, exactly.
+    let accepted = hub_accepted(&s.topics);
+    for t in &f.by_tenant {
+        assert_eq!(t.good, accepted[&t.tenant], "{}", t.tenant);
+        let failed = t.attempts - t.good;
+        let want = if t.tenant == "tenant0002" {
+            t.attempts / 2
+        } else {
+            0
+        };
+        assert_eq!(failed, want, "{}", t.tenant);
+    }
+    let slow = f
+        .by_tenant
+        .iter()
+        .find(|t| t.tenant == "tenant0002")
+        .unwrap();
+    assert_eq!(s.publish.fault_503, slow.attempts - slow.good);
+    let names = |v: &[hubload::fairness::TenantShare]| -> Vec<String> {
+        v.iter().map(|t| t.tenant.clone()).collect()
+    };
+    assert_eq!(names(&f.worst_errors), ["tenant0002"]);
+    assert_eq!(names(&f.worst_p99)[0], "tenant0002");
+    // Its accepted half waited the injected 100 ms: the p99 is at least that.
+    assert!(slow.p99_us >= 100_000, "{slow:?}");
+    assert_eq!(
+        f.p99_spread,
+        Some(slow.p99_us as f64 / f.median_p99_us as f64)
+    );
+    // Jain's index from the hub's counts: xᵢ = accepted ÷ attempts (the index does not change
+    // when every x is scaled by the same total shares).
+    let x: Vec<f64> = f
+        .by_tenant
+        .iter()
+        .map(|t| accepted[&t.tenant] as f64 / t.attempts as f64)
+        .collect();
+    let sum: f64 = x.iter().sum();
+    let sq: f64 = x.iter().map(|v| v * v).sum();
+    let want = sum * sum / (x.len() as f64 * sq);
+    assert!(
+        (f.jain_index.unwrap() - want).abs() < 1e-12,
+        "{f:?} vs {want}"
+    );
+    assert!(want < 0.95, "one tenant at half its goodput: {want}");
+    // Both gates fail, on the level (the TOTAL is not judged without `total:`).
+    assert!(out.thresholds_failed);
+    let failed: Vec<&str> = r
+        .verdicts
+        .iter()
+        .filter(|v| !v.passed)
+        .map(|v| v.threshold.as_str())
+        .collect();
+    assert_eq!(failed, ["tenant_fairness>0.95", "tenant_p99_spread<2"]);
+    // fairness.csv: one row per tenant; table.txt names the tenant in its fairness block.
+    let csv = std::fs::read_to_string(sc.dir.path().join("fairness.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
+    let table = std::fs::read_to_string(sc.dir.path().join("table.txt")).unwrap();
+    let block = table.split("Fairness between tenants").nth(1).unwrap();
+    let named = format!("tenant0002 {:.2}%", slow.error_pct);
+    assert!(block.contains(&named), "{block}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_uniform_hub_is_fair() {
+    // Every 10th publish fails, whoever's it is.
+    let sc = Scenario::start(FaultConfig {
+        fail_503_every: Some(10),
+        ..FaultConfig::default()
+    })
+    .await;
+    let out = sc
+        .run(&[
+            "--tenants",
+            "4",
+            "--concurrency",
+            "4",
+            "--requests",
+            "400",
+            "--threshold",
+            "tenant_fairness>0.95",
+        ])
+        .await;
+    let f = out.report.levels[0].fairness.as_ref().unwrap();
+    let s = sc.hub.stats().await;
+    assert_eq!(s.publish.fault_503, 40);
+    let failed: u64 = f.by_tenant.iter().map(|t| t.attempts - t.good).sum();
+    assert_eq!(failed, 40);
+    assert!(f.jain_index.unwrap() >= 0.99, "{f:?}");
+    assert!(!out.thresholds_failed);
+    let total = out
+        .report
+        .total
+        .as_ref()
+        .unwrap()
+        .fairness
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        total.by_tenant, f.by_tenant,
+        "one level: TOTAL is that level"
+    );
+}
