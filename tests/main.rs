@@ -15,6 +15,7 @@ mod delivery_binary;
 mod delivery_stages;
 mod dialect;
 mod fairness;
+mod fairness_nginx;
 mod first_failures;
 mod flask_websub;
 mod flask_websub_fleet;

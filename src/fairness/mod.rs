@@ -58,7 +58,7 @@ pub struct Fairness {
     /// Largest tenant p99 ÷ median tenant p99 (absent when the median is 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_spread: Option<f64>,
-    /// The median tenant p99, µs.
+    /// The median tenant p99, µs (with an even count, the two middle ones' mean, truncated).
     pub median_p99_us: u64,
     /// Largest tenant error % minus the median tenant error %, percentage points.
     pub error_spread_pp: f64,
