@@ -95,6 +95,25 @@ pub fn refusal_columns(report: &Report) -> &'static [ClassColumn] {
     }
 }
 
+/// HTTP 429 (class `throttled`) in a WebSub run: its column follows the target's classes
+/// when the run counted any, so every row still adds up to its samples; a run without a 429
+/// keeps the header it always had (a Service Bus run has the class among its own).
+pub const THROTTLED_CLASSES: &[ClassColumn] = &[("throttled", "429 Throttled", "429")];
+
+/// [`THROTTLED_CLASSES`] when a WebSub report counted a 429, else none.
+pub fn throttled_columns(report: &Report) -> &'static [ClassColumn] {
+    let counted = report
+        .levels
+        .iter()
+        .chain(report.total.as_ref())
+        .any(|r| THROTTLED_CLASSES.iter().any(|c| class_count(r, c) > 0));
+    if report.target == TargetKind::Websub && counted {
+        THROTTLED_CLASSES
+    } else {
+        &[]
+    }
+}
+
 /// [`HTTP2_CLASSES`] when the report has their columns, else none.
 pub fn http2_columns(report: &Report) -> &'static [ClassColumn] {
     let asked = report
@@ -135,6 +154,7 @@ pub fn header(report: &Report) -> Vec<&'static str> {
     std::iter::once(first)
         .chain(AGGREGATE_COLUMNS)
         .chain(class_columns(report).iter().map(|c| c.1))
+        .chain(throttled_columns(report).iter().map(|c| c.1))
         .chain(refusal_columns(report).iter().map(|c| c.1))
         .chain(["Timeouts", "Connection errors"])
         .chain(http2_columns(report).iter().map(|c| c.1))
@@ -185,9 +205,10 @@ fn class_fields(r: &LevelReport, classes: &[ClassColumn], h2: &[ClassColumn]) ->
 
 /// Render rows (levels then TOTAL) under [`header`].
 pub fn render_rows(report: &Report) -> anyhow::Result<Vec<u8>> {
-    // The refusal column sits with the target's classes.
+    // The 429 and refusal columns sit with the target's classes.
     let classes: Vec<ClassColumn> = class_columns(report)
         .iter()
+        .chain(throttled_columns(report))
         .chain(refusal_columns(report))
         .copied()
         .collect();
@@ -208,5 +229,25 @@ impl Reporter for CsvReporter {
     }
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
         render_rows(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_websub_run_with_429s_gets_a_throttled_column_and_one_without_keeps_its_header() {
+        let mut r = crate::report::html::tests::sample();
+        assert_eq!(r.target, TargetKind::Websub);
+        assert!(!header(&r).contains(&"429 Throttled"));
+        r.levels[1].counts.insert("throttled".into(), 3);
+        let head = header(&r);
+        let at = head.iter().position(|h| *h == "429 Throttled").unwrap();
+        assert_eq!(head[at - 1], "Other 5xx", "beside the target's classes");
+        let text = String::from_utf8(render_rows(&r).unwrap()).unwrap();
+        let cells: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(cells[2][at], "3", "{text}");
+        assert_eq!(cells[1][at], "0", "{text}");
     }
 }

@@ -10,6 +10,8 @@ use super::{OtherReason, Outcome};
 /// - any status with a body saying `hub.mode=denied` → [`Outcome::Denied`];
 /// - 2xx → accepted, unless the body is form-encoded and does not say `hub.mode=accepted`
 ///   (then [`Outcome::Other`]: the hub said something we do not understand);
+/// - 429 → [`Outcome::Throttled`]: the client was throttled (a per-tenant or per-client
+///   admission limit), retried like Service Bus throttling, not a plain 4xx;
 /// - 4xx, 502, 503, 504, other 5xx by status; anything else → [`Outcome::Other`].
 pub fn classify_http(status: u16, content_type: Option<&[u8]>, body: &[u8]) -> Outcome {
     let mode = hub_mode(body);
@@ -25,6 +27,7 @@ pub fn classify_http(status: u16, content_type: Option<&[u8]>, body: &[u8]) -> O
                 Outcome::Other(OtherReason::UnexpectedBody)
             }
         }
+        429 => Outcome::Throttled,
         400..=499 => Outcome::Http4xx(status),
         502 => Outcome::Http502,
         503 => Outcome::Http503,
@@ -166,6 +169,8 @@ mod tests {
                 Outcome::Http4xx(409),
             ),
             (413, None, b"", Outcome::Http4xx(413)),
+            (429, Some(b"text/plain"), b"slow down", Outcome::Throttled),
+            (428, None, b"", Outcome::Http4xx(428)),
             (500, None, b"", Outcome::Http5xx(500)),
             (501, None, b"", Outcome::Http5xx(501)),
             (

@@ -155,7 +155,7 @@ pub enum Outcome {
     Timeout(TimeoutKind),
     /// The connection failed before the response was complete.
     ConnError(ConnErrorKind),
-    /// Service Bus: rejected with `com.microsoft:server-busy`.
+    /// Throttled: Service Bus rejected with `com.microsoft:server-busy`, or HTTP 429.
     Throttled,
     /// Service Bus: rejected with any other condition.
     Rejected,

@@ -94,6 +94,8 @@ pub(super) fn response(outcome: Outcome, status: u16) -> Response {
             "The target server failed to respond",
             "",
         ),
+        // HTTP 429 (the status is the attempt's): a plain failed HTTP row.
+        Outcome::Throttled if status != 0 => http(false, ""),
         // Service Bus: the AMQP condition stands in for the exception class.
         Outcome::Throttled => non_http(
             "com.microsoft:server-busy",
