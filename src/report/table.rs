@@ -118,13 +118,13 @@ impl Reporter for TableReporter {
         if let Some(st) = super::table_delivery_stages::render_delivery_stages_table(report) {
             t.push_str(&st);
         }
-        // With two tenants or more, how fairly they were served.
-        if let Some(f) = super::table_fairness::render_fairness_table(report) {
-            t.push_str(&f);
-        }
         // When the server declared its stages (Server-Timing), where the time went.
         if let Some(st) = super::table_server_timing::render_server_timing_table(report) {
             t.push_str(&st);
+        }
+        // With two tenants or more, how fairly they were served.
+        if let Some(f) = super::table_fairness::render_fairness_table(report) {
+            t.push_str(&f);
         }
         Ok(t.into_bytes())
     }
