@@ -147,8 +147,6 @@ async fn per_tenant_503s_equal_nginx_limit_req_log_per_tenant() {
         assert_eq!(t.good, got(name, 200), "{name}: 200s");
         assert_eq!(t.good, hub_accepted[name], "{name}: the hub's accepted");
     }
-    assert!(
-        got(&f.by_tenant[0].tenant, 503) > 0,
-        "the limit bit: {log:?}"
-    );
+    let limited: u64 = f.by_tenant.iter().map(|t| got(&t.tenant, 503)).sum();
+    assert!(limited > 0, "the limit bit: {log:?}");
 }
