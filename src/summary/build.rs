@@ -1,7 +1,6 @@
 //! Turns `LevelStats` into a `LevelReport` row: JMeter's aggregate numbers plus what the JSON adds.
 
 use crate::result::Class;
-use crate::shard_contract::TopicArtifact;
 use crate::stats::{Histogram, LevelStats, TopicStats};
 
 use super::latency::latency;
@@ -16,15 +15,14 @@ fn encode(h: &Histogram) -> String {
 
 /// One topic's row: counts, percentiles and the sparse histogram.
 pub fn topic_report(topic: usize, t: &TopicStats) -> TopicReport {
-    let a = TopicArtifact::from(t);
     TopicReport {
         topic,
         attempts: t.counts.total(),
-        counts: a.counts,
+        counts: t.counts.nonzero_map(),
         p50_us: t.quantile(0.50),
         p99_us: t.quantile(0.99),
         max_us: t.max_us,
-        buckets: a.buckets,
+        buckets: t.sparse_buckets(),
     }
 }
 
@@ -113,7 +111,6 @@ pub fn level_report(
         generator_bound: None,
         server_timing: super::server_timing::server_timing_report(&s.server_timing),
         server_timing_malformed: s.server_timing.malformed,
-        stats: Some(s.clone()),
     }
 }
 

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::result::Class;
-use crate::stats::{LevelStats, SecondHistograms, TimelineBucket};
+use crate::stats::{SecondHistograms, TimelineBucket};
 use crate::targets::PhaseResult;
 
 /// A WebSub run's view of the hub's host (`target` = "websub").
@@ -307,9 +307,6 @@ pub struct LevelReport {
     /// `Server-Timing` metrics that could not be read, counted and skipped (absent when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub server_timing_malformed: u64,
-    /// The raw statistics, for reporters that need histograms. Not serialized.
-    #[serde(skip)]
-    pub stats: Option<LevelStats>,
 }
 
 /// For `skip_serializing_if`: a zero count is left out.

@@ -277,7 +277,7 @@ fn encoded(n: u64, scale: u64) -> String {
     for v in 1..=n {
         crate::stats::record(&mut h, v * scale);
     }
-    crate::shard::artifact::encode_histogram("latency", &h).unwrap()
+    crate::stats::to_base64(&h).unwrap()
 }
 
 #[test]
