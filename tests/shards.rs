@@ -353,4 +353,14 @@ fn version_1_artifacts_merge_into_the_reports_their_build_wrote() {
         let got = std::fs::read_to_string(out.join(name)).unwrap();
         assert_eq!(got, want, "{name}");
     }
+    // summary.json too, byte for byte but for the time the merge wrote it.
+    let written_at = |text: String| -> String {
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with("\"finished_at\""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let want = std::fs::read_to_string(fixtures.join("merged-summary.json")).unwrap();
+    let got = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert_eq!(written_at(got), written_at(want), "summary.json");
 }

@@ -47,6 +47,10 @@ impl Counts {
     pub fn bump(&mut self, c: Class) {
         self.0[c.index()] += 1;
     }
+    /// Add `n` to a class.
+    pub fn add(&mut self, c: Class, n: u64) {
+        self.0[c.index()] += n;
+    }
     /// Sum over all classes.
     pub fn total(&self) -> u64 {
         self.0.iter().sum()
@@ -89,7 +93,8 @@ impl Counts {
 /// Every class by name, zeros included (`summary.json`'s `counts`, a shard's `counts`).
 impl Serialize for Counts {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(Class::ALL.iter().map(|c| (c.name(), self.get(*c))))
+        // By name, as a map sorts them (the order summary.json has always had).
+        self.to_map().serialize(s)
     }
 }
 
@@ -147,12 +152,7 @@ impl Reasons {
 /// The reasons seen by name (`class.reason → count`).
 impl Serialize for Reasons {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(
-            Reason::ALL
-                .iter()
-                .filter(|r| self.get(**r) > 0)
-                .map(|r| (r.name(), self.get(*r))),
-        )
+        self.to_map().serialize(s)
     }
 }
 
