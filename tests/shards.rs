@@ -320,3 +320,47 @@ async fn two_service_bus_shards_merge_their_section_to_the_emulators_counts() {
     assert_eq!(merged.registration.as_ref().unwrap().topics, 36);
     emu.shutdown().await;
 }
+
+/// Shard artifacts of format version 1 (two shards of a run against a hub failing every fifth
+/// request, written by the build before version 2) still merge, into the very reports that
+/// build's `hubload merge` wrote from them.
+#[test]
+fn version_1_artifacts_merge_into_the_reports_their_build_wrote() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shards-v1");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("merged");
+    let m = Command::new(env!("CARGO_BIN_EXE_hubload"))
+        .args([
+            "merge",
+            fixtures.join("shard-0-of-2.json").to_str().unwrap(),
+            fixtures.join("shard-1-of-2.json").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&m, 0);
+    for name in [
+        "table.txt",
+        "aggregate.csv",
+        "topics.csv",
+        "tenants.csv",
+        "latency.csv",
+        "whatif.csv",
+        "latency.hlog",
+    ] {
+        let want = std::fs::read_to_string(fixtures.join(format!("merged-{name}"))).unwrap();
+        let got = std::fs::read_to_string(out.join(name)).unwrap();
+        assert_eq!(got, want, "{name}");
+    }
+    // summary.json too, byte for byte but for the time the merge wrote it.
+    let written_at = |text: String| -> String {
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with("\"finished_at\""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let want = std::fs::read_to_string(fixtures.join("merged-summary.json")).unwrap();
+    let got = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert_eq!(written_at(got), written_at(want), "summary.json");
+}
