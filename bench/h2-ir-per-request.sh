@@ -33,6 +33,8 @@ cleanup() {
 trap cleanup EXIT
 # shellcheck source=bench/nginx.sh
 source "$ROOT/bench/nginx.sh"
+# shellcheck source=bench/callgrind.sh
+source "$ROOT/bench/callgrind.sh"
 PORT=$(free_port)
 nginx_start "$WORK" 200 "server {
         listen 127.0.0.1:$PORT http2;
@@ -40,7 +42,6 @@ nginx_start "$WORK" 200 "server {
     }"
 # h2load sends hubload's publish, captured first: its path, fields and mean body length.
 capture_publish "$BIN" "$WORK"
-total_ir() { awk '/^summary:|^totals:/ { print $2; exit }' "$1"; }
 
 # hubload CONNS STREAMS N: its Ir, after checking it counted N publishes.
 hubload_ir() {
@@ -76,6 +77,9 @@ for shape in $SHAPES; do
         B=$("${client}_ir" "$c" "$s" "$N2")
         per=$(((B - A) / (N2 - N1)))
         echo "$client $shape: Ir($N1) $A, Ir($N2) $B, per request $per"
+        if [[ $client == hubload ]]; then
+            per_request "h2-$shape" "$WORK/callgrind.hubload.${c}x$s.$N1" "$WORK/callgrind.hubload.${c}x$s.$N2" "$N1" "$N2"
+        fi
         ROWS+=("$(printf '%-8s %-7s %12s' "$client" "$shape" "$per")")
     done
 done

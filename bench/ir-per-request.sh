@@ -33,6 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 source "$ROOT/bench/nginx.sh"
+# shellcheck source=bench/callgrind.sh
+source "$ROOT/bench/callgrind.sh"
 PORT=$(free_port)
 STATUS_PORT=$(free_port)
 LISTEN="listen 127.0.0.1:$PORT;"
@@ -53,7 +55,6 @@ CG=(--tool=callgrind)
 # LL: the 2 MiB second-level cache of the 2-core VM the figures were taken on (callgrind would
 # take its 480 MiB L3, which nothing here misses).
 if [[ ${CACHE:-} == 1 ]]; then CG+=(--cache-sim=yes --LL=${LL_BYTES:-2097152},16,64); fi
-total_ir() { awk '/^summary:|^totals:/ { print $2; exit }' "$1"; }
 # With CACHE=1: "D1 LL", the data reads and writes that missed the first-level and the
 # last-level cache (the events are Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw).
 misses() { awk '/^summary:|^totals:/ { print $6 + $7, $9 + $10; exit }' "$1"; }
@@ -79,6 +80,7 @@ if [[ ${HUBLOAD:-1} == 1 ]]; then
     B=$(ir "$N2")
     HL=$(( (B - A) / (N2 - N1) ))
     echo "hubload: Ir($N1) $A, Ir($N2) $B, per request $HL"
+    per_request http1 "$WORK/callgrind.$N1" "$WORK/callgrind.$N2" "$N1" "$N2"
     per_req hubload "$WORK/callgrind.$N1" "$WORK/callgrind.$N2" "$N1" "$N2"
 fi
 [[ ${WRK:-1} == 1 ]] || exit 0

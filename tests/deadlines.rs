@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use hubload::result::Reason;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -261,9 +262,7 @@ pub async fn publish_to(kind: Hostile, concurrency: u64, requests: u64) -> Ended
         timeouts: level.timeouts.response,
         refused_1xx: level
             .reasons
-            .get("other.unexpected_1xx")
-            .copied()
-            .unwrap_or(0),
+            .get(Reason::from_name("other.unexpected_1xx").unwrap()),
         min_us: level.latency_us.min,
         max_us: level.latency_us.max,
         span_s: level.span_s,

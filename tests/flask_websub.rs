@@ -15,6 +15,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use hmac::{Hmac, Mac};
+use hubload::result::Class;
 use hubload::workload::Workload;
 use sha2::Sha256;
 use tokio::time::Instant;
@@ -337,8 +338,8 @@ async fn flask_websub_fetches_every_topic_and_delivers_every_ping_signed() {
     let mut accepted = vec![0u64; names.len()];
     for l in &summary.levels {
         assert_eq!(
-            l.counts.get("accepted"),
-            Some(&REQUESTS),
+            l.counts.get(Class::Accepted),
+            REQUESTS,
             "{}: {:?}\n{}",
             l.label,
             l.counts,
@@ -350,7 +351,7 @@ async fn flask_websub_fetches_every_topic_and_delivers_every_ping_signed() {
             .expect("a websub level has a topic_server section");
         let mut level_accepted = vec![0u64; names.len()];
         for t in &l.topics {
-            level_accepted[t.topic] = t.counts.get("accepted").copied().unwrap_or(0);
+            level_accepted[t.topic] = t.counts.get(Class::Accepted);
         }
         let mut fetched = ts.by_topic.clone();
         fetched.resize(names.len(), 0);

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use hmac::{Hmac, Mac};
+use hubload::result::Class;
 use hubload::workload::Workload;
 use sha2::Sha256;
 
@@ -148,7 +149,7 @@ async fn hubload_subscribers_reconcile_with_flask_websub_deliveries() {
     let mut accepted_per_topic = vec![0u64; topics];
     let mut received = 0;
     for l in &summary.levels {
-        assert_eq!(l.counts.get("accepted"), Some(&REQUESTS), "{}", l.label);
+        assert_eq!(l.counts.get(Class::Accepted), REQUESTS, "{}", l.label);
         let d = l.delivery.as_ref().expect("a delivery section");
         let c = &d.counts;
         assert_eq!(
@@ -168,7 +169,7 @@ async fn hubload_subscribers_reconcile_with_flask_websub_deliveries() {
         assert_eq!(c.delivered, REQUESTS * PER_TOPIC as u64, "{}", l.label);
         let mut level_accepted = vec![0u64; topics];
         for t in &l.topics {
-            level_accepted[t.topic] = t.counts.get("accepted").copied().unwrap_or(0);
+            level_accepted[t.topic] = t.counts.get(Class::Accepted);
         }
         for (key, sc) in &d.per_subscriber {
             let topic: usize = key.split('/').next().unwrap().parse().unwrap();

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use hubload::result::Class;
 use hubload::run_report::Report;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -344,6 +345,6 @@ async fn closed_model_request_count_reconciles() {
     let report = run(&url, &["--requests", "500", "--concurrency", "8"]).await;
     assert_eq!(hub.count("publish"), 500);
     assert_eq!(report.levels[0].samples, 500);
-    assert_eq!(report.levels[0].counts["accepted"], 500);
+    assert_eq!(report.levels[0].counts.get(Class::Accepted), 500);
     assert_eq!(hub.count("register"), 1);
 }

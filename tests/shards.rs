@@ -248,7 +248,7 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
                         continue;
                     }
                     n += topic.attempts;
-                    good += topic.counts.get("accepted").copied().unwrap_or(0);
+                    good += topic.counts.get(hubload::result::Class::Accepted);
                     max = max.max(topic.max_us);
                     for (b, c) in &topic.buckets {
                         buckets[*b] += u64::from(*c);
@@ -379,4 +379,61 @@ async fn two_service_bus_shards_merge_their_section_to_the_emulators_counts() {
     // Every topic was attached once, by the shard owning its tenant.
     assert_eq!(merged.registration.as_ref().unwrap().topics, 36);
     emu.shutdown().await;
+}
+
+/// Shard artifacts of format version 1 (two shards of a run against a hub failing every fifth
+/// request, written by the build before version 2) still merge, into the very reports that
+/// build's `hubload merge` wrote from them, plus what came after it: the fairness figures
+/// (table.txt's last block, `fairness` in summary.json).
+#[test]
+fn version_1_artifacts_merge_into_the_reports_their_build_wrote() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shards-v1");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("merged");
+    let m = Command::new(env!("CARGO_BIN_EXE_hubload"))
+        .args([
+            "merge",
+            fixtures.join("shard-0-of-2.json").to_str().unwrap(),
+            fixtures.join("shard-1-of-2.json").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&m, 0);
+    for name in [
+        "table.txt",
+        "aggregate.csv",
+        "topics.csv",
+        "tenants.csv",
+        "latency.csv",
+        "whatif.csv",
+        "latency.hlog",
+    ] {
+        let want = std::fs::read_to_string(fixtures.join(format!("merged-{name}"))).unwrap();
+        let got = std::fs::read_to_string(out.join(name)).unwrap();
+        let got = match got.split_once("\nFairness between tenants") {
+            Some((before, _)) if name == "table.txt" => before.to_string(),
+            _ => got,
+        };
+        assert_eq!(got, want, "{name}");
+    }
+    // summary.json too, value for value but for the time the merge wrote it and the
+    // fairness figures, which that build did not write: every row has them now.
+    let read = |path: &Path| -> serde_json::Value {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("finished_at");
+        v
+    };
+    let want = read(&fixtures.join("merged-summary.json"));
+    let mut got = read(&out.join("summary.json"));
+    let mut figures = 0;
+    for row in got["levels"].as_array_mut().unwrap() {
+        figures += usize::from(row.as_object_mut().unwrap().remove("fairness").is_some());
+    }
+    let total = got["total"].as_object_mut().unwrap();
+    figures += usize::from(total.remove("fairness").is_some());
+    assert_eq!(figures, 3, "two levels and TOTAL");
+    assert!(got == want, "summary.json differs from the fixture");
 }

@@ -237,9 +237,9 @@ pub fn bin_child(args: &[&str], cwd: &Path, stderr: std::process::Stdio) -> std:
 
 /// A hubload count by class name from a report row.
 pub fn count(row: &hubload::summary::LevelReport, class: &str) -> u64 {
-    *row.counts
-        .get(class)
-        .unwrap_or_else(|| panic!("no class {class}"))
+    let class =
+        hubload::result::Class::from_name(class).unwrap_or_else(|| panic!("no class {class}"));
+    row.counts.get(class)
 }
 
 /// The process exited with `code`; its stderr is the failure message otherwise.

@@ -17,4 +17,4 @@ pub mod whatif;
 pub use capacity::{find_capacity, CapacityResult};
 pub use threshold::{judge, Metric, Scope, Threshold};
 pub use verdict::Verdict;
-pub use whatif::{what_if, what_if_for_rows, WhatIfRow, WhatIfTable};
+pub use whatif::{what_if, WhatIfRow, WhatIfTable};

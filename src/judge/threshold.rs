@@ -3,7 +3,6 @@
 
 pub use super::rules::{Bound, Metric, Op, Scope, Threshold};
 use crate::judge::verdict::Verdict;
-use crate::result::Class;
 use crate::summary::delivery_report::DeliveryReport;
 use crate::summary::LevelReport;
 
@@ -137,11 +136,8 @@ pub fn judge(
 
 /// Attempts of a row's classes that are no error: `accepted`, and `expected_refusal` (a
 /// refusal `--topic-churn` caused; docs/gates.md).
-fn not_errors(counts: &std::collections::BTreeMap<String, u64>) -> u64 {
-    [Class::Accepted, Class::ExpectedRefusal]
-        .iter()
-        .map(|c| counts.get(c.name()).copied().unwrap_or(0))
-        .sum()
+fn not_errors(counts: &crate::stats::Counts) -> u64 {
+    counts.sum_where(|c| !c.is_error())
 }
 
 #[cfg(test)]

@@ -22,7 +22,6 @@ use std::time::Duration;
 
 pub use crate::judge::verdict::{WhatIfRow, WhatIfTable};
 use crate::stats::{Histogram, LevelStats};
-use crate::summary::LevelReport;
 
 /// Attempts in `h` whose whole histogram bucket lies above `t_us`.
 fn count_above(h: &Histogram, t_us: u64) -> u64 {
@@ -98,21 +97,6 @@ pub fn what_if(
             .map(|(label, s)| row(label, s, &timeouts_us, retries))
             .collect(),
     }
-}
-
-/// The table for a report's rows (levels, then TOTAL when given); rows without their raw
-/// statistics (e.g. read back from JSON) are skipped.
-pub fn what_if_for_rows<'a>(
-    rows: impl IntoIterator<Item = &'a LevelReport>,
-    timeouts: &[Duration],
-    retries: u32,
-    run_timeout: Duration,
-) -> WhatIfTable {
-    let levels: Vec<(String, &LevelStats)> = rows
-        .into_iter()
-        .filter_map(|r| r.stats.as_ref().map(|s| (r.label.clone(), s)))
-        .collect();
-    what_if(&levels, timeouts, retries, run_timeout)
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::result::Class;
 use crate::stats::Counts;
 use crate::summary::LevelReport;
 
@@ -21,7 +20,7 @@ pub const QUANTILES: [&str; 4] = ["0.5", "0.9", "0.99", "1"];
 /// What one level contributes: attempts per class, latency quantiles (µs), deliveries.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LevelFigures {
-    pub counts: BTreeMap<String, u64>,
+    pub counts: Counts,
     pub quantiles_us: [u64; 4],
     /// `--subscribers`: deliveries per outcome.
     pub deliveries: Option<BTreeMap<String, u64>>,
@@ -32,7 +31,7 @@ impl LevelFigures {
     pub fn of_row(l: &LevelReport) -> Self {
         let lat = &l.latency_us;
         LevelFigures {
-            counts: l.counts.clone(),
+            counts: l.counts,
             quantiles_us: [lat.p50, lat.p90, lat.p99, lat.max],
             deliveries: l.delivery.as_ref().map(|d| {
                 let c = &d.counts;
@@ -56,10 +55,7 @@ impl LevelFigures {
     /// The running level's figures, from the engine's live counts.
     pub fn live(counts: &Counts, quantiles_us: [u64; 4]) -> Self {
         LevelFigures {
-            counts: Class::ALL
-                .iter()
-                .map(|c| (c.name().to_string(), counts.get(*c)))
-                .collect(),
+            counts: *counts,
             quantiles_us,
             deliveries: None,
         }
@@ -100,7 +96,7 @@ impl Snapshot {
             });
         };
         for (label, f) in &self.levels {
-            for (class, n) in &f.counts {
+            for (class, n) in &f.counts.to_map() {
                 push(
                     "hubload_attempts_total",
                     &[("level", label), ("class", class)],
@@ -158,12 +154,13 @@ pub fn exposition(series: &[OwnSeries]) -> String {
 mod tests {
     use super::*;
     use crate::observe::exposition::parse;
+    use crate::result::Class;
 
     #[test]
     fn series_names_labels_and_a_page_that_parses_back() {
         let mut f = LevelFigures::default();
-        f.counts.insert("accepted".into(), 7);
-        f.counts.insert("http_502".into(), 1);
+        f.counts.add(Class::Accepted, 7);
+        f.counts.add(Class::Http502, 1);
         f.quantiles_us = [1000, 2000, 3000, 4500];
         let snap = Snapshot {
             levels: vec![("10".into(), f)],
@@ -174,7 +171,8 @@ mod tests {
         };
         let common = vec![("run_id".to_string(), "r1".to_string())];
         let series = snap.series(&common);
-        assert_eq!(series.len(), 2 + 4 + 4);
+        // Every class (zeros too, as a finished level's row has them), 4 quantiles, 4 gauges.
+        assert_eq!(series.len(), Class::COUNT + 4 + 4);
         assert_eq!(
             series[0].labels,
             [("class", "accepted"), ("level", "10"), ("run_id", "r1")]

@@ -5,6 +5,7 @@
 
 use super::Reporter;
 use crate::kind::{Model, TargetKind};
+use crate::result::Class;
 use crate::run_report::Report;
 use crate::summary::LevelReport;
 
@@ -24,56 +25,56 @@ pub const AGGREGATE_COLUMNS: [&str; 12] = [
     "Sent KB/sec",
 ];
 
-/// One per-class column: the class name in `LevelReport::counts`, the CSV heading, and the
-/// short heading of the terminal table.
-pub type ClassColumn = (&'static str, &'static str, &'static str);
+/// One per-class column: the class, the CSV heading, and the short heading of the terminal
+/// table.
+pub type ClassColumn = (Class, &'static str, &'static str);
 
 /// The WebSub target's class columns (the header the hub's own performance analysis used).
 pub const WEBSUB_CLASSES: &[ClassColumn] = &[
-    ("accepted", "Accepted", "Acc"),
-    ("denied", "Denied", "Denied"),
-    ("http_4xx", "4xx", "4xx"),
-    ("http_502", "502", "502"),
-    ("http_503", "503", "503"),
-    ("http_504", "504", "504"),
-    ("http_5xx", "Other 5xx", "5xx"),
+    (Class::Accepted, "Accepted", "Acc"),
+    (Class::Denied, "Denied", "Denied"),
+    (Class::Http4xx, "4xx", "4xx"),
+    (Class::Http502, "502", "502"),
+    (Class::Http503, "503", "503"),
+    (Class::Http504, "504", "504"),
+    (Class::Http5xx, "Other 5xx", "5xx"),
 ];
 
 /// The Service Bus target's class columns: the broker's classes instead of HTTP's.
 pub const SERVICEBUS_CLASSES: &[ClassColumn] = &[
-    ("accepted", "Accepted", "Acc"),
-    ("throttled", "Throttled", "Throt"),
-    ("rejected", "Rejected", "Rej"),
-    ("unauthorized", "Unauthorized", "Unauth"),
-    ("not_found", "Not found", "NotFnd"),
-    ("too_large", "Too large", "TooBig"),
+    (Class::Accepted, "Accepted", "Acc"),
+    (Class::Throttled, "Throttled", "Throt"),
+    (Class::Rejected, "Rejected", "Rej"),
+    (Class::Unauthorized, "Unauthorized", "Unauth"),
+    (Class::NotFound, "Not found", "NotFnd"),
+    (Class::TooLarge, "Too large", "TooBig"),
 ];
 
 /// The columns after the timeout and connection-error columns, for every target: failures
 /// that are neither the hub's answer nor the network's (TLS, the generator's own limits, a
 /// stop, a response not understood). With them every row adds up to its samples.
 pub const TRAILING_CLASSES: &[ClassColumn] = &[
-    ("tls_error", "TLS errors", "TLS"),
-    ("client_error", "Client errors", "Client"),
-    ("cancelled", "Cancelled", "Cancel"),
-    ("other", "Other", "Other"),
+    (Class::TlsError, "TLS errors", "TLS"),
+    (Class::ClientError, "Client errors", "Client"),
+    (Class::Cancelled, "Cancelled", "Cancel"),
+    (Class::Other, "Other", "Other"),
 ];
 
 /// HTTP/2's own classes (docs/http2.md). Their columns follow the connection errors when the
 /// run spoke HTTP/2 (`--http-version` 2 or auto) or counted any of them, so every row still
 /// adds up to its samples; an HTTP/1.1 run keeps the header it always had.
 pub const HTTP2_CLASSES: &[ClassColumn] = &[
-    ("refused_stream", "Refused streams", "Refused"),
-    ("goaway", "GOAWAY", "GOAWAY"),
-    ("stream_reset", "Stream resets", "StrmRst"),
-    ("protocol_error", "Protocol errors", "ProtoErr"),
+    (Class::RefusedStream, "Refused streams", "Refused"),
+    (Class::Goaway, "GOAWAY", "GOAWAY"),
+    (Class::StreamReset, "Stream resets", "StrmRst"),
+    (Class::ProtocolError, "Protocol errors", "ProtoErr"),
 ];
 
 /// The refusals `--topic-churn` caused (docs/topic-churn.md). Their column follows the
 /// target's class columns when the run churned topics or counted any, so every row still adds
 /// up to its samples; a run without topic churn keeps the header it always had.
 pub const REFUSAL_CLASSES: &[ClassColumn] =
-    &[("expected_refusal", "Expected refusals", "ExpRefused")];
+    &[(Class::ExpectedRefusal, "Expected refusals", "ExpRefused")];
 
 /// [`REFUSAL_CLASSES`] when the report has their column, else none.
 pub fn refusal_columns(report: &Report) -> &'static [ClassColumn] {
@@ -98,7 +99,7 @@ pub fn refusal_columns(report: &Report) -> &'static [ClassColumn] {
 /// HTTP 429 (class `throttled`) in a WebSub run: its column follows the target's classes
 /// when the run counted any, so every row still adds up to its samples; a run without a 429
 /// keeps the header it always had (a Service Bus run has the class among its own).
-pub const THROTTLED_CLASSES: &[ClassColumn] = &[("throttled", "429 Throttled", "429")];
+pub const THROTTLED_CLASSES: &[ClassColumn] = &[(Class::Throttled, "429 Throttled", "429")];
 
 /// [`THROTTLED_CLASSES`] when a WebSub report counted a 429, else none.
 pub fn throttled_columns(report: &Report) -> &'static [ClassColumn] {
@@ -185,9 +186,9 @@ pub fn aggregate_fields(r: &LevelReport) -> Vec<String> {
     ]
 }
 
-/// The count of one class column in a row (missing keys count as zero).
+/// The count of one class column in a row.
 pub fn class_count(r: &LevelReport, c: &ClassColumn) -> u64 {
-    r.counts.get(c.0).copied().unwrap_or(0)
+    r.counts.get(c.0)
 }
 
 fn class_fields(r: &LevelReport, classes: &[ClassColumn], h2: &[ClassColumn]) -> Vec<String> {
@@ -241,7 +242,7 @@ mod tests {
         let mut r = crate::report::html::tests::sample();
         assert_eq!(r.target, TargetKind::Websub);
         assert!(!header(&r).contains(&"429 Throttled"));
-        r.levels[1].counts.insert("throttled".into(), 3);
+        r.levels[1].counts.add(Class::Throttled, 3);
         let head = header(&r);
         let at = head.iter().position(|h| *h == "429 Throttled").unwrap();
         assert_eq!(head[at - 1], "Other 5xx", "beside the target's classes");
@@ -249,5 +250,43 @@ mod tests {
         let cells: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
         assert_eq!(cells[2][at], "3", "{text}");
         assert_eq!(cells[1][at], "0", "{text}");
+    }
+
+    /// The classes one target's header counts: its class columns, the refusal and HTTP/2
+    /// columns (when shown), "Timeouts" and "Connection errors", and the trailing columns.
+    fn counted(target: &[ClassColumn]) -> Vec<Class> {
+        target
+            .iter()
+            .chain(REFUSAL_CLASSES)
+            .chain(HTTP2_CLASSES)
+            .chain(TRAILING_CLASSES)
+            .map(|c| c.0)
+            .chain(
+                Class::ALL
+                    .into_iter()
+                    .filter(|c| c.is_timeout() || c.is_conn_error()),
+            )
+            .collect()
+    }
+
+    /// A row adds up to its samples: no class is counted twice in one target's header, and
+    /// every class in `Class::ALL` is counted by the WebSub or the Service Bus header.
+    #[test]
+    fn every_class_has_one_column() {
+        let mut either = Vec::new();
+        for target in [WEBSUB_CLASSES, SERVICEBUS_CLASSES] {
+            let mut classes = counted(target);
+            classes.sort_by_key(|c| c.index());
+            let n = classes.len();
+            classes.dedup();
+            assert_eq!(classes.len(), n, "a class counted twice: {classes:?}");
+            either.extend(classes);
+        }
+        let missing: Vec<&str> = Class::ALL
+            .into_iter()
+            .filter(|c| !either.contains(c))
+            .map(Class::name)
+            .collect();
+        assert!(missing.is_empty(), "classes without a column: {missing:?}");
     }
 }

@@ -115,7 +115,6 @@ impl Reporter for HlogReporter {
 mod tests {
     use super::*;
     use crate::result::{Attempt, Outcome};
-    use crate::shard::artifact::decode_histogram;
     use crate::stats::{AttemptTimes, Clock, LevelStats};
     use crate::summary::build::level_report;
     use std::time::Duration;
@@ -168,7 +167,7 @@ mod tests {
                 format!("{:.3}", stats.max_us.unwrap() as f64 / 1000.0)
             );
             assert!(f[4].starts_with("HISTF"), "{}", f[4]);
-            let h = decode_histogram(tag, "latency", f[4]).unwrap();
+            let h = crate::stats::from_base64(f[4]).unwrap_or_else(|e| panic!("{tag}: {e}"));
             assert_eq!(h, stats.latency);
         }
     }

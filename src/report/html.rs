@@ -182,7 +182,7 @@ fn aggregate_table(report: &Report) -> String {
 }
 
 fn count(l: &LevelReport, c: Class) -> u64 {
-    l.counts.get(c.name()).copied().unwrap_or(0)
+    l.counts.get(c)
 }
 
 /// Class counts per level, with the timeout and connection-error splits and events.
@@ -260,7 +260,7 @@ fn phase_rows(p: &PhaseReport) -> Vec<(String, String)> {
         ("Failed".to_string(), p.failed.to_string()),
         ("Duration".to_string(), format!("{:.2} s", p.duration_s)),
     ];
-    for (class, n) in &p.counts {
+    for (class, n) in &p.counts.to_map() {
         if *n > 0 && class != Class::Accepted.name() {
             rows.push((format!("Class {class}"), n.to_string()));
         }

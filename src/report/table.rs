@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::csv::{aggregate_fields, class_columns, class_count, TRAILING_CLASSES};
+use super::csv::{aggregate_fields, class_columns, class_count, ClassColumn, TRAILING_CLASSES};
 use super::precision::latency_cells;
 use super::Reporter;
 use crate::align::align;
@@ -32,29 +32,32 @@ const HEAD: &[&str] = &[
 /// The classes that neither the target's class columns nor the timeout and connection-error
 /// columns show, but that some row counts: each gets a column of its own (headed by its name),
 /// so every row adds up to its samples whatever classes exist.
-fn extra_classes(report: &Report) -> Vec<&'static str> {
+fn extra_classes(report: &Report) -> Vec<Class> {
     let shown = class_columns(report);
     Class::ALL
-        .iter()
+        .into_iter()
         .filter(|c| !c.is_timeout() && !c.is_conn_error())
-        .map(|c| c.name())
-        .filter(|n| shown.iter().chain(TRAILING_CLASSES).all(|col| col.0 != *n))
-        .filter(|n| {
+        .filter(|c| shown.iter().chain(TRAILING_CLASSES).all(|col| col.0 != *c))
+        .filter(|c| {
             report
                 .levels
                 .iter()
                 .chain(report.total.as_ref())
-                .any(|r| r.counts.get(*n).copied().unwrap_or(0) > 0)
+                .any(|r| r.counts.get(*c) > 0)
         })
         .collect()
 }
 
 /// Render the table as text.
 pub fn render_table(report: &Report) -> String {
-    let classes: Vec<(&str, &str, &str)> = class_columns(report)
+    let classes: Vec<ClassColumn> = class_columns(report)
         .iter()
         .copied()
-        .chain(extra_classes(report).into_iter().map(|n| (n, n, n)))
+        .chain(
+            extra_classes(report)
+                .into_iter()
+                .map(|c| (c, c.name(), c.name())),
+        )
         .collect();
     let head = HEAD
         .iter()
@@ -155,7 +158,7 @@ mod tests {
         .unwrap();
         l.latency_us.p50 = p50_us;
         for (k, v) in counts {
-            l.counts.insert(k.to_string(), *v);
+            l.counts.add(Class::from_name(k).unwrap(), *v);
             l.samples += v;
         }
         l

@@ -27,14 +27,10 @@ pub struct TenantsCsvReporter;
 /// Back from the report's sparse form to the mergeable statistics.
 fn stats_of(t: &TopicReport) -> TopicStats {
     let mut s = TopicStats {
+        counts: t.counts,
         max_us: t.max_us,
         ..TopicStats::default()
     };
-    for (name, n) in &t.counts {
-        if let Some(c) = Class::ALL.iter().find(|c| c.name() == name) {
-            s.counts.0[c.index()] = *n;
-        }
-    }
     for (i, n) in &t.buckets {
         if let Some(b) = s.buckets.get_mut(*i) {
             *b = *n;
@@ -154,6 +150,8 @@ impl Reporter for TenantsCsvReporter {
 
 #[cfg(test)]
 mod tests {
+    use crate::result::Class;
+    use crate::stats::Counts;
     use crate::summary::TopicReport;
 
     #[test]
@@ -174,7 +172,11 @@ mod tests {
         let t = TopicReport {
             topic: 3,
             attempts: 52,
-            counts: [("accepted".to_string(), 52)].into(),
+            counts: {
+                let mut c = Counts::default();
+                c.add(Class::Accepted, 52);
+                c
+            },
             p50_us: 10,
             p99_us: 600,
             max_us: 601,

@@ -293,6 +293,11 @@ impl Class {
         }
     }
 
+    /// The class with this [`name`](Self::name), if any.
+    pub fn from_name(name: &str) -> Option<Class> {
+        Class::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     /// Index into per-class counter arrays.
     pub fn index(self) -> usize {
         self as usize

@@ -7,14 +7,12 @@ use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::fairness::{figures, per_tenant};
 use crate::judge::Threshold;
-use crate::judge::{judge, what_if_for_rows, CapacityResult};
+use crate::judge::{judge, what_if, CapacityResult};
 use crate::kind::{Model, TargetKind};
 use crate::report::reporters;
 use crate::report::writer::ReportWriter;
 use crate::run_report::Report;
-use crate::shard::{
-    encode_level, Load as ShardLoad, MergedRun, PhaseArtifact, ShardArtifact, ShardMeta,
-};
+use crate::shard::{Load as ShardLoad, MergedRun, ShardArtifact, ShardLevel, ShardMeta};
 use crate::shard_contract::ShardSpec;
 use crate::stats::LevelStats;
 use crate::summary::build::level_report;
@@ -23,10 +21,14 @@ use crate::targets::PhaseResult;
 use crate::workload::{tenant_name, Workload};
 use std::path::Path;
 
-/// The report being built, its merged TOTAL, and where it is written.
+/// The report being built, the statistics its rows came from, and where it is written.
 #[derive(Debug)]
 pub struct RunRecord {
     report: Report,
+    /// Each level's statistics as measured, in the order of `report.levels` (for the what-if
+    /// table and shard artifacts).
+    levels: Vec<LevelStats>,
+    /// Every level's statistics added (seconds apart), the TOTAL row's.
     total: LevelStats,
     writer: ReportWriter,
     thresholds: Vec<Threshold>,
@@ -72,6 +74,7 @@ impl RunRecord {
         writer.write_all(&report)?;
         Ok(RunRecord {
             report,
+            levels: Vec::new(),
             total: LevelStats::default(),
             writer,
             thresholds: cfg.thresholds.clone(),
@@ -264,6 +267,7 @@ impl RunRecord {
         row.fairness = self.fairness(&stats);
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
+        self.levels.push(stats);
         let open_run = self.report.model == Model::Open;
         let mut total = level_report("TOTAL", None, None, &self.total, open_run);
         total.fairness = self.fairness(&self.total);
@@ -273,8 +277,13 @@ impl RunRecord {
             &self.report.levels,
             self.report.total.as_ref(),
         );
-        self.report.what_if = Some(what_if_for_rows(
-            self.report.levels.iter().chain(self.report.total.as_ref()),
+        let rows = self.report.levels.iter().map(|r| r.label.clone());
+        let levels: Vec<(String, &LevelStats)> = rows
+            .zip(&self.levels)
+            .chain([("TOTAL".to_string(), &self.total)])
+            .collect();
+        self.report.what_if = Some(what_if(
+            &levels,
             &self.what_if,
             self.retries,
             self.run_timeout,
@@ -318,6 +327,7 @@ impl RunRecord {
         report.unsubscription = m.unsubscription.clone();
         let mut rec = RunRecord {
             report,
+            levels: Vec::new(),
             total: LevelStats::default(),
             writer: ReportWriter::new(dir, reporters())?,
             thresholds,
@@ -372,27 +382,24 @@ impl RunRecord {
             .report
             .levels
             .iter()
+            .zip(&self.levels)
             .zip(parts)
             .enumerate()
-            .map(|(i, (row, load))| {
-                let stats = row
-                    .stats
-                    .as_ref()
-                    .expect("rows of this run carry their stats");
-                let mut l = encode_level(&row.label, *load, stats)?;
+            .map(|(i, ((row, stats), load))| {
+                let mut l = ShardLevel::new(&row.label, *load, stats.clone());
                 l.first_failures.clone_from(&row.first_failures);
                 l.topic_server.clone_from(&row.topic_server);
                 l.topic_churn.clone_from(&row.topic_churn);
                 l.delivery = self.deliveries.get(&i).cloned();
-                Ok(l)
+                l
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect();
         Ok(ShardArtifact {
             meta,
             partial: self.report.partial,
             config: self.report.config.clone(),
             topics: self.report.topics.clone(),
-            registration: self.registration.as_ref().map(PhaseArtifact::from),
+            registration: self.registration.clone(),
             levels,
             servicebus: self.report.servicebus.clone(),
             topic_tenants: self.report.topic_tenants.clone(),

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::artifact::{decode_level, ArtifactError, Load, ShardArtifact, ShardMeta};
+use super::artifact::{Load, ShardArtifact, ShardMeta};
 use crate::stats::LevelStats;
 use crate::summary::delivery_report::{LevelDelivery, SubscriptionReport};
 use crate::summary::ServiceBusInfo;
@@ -39,14 +39,6 @@ pub enum MergeError {
     /// Some indices in `0..count` are absent.
     #[error("missing shard index(es) {}; every index from 0 to count−1 is needed", join(.0))]
     MissingShards(Vec<u32>),
-    /// A level could not be decoded.
-    #[error("shard {index}: {source}")]
-    Artifact {
-        /// The shard.
-        index: u32,
-        /// What is wrong.
-        source: ArtifactError,
-    },
 }
 
 fn join(v: &[u32]) -> String {
@@ -138,10 +130,8 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
         .collect();
     let mut registration: Option<PhaseResult> = None;
     for s in &shards {
-        let index = s.meta.shard_index;
-        let art = |source| MergeError::Artifact { index, source };
         for (m, l) in levels.iter_mut().zip(&s.levels) {
-            m.stats += &decode_level(l).map_err(art)?;
+            m.stats += &l.stats;
             m.load = add_load(m.load, l.load);
             for (class, text) in &l.first_failures {
                 m.first_failures
@@ -159,8 +149,7 @@ pub fn merge(mut shards: Vec<ShardArtifact>) -> Result<MergedRun, MergeError> {
             }
         }
         if let Some(p) = &s.registration {
-            let p = p.to_phase_result().map_err(art)?;
-            add_phase(registration.get_or_insert_with(PhaseResult::default), &p);
+            add_phase(registration.get_or_insert_with(PhaseResult::default), p);
         }
     }
     let servicebus = shards.iter().filter_map(|s| s.servicebus.as_ref()).fold(
@@ -350,6 +339,7 @@ fn add_servicebus(acc: &mut ServiceBusInfo, s: &ServiceBusInfo) {
 fn add_phase(acc: &mut PhaseResult, p: &PhaseResult) {
     acc.topics += p.topics;
     acc.counts += &p.counts;
+    acc.reasons += &p.reasons;
     acc.already_registered += p.already_registered;
     // Shards register in parallel: the phase took as long as the slowest.
     acc.duration_s = acc.duration_s.max(p.duration_s);

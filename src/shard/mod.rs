@@ -14,10 +14,7 @@ pub mod merge;
 #[cfg(test)]
 mod testutil;
 
-pub use artifact::{
-    decode_level, encode_level, ArtifactError, HistLayout, LevelArtifact, Load, PhaseArtifact,
-    ShardArtifact, ShardMeta,
-};
+pub use artifact::{ArtifactError, HistLayout, Load, ShardArtifact, ShardLevel, ShardMeta};
 pub use files::{read_inputs, write_artifact};
 pub use logs::{from_log_dump, print_log_lines, to_log_lines, LogError};
 pub use merge::{merge, MergeError, MergedLevel, MergedRun};

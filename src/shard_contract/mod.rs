@@ -3,9 +3,7 @@
 //! Below everything that runs or merges shards; it imports none of them.
 
 pub mod env;
-pub mod sparse_topic;
 
 pub use env::{
     owns_tenant, split_count, wait_for_start, MissedStart, ShardEnvError, ShardSlot, ShardSpec,
 };
-pub use sparse_topic::TopicArtifact;

@@ -1,9 +1,32 @@
-//! Attempt counts per outcome class and per reason: fixed arrays, merged with `+=`.
+//! Attempt counts per outcome class and per reason: fixed arrays, merged with `+=`, serialized
+//! as `name → count` maps.
 
 use std::collections::BTreeMap;
 use std::ops::AddAssign;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use crate::result::{Class, Reason};
+
+/// The JSON schema of a `name → count` map, for a type that serializes as one.
+macro_rules! name_map_schema {
+    ($t:ty) => {
+        impl schemars::JsonSchema for $t {
+            fn schema_name() -> String {
+                <BTreeMap<String, u64>>::schema_name()
+            }
+            fn schema_id() -> std::borrow::Cow<'static, str> {
+                <BTreeMap<String, u64>>::schema_id()
+            }
+            fn json_schema(g: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+                <BTreeMap<String, u64>>::json_schema(g)
+            }
+            fn is_referenceable() -> bool {
+                false
+            }
+        }
+    };
+}
 
 /// Counts per [`Class`], indexed by [`Class::index`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +47,10 @@ impl Counts {
     pub fn bump(&mut self, c: Class) {
         self.0[c.index()] += 1;
     }
+    /// Add `n` to a class.
+    pub fn add(&mut self, c: Class, n: u64) {
+        self.0[c.index()] += n;
+    }
     /// Sum over all classes.
     pub fn total(&self) -> u64 {
         self.0.iter().sum()
@@ -43,7 +70,41 @@ impl Counts {
             .map(|c| (c.name().to_string(), self.get(*c)))
             .collect()
     }
+
+    /// The non-zero counts as a `name → count` map.
+    pub fn nonzero_map(&self) -> BTreeMap<String, u64> {
+        let mut m = self.to_map();
+        m.retain(|_, v| *v > 0);
+        m
+    }
+
+    /// Counts from a `name → count` map (a missing class counts 0); `Err` names an unknown class.
+    pub fn from_map(m: &BTreeMap<String, u64>) -> Result<Self, String> {
+        let mut c = Counts::default();
+        for (name, v) in m {
+            let class =
+                Class::from_name(name).ok_or_else(|| format!("unknown outcome class {name:?}"))?;
+            c.0[class.index()] = *v;
+        }
+        Ok(c)
+    }
 }
+
+/// Every class by name, zeros included (`summary.json`'s `counts`, a shard's `counts`).
+impl Serialize for Counts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // By name, as a map sorts them (the order summary.json has always had).
+        self.to_map().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Counts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Counts::from_map(&BTreeMap::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+name_map_schema!(Counts);
 
 impl AddAssign<&Counts> for Counts {
     fn add_assign(&mut self, rhs: &Counts) {
@@ -81,7 +142,34 @@ impl Reasons {
             .map(|r| (r.name().to_string(), self.get(*r)))
             .collect()
     }
+
+    /// Whether no reason was counted.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|n| *n == 0)
+    }
 }
+
+/// The reasons seen by name (`class.reason → count`).
+impl Serialize for Reasons {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_map().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Reasons {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut r = Reasons::default();
+        for (name, v) in BTreeMap::<String, u64>::deserialize(d)? {
+            let reason = Reason::from_name(&name).ok_or_else(|| {
+                serde::de::Error::custom(format!("unknown outcome reason {name:?}"))
+            })?;
+            r.add(reason, v);
+        }
+        Ok(r)
+    }
+}
+
+name_map_schema!(Reasons);
 
 impl AddAssign<&Reasons> for Reasons {
     fn add_assign(&mut self, rhs: &Reasons) {

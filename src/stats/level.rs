@@ -81,19 +81,28 @@ impl AddAssign<&TimelineBucket> for TimelineBucket {
 /// Everything measured in one level. Plain data: no IO, no locks; workers each own one and
 /// the driver merges them with `+=`. Memory is bounded by the number of topics and seconds,
 /// never by the number of requests.
-#[derive(Debug, Clone)]
+///
+/// It serializes itself (a shard artifact's `levels[].stats`): counters as they are, classes
+/// and reasons by name, histograms in the HdrHistogram interchange encoding
+/// ([`hist_serde`](super::hist_serde)), topics sparsely; reading it back is exact.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LevelStats {
     /// Latency of every attempt, actual start → end, µs.
+    #[serde(with = "super::hist_serde")]
     pub latency: Histogram,
     /// Latency of every attempt from its *intended* start (open model; equals `latency` in the closed model), µs.
+    #[serde(with = "super::hist_serde")]
     pub corrected: Histogram,
     /// Latency of accepted attempts only, µs.
+    #[serde(with = "super::hist_serde")]
     pub accepted_latency: Histogram,
     /// Latency of whole events (first attempt's start → last attempt's end, retries included), µs.
+    #[serde(with = "super::hist_serde")]
     pub event_latency: Histogram,
     /// Attempts per outcome class.
     pub counts: Counts,
     /// Attempts per reason, for the classes that carry one.
+    #[serde(default, skip_serializing_if = "Reasons::is_empty")]
     pub reasons: Reasons,
     /// Attempts per HTTP status code for every non-2xx status seen.
     pub status_codes: BTreeMap<u16, u64>,
@@ -107,6 +116,7 @@ pub struct LevelStats {
     pub dropped: u64,
     /// Open model: measured events whose first attempt started [`LATE_SEND`] or more after
     /// its intended time (the generator, or its in-flight bound, held it back).
+    #[serde(default)]
     pub late_sends: u64,
     /// Request bytes written (request line, headers, body).
     pub bytes_sent: u64,
@@ -127,15 +137,30 @@ pub struct LevelStats {
     /// Accepted attempts per topic index.
     pub topic_accepted: Vec<u64>,
     /// Outcome counts and a compact latency histogram per topic index (grown on first use).
+    #[serde(default)]
     pub topics: Vec<TopicStats>,
     /// One bucket per second since the level started (in the engine, kept once per level by
     /// its [`SharedLevel`](super::SharedLevel), not by the stripes).
     pub timeline: Vec<TimelineBucket>,
     /// Latency histograms per second since the level started, encoded (recorded by the
     /// level's [`SecondsRecorder`](super::SecondsRecorder), not by `record_attempt`).
+    #[serde(
+        default,
+        skip_serializing_if = "SecondHistograms::is_empty",
+        deserialize_with = "checked_seconds"
+    )]
     pub seconds: SecondHistograms,
     /// What the responses declared in `Server-Timing`, per metric name.
+    #[serde(default, skip_serializing_if = "ServerTimingStats::is_empty")]
     pub server_timing: ServerTimingStats,
+}
+
+/// Per-second histograms read back only when every one decodes in hubload's layout (they
+/// are added encoded, so a bad one would surface only later, at a merge).
+fn checked_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SecondHistograms, D::Error> {
+    let s = SecondHistograms::deserialize(d)?;
+    s.validate().map_err(serde::de::Error::custom)?;
+    Ok(s)
 }
 
 impl Default for LevelStats {

@@ -2,6 +2,7 @@
 
 mod clock;
 mod counts;
+pub mod hist_serde;
 mod histogram;
 mod level;
 mod second_list;

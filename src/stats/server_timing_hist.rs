@@ -8,13 +8,16 @@ use crate::result::ServerTimings;
 
 /// What the responses of a level declared in `Server-Timing`. Empty (and cheap) when no
 /// response carried the header.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ServerTimingStats {
     /// Durations per metric name, µs.
+    #[serde(default, with = "super::hist_serde::by_name")]
     pub by_name: BTreeMap<String, Histogram>,
     /// Metrics that could not be read (counted and skipped).
+    #[serde(default)]
     pub malformed: u64,
     /// Metrics read but not kept (past 4 in one response, or past 32 names in the run).
+    #[serde(default)]
     pub unnamed: u64,
 }
 
@@ -94,5 +97,20 @@ mod tests {
         assert!(one.by_name["hub"].equivalent(one.by_name["hub"].max(), 9000));
         assert_eq!(one.by_name["broker"].len(), 1);
         assert_eq!(one.malformed, 1);
+    }
+
+    #[test]
+    fn serialized_round_trip_is_exact() {
+        let mut s = ServerTimingStats::default();
+        for v in ["hub;dur=0.25, broker;dur=1.5", "hub;dur=12", "hub;dur=?"] {
+            s.record(&timings(v));
+        }
+        let json = serde_json::to_string(&s).unwrap();
+        let back: ServerTimingStats = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(s.malformed, 1);
+        let bad = json.replace("HISTF", "HISTX");
+        let e = serde_json::from_str::<ServerTimingStats>(&bad).unwrap_err();
+        assert!(e.to_string().starts_with("broker: "), "{e}");
     }
 }

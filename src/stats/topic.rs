@@ -14,6 +14,8 @@
 use std::ops::AddAssign;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
+use serde::{Deserialize, Serialize};
+
 use super::Counts;
 use crate::result::Class;
 
@@ -42,8 +44,10 @@ pub fn bucket_high(i: usize) -> u64 {
     ((8 + sub) << (k - 3)) + (1 << (k - 3)) - 1
 }
 
-/// One topic in one level.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One topic in one level. Serialized sparsely: the non-zero class counts and
+/// `[bucket, count]` for every non-empty bucket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "SparseTopic", try_from = "SparseTopic")]
 pub struct TopicStats {
     /// Attempts per outcome class.
     pub counts: Counts,
@@ -98,6 +102,56 @@ impl TopicStats {
             }
         }
         self.max_us
+    }
+}
+
+/// How a [`TopicStats`] is written: what it holds, sparsely.
+#[derive(Serialize, Deserialize)]
+struct SparseTopic {
+    /// Attempts per class name (non-zero classes only).
+    counts: std::collections::BTreeMap<String, u64>,
+    /// `[bucket, count]` for every non-empty bucket of the layout.
+    buckets: Vec<(usize, u32)>,
+    /// Exact largest latency, µs.
+    max_us: u64,
+}
+
+impl From<TopicStats> for SparseTopic {
+    fn from(t: TopicStats) -> Self {
+        SparseTopic {
+            counts: t.counts.nonzero_map(),
+            buckets: t.sparse_buckets(),
+            max_us: t.max_us,
+        }
+    }
+}
+
+impl TryFrom<SparseTopic> for TopicStats {
+    type Error = String;
+    fn try_from(a: SparseTopic) -> Result<Self, String> {
+        let mut t = TopicStats {
+            counts: Counts::from_map(&a.counts)?,
+            max_us: a.max_us,
+            ..TopicStats::default()
+        };
+        for (i, c) in a.buckets {
+            *t.buckets.get_mut(i).ok_or_else(|| {
+                format!("bucket {i} is beyond the {TOPIC_BUCKETS}-bucket layout")
+            })? = c;
+        }
+        Ok(t)
+    }
+}
+
+impl TopicStats {
+    /// `(bucket, count)` for every non-empty bucket, in order.
+    pub fn sparse_buckets(&self) -> Vec<(usize, u32)> {
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| (i, *c))
+            .collect()
     }
 }
 

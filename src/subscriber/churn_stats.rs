@@ -25,10 +25,10 @@ pub struct ChurnStats {
     /// not lost (gap events that did arrive count as delivered).
     pub ambiguous: u64,
     /// Subscribe request sent → the hub's verification received, µs.
-    #[serde(with = "super::hist_serde")]
+    #[serde(with = "crate::stats::hist_serde")]
     pub subscribe_latency: Histogram,
     /// Re-verification → the subscriber's first acknowledged delivery after it, µs.
-    #[serde(with = "super::hist_serde")]
+    #[serde(with = "crate::stats::hist_serde")]
     pub time_to_first_delivery: Histogram,
     /// Verified unsubscribes and re-subscriptions per second since the level's measured start
     /// (the churn events on the delivery timeline).

@@ -19,7 +19,7 @@ use super::fleet_shared::{Intent, Shared, Subscriber};
 use super::receive::SignatureKey;
 use super::stats::DeliveryLevelStats;
 use super::tracker::DeliveryTracker;
-use crate::config::Secret;
+use crate::secret::Secret;
 use crate::serve::{ServerCounts, ServerDeadlines, ServerStats};
 use crate::workload::Workload;
 

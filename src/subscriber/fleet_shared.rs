@@ -14,7 +14,7 @@ use super::delivery_hists::SharedHists;
 use super::receive::{SignatureKey, SubState};
 use super::second_series::SecondSeries;
 use super::tracker::DeliveryTracker;
-use crate::config::Secret;
+use crate::secret::Secret;
 use crate::workload::Workload;
 
 /// A subscriber's intent, as the verification requests have left it.

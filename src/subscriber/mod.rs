@@ -17,7 +17,6 @@ mod delivery_hists;
 mod fleet;
 mod fleet_shared;
 mod h2c;
-mod hist_serde;
 mod receive;
 mod second_series;
 mod server;

@@ -154,10 +154,10 @@ pub struct DeliveryLevelStats {
     /// Subscribers the hub has not verified (or has unsubscribed): they expect nothing.
     pub unverified_subscribers: u64,
     /// Publish start → delivery received, µs.
-    #[serde(with = "super::hist_serde")]
+    #[serde(with = "crate::stats::hist_serde")]
     pub e2e_from_start: Histogram,
     /// Accepted answer read → delivery received, µs.
-    #[serde(with = "super::hist_serde")]
+    #[serde(with = "crate::stats::hist_serde")]
     pub e2e_from_accepted: Histogram,
     /// The hub's `Hub-Timing` stages of the deliveries, and the rest, µs.
     #[serde(with = "super::stages")]

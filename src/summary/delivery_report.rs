@@ -221,7 +221,6 @@ pub fn delivery_report(s: &DeliveryLevelStats, seconds: f64, backlog: u64) -> De
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shard::artifact::decode_histogram;
     use crate::stats::record;
 
     #[test]
@@ -238,7 +237,7 @@ mod tests {
         assert_eq!(r.e2e_from_accepted_us, LatencyUs::default());
         let h = r.histograms.unwrap();
         assert_eq!(
-            decode_histogram("1", "e2e", &h.from_start).unwrap(),
+            crate::stats::from_base64(&h.from_start).unwrap(),
             s.e2e_from_start
         );
     }

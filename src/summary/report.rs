@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::result::Class;
-use crate::stats::{LevelStats, SecondHistograms, TimelineBucket};
+use crate::stats::{Counts, Reasons, SecondHistograms, TimelineBucket};
 use crate::targets::PhaseResult;
 
 /// A WebSub run's view of the hub's host (`target` = "websub").
@@ -104,10 +104,10 @@ pub struct PhaseReport {
     /// Failed (anything else).
     pub failed: u64,
     /// Per-class counts.
-    pub counts: BTreeMap<String, u64>,
+    pub counts: Counts,
     /// Per `class.reason` (`tls_error.unknown_issuer`, ...), only reasons seen.
     #[serde(default)]
-    pub reasons: BTreeMap<String, u64>,
+    pub reasons: Reasons,
     /// Seconds.
     pub duration_s: f64,
     /// The first failure seen, if any.
@@ -121,8 +121,8 @@ impl From<&PhaseResult> for PhaseReport {
             accepted: p.counts.get(Class::Accepted),
             already_registered: p.already_registered,
             failed: p.failed(),
-            counts: p.counts.to_map(),
-            reasons: p.reasons.to_map(),
+            counts: p.counts,
+            reasons: p.reasons,
             duration_s: p.duration_s,
             first_error: p.first_error.clone(),
         }
@@ -137,7 +137,9 @@ pub struct TopicReport {
     /// Attempts.
     pub attempts: u64,
     /// Attempts per class name (non-zero classes only).
-    pub counts: BTreeMap<String, u64>,
+    #[serde(with = "nonzero_counts")]
+    #[schemars(with = "BTreeMap<String, u64>")]
+    pub counts: Counts,
     /// Nearest-rank percentiles from the topic's compact histogram (≤ 12.5% high), µs.
     pub p50_us: u64,
     pub p99_us: u64,
@@ -148,6 +150,21 @@ pub struct TopicReport {
     #[serde(with = "sparse_buckets")]
     #[schemars(with = "String")]
     pub buckets: Vec<(usize, u32)>,
+}
+
+/// A topic's counts as a map of its non-zero classes (a missing class counts 0).
+mod nonzero_counts {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::stats::Counts;
+
+    pub fn serialize<S: Serializer>(c: &Counts, s: S) -> Result<S::Ok, S::Error> {
+        c.nonzero_map().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Counts, D::Error> {
+        Counts::deserialize(d)
+    }
 }
 
 /// `[(bucket, count)]` ⇄ `"bucket:count bucket:count"`: one short string per topic keeps
@@ -236,11 +253,11 @@ pub struct LevelReport {
     /// KB (1024 B) per second sent.
     pub sent_kb_per_sec: f64,
     /// Attempts per outcome class (every class present).
-    pub counts: BTreeMap<String, u64>,
+    pub counts: Counts,
     /// Attempts per `class.reason` for the classes that carry one (`other`, `tls_error`,
     /// `client_error`, `stream_reset`, and `timeout_response.flow_control`); only reasons seen.
     #[serde(default)]
-    pub reasons: BTreeMap<String, u64>,
+    pub reasons: Reasons,
     /// Timeouts split by kind.
     pub timeouts: TimeoutSplit,
     /// Connection errors (refused + reset + closed).
@@ -312,9 +329,6 @@ pub struct LevelReport {
     /// and from older summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::fairness::Fairness>,
-    /// The raw statistics, for reporters that need histograms. Not serialized.
-    #[serde(skip)]
-    pub stats: Option<LevelStats>,
 }
 
 /// For `skip_serializing_if`: a zero count is left out.

@@ -22,14 +22,16 @@ use crate::result::{Attempt, Class};
 use crate::stats::{Counts, Reasons};
 use crate::workload::{Event, Topic};
 
-/// Outcome of a phase that touches every topic once (registration, deregistration).
-#[derive(Debug, Clone, Default)]
+/// Outcome of a phase that touches every topic once (registration, deregistration); a
+/// shard artifact's `registration` as it serializes itself.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct PhaseResult {
     /// Topics attempted.
     pub topics: u64,
     /// Outcome class per attempt (a 409 on register is counted in `already_registered`, not here).
     pub counts: Counts,
     /// Attempts per reason, for the classes that carry one.
+    #[serde(default, skip_serializing_if = "Reasons::is_empty")]
     pub reasons: Reasons,
     /// Register answered 409: the topic already existed, which is fine.
     pub already_registered: u64,

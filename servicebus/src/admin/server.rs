@@ -15,7 +15,7 @@ use tokio::time::timeout;
 
 use super::atom::{self, Description};
 use crate::emulator::cbs::{covers, unix_now};
-use crate::emulator::namespace::Created;
+use crate::emulator::namespace::admin::Created;
 use crate::emulator::tier::Cost;
 use crate::emulator::Shared;
 use crate::sas::{urldecode, SasToken};

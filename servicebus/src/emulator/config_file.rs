@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
+use super::config_error::err;
+pub use super::config_error::ConfigFileError;
 use super::store::EntityProps;
 
 /// A queue or subscription to declare.
@@ -35,23 +37,6 @@ pub struct Declared {
     pub queues: Vec<DeclaredStore>,
     /// Topics.
     pub topics: Vec<DeclaredTopic>,
-}
-
-/// A `Config.json` error: the JSON path and what is wrong there.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {problem}")]
-pub struct ConfigFileError {
-    /// Where, e.g. `UserConfig.Namespaces[0].Topics[1].Name`.
-    pub path: String,
-    /// What.
-    pub problem: String,
-}
-
-fn err(path: &str, problem: impl Into<String>) -> ConfigFileError {
-    ConfigFileError {
-        path: path.to_string(),
-        problem: problem.into(),
-    }
 }
 
 /// Parse the text of a `Config.json`.

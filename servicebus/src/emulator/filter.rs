@@ -11,7 +11,7 @@ use fe2o3_amqp::types::messaging::{Body, Message, MessageId};
 use fe2o3_amqp::types::primitives::{SimpleValue, Value};
 use serde_json::Value as Json;
 
-use super::config_file::ConfigFileError;
+use super::config_error::{err, ConfigFileError};
 
 /// One rule's filter.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,13 +129,6 @@ fn simple_text(v: &SimpleValue) -> Option<String> {
         SimpleValue::Long(n) => n.to_string(),
         _ => return None,
     })
-}
-
-fn err(path: &str, problem: impl Into<String>) -> ConfigFileError {
-    ConfigFileError {
-        path: path.to_string(),
-        problem: problem.into(),
-    }
 }
 
 /// A subscription's `Rules` array (at JSON path `at`), in the official emulator's shape:

@@ -9,6 +9,7 @@ mod amqp_errors;
 pub(crate) mod cbs;
 pub mod cli;
 pub(crate) mod clock;
+mod config_error;
 pub mod config_file;
 mod conn;
 mod deleted;

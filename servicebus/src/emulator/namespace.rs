@@ -11,8 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use super::store::{EntityProps, Msg, Store};
 
-mod admin;
-pub use admin::Created;
+pub mod admin;
 
 /// Azure's limit of subscriptions per topic.
 pub const MAX_SUBSCRIPTIONS_PER_TOPIC: usize = 2_000;

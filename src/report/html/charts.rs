@@ -81,10 +81,7 @@ const fn group(
 impl ClassGroup {
     /// This group's count in one level (missing keys count as zero).
     pub fn count(&self, level: &LevelReport) -> u64 {
-        self.classes
-            .iter()
-            .map(|c| level.counts.get(c.name()).copied().unwrap_or(0))
-            .sum()
+        self.classes.iter().map(|c| level.counts.get(*c)).sum()
     }
 }
 

@@ -59,11 +59,10 @@ fn sample_report_has_every_chart() {
     let mut nonzero = 0;
     let mut nonzero_failures = 0;
     for l in &report.levels {
-        let mut groups: Vec<&str> = l
-            .counts
+        let mut groups: Vec<&str> = Class::ALL
             .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(c, _)| group_of(c))
+            .filter(|c| l.counts.get(**c) > 0)
+            .map(|c| group_of(c.name()))
             .collect();
         groups.sort_unstable();
         groups.dedup();
@@ -207,7 +206,7 @@ fn hostile_text_is_escaped_and_nothing_is_loaded() {
 fn service_bus_classes_appear_when_counted() {
     let mut report = sample();
     assert!(!render(&report).contains(">Throttled<"));
-    report.levels[4].counts.insert("throttled".into(), 12);
+    report.levels[4].counts.add(Class::Throttled, 12);
     let html = render(&report);
     let doc = parse(&html);
     let legend: Vec<&str> = by_id(&doc, "chart-outcomes")
@@ -277,7 +276,7 @@ fn encoded(n: u64, scale: u64) -> String {
     for v in 1..=n {
         crate::stats::record(&mut h, v * scale);
     }
-    crate::shard::artifact::encode_histogram("latency", &h).unwrap()
+    crate::stats::to_base64(&h).unwrap()
 }
 
 #[test]
@@ -326,4 +325,18 @@ fn distribution_chart_one_line_per_level_dashed_when_corrected() {
         .count();
     assert_eq!(dashed, 5);
     assert_eq!(count_tag(chart, "polyline"), 10);
+}
+
+/// Every class is drawn: each one sits in exactly one outcome group, so a level's bars add
+/// up to its samples.
+#[test]
+fn every_class_is_in_exactly_one_chart_group() {
+    for c in Class::ALL {
+        let groups: Vec<&str> = super::charts::GROUPS
+            .iter()
+            .filter(|g| g.classes.contains(&c))
+            .map(|g| g.name)
+            .collect();
+        assert_eq!(groups.len(), 1, "{}: {groups:?}", c.name());
+    }
 }

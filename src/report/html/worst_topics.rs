@@ -16,11 +16,7 @@ fn error_pct(t: &TopicReport) -> f64 {
     if t.attempts == 0 {
         return 0.0;
     }
-    // Errors are every class but accepted and expected_refusal (Class::is_error).
-    let not_errors: u64 = ["accepted", "expected_refusal"]
-        .iter()
-        .map(|k| t.counts.get(*k).copied().unwrap_or(0))
-        .sum();
+    let not_errors = t.counts.sum_where(|c| !c.is_error());
     t.attempts.saturating_sub(not_errors) as f64 * 100.0 / t.attempts as f64
 }
 
@@ -78,13 +74,18 @@ pub fn worst_topics(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
+    use crate::result::Class;
+    use crate::stats::Counts;
 
     fn topic(i: usize, attempts: u64, accepted: u64, p99: u64) -> TopicReport {
         TopicReport {
             topic: i,
             attempts,
-            counts: BTreeMap::from([("accepted".to_string(), accepted)]),
+            counts: {
+                let mut c = Counts::default();
+                c.add(Class::Accepted, accepted);
+                c
+            },
             p50_us: p99 / 2,
             p99_us: p99,
             max_us: p99,

@@ -1,7 +1,7 @@
 //! Tests of the exact merge: counters, histograms, phases and the refusals.
 use super::*;
 use crate::result::Class;
-use crate::shard::artifact::{encode_level, PhaseArtifact};
+use crate::shard::artifact::ShardLevel;
 use crate::shard::logs::{from_log_dump, to_log_lines};
 use crate::shard::testutil::{assert_level_eq, empty_artifact, random_events, record};
 use crate::shard_contract::{split_count, ShardSpec};
@@ -46,13 +46,13 @@ fn run(count: u32, events: usize) -> (Vec<ShardArtifact>, Vec<LevelStats>) {
             ShardArtifact {
                 config: serde_json::json!({"tenants": 10}),
                 topics: (0..40).map(|t| format!("topic-{t}")).collect(),
-                registration: Some(PhaseArtifact::from(&phase)),
+                registration: Some(phase),
                 levels: levels
                     .iter()
                     .zip(LEVELS)
                     .map(|(s, (label, c, _))| {
                         let part = split_count(c, i as u32, count);
-                        encode_level(label, Load::Concurrency(part), s).unwrap()
+                        ShardLevel::new(label, Load::Concurrency(part), s.clone())
                     })
                     .collect(),
                 ..empty_artifact(&spec, "http://hub:9000/hub")
@@ -368,14 +368,9 @@ fn service_bus_sections_add_up() {
 }
 
 #[test]
-fn a_partial_shard_makes_the_run_partial_and_a_bad_histogram_is_named() {
+fn a_partial_shard_makes_the_run_partial() {
     let (mut shards, _) = run(2, 30);
+    assert!(!merge(shards.clone()).unwrap().partial);
     shards[1].partial = true;
-    assert!(merge(shards.clone()).unwrap().partial);
-    shards[1].levels[2].histograms.latency = "HISTFAAA".into();
-    let e = merge(shards).unwrap_err().to_string();
-    assert!(
-        e.starts_with("shard 1: level \"50\": histogram latency"),
-        "{e}"
-    );
+    assert!(merge(shards).unwrap().partial);
 }

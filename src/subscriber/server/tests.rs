@@ -10,7 +10,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::{route, MAX_BODY};
-use crate::config::Secret;
+use crate::secret::Secret;
 use crate::serve::{serve, End, ServerDeadlines};
 use crate::subscriber::receive::test_signature;
 use crate::subscriber::{Behaviour, DeliveryTracker, Fleet, FleetConfig};
