@@ -202,7 +202,7 @@ impl PooledConn {
         if let Some(c) = self.session_end.get() {
             return Some(c.clone());
         }
-        let mut session = self.session.try_lock().ok()?;
+        let session = self.session.try_lock().ok()?;
         if !session.is_ended() {
             return None;
         }
