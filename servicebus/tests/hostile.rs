@@ -335,6 +335,8 @@ async fn the_emulator_closes_handshakes_that_never_finish_and_serves_a_good_send
                 "{n} stalled: closed after {took:?} for a {handshake:?} handshake timeout"
             );
         }
+        // The emulator counts a connection just after closing it: wait for the count.
+        assert!(eventually(|| emu.counts().handshake_timeouts == n as u64).await);
         let c = emu.counts();
         assert_eq!(c.handshake_timeouts, n as u64, "{c:?}");
         assert_eq!((c.connections, c.accepted), (1, 20), "{c:?}");
@@ -367,6 +369,8 @@ async fn the_emulator_sheds_two_thousand_stalled_headers() {
         closed += 1;
     }
     assert_eq!(closed, 2_000);
+    // The emulator counts a connection just after closing it: wait for the count.
+    assert!(eventually(|| emu.counts().handshake_timeouts == 2_000).await);
     let c = emu.counts();
     assert_eq!(
         (c.handshake_timeouts, c.connections, c.accepted),
