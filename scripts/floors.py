@@ -62,7 +62,7 @@ FLOORS = {
         ["distribute", "broker"],
         ["batch", "callback_conn", "delivery_settings", "topic"],
         ["sign", "config"],
-        ["faults", "params", "stats", "conn_handle", "server_timing", "tls"],
+        ["faults", "params", "stats", "conn_handle", "server_timing", "tls", "serve_limits"],
         ["broker_stats"],
     ],
     # The codec crate (hubload-http1): four modules that do not import each other.

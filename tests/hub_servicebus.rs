@@ -1,8 +1,8 @@
 //! The reference hub in broker mode (`--servicebus`) against the emulator, loaded by hubload
 //! with its own subscribers: every accepted publish is one send the emulator counted and
 //! one delivery hubload's subscriber received, with the hub's stats in between, exactly, per
-//! level; and the side by side against the same hub and emulator puts the hub above the
-//! broker at every level.
+//! level; and side by side against the same hub and emulator, both paths count every send
+//! (which is faster is bench/hub-vs-broker.sh's question).
 
 use hubload_hub::Broker;
 use hubload_servicebus::emulator::EmulatorConfig;
@@ -43,6 +43,31 @@ async fn broker_settled(sc: &Scenario, completes: u64) -> hubload_hub::StatsSnap
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// Every hub publish in a level includes the broker send the hub timed inside it, so the hub's
+/// latency percentiles (p50, p99, max) are at least the broker's (both nearest-rank over the
+/// same publishes in the same histogram layout). Holds however busy the machine is.
+fn assert_covers(label: &str, hub: [u64; 3], broker: [u64; 3]) {
+    for ((name, h), b) in ["p50", "p99", "max"].iter().zip(hub).zip(broker) {
+        assert!(
+            h >= b && b > 0,
+            "level {label}: hub {name} {h} µs below its own broker time {b} µs"
+        );
+    }
+}
+
+/// [`assert_covers`] for one hub level of a summary.
+macro_rules! hub_latency_covers_its_broker_time {
+    ($level:expr) => {{
+        let (l, st) = ($level, &$level.server_timing["broker"]);
+        let h = &l.accepted_latency_us;
+        assert_covers(
+            &l.label,
+            [h.p50, h.p99, h.max],
+            [st.p50_us, st.p99_us, st.max_us],
+        );
+    }};
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,7 +157,7 @@ async fn every_accepted_publish_is_sent_once_and_delivered_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn side_by_side_puts_the_hub_above_the_broker_at_every_level() {
+async fn side_by_side_counts_both_paths_at_every_level() {
     let sc = broker_scenario().await;
     let mut flags = RUN.to_vec();
     flags.extend(["--target", "websub,servicebus"]);
@@ -151,15 +176,8 @@ async fn side_by_side_puts_the_hub_above_the_broker_at_every_level() {
             "level {}",
             h.label
         );
-        // The hub's publish is a client → hub → broker chain: its median is above the
-        // broker's own.
-        assert!(
-            h.accepted_latency_us.p50 > b.accepted_latency_us.p50,
-            "level {}: hub p50 {} µs, broker p50 {} µs",
-            h.label,
-            h.accepted_latency_us.p50,
-            b.accepted_latency_us.p50
-        );
+        // The hub's publish is a client → hub → broker chain: it covers its broker time.
+        hub_latency_covers_its_broker_time!(h);
     }
     // The emulator counted both paths' sends: the hub's and hubload's own.
     let s = sc.hub_stats().await;
@@ -190,19 +208,19 @@ async fn hub_servicebus_runs_the_embedded_hub_on_the_embedded_emulator() {
             "{c:?}"
         );
     }
-    // Side by side on the one embedded emulator: the hub above the broker at every level.
+    // Side by side on the one embedded emulator. Every hub publish waits for its broker send,
+    // so its latency is at least the broker time its `Server-Timing` reports, and so is each
+    // percentile; which path is faster is a benchmark (bench/hub-vs-broker.sh), not a test.
     let mut flags = RUN.to_vec();
     flags.extend(["--hub-servicebus", "--target", "websub,servicebus"]);
     sc.run_embedded(&flags).await;
     let hub = sc.summary("websub");
     let sb = sc.summary("servicebus");
     for (h, b) in hub.levels.iter().zip(&sb.levels) {
+        assert_eq!(h.label, b.label);
         assert_eq!(h.server_timing["broker"].count, count(h, "accepted"));
-        assert!(
-            h.accepted_latency_us.p50 > b.accepted_latency_us.p50,
-            "level {}",
-            h.label
-        );
+        assert_eq!(count(b, "accepted"), 60, "level {}", b.label);
+        hub_latency_covers_its_broker_time!(h);
     }
     // Its counts are both paths': the Service Bus report leaves them out.
     assert!(sb.servicebus.as_ref().unwrap().emulator.is_none());
@@ -211,11 +229,10 @@ async fn hub_servicebus_runs_the_embedded_hub_on_the_embedded_emulator() {
 }
 
 /// At 1, 8 and 32 in flight, with the real embedded hub, emulator and generator in one
-/// process: the hub's median stays above the broker's. The emulator runs on a thread of its
-/// own, as the hub does; on the generator's runtime the broker path queued behind its own
-/// AMQP engines and the emulator's tasks, and at 32 its median came out above the hub's.
+/// process: both paths account for every send, and the hub's latency covers its broker time.
+/// Which median is lower is measured by bench/hub-vs-broker.sh.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn side_by_side_keeps_the_hub_above_the_broker_up_to_32_in_flight() {
+async fn side_by_side_counts_every_send_up_to_32_in_flight() {
     let sc = Scenario::servicebus(EmulatorConfig::default()).await;
     let flags = [
         "--tenants",
@@ -232,35 +249,15 @@ async fn side_by_side_keeps_the_hub_above_the_broker_up_to_32_in_flight() {
         "--target",
         "websub,servicebus",
     ];
-    // The medians of two paths measured one after the other on a shared 2-core machine: a
-    // burst from a test running beside this one can flip a sub-millisecond pair, so the run is
-    // repeated (at most 3 times) until one has the hub above the broker at every level. The
-    // counts must hold in every run; a hub whose median is structurally below the broker's
-    // (the broker path queueing behind the generator, as before the emulator had its own
-    // thread) fails all three.
-    let mut flipped = Vec::new();
-    for _ in 0..3 {
-        sc.run_embedded(&flags).await;
-        let hub = sc.summary("websub");
-        let sb = sc.summary("servicebus");
-        let labels: Vec<&str> = hub.levels.iter().map(|l| l.label.as_str()).collect();
-        assert_eq!(labels, ["1", "8", "32"]);
-        let mut below = Vec::new();
-        for (h, b) in hub.levels.iter().zip(&sb.levels) {
-            assert_eq!(h.label, b.label);
-            assert_eq!((count(h, "accepted"), count(b, "accepted")), (600, 600));
-            assert_eq!(h.server_timing["broker"].count, 600, "level {}", h.label);
-            if h.accepted_latency_us.p50 <= b.accepted_latency_us.p50 {
-                below.push(format!(
-                    "level {}: hub p50 {} µs, broker p50 {} µs",
-                    h.label, h.accepted_latency_us.p50, b.accepted_latency_us.p50
-                ));
-            }
-        }
-        if below.is_empty() {
-            return;
-        }
-        flipped.push(below.join("; "));
+    sc.run_embedded(&flags).await;
+    let hub = sc.summary("websub");
+    let sb = sc.summary("servicebus");
+    let labels: Vec<&str> = hub.levels.iter().map(|l| l.label.as_str()).collect();
+    assert_eq!(labels, ["1", "8", "32"]);
+    for (h, b) in hub.levels.iter().zip(&sb.levels) {
+        assert_eq!(h.label, b.label);
+        assert_eq!((count(h, "accepted"), count(b, "accepted")), (600, 600));
+        assert_eq!(h.server_timing["broker"].count, 600, "level {}", h.label);
+        hub_latency_covers_its_broker_time!(h);
     }
-    panic!("the hub's median was not above the broker's in 3 runs: {flipped:?}");
 }

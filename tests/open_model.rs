@@ -224,8 +224,9 @@ async fn open_model_sees_the_stall_in_corrected_latency() {
         assert!(c >= r, "corrected {c} µs < raw {r} µs");
         assert!(c - r < 50_000, "corrected {c} µs vs raw {r} µs");
     }
-    // Two thirds of the sends missed the stall.
-    assert!(ms(raw.p50) < 50.0, "raw median {}", ms(raw.p50));
+    // Two thirds of the sends missed the stall, so the raw median is below it (however busy
+    // the machine, the 1 ms service time is far from the 1 s stall).
+    assert!(ms(raw.p50) < 900.0, "raw median {}", ms(raw.p50));
 }
 
 /// The same stall against the closed model with one publisher: it waits out the stall in one

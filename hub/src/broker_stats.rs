@@ -131,7 +131,11 @@ impl BrokerCounters {
             SendOutcome::Unauthorized => &self.unauthorized,
             SendOutcome::TooLarge => &self.too_large,
             SendOutcome::Timeout => &self.timeout,
-            SendOutcome::Connect | SendOutcome::ConnectionError => &self.connection,
+            SendOutcome::Connect
+            | SendOutcome::ConnectTimeout
+            | SendOutcome::ConnectionError
+            | SendOutcome::SessionEnded { .. }
+            | SendOutcome::LinkDetached { .. } => &self.connection,
             SendOutcome::Rejected { .. } => &self.rejected,
         };
         c.fetch_add(1, Relaxed);

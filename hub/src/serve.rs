@@ -1,10 +1,11 @@
 //! The accept loop: one hyper connection task per socket (HTTP/1.1, or h2c with prior
 //! knowledge, told apart by the first bytes; the same inside TLS with `serve_tls`), keep-alive
-//! and TCP_NODELAY, graceful shutdown, and the hook that lets the fault layer reset a
-//! connection.
+//! and TCP_NODELAY, graceful shutdown, the hook that lets the fault layer reset a
+//! connection, and the client bounds of [`ServeLimits`].
 
 use std::future::Future;
 use std::io;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -20,6 +21,7 @@ use tower::ServiceExt;
 
 use crate::conn_handle::ConnHandle;
 use crate::routes::router;
+use crate::serve_limits::{ServeLimits, Watched, WriteStall, PREFACE_BYTES};
 use crate::state::HubState;
 
 /// How long open connections may take to finish their requests after shutdown is asked.
@@ -32,7 +34,17 @@ pub async fn serve(
     state: HubState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    serve_with(listener, state, None, shutdown).await
+    serve_with(listener, state, None, ServeLimits::default(), shutdown).await
+}
+
+/// [`serve`] with client bounds other than the defaults (tests use short ones).
+pub async fn serve_limited(
+    listener: TcpListener,
+    state: HubState,
+    limits: ServeLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    serve_with(listener, state, None, limits, shutdown).await
 }
 
 /// [`serve`] over TLS: each connection's handshake first (ALPN `h2` or `http/1.1`; one that
@@ -43,13 +55,14 @@ pub async fn serve_tls(
     tls: TlsAcceptor,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    serve_with(listener, state, Some(tls), shutdown).await
+    serve_with(listener, state, Some(tls), ServeLimits::default(), shutdown).await
 }
 
 async fn serve_with(
     listener: TcpListener,
     state: HubState,
     tls: Option<TlsAcceptor>,
+    limits: ServeLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     if let Ok(addr) = listener.local_addr() {
@@ -75,12 +88,20 @@ async fn serve_with(
                 }
             },
         };
+        if tracker.len() >= limits.max_connections {
+            limits.counts.over_limit.fetch_add(1, Ordering::Relaxed);
+            drop(stream);
+            continue;
+        }
         tracker.spawn(connection(
             stream,
             tls.clone(),
             router.clone(),
-            graceful.clone(),
-            force.clone(),
+            Ends {
+                graceful: graceful.clone(),
+                force: force.clone(),
+            },
+            limits.clone(),
         ));
     }
     drop(listener);
@@ -93,12 +114,19 @@ async fn serve_with(
     Ok(())
 }
 
+/// How a connection is told to end: gracefully (shutdown asked), or at once (grace over).
+#[derive(Clone)]
+struct Ends {
+    graceful: CancellationToken,
+    force: CancellationToken,
+}
+
 async fn connection(
     stream: TcpStream,
     tls: Option<TlsAcceptor>,
     router: Router,
-    graceful: CancellationToken,
-    force: CancellationToken,
+    ends: Ends,
+    limits: ServeLimits,
 ) {
     let _ = stream.set_nodelay(true);
     // A second descriptor of the same socket: once hyper owns the stream, this is how a
@@ -111,10 +139,10 @@ async fn connection(
         }
     };
     let Some(tls) = tls else {
-        return drive(stream, dup, router, graceful, force).await;
+        return drive(stream, dup, router, ends, limits).await;
     };
     match tokio::time::timeout(HANDSHAKE, tls.accept(stream)).await {
-        Ok(Ok(s)) => drive(s, dup, router, graceful, force).await,
+        Ok(Ok(s)) => drive(s, dup, router, ends, limits).await,
         Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
         Err(_) => tracing::debug!("TLS handshake took too long"),
     }
@@ -124,13 +152,8 @@ async fn connection(
 const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// Serve one connection's requests on `io` (the socket, or TLS over it; `dup` is the socket).
-async fn drive<I>(
-    io: I,
-    dup: socket2::Socket,
-    router: Router,
-    graceful: CancellationToken,
-    force: CancellationToken,
-) where
+async fn drive<I>(io: I, dup: socket2::Socket, router: Router, ends: Ends, limits: ServeLimits)
+where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let handle = ConnHandle::default();
@@ -141,13 +164,42 @@ async fn drive<I>(
     });
     // HTTP/1.1 and h2c on one listener: hyper-util reads the connection preface to choose.
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).keep_alive(true);
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        .header_read_timeout(limits.head_timeout);
     builder.http2().timer(TokioTimer::new());
+    let stall = WriteStall::default();
+    let io = Watched {
+        io,
+        stall: stall.clone(),
+    };
     let conn = builder.serve_connection(TokioIo::new(io), svc);
     tokio::pin!(conn);
     let mut draining = false;
+    // hyper has no write timeout: a client that never reads would hold the connection (and
+    // the task) for ever once its socket buffers are full. Nor does its head timeout start
+    // before hyper-util has read the bytes that choose the protocol: a client that sends
+    // fewer would be held for ever too.
+    let started = tokio::time::Instant::now();
+    let tick = limits.write_stall.min(limits.head_timeout) / 4;
+    let mut watchdog = tokio::time::interval(tick.max(Duration::from_millis(5)));
+    watchdog.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let (graceful, force) = (ends.graceful, ends.force);
     loop {
         tokio::select! {
+            _ = watchdog.tick() => {
+                if stall.stalled_for() >= limits.write_stall {
+                    limits.counts.write_stalled.fetch_add(1, Ordering::Relaxed);
+                    let _ = dup.set_linger(Some(Duration::ZERO));
+                    break;
+                }
+                if stall.read_bytes() < PREFACE_BYTES && started.elapsed() >= limits.head_timeout {
+                    limits.counts.silent.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+            }
             r = conn.as_mut() => {
                 if let Err(e) = r {
                     tracing::debug!(error = %e, "connection ended with an error");

@@ -8,6 +8,7 @@ mod distribution;
 mod emulator_cli;
 mod faults;
 mod framing;
+mod hostile;
 mod limits;
 mod memory;
 mod oneshot;

@@ -2,8 +2,9 @@
 //!
 //! Conditions (docs/protocol.md §6): `com.microsoft:server-busy` → throttled;
 //! `amqp:unauthorized-access` → unauthorized; `amqp:not-found` → not found;
-//! `amqp:link:message-size-exceeded` → too large; a connection, session or forced link
-//! detach → connection error; anything else → rejected, with the condition kept.
+//! `amqp:link:message-size-exceeded` → too large; a connection that closed → connection
+//! error; a session the broker ended → session ended; a link it detached (forced, stolen,
+//! or over credit) → link detached; anything else → rejected, with the condition kept.
 
 use fe2o3_amqp::link::{DetachError, LinkStateError, SendError, SessionStopReason};
 use fe2o3_amqp::types::definitions::{self, ErrorCondition};
@@ -33,10 +34,24 @@ pub enum SendOutcome {
     TooLarge,
     /// No settlement within the send timeout.
     Timeout,
-    /// Could not open a connection (refused, unreachable, TLS or connect timeout).
+    /// TCP was refused (or the host unreachable): nothing listens there.
     Connect,
-    /// The connection, session or link dropped while sending.
+    /// The connection could not be (re)opened before the send's deadline or the connect
+    /// timeout, whichever came first: TCP, TLS, the AMQP open, the CBS put-token or the link
+    /// attach did not finish.
+    ConnectTimeout,
+    /// The connection closed (or was reset, or failed its handshake) while sending.
     ConnectionError,
+    /// The broker ended the session the link was on (the connection stayed open).
+    SessionEnded {
+        /// The end's error condition (`none` for a clean end).
+        condition: String,
+    },
+    /// The broker detached the link, e.g. `amqp:link:detach-forced`.
+    LinkDetached {
+        /// The detach's error condition.
+        condition: String,
+    },
 }
 
 /// The result of [`crate::SbSender::send`].
@@ -67,10 +82,16 @@ pub fn classify_condition(condition: &str) -> SendOutcome {
         "amqp:unauthorized-access" => SendOutcome::Unauthorized,
         "amqp:not-found" => SendOutcome::NotFound,
         "amqp:link:message-size-exceeded" => SendOutcome::TooLarge,
-        "amqp:link:detach-forced" | "amqp:link:stolen" => SendOutcome::ConnectionError,
-        c if c.starts_with("amqp:connection:") || c.starts_with("amqp:session:") => {
-            SendOutcome::ConnectionError
-        }
+        "amqp:link:detach-forced"
+        | "amqp:link:stolen"
+        | "amqp:link:transfer-limit-exceeded"
+        | "amqp:link:redirect" => SendOutcome::LinkDetached {
+            condition: condition.to_string(),
+        },
+        c if c.starts_with("amqp:connection:") => SendOutcome::ConnectionError,
+        c if c.starts_with("amqp:session:") => SendOutcome::SessionEnded {
+            condition: c.to_string(),
+        },
         c => SendOutcome::Rejected {
             condition: c.to_string(),
         },
@@ -104,15 +125,21 @@ fn classify_error(e: &definitions::Error) -> SendOutcome {
     classify_condition(&condition_str(&e.condition))
 }
 
-fn classify_stop(reason: &SessionStopReason) -> SendOutcome {
+/// Classify a stopped session: its end's condition when it names a class (unauthorized,
+/// say), else [`SendOutcome::SessionEnded`] with it.
+pub fn classify_stop(reason: &SessionStopReason) -> SendOutcome {
+    let ended = |condition: String| SendOutcome::SessionEnded { condition };
     match reason {
         SessionStopReason::RemoteEndedWithError(e) | SessionStopReason::EndedWithError(e) => {
             match classify_error(e) {
-                SendOutcome::Rejected { .. } => SendOutcome::ConnectionError,
+                SendOutcome::Rejected { condition } | SendOutcome::LinkDetached { condition } => {
+                    ended(condition)
+                }
                 other => other,
             }
         }
-        _ => SendOutcome::ConnectionError,
+        SessionStopReason::Ended | SessionStopReason::RemoteEnded => ended("none".into()),
+        SessionStopReason::ConnectionStopped(_) => SendOutcome::ConnectionError,
     }
 }
 
@@ -149,7 +176,13 @@ pub fn classify_detach(d: &DetachError) -> SendOutcome {
     }
 }
 
-/// Classify a CBS put-token status code other than 202.
+/// Whether a CBS put-token status means the token was taken: Azure answers 202; 200 is
+/// accepted too, as Microsoft's own AMQP library (azure-amqp's `AmqpCbsLink`) does.
+pub fn cbs_status_ok(code: u16) -> bool {
+    matches!(code, 200 | 202)
+}
+
+/// Classify a CBS put-token status code that is not [`cbs_status_ok`].
 pub fn classify_cbs_status(code: u16) -> SendOutcome {
     match code {
         401 | 403 => SendOutcome::Unauthorized,
@@ -259,7 +292,33 @@ mod tests {
                 SendError::Detached(DetachError::RemoteDetachedWithError(err(
                     LinkError::DetachForced,
                 ))),
-                SendOutcome::ConnectionError,
+                SendOutcome::LinkDetached {
+                    condition: "amqp:link:detach-forced".into(),
+                },
+            ),
+            (
+                SendError::LinkStateError(LinkStateError::RemoteDetachedWithError(err(
+                    LinkError::TransferLimitExceeded,
+                ))),
+                SendOutcome::LinkDetached {
+                    condition: "amqp:link:transfer-limit-exceeded".into(),
+                },
+            ),
+            (
+                SendError::LinkStateError(LinkStateError::SessionStopped(
+                    SessionStopReason::RemoteEndedWithError(err(AmqpError::InternalError)),
+                )),
+                SendOutcome::SessionEnded {
+                    condition: "amqp:internal-error".into(),
+                },
+            ),
+            (
+                SendError::LinkStateError(LinkStateError::SessionStopped(
+                    SessionStopReason::RemoteEnded,
+                )),
+                SendOutcome::SessionEnded {
+                    condition: "none".into(),
+                },
             ),
             (
                 SendError::LinkStateError(LinkStateError::RemoteClosedWithError(err(
@@ -301,6 +360,8 @@ mod tests {
 
     #[test]
     fn cbs_status_table() {
+        assert!(cbs_status_ok(200) && cbs_status_ok(202));
+        assert!(!cbs_status_ok(201) && !cbs_status_ok(204) && !cbs_status_ok(401));
         assert_eq!(classify_cbs_status(401), SendOutcome::Unauthorized);
         assert_eq!(classify_cbs_status(403), SendOutcome::Unauthorized);
         assert_eq!(classify_cbs_status(404), SendOutcome::NotFound);

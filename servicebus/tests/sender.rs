@@ -223,9 +223,14 @@ async fn too_large_and_timeout_are_classified() {
 }
 
 /// Send 10, inject `fault`, send 40 more: each of the 2 pooled connections fails exactly one
-/// send, recovers once (a reconnect), and the emulator's count matches the client's.
-async fn fault_then_recover(fault: impl FnOnce(&EmulatorHandle), connections_after: u64) {
-    fault_then_recover_to(fault, connections_after, |_| "t".to_owned()).await;
+/// send (as `failed`), recovers once (a reconnect), and the emulator's count matches the
+/// client's.
+async fn fault_then_recover(
+    fault: impl FnOnce(&EmulatorHandle),
+    connections_after: u64,
+    failed: SendOutcome,
+) {
+    fault_then_recover_to(fault, connections_after, |_| "t".to_owned(), failed).await;
 }
 
 /// `fault_then_recover` with the sends after the fault going to `topic(i)`.
@@ -233,6 +238,7 @@ async fn fault_then_recover_to(
     fault: impl FnOnce(&EmulatorHandle),
     connections_after: u64,
     topic: impl Fn(usize) -> String,
+    failed: SendOutcome,
 ) {
     let (emu, sender) = start(EmulatorConfig::default(), 2, |_| {}).await;
     let mut accepted = 0u64;
@@ -242,15 +248,15 @@ async fn fault_then_recover_to(
         accepted += 1;
     }
     // Straight on. Nothing but a send notices a dead connection or link, and sends take the
-    // two connections in turn: the first send on each after the fault fails (a connection
-    // error) and marks it for replacement, and every later one is accepted.
+    // two connections in turn: the first send on each after the fault fails (as `failed`)
+    // and marks it for replacement, and every later one is accepted.
     fault(&emu);
     let mut errors = 0u64;
     for i in 0..40 {
         let r = sender.send(&topic(i), msg(b"{}", &format!("b{i}"))).await;
         match r.outcome {
             SendOutcome::Accepted => accepted += 1,
-            SendOutcome::ConnectionError => errors += 1,
+            other if other == failed => errors += 1,
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -266,7 +272,12 @@ async fn fault_then_recover_to(
 
 #[tokio::test]
 async fn dropped_connections_are_reopened_and_counted() {
-    fault_then_recover(EmulatorHandle::drop_connections, 4).await;
+    fault_then_recover(
+        EmulatorHandle::drop_connections,
+        4,
+        SendOutcome::ConnectionError,
+    )
+    .await;
 }
 
 /// Each send after the drop attaches a link of its own (a topic not sent to before): on a
@@ -274,12 +285,21 @@ async fn dropped_connections_are_reopened_and_counted() {
 /// send waited out its whole timeout (then said `Connect`) instead of failing at once.
 #[tokio::test]
 async fn a_link_attached_on_a_dropped_connection_fails_at_once() {
-    fault_then_recover_to(EmulatorHandle::drop_connections, 4, |i| format!("u{i}")).await;
+    fault_then_recover_to(
+        EmulatorHandle::drop_connections,
+        4,
+        |i| format!("u{i}"),
+        SendOutcome::ConnectionError,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn detached_links_are_reattached_on_the_same_connections() {
-    fault_then_recover(EmulatorHandle::drop_links, 2).await;
+    let detached = SendOutcome::LinkDetached {
+        condition: "amqp:link:detach-forced".into(),
+    };
+    fault_then_recover(EmulatorHandle::drop_links, 2, detached).await;
 }
 
 #[tokio::test]

@@ -1,5 +1,7 @@
 //! hubload's own HTTP/1.1 servers (the callback server, the topic server): accept, one lean request loop per connection, deadlines and counts, until stopped.
 
+#[cfg(test)]
+mod cap_tests;
 mod deadlines;
 #[cfg(test)]
 pub(crate) mod misbehave_tests;
@@ -46,6 +48,12 @@ pub(crate) fn spawn<H: Handler>(
                     }
                 },
             };
+            let open = stats.accepted.load(Relaxed) - stats.ended.load(Relaxed);
+            if open >= limits.max_connections as u64 {
+                stats.over_limit.fetch_add(1, Relaxed);
+                drop(stream);
+                continue;
+            }
             let _ = stream.set_nodelay(true);
             stats.accepted.fetch_add(1, Relaxed);
             tokio::spawn(connection(

@@ -17,6 +17,8 @@ pub struct ServerCounts {
     pub read_late: u64,
     /// Connections closed because the client did not take an answer within the exchange deadline.
     pub write_late: u64,
+    /// Connections closed at accept because `max_connections` were open (not in `accepted`).
+    pub over_limit: u64,
 }
 
 /// A server's connection counters (shared by its connection tasks).
@@ -28,6 +30,7 @@ pub struct ServerStats {
     pub(super) idle_closed: AtomicU64,
     pub(super) read_late: AtomicU64,
     pub(super) write_late: AtomicU64,
+    pub(super) over_limit: AtomicU64,
 }
 
 impl ServerStats {
@@ -40,6 +43,7 @@ impl ServerStats {
             idle_closed: self.idle_closed.load(Relaxed),
             read_late: self.read_late.load(Relaxed),
             write_late: self.write_late.load(Relaxed),
+            over_limit: self.over_limit.load(Relaxed),
         }
     }
 }

@@ -40,7 +40,11 @@ pub fn outcome_of(o: &SendOutcome) -> Outcome {
         SendOutcome::TooLarge => Outcome::TooLarge,
         SendOutcome::Timeout => Outcome::Timeout(TimeoutKind::Response),
         SendOutcome::Connect => Outcome::ConnError(ConnErrorKind::Refused),
-        SendOutcome::ConnectionError => Outcome::ConnError(ConnErrorKind::Closed),
+        SendOutcome::ConnectTimeout => Outcome::Timeout(TimeoutKind::Connect),
+        // The session or link the send was on ended under it: closed, as a connection is.
+        SendOutcome::ConnectionError
+        | SendOutcome::SessionEnded { .. }
+        | SendOutcome::LinkDetached { .. } => Outcome::ConnError(ConnErrorKind::Closed),
     }
 }
 
@@ -97,15 +101,14 @@ fn count_condition(conditions: &Mutex<BTreeMap<String, u64>>, o: &SendOutcome) {
     }
 }
 
-/// A one-line description of a failed link set-up, for the phase's first error.
-fn describe(o: &SendOutcome) -> String {
+/// A one-line description of a failed link set-up, for the phase's first error: the class
+/// where it says it all, else the sender's sentence (what failed and why).
+fn describe(o: &SendOutcome, why: &str) -> String {
     match o {
         SendOutcome::Rejected { condition } => format!("rejected ({condition})"),
         SendOutcome::Unauthorized => "unauthorized (check the key and its Send right)".into(),
         SendOutcome::NotFound => "entity not found".into(),
-        SendOutcome::Connect => "cannot connect".into(),
-        SendOutcome::ConnectionError => "connection dropped".into(),
-        other => format!("{other:?}").to_lowercase(),
+        _ => why.to_string(),
     }
 }
 
@@ -120,22 +123,23 @@ impl Target for ServiceBusTarget {
         names.sort_unstable();
         names.dedup();
         let results = run_lanes(&names, self.prepare_concurrency, cancel, |&name| {
-            self.sender.prepare(name)
+            self.sender.prepare_why(name)
         })
         .await;
         let mut p = PhaseResult {
             topics: names.len() as u64,
             ..PhaseResult::default()
         };
-        for (name, o) in results {
-            let Some(o) = o else {
+        for (name, r) in results {
+            let Some(r) = r else {
                 p.counts.bump(Class::Cancelled);
                 continue;
             };
+            let (o, why) = r.err().unwrap_or((SendOutcome::Accepted, String::new()));
             let class = outcome_of(&o).class();
             p.counts.bump(class);
             if class != Class::Accepted && p.first_error.is_none() {
-                p.first_error = Some(format!("attach `{name}`: {}", describe(&o)));
+                p.first_error = Some(format!("attach `{name}`: {}", describe(&o, &why)));
             }
         }
         p.duration_s = started.elapsed().as_secs_f64();
@@ -203,7 +207,20 @@ mod tests {
             (SendOutcome::TooLarge, Class::TooLarge),
             (SendOutcome::Timeout, Class::TimeoutResponse),
             (SendOutcome::Connect, Class::ConnRefused),
+            (SendOutcome::ConnectTimeout, Class::TimeoutConnect),
             (SendOutcome::ConnectionError, Class::ConnClosed),
+            (
+                SendOutcome::SessionEnded {
+                    condition: "amqp:internal-error".into(),
+                },
+                Class::ConnClosed,
+            ),
+            (
+                SendOutcome::LinkDetached {
+                    condition: "amqp:link:detach-forced".into(),
+                },
+                Class::ConnClosed,
+            ),
         ];
         for (o, class) in table {
             assert_eq!(outcome_of(&o).class(), class, "{o:?}");

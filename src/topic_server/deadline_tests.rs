@@ -13,6 +13,7 @@ use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
 pub(super) const LIMITS: ServerDeadlines = ServerDeadlines {
     idle: Duration::from_millis(250),
     exchange: Duration::from_millis(400),
+    max_connections: 10_000,
 };
 
 /// Events of 64 kB: one answer is more than a slow reader's pipe holds.
@@ -132,6 +133,7 @@ async fn every_wait_ends_at_its_deadline_and_fetches_still_count() {
                 idle_closed: n,
                 read_late: 2 * n,
                 write_late: 0,
+                over_limit: 0,
             }
         );
         let st = ts.take_stats();

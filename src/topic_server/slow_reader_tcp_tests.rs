@@ -85,6 +85,7 @@ async fn a_reader_that_never_reads_is_reset_at_the_exchange_deadline_over_tcp() 
                 idle_closed: 0,
                 read_late: 0,
                 write_late: n,
+                over_limit: 0,
             },
             "{n}"
         );

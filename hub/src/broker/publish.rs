@@ -27,7 +27,11 @@ pub(crate) fn failure_answer(o: &SendOutcome) -> (StatusCode, &'static str, Opti
             "the broker is busy (server-busy); retry later",
             Some(2),
         ),
-        SendOutcome::Connect | SendOutcome::ConnectionError => (
+        SendOutcome::Connect
+        | SendOutcome::ConnectTimeout
+        | SendOutcome::ConnectionError
+        | SendOutcome::SessionEnded { .. }
+        | SendOutcome::LinkDetached { .. } => (
             StatusCode::SERVICE_UNAVAILABLE,
             "the broker cannot be reached; retry later",
             Some(1),

@@ -79,6 +79,13 @@ pub struct EmulatorArgs {
     /// (Azure's quota: 5000); a receiver link holds one while it has credit outstanding.
     #[arg(long, default_value_t = super::namespace::MAX_RECEIVERS_PER_ENTITY)]
     pub max_receive_requests: usize,
+    /// A new connection that has not finished its AMQP header, SASL and `open` within this
+    /// is closed.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub handshake_timeout: std::time::Duration,
+    /// Connections open at once; one more is closed as soon as it is accepted.
+    #[arg(long, default_value_t = super::MAX_CONNECTIONS)]
+    pub max_connections: usize,
 }
 
 /// The tier the flags ask for, or a one-line error naming the flag.
@@ -119,6 +126,9 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
     if !(0.0..=1.0).contains(&args.throttle_ratio) {
         anyhow::bail!("--throttle-ratio must be between 0 and 1");
     }
+    if args.handshake_timeout.is_zero() || args.max_connections == 0 {
+        anyhow::bail!("--handshake-timeout and --max-connections must be above zero");
+    }
     if args.max_receive_requests == 0 {
         anyhow::bail!("--max-receive-requests must be at least 1");
     }
@@ -150,6 +160,8 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
         strict: args.strict,
         tier,
         receive_limit: args.max_receive_requests,
+        handshake_timeout: args.handshake_timeout,
+        max_connections: args.max_connections,
         ..EmulatorConfig::default()
     };
     let emu = Arc::new(Emulator::start(listener, cfg).await?);

@@ -37,9 +37,14 @@ pub(super) async fn serve(
     shared: Arc<Shared>,
     mut drop_rx: watch::Receiver<u64>,
 ) {
-    let Ok(mut connection) = acceptor.accept(stream).await else {
-        return;
-    };
+    // A client that never finishes its header, SASL or `open` would hold its descriptor
+    // for ever.
+    let mut connection =
+        match tokio::time::timeout(shared.cfg.handshake_timeout, acceptor.accept(stream)).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(_)) => return shared.count(|c| c.handshake_failures += 1),
+            Err(_) => return shared.count(|c| c.handshake_timeouts += 1),
+        };
     shared.count(|c| c.connections += 1);
     let state = Arc::new(ConnState::default());
     let session_acceptor = SessionAcceptor::new();
@@ -71,7 +76,24 @@ pub(super) async fn serve(
         }
     }
     tasks.abort_all();
-    let _ = connection.close().await;
+    if let Err(e) = connection.close().await {
+        if is_protocol_error(&e) {
+            shared.count(|c| c.protocol_errors += 1);
+        }
+    }
+}
+
+/// Whether a connection ended for the client's fault in the protocol (a malformed or
+/// oversized frame, a frame for no session), not because it went away.
+fn is_protocol_error(e: &fe2o3_amqp::connection::Error) -> bool {
+    use fe2o3_amqp::connection::Error as E;
+    use fe2o3_amqp::transport::Error as T;
+    match e {
+        E::TransportError(T::Io(io)) => io.kind() == std::io::ErrorKind::InvalidData,
+        E::TransportError(T::DecodeError(_) | T::FramingError | T::NotImplemented(_)) => true,
+        E::NotImplemented(_) | E::NotFound(_) | E::NotAllowed(_) => true,
+        _ => false,
+    }
 }
 
 fn target_address(attach: &Attach) -> Option<String> {

@@ -73,7 +73,19 @@ pub struct EmulatorConfig {
     /// Concurrent receive requests allowed per entity, a topic's subscriptions summed
     /// (Azure's 5,000 unless set; smaller for tests).
     pub receive_limit: usize,
+    /// Bound on a new connection's handshake: the protocol headers, SASL and `open`. A
+    /// client that has not finished by then is closed and counted
+    /// (`handshake_timeouts`).
+    pub handshake_timeout: Duration,
+    /// Connections open at once, handshaking ones included; one more is closed as soon as
+    /// it is accepted and counted (`over_limit`).
+    pub max_connections: usize,
 }
+
+/// [`EmulatorConfig::handshake_timeout`] unless set.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// [`EmulatorConfig::max_connections`] unless set.
+pub const MAX_CONNECTIONS: usize = 10_000;
 
 impl Default for EmulatorConfig {
     fn default() -> Self {
@@ -89,6 +101,8 @@ impl Default for EmulatorConfig {
             tier: Tier::Unlimited,
             entity_defaults: EntityProps::default(),
             receive_limit: namespace::MAX_RECEIVERS_PER_ENTITY,
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
         }
     }
 }
@@ -107,6 +121,8 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("tier", &self.tier)
             .field("entity_defaults", &self.entity_defaults)
             .field("receive_limit", &self.receive_limit)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("max_connections", &self.max_connections)
             .finish()
     }
 }
@@ -147,8 +163,19 @@ pub struct EmulatorCounts {
     pub cbs_ok: u64,
     /// CBS put-tokens answered 401.
     pub cbs_denied: u64,
-    /// AMQP connections accepted.
+    /// AMQP connections accepted (their handshake finished).
     pub connections: u64,
+    /// Connections closed because their handshake (headers, SASL, `open`) did not finish
+    /// within the handshake timeout.
+    pub handshake_timeouts: u64,
+    /// Connections whose handshake failed (a wrong protocol header, a malformed or
+    /// oversized frame, the client closing).
+    pub handshake_failures: u64,
+    /// Connections closed at once because `max_connections` were open.
+    pub over_limit: u64,
+    /// Connections that ended in an error after their handshake (a malformed or oversized
+    /// frame, a session ended for a protocol error, a peer that ignored link credit).
+    pub protocol_errors: u64,
     /// Requests answered by the administration API (docs/servicebus-admin.md), any status.
     pub admin_requests: u64,
     /// Queues, topics and subscriptions created through the administration API.
@@ -288,7 +315,16 @@ async fn accept_loop(
         tokio::select! {
             _ = shutdown.changed() => break,
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, _)) = accepted else {
+                    // Out of descriptors (EMFILE), say: accepting again at once would spin.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                if conns.len() >= shared.cfg.max_connections {
+                    shared.count(|c| c.over_limit += 1);
+                    drop(stream);
+                    continue;
+                }
                 let _ = stream.set_nodelay(true);
                 conns.spawn(conn::serve(stream, acceptor.clone(), shared.clone(), drop_rx.clone()));
             }

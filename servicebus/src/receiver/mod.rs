@@ -27,7 +27,8 @@ use tokio::time::{timeout_at, Instant};
 use crate::connection_string::ConnectionString;
 use crate::error::SbError;
 use crate::outcome::{classify_condition, condition_str, SendOutcome};
-use crate::sender::conn::{one_line, refresh_loop, PooledConn, Shared};
+use crate::sender::conn::{refresh_loop, PooledConn, Shared};
+use crate::sender::describe::one_line;
 pub use message::Received;
 
 /// How to connect, which subscription, and how long each step may take.
@@ -222,7 +223,7 @@ impl SbReceiver {
             let got = tokio::select! {
                 biased;
                 r = timeout_at(deadline, receiver.recv::<Body<Value>>()) => r,
-                () = conn.closed() => {
+                _ = conn.stopped() => {
                     conn.mark_broken();
                     self.link.receiver = None;
                     continue;

@@ -3,11 +3,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex as StdMutex, Weak};
+use std::sync::{Arc, Mutex as StdMutex, OnceLock, Weak};
 use std::time::Duration;
 
 use fe2o3_amqp::connection::ConnectionHandle;
-use fe2o3_amqp::link::SenderAttachError;
+use fe2o3_amqp::link::{SenderAttachError, SessionStopReason};
 use fe2o3_amqp::sasl_profile::SaslProfile;
 use fe2o3_amqp::session::SessionHandle;
 use fe2o3_amqp::types::primitives::Timestamp;
@@ -19,8 +19,11 @@ use tokio::sync::Mutex;
 use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::TlsConnector;
 
+use super::describe::{self, one_line};
 use crate::connection_string::ConnectionString;
-use crate::outcome::{classify_cbs_status, classify_condition, condition_str, SendOutcome};
+use crate::outcome::{
+    cbs_status_ok, classify_cbs_status, classify_condition, condition_str, SendOutcome,
+};
 use crate::sas;
 
 /// What every pooled connection shares: the parsed string, the TLS connector, timeouts.
@@ -81,6 +84,8 @@ pub(crate) struct PooledConn {
     audiences: StdMutex<HashSet<String>>,
     links: StdMutex<HashMap<String, Arc<Mutex<LinkState>>>>,
     broken: AtomicBool,
+    /// The condition the broker ended the session with, once it has (`none`: no error).
+    session_end: OnceLock<String>,
     link_seq: AtomicU64,
     /// CBS put-tokens done (first puts and refreshes), for tests and logs.
     pub puts: AtomicU64,
@@ -94,7 +99,19 @@ impl PooledConn {
         let port = cs.amqp_port();
         let stream = TcpStream::connect((cs.host.as_str(), port))
             .await
-            .map_err(|e| Fail::new(SendOutcome::Connect, format!("TCP connect: {e}")))?;
+            .map_err(|e| {
+                // Only a refusal (or no route) is `Connect`: a reset is a closed connection.
+                let outcome = match e.kind() {
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                        SendOutcome::ConnectionError
+                    }
+                    _ => SendOutcome::Connect,
+                };
+                Fail::new(
+                    outcome,
+                    format!("TCP connect failed: {}", describe::io_error(&e)),
+                )
+            })?;
         // Without TCP_NODELAY the p99 shows a ~40 ms Nagle/delayed-ACK artefact (docs/protocol.md §6).
         let _ = stream.set_nodelay(true);
         let container = format!("hubload-{}-{id}", std::process::id());
@@ -108,24 +125,44 @@ impl PooledConn {
             // TLS straight away, no AMQP TLS header: the same as fe2o3's
             // `alt_tls_establishment(true)`, done here so the socket gets TCP_NODELAY.
             Some(connector) => {
-                let name = ServerName::try_from(cs.host.clone())
-                    .map_err(|_| Fail::new(SendOutcome::Connect, "invalid TLS server name"))?;
-                let tls = connector
-                    .connect(name, stream)
-                    .await
-                    .map_err(|e| Fail::new(SendOutcome::Connect, format!("TLS: {e}")))?;
+                let name = ServerName::try_from(cs.host.clone()).map_err(|_| {
+                    Fail::new(
+                        SendOutcome::Connect,
+                        "the host is not a valid TLS server name",
+                    )
+                })?;
+                let tls = connector.connect(name, stream).await.map_err(|e| {
+                    Fail::new(
+                        SendOutcome::ConnectionError,
+                        format!("TLS handshake failed: {}", describe::io_error(&e)),
+                    )
+                })?;
                 builder.open_with_stream(tls).await
             }
             None => builder.open_with_stream(stream).await,
         };
-        let mut connection =
-            opened.map_err(|e| Fail::new(SendOutcome::Connect, format!("AMQP open: {e}")))?;
-        let mut session = Session::begin(&mut connection)
-            .await
-            .map_err(|e| Fail::new(SendOutcome::ConnectionError, format!("AMQP begin: {e}")))?;
-        let cbs = CbsClient::attach(&mut session)
-            .await
-            .map_err(|e| Fail::new(SendOutcome::ConnectionError, format!("CBS attach: {e}")))?;
+        let mut connection = opened.map_err(|e| {
+            let what = match &e {
+                fe2o3_amqp::connection::OpenError::SaslError { .. } => "SASL",
+                _ => "AMQP open",
+            };
+            Fail::new(
+                SendOutcome::ConnectionError,
+                format!("{what} failed: {}", describe::open_error(&e)),
+            )
+        })?;
+        let mut session = Session::begin(&mut connection).await.map_err(|e| {
+            Fail::new(
+                SendOutcome::ConnectionError,
+                format!("AMQP session begin failed: {}", one_line(&e.to_string())),
+            )
+        })?;
+        let cbs = CbsClient::attach(&mut session).await.map_err(|e| {
+            Fail::new(
+                SendOutcome::ConnectionError,
+                format!("CBS link attach failed: {}", one_line(&e.to_string())),
+            )
+        })?;
         Ok(Arc::new(PooledConn {
             id,
             shared,
@@ -135,24 +172,49 @@ impl PooledConn {
             audiences: StdMutex::new(HashSet::new()),
             links: StdMutex::new(HashMap::new()),
             broken: AtomicBool::new(false),
+            session_end: OnceLock::new(),
             link_seq: AtomicU64::new(0),
             puts: AtomicU64::new(0),
         }))
     }
 
     /// Resolves once the connection's event loop has stopped (the broker closed it, or the
-    /// socket died), checked every 20 ms while a caller waits. A delivery in flight on a
-    /// connection the broker force-closed is never settled by the AMQP client, so a send
-    /// waits on this beside its settlement to be a connection error, not a timeout.
-    pub async fn closed(&self) {
+    /// socket died) or the broker ended the session, checked every 20 ms while a caller
+    /// waits, with the class of what stopped. A delivery in flight on a connection or
+    /// session the broker ended is never settled by the AMQP client, so a send waits on this
+    /// beside its settlement to end as soon as it stops, not at its timeout.
+    pub async fn stopped(&self) -> SendOutcome {
         loop {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             if let Ok(c) = self.connection.try_lock() {
                 if c.is_closed() {
-                    return;
+                    return SendOutcome::ConnectionError;
                 }
             }
+            if let Some(condition) = self.session_end() {
+                return SendOutcome::SessionEnded { condition };
+            }
         }
+    }
+
+    /// The session's end condition once it has ended (`none`: no error), read once.
+    fn session_end(&self) -> Option<String> {
+        if let Some(c) = self.session_end.get() {
+            return Some(c.clone());
+        }
+        let session = self.session.try_lock().ok()?;
+        if !session.is_ended() {
+            return None;
+        }
+        // The condition the end carried: the broker's, or the one this side ended it with.
+        let condition = match session.stop_reason() {
+            Some(
+                SessionStopReason::RemoteEndedWithError(e) | SessionStopReason::EndedWithError(e),
+            ) => condition_str(&e.condition),
+            _ => "none".to_string(),
+        };
+        self.mark_broken();
+        Some(self.session_end.get_or_init(|| condition).clone())
     }
 
     /// Whether a send saw this connection (or its session) stop.
@@ -183,19 +245,19 @@ impl PooledConn {
         .await;
         use fe2o3_amqp_management::error::Error as MgmtError;
         match res {
+            Ok(Err(MgmtError::Status(s))) if cbs_status_ok(s.code.0.get()) => {
+                self.took(audience);
+                Ok(())
+            }
             Ok(Ok(())) => {
-                self.puts.fetch_add(1, Ordering::Relaxed);
-                self.audiences
-                    .lock()
-                    .expect("audiences lock")
-                    .insert(audience.to_string());
+                self.took(audience);
                 Ok(())
             }
             Ok(Err(MgmtError::Status(s))) => {
                 let code = s.code.0.get();
                 Err(Fail {
                     outcome: classify_cbs_status(code),
-                    reason: format!("CBS put-token for {audience} answered {code}"),
+                    reason: format!("CBS put-token for {audience} was answered {code}"),
                     status: Some(code),
                 })
             }
@@ -204,15 +266,30 @@ impl PooledConn {
                 self.mark_broken();
                 Err(Fail::new(
                     SendOutcome::ConnectionError,
-                    format!("CBS put-token: {}", one_line(&e.to_string())),
+                    format!("CBS put-token for {audience} failed: {}", mgmt_error(&e)),
                 ))
             }
             Err(_) => {
                 // A late reply would be read by the next request: replace the connection.
                 self.mark_broken();
-                Err(Fail::new(SendOutcome::Connect, "CBS put-token timed out"))
+                Err(Fail::new(
+                    SendOutcome::ConnectTimeout,
+                    format!(
+                        "CBS put-token for {audience} was not answered within {:?}",
+                        self.shared.connect_timeout
+                    ),
+                ))
             }
         }
+    }
+
+    /// Count a put-token taken for `audience`, which the refresh task puts again.
+    fn took(&self, audience: &str) {
+        self.puts.fetch_add(1, Ordering::Relaxed);
+        self.audiences
+            .lock()
+            .expect("audiences lock")
+            .insert(audience.to_string());
     }
 
     /// Put every audience of this connection again (the refresh task).
@@ -268,7 +345,14 @@ impl PooledConn {
                     }
                     _ => SendOutcome::ConnectionError,
                 };
-                Fail::new(outcome, format!("attach: {}", one_line(&e.to_string())))
+                let why = match &e {
+                    SenderAttachError::RemoteClosedWithError(err) => describe::error(err),
+                    other => one_line(&other.to_string()),
+                };
+                Fail::new(
+                    outcome,
+                    format!("attach of the sender link to {topic} failed: {why}"),
+                )
             })
     }
 
@@ -299,7 +383,33 @@ pub(crate) async fn refresh_loop(conn: Weak<PooledConn>, period: Duration) {
     }
 }
 
-/// Keep an error on one line (some upstream messages are multi-line Debug output).
-pub(crate) fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// A CBS request's failure as a sentence.
+fn mgmt_error(e: &fe2o3_amqp_management::error::Error) -> String {
+    use fe2o3_amqp_management::error::Error as E;
+    match e {
+        E::Send(fe2o3_amqp::link::SendError::LinkStateError(l)) => link_state(l),
+        E::Recv(fe2o3_amqp::link::RecvError::LinkStateError(l)) => link_state(l),
+        other => one_line(&other.to_string()),
+    }
+}
+
+/// Why a link stopped, as a sentence.
+fn link_state(e: &fe2o3_amqp::link::LinkStateError) -> String {
+    use fe2o3_amqp::link::{LinkStateError as L, SessionStopReason as S};
+    match e {
+        L::RemoteDetachedWithError(err) => {
+            format!("the broker detached the link: {}", describe::error(err))
+        }
+        L::RemoteClosedWithError(err) => {
+            format!("the broker closed the link: {}", describe::error(err))
+        }
+        L::SessionStopped(S::RemoteEndedWithError(err)) => {
+            format!("the broker ended the session: {}", describe::error(err))
+        }
+        L::SessionStopped(S::EndedWithError(err)) => {
+            format!("hubload ended the session: {}", describe::error(err))
+        }
+        L::SessionStopped(S::ConnectionStopped(_)) => "the connection closed".into(),
+        other => one_line(&other.to_string()),
+    }
 }

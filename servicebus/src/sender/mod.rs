@@ -4,9 +4,11 @@
 //! lazily and cached. Sends round-robin over the pool; many tasks share one link: the
 //! transfer is written under the link's lock and its settlement awaited outside it, so
 //! deliveries pipeline. A dropped link is re-attached and a dropped connection reopened on
-//! the next send; both count as reconnects. Per-send failures are [`SendOutcome`]s.
+//! the next send, inside that send's deadline; both count as reconnects. Per-send failures
+//! are [`SendOutcome`]s.
 
 pub(crate) mod conn;
+pub(crate) mod describe;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -33,7 +35,8 @@ pub struct SenderConfig {
     pub connections: usize,
     /// Bound on opening a connection, a CBS put-token or a link attach.
     pub connect_timeout: Duration,
-    /// Bound on one send: waiting for the link, writing the transfer and its settlement.
+    /// Bound on one send: reopening its connection when it broke (also bounded by
+    /// `connect_timeout`), waiting for the link, writing the transfer and its settlement.
     pub send_timeout: Duration,
     /// Lifetime of each SAS token (≥ 1 s); tokens are put again every `token_ttl / 2`.
     pub token_ttl: Duration,
@@ -120,7 +123,10 @@ impl SbSender {
             let reason = match opened {
                 Ok(Ok(_)) => continue,
                 Ok(Err(f)) => f.reason,
-                Err(_) => format!("timed out after {:?}", inner.shared.connect_timeout),
+                Err(_) => format!(
+                    "the connection (TCP, AMQP open, session and CBS link) was not open within {:?}",
+                    inner.shared.connect_timeout
+                ),
             };
             return Err(SbError::Connect { endpoint, reason });
         }
@@ -163,22 +169,24 @@ impl SbSender {
             outcome,
             bytes_sent: 0,
         };
+        // One deadline for the whole send: a connection reopened here is reopened inside it.
+        let deadline = Instant::now() + inner.send_timeout;
         let slot = &inner.slots[inner.next.fetch_add(1, Ordering::Relaxed) % inner.slots.len()];
-        let conn = match timeout(inner.shared.connect_timeout, inner.conn(slot)).await {
+        let open_by = deadline.min(Instant::now() + inner.shared.connect_timeout);
+        let conn = match timeout_at(open_by, inner.conn(slot)).await {
             Ok(Ok(c)) => c,
             Ok(Err(f)) => return fail(f.outcome),
-            Err(_) => return fail(SendOutcome::Connect),
+            Err(_) => return fail(SendOutcome::ConnectTimeout),
         };
-        let deadline = Instant::now() + inner.send_timeout;
         let link = conn.link_slot(topic);
         let Ok(mut guard) = timeout_at(deadline, link.lock()).await else {
             return fail(SendOutcome::Timeout);
         };
-        if let Err(o) = inner
+        if let Err(f) = inner
             .ensure_link(&conn, &mut guard, topic, Some(deadline))
             .await
         {
-            return fail(o);
+            return fail(f.outcome);
         }
         let generation = guard.generation;
         let message = msg.to_amqp();
@@ -197,7 +205,7 @@ impl SbSender {
         let settled = tokio::select! {
             biased;
             r = timeout_at(deadline, written) => r,
-            () = conn.closed() => {
+            stopped = conn.stopped() => {
                 conn.mark_broken();
                 // Within the deadline: a link held by another send (attaching, say) is left
                 // to that send, which finds the connection broken itself.
@@ -207,7 +215,7 @@ impl SbSender {
                     }
                 }
                 return SendResult {
-                    outcome: SendOutcome::ConnectionError,
+                    outcome: stopped,
                     bytes_sent: msg.body.len() as u64,
                 };
             }
@@ -237,20 +245,34 @@ impl SbSender {
     /// the first sends do not pay for it. `Accepted` when all are ready, else the first
     /// failure's class.
     pub async fn prepare(&self, topic: &str) -> SendOutcome {
+        match self.prepare_why(topic).await {
+            Ok(()) => SendOutcome::Accepted,
+            Err(f) => f.0,
+        }
+    }
+
+    /// [`Self::prepare`], with a one-line sentence saying what failed (the connection, the
+    /// CBS put-token or the attach) and why.
+    pub async fn prepare_why(&self, topic: &str) -> Result<(), (SendOutcome, String)> {
         let inner = &self.inner;
+        let limit = inner.shared.connect_timeout;
         for slot in &inner.slots {
-            let conn = match timeout(inner.shared.connect_timeout, inner.conn(slot)).await {
+            let conn = match timeout(limit, inner.conn(slot)).await {
                 Ok(Ok(c)) => c,
-                Ok(Err(f)) => return f.outcome,
-                Err(_) => return SendOutcome::Connect,
+                Ok(Err(f)) => return Err((f.outcome, f.reason)),
+                Err(_) => {
+                    let why = format!("the connection was not open within {limit:?}");
+                    return Err((SendOutcome::ConnectTimeout, why));
+                }
             };
             let link = conn.link_slot(topic);
             let mut guard = link.lock().await;
-            if let Err(o) = inner.ensure_link(&conn, &mut guard, topic, None).await {
-                return o;
-            }
+            inner
+                .ensure_link(&conn, &mut guard, topic, None)
+                .await
+                .map_err(|f| (f.outcome, f.reason))?;
         }
-        SendOutcome::Accepted
+        Ok(())
     }
 
     /// Links re-attached plus connections reopened after a drop.
@@ -303,20 +325,24 @@ impl Inner {
         guard: &mut conn::LinkState,
         topic: &str,
         deadline: Option<Instant>,
-    ) -> Result<(), SendOutcome> {
+    ) -> Result<(), Fail> {
         if guard.sender.is_some() {
             return Ok(());
         }
         let connect_by = Instant::now() + self.shared.connect_timeout;
         let by = deadline.map_or(connect_by, |d| d.min(connect_by));
-        // A connection the broker closed (no send has seen it yet) never answers the token
-        // put or the attach: without the race the send waited out its whole timeout.
+        // A connection or session the broker ended (no send has seen it yet) never answers
+        // the token put or the attach: without the race the send waited out its timeout.
         let attached = tokio::select! {
             biased;
             r = timeout_at(by, conn.attach(topic)) => r,
-            () = conn.closed() => {
+            stopped = conn.stopped() => {
                 conn.mark_broken();
-                return Err(SendOutcome::ConnectionError);
+                let why = format!("attach of the sender link to {topic} failed: {}", match &stopped {
+                    SendOutcome::SessionEnded { condition } => format!("the broker ended the session ({condition})"),
+                    _ => "the connection closed".to_string(),
+                });
+                return Err(Fail { outcome: stopped, reason: why, status: None });
             }
         };
         match attached {
@@ -328,11 +354,22 @@ impl Inner {
                 guard.generation += 1;
                 Ok(())
             }
-            Ok(Err(f)) => Err(f.outcome),
-            Err(_) if by < connect_by => Err(SendOutcome::Timeout),
+            Ok(Err(f)) => Err(f),
+            Err(_) if by < connect_by => Err(Fail {
+                outcome: SendOutcome::Timeout,
+                reason: format!("attach of the sender link to {topic} did not finish in time"),
+                status: None,
+            }),
             Err(_) => {
                 conn.mark_broken();
-                Err(SendOutcome::Connect)
+                Err(Fail {
+                    outcome: SendOutcome::ConnectTimeout,
+                    reason: format!(
+                        "attach of the sender link to {topic} (CBS put-token, then attach) was not answered within {:?}",
+                        self.shared.connect_timeout
+                    ),
+                    status: None,
+                })
             }
         }
     }

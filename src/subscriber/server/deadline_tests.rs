@@ -12,6 +12,7 @@ use crate::subscriber::fleet_shared::Intent;
 const LIMITS: ServerDeadlines = ServerDeadlines {
     idle: Duration::from_millis(250),
     exchange: Duration::from_millis(400),
+    max_connections: 10_000,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,6 +77,7 @@ async fn every_wait_ends_at_its_deadline_and_deliveries_still_count() {
                 idle_closed: n,
                 read_late: 2 * n,
                 write_late: 0,
+                over_limit: 0,
             }
         );
         let c = fleet.close_level(Duration::ZERO).await.counts;

@@ -162,6 +162,7 @@ where
         // Comparing unsettled should be taken care of in `on_incoming_attach`
         let unsettled = Arc::new(RwLock::new(None));
         let link_handle = LinkRelay::Receiver {
+            credit: Default::default(),
             tx: incoming_tx,
             output_handle: (),
             flow_state: flow_state_producer,

@@ -962,6 +962,10 @@ pub(crate) enum LinkRelayError {
     /// Found a transfer frame to sender
     #[error("Found transfer frame sent to a sender")]
     TransferFrameToSender,
+
+    /// The peer started a delivery beyond the link credit the receiver granted
+    #[error("The peer sent a transfer beyond the link credit granted to it")]
+    TransferLimitExceeded,
 }
 
 impl From<LinkRelayError> for definitions::Error {
@@ -975,6 +979,11 @@ impl From<LinkRelayError> for definitions::Error {
             LinkRelayError::TransferFrameToSender => definitions::Error {
                 condition: AmqpError::NotAllowed.into(),
                 description: Some(String::from("Transfer frame must not be sent to Sender")),
+                info: None,
+            },
+            LinkRelayError::TransferLimitExceeded => definitions::Error {
+                condition: fe2o3_amqp_types::definitions::LinkError::TransferLimitExceeded.into(),
+                description: Some(String::from("Transfer beyond the link credit granted")),
                 info: None,
             },
         }

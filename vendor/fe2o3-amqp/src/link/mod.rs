@@ -533,7 +533,54 @@ pub(crate) enum LinkRelay<O> {
         unsettled: ArcReceiverUnsettledMap,
         receiver_settle_mode: ReceiverSettleMode,
         more: bool,
+        credit: RelayCredit,
     },
+}
+
+/// The receiver's credit as the session sees transfers arrive, before the link's task has
+/// taken them from its channel: a peer that ignores credit is caught here, not after it has
+/// filled the channel. The limit is the furthest the receiver ever granted, so transfers the
+/// peer sent before it saw a lower credit (a receiver stopping, a detach) are not counted
+/// against it.
+#[derive(Debug, Default)]
+pub(crate) struct RelayCredit {
+    /// The delivery-count of the next delivery the peer may start (set on its first one).
+    next: Option<SequenceNo>,
+    /// A delivery is in progress (its last transfer had `more`).
+    in_delivery: bool,
+}
+
+impl RelayCredit {
+    /// Count one incoming transfer against the credit granted in `flow_state`: a transfer
+    /// that starts a delivery at or past the furthest `delivery-count + link-credit` the
+    /// receiver's flows set (or before any flow) is an error.
+    fn on_transfer(
+        &mut self,
+        flow_state: &ReceiverRelayFlowState,
+        more: bool,
+        aborted: bool,
+    ) -> Result<(), LinkRelayError> {
+        let starts = !self.in_delivery;
+        self.in_delivery = more && !aborted;
+        if !starts {
+            return Ok(());
+        }
+        // The first delivery comes before the link has taken any: the count is the initial.
+        let next = *self
+            .next
+            .get_or_insert_with(|| flow_state.lock.read().delivery_count);
+        let Some(limit) = flow_state.granted() else {
+            return Err(LinkRelayError::TransferLimitExceeded);
+        };
+        // Serial-number arithmetic (RFC 1982): `next` must be before `limit`.
+        if (limit.wrapping_sub(next) as i32) <= 0 {
+            return Err(LinkRelayError::TransferLimitExceeded);
+        }
+        if !aborted {
+            self.next = Some(next.wrapping_add(1));
+        }
+        Ok(())
+    }
 }
 
 impl LinkRelay<()> {
@@ -564,6 +611,7 @@ impl LinkRelay<()> {
             unsettled,
             receiver_settle_mode,
             more: false,
+            credit: RelayCredit::default(),
         }
     }
 
@@ -588,6 +636,7 @@ impl LinkRelay<()> {
                 unsettled,
                 receiver_settle_mode,
                 more,
+                credit,
                 ..
             } => LinkRelay::Receiver {
                 tx,
@@ -596,6 +645,7 @@ impl LinkRelay<()> {
                 unsettled,
                 receiver_settle_mode,
                 more,
+                credit,
             },
         }
     }
@@ -759,8 +809,11 @@ impl LinkRelay<OutputHandle> {
                 tx,
                 receiver_settle_mode,
                 more,
+                flow_state,
+                credit,
                 ..
             } => {
+                credit.on_transfer(flow_state, transfer.more, transfer.aborted)?;
                 let settled = transfer.settled.unwrap_or(false);
                 let delivery_id = transfer.delivery_id;
                 let delivery_tag = transfer.delivery_tag.clone();
@@ -844,7 +897,9 @@ impl LinkRelay<OutputHandle> {
                     return None;
                 }
 
-                if detach.closed {
+                // A detach with an error is not a suspension the peer means to resume: the
+                // deliveries waiting on it fail now, not at their sender's timeout.
+                if detach.closed || detach.error.is_some() {
                     fail_pending_unsettled(unsettled, &detach);
                 }
 
@@ -879,9 +934,10 @@ impl LinkRelay<OutputHandle> {
 fn fail_pending_unsettled(unsettled: &ArcSenderUnsettledMap, detach: &Detach) {
     if let Some(entries) = unsettled.write().take() {
         for (_, entry) in entries {
-            let error = match detach.error.clone() {
-                Some(error) => LinkStateError::RemoteClosedWithError(error),
-                None => LinkStateError::RemoteClosed,
+            let error = match (detach.error.clone(), detach.closed) {
+                (Some(error), true) => LinkStateError::RemoteClosedWithError(error),
+                (Some(error), false) => LinkStateError::RemoteDetachedWithError(error),
+                (None, _) => LinkStateError::RemoteClosed,
             };
             let _ = entry.fail(error);
         }

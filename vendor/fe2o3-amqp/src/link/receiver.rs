@@ -737,6 +737,7 @@ impl ReceiverDisposer {
                     let mut guard = self.flow_state.lock.write();
                     guard.link_credit = max_credit;
                     guard.drain = false;
+                    self.flow_state.grant(guard.delivery_count, max_credit);
                     guard.delivery_count
                 };
                 let flow = LinkFlow {
@@ -927,6 +928,7 @@ where
 
     fn as_new_link_relay(&self, tx: mpsc::Sender<LinkFrame>) -> LinkRelay<()> {
         LinkRelay::Receiver {
+            credit: Default::default(),
             tx,
             output_handle: (),
             flow_state: self.link.flow_state().clone(),

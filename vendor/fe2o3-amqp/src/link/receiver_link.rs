@@ -530,6 +530,7 @@ impl<T> ReceiverLink<T> {
                 let mut guard = self.flow_state.lock.write();
                 guard.link_credit = link_credit;
                 guard.drain = drain;
+                self.flow_state.grant(guard.delivery_count, link_credit);
 
                 let properties = if include_properties {
                     guard.properties.clone()
@@ -555,6 +556,7 @@ impl<T> ReceiverLink<T> {
             (Some(link_credit), None) => {
                 let mut guard = self.flow_state.lock.write();
                 guard.link_credit = link_credit;
+                self.flow_state.grant(guard.delivery_count, link_credit);
 
                 let properties = if include_properties {
                     guard.properties.clone()

@@ -90,6 +90,9 @@ impl LinkFlowStateInner {
 #[derive(Debug)]
 pub(crate) struct LinkFlowState<R> {
     pub(crate) lock: RwLock<LinkFlowStateInner>,
+    /// A receiver's furthest credit limit granted so far (`delivery-count + link-credit` of
+    /// the flows it sent, the later in serial-number order); `None` until its first flow.
+    granted: parking_lot::Mutex<Option<SequenceNo>>,
     role: PhantomData<R>,
 }
 
@@ -97,8 +100,25 @@ impl<R> LinkFlowState<R> {
     pub(crate) fn new(inner: LinkFlowStateInner) -> Self {
         Self {
             lock: RwLock::new(inner),
+            granted: parking_lot::Mutex::new(None),
             role: PhantomData,
         }
+    }
+
+    /// Record a flow that grants `link_credit` from `delivery_count`.
+    pub(crate) fn grant(&self, delivery_count: SequenceNo, link_credit: u32) {
+        let limit = delivery_count.wrapping_add(link_credit);
+        let mut granted = self.granted.lock();
+        match *granted {
+            // Serial-number order (RFC 1982): keep the later limit.
+            Some(g) if (limit.wrapping_sub(g) as i32) <= 0 => {}
+            _ => *granted = Some(limit),
+        }
+    }
+
+    /// The furthest credit limit granted so far (see [`Self::grant`]).
+    pub(crate) fn granted(&self) -> Option<SequenceNo> {
+        *self.granted.lock()
     }
 }
 

@@ -1,7 +1,7 @@
 use std::sync::{Arc, OnceLock};
 
 use fe2o3_amqp_types::{
-    definitions::{self, AmqpError, SessionError},
+    definitions::{self, AmqpError, LinkError, SessionError},
     performatives::End,
 };
 use tokio::{
@@ -520,6 +520,16 @@ where
                 );
                 self.end_session(Some(error)).await
             }
+            SessionInnerError::TransferLimitExceeded => {
+                // A peer that ignores link credit would otherwise fill the link's
+                // channel (65,535 frames) while nobody receives: end the session.
+                let error = Error::new(
+                    LinkError::TransferLimitExceeded,
+                    Some(String::from("Transfer beyond the link credit granted")),
+                    None,
+                );
+                self.end_session(Some(error)).await
+            }
             SessionInnerError::RemoteEnded | SessionInnerError::RemoteEndedWithError(_) => {
                 self.end_session(None).await
             }
@@ -537,6 +547,12 @@ where
         &mut self,
         error: Option<definitions::Error>,
     ) -> Result<Running, SessionInnerError> {
+        // A session this side ends for an error (a peer that broke the protocol) says so to
+        // its links and handle, as a session the peer ended does.
+        if let Some(error) = &error {
+            self.session
+                .set_session_stop_reason(SessionStopReason::EndedWithError(error.clone()));
+        }
         match self.session.local_state() {
             SessionState::Unmapped => {}
             SessionState::BeginSent | SessionState::BeginReceived | SessionState::Mapped => {

@@ -104,6 +104,10 @@ pub(crate) enum SessionInnerError {
     #[error("Found Transfer frame being sent to a Sender")]
     TransferFrameToSender,
 
+    /// The peer started a delivery beyond the link credit granted to it
+    #[error("The peer sent a transfer beyond the link credit granted to it")]
+    TransferLimitExceeded,
+
     /// Remote session ended
     #[error("Remote session ended")]
     RemoteEnded,
@@ -135,6 +139,7 @@ impl From<LinkRelayError> for SessionInnerError {
         match error {
             LinkRelayError::UnattachedHandle => Self::UnattachedHandle,
             LinkRelayError::TransferFrameToSender => Self::TransferFrameToSender,
+            LinkRelayError::TransferLimitExceeded => Self::TransferLimitExceeded,
         }
     }
 }
@@ -167,6 +172,10 @@ pub enum Error {
     #[error("Found Transfer frame being sent to a Sender")]
     TransferFrameToSender,
 
+    /// The peer started a delivery beyond the link credit granted to it
+    #[error("The peer sent a transfer beyond the link credit granted to it")]
+    TransferLimitExceeded,
+
     /// Remote session ended
     #[error("Remote session ended")]
     RemoteEnded,
@@ -192,6 +201,7 @@ impl From<SessionInnerError> for Error {
             SessionInnerError::IllegalState => Self::IllegalState,
             SessionInnerError::ConnectionStopped(reason) => Self::ConnectionStopped(reason),
             SessionInnerError::TransferFrameToSender => Self::TransferFrameToSender,
+            SessionInnerError::TransferLimitExceeded => Self::TransferLimitExceeded,
             SessionInnerError::RemoteEnded => Self::RemoteEnded,
             SessionInnerError::RemoteEndedWithError(err) => Self::RemoteEndedWithError(err),
 
@@ -209,6 +219,7 @@ impl From<LinkRelayError> for Error {
             LinkRelayError::TransferFrameToSender => {
                 unreachable!("A sender should not receive a transfer frame")
             }
+            LinkRelayError::TransferLimitExceeded => Self::TransferLimitExceeded,
         }
     }
 }

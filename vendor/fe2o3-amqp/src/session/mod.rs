@@ -121,6 +121,12 @@ impl<R> SessionHandle<R> {
         self.max_frame_size
     }
 
+    /// Why the session stopped, once its event loop has recorded it (an end, the peer's
+    /// end, its error, or the connection stopping)
+    pub fn stop_reason(&self) -> Option<crate::link::SessionStopReason> {
+        self.session_stop_reason.get().cloned()
+    }
+
     /// Checks if the underlying event loop has stopped
     pub fn is_ended(&self) -> bool {
         match self.is_ended {

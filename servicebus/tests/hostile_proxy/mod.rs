@@ -1,0 +1,230 @@
+//! A TCP proxy in front of the emulator that misbehaves in one way on cue, for
+//! `hostile.rs`: it floods empty frames, ends the session, pushes transfers nobody gave
+//! credit for, or goes silent on reconnect.
+
+use std::time::Duration;
+
+use fe2o3_amqp::types::definitions::{self, AmqpError, Handle};
+use fe2o3_amqp::types::performatives::{Attach, End, Transfer};
+use fe2o3_amqp::types::primitives::Binary;
+use hubload_servicebus::ConnectionString;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+/// What the proxy does once told to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Forward both ways.
+    None,
+    /// Stop forwarding the broker's frames and send empty frames without pause (for at
+    /// most 5 s).
+    EmptyFlood,
+    /// End session 0 with `amqp:internal-error` and forward nothing more from the broker;
+    /// the connection stays open.
+    EndSession,
+    /// Push this many settled transfers on the CBS reply link, then forward as before.
+    CreditFlood(u32),
+    /// Close every proxied connection; new ones are accepted and never answered.
+    Silent,
+}
+
+/// A TCP proxy to `upstream` that misbehaves when [`Proxy::fault`] is set. It runs on a
+/// thread and runtime of its own, as a separate broker would, so that a flood it sends is
+/// not slowed by the client it floods.
+pub struct Proxy {
+    port: u16,
+    fault: watch::Sender<Fault>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        // Ends the proxy's runtime and every connection task on it.
+        let _ = self.stop.take().map(|s| s.send(()));
+    }
+}
+
+impl Proxy {
+    pub async fn start(upstream: std::net::SocketAddr) -> Proxy {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (fault, rx) = watch::channel(Fault::None);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(listener).unwrap();
+                let mut conns = JoinSet::new();
+                let accept = async {
+                    while let Ok((client, _)) = listener.accept().await {
+                        let rx = rx.clone();
+                        if *rx.borrow() == Fault::Silent {
+                            // Read and discard; never answer.
+                            conns.spawn(async move {
+                                let mut client = client;
+                                let mut sink = [0u8; 1024];
+                                while matches!(client.read(&mut sink).await, Ok(n) if n > 0) {}
+                            });
+                            continue;
+                        }
+                        conns.spawn(proxy_conn(client, upstream, rx));
+                    }
+                };
+                tokio::select! {
+                    () = accept => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        Proxy {
+            port,
+            fault,
+            stop: Some(stop),
+        }
+    }
+
+    pub fn fault(&self, f: Fault) {
+        self.fault.send_replace(f);
+    }
+
+    /// A connection string for the emulator behind the proxy, aimed at the proxy.
+    pub fn connection_string(&self) -> ConnectionString {
+        super::local(self.port)
+    }
+}
+
+/// The length of the first whole protocol header or frame in `buf`, if it holds one.
+fn next_unit(buf: &[u8]) -> Option<usize> {
+    if buf.len() >= 4 && &buf[..4] == b"AMQP" {
+        return (buf.len() >= 8).then_some(8);
+    }
+    let size = u32::from_be_bytes(buf.get(..4)?.try_into().unwrap()) as usize;
+    (buf.len() >= size).then_some(size)
+}
+
+/// An AMQP frame on `channel` around an encoded performative (and payload).
+fn frame(channel: u16, body: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(8 + body.len());
+    f.extend_from_slice(&(8 + body.len() as u32).to_be_bytes());
+    f.extend_from_slice(&[2, 0]);
+    f.extend_from_slice(&channel.to_be_bytes());
+    f.extend_from_slice(body);
+    f
+}
+
+/// The broker's handle of the CBS reply link, if `unit` is the broker's attach of it.
+fn cbs_reply_handle(unit: &[u8]) -> Option<u32> {
+    // An AMQP frame (type 0) whose body is an attach (descriptor 0x12).
+    let body = unit.get(8..)?;
+    if unit.get(5) != Some(&0) || body.get(..3) != Some(&[0x00, 0x53, 0x12]) {
+        return None;
+    }
+    let attach: Attach = serde_amqp::from_slice(body).ok()?;
+    attach
+        .name
+        .ends_with("-mgmt-receiver")
+        .then_some(attach.handle.0)
+}
+
+async fn proxy_conn(
+    client: TcpStream,
+    upstream: std::net::SocketAddr,
+    mut rx: watch::Receiver<Fault>,
+) {
+    let Ok(up) = TcpStream::connect(upstream).await else {
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = up.set_nodelay(true);
+    let (mut client_r, mut client_w) = client.into_split();
+    let (mut up_r, mut up_w) = up.into_split();
+    let to_broker = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut client_r, &mut up_w).await;
+    });
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut cbs_handle = None;
+    let mut forwarding = true;
+    'conn: loop {
+        tokio::select! {
+            n = up_r.read(&mut chunk) => match n {
+                Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                _ => break,
+            },
+            changed = rx.changed() => if changed.is_err() { break },
+        }
+        while let Some(len) = next_unit(&buf) {
+            let unit: Vec<u8> = buf.drain(..len).collect();
+            cbs_handle = cbs_handle.or_else(|| cbs_reply_handle(&unit));
+            if forwarding && client_w.write_all(&unit).await.is_err() {
+                break 'conn;
+            }
+        }
+        let fault = *rx.borrow_and_update();
+        match fault {
+            Fault::None => {}
+            Fault::EmptyFlood if forwarding => {
+                forwarding = false;
+                let empties: Vec<u8> = (0..8192).flat_map(|_| frame(0, &[])).collect();
+                let until = Instant::now() + Duration::from_secs(5);
+                while Instant::now() < until {
+                    if client_w.write_all(&empties).await.is_err() {
+                        break 'conn;
+                    }
+                }
+            }
+            Fault::EndSession if forwarding => {
+                forwarding = false;
+                let end = End {
+                    error: Some(definitions::Error::new(
+                        AmqpError::InternalError,
+                        Some("the proxy ended the session".into()),
+                        None,
+                    )),
+                };
+                let _ = client_w
+                    .write_all(&frame(0, &serde_amqp::to_vec(&end).unwrap()))
+                    .await;
+            }
+            Fault::CreditFlood(n) => {
+                rx.borrow_and_update();
+                let Some(handle) = cbs_handle else { continue };
+                for id in 0..n {
+                    let t = Transfer {
+                        handle: Handle(handle),
+                        delivery_id: Some(1_000_000 + id),
+                        delivery_tag: Some(Binary::from(id.to_be_bytes().to_vec())),
+                        message_format: Some(0),
+                        settled: Some(true),
+                        more: false,
+                        rcv_settle_mode: None,
+                        state: None,
+                        resume: false,
+                        aborted: false,
+                        batchable: false,
+                    };
+                    let mut body = serde_amqp::to_vec(&t).unwrap();
+                    // A data section of 1 KiB.
+                    body.extend_from_slice(&[0x00, 0x53, 0x75, 0xb0]);
+                    body.extend_from_slice(&1024u32.to_be_bytes());
+                    body.extend_from_slice(&[b'x'; 1024]);
+                    if client_w.write_all(&frame(0, &body)).await.is_err() {
+                        break 'conn;
+                    }
+                }
+                // Once: forward as before until told again.
+                let _ = rx.borrow_and_update();
+            }
+            Fault::Silent => break,
+            _ => {}
+        }
+    }
+    to_broker.abort();
+}
