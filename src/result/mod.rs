@@ -5,7 +5,7 @@ mod outcome;
 pub mod server_timing_header;
 
 pub use outcome::{
-    Attempt, Class, ClientReason, ConnErrorKind, H2Code, OtherReason, Outcome, Reason, TimeoutKind,
-    TlsReason,
+    Attempt, Class, ClientReason, ConnErrorKind, H2Code, OtherReason, Outcome, ProtocolReason,
+    Reason, TimeoutKind, TlsReason,
 };
 pub use server_timing_header::ServerTimings;

@@ -134,6 +134,61 @@ impl H2Code {
     }
 }
 
+/// Why an HTTP/2 connection or stream broke the protocol (class `protocol_error`): the error
+/// code h2 raised on what the server sent (a connection error ends every stream of the
+/// connection, a stream error one), one of h2's guards, or a server that does not speak
+/// HTTP/2. What the server itself reset or ended is `stream_reset` or `goaway` instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtocolReason {
+    /// PROTOCOL_ERROR: a frame or header block RFC 9113 forbids (a malformed response, a
+    /// frame on a stream in the wrong state, a bad SETTINGS value).
+    Protocol,
+    /// INTERNAL_ERROR.
+    Internal,
+    /// FLOW_CONTROL_ERROR: the server sent more than its window, or overflowed one.
+    FlowControl,
+    /// SETTINGS_TIMEOUT.
+    SettingsTimeout,
+    /// STREAM_CLOSED: a frame on a stream already closed.
+    StreamClosed,
+    /// FRAME_SIZE_ERROR: a frame longer than allowed or of the wrong size for its type.
+    FrameSize,
+    /// COMPRESSION_ERROR: a header block HPACK cannot decode.
+    Compression,
+    /// ENHANCE_YOUR_CALM: one of h2's abuse guards (too many CONTINUATION frames, too many
+    /// streams it had to reset).
+    EnhanceYourCalm,
+    /// More PING frames than the flood guard allows (1,000 in a second).
+    PingFlood,
+    /// More SETTINGS frames than the flood guard allows (1,000 in a second).
+    SettingsFlood,
+    /// More PRIORITY, unknown or empty frames than the flood guard allows (1,000 in a second).
+    FrameFlood,
+    /// The server does not speak HTTP/2: it answered the connection preface with HTTP/1.x,
+    /// or chose another protocol by ALPN.
+    NotH2,
+    /// Any other error h2 raised.
+    Other,
+}
+
+impl ProtocolReason {
+    /// The reason of an error code h2 raised itself (RFC 9113 §7).
+    pub fn from_code(code: u32) -> ProtocolReason {
+        match code {
+            0x1 => ProtocolReason::Protocol,
+            0x2 => ProtocolReason::Internal,
+            0x3 => ProtocolReason::FlowControl,
+            0x4 => ProtocolReason::SettingsTimeout,
+            0x5 => ProtocolReason::StreamClosed,
+            0x6 => ProtocolReason::FrameSize,
+            0x9 => ProtocolReason::Compression,
+            0xb => ProtocolReason::EnhanceYourCalm,
+            _ => ProtocolReason::Other,
+        }
+    }
+}
+
 /// What one attempt ended in. `classify` produces it; stats count it by [`Class`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -181,8 +236,8 @@ pub enum Outcome {
     /// HTTP/2: the stream was reset with any other error code (the reason).
     StreamReset(H2Code),
     /// HTTP/2: the connection broke the protocol (a connection error, a frame or header
-    /// block the client refused, the server not speaking h2).
-    ProtocolError,
+    /// block the client refused, the server not speaking h2), with the reason.
+    ProtocolError(ProtocolReason),
     /// HTTP/2: the request body was still blocked by flow control at the deadline
     /// (class `timeout_response`, reason `flow_control`).
     FlowControlTimeout,
@@ -378,7 +433,7 @@ impl Outcome {
             Outcome::RefusedStream => Class::RefusedStream,
             Outcome::GoAway => Class::Goaway,
             Outcome::StreamReset(_) => Class::StreamReset,
-            Outcome::ProtocolError => Class::ProtocolError,
+            Outcome::ProtocolError(_) => Class::ProtocolError,
             Outcome::FlowControlTimeout => Class::TimeoutResponse,
             Outcome::ExpectedRefusal => Class::ExpectedRefusal,
         }
@@ -392,6 +447,7 @@ impl Outcome {
             Outcome::ClientError(r) => Some(Reason::Client(r)),
             Outcome::StreamReset(c) => Some(Reason::Reset(c)),
             Outcome::FlowControlTimeout => Some(Reason::FlowControl),
+            Outcome::ProtocolError(r) => Some(Reason::Protocol(r)),
             _ => None,
         }
     }
@@ -425,11 +481,13 @@ pub enum Reason {
     Reset(H2Code),
     /// A `timeout_response` whose request body was blocked by HTTP/2 flow control.
     FlowControl,
+    /// Why a `protocol_error`.
+    Protocol(ProtocolReason),
 }
 
 impl Reason {
     /// Number of reasons; the length of every per-reason counter array.
-    pub const COUNT: usize = 32;
+    pub const COUNT: usize = 45;
 
     /// Every reason, in index order.
     pub const ALL: [Reason; Reason::COUNT] = [
@@ -465,6 +523,19 @@ impl Reason {
         Reason::Reset(H2Code::Http11Required),
         Reason::Reset(H2Code::Other),
         Reason::FlowControl,
+        Reason::Protocol(ProtocolReason::Protocol),
+        Reason::Protocol(ProtocolReason::Internal),
+        Reason::Protocol(ProtocolReason::FlowControl),
+        Reason::Protocol(ProtocolReason::SettingsTimeout),
+        Reason::Protocol(ProtocolReason::StreamClosed),
+        Reason::Protocol(ProtocolReason::FrameSize),
+        Reason::Protocol(ProtocolReason::Compression),
+        Reason::Protocol(ProtocolReason::EnhanceYourCalm),
+        Reason::Protocol(ProtocolReason::PingFlood),
+        Reason::Protocol(ProtocolReason::SettingsFlood),
+        Reason::Protocol(ProtocolReason::FrameFlood),
+        Reason::Protocol(ProtocolReason::NotH2),
+        Reason::Protocol(ProtocolReason::Other),
     ];
 
     /// Index into per-reason counter arrays.
@@ -475,6 +546,7 @@ impl Reason {
             Reason::Client(r) => 16 + r as usize,
             Reason::Reset(c) => 20 + c as usize,
             Reason::FlowControl => 31,
+            Reason::Protocol(r) => 32 + r as usize,
         }
     }
 
@@ -521,6 +593,21 @@ impl Reason {
                 H2Code::Other => "stream_reset.other",
             },
             Reason::FlowControl => "timeout_response.flow_control",
+            Reason::Protocol(r) => match r {
+                ProtocolReason::Protocol => "protocol_error.protocol",
+                ProtocolReason::Internal => "protocol_error.internal",
+                ProtocolReason::FlowControl => "protocol_error.flow_control",
+                ProtocolReason::SettingsTimeout => "protocol_error.settings_timeout",
+                ProtocolReason::StreamClosed => "protocol_error.stream_closed",
+                ProtocolReason::FrameSize => "protocol_error.frame_size",
+                ProtocolReason::Compression => "protocol_error.compression",
+                ProtocolReason::EnhanceYourCalm => "protocol_error.enhance_your_calm",
+                ProtocolReason::PingFlood => "protocol_error.ping_flood",
+                ProtocolReason::SettingsFlood => "protocol_error.settings_flood",
+                ProtocolReason::FrameFlood => "protocol_error.frame_flood",
+                ProtocolReason::NotH2 => "protocol_error.not_h2",
+                ProtocolReason::Other => "protocol_error.other",
+            },
         }
     }
 

@@ -27,6 +27,7 @@ mod alpn;
 mod connect;
 mod failure;
 mod message;
+mod sniff;
 mod unvectored;
 
 use std::future::Future;
@@ -427,6 +428,20 @@ async fn by<F: Future>(expiry: &mut Expiry<'_>, work: F) -> Option<F::Output> {
     .await
 }
 
+/// What held a stream whose response had not come by the deadline: the server's stream
+/// limit (h2 never opened it: a pool wait, whatever is buffered), the flow-control window (a
+/// body still buffered beyond the window it may use), else the server.
+fn held(stream: &SendStream<Bytes>) -> Outcome {
+    if stream.is_pending_open() {
+        return Outcome::Timeout(TimeoutKind::PoolWait);
+    }
+    let buffered = stream.buffered_data();
+    if buffered > 0 && buffered > stream.send_window() {
+        return Outcome::FlowControlTimeout;
+    }
+    Outcome::Timeout(TimeoutKind::Response)
+}
+
 /// The rest of a started stream: the body, then the response.
 ///
 /// The body is handed to h2 at once, before the connection task has opened the stream and
@@ -452,8 +467,7 @@ async fn exchange(
         }
     }
     let head = match by(expiry, response).await {
-        None if stream.buffered_data() > 0 => return Err(Outcome::FlowControlTimeout),
-        None => return Err(Outcome::Timeout(TimeoutKind::Response)),
+        None => return Err(held(&stream)),
         Some(Err(e)) => return Err(stream_outcome(&e)),
         Some(Ok(head)) => head,
     };
