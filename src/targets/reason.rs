@@ -195,5 +195,18 @@ mod tests {
             describe(&at(Outcome::Timeout(TimeoutKind::Response), 0), Some("x")),
             "response timeout"
         );
+        use crate::result::ProtocolReason;
+        assert_eq!(
+            describe(
+                &at(Outcome::ProtocolError(ProtocolReason::PingFlood), 0),
+                None
+            ),
+            "protocol_error.ping_flood"
+        );
+        assert_eq!(
+            describe(&at(Outcome::ProtocolError(ProtocolReason::NotH2), 0), None),
+            "the server does not speak HTTP/2 (protocol_error.not_h2: it answered in HTTP/1.x); \
+             use --http-version 1.1"
+        );
     }
 }
