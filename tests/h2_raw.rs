@@ -54,6 +54,8 @@ pub enum Fault {
     EndlessHeaderBlock,
     /// Reads every request and never answers.
     Silent,
+    /// Opens every window wide (stream and connection, 2^31 - 1), then reads nothing more.
+    NoRead,
     /// Answers the connection preface as an HTTP/1.1-only server does: `400 Bad Request`.
     Http11,
 }
@@ -318,7 +320,7 @@ fn reply(fault: Fault, stream: u32, first: bool, counts: &Counts) -> Vec<u8> {
         // Once per connection: any frame after it but a CONTINUATION is a connection error.
         Fault::EndlessHeaderBlock if first => frame(HEADERS, END_STREAM, stream, &[0x88]),
         Fault::EndlessHeaderBlock => Vec::new(),
-        Fault::BadInitialWindow | Fault::Silent | Fault::Http11 => Vec::new(),
+        Fault::BadInitialWindow | Fault::Silent | Fault::NoRead | Fault::Http11 => Vec::new(),
     }
 }
 
@@ -333,6 +335,13 @@ fn settings(fault: Fault) -> Vec<u8> {
         Fault::BadInitialWindow => {
             p.extend(4u16.to_be_bytes());
             p.extend(0x8000_0000u32.to_be_bytes());
+        }
+        Fault::NoRead => {
+            p.extend(4u16.to_be_bytes());
+            p.extend(0x7fff_ffffu32.to_be_bytes());
+            let mut f = frame(SETTINGS, 0, 0, &p);
+            f.extend(frame(WINDOW_UPDATE, 0, 0, &0x7fff_0000u32.to_be_bytes()));
+            return f;
         }
         _ => {}
     }
@@ -367,6 +376,10 @@ async fn connection(sock: TcpStream, fault: Fault, counts: Arc<Counts>) {
         }
     });
     let _ = tx.send(settings(fault));
+    if fault == Fault::NoRead {
+        // Hold the socket, read nothing: the client's writes stop when its buffers fill.
+        std::future::pending::<()>().await;
+    }
     let mut first = true;
     let mut head = [0u8; 9];
     let mut payload = Vec::new();

@@ -36,9 +36,19 @@ fn expected(fault: Fault) -> (&'static str, Option<&'static str>) {
             ("protocol_error", Some("protocol_error.protocol"))
         }
         Fault::GoAway => ("goaway", None),
-        Fault::EndlessHeaderBlock | Fault::Silent => ("timeout_response", None),
+        Fault::EndlessHeaderBlock | Fault::Silent | Fault::NoRead => ("timeout_response", None),
         Fault::Http11 => ("protocol_error", Some("protocol_error.not_h2")),
     }
+}
+
+/// A run over h2c against `url`, writing into `out`, with `flags`; bounded, so a deadline that
+/// does not hold fails the test instead of hanging it.
+async fn run_h2(url: &str, out: &tempfile::TempDir, flags: &[&str]) -> anyhow::Result<()> {
+    let mut args = vec!["--hub-url", url, "--http-version", "2", "--out"];
+    args.push(out.path().to_str().unwrap());
+    args.extend_from_slice(flags);
+    let run = tokio::time::timeout(Duration::from_secs(60), try_run(&args));
+    run.await.expect("the run ends").map(|_| ())
 }
 
 /// `requests` publishes at `concurrency` over h2c (one connection, as many streams) to a fresh
@@ -51,15 +61,11 @@ async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
         requests.to_string(),
         format!("{TIMEOUT_MS}ms"),
     );
-    let args = [
-        "--hub-url",
-        &server.url,
+    let flags = [
         "--register",
         "never",
         "--topics",
         "shared",
-        "--http-version",
-        "2",
         "--pool-per-host",
         "1",
         "--h2-streams",
@@ -70,11 +76,10 @@ async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
         &n,
         "--timeout",
         &t,
-        "--out",
-        dir.path().to_str().unwrap(),
     ];
-    let run = tokio::time::timeout(Duration::from_secs(60), try_run(&args));
-    run.await.expect("the run ends").expect("the run succeeds");
+    run_h2(&server.url, &dir, &flags)
+        .await
+        .expect("the run succeeds");
     let s = read_summary(dir.path());
     let level = &s.levels[0];
     let why = format!(
@@ -128,6 +133,36 @@ async fn every_hostile_h2_server_is_named_and_cut_off_at_concurrency_16() {
     every_fault_at(16, 32).await;
 }
 
+/// `flow_control` only for a window that stayed shut: against a server that opens every
+/// window wide and then reads nothing, a 2 MB body that cannot leave (the socket is full) is
+/// a plain response timeout, at its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_held_by_the_socket_not_the_window_is_a_plain_response_timeout() {
+    let server = RawH2::start(Fault::NoRead).await;
+    let dir = tempfile::tempdir().unwrap();
+    let t = format!("{TIMEOUT_MS}ms");
+    let flags = [
+        "--register",
+        "never",
+        "--concurrency",
+        "1",
+        "--requests",
+        "2",
+        "--payload-bytes",
+        "2000000",
+        "--timeout",
+        &t,
+    ];
+    run_h2(&server.url, &dir, &flags)
+        .await
+        .expect("the run succeeds");
+    let level = &read_summary(dir.path()).levels[0];
+    assert_eq!(count(level, "timeout_response"), 2, "{:?}", level.counts);
+    assert!(level.reasons.is_empty(), "{:?}", level.reasons);
+    assert!(level.latency_us.min >= TIMEOUT_MS * 1000);
+    assert!(level.latency_us.max <= (TIMEOUT_MS + MARGIN_MS) * 1000);
+}
+
 /// Registration goes through the same client: against each server whose fault has a reason,
 /// every registration fails at once (no timeout to wait out) and the run stops with one line
 /// naming that reason. An HTTP/1.1-only server on `http://` with `--http-version 2` is told
@@ -140,25 +175,9 @@ async fn registration_names_each_fault_in_one_line() {
         };
         let server = RawH2::start(fault).await;
         let dir = tempfile::tempdir().unwrap();
-        let args = [
-            "--hub-url",
-            &server.url,
-            "--register",
-            "always",
-            "--tenants",
-            "1",
-            "--http-version",
-            "2",
-            "--requests",
-            "1",
-            "--timeout",
-            "1s",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ];
+        let flags = ["--register", "always", "--tenants", "1", "--timeout", "1s"];
         let started = std::time::Instant::now();
-        let run = tokio::time::timeout(Duration::from_secs(30), try_run(&args));
-        let err = format!("{:#}", run.await.expect("the run ends").unwrap_err());
+        let err = format!("{:#}", run_h2(&server.url, &dir, &flags).await.unwrap_err());
         assert!(
             started.elapsed() < Duration::from_secs(1),
             "{fault:?}: {err}"
