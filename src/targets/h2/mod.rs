@@ -14,9 +14,12 @@
 //! - once a stream is sent it is never resent here: a refused stream or one above a GOAWAY's
 //!   last-stream-id is its own class, which the engine's `--retries` may retry (RFC 9113
 //!   §8.7; [`crate::result::Class::is_retryable`]);
-//! - the deadline bounds the whole attempt. A request body still blocked by flow control at
-//!   the deadline is a response timeout with reason `flow_control`; a stream given up is reset
-//!   (CANCEL) by h2 as it is dropped.
+//! - the deadline bounds the whole attempt. At the deadline, a stream h2 never opened (the
+//!   server's stream limit) is a pool wait, and one whose body the window held back a response
+//!   timeout with reason `flow_control` (`held`); a stream given up is reset (CANCEL) by h2
+//!   as it is dropped;
+//! - a response is held to HTTP/1.1's limits while h2 decodes it (`connect.rs`), and a failure
+//!   h2 raised is classed with its reason (`failure.rs`).
 //!
 //! Requests come rendered as HTTP/1.1 (`message.rs` converts them), so both dialects,
 //! registration and credentials send the same fields on either version. Bytes are counted as
