@@ -30,9 +30,10 @@ fn expected(fault: Fault) -> (&'static str, Option<&'static str>) {
         Fault::StreamLimitZero => ("timeout_pool_wait", None),
         Fault::OversizedFrame => ("protocol_error", Some("protocol_error.frame_size")),
         Fault::BadHpack => ("protocol_error", Some("protocol_error.compression")),
-        Fault::WindowOverflow => ("protocol_error", Some("protocol_error.flow_control")),
-        // h2 refuses any SETTINGS value out of range as PROTOCOL_ERROR.
-        Fault::BadInitialWindow | Fault::ConnectionField | Fault::PushPromise => {
+        Fault::WindowOverflow | Fault::BadInitialWindow => {
+            ("protocol_error", Some("protocol_error.flow_control"))
+        }
+        Fault::ConnectionField | Fault::PushPromise => {
             ("protocol_error", Some("protocol_error.protocol"))
         }
         Fault::GoAway => ("goaway", None),

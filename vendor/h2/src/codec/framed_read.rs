@@ -286,7 +286,11 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
 
             res.map_err(|e| {
                 proto_err!(conn: "failed to load SETTINGS frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                // hubload patch: RFC 9113 §6.5.2's code for a window too large.
+                Error::library_go_away(match e {
+                    frame::Error::InitialWindowSizeTooLarge => Reason::FLOW_CONTROL_ERROR,
+                    _ => Reason::PROTOCOL_ERROR,
+                })
             })?
             .into()
         }
