@@ -438,8 +438,7 @@ fn held(stream: &SendStream<Bytes>) -> Outcome {
     if stream.is_pending_open() {
         return Outcome::Timeout(TimeoutKind::PoolWait);
     }
-    let buffered = stream.buffered_data();
-    if buffered > 0 && buffered > stream.send_window() {
+    if stream.buffered_data() > stream.send_window() {
         return Outcome::FlowControlTimeout;
     }
     Outcome::Timeout(TimeoutKind::Response)
