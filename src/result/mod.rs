@@ -1,11 +1,13 @@
 //! Per-request results: the closed set of outcome classes and the pure classifier.
 
 pub mod classify;
+mod h2_reason;
 mod outcome;
 pub mod server_timing_header;
 
+pub use h2_reason::{H2Code, ProtocolReason};
 pub use outcome::{
-    Attempt, Class, ClientReason, ConnErrorKind, H2Code, OtherReason, Outcome, Reason, TimeoutKind,
+    Attempt, Class, ClientReason, ConnErrorKind, OtherReason, Outcome, Reason, TimeoutKind,
     TlsReason,
 };
 pub use server_timing_header::ServerTimings;

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::h2_reason::{H2Code, ProtocolReason};
+
 /// Which deadline an attempt ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -87,53 +89,6 @@ pub enum ClientReason {
     Other,
 }
 
-/// An HTTP/2 error code (RFC 9113 §7) a stream was reset with: the reason of `stream_reset`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum H2Code {
-    /// NO_ERROR (0x0).
-    NoError,
-    /// PROTOCOL_ERROR (0x1).
-    ProtocolError,
-    /// INTERNAL_ERROR (0x2).
-    InternalError,
-    /// FLOW_CONTROL_ERROR (0x3).
-    FlowControlError,
-    /// STREAM_CLOSED (0x5).
-    StreamClosed,
-    /// FRAME_SIZE_ERROR (0x6).
-    FrameSizeError,
-    /// CANCEL (0x8).
-    Cancel,
-    /// COMPRESSION_ERROR (0x9).
-    CompressionError,
-    /// ENHANCE_YOUR_CALM (0xb).
-    EnhanceYourCalm,
-    /// HTTP_1_1_REQUIRED (0xd).
-    Http11Required,
-    /// Any other code (SETTINGS_TIMEOUT, CONNECT_ERROR, INADEQUATE_SECURITY, unknown codes).
-    Other,
-}
-
-impl H2Code {
-    /// The code of RFC 9113 §7's number (REFUSED_STREAM is a class of its own, not a code here).
-    pub fn from_u32(code: u32) -> H2Code {
-        match code {
-            0x0 => H2Code::NoError,
-            0x1 => H2Code::ProtocolError,
-            0x2 => H2Code::InternalError,
-            0x3 => H2Code::FlowControlError,
-            0x5 => H2Code::StreamClosed,
-            0x6 => H2Code::FrameSizeError,
-            0x8 => H2Code::Cancel,
-            0x9 => H2Code::CompressionError,
-            0xb => H2Code::EnhanceYourCalm,
-            0xd => H2Code::Http11Required,
-            _ => H2Code::Other,
-        }
-    }
-}
-
 /// What one attempt ended in. `classify` produces it; stats count it by [`Class`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -181,8 +136,8 @@ pub enum Outcome {
     /// HTTP/2: the stream was reset with any other error code (the reason).
     StreamReset(H2Code),
     /// HTTP/2: the connection broke the protocol (a connection error, a frame or header
-    /// block the client refused, the server not speaking h2).
-    ProtocolError,
+    /// block the client refused, the server not speaking h2), with the reason.
+    ProtocolError(ProtocolReason),
     /// HTTP/2: the request body was still blocked by flow control at the deadline
     /// (class `timeout_response`, reason `flow_control`).
     FlowControlTimeout,
@@ -383,7 +338,7 @@ impl Outcome {
             Outcome::RefusedStream => Class::RefusedStream,
             Outcome::GoAway => Class::Goaway,
             Outcome::StreamReset(_) => Class::StreamReset,
-            Outcome::ProtocolError => Class::ProtocolError,
+            Outcome::ProtocolError(_) => Class::ProtocolError,
             Outcome::FlowControlTimeout => Class::TimeoutResponse,
             Outcome::ExpectedRefusal => Class::ExpectedRefusal,
         }
@@ -397,6 +352,7 @@ impl Outcome {
             Outcome::ClientError(r) => Some(Reason::Client(r)),
             Outcome::StreamReset(c) => Some(Reason::Reset(c)),
             Outcome::FlowControlTimeout => Some(Reason::FlowControl),
+            Outcome::ProtocolError(r) => Some(Reason::Protocol(r)),
             _ => None,
         }
     }
@@ -430,11 +386,13 @@ pub enum Reason {
     Reset(H2Code),
     /// A `timeout_response` whose request body was blocked by HTTP/2 flow control.
     FlowControl,
+    /// Why a `protocol_error`.
+    Protocol(ProtocolReason),
 }
 
 impl Reason {
     /// Number of reasons; the length of every per-reason counter array.
-    pub const COUNT: usize = 32;
+    pub const COUNT: usize = 45;
 
     /// Every reason, in index order.
     pub const ALL: [Reason; Reason::COUNT] = [
@@ -470,6 +428,19 @@ impl Reason {
         Reason::Reset(H2Code::Http11Required),
         Reason::Reset(H2Code::Other),
         Reason::FlowControl,
+        Reason::Protocol(ProtocolReason::Protocol),
+        Reason::Protocol(ProtocolReason::Internal),
+        Reason::Protocol(ProtocolReason::FlowControl),
+        Reason::Protocol(ProtocolReason::SettingsTimeout),
+        Reason::Protocol(ProtocolReason::StreamClosed),
+        Reason::Protocol(ProtocolReason::FrameSize),
+        Reason::Protocol(ProtocolReason::Compression),
+        Reason::Protocol(ProtocolReason::EnhanceYourCalm),
+        Reason::Protocol(ProtocolReason::PingFlood),
+        Reason::Protocol(ProtocolReason::SettingsFlood),
+        Reason::Protocol(ProtocolReason::FrameFlood),
+        Reason::Protocol(ProtocolReason::NotH2),
+        Reason::Protocol(ProtocolReason::Other),
     ];
 
     /// Index into per-reason counter arrays.
@@ -480,6 +451,7 @@ impl Reason {
             Reason::Client(r) => 16 + r as usize,
             Reason::Reset(c) => 20 + c as usize,
             Reason::FlowControl => 31,
+            Reason::Protocol(r) => 32 + r as usize,
         }
     }
 
@@ -526,6 +498,21 @@ impl Reason {
                 H2Code::Other => "stream_reset.other",
             },
             Reason::FlowControl => "timeout_response.flow_control",
+            Reason::Protocol(r) => match r {
+                ProtocolReason::Protocol => "protocol_error.protocol",
+                ProtocolReason::Internal => "protocol_error.internal",
+                ProtocolReason::FlowControl => "protocol_error.flow_control",
+                ProtocolReason::SettingsTimeout => "protocol_error.settings_timeout",
+                ProtocolReason::StreamClosed => "protocol_error.stream_closed",
+                ProtocolReason::FrameSize => "protocol_error.frame_size",
+                ProtocolReason::Compression => "protocol_error.compression",
+                ProtocolReason::EnhanceYourCalm => "protocol_error.enhance_your_calm",
+                ProtocolReason::PingFlood => "protocol_error.ping_flood",
+                ProtocolReason::SettingsFlood => "protocol_error.settings_flood",
+                ProtocolReason::FrameFlood => "protocol_error.frame_flood",
+                ProtocolReason::NotH2 => "protocol_error.not_h2",
+                ProtocolReason::Other => "protocol_error.other",
+            },
         }
     }
 

@@ -58,6 +58,11 @@ pub fn describe(a: &Attempt, reason: Option<&str>) -> String {
             Some(r) => format!("denied (HTTP {}: {r})", a.status),
             None => format!("denied (HTTP {})", a.status),
         },
+        Outcome::ProtocolError(crate::result::ProtocolReason::NotH2) => {
+            "the server does not speak HTTP/2 (protocol_error.not_h2: it answered in HTTP/1.x); \
+             use --http-version 1.1"
+                .into()
+        }
         Outcome::TlsError(crate::result::TlsReason::UnknownIssuer) => {
             "TLS handshake failed: tls_error.unknown_issuer (a private CA? give it with --ca-cert)"
                 .into()
@@ -189,6 +194,19 @@ mod tests {
         assert_eq!(
             describe(&at(Outcome::Timeout(TimeoutKind::Response), 0), Some("x")),
             "response timeout"
+        );
+        use crate::result::ProtocolReason;
+        assert_eq!(
+            describe(
+                &at(Outcome::ProtocolError(ProtocolReason::PingFlood), 0),
+                None
+            ),
+            "protocol_error.ping_flood"
+        );
+        assert_eq!(
+            describe(&at(Outcome::ProtocolError(ProtocolReason::NotH2), 0), None),
+            "the server does not speak HTTP/2 (protocol_error.not_h2: it answered in HTTP/1.x); \
+             use --http-version 1.1"
         );
     }
 }

@@ -127,10 +127,10 @@ pub(super) fn response(outcome: Outcome, status: u16) -> Response {
             "stream was reset",
             outcome.reason().map_or("stream_reset", |r| r.name()),
         ),
-        Outcome::ProtocolError => non_http(
+        Outcome::ProtocolError(_) => non_http(
             "java.net.ProtocolException",
             "HTTP/2 protocol error",
-            "protocol_error",
+            outcome.reason().map_or("protocol_error", |r| r.name()),
         ),
         Outcome::FlowControlTimeout => non_http(
             "java.net.SocketTimeoutException",

@@ -218,6 +218,16 @@ fn rows_per_outcome() {
             0,
             "Non HTTP response code: java.io.InterruptedIOException,Non HTTP response message: Request cancelled,c200 1-7,text,false,",
         ),
+        (
+            Outcome::ProtocolError(crate::result::ProtocolReason::FrameSize),
+            0,
+            "Non HTTP response code: java.net.ProtocolException,Non HTTP response message: HTTP/2 protocol error,c200 1-7,text,false,protocol_error.frame_size",
+        ),
+        (
+            Outcome::StreamReset(crate::result::H2Code::InternalError),
+            0,
+            "Non HTTP response code: okhttp3.internal.http2.StreamResetException,Non HTTP response message: stream was reset,c200 1-7,text,false,stream_reset.internal_error",
+        ),
     ];
     let rows: Vec<JtlRow> = cases.iter().map(|(o, s, _)| row(*o, *s)).collect();
     let lines = written(&rows);

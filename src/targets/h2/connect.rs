@@ -9,10 +9,22 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::time::{timeout_at, Instant};
 
+use super::sniff::Sniffed;
 use super::unvectored::Unvectored;
 use super::H2Pool;
-use crate::result::{ConnErrorKind, Outcome, TimeoutKind};
-use crate::targets::http::{handshake_error, io_error};
+use crate::result::{ConnErrorKind, Outcome, ProtocolReason, TimeoutKind};
+use crate::targets::http::{handshake_error, io_error, MAX_HEAD, MAX_INTERIM};
+
+/// The most fields a response head (or its trailers) may hold, as over HTTP/1.1
+/// (`other.too_many_headers`).
+const MAX_FIELDS: usize = hubload_http1::response::MAX_HEADERS;
+
+/// The largest header list accepted, as HPACK sizes it (RFC 7541 §4.1: each field's name and
+/// value plus 32 bytes), and advertised in SETTINGS_MAX_HEADER_LIST_SIZE: HTTP/1.1's head
+/// limit plus the 32 bytes of each of its fields, so every head HTTP/1.1 accepts fits. h2
+/// refuses a larger list while decoding it, keeping no field past the limit
+/// (`other.head_too_large`).
+const MAX_HEADER_LIST: usize = MAX_HEAD + 32 * MAX_FIELDS;
 
 impl H2Pool {
     /// A new connection within the connect and handshake bounds (and the deadline), its h2
@@ -40,7 +52,7 @@ impl H2Pool {
         // The server chose HTTP/1.1 after all (it did at start too, or `auto` would not have
         // chosen h2): its answer to a connection preface would not be HTTP/2.
         if s.get_ref().1.alpn_protocol() != Some(b"h2") {
-            return Err(Outcome::ProtocolError);
+            return Err(Outcome::ProtocolError(ProtocolReason::NotH2));
         }
         Ok((self.handshake(s, deadline).await?, addr))
     }
@@ -59,9 +71,14 @@ impl H2Pool {
             // Responses are small: the default windows never block them, so no WINDOW_UPDATE
             // is owed per response beyond what h2 sends as data is released.
             .initial_window_size(1 << 20)
-            .initial_connection_window_size(1 << 24);
-        // Frames of many streams in one write (`unvectored.rs`).
-        let io = Unvectored(io);
+            .initial_connection_window_size(1 << 24)
+            // The limits a response head has over HTTP/1.1, for heads and trailers alike.
+            .max_header_list_size(MAX_HEADER_LIST as u32)
+            .max_header_fields(MAX_FIELDS)
+            .max_informational_responses(MAX_INTERIM as usize);
+        // Frames of many streams in one write (`unvectored.rs`), after the server's first
+        // bytes are checked for an HTTP/1.x answer (`sniff.rs`).
+        let io = Unvectored(Sniffed::new(io));
         let (send, conn) = match timeout_at(deadline, b.handshake::<_, Bytes>(io)).await {
             Err(_) => return Err(Outcome::Timeout(TimeoutKind::Connect)),
             Ok(Err(e)) => return Err(super::failure::stream_outcome(&e)),

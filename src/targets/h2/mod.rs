@@ -14,9 +14,12 @@
 //! - once a stream is sent it is never resent here: a refused stream or one above a GOAWAY's
 //!   last-stream-id is its own class, which the engine's `--retries` may retry (RFC 9113
 //!   §8.7; [`crate::result::Class::is_retryable`]);
-//! - the deadline bounds the whole attempt. A request body still blocked by flow control at
-//!   the deadline is a response timeout with reason `flow_control`; a stream given up is reset
-//!   (CANCEL) by h2 as it is dropped.
+//! - the deadline bounds the whole attempt. At the deadline, a stream h2 never opened (the
+//!   server's stream limit) is a pool wait, and one whose body the window held back a response
+//!   timeout with reason `flow_control` (`held`); a stream given up is reset (CANCEL) by h2
+//!   as it is dropped;
+//! - a response is held to HTTP/1.1's limits while h2 decodes it (`connect.rs`), and a failure
+//!   h2 raised is classed with its reason (`failure.rs`).
 //!
 //! Requests come rendered as HTTP/1.1 (`message.rs` converts them), so both dialects,
 //! registration and credentials send the same fields on either version. Bytes are counted as
@@ -27,6 +30,7 @@ mod alpn;
 mod connect;
 mod failure;
 mod message;
+mod sniff;
 mod unvectored;
 
 use std::future::Future;
@@ -427,6 +431,19 @@ async fn by<F: Future>(expiry: &mut Expiry<'_>, work: F) -> Option<F::Output> {
     .await
 }
 
+/// What held a stream whose response had not come by the deadline: the server's stream
+/// limit (h2 never opened it: a pool wait, whatever is buffered), the flow-control window (a
+/// body still buffered beyond the window it may use), else the server.
+fn held(stream: &SendStream<Bytes>) -> Outcome {
+    if stream.is_pending_open() {
+        return Outcome::Timeout(TimeoutKind::PoolWait);
+    }
+    if stream.buffered_data() > stream.send_window() {
+        return Outcome::FlowControlTimeout;
+    }
+    Outcome::Timeout(TimeoutKind::Response)
+}
+
 /// The rest of a started stream: the body, then the response.
 ///
 /// The body is handed to h2 at once, before the connection task has opened the stream and
@@ -452,8 +469,7 @@ async fn exchange(
         }
     }
     let head = match by(expiry, response).await {
-        None if stream.buffered_data() > 0 => return Err(Outcome::FlowControlTimeout),
-        None => return Err(Outcome::Timeout(TimeoutKind::Response)),
+        None => return Err(held(&stream)),
         Some(Err(e)) => return Err(stream_outcome(&e)),
         Some(Ok(head)) => head,
     };

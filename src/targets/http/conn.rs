@@ -21,7 +21,7 @@ pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// Go's net/http stops at 5: a server sends one or two (`100 Continue`, `103 Early Hints`),
 /// and one that never stops sending them must not keep the attempt parsing heads until its
 /// deadline, its task's every poll spent on them while other attempts' timers wait.
-const MAX_INTERIM: u32 = 5;
+pub(crate) const MAX_INTERIM: u32 = 5;
 /// The thread's read buffer size, and the least free space offered to each read into a
 /// connection's own buffer, bytes.
 const READ_CHUNK: usize = 8 * 1024;

@@ -77,6 +77,7 @@ pub use transport_error::TransportError;
 pub(crate) use conn::io_error;
 // The HTTP/2 transport watches its deadlines with a reused timer as connections here do.
 pub(crate) use conn::poll_deadline;
+pub(crate) use conn::{MAX_HEAD, MAX_INTERIM};
 pub(crate) use tls::handshake_error;
 
 /// How long an idle connection is kept by default: below nginx's 75 s keep-alive timeout

@@ -344,6 +344,12 @@ pub struct Builder {
     /// When this gets exceeded, we issue GOAWAYs.
     local_max_error_reset_streams: Option<usize>,
 
+    /// hubload patch: the most fields a received header block may hold.
+    max_header_fields: usize,
+
+    /// hubload patch: the most interim (1xx) responses one stream may receive.
+    max_informational: usize,
+
     /// connection-level budget for DATA framing overhead.
     ///
     /// When this gets exhausted, we issue a GOAWAY with `ENHANCE_YOUR_CALM`.
@@ -668,6 +674,8 @@ impl Builder {
             settings: Default::default(),
             stream_id: 1.into(),
             local_max_error_reset_streams: Some(proto::DEFAULT_LOCAL_RESET_COUNT_MAX),
+            max_header_fields: usize::MAX,
+            max_informational: usize::MAX,
             data_frame_budget: proto::DataFrameBudget::Auto,
         }
     }
@@ -1004,6 +1012,27 @@ impl Builder {
     /// ```
     pub fn reset_stream_duration(&mut self, dur: Duration) -> &mut Self {
         self.reset_stream_duration = dur;
+        self
+    }
+
+    /// hubload patch: sets the most fields a received header block (a response head or its
+    /// trailers) may hold. A block with more is refused as one over `max_header_list_size`
+    /// is, while it is decoded (no field past the limit is kept): its stream fails with
+    /// [`Reason::TOO_MANY_HEADER_FIELDS`] (sent to the peer as PROTOCOL_ERROR).
+    ///
+    /// The default is no limit.
+    pub fn max_header_fields(&mut self, max: usize) -> &mut Self {
+        self.max_header_fields = max;
+        self
+    }
+
+    /// hubload patch: sets the most interim (1xx) responses one stream may receive before
+    /// its final response. One more fails the stream with
+    /// [`Reason::TOO_MANY_INFORMATIONAL`] (sent to the peer as PROTOCOL_ERROR).
+    ///
+    /// The default is no limit.
+    pub fn max_informational_responses(&mut self, max: usize) -> &mut Self {
+        self.max_informational = max;
         self
     }
 
@@ -1355,6 +1384,8 @@ where
             codec.set_max_recv_header_list_size(max as usize);
         }
 
+        codec.set_max_recv_header_fields(builder.max_header_fields);
+
         // Send initial settings frame
         codec
             .buffer(builder.settings.clone().into())
@@ -1370,6 +1401,7 @@ where
                 reset_stream_max: builder.reset_stream_max,
                 remote_reset_stream_max: builder.pending_accept_reset_stream_max,
                 local_error_reset_streams_max: builder.local_max_error_reset_streams,
+                max_informational: builder.max_informational,
                 settings: builder.settings,
                 data_frame_budget: builder.data_frame_budget,
             },

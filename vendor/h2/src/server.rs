@@ -1539,6 +1539,7 @@ where
                             local_error_reset_streams_max: self
                                 .builder
                                 .local_max_error_reset_streams,
+                            max_informational: usize::MAX,
                             settings: self.builder.settings.clone(),
                             data_frame_budget: self.builder.data_frame_budget,
                         },

@@ -304,6 +304,20 @@ impl<B: Buf> SendStream<B> {
         self.inner.buffered_data()
     }
 
+    /// hubload patch: whether the stream still waits to be opened, its HEADERS not yet sent,
+    /// because the peer's SETTINGS_MAX_CONCURRENT_STREAMS is reached.
+    pub fn is_pending_open(&self) -> bool {
+        self.inner.is_pending_open()
+    }
+
+    /// hubload patch: the flow-control window the stream may send in now: the smaller of
+    /// its own and the connection's, 0 when either is shut. A body still
+    /// [buffered](Self::buffered_data) beyond this window is held back by it; one within
+    /// it, by the connection's writes.
+    pub fn send_window(&self) -> usize {
+        self.inner.send_window()
+    }
+
     /// Requests to be notified when the stream's capacity increases.
     ///
     /// Before calling this, capacity should be requested with

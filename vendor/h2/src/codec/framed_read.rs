@@ -14,6 +14,7 @@ use std::io;
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead as InnerFramedRead;
 use tokio_util::codec::{LengthDelimitedCodec, LengthDelimitedCodecError};
@@ -36,6 +37,12 @@ struct FrameDecoder {
     hpack: hpack::Decoder,
 
     max_header_list_size: usize,
+
+    /// hubload patch: the most fields a header block may hold (`usize::MAX`: no limit).
+    max_header_fields: usize,
+
+    /// hubload patch: frames that ask for work without carrying any, counted per second.
+    flood: FloodGuard,
 
     max_continuation_frames: usize,
 
@@ -102,6 +109,12 @@ impl<T> FramedRead<T> {
             .set_max_header_list_size(val, self.max_frame_size());
     }
 
+    /// hubload patch: update the most fields a received header block may hold.
+    #[inline]
+    pub fn set_max_header_fields(&mut self, val: usize) {
+        self.decoder.max_header_fields = val;
+    }
+
     /// Update the header table size setting.
     #[inline]
     pub fn set_header_table_size(&mut self, val: usize) {
@@ -124,6 +137,8 @@ impl FrameDecoder {
         FrameDecoder {
             hpack: hpack::Decoder::new(DEFAULT_SETTINGS_HEADER_TABLE_SIZE),
             max_header_list_size,
+            max_header_fields: usize::MAX,
+            flood: FloodGuard::default(),
             max_continuation_frames: calc_max_continuation_frames(
                 max_header_list_size,
                 max_frame_size,
@@ -180,6 +195,20 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
 
     tracing::trace!(frame.kind = ?kind);
 
+    // hubload patch: a peer that floods frames which ask for work (an ACK, a lookup) and carry
+    // none ends the connection, as nghttp2 ends it, instead of starving its streams.
+    let empty = bytes.len() == frame::HEADER_LEN;
+    let flood = match kind {
+        Kind::Ping if head.flag() & 0x1 == 0 => Some(Flood::Ping),
+        Kind::Settings if head.flag() & 0x1 == 0 => Some(Flood::Settings),
+        Kind::Priority | Kind::Unknown => Some(Flood::Other),
+        Kind::Data if empty && head.flag() & 0x1 == 0 => Some(Flood::Other),
+        _ => None,
+    };
+    if let Some(flood) = flood {
+        decoder.flood.count(flood)?;
+    }
+
     macro_rules! header_block {
         ($frame:ident, $head:ident, $bytes:ident) => ({
             // Drop the frame header
@@ -204,7 +233,12 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
             let is_end_headers = frame.is_end_headers();
 
             // Load the HPACK encoded headers
-            match frame.load_hpack(&mut payload, decoder.max_header_list_size, &mut decoder.hpack) {
+            match frame.load_hpack(
+                &mut payload,
+                decoder.max_header_list_size,
+                decoder.max_header_fields,
+                &mut decoder.hpack,
+            ) {
                 Ok(_) => {},
                 Err(frame::Error::Hpack(hpack::DecoderError::NeedMore(_))) if !is_end_headers => {},
                 Err(frame::Error::MalformedMessage) => {
@@ -215,13 +249,18 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                 Err(frame::Error::HeaderListWayTooLarge) => {
                     proto_err!(conn: "decoded header list size over abuse limit");
                     return Err(Error::library_go_away_data(
-                        Reason::ENHANCE_YOUR_CALM,
+                        Reason::HEADER_LIST_WAY_TOO_LARGE, // hubload patch: h2's own reason
                         "header_list_way_too_large",
                     ));
                 },
                 Err(e) => {
                     proto_err!(conn: "failed HPACK decoding; err={:?}", e);
-                    return Err(Error::library_go_away(Reason::PROTOCOL_ERROR));
+                    // hubload patch: a field block that cannot be decoded is a connection
+                    // error of type COMPRESSION_ERROR (RFC 9113 §4.3).
+                    return Err(Error::library_go_away(match e {
+                        frame::Error::Hpack(_) => Reason::COMPRESSION_ERROR,
+                        _ => Reason::PROTOCOL_ERROR,
+                    }));
                 }
             }
 
@@ -247,7 +286,11 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
 
             res.map_err(|e| {
                 proto_err!(conn: "failed to load SETTINGS frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                // hubload patch: RFC 9113 §6.5.2's code for a window too large.
+                Error::library_go_away(match e {
+                    frame::Error::InitialWindowSizeTooLarge => Reason::FLOW_CONTROL_ERROR,
+                    _ => Reason::PROTOCOL_ERROR,
+                })
             })?
             .into()
         }
@@ -348,8 +391,16 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                         "too_many_continuations, max = {}",
                         decoder.max_continuation_frames
                     );
+                    // hubload patch: when the block decoded so far is already over a limit,
+                    // the limit is the reason (a head too large in CONTINUATION frames),
+                    // not a flood of them.
+                    let reason = match partial.frame.over_limit() {
+                        Some(Reason::TOO_MANY_HEADER_FIELDS) => Reason::TOO_MANY_HEADER_FIELDS,
+                        Some(_) => Reason::HEADER_LIST_WAY_TOO_LARGE,
+                        None => Reason::ENHANCE_YOUR_CALM,
+                    };
                     return Err(Error::library_go_away_data(
-                        Reason::ENHANCE_YOUR_CALM,
+                        reason,
                         "too_many_continuations",
                     ));
                 } else {
@@ -386,6 +437,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
             match partial.frame.load_hpack(
                 &mut partial.buf,
                 decoder.max_header_list_size,
+                decoder.max_header_fields,
                 &mut decoder.hpack,
             ) {
                 Ok(_) => {}
@@ -398,13 +450,18 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                 Err(frame::Error::HeaderListWayTooLarge) => {
                     proto_err!(conn: "decoded CONTINUATION header list size over abuse limit");
                     return Err(Error::library_go_away_data(
-                        Reason::ENHANCE_YOUR_CALM,
+                        Reason::HEADER_LIST_WAY_TOO_LARGE, // hubload patch: h2's own reason
                         "header_list_way_too_large",
                     ));
                 }
                 Err(e) => {
                     proto_err!(conn: "failed HPACK decoding; err={:?}", e);
-                    return Err(Error::library_go_away(Reason::PROTOCOL_ERROR));
+                    // hubload patch: a field block that cannot be decoded is a connection
+                    // error of type COMPRESSION_ERROR (RFC 9113 §4.3).
+                    return Err(Error::library_go_away(match e {
+                        frame::Error::Hpack(_) => Reason::COMPRESSION_ERROR,
+                        _ => Reason::PROTOCOL_ERROR,
+                    }));
                 }
             }
 
@@ -465,6 +522,58 @@ fn map_err(err: io::Error) -> Error {
     err.into()
 }
 
+// ===== impl FloodGuard ===== (hubload patch)
+
+/// How many frames of one flood kind a peer may send in one [`FLOOD_WINDOW`].
+const FLOOD_LIMIT: u32 = 1_000;
+
+/// The window the flood guard counts in.
+const FLOOD_WINDOW: Duration = Duration::from_secs(1);
+
+/// The kinds of frame the flood guard counts, each on its own.
+#[derive(Debug, Clone, Copy)]
+enum Flood {
+    /// PING without ACK: each asks for a PING ACK.
+    Ping = 0,
+    /// SETTINGS without ACK: each asks for a SETTINGS ACK.
+    Settings = 1,
+    /// PRIORITY, frames of unknown types, and empty DATA without END_STREAM.
+    Other = 2,
+}
+
+/// Counts flood frames per kind in fixed one-second windows; more than [`FLOOD_LIMIT`] of
+/// one kind in a window is a connection error with the kind's reason (sent as
+/// ENHANCE_YOUR_CALM).
+#[derive(Debug, Default)]
+struct FloodGuard {
+    window: Option<Instant>,
+    counts: [u32; 3],
+}
+
+impl FloodGuard {
+    fn count(&mut self, kind: Flood) -> Result<(), Error> {
+        let now = Instant::now();
+        if self
+            .window
+            .map_or(true, |start| now.duration_since(start) >= FLOOD_WINDOW)
+        {
+            self.window = Some(now);
+            self.counts = [0; 3];
+        }
+        let n = &mut self.counts[kind as usize];
+        *n += 1;
+        if *n <= FLOOD_LIMIT {
+            return Ok(());
+        }
+        proto_err!(conn: "{:?} flood: over {} in a second", kind, FLOOD_LIMIT);
+        Err(Error::library_go_away(match kind {
+            Flood::Ping => Reason::PING_FLOOD,
+            Flood::Settings => Reason::SETTINGS_FLOOD,
+            Flood::Other => Reason::FRAME_FLOOD,
+        }))
+    }
+}
+
 // ===== impl Continuable =====
 
 impl Continuable {
@@ -482,15 +591,28 @@ impl Continuable {
         }
     }
 
+    /// hubload patch: which limit the block decoded so far went over, if any.
+    fn over_limit(&self) -> Option<Reason> {
+        match *self {
+            Continuable::Headers(ref h) => h.over_limit(),
+            Continuable::PushPromise(ref p) => p.is_over_size().then_some(Reason::HEADER_LIST_TOO_LARGE),
+        }
+    }
+
     fn load_hpack(
         &mut self,
         src: &mut BytesMut,
         max_header_list_size: usize,
+        max_fields: usize,
         decoder: &mut hpack::Decoder,
     ) -> Result<(), frame::Error> {
         match *self {
-            Continuable::Headers(ref mut h) => h.load_hpack(src, max_header_list_size, decoder),
-            Continuable::PushPromise(ref mut p) => p.load_hpack(src, max_header_list_size, decoder),
+            Continuable::Headers(ref mut h) => {
+                h.load_hpack(src, max_header_list_size, max_fields, decoder)
+            }
+            Continuable::PushPromise(ref mut p) => {
+                p.load_hpack(src, max_header_list_size, max_fields, decoder)
+            }
         }
     }
 }

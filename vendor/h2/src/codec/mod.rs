@@ -105,6 +105,11 @@ impl<T, B> Codec<T, B> {
         self.inner.set_max_header_list_size(val);
     }
 
+    /// hubload patch: set the most fields a received header block may hold.
+    pub fn set_max_recv_header_fields(&mut self, val: usize) {
+        self.inner.set_max_header_fields(val);
+    }
+
     /// Get a reference to the inner stream.
     #[cfg(feature = "unstable")]
     pub fn get_ref(&self) -> &T {

@@ -71,7 +71,8 @@ impl GoAway {
         let head = Head::new(Kind::GoAway, 0, StreamId::zero());
         head.encode(8 + self.debug_data.len(), dst);
         dst.put_u32(self.last_stream_id.into());
-        dst.put_u32(self.error_code.into());
+        // hubload patch: h2's own reasons go out as the standard code.
+        dst.put_u32(self.error_code.on_wire().into());
         dst.put(self.debug_data.slice(..));
     }
 }

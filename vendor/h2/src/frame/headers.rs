@@ -97,6 +97,10 @@ struct HeaderBlock {
     /// Set to true if decoding went over the max header list size.
     is_over_size: bool,
 
+    /// hubload patch: set (with `is_over_size`) when the block held more fields than the
+    /// decoder's `max_header_fields`.
+    too_many_fields: bool,
+
     /// Pseudo headers, these are broken out as they must be sent as part of the
     /// headers frame.
     pseudo: Pseudo,
@@ -125,6 +129,7 @@ impl Headers {
                 field_size: calculate_headermap_size(&fields),
                 fields,
                 is_over_size: false,
+                too_many_fields: false,
                 pseudo,
             },
             flags: HeadersFlag::default(),
@@ -142,6 +147,7 @@ impl Headers {
                 field_size: calculate_headermap_size(&fields),
                 fields,
                 is_over_size: false,
+                too_many_fields: false,
                 pseudo: Pseudo::default(),
             },
             flags,
@@ -207,6 +213,7 @@ impl Headers {
                 fields: HeaderMap::with_capacity(capacity),
                 field_size: 0,
                 is_over_size: false,
+                too_many_fields: false,
                 pseudo: Pseudo::default(),
             },
             flags,
@@ -219,9 +226,11 @@ impl Headers {
         &mut self,
         src: &mut BytesMut,
         max_header_list_size: usize,
+        max_fields: usize,
         decoder: &mut hpack::Decoder,
     ) -> Result<(), Error> {
-        self.header_block.load(src, max_header_list_size, decoder)
+        self.header_block
+            .load(src, max_header_list_size, max_fields, decoder)
     }
 
     pub fn stream_id(&self) -> StreamId {
@@ -246,6 +255,11 @@ impl Headers {
 
     pub fn is_over_size(&self) -> bool {
         self.header_block.is_over_size
+    }
+
+    /// hubload patch: which limit the block went over, if any.
+    pub fn over_limit(&self) -> Option<super::Reason> {
+        self.header_block.over_limit()
     }
 
     pub fn into_parts(self) -> (Pseudo, HeaderMap) {
@@ -367,6 +381,7 @@ impl PushPromise {
                 field_size: calculate_headermap_size(&fields),
                 fields,
                 is_over_size: false,
+                too_many_fields: false,
                 pseudo,
             },
             promised_id,
@@ -458,6 +473,7 @@ impl PushPromise {
                 fields: HeaderMap::with_capacity(capacity),
                 field_size: 0,
                 is_over_size: false,
+                too_many_fields: false,
                 pseudo: Pseudo::default(),
             },
             promised_id,
@@ -470,9 +486,11 @@ impl PushPromise {
         &mut self,
         src: &mut BytesMut,
         max_header_list_size: usize,
+        max_fields: usize,
         decoder: &mut hpack::Decoder,
     ) -> Result<(), Error> {
-        self.header_block.load(src, max_header_list_size, decoder)
+        self.header_block
+            .load(src, max_header_list_size, max_fields, decoder)
     }
 
     pub fn stream_id(&self) -> StreamId {
@@ -859,10 +877,22 @@ impl fmt::Debug for PushPromiseFlag {
 // ===== HeaderBlock =====
 
 impl HeaderBlock {
+    /// hubload patch: which limit the block went over, if any.
+    fn over_limit(&self) -> Option<super::Reason> {
+        if self.too_many_fields {
+            Some(super::Reason::TOO_MANY_HEADER_FIELDS)
+        } else if self.is_over_size {
+            Some(super::Reason::HEADER_LIST_TOO_LARGE)
+        } else {
+            None
+        }
+    }
+
     fn load(
         &mut self,
         src: &mut BytesMut,
         max_header_list_size: usize,
+        max_fields: usize,
         decoder: &mut hpack::Decoder,
     ) -> Result<(), Error> {
         let mut reg = !self.fields.is_empty();
@@ -945,6 +975,13 @@ impl HeaderBlock {
                         headers_size += header_size;
                         if check_size!().is_break() {
                             return ControlFlow::Break(());
+                        }
+                        // hubload patch: a field past `max_fields` is counted as the size
+                        // limit's are: the block is refused and no further field is kept.
+                        if !self.is_over_size && self.fields.len() >= max_fields {
+                            tracing::trace!("load_hpack; more header fields than the max");
+                            self.is_over_size = true;
+                            self.too_many_fields = true;
                         }
                         if !self.is_over_size {
                             self.field_size += header_size;
@@ -1292,7 +1329,12 @@ mod test {
         let mut decoder = hpack::Decoder::new(4096);
         const DEFAULT_MAX_HEADER_LIST_SIZE: usize = 16 << 20; // 16 MB
         headers
-            .load_hpack(&mut hpack_data, DEFAULT_MAX_HEADER_LIST_SIZE, &mut decoder)
+            .load_hpack(
+                &mut hpack_data,
+                DEFAULT_MAX_HEADER_LIST_SIZE,
+                usize::MAX,
+                &mut decoder,
+            )
             .expect("load_hpack should return Ok");
 
         // Verify that is_over_size was set (try_append returned Err)

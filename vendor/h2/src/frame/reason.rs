@@ -59,6 +59,45 @@ impl Reason {
     /// The endpoint requires that HTTP/1.1 be used instead of HTTP/2.
     pub const HTTP_1_1_REQUIRED: Reason = Reason(13);
 
+    // hubload patch: reasons h2 gives its own user for errors it raised itself, beyond RFC
+    // 9113's codes, so the user can tell them apart. None is ever sent: a RST_STREAM or
+    // GOAWAY carrying one is written with the standard code `on_wire` names.
+
+    /// A received header block decoded to more than `max_header_list_size` (sent as
+    /// PROTOCOL_ERROR).
+    pub const HEADER_LIST_TOO_LARGE: Reason = Reason(0x6875_6c01);
+    /// A received header block decoded to so much more than `max_header_list_size` that h2
+    /// stopped decoding it and ends the connection (sent as ENHANCE_YOUR_CALM).
+    pub const HEADER_LIST_WAY_TOO_LARGE: Reason = Reason(0x6875_6c02);
+    /// A received header block held more fields than `max_header_fields` (sent as
+    /// PROTOCOL_ERROR).
+    pub const TOO_MANY_HEADER_FIELDS: Reason = Reason(0x6875_6c03);
+    /// More interim (1xx) responses on one stream than `max_informational_responses` (sent
+    /// as PROTOCOL_ERROR).
+    pub const TOO_MANY_INFORMATIONAL: Reason = Reason(0x6875_6c04);
+    /// More PING frames than the flood guard allows (sent as ENHANCE_YOUR_CALM).
+    pub const PING_FLOOD: Reason = Reason(0x6875_6c05);
+    /// More SETTINGS frames than the flood guard allows (sent as ENHANCE_YOUR_CALM).
+    pub const SETTINGS_FLOOD: Reason = Reason(0x6875_6c06);
+    /// More frames that ask for work without carrying any (PRIORITY, unknown types, empty
+    /// DATA or CONTINUATION) than the flood guard allows (sent as ENHANCE_YOUR_CALM).
+    pub const FRAME_FLOOD: Reason = Reason(0x6875_6c07);
+
+    /// The code a frame carries for this reason: itself, or for the reasons above that are
+    /// h2's own, the standard code that stands for it.
+    pub fn on_wire(self) -> Reason {
+        match self {
+            Reason::HEADER_LIST_TOO_LARGE
+            | Reason::TOO_MANY_HEADER_FIELDS
+            | Reason::TOO_MANY_INFORMATIONAL => Reason::PROTOCOL_ERROR,
+            Reason::HEADER_LIST_WAY_TOO_LARGE
+            | Reason::PING_FLOOD
+            | Reason::SETTINGS_FLOOD
+            | Reason::FRAME_FLOOD => Reason::ENHANCE_YOUR_CALM,
+            other => other,
+        }
+    }
+
     /// Get a string description of the error code.
     pub fn description(&self) -> &str {
         match self.0 {
@@ -79,6 +118,13 @@ impl Reason {
             11 => "detected excessive load generating behavior",
             12 => "security properties do not meet minimum requirements",
             13 => "endpoint requires HTTP/1.1",
+            0x6875_6c01 => "header list larger than the limit",
+            0x6875_6c02 => "header list far larger than the limit",
+            0x6875_6c03 => "more header fields than the limit",
+            0x6875_6c04 => "more interim responses than the limit",
+            0x6875_6c05 => "PING flood",
+            0x6875_6c06 => "SETTINGS flood",
+            0x6875_6c07 => "flood of frames that carry no work",
             _ => "unknown reason",
         }
     }
@@ -113,6 +159,13 @@ impl fmt::Debug for Reason {
             11 => "ENHANCE_YOUR_CALM",
             12 => "INADEQUATE_SECURITY",
             13 => "HTTP_1_1_REQUIRED",
+            0x6875_6c01 => "HEADER_LIST_TOO_LARGE",
+            0x6875_6c02 => "HEADER_LIST_WAY_TOO_LARGE",
+            0x6875_6c03 => "TOO_MANY_HEADER_FIELDS",
+            0x6875_6c04 => "TOO_MANY_INFORMATIONAL",
+            0x6875_6c05 => "PING_FLOOD",
+            0x6875_6c06 => "SETTINGS_FLOOD",
+            0x6875_6c07 => "FRAME_FLOOD",
             other => return f.debug_tuple("Reason").field(&Hex(other)).finish(),
         };
         f.write_str(name)

@@ -45,7 +45,8 @@ impl Reset {
         );
         let head = Head::new(Kind::Reset, 0, self.stream_id);
         head.encode(4, dst);
-        dst.put_u32(self.error_code.into());
+        // hubload patch: h2's own reasons go out as the standard code.
+        dst.put_u32(self.error_code.on_wire().into());
     }
 }
 

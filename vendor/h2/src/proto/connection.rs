@@ -85,6 +85,8 @@ pub(crate) struct Config {
     pub reset_stream_max: Option<usize>,
     pub remote_reset_stream_max: usize,
     pub local_error_reset_streams_max: Option<usize>,
+    /// hubload patch: the most interim (1xx) responses one stream may receive.
+    pub max_informational: usize,
     pub settings: frame::Settings,
     pub data_frame_budget: DataFrameBudget,
 }
@@ -159,6 +161,7 @@ where
                 remote_init_window_sz: DEFAULT_INITIAL_WINDOW_SIZE,
                 remote_max_initiated,
                 local_max_error_reset_streams: config.local_error_reset_streams_max,
+                local_max_informational: config.max_informational,
                 data_frame_budget: config.data_frame_budget,
             }
         }

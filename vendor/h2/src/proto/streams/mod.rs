@@ -79,6 +79,9 @@ pub struct Config {
     /// When this gets exceeded, we issue GOAWAYs.
     pub local_max_error_reset_streams: Option<usize>,
 
+    /// hubload patch: the most interim (1xx) responses one stream may receive.
+    pub local_max_informational: usize,
+
     /// Connection-level budget policy for DATA framing overhead.
     pub(crate) data_frame_budget: DataFrameBudget,
 }

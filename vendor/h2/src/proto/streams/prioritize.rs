@@ -104,6 +104,11 @@ impl Prioritize {
         }
     }
 
+    /// hubload patch: the connection's send window now (negative when a SETTINGS shrank it).
+    pub(crate) fn connection_window(&self) -> WindowSize {
+        self.flow.window_size()
+    }
+
     pub(crate) fn max_buffer_size(&self) -> usize {
         self.max_buffer_size
     }

@@ -56,6 +56,9 @@ pub(super) struct Recv {
 
     /// If extended connect protocol is enabled.
     is_extended_connect_protocol_enabled: bool,
+
+    /// hubload patch: the most interim (1xx) responses a stream may receive.
+    max_informational: usize,
 }
 
 #[derive(Debug)]
@@ -74,7 +77,9 @@ pub(super) struct DataEvent {
 
 #[derive(Debug)]
 pub(super) enum RecvHeaderBlockError {
-    Oversize,
+    /// hubload patch: with the limit it went over (`Reason::HEADER_LIST_TOO_LARGE` or
+    /// `Reason::TOO_MANY_HEADER_FIELDS`).
+    Oversize(Reason),
     State(Error),
 }
 
@@ -115,6 +120,7 @@ impl Recv {
             buffer: Buffer::new(),
             is_push_enabled: config.local_push_enabled,
             is_extended_connect_protocol_enabled: config.extended_connect_protocol_enabled,
+            max_informational: config.local_max_informational,
         }
     }
 
@@ -240,7 +246,11 @@ impl Recv {
                  recv_headers: frame is over size; stream={:?}",
                 stream.id
             );
-            return Err(RecvHeaderBlockError::Oversize);
+            return Err(RecvHeaderBlockError::Oversize(
+                frame
+                    .over_limit()
+                    .unwrap_or(Reason::HEADER_LIST_TOO_LARGE),
+            ));
         }
 
         let stream_id = frame.stream_id();
@@ -278,6 +288,16 @@ impl Recv {
                 self.pending_accept.push(stream);
             }
         } else {
+            // hubload patch: a stream takes at most `max_informational` interim responses, so
+            // a server that sends them forever fails the stream instead of holding it.
+            stream.informational_received += 1;
+            if stream.informational_received > self.max_informational {
+                proto_err!(stream: "more interim responses than the limit; stream={:?}", stream.id);
+                return Err(
+                    Error::library_reset(stream.id, Reason::TOO_MANY_INFORMATIONAL).into(),
+                );
+            }
+
             // This is an informational response (1xx status code)
             // Convert to response and store it for polling
             let message = counts
@@ -426,6 +446,12 @@ impl Recv {
     ) -> Result<(), Error> {
         // Transition the state
         stream.state.recv_close()?;
+
+        // hubload patch: trailers are held to the limits a head is.
+        if let Some(reason) = frame.over_limit() {
+            proto_err!(stream: "recv_trailers: over the header limits; stream={:?}", stream.id);
+            return Err(Error::library_reset(stream.id, reason));
+        }
 
         if stream.ensure_content_length_zero().is_err() {
             proto_err!(stream: "recv_trailers: content-length is not zero; stream={:?};",  stream.id);
@@ -1325,6 +1351,7 @@ mod tests {
             remote_init_window_sz: DEFAULT_INITIAL_WINDOW_SIZE,
             remote_max_initiated: None,
             local_max_error_reset_streams: None,
+            local_max_informational: usize::MAX,
             data_frame_budget: DataFrameBudget::Configured(DEFAULT_DATA_FRAME_BUDGET),
         };
         let mut recv = Recv::new(peer::Dyn::Server, &config);

@@ -49,6 +49,11 @@ pub(crate) enum PollReset {
 
 impl Send {
     /// Create a new `Send`
+    /// hubload patch: the connection's send window now.
+    pub(crate) fn connection_window(&self) -> WindowSize {
+        self.prioritize.connection_window()
+    }
+
     pub fn new(config: &Config) -> Self {
         Send {
             init_window_sz: config.remote_init_window_sz,

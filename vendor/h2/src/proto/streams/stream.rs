@@ -120,6 +120,9 @@ pub(super) struct Stream {
 
     /// Validate content-length headers
     pub content_length: ContentLength,
+
+    /// hubload patch: interim (1xx) responses received on this stream.
+    pub informational_received: usize,
 }
 
 /// State related to validating a stream's content-length
@@ -201,6 +204,7 @@ impl Stream {
             push_task: None,
             pending_push_promises: store::Queue::new(),
             content_length: ContentLength::Omitted,
+            informational_received: 0,
         }
     }
 

@@ -552,7 +552,7 @@ impl Inner {
             let res = if stream.state.is_recv_headers() {
                 match actions.recv.recv_headers(frame, stream, counts) {
                     Ok(()) => Ok(()),
-                    Err(RecvHeaderBlockError::Oversize) => {
+                    Err(RecvHeaderBlockError::Oversize(reason)) => {
                         if peer.is_server() {
                             let mut resp = frame::Headers::new(
                                 stream.id,
@@ -577,7 +577,8 @@ impl Inner {
 
                             Ok(())
                         } else {
-                            Err(Error::library_reset(stream.id, Reason::PROTOCOL_ERROR))
+                            // hubload patch: the limit it went over, for the user.
+                            Err(Error::library_reset(stream.id, reason))
                         }
                     },
                     Err(RecvHeaderBlockError::State(err)) => Err(err),
@@ -1434,6 +1435,17 @@ impl<B> StreamRef<B> {
         let stream = me.store.resolve(self.opaque.key);
 
         stream.buffered_send_data
+    }
+
+    /// hubload patch: the window the stream may send in now: the smaller of its own and the
+    /// connection's, 0 when either is shut.
+    pub fn send_window(&self) -> usize {
+        let mut me = self.opaque.inner.lock().unwrap();
+        let me = &mut *me;
+        let stream = me.store.resolve(self.opaque.key);
+        let own = stream.send_flow.window_size();
+        let conn = me.actions.send.connection_window();
+        own.min(conn) as usize
     }
 
     /// Request to be notified when the stream's capacity increases
