@@ -231,7 +231,8 @@ pub struct RunArgs {
     pub h2_streams: Option<String>,
 
     // ---- TLS (src/config/tls_flags.rs)
-    /// Trust this CA (PEM) for an https hub, besides the web PKI roots (repeatable).
+    /// Trust this CA (PEM) for an https hub and for Service Bus TLS (amqps and WebSockets),
+    /// besides the web PKI roots (repeatable).
     #[arg(long, value_name = "FILE", help_heading = "TLS")]
     pub ca_cert: Vec<PathBuf>,
     /// Do not verify the hub's certificate (warned on stderr, recorded in the reports).

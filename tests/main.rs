@@ -38,6 +38,7 @@ mod resolve;
 mod schema;
 mod server_timing;
 mod servicebus;
+mod servicebus_ws;
 mod shard_churn;
 mod shard_delivery;
 mod shards;
