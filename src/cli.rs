@@ -48,6 +48,9 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Pre-flight: check, in order, what a run with these flags needs (DNS, TCP, TLS, the hub
+    /// answering, the Service Bus token and topics), one line per check; exit 5 if any fails.
+    Check(Box<RunArgs>),
     /// Run the reference hub standalone (the same flags as `hubload-hub`).
     Hub(Box<hubload_hub::cli::HubArgs>),
     /// Merge shard results (files, or a `kubectl logs` dump) into one report.

@@ -4,6 +4,7 @@ mod binary;
 mod broker_faults;
 mod broker_subscribers;
 mod capture;
+mod check;
 mod churn;
 mod cli_errors;
 mod compare_delivery;

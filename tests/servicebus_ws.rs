@@ -9,15 +9,14 @@ use hubload_servicebus::TransportType;
 
 use crate::util::{count, Scenario};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_over_websockets_reconciles_with_the_emulator() {
-    let Some(openssl) = crate::util::tool("openssl", "the WebSocket tests") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    crate::https::make_certs(&openssl, dir.path());
-    let sc = Scenario::servicebus(EmulatorConfig::default()).await;
-    let tls = ws::tls_acceptor(&dir.path().join("leaf.pem"), &dir.path().join("leaf.key")).unwrap();
+/// Serve the scenario's emulator over WebSockets too, with a throw-away CA made in the
+/// scenario's folder (`ca.pem` there); the connection string naming `localhost` and that port
+/// with `TransportType=AmqpWebSockets`. `None` without openssl (outside CI).
+pub(crate) async fn serve_ws(sc: &Scenario) -> Option<String> {
+    let openssl = crate::util::tool("openssl", "the WebSocket tests")?;
+    let d = sc.dir.path();
+    crate::https::make_certs(&openssl, d);
+    let tls = ws::tls_acceptor(&d.join("leaf.pem"), &d.join("leaf.key")).unwrap();
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = sc.emulator().serve_websockets(l, tls).unwrap().port();
     let mut cs = sc.emulator().connection_string_parsed();
@@ -25,9 +24,22 @@ async fn a_run_over_websockets_reconciles_with_the_emulator() {
     cs.port = Some(port);
     cs.use_development_emulator = false;
     cs.transport = TransportType::AmqpWebSockets;
-    let cs = cs.expose();
+    Some(cs.expose())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_over_websockets_reconciles_with_the_emulator() {
+    let sc = Scenario::servicebus(EmulatorConfig::default()).await;
+    let Some(cs) = serve_ws(&sc).await else {
+        return;
+    };
+    let port = cs
+        .parse::<hubload_servicebus::ConnectionString>()
+        .unwrap()
+        .port
+        .unwrap();
     assert!(cs.ends_with(";TransportType=AmqpWebSockets"), "{cs}");
-    let ca = dir.path().join("ca.pem");
+    let ca = sc.dir.path().join("ca.pem");
     let o = sc
         .run(&[
             "--tenants",

@@ -26,5 +26,5 @@ pub use error::SbError;
 pub use message::OutgoingMessage;
 pub use outcome::{SendOutcome, SendResult};
 pub use receiver::{ReceiveError, Received, ReceiverConfig, SbReceiver};
-pub use sender::{SbSender, SenderConfig};
+pub use sender::{tls_connector, SbSender, SenderConfig};
 pub use transport::TransportType;

@@ -64,7 +64,7 @@ pub struct SbSender {
 
 /// The TLS connector for Azure (webpki roots, ring, and the connection's extra CA PEMs);
 /// shared with the receiver.
-pub(crate) fn tls_connector(cs: &ConnectionString) -> Result<TlsConnector, SbError> {
+pub fn tls_connector(cs: &ConnectionString) -> Result<TlsConnector, SbError> {
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     crate::transport::add_pems(&mut roots, &cs.ca_pems).map_err(SbError::Config)?;
