@@ -194,3 +194,48 @@ async fn the_hub_answering_and_a_non_http_port() {
     );
     assert_eq!(out.status.code(), Some(5));
 }
+
+/// A profile given after `check` is read as a run reads it, and a flag on the command line
+/// wins over it: both aim at closed ports, the flag's is the one tried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_after_check_is_read_and_flags_win() {
+    let sc = Scenario::start(Default::default()).await;
+    let closed = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (a, b) = (closed(), closed());
+    let profile = sc.dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        format!("hub_url = \"http://127.0.0.1:{a}/hub\"\n"),
+    )
+    .unwrap();
+    let p = profile.display().to_string();
+    let (out, lines) = check(vec!["--profile".into(), p.clone()], sc.dir.path()).await;
+    assert_eq!(
+        heads(&lines),
+        ["ok dns", "FAIL tcp", "skip hub"],
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].contains(&format!("127.0.0.1:{a}:")),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(out.status.code(), Some(5));
+    let flag = format!("http://127.0.0.1:{b}/hub");
+    let (_, lines) = check(
+        vec!["--profile".into(), p, "--hub-url".into(), flag],
+        sc.dir.path(),
+    )
+    .await;
+    assert!(
+        lines[1].contains(&format!("127.0.0.1:{b}:")),
+        "{}",
+        lines[1]
+    );
+}
