@@ -48,6 +48,9 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Pre-flight: check, in order, what a run with these flags needs (DNS, TCP, TLS, the hub
+    /// answering, the Service Bus token and topics), one line per check; exit 5 if any fails.
+    Check(Box<RunArgs>),
     /// Run the reference hub standalone (the same flags as `hubload-hub`).
     Hub(Box<hubload_hub::cli::HubArgs>),
     /// Merge shard results (files, or a `kubectl logs` dump) into one report.
@@ -231,7 +234,8 @@ pub struct RunArgs {
     pub h2_streams: Option<String>,
 
     // ---- TLS (src/config/tls_flags.rs)
-    /// Trust this CA (PEM) for an https hub, besides the web PKI roots (repeatable).
+    /// Trust this CA (PEM) for an https hub and for Service Bus TLS (amqps and WebSockets),
+    /// besides the web PKI roots (repeatable).
     #[arg(long, value_name = "FILE", help_heading = "TLS")]
     pub ca_cert: Vec<PathBuf>,
     /// Do not verify the hub's certificate (warned on stderr, recorded in the reports).

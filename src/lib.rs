@@ -2,6 +2,7 @@
 
 pub mod align;
 pub mod app;
+pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod config;

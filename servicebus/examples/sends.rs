@@ -20,7 +20,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Run the emulator until Ctrl-C.
-    Serve(EmulatorArgs),
+    Serve(Box<EmulatorArgs>),
     /// Send for a bounded time and print the figures as JSON.
     Load(LoadArgs),
 }
@@ -50,7 +50,7 @@ struct LoadArgs {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().cmd {
-        Cmd::Serve(args) => run(args).await,
+        Cmd::Serve(args) => run(*args).await,
         Cmd::Load(args) => load(args).await,
     }
 }

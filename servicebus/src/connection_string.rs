@@ -1,12 +1,15 @@
 //! Parse an Azure Service Bus connection string into a validated [`ConnectionString`].
 //!
 //! Format (docs/protocol.md §6): `Endpoint=sb://<host>[:port]/;SharedAccessKeyName=<name>;
-//! SharedAccessKey=<key>[;EntityPath=<topic>][;UseDevelopmentEmulator=true]`. No Rust crate
+//! SharedAccessKey=<key>[;EntityPath=<topic>][;UseDevelopmentEmulator=true]
+//! [;TransportType=AmqpWebSockets]`. No Rust crate
 //! parses it, so this does. Errors are one line, name the field and never contain a value
 //! (a typo can put the key anywhere); `Debug` redacts the key.
 
 use std::fmt;
 use std::str::FromStr;
+
+use crate::transport::{TransportType, WS_PORT};
 
 /// Default AMQP port of the development emulator (plain TCP).
 pub const EMULATOR_PORT: u16 = 5672;
@@ -27,6 +30,11 @@ pub struct ConnectionString {
     pub entity_path: Option<String>,
     /// `UseDevelopmentEmulator=true`: plain AMQP on port 5672 (or the `Endpoint` port).
     pub use_development_emulator: bool,
+    /// `TransportType`: AMQP, or AMQP over WebSockets (always TLS, port 443 by default).
+    pub transport: TransportType,
+    /// Extra trust roots (PEM texts) for the TLS handshake, beside the public web roots: not
+    /// part of the string, set from `--ca-cert` with [`Self::with_ca_pems`].
+    pub ca_pems: Vec<Vec<u8>>,
 }
 
 /// Why a connection string was refused. The message names the field, never a value.
@@ -39,7 +47,7 @@ pub enum ConnStrError {
     #[error("connection string part {0} is not Key=Value")]
     NotKeyValue(usize),
     /// A key this parser does not know (by part number: a stray key could be the "name").
-    #[error("connection string part {0} has an unknown field name (expected Endpoint, SharedAccessKeyName, SharedAccessKey, EntityPath or UseDevelopmentEmulator)")]
+    #[error("connection string part {0} has an unknown field name (expected Endpoint, SharedAccessKeyName, SharedAccessKey, EntityPath, UseDevelopmentEmulator or TransportType)")]
     UnknownField(usize),
     /// A field given twice.
     #[error("connection string field {0} is given twice")]
@@ -69,18 +77,37 @@ impl ConnectionString {
         &self.key
     }
 
-    /// Whether connections use TLS (`amqps`, production) or plain TCP (the emulator).
+    /// Whether connections use TLS (`amqps`, production, and every WebSocket connection) or
+    /// plain TCP (the emulator's AMQP port).
     pub fn uses_tls(&self) -> bool {
-        !self.use_development_emulator
+        !self.use_development_emulator || self.websockets()
     }
 
-    /// TCP port to connect to: the `Endpoint` port, else 5672 (emulator) or 5671 (TLS).
+    /// Whether connections are AMQP over WebSockets (`TransportType=AmqpWebSockets`).
+    pub fn websockets(&self) -> bool {
+        self.transport == TransportType::AmqpWebSockets
+    }
+
+    /// TCP port to connect to: the `Endpoint` port, else 443 (WebSockets), 5672 (emulator)
+    /// or 5671 (TLS).
     pub fn amqp_port(&self) -> u16 {
-        self.port.unwrap_or(if self.use_development_emulator {
+        self.port.unwrap_or(self.default_port())
+    }
+
+    fn default_port(&self) -> u16 {
+        if self.websockets() {
+            WS_PORT
+        } else if self.use_development_emulator {
             EMULATOR_PORT
         } else {
             TLS_PORT
-        })
+        }
+    }
+
+    /// The same connection trusting these CA certificates (PEM texts) too.
+    pub fn with_ca_pems(mut self, pems: Vec<Vec<u8>>) -> Self {
+        self.ca_pems = pems;
+        self
     }
 
     /// `amqps://host` in production, `amqp://host:port` for the emulator: the prefix of every
@@ -88,7 +115,7 @@ impl ConnectionString {
     pub fn amqp_base(&self) -> String {
         if self.uses_tls() {
             match self.port {
-                Some(p) if p != TLS_PORT => format!("amqps://{}:{p}", self.host),
+                Some(p) if p != self.default_port() => format!("amqps://{}:{p}", self.host),
                 _ => format!("amqps://{}", self.host),
             }
         } else {
@@ -127,6 +154,9 @@ impl ConnectionString {
         if self.use_development_emulator {
             s.push_str(";UseDevelopmentEmulator=true");
         }
+        if self.websockets() {
+            s.push_str(";TransportType=AmqpWebSockets");
+        }
         s
     }
 
@@ -145,6 +175,8 @@ impl ConnectionString {
             key: key.into(),
             entity_path: None,
             use_development_emulator,
+            transport: TransportType::Amqp,
+            ca_pems: Vec::new(),
         }
     }
 
@@ -164,6 +196,8 @@ impl fmt::Debug for ConnectionString {
             .field("key", &"<redacted>")
             .field("entity_path", &self.entity_path)
             .field("use_development_emulator", &self.use_development_emulator)
+            .field("transport", &self.transport)
+            .field("ca_pems", &self.ca_pems.len())
             .finish()
     }
 }
@@ -177,6 +211,7 @@ impl FromStr for ConnectionString {
         let mut key = None;
         let mut entity_path = None;
         let mut emulator = None;
+        let mut transport = None;
         let mut any = false;
         for (i, part) in s.split(';').enumerate() {
             let part = part.trim();
@@ -196,6 +231,7 @@ impl FromStr for ConnectionString {
                     "sharedaccesskey" => ("SharedAccessKey", &mut key),
                     "entitypath" => ("EntityPath", &mut entity_path),
                     "usedevelopmentemulator" => ("UseDevelopmentEmulator", &mut emulator),
+                    "transporttype" => ("TransportType", &mut transport),
                     "sharedaccesssignature" => return Err(ConnStrError::SignatureUnsupported),
                     _ => return Err(ConnStrError::UnknownField(i + 1)),
                 };
@@ -224,6 +260,13 @@ impl FromStr for ConnectionString {
                 })
             }
         };
+        let transport = match transport {
+            None => TransportType::Amqp,
+            Some(t) => TransportType::parse(t).ok_or(ConnStrError::Invalid {
+                field: "TransportType",
+                reason: "must be Amqp or AmqpWebSockets",
+            })?,
+        };
         if let Some(e) = entity_path {
             if e.contains(['/', '?', '#', ' ']) {
                 return Err(ConnStrError::Invalid {
@@ -239,6 +282,8 @@ impl FromStr for ConnectionString {
             key: key.to_string(),
             entity_path: entity_path.map(str::to_string),
             use_development_emulator,
+            transport,
+            ca_pems: Vec::new(),
         })
     }
 }
@@ -336,6 +381,38 @@ mod tests {
             .parse()
             .unwrap();
         assert_eq!(d.amqp_base(), "amqp://localhost:5672");
+    }
+
+    #[test]
+    fn websockets_default_to_tls_on_443_and_round_trip() {
+        let s = format!(
+            "Endpoint=sb://myns.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey={KEY};TransportType=AmqpWebSockets"
+        );
+        let c: ConnectionString = s.parse().unwrap();
+        assert_eq!(c.transport, TransportType::AmqpWebSockets);
+        assert!(c.uses_tls() && c.websockets());
+        assert_eq!(c.amqp_port(), 443);
+        assert_eq!(
+            c.entity_address("t"),
+            "amqps://myns.servicebus.windows.net/t"
+        );
+        assert_eq!(c.expose().parse::<ConnectionString>().unwrap(), c);
+        // The emulator's WebSocket port is TLS too, whatever UseDevelopmentEmulator says.
+        let e: ConnectionString = format!(
+            "Endpoint=sb://localhost:4443;SharedAccessKeyName=n;SharedAccessKey={KEY};UseDevelopmentEmulator=true;TransportType=amqpwebsockets"
+        )
+        .parse()
+        .unwrap();
+        assert!(e.uses_tls());
+        assert_eq!(e.amqp_port(), 4443);
+        assert_eq!(e.entity_address("t"), "amqps://localhost:4443/t");
+        let bad = format!(
+            "Endpoint=sb://h/;SharedAccessKeyName=n;SharedAccessKey={KEY};TransportType=Http"
+        );
+        assert_eq!(
+            bad.parse::<ConnectionString>().unwrap_err().to_string(),
+            "connection string field TransportType: must be Amqp or AmqpWebSockets"
+        );
     }
 
     #[test]

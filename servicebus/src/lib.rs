@@ -6,6 +6,7 @@
 //! - [`SbReceiver`]: a peek-lock receiver on one subscription, with re-attach on link loss.
 //! - [`emulator`]: a Service Bus stand-in on fe2o3-amqp's acceptor, for tests and demos.
 //! - [`admin`]: the emulator's entity-management API (ATOM/XML over HTTP).
+//! - [`transport`]: AMQP over WebSockets (`TransportType=AmqpWebSockets`), both ends.
 //!
 //! See docs/protocol.md §6 for the wire facts and README.md for why not `azure_messaging_servicebus`.
 
@@ -18,10 +19,12 @@ pub mod outcome;
 mod receiver;
 pub mod sas;
 mod sender;
+pub mod transport;
 
 pub use connection_string::{ConnStrError, ConnectionString};
 pub use error::SbError;
 pub use message::OutgoingMessage;
 pub use outcome::{SendOutcome, SendResult};
 pub use receiver::{ReceiveError, Received, ReceiverConfig, SbReceiver};
-pub use sender::{SbSender, SenderConfig};
+pub use sender::{tls_connector, SbSender, SenderConfig};
+pub use transport::TransportType;

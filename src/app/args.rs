@@ -5,7 +5,7 @@ use std::ffi::OsString;
 
 use clap::Parser;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, Command};
 use crate::config::profile;
 
 /// Why the arguments did not give a command to run.
@@ -21,17 +21,29 @@ pub enum ArgsError {
 /// flags placed before the command line's own, so a flag given on the command line wins.
 pub fn parse_args(args: Vec<OsString>) -> Result<Cli, ArgsError> {
     let first = parse_once(&args)?;
-    let Some(p) = &first.run.profile else {
+    // `hubload check` takes a run's flags after its name, so its profile's go there too.
+    let check = match &first.command {
+        Some(Command::Check(a)) => Some(a.profile.clone()),
+        _ => None,
+    };
+    let Some(p) = check.clone().unwrap_or_else(|| first.run.profile.clone()) else {
         return Ok(first);
     };
     let invalid = |e: crate::config::ConfigError| ArgsError::Invalid(e.to_string());
-    let path = profile::locate(p).map_err(invalid)?;
+    let path = profile::locate(&p).map_err(invalid)?;
     let prof = profile::to_args(&path).map_err(invalid)?;
-    let mut all: Vec<OsString> = args.iter().take(1).cloned().collect();
+    let at = match check {
+        Some(_) => args.iter().position(|a| a == "check").map_or(1, |i| i + 1),
+        None => 1,
+    };
+    let mut all: Vec<OsString> = args.iter().take(at).cloned().collect();
     all.extend(prof.into_iter().map(OsString::from));
-    all.extend(args.iter().skip(1).cloned());
+    all.extend(args.iter().skip(at).cloned());
     let mut cli = parse_once(&all)?;
-    cli.run.profile = Some(path);
+    match &mut cli.command {
+        Some(Command::Check(a)) => a.profile = Some(path),
+        _ => cli.run.profile = Some(path),
+    }
     Ok(cli)
 }
 

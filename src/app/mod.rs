@@ -17,7 +17,8 @@ mod subcommands;
 
 pub use args::{parse_args, ArgsError};
 pub use exit::{
-    EXIT_ERROR, EXIT_INTERRUPTED, EXIT_MISSED_START, EXIT_MISSING_SHARDS, EXIT_THRESHOLDS,
+    EXIT_CHECK_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_MISSED_START, EXIT_MISSING_SHARDS,
+    EXIT_THRESHOLDS,
 };
 
 /// Print one error line and return exit code 2.
@@ -102,6 +103,7 @@ pub fn main() -> ExitCode {
 async fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
         None => load(cli).await,
+        Some(Command::Check(args)) => check(&args).await,
         Some(Command::Hub(args)) => match hubload_hub::cli::run(*args).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(format!("{e:#}")),
@@ -125,6 +127,23 @@ async fn dispatch(cli: Cli) -> ExitCode {
             out,
             threshold,
         }) => done(subcommands::merge(&inputs, out.as_deref(), &threshold)),
+    }
+}
+
+/// `hubload check`: resolve the flags as a run would, check, print one line per check.
+async fn check(args: &crate::cli::RunArgs) -> ExitCode {
+    let cfg = match crate::config::resolve(args) {
+        Ok(c) => c,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    let steps = crate::check::check(&cfg).await;
+    for s in &steps {
+        println!("{}", s.line());
+    }
+    if crate::check::passed(&steps) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_CHECK_FAILED)
     }
 }
 

@@ -79,6 +79,9 @@ impl<'a> ServiceBusPath<'a> {
                 (emu.connection_string_parsed(), Some(emu))
             }
         };
+        // `--ca-cert` is trusted on the Service Bus TLS (amqps and WebSockets) too, and so by
+        // the broker subscribers, which take this connection.
+        let cs = cs.with_ca_pems(cfg.tls.ca_pems.clone());
         let endpoint = cs.amqp_base();
         let url = url::Url::parse(&endpoint).with_context(|| {
             format!(

@@ -86,6 +86,16 @@ pub struct EmulatorArgs {
     /// Connections open at once; one more is closed as soon as it is accepted.
     #[arg(long, default_value_t = super::MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// Also serve AMQP over WebSockets (TLS, path /$servicebus/websocket, subprotocol
+    /// AMQPWSB10) on this address; needs --tls-cert and --tls-key.
+    #[arg(long, value_name = "ADDR", requires_all = ["tls_cert", "tls_key"])]
+    pub ws_listen: Option<SocketAddr>,
+    /// PEM certificate chain (leaf first) of the WebSocket port.
+    #[arg(long, value_name = "FILE", requires = "ws_listen")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "ws_listen")]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 /// The tier the flags ask for, or a one-line error naming the flag.
@@ -172,6 +182,15 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
     } else {
         println!("connection string (your key is not printed):");
         println!("{}", cs.redacted());
+    }
+    if let (Some(addr), Some(cert), Some(key)) = (args.ws_listen, &args.tls_cert, &args.tls_key) {
+        let tls = super::ws::tls_acceptor(cert, key)
+            .map_err(|e| anyhow::anyhow!("--tls-cert/--tls-key: {e}"))?;
+        let l = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("--ws-listen {addr}: cannot listen"))?;
+        let a = emu.serve_websockets(l, tls)?;
+        println!("AMQP over WebSockets at wss://{a}/$servicebus/websocket (add ;TransportType=AmqpWebSockets and that port)");
     }
     let admin = match args.admin_listen {
         Some(addr) => {

@@ -18,7 +18,7 @@ use fe2o3_amqp::types::definitions::{
 };
 use fe2o3_amqp::types::messaging::TargetArchetype;
 use fe2o3_amqp::types::performatives::Attach;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
@@ -30,9 +30,9 @@ use super::namespace::{parse_address, path_of, EntityError, ReceiveSource, SendT
 use super::outbound::entity_sender;
 use super::{Shared, MAX_MESSAGE_SIZE};
 
-/// Serve one TCP connection until the peer closes it, or the handle drops every connection.
+/// Serve one connection (TCP, or WebSocket over TLS) until the peer closes it, or the handle drops every connection.
 pub(super) async fn serve(
-    stream: TcpStream,
+    stream: impl AsyncRead + AsyncWrite + std::fmt::Debug + Send + Unpin + 'static,
     acceptor: Arc<ConnectionAcceptor<(), SaslAnonymousMechanism>>,
     shared: Arc<Shared>,
     mut drop_rx: watch::Receiver<u64>,

@@ -20,6 +20,7 @@ pub mod namespace;
 mod outbound;
 pub mod store;
 pub mod tier;
+pub mod ws;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -304,12 +305,7 @@ async fn accept_loop(
     mut shutdown: watch::Receiver<bool>,
     drop_rx: watch::Receiver<u64>,
 ) {
-    let acceptor = Arc::new(
-        ConnectionAcceptor::builder()
-            .container_id("hubload-servicebus-emulator")
-            .sasl_acceptor(SaslAnonymousMechanism::new())
-            .build(),
-    );
+    let acceptor = Arc::new(amqp_acceptor());
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -333,6 +329,14 @@ async fn accept_loop(
     }
     conns.abort_all();
     while conns.join_next().await.is_some() {}
+}
+
+/// The AMQP connection acceptor of every port: SASL ANONYMOUS, authorisation by CBS.
+fn amqp_acceptor() -> ConnectionAcceptor<(), SaslAnonymousMechanism> {
+    ConnectionAcceptor::builder()
+        .container_id("hubload-servicebus-emulator")
+        .sasl_acceptor(SaslAnonymousMechanism::new())
+        .build()
 }
 
 impl EmulatorHandle {

@@ -176,7 +176,7 @@ impl SbReceiver {
             ));
         }
         let tls = if cfg.connection.uses_tls() {
-            Some(crate::sender::tls_connector()?)
+            Some(crate::sender::tls_connector(&cfg.connection)?)
         } else {
             None
         };

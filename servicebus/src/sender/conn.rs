@@ -25,6 +25,7 @@ use crate::outcome::{
     cbs_status_ok, classify_cbs_status, classify_condition, condition_str, SendOutcome,
 };
 use crate::sas;
+use crate::transport::ws_client;
 
 /// What every pooled connection shares: the parsed string, the TLS connector, timeouts.
 pub(crate) struct Shared {
@@ -122,6 +123,13 @@ impl PooledConn {
             .sasl_profile(SaslProfile::Anonymous)
             .scheme("amqp");
         let opened = match &shared.tls {
+            // AMQP over WebSockets: TLS, then the upgrade (transport/ws_client.rs).
+            Some(connector) if cs.websockets() => {
+                let ws = ws_client::upgrade(stream, &cs.host, port, connector)
+                    .await
+                    .map_err(|e| Fail::new(SendOutcome::Connect, e.to_string()))?;
+                builder.open_with_stream(ws).await
+            }
             // TLS straight away, no AMQP TLS header: the same as fe2o3's
             // `alt_tls_establishment(true)`, done here so the socket gets TCP_NODELAY.
             Some(connector) => {

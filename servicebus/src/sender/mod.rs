@@ -65,10 +65,12 @@ pub struct SbSender {
     inner: Arc<Inner>,
 }
 
-/// The TLS connector for Azure (webpki roots, ring); shared with the receiver.
-pub(crate) fn tls_connector() -> Result<TlsConnector, SbError> {
+/// The TLS connector for Azure (webpki roots, ring, and the connection's extra CA PEMs);
+/// shared with the receiver.
+pub fn tls_connector(cs: &ConnectionString) -> Result<TlsConnector, SbError> {
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    crate::transport::add_pems(&mut roots, &cs.ca_pems).map_err(SbError::Config)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -100,7 +102,7 @@ impl SbSender {
             return Err(SbError::Config("timeouts must be above zero".into()));
         }
         let tls = if cfg.connection.uses_tls() {
-            Some(tls_connector()?)
+            Some(tls_connector(&cfg.connection)?)
         } else {
             None
         };

@@ -10,6 +10,9 @@
 //
 // SUBSCRIPTION is "-" for a queue; MODE is peekLock or receiveAndDelete; SETTLE is complete,
 // abandon, deadLetter, defer or none.
+//
+// With SB_WEBSOCKET_ENDPOINT=https://host:port set, the client speaks AMQP over WebSockets
+// (webSocketOptions with the `ws` package) to that address; NODE_EXTRA_CA_CERTS names the CA.
 
 const { ServiceBusClient } = require("@azure/service-bus");
 
@@ -23,7 +26,13 @@ function errorFields(e) {
 
 function client(conn) {
   // maxRetries 0: a throttled or failed call surfaces at once instead of being retried.
-  return new ServiceBusClient(conn, { retryOptions: { maxRetries: 0, timeoutInMs: 20000 } });
+  const options = { retryOptions: { maxRetries: 0, timeoutInMs: 20000 } };
+  const ws = process.env.SB_WEBSOCKET_ENDPOINT;
+  if (ws) {
+    options.webSocketOptions = { webSocket: require("ws") };
+    options.customEndpointAddress = ws;
+  }
+  return new ServiceBusClient(conn, options);
 }
 
 async function send(conn, entity, singles, batches, lists, per) {

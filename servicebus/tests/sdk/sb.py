@@ -14,9 +14,13 @@ the emulator's own counts. SDK exceptions are data: their class name goes in "er
 
 ENTITY is a queue or topic; SUBSCRIPTION is "-" for a queue. MODE is peek_lock or
 receive_and_delete; SETTLE is complete, abandon, dead_letter, defer or none.
+
+With SB_WEBSOCKET_ENDPOINT=sb://host:port set, the client speaks AMQP over WebSockets
+(TransportType.AmqpOverWebsocket) to that address, trusting the CA file SB_CA_FILE.
 """
 
 import json
+import os
 import sys
 import time
 
@@ -25,6 +29,7 @@ from azure.servicebus import (
     ServiceBusMessage,
     ServiceBusReceiveMode,
     ServiceBusSubQueue,
+    TransportType,
 )
 
 
@@ -39,7 +44,15 @@ def error_name(e):
 def client(conn):
     # retry_total=0: a throttled or failed call surfaces its error type at once instead of
     # being retried behind the test's back.
-    return ServiceBusClient.from_connection_string(conn, retry_total=0)
+    kw = {}
+    ws = os.environ.get("SB_WEBSOCKET_ENDPOINT")
+    if ws:
+        kw = dict(
+            transport_type=TransportType.AmqpOverWebsocket,
+            custom_endpoint_address=ws,
+            connection_verify=os.environ["SB_CA_FILE"],
+        )
+    return ServiceBusClient.from_connection_string(conn, retry_total=0, **kw)
 
 
 def send(conn, entity, singles, batches, lists, per):

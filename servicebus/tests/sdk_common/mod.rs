@@ -72,11 +72,22 @@ pub async fn emulator_with(config: &str, strict: bool, tier: Tier) -> EmulatorHa
 
 /// Run one SDK script action; its one JSON line. Bounded: a hang fails the test.
 pub async fn run(program: &PathBuf, script: &str, args: &[&str]) -> Value {
+    run_env(program, script, args, &[]).await
+}
+
+/// [`run`] with these environment variables set for the script.
+pub async fn run_env(
+    program: &PathBuf,
+    script: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Value {
     let out = tokio::time::timeout(
         Duration::from_secs(120),
         tokio::process::Command::new(program)
             .arg(sdk_dir().join(script))
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(sdk_dir())
             .kill_on_drop(true)
             .output(),

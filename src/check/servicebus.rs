@@ -1,0 +1,245 @@
+//! The Service Bus checks: the connection string, then DNS, TCP, TLS and (with
+//! `TransportType=AmqpWebSockets`) the WebSocket upgrade, then the SAS token over CBS, then
+//! every topic the run would send to: it exists and the policy may send to it.
+//!
+//! AMQP does not reveal the broker's clock, so a token's expiry cannot be checked against it:
+//! tokens are made from this machine's clock, and a clock far off shows as a refused token.
+
+use std::collections::BTreeSet;
+use std::str::FromStr;
+use std::time::Duration;
+
+use hubload_servicebus::transport::ws_client;
+use hubload_servicebus::{ConnectionString, SbError, SbSender, SendOutcome, SenderConfig};
+
+use super::net;
+use super::step::{Step, Steps};
+use crate::config::RunConfig;
+use crate::targets::servicebus::sb_topic;
+use crate::workload::Workload;
+
+/// At most this many failing topics are listed one per line; the rest are counted.
+const LISTED: usize = 5;
+
+pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
+    let Some(secret) = &cfg.target.sb_connection_string else {
+        steps.push(Step::ok(
+            "servicebus",
+            "no --sb-connection-string: the run starts its own emulator",
+        ));
+        return;
+    };
+    let cs = match ConnectionString::from_str(secret.expose()) {
+        Ok(cs) => cs.with_ca_pems(cfg.tls.ca_pems.clone()),
+        Err(e) => {
+            steps.push(Step::fail(
+                "servicebus",
+                format!("--sb-connection-string: {e}"),
+                "copy the string from the portal's Shared access policies",
+            ));
+            return;
+        }
+    };
+    let port = cs.amqp_port();
+    if !network(&cs, port, bound, steps).await {
+        steps.skip("cbs");
+        steps.skip("topics");
+        return;
+    }
+    let sender = match SbSender::connect(SenderConfig {
+        connection: cs.clone(),
+        connections: 1,
+        connect_timeout: bound,
+        send_timeout: bound,
+        token_ttl: Duration::from_secs(3600),
+    })
+    .await
+    {
+        Ok(s) => s,
+        Err(e) => {
+            steps.push(cbs_failure(&cs, e));
+            steps.skip("topics");
+            return;
+        }
+    };
+    steps.push(Step::ok(
+        "cbs",
+        format!(
+            "SAS key name {} accepted for {}",
+            cs.key_name,
+            cs.validation_audience()
+        ),
+    ));
+    topics(cfg, &sender, bound, steps).await;
+    sender.close().await;
+}
+
+/// DNS, TCP, TLS and the WebSocket upgrade, as far as they go; whether all passed.
+async fn network(cs: &ConnectionString, port: u16, bound: Duration, steps: &mut Steps) -> bool {
+    let addrs = match net::resolve(&cs.host, port, bound).await {
+        Ok((a, s)) => {
+            steps.push(s);
+            a
+        }
+        Err(s) => {
+            steps.push(s);
+            return false;
+        }
+    };
+    let what = if cs.websockets() {
+        "Service Bus (AMQP over WebSockets)"
+    } else {
+        "Service Bus (AMQP)"
+    };
+    let tcp = match net::connect(&addrs, bound, what).await {
+        Ok((t, s)) => {
+            steps.push(s);
+            t
+        }
+        Err(s) => {
+            steps.push(s);
+            return false;
+        }
+    };
+    if !cs.uses_tls() {
+        return true;
+    }
+    let connector = match hubload_servicebus::tls_connector(cs) {
+        Ok(c) => c,
+        Err(e) => {
+            steps.push(Step::fail(
+                "tls",
+                e.to_string(),
+                "check the --ca-cert files",
+            ));
+            return false;
+        }
+    };
+    match net::tls(tcp, &connector, &cs.host, bound).await {
+        Ok((_, s)) => steps.push(s),
+        Err(s) => {
+            steps.push(s);
+            return false;
+        }
+    }
+    if !cs.websockets() {
+        return true;
+    }
+    let upgraded = async {
+        let tcp = tokio::net::TcpStream::connect(addrs[0])
+            .await
+            .map_err(|e| e.to_string())?;
+        ws_client::upgrade(tcp, &cs.host, port, &connector)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    match tokio::time::timeout(bound, upgraded).await {
+        Ok(Ok(_)) => {
+            steps.push(Step::ok(
+                "websocket",
+                format!(
+                    "upgraded to AMQPWSB10 at {}",
+                    hubload_servicebus::transport::WS_PATH
+                ),
+            ));
+            true
+        }
+        Ok(Err(e)) => {
+            steps.push(Step::fail(
+                "websocket",
+                e,
+                "is this a Service Bus WebSocket endpoint? A proxy in between must pass WebSocket upgrades",
+            ));
+            false
+        }
+        Err(_) => {
+            steps.push(Step::fail(
+                "websocket",
+                format!("no upgrade within {bound:?}"),
+                "is this a Service Bus WebSocket endpoint?",
+            ));
+            false
+        }
+    }
+}
+
+/// The line for a sender that could not be opened or whose token was refused.
+fn cbs_failure(cs: &ConnectionString, e: SbError) -> Step {
+    match e {
+        SbError::Unauthorized { audience, status } => Step::fail(
+            "cbs",
+            format!(
+                "the SAS token of key name {} was refused for {audience} (status {status})",
+                cs.key_name
+            ),
+            "check SharedAccessKeyName and SharedAccessKey against the portal's policy; a clock far off makes tokens look expired",
+        ),
+        SbError::NotFound { audience } => Step::fail(
+            "cbs",
+            format!("no such entity: {audience}"),
+            "EntityPath names an entity that does not exist: create it or drop EntityPath",
+        ),
+        other => Step::fail(
+            "cbs",
+            other.to_string(),
+            "the AMQP connection did not come up: see the cause",
+        ),
+    }
+}
+
+/// Every Service Bus topic the run would use: attached for sending, or why not.
+async fn topics(cfg: &RunConfig, sender: &SbSender, bound: Duration, steps: &mut Steps) {
+    let workload = Workload::new(cfg.workload.clone());
+    let names: BTreeSet<&str> = workload
+        .topics()
+        .iter()
+        .map(|t| sb_topic(&cfg.target.sb_topics, t))
+        .collect();
+    let mut failed = Vec::new();
+    for name in &names {
+        let outcome = tokio::time::timeout(bound, sender.prepare(name))
+            .await
+            .unwrap_or(SendOutcome::Timeout);
+        if outcome != SendOutcome::Accepted {
+            failed.push((*name, outcome));
+        }
+    }
+    if failed.is_empty() {
+        steps.push(Step::ok(
+            "topics",
+            format!(
+                "all {} topics exist and the policy can send to them",
+                names.len()
+            ),
+        ));
+        return;
+    }
+    for (name, outcome) in failed.iter().take(LISTED) {
+        let (detail, fix) = match outcome {
+            SendOutcome::NotFound => (
+                format!("{name} does not exist"),
+                "create it, or send everything to one topic with --sb-topics single:NAME",
+            ),
+            SendOutcome::Unauthorized => (
+                format!("the policy may not send to {name}"),
+                "give the policy the Send right on the namespace or on this topic",
+            ),
+            other => (
+                format!("{name}: attaching a sender failed ({other:?})"),
+                "see the cause",
+            ),
+        };
+        steps.push(Step::fail("topic", detail, fix));
+    }
+    if failed.len() > LISTED {
+        steps.push(Step::fail(
+            "topics",
+            format!(
+                "{} of {} topics failed (the first {LISTED} are listed)",
+                failed.len(),
+                names.len()
+            ),
+            "as above",
+        ));
+    }
+}
