@@ -85,11 +85,7 @@ async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
     let level = &s.levels[0];
     let why = format!(
         "{fault:?} at concurrency {concurrency}: counts {:?}, reasons {:?}, max {} µs",
-        level
-            .counts
-            .iter()
-            .filter(|(_, v)| **v > 0)
-            .collect::<Vec<_>>(),
+        level.counts.nonzero_map(),
         level.reasons,
         level.latency_us.max
     );
@@ -101,11 +97,8 @@ async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
     assert_eq!(count(level, class) + refused, requests, "{why}");
     // Every failure names its fault: no reason but the expected one.
     let want: Vec<(&str, u64)> = reason.map(|r| (r, requests)).into_iter().collect();
-    let got: Vec<(&str, u64)> = level
-        .reasons
-        .iter()
-        .map(|(k, v)| (k.as_str(), *v))
-        .collect();
+    let reasons = level.reasons.to_map();
+    let got: Vec<(&str, u64)> = reasons.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     assert_eq!(got, want, "{why}");
     assert_eq!(count(level, "accepted"), server.answered(), "{why}");
     assert!(
@@ -263,7 +256,7 @@ async fn memory_stays_bounded_whatever_the_server_sends() {
         let s = read_summary(dir.path());
         let (class, _) = expected(fault);
         let level = &s.levels[0];
-        let seen: Vec<_> = level.counts.iter().filter(|(_, v)| **v > 0).collect();
+        let seen = level.counts.nonzero_map();
         assert_eq!(
             count(level, class),
             200,
