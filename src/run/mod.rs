@@ -220,7 +220,18 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     // Before any load: an invalid --server-query ends the run here (exit 2).
     let live = Arc::new(Live::default());
     let observers = crate::observe::Observers::start(cfg, live.clone()).await?;
+    let web = match &cfg.web {
+        Some(w) => {
+            let token = cancel.clone();
+            let on_stop = Box::new(move || signals::first_stop(&token));
+            Some(crate::web::WebServer::start(w, cfg, live.clone(), cancel.clone(), on_stop).await?)
+        }
+        None => None,
+    };
     crate::console::banner::print_banner(cfg, &workload);
+    if let Some((w, _)) = &web {
+        crate::console::say!("hubload: live page and control API at {}", w.url());
+    }
     local_limits::announce(cfg);
     for w in cfg.levels.iter().filter_map(LevelSpec::sparse_rate) {
         tracing::warn!("{w}");
@@ -239,6 +250,8 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         own_topics: None,
         topic_server: None,
         observers: Some(&observers),
+        control: web.as_ref().map(|(_, c)| c.clone()),
+        web: web.as_ref().map(|(w, _)| w),
     };
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();
@@ -290,6 +303,9 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         .next()
         .map(|(_, r)| r)
         .context("the run was interrupted before any path ran")?;
+    if let Some((w, _)) = web {
+        w.finish(&report.total, report.partial);
+    }
     Ok(RunOutcome {
         report,
         thresholds_failed,
