@@ -27,6 +27,7 @@ mod http2_wired;
 mod https;
 mod hub_servicebus;
 mod hub_tls;
+mod live_control;
 mod local_limits;
 mod observe_server;
 mod open_model;
