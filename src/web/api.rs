@@ -139,9 +139,9 @@ fn act(s: &WebState, a: Action, client: &str) -> Result<Option<ControlEvent>, Re
     Ok(e)
 }
 
-/// The control verbs' checks (token, origin), before a body is read.
-fn guard(s: &WebState, headers: &HeaderMap) -> Result<(), Response> {
-    check_control(s.token.as_ref(), headers).map_err(|d| {
+/// The control verbs' checks (token, origin), before a body is read: the refusal, if any.
+fn guard(s: &WebState, headers: &HeaderMap) -> Option<Response> {
+    check_control(s.token.as_ref(), headers).err().map(|d| {
         let (code, text) = d.answer();
         error(code, text.trim())
     })
@@ -149,7 +149,7 @@ fn guard(s: &WebState, headers: &HeaderMap) -> Result<(), Response> {
 
 /// Check, act, answer with the status.
 fn control(s: &WebState, headers: &HeaderMap, peer: SocketAddr, actions: &[Action]) -> Response {
-    if let Err(r) = guard(s, headers) {
+    if let Some(r) = guard(s, headers) {
         return r;
     }
     for a in actions {
@@ -171,7 +171,7 @@ pub async fn patch_status(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(r) = guard(&s, &headers) {
+    if let Some(r) = guard(&s, &headers) {
         return r;
     }
     let p: Patch = match serde_json::from_slice(&body) {
@@ -215,7 +215,7 @@ pub async fn post_load(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(r) = guard(&s, &headers) {
+    if let Some(r) = guard(&s, &headers) {
         return r;
     }
     let action = match serde_json::from_slice::<LoadBody>(&body) {
