@@ -85,7 +85,8 @@ fn starts(path: &std::path::Path) -> Vec<u64> {
 }
 
 /// A 2 s pause: no attempt starts between the pause and the resume (the JTL's timestamps,
-/// at its 1 ms grain); the level's row notes the time paused; then the level is ended early,
+/// at its 1 ms grain); `/metrics` counts it and says paused; the level's row notes the time
+/// paused; then the level is ended early,
 /// and its row holds every attempt up to then and none after (the hub's own count agrees).
 #[tokio::test]
 async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
@@ -93,10 +94,32 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
     let port = free_port();
     let web = format!("127.0.0.1:{port}");
     let jtl = sc.dir.path().join("run.jtl");
+    let metrics_port = free_port();
+    let metrics = format!("127.0.0.1:{metrics_port}");
     let api = Api::new(port, None);
     let steer = async {
         api.wait_level(0, 1).await;
         assert_eq!(api.post("pause", None).await, 200);
+        // Counted in hubload's own series, and the gauge says paused.
+        let metrics = reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let line = |name: &str| {
+            metrics
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.rsplit(' ').next())
+                .map(String::from)
+        };
+        assert_eq!(
+            line("hubload_control_actions_total{action=\"pause\"").as_deref(),
+            Some("1"),
+            "{metrics}"
+        );
+        assert_eq!(line("hubload_paused{").as_deref(), Some("1"), "{metrics}");
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert_eq!(api.post("resume", None).await, 200);
         api.wait_level(0, 5).await;
@@ -115,6 +138,8 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
         jtl.to_str().unwrap(),
         "--web",
         &web,
+        "--metrics-listen",
+        &metrics,
     ];
     let run = sc.run(&flags);
     let (outcome, ()) = tokio::join!(run, steer);

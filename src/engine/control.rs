@@ -124,6 +124,23 @@ impl Control {
         }
     }
 
+    /// A control for a run of `levels`: a rate change is bounded by their highest rate.
+    pub fn for_levels(cancel: CancellationToken, levels: &[super::plan::LevelSpec]) -> Self {
+        let max_rate = levels
+            .iter()
+            .filter_map(|l| match l.load {
+                Load::Open { rate, .. } => Some(rate),
+                Load::Closed { .. } => None,
+            })
+            .fold(0.0, f64::max);
+        Self::new(cancel, max_rate)
+    }
+
+    /// The highest rate a change may ask for (events/s; 0 in the closed model).
+    pub fn max_rate(&self) -> f64 {
+        self.inner().max_rate
+    }
+
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{RunConfig, WebConfig};
-use crate::engine::{Control, Live, Load};
+use crate::engine::{Control, Live};
 use feed::Feed;
 use state::WebState;
 
@@ -44,32 +44,20 @@ pub struct WebServer {
     shutdown: CancellationToken,
 }
 
-/// The highest rate any level of the run asks for (0 for the closed model).
-fn max_rate(cfg: &RunConfig) -> f64 {
-    cfg.levels
-        .iter()
-        .filter_map(|l| match l.load {
-            Load::Open { rate, .. } => Some(rate),
-            Load::Closed { .. } => None,
-        })
-        .fold(0.0, f64::max)
-}
-
 impl WebServer {
-    /// Bind `web.addr` and serve; the control steers a run cancelled by `cancel`, and
-    /// `on_stop` stops it as the first SIGINT does.
+    /// Bind `web.addr` and serve, steering the run through `control`; `on_stop` stops it as
+    /// the first SIGINT does.
     pub async fn start(
         web: &WebConfig,
         cfg: &RunConfig,
         live: Arc<Live>,
-        cancel: CancellationToken,
+        control: Arc<Control>,
         on_stop: Box<dyn Fn() + Send + Sync>,
-    ) -> anyhow::Result<(Self, Arc<Control>)> {
+    ) -> anyhow::Result<Self> {
         let listener = tokio::net::TcpListener::bind(web.addr)
             .await
             .with_context(|| format!("cannot listen on --web {}", web.addr))?;
         let addr = listener.local_addr()?;
-        let control = Arc::new(Control::new(cancel, max_rate(cfg)));
         let feed = Arc::new(Feed::default());
         let started = Instant::now();
         let shutdown = CancellationToken::new();
@@ -80,7 +68,7 @@ impl WebServer {
             config: cfg.shown.clone(),
             model: cfg.model.as_str(),
             levels: cfg.levels.len(),
-            max_rate: max_rate(cfg),
+            max_rate: control.max_rate(),
             started,
             out_dir: cfg.output.out_dir.clone(),
             ended: AtomicBool::new(false),
@@ -94,15 +82,12 @@ impl WebServer {
                 .with_graceful_shutdown(async move { stop.cancelled().await })
                 .await;
         });
-        Ok((
-            WebServer {
-                state,
-                addr,
-                sampler,
-                shutdown,
-            },
-            control,
-        ))
+        Ok(WebServer {
+            state,
+            addr,
+            sampler,
+            shutdown,
+        })
     }
 
     /// The page's URL, as the banner prints it.
