@@ -178,6 +178,11 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
     );
     let hub = crate::util::settled(&sc.hub).await;
     assert_eq!(hub.publish.accepted, crate::util::count(row, "accepted"));
+    // Marked on report.html's time chart.
+    let html = std::fs::read_to_string(sc.dir.path().join("report.html")).unwrap();
+    for action in ["pause", "resume", "end_level"] {
+        assert!(html.contains(&format!(">{action}</text>")), "no {action} mark");
+    }
 }
 
 /// The open model at 200/s, changed to 400/s after 4 s, ended 4 s later: the JTL's starts
