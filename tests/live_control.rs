@@ -181,7 +181,10 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
     // Marked on report.html's time chart.
     let html = std::fs::read_to_string(sc.dir.path().join("report.html")).unwrap();
     for action in ["pause", "resume", "end_level"] {
-        assert!(html.contains(&format!(">{action}</text>")), "no {action} mark");
+        assert!(
+            html.contains(&format!(">{action}</text>")),
+            "no {action} mark"
+        );
     }
 }
 
