@@ -413,3 +413,22 @@ async fn stop_writes_every_report_and_exits_130() {
         assert!(out.join(f).is_file(), "{f} not written");
     }
 }
+
+/// A non-loopback `--web` without a token: refused before anything starts, one line naming
+/// `--web-token-file`, exit 2.
+#[test]
+fn a_non_loopback_web_without_a_token_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hubload"))
+        .args(["--web", "0.0.0.0:0", "--requests", "1"])
+        .current_dir(dir.path())
+        .env_remove("HUBLOAD_WEB_TOKEN")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("--web-token-file"), "{err}");
+    assert!(!dir.path().join("reports").exists(), "it ran");
+}
