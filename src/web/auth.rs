@@ -16,6 +16,8 @@ pub enum Denied {
     Token,
     /// A control verb from another origin: 403.
     Origin,
+    /// Without a token, a request naming a host other than loopback: 403.
+    Host,
 }
 
 impl Denied {
@@ -26,6 +28,10 @@ impl Denied {
             Denied::Origin => (
                 StatusCode::FORBIDDEN,
                 "control requests must come from this server's own page\n",
+            ),
+            Denied::Host => (
+                StatusCode::FORBIDDEN,
+                "without a token this server answers only to a loopback host name\n",
             ),
         }
     }
@@ -51,13 +57,36 @@ fn carried<'a>(headers: &'a HeaderMap, query_token: Option<&'a str>) -> Option<&
     bearer.or(cookie).or(query_token)
 }
 
-/// Check the token (when `want` is set) on any request.
+/// Whether the request names a loopback host (`127.x`, `localhost`, `[::1]`).
+fn loopback_host(headers: &HeaderMap) -> bool {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    name == "localhost"
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Check the token (when `want` is set) on any request. Without a token (a loopback server)
+/// the request must name a loopback host: a page of another site whose name was made to
+/// resolve to 127.0.0.1 (DNS rebinding) names its own.
 pub fn check_token(
     want: Option<&Secret>,
     headers: &HeaderMap,
     query_token: Option<&str>,
 ) -> Result<(), Denied> {
-    let Some(want) = want else { return Ok(()) };
+    let Some(want) = want else {
+        return match loopback_host(headers) {
+            true => Ok(()),
+            false => Err(Denied::Host),
+        };
+    };
     match carried(headers, query_token) {
         Some(t) if same(t.trim().as_bytes(), want.expose().as_bytes()) => Ok(()),
         _ => Err(Denied::Token),
@@ -109,7 +138,14 @@ mod tests {
             check_token(want, &headers(&[]), Some("ab")),
             Err(Denied::Token)
         );
-        assert_eq!(check_token(None, &headers(&[]), None), Ok(()));
+        let local = headers(&[("host", "127.0.0.1:8089")]);
+        assert_eq!(check_token(None, &local, None), Ok(()));
+        let local6 = headers(&[("host", "[::1]:8089")]);
+        assert_eq!(check_token(None, &local6, None), Ok(()));
+        let named = headers(&[("host", "localhost:8089")]);
+        assert_eq!(check_token(None, &named, None), Ok(()));
+        let rebound = headers(&[("host", "evil.example:8089")]);
+        assert_eq!(check_token(None, &rebound, None), Err(Denied::Host));
     }
 
     #[test]
