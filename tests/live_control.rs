@@ -432,3 +432,56 @@ fn a_non_loopback_web_without_a_token_is_refused() {
     assert!(lines[0].contains("--web-token-file"), "{err}");
     assert!(!dir.path().join("reports").exists(), "it ran");
 }
+
+/// The closed model at concurrency 4, lowered to 2 after 2 s and ended 2 s later: after the
+/// change only workers 1 and 2 start attempts (JTL `threadName`), before it all four did.
+#[tokio::test]
+async fn a_lower_concurrency_leaves_only_that_many_workers_sending() {
+    let sc = Scenario::start(FaultConfig::default()).await;
+    let port = free_port();
+    let web = format!("127.0.0.1:{port}");
+    let jtl = sc.dir.path().join("run.jtl");
+    let api = Api::new(port, None);
+    let steer = async {
+        api.wait_level(0, 2).await;
+        assert_eq!(api.post("load", Some(r#"{"concurrency": 5}"#)).await, 422);
+        assert_eq!(api.post("load", Some(r#"{"rate": 10}"#)).await, 422);
+        assert_eq!(api.post("load", Some(r#"{"concurrency": 2}"#)).await, 200);
+        api.wait_level(0, 4).await;
+        assert_eq!(api.post("end_level", None).await, 200);
+    };
+    let flags = [
+        "--tenants",
+        "1",
+        "--channels",
+        "login",
+        "--concurrency",
+        "4",
+        "--duration",
+        "60s",
+        "--jtl",
+        jtl.to_str().unwrap(),
+        "--web",
+        &web,
+    ];
+    let run = sc.run(&flags);
+    let (outcome, ()) = tokio::join!(run, steer);
+    assert!(!outcome.interrupted);
+    let report = read_summary(sc.dir.path());
+    assert_eq!(report.control[0].action, "concurrency");
+    assert_eq!(report.control[0].value, Some(2.0));
+    let change = report.control[0].at_unix_ms;
+    let workers = |keep: &dyn Fn(u64) -> bool| {
+        let mut w: Vec<String> = jtl_rows(&jtl)
+            .iter()
+            .filter(|r| keep(r[0].parse().unwrap()))
+            .map(|r| r[5].rsplit(' ').next().unwrap().to_string())
+            .collect();
+        w.sort();
+        w.dedup();
+        w
+    };
+    assert_eq!(workers(&|t| t < change), ["1-1", "1-2", "1-3", "1-4"]);
+    // An attempt of worker 3 or 4 may have started in the change's own ms.
+    assert_eq!(workers(&|t| t > change), ["1-1", "1-2"]);
+}
