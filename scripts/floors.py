@@ -33,7 +33,7 @@ FLOORS = {
         ["crate"],
         ["app"],  # main's program: parse, subcommands, exit codes
         ["run"],  # one loop over target paths
-        ["compare", "shard", "observe", "check"],  # two runs side by side; shard artifacts and their merge; server metrics, generator health, exporter; the pre-flight
+        ["compare", "shard", "observe", "check", "web"],  # two runs side by side; shard artifacts and their merge; server metrics, generator health, exporter; the pre-flight; the live page and control API
         ["console"],  # what the terminal shows: messages, banner, live progress
         ["config"],  # flags + profile -> validated RunConfig
         ["report"],  # the Reporter trait, formats, writers

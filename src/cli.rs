@@ -369,6 +369,14 @@ pub struct RunArgs {
     /// Serve hubload's own series at http://ADDR/metrics while the run goes.
     #[arg(long, value_name = "ADDR", help_heading = "Observe")]
     pub metrics_listen: Option<String>,
+    /// Serve a live page and a control API (pause, resume, change the load, end the level,
+    /// stop) at http://ADDR/ while the run goes, e.g. 127.0.0.1:8089 (docs/live.md).
+    #[arg(long, value_name = "ADDR", help_heading = "Observe")]
+    pub web: Option<String>,
+    /// A file holding the token --web asks for (or HUBLOAD_WEB_TOKEN); required when --web
+    /// is not on loopback.
+    #[arg(long, value_name = "FILE", help_heading = "Observe")]
+    pub web_token_file: Option<PathBuf>,
 }
 
 /// Long flag names of a run, and whether each may repeat (profiles use the same keys).

@@ -25,6 +25,7 @@ pub mod subscriber;
 pub mod summary;
 pub mod targets;
 pub mod topic_server;
+pub mod web;
 pub mod workload;
 
 pub use run::RunOutcome;

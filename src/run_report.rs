@@ -80,6 +80,10 @@ pub struct Report {
     /// `--prometheus-remote-write`: pushes and push failures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exporter: Option<crate::summary::observations::ExporterReport>,
+    /// `--web`: every change asked for through the control API (pause, resume, end_level,
+    /// stop, rate, concurrency), with its time and the client's address, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub control: Vec<crate::engine::ControlEvent>,
 }
 
 impl Report {
@@ -113,6 +117,7 @@ impl Report {
             warnings: Vec::new(),
             knee: None,
             exporter: None,
+            control: Vec::new(),
         }
     }
 }

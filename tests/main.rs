@@ -32,6 +32,8 @@ mod http2_wired;
 mod https;
 mod hub_servicebus;
 mod hub_tls;
+mod live_control;
+mod live_page;
 mod local_limits;
 mod observe_server;
 mod open_model;

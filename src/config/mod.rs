@@ -23,6 +23,7 @@ mod target;
 mod testutil;
 pub mod tls_flags;
 mod topic_churn_flag;
+mod web;
 mod workload;
 
 pub use client_flags::{threads, ClientConfig};
@@ -36,6 +37,7 @@ pub use observe::{ObserveConfig, ObservedUrl, ServerQuery};
 pub use output::OutputConfig;
 pub use resolve_hosts::{HostPin, ResolveHosts};
 pub use target::TargetConfig;
+pub use web::WebConfig;
 
 pub use crate::kind::{Model, SbTopics, TargetKind};
 pub use crate::secret::Secret;
@@ -89,6 +91,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         observe: observe::resolve(a)?,
         shown: serde_json::Value::Null,
         descriptors: None,
+        web: web::resolve(a)?,
     };
     cfg.descriptors = inflight_default::apply(&mut cfg.levels, &cfg.target, a);
     cfg.shown = shown(a, &cfg);

@@ -73,4 +73,7 @@ pub struct RunConfig {
     /// The open-files budget the open model's default in-flight bound was sized from.
     #[serde(skip)]
     pub descriptors: Option<DescriptorBudget>,
+    /// `--web`: the live page and control API; `None` when off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web: Option<super::web::WebConfig>,
 }

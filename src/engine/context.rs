@@ -50,6 +50,8 @@ pub struct LevelContext<T> {
     pub observer: Option<Arc<dyn PublishObserver>>,
     /// Sharded runs with subscribers: send only this shard's topics' events (owner striping).
     pub own_topics: Option<super::own_topics::OwnTopics>,
+    /// `--web`: the run's steering (pause, end the level, change the load); `None` without.
+    pub control: Option<Arc<super::control::Control>>,
 }
 
 /// Which share of every level's sequence numbers this process sends: every `count`-th, from

@@ -9,6 +9,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::control::{Control, Steer};
 use super::own_topics::{kept, OwnTopics};
 use super::pacer::{Arrivals, Schedule};
 
@@ -88,6 +89,8 @@ pub(crate) enum Driver {
         warm_issued: AtomicU64,
         /// Owner striping: only these topics' events (see `own_topics`).
         own: Option<OwnTopics>,
+        /// `--web`: pause, end the level, lower the concurrency.
+        control: Option<Arc<Control>>,
     },
     Open {
         rx: async_channel::Receiver<Ticket>,
@@ -95,9 +98,9 @@ pub(crate) enum Driver {
 }
 
 impl Driver {
-    /// The next ticket, or `None` when the level is over for this worker. `stopped` is the
-    /// worker's own view of the stop (cheaper to read than the shared token).
-    pub async fn next(&self, stopped: bool) -> Option<Ticket> {
+    /// The next ticket for `worker`, or `None` when the level is over for it. `stopped` is
+    /// the worker's own view of the stop (cheaper to read than the shared token).
+    pub async fn next(&self, stopped: bool, worker: usize) -> Option<Ticket> {
         match self {
             Driver::Closed {
                 window,
@@ -106,9 +109,24 @@ impl Driver {
                 issued,
                 warm_issued,
                 own,
+                control,
             } => {
                 if stopped {
                     return None;
+                }
+                // Steered (`--web`): held while paused or above the concurrency now; the
+                // deadline moves by the time paused.
+                let mut window = *window;
+                if let Some(c) = control.as_deref().filter(|c| c.engaged()) {
+                    match c.steer(Some(worker)).await {
+                        Steer::End => return None,
+                        Steer::Go { paused, .. } => {
+                            window.deadline = window.deadline.map(|d| d + paused);
+                        }
+                    }
+                    if c.is_stopped() {
+                        return None;
+                    }
                 }
                 let now = Instant::now();
                 if now < window.measured_start {
@@ -144,6 +162,8 @@ pub(crate) struct OpenParams {
     pub seed: u64,
     /// Owner striping: the pacer keeps the whole schedule and sends only these topics' events.
     pub own: Option<OwnTopics>,
+    /// `--web`: pause, end the level, change the rate.
+    pub control: Option<Arc<Control>>,
 }
 
 /// Runs the open model's pacer until the level ends; returns (scheduled, dropped) measured sends.
@@ -197,20 +217,62 @@ pub(crate) async fn run_pacer(
     }
     let mut sched = Schedule::new(p.rate, p.ramp_up, p.arrivals, p.seed);
     let mut k = 0u64;
+    // Steered (`--web`): the schedule restarts at the new rate from the moment of a change
+    // or a resume, and the deadline moves by the time paused.
+    let mut origin = window.measured_start;
+    let mut deadline = window.deadline;
+    let mut plan = None;
     loop {
-        let at = window.measured_start + sched.next_offset();
-        if window.deadline.is_some_and(|d| at >= d) {
+        if let Some(c) = p.control.as_deref().filter(|c| c.engaged()) {
+            match c.steer(None).await {
+                Steer::End => break,
+                Steer::Go {
+                    offered,
+                    paused,
+                    generation,
+                } => {
+                    if plan != Some(generation) {
+                        let rate = match offered {
+                            super::plan::Load::Open { rate, .. } => rate,
+                            super::plan::Load::Closed { .. } => p.rate,
+                        };
+                        sched =
+                            Schedule::new(rate, Duration::ZERO, p.arrivals, p.seed ^ generation);
+                        origin = Instant::now().max(window.measured_start);
+                        deadline = window.deadline.map(|d| d + paused);
+                        plan = Some(generation);
+                    }
+                }
+            }
+        }
+        let at = origin + sched.next_offset();
+        if deadline.is_some_and(|d| at >= d) {
             break;
         }
         let Some(seq) = seqs.nth(k) else { break };
-        k += 1;
         if !kept(p.own.as_ref(), seq) {
+            k += 1;
             continue; // another shard's slot of the schedule
         }
+        let steered = async {
+            match p.control.as_deref() {
+                Some(c) => c.changed().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep_until(at) => {}
+            // A change while asleep on a slot: plan again (the slot is not sent).
+            _ = steered => continue,
         }
+        if p.control
+            .as_deref()
+            .is_some_and(|c| c.engaged() && plan != Some(c.generation()))
+        {
+            continue; // changed as the slot came: plan again first
+        }
+        k += 1;
         scheduled += 1;
         match permits.clone().try_acquire_owned() {
             Ok(permit) => {
@@ -263,6 +325,7 @@ mod tests {
             ramp_up: Duration::ZERO,
             seed: 1,
             own: None,
+            control: None,
         };
         let seqs = Seqs::striped(0, None, 0, 1);
         // One consumer that holds each ticket for 25 ms: 1 send in 3 fits, the rest are dropped.

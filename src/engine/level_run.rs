@@ -28,6 +28,8 @@ pub struct LevelRun {
     pub elapsed: Duration,
     /// True when the level was cut short by cancellation.
     pub interrupted: bool,
+    /// Time the level spent paused (`--web`), set by the run; left out of its rates.
+    pub paused: Duration,
     /// The target's first failure of each class (class name → text), set by the run.
     pub first_failures: std::collections::BTreeMap<String, String>,
 }
@@ -64,6 +66,7 @@ pub async fn run_level<T: Target>(
                 issued: AtomicU64::new(0),
                 warm_issued: AtomicU64::new(0),
                 own: ctx.own_topics.clone(),
+                control: ctx.control.clone(),
             },
             concurrency as usize,
         ),
@@ -76,6 +79,7 @@ pub async fn run_level<T: Target>(
                 ramp_up: spec.ramp_up,
                 seed: seq_base ^ index,
                 own: ctx.own_topics.clone(),
+                control: ctx.control.clone(),
             };
             pacer = Some(tokio::spawn(run_pacer(
                 p,
@@ -145,6 +149,7 @@ pub async fn run_level<T: Target>(
         scheduled,
         elapsed: Instant::now().saturating_duration_since(measured_start),
         interrupted: ctx.cancel.is_cancelled(),
+        paused: Duration::ZERO,
         first_failures: Default::default(),
     }
 }
@@ -193,6 +198,7 @@ mod tests {
             attempt_timeout: Duration::from_secs(10),
             observer: None,
             own_topics: None,
+            control: None,
         })
     }
 
@@ -496,6 +502,7 @@ mod tests {
             attempt_timeout: Duration::from_secs(10),
             observer: None,
             own_topics: None,
+            control: None,
         });
         let spec = LevelSpec {
             load: Load::Open {

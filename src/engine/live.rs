@@ -56,6 +56,12 @@ impl Live {
         (counts, hist.value_at_quantile(0.99))
     }
 
+    /// Counts so far and the latency histogram so far (µs): what the live page (`web/`)
+    /// takes a second's difference of.
+    pub fn totals(&self) -> (Counts, hdrhistogram::Histogram<u64>) {
+        self.merged()
+    }
+
     /// Every stripe's counts and latency histogram, added up.
     fn merged(&self) -> (Counts, hdrhistogram::Histogram<u64>) {
         let mut counts = Counts::default();

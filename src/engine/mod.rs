@@ -2,6 +2,7 @@
 
 mod attempt;
 mod context;
+mod control;
 mod driver;
 mod level_run;
 mod live;
@@ -16,6 +17,7 @@ mod worker;
 
 pub use attempt::{attempt_queue, AttemptReceiver, AttemptRecord, AttemptSender, Handout};
 pub use context::{LevelContext, Slice};
+pub use control::{Control, ControlEvent, LevelNow, Refused};
 pub use driver::Seqs;
 pub use level_run::{run_level, LevelRun};
 pub use live::Live;

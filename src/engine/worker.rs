@@ -48,7 +48,7 @@ pub(crate) async fn worker_loop<T: Target>(
     let clock = &ctx.clock;
     let level_start = Stamp::of(clock, level_start.into_std());
     let renders_body = ctx.target.renders_body();
-    while let Some(ticket) = driver.next(stop.is_stopped()).await {
+    while let Some(ticket) = driver.next(stop.is_stopped(), worker).await {
         if stop.is_stopped() {
             // A ticket queued before the stop: no request starts after it.
             break;

@@ -13,7 +13,7 @@ use super::monitor::GeneratorMonitor;
 use super::own_series::{exposition, LevelFigures, Snapshot};
 use super::remote_write;
 use crate::config::RunConfig;
-use crate::engine::Live;
+use crate::engine::{Control, Live};
 use crate::summary::observations::ExporterReport;
 use crate::summary::LevelReport;
 
@@ -31,6 +31,8 @@ struct Source {
     state: Mutex<State>,
     live: Arc<Live>,
     monitor: Arc<GeneratorMonitor>,
+    /// `--web`: the run's steering, whose changes are counted.
+    control: Option<Arc<Control>>,
     /// Run id, shard, `--push-label`.
     common: Vec<(String, String)>,
 }
@@ -58,6 +60,13 @@ impl Source {
             inflight,
             inflight_limit,
             cpu_ratio: self.monitor.cpu_ratio_now().unwrap_or(0.0),
+            control: self.control.as_ref().map(|c| {
+                let mut actions = std::collections::BTreeMap::new();
+                for e in c.events() {
+                    *actions.entry(e.action).or_insert(0) += 1;
+                }
+                (actions, if c.is_paused() { 1.0 } else { 0.0 })
+            }),
         }
     }
 
@@ -88,6 +97,7 @@ impl Exporter {
         cfg: &RunConfig,
         live: Arc<Live>,
         monitor: Arc<GeneratorMonitor>,
+        control: Option<Arc<Control>>,
     ) -> anyhow::Result<Option<Self>> {
         let o = &cfg.observe;
         if o.remote_write.is_none() && o.metrics_listen.is_none() {
@@ -126,6 +136,7 @@ impl Exporter {
             state: Mutex::new(State::default()),
             live,
             monitor,
+            control,
             common,
         });
         let (tx, rx) = mpsc::unbounded_channel();

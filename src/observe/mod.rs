@@ -46,10 +46,15 @@ pub struct Observers {
 
 impl Observers {
     /// Start them before any load: an invalid `--server-query` is an error here, as is a
-    /// `--metrics-listen` address that cannot be bound. `live` is the engine's live view.
-    pub async fn start(cfg: &RunConfig, live: Arc<Live>) -> anyhow::Result<Self> {
+    /// `--metrics-listen` address that cannot be bound. `live` is the engine's live view,
+    /// `control` the run's steering (`--web`), whose changes the exporter counts.
+    pub async fn start(
+        cfg: &RunConfig,
+        live: Arc<Live>,
+        control: Option<Arc<crate::engine::Control>>,
+    ) -> anyhow::Result<Self> {
         let monitor = Arc::new(GeneratorMonitor::start());
-        let exporter = Exporter::start(cfg, live, monitor.clone())?;
+        let exporter = Exporter::start(cfg, live, monitor.clone(), control)?;
         let (scraper, warnings) = match ServerScraper::start(cfg).await? {
             Some((s, check)) => (Some(s), check.warnings),
             None => (None, Vec::new()),

@@ -76,6 +76,8 @@ pub struct Snapshot {
     pub inflight_limit: f64,
     /// The generator's CPU share in the running level (or the last one).
     pub cpu_ratio: f64,
+    /// `--web`: control changes so far per action, and whether the run is paused (1) or not.
+    pub control: Option<(BTreeMap<String, u64>, f64)>,
 }
 
 impl Snapshot {
@@ -122,6 +124,16 @@ impl Snapshot {
         push("hubload_inflight_limit", &[], self.inflight_limit);
         push("hubload_level", &[], self.level);
         push("hubload_generator_cpu_ratio", &[], self.cpu_ratio);
+        if let Some((actions, paused)) = &self.control {
+            for (action, n) in actions {
+                push(
+                    "hubload_control_actions_total",
+                    &[("action", action)],
+                    *n as f64,
+                );
+            }
+            push("hubload_paused", &[], *paused);
+        }
         out
     }
 }
@@ -134,7 +146,9 @@ pub fn exposition(series: &[OwnSeries]) -> String {
     for s in series {
         if s.name != last {
             let kind = match s.name {
-                "hubload_attempts_total" | "hubload_deliveries_total" => "counter",
+                "hubload_attempts_total"
+                | "hubload_deliveries_total"
+                | "hubload_control_actions_total" => "counter",
                 _ => "gauge",
             };
             let _ = writeln!(out, "# TYPE {} {kind}", s.name);
@@ -168,6 +182,7 @@ mod tests {
             inflight: 3.0,
             inflight_limit: 10.0,
             cpu_ratio: 0.25,
+            control: None,
         };
         let common = vec![("run_id".to_string(), "r1".to_string())];
         let series = snap.series(&common);
@@ -201,5 +216,25 @@ mod tests {
         assert!(page.contains("hubload_generator_cpu_ratio{run_id=\"r1\"} 0.25\n"));
         assert!(page.contains("hubload_inflight{run_id=\"r1\"} 3\n"));
         assert!(page.contains("hubload_inflight_limit{run_id=\"r1\"} 10\n"));
+        assert!(
+            !page.contains("hubload_control"),
+            "no series of a control never made"
+        );
+    }
+
+    #[test]
+    fn control_changes_are_counted_per_action() {
+        let snap = Snapshot {
+            control: Some((
+                [("pause".to_string(), 2), ("rate".to_string(), 1)].into(),
+                1.0,
+            )),
+            ..Snapshot::default()
+        };
+        let page = exposition(&snap.series(&[]));
+        assert!(page.contains("# TYPE hubload_control_actions_total counter\n"));
+        assert!(page.contains("hubload_control_actions_total{action=\"pause\"} 2\n"));
+        assert!(page.contains("hubload_control_actions_total{action=\"rate\"} 1\n"));
+        assert!(page.contains("hubload_paused{} 1\n"));
     }
 }

@@ -4,6 +4,7 @@
 //! test can parse it, and so it renders the same in every browser, headless Chromium included.
 
 pub(crate) mod charts;
+mod control_marks;
 pub(crate) mod delivery_charts;
 mod delivery_table;
 pub(crate) mod distribution;

@@ -150,6 +150,7 @@ async fn run_spec<T: Target>(
         },
         observer: observer(sh),
         own_topics: sh.own_topics.clone(),
+        control: sh.control.clone(),
     });
     let bar = progress::LevelProgress::start(
         progress::enabled(sh.cfg.output.quiet),
@@ -169,7 +170,13 @@ async fn run_spec<T: Target>(
         };
         o.level_start(label, load, bound).await;
     }
+    if let Some(c) = &sh.control {
+        c.begin_level(i, label, spec.load);
+    }
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+    if let Some(c) = &sh.control {
+        run.paused = c.end_level();
+    }
     let observed = match sh.observers {
         Some(o) => {
             let mut seen = o.level_end(run.stats.latency.value_at_quantile(0.5)).await;
@@ -253,6 +260,17 @@ fn push(
     }
 }
 
+/// `--web`: the live page gets the level's row, and summary.json the control's changes.
+fn live_hooks(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> {
+    if let (Some(w), Some(row)) = (sh.web, rec.last_level()) {
+        w.level_recorded(row);
+    }
+    match &sh.control {
+        Some(c) => rec.set_control(c.events()),
+        None => Ok(()),
+    }
+}
+
 /// `template` with its load set to `x` (a concurrency, or a rate).
 fn with_load(cfg: &RunConfig, template: &LevelSpec, x: f64) -> LevelSpec {
     let load = match template.load {
@@ -304,6 +322,7 @@ pub(crate) async fn run_levels<T: Target>(
         if let Some(o) = sh.observers {
             o.level_recorded(rec.last_level());
         }
+        live_hooks(sh, rec)?;
     }
     Ok(())
 }
@@ -344,6 +363,9 @@ async fn find<T: Target>(
             }
             if let Some(o) = sh.observers {
                 o.level_recorded(rec.last_level());
+            }
+            if let Err(e) = live_hooks(sh, &mut rec) {
+                *failed_write.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
             }
             rec.last_level().cloned().expect("a level was just pushed")
         }

@@ -26,7 +26,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{RunConfig, TargetKind};
-use crate::engine::{LevelSpec, Live};
+use crate::engine::{Control, LevelSpec, Live};
 use crate::report::jtl::{channel_writer, JtlNames};
 use crate::run_report::Report;
 use crate::shard::Load as ShardLoad;
@@ -219,8 +219,24 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     }
     // Before any load: an invalid --server-query ends the run here (exit 2).
     let live = Arc::new(Live::default());
-    let observers = crate::observe::Observers::start(cfg, live.clone()).await?;
+    // `--web`: the run's steering, counted by the exporter and driven by the live server.
+    let control = cfg
+        .web
+        .as_ref()
+        .map(|_| Arc::new(Control::for_levels(cancel.clone(), &cfg.levels)));
+    let observers = crate::observe::Observers::start(cfg, live.clone(), control.clone()).await?;
+    let web = match (&cfg.web, &control) {
+        (Some(w), Some(c)) => {
+            let token = cancel.clone();
+            let on_stop = Box::new(move || signals::first_stop(&token));
+            Some(crate::web::WebServer::start(w, cfg, live.clone(), c.clone(), on_stop).await?)
+        }
+        _ => None,
+    };
     crate::console::banner::print_banner(cfg, &workload);
+    if let Some(w) = &web {
+        crate::console::say!("hubload: live page and control API at {}", w.url());
+    }
     local_limits::announce(cfg);
     for w in cfg.levels.iter().filter_map(LevelSpec::sparse_rate) {
         tracing::warn!("{w}");
@@ -239,6 +255,8 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         own_topics: None,
         topic_server: None,
         observers: Some(&observers),
+        control,
+        web: web.as_ref(),
     };
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();
@@ -290,6 +308,9 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         .next()
         .map(|(_, r)| r)
         .context("the run was interrupted before any path ran")?;
+    if let Some(w) = web {
+        w.finish(&report.total, report.partial);
+    }
     Ok(RunOutcome {
         report,
         thresholds_failed,

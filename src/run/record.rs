@@ -208,10 +208,13 @@ impl RunRecord {
         };
         let label = label.to_string();
         if let (Some(target), Some(scheduled)) = (rate, run.scheduled) {
+            // Paused time (`--web`) is left out: the level's deadline moved by it.
             let secs = spec
                 .stop
                 .duration
-                .map_or(run.elapsed, |d| d.min(run.elapsed))
+                .map_or(run.elapsed.saturating_sub(run.paused), |d| {
+                    d.min(run.elapsed.saturating_sub(run.paused))
+                })
                 .as_secs_f64();
             let achieved = if secs > 0.0 {
                 run.stats.events as f64 / secs
@@ -235,6 +238,7 @@ impl RunRecord {
             first_failures: run.first_failures,
             topic_server,
             topic_churn,
+            paused: run.paused,
         };
         self.push_row(&label, concurrency, rate, run.stats, extra)
     }
@@ -265,6 +269,9 @@ impl RunRecord {
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
         row.fairness = self.fairness(&stats);
+        if !extra.paused.is_zero() {
+            unpause_rates(&mut row, stats.span_secs(), extra.paused.as_secs_f64());
+        }
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         self.levels.push(stats);
@@ -355,6 +362,7 @@ impl RunRecord {
                 first_failures: l.first_failures.clone(),
                 topic_server: l.topic_server.clone(),
                 topic_churn: l.topic_churn.clone(),
+                paused: std::time::Duration::ZERO,
             };
             rec.push_row(&l.label, concurrency, rate, l.stats.clone(), extra)?;
             if let Some(d) = &l.delivery {
@@ -411,6 +419,15 @@ impl RunRecord {
     /// The row of the level pushed last.
     pub fn last_level(&self) -> Option<&LevelReport> {
         self.report.levels.last()
+    }
+
+    /// The control API's changes so far (`--web`); the reports are rewritten when they grew.
+    pub fn set_control(&mut self, events: Vec<crate::engine::ControlEvent>) -> anyhow::Result<()> {
+        if self.report.control == events {
+            return Ok(());
+        }
+        self.report.control = events;
+        self.write()
     }
 
     /// Record the capacity finder's result.
@@ -477,4 +494,18 @@ struct RowExtra {
     topic_server: Option<crate::topic_server::TopicFetchStats>,
     /// The level's topic churn (`--topic-churn`).
     topic_churn: Option<crate::stats::TopicChurnStats>,
+    /// Time paused through the control API (`--web`): left out of the row's rates.
+    paused: std::time::Duration,
+}
+
+/// A row's rates over its span less the time it was paused (`--web`), and that time noted.
+fn unpause_rates(row: &mut LevelReport, span: f64, paused: f64) {
+    row.paused_s = Some((paused * 1000.0).round() / 1000.0);
+    let active = span - paused;
+    if span > 0.0 && active > 0.0 {
+        let k = span / active;
+        row.throughput *= k;
+        row.received_kb_per_sec *= k;
+        row.sent_kb_per_sec *= k;
+    }
 }

@@ -35,6 +35,10 @@ pub(crate) struct Shared<'a> {
     pub topic_server: Option<Arc<crate::topic_server::TopicServer>>,
     /// The observers around every level (server metrics, generator health, exporter).
     pub observers: Option<&'a crate::observe::Observers>,
+    /// `--web`: the run's steering, read by the engine's driver side.
+    pub control: Option<Arc<crate::engine::Control>>,
+    /// `--web`: the live page, told of every level's row.
+    pub web: Option<&'a crate::web::WebServer>,
 }
 
 /// Check a set-up phase (registering topics, attaching links): refuse a run that could not set

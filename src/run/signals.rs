@@ -34,24 +34,35 @@ pub fn install(token: CancellationToken) {
     };
     tokio::spawn(async move {
         signals.next().await;
-        crate::console::say!(
-            "hubload: interrupted, writing reports for what was measured (press Ctrl-C again to exit now)"
-        );
-        token.cancel();
-        // A thread, not a task: it fires even if the runtime's threads are all blocked.
-        let _ = std::thread::Builder::new()
-            .name("stop-watchdog".into())
-            .spawn(|| {
-                std::thread::sleep(STOP_GRACE);
-                crate::console::say!(
-                    "hubload: still stopping after {} ms; exiting now (reports as of the last finished level)",
-                    STOP_GRACE.as_millis()
-                );
-                exit_interrupted();
-            });
+        first_stop(&token);
         signals.next().await;
         exit_interrupted();
     });
+}
+
+/// What the first SIGINT does, and the control API's stop: cancel `token` (no new request
+/// starts, the reports of what was measured are written, marked partial) and exit 130 if the
+/// run is still stopping [`STOP_GRACE`] later. Only the first call does anything.
+pub fn first_stop(token: &CancellationToken) {
+    static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if STOPPING.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
+    crate::console::say!(
+        "hubload: interrupted, writing reports for what was measured (press Ctrl-C again to exit now)"
+    );
+    token.cancel();
+    // A thread, not a task: it fires even if the runtime's threads are all blocked.
+    let _ = std::thread::Builder::new()
+        .name("stop-watchdog".into())
+        .spawn(|| {
+            std::thread::sleep(STOP_GRACE);
+            crate::console::say!(
+                "hubload: still stopping after {} ms; exiting now (reports as of the last finished level)",
+                STOP_GRACE.as_millis()
+            );
+            exit_interrupted();
+        });
 }
 
 /// SIGINT and SIGTERM, watched from install on, so a second signal that arrives while the

@@ -105,6 +105,7 @@ pub fn level_report(
         first_failures: Default::default(),
         topic_server: None,
         topic_churn: None,
+        paused_s: None,
         delivery: None,
         server: None,
         generator: None,

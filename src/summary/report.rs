@@ -246,7 +246,7 @@ pub struct LevelReport {
     pub max_ms: u64,
     /// Attempts not accepted, percent.
     pub error_pct: f64,
-    /// Attempts per second over first start → last end.
+    /// Attempts per second over first start → last end, less any time paused (`paused_s`).
     pub throughput: f64,
     /// KB (1024 B) per second received.
     pub received_kb_per_sec: f64,
@@ -304,6 +304,10 @@ pub struct LevelReport {
     /// refusals (docs/topic-churn.md); absent without topic churn and from TOTAL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_churn: Option<crate::stats::TopicChurnStats>,
+    /// Seconds the level was paused through the control API (`--web`), left out of its
+    /// rates; absent when it never was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_s: Option<f64>,
     /// What the subscribers received (`--subscribers`); absent without subscribers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<super::delivery_report::DeliveryReport>,

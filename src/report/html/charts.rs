@@ -279,6 +279,8 @@ pub fn timeline(report: &Report) -> String {
             x: offset as f64,
             label: format!("{}={}", level_prefix(report), l.label),
         });
+        // `--web`: where the control API paused, resumed or changed the load.
+        separators.extend(super::control_marks::marks(report, l, offset as f64));
         for (i, chunk) in l.timeline.chunks(width).enumerate() {
             let b = merge(chunk);
             // The point sits in the middle of the seconds it covers.

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# What --web costs the publish path: the same open-model run against the reference hub
+# without --web ("plain") and with --web and a page's stream open ("web": curl reading
+# /v1/events the whole run, as an open page does), alternated ROUNDS times. Prints, per round
+# and variant, hubload's CPU seconds (user + sys, measured from outside by /usr/bin/time),
+# its attempts, the CPU per attempt, and at the end the ratio of the medians (web / plain).
+#
+# Usage: bench/live-cost.sh [hubload binary] [hubload-hub binary]
+#        (default target/release/…; any profile works, the ratio is what counts)
+# Knobs: RATE=2000 DURATION=10 ROUNDS=3
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${1:-$ROOT/target/release/hubload}
+HUB=${2:-$ROOT/target/release/hubload-hub}
+RATE=${RATE:-2000}
+DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-3}
+WORK=$(mktemp -d)
+HUB_PID=""
+CURL_PID=""
+cleanup() {
+    [[ -n $CURL_PID ]] && kill "$CURL_PID" 2>/dev/null || true
+    [[ -n $HUB_PID ]] && kill "$HUB_PID" 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PORT=$(free_port)
+"$HUB" --listen "127.0.0.1:$PORT" >"$WORK/hub.log" 2>&1 &
+HUB_PID=$!
+for _ in $(seq 100); do
+    curl -fs "http://127.0.0.1:$PORT/stats" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+
+run() { # variant, round
+    local out="$WORK/$1-$2" extra=() web_port
+    if [[ $1 == web ]]; then
+        web_port=$(free_port)
+        extra=(--web "127.0.0.1:$web_port")
+        # The page's stream, from as soon as the server answers to the run's end.
+        (for _ in $(seq 100); do
+            curl -fsN "http://127.0.0.1:$web_port/v1/events" >"$out.events" 2>/dev/null && break
+            sleep 0.05
+        done) &
+        CURL_PID=$!
+    fi
+    /usr/bin/time -f "%U %S" -o "$out.time" "$BIN" --quiet --hub-url "http://127.0.0.1:$PORT/hub" \
+        --tenants 10 --rate "$RATE" --duration "${DURATION}s" --out "$out" "${extra[@]}" >/dev/null 2>&1
+    if [[ -n $CURL_PID ]]; then
+        kill "$CURL_PID" 2>/dev/null || true
+        wait "$CURL_PID" 2>/dev/null || true
+        CURL_PID=""
+    fi
+    python3 - "$out" "$1" "$2" <<'PY'
+import json, os, sys
+out, variant, rnd = sys.argv[1:4]
+u, s = map(float, open(out + ".time").read().split()[-2:])
+l = json.load(open(out + "/summary.json"))["levels"][0]
+seconds = 0
+if os.path.exists(out + ".events"):
+    seconds = sum(1 for line in open(out + ".events") if line.startswith("event: second"))
+per = (u + s) / max(l["samples"], 1) * 1e6
+print(f"{rnd} {variant:6} cpu {u + s:6.2f} s  attempts {l['samples']:8d}  {per:6.2f} us/attempt"
+      f"  rate {l['throughput']:8.1f}/s  seconds streamed {seconds}")
+open(out + ".cpu", "w").write(str(per))
+PY
+}
+
+echo "rate ${RATE}/s, ${DURATION}s, $(nproc) cores, $ROUNDS round(s)"
+for r in $(seq "$ROUNDS"); do
+    run plain "$r"
+    run web "$r"
+done
+python3 - "$WORK" "$ROUNDS" <<'PY'
+import statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+cpu = lambda v: [float(open(f"{work}/{v}-{r}.cpu").read()) for r in range(1, rounds + 1)]
+p, w = statistics.median(cpu("plain")), statistics.median(cpu("web"))
+print(f"median CPU per attempt: plain {p:.2f} us, with a page streaming {w:.2f} us, ratio {w / p:.3f}")
+PY

@@ -1,0 +1,223 @@
+//! `--web`: the live page and the control API, served while the run goes (docs/live.md).
+//!
+//! A view beside the run, like the exporter: it reads the engine's live totals once a second
+//! and the level rows as they are written, and steers through the engine's [`Control`]; the
+//! publish path knows nothing of it.
+
+mod api;
+mod auth;
+mod feed;
+mod page;
+mod state;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{RunConfig, WebConfig};
+use crate::engine::{Control, Live};
+use feed::Feed;
+use state::WebState;
+
+pub use feed::offered;
+
+/// The running server.
+#[derive(Debug)]
+pub struct WebServer {
+    state: Arc<WebState>,
+    /// The address it listens on (the port resolved).
+    pub addr: SocketAddr,
+    sampler: tokio::task::JoinHandle<()>,
+    shutdown: CancellationToken,
+}
+
+impl WebServer {
+    /// Bind `web.addr` and serve, steering the run through `control`; `on_stop` stops it as
+    /// the first SIGINT does.
+    pub async fn start(
+        web: &WebConfig,
+        cfg: &RunConfig,
+        live: Arc<Live>,
+        control: Arc<Control>,
+        on_stop: Box<dyn Fn() + Send + Sync>,
+    ) -> anyhow::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(web.addr)
+            .await
+            .with_context(|| format!("cannot listen on --web {}", web.addr))?;
+        let addr = listener.local_addr()?;
+        let feed = Arc::new(Feed::default());
+        let started = Instant::now();
+        let shutdown = CancellationToken::new();
+        let state = Arc::new(WebState {
+            control: control.clone(),
+            feed: feed.clone(),
+            token: web.token.clone(),
+            config: cfg.shown.clone(),
+            model: cfg.model.as_str(),
+            levels: cfg.levels.len(),
+            max_rate: control.max_rate(),
+            started,
+            out_dir: cfg.output.out_dir.clone(),
+            ended: AtomicBool::new(false),
+            on_stop,
+        });
+        let sampler = tokio::spawn(feed::sample(feed, live, control.clone(), started));
+        let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await;
+        });
+        Ok(WebServer {
+            state,
+            addr,
+            sampler,
+            shutdown,
+        })
+    }
+
+    /// The page's URL, as the banner prints it.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// A level's row was written (`row`: its summary.json entry).
+    pub fn level_recorded(&self, row: &impl serde::Serialize) {
+        let row = serde_json::to_value(row).unwrap_or(Value::Null);
+        self.state.feed.push("level", &row);
+    }
+
+    /// The run ended (`total`: summary.json's TOTAL row): the last second, the `end` record,
+    /// then the server closes (pages keep what they have).
+    pub fn finish(self, total: &impl serde::Serialize, partial: bool) {
+        self.sampler.abort();
+        let total = serde_json::to_value(total).unwrap_or(Value::Null);
+        self.state.ended.store(true, Ordering::Release);
+        self.state.feed.push(
+            "end",
+            &json!({"partial": partial, "total": total, "report": "report.html"}),
+        );
+        self.shutdown.cancel();
+    }
+}
+
+/// The routes.
+fn router(state: Arc<WebState>) -> Router {
+    let guarded = Router::new()
+        .route("/v1/status", get(api::get_status).patch(api::patch_status))
+        .route("/v1/control", get(api::get_control))
+        .route("/v1/config", get(api::get_config))
+        .route("/v1/events", get(events))
+        .route("/v1/load", post(api::post_load))
+        .route("/v1/{verb}", post(api::post_verb))
+        .route("/report.html", get(report))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            require_token,
+        ));
+    Router::new()
+        .route("/", get(index))
+        .merge(guarded)
+        .with_state(state)
+}
+
+/// Every route but the page itself: the token, when one is set.
+async fn require_token(
+    State(s): State<Arc<WebState>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match auth::check_token(s.token.as_ref(), req.headers(), None) {
+        Ok(()) => next.run(req).await,
+        Err(d) => d.answer().into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+/// `GET /`: the page; with a token set, only for a request that carries it (`?token=` sets
+/// the cookie the page's later requests carry).
+async fn index(
+    State(s): State<Arc<WebState>>,
+    Query(q): Query<TokenQuery>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(d) = auth::check_token(s.token.as_ref(), &headers, q.token.as_deref()) {
+        return d.answer().into_response();
+    }
+    let mut r = Html(page::PAGE).into_response();
+    if let (Some(t), Some(_)) = (&s.token, &q.token) {
+        let cookie = format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            auth::COOKIE,
+            t.expose()
+        );
+        if let Ok(v) = HeaderValue::from_str(&cookie) {
+            r.headers_mut().insert(header::SET_COOKIE, v);
+        }
+    }
+    r.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
+        ),
+    );
+    r
+}
+
+/// `GET /v1/events`: the whole feed so far, then each record as it comes (Server-Sent Events).
+async fn events(
+    State(s): State<Arc<WebState>>,
+) -> Sse<impl futures_util::Stream<Item = Result<Event, Infallible>>> {
+    let (kept, rx) = s.feed.subscribe();
+    // The stream ends with the `end` record, so the server's graceful close is not held.
+    let done = kept.iter().any(|r| r.kind == "end");
+    let first = futures_util::stream::iter(kept.into_iter().map(to_event).map(Ok));
+    let rest = futures_util::stream::unfold((rx, done), |(mut rx, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            match rx.recv().await {
+                Ok(r) => {
+                    let done = r.kind == "end";
+                    return Some((Ok(to_event(r)), (rx, done)));
+                }
+                // A page too slow to read: it misses some seconds, not the end.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    use futures_util::StreamExt;
+    Sse::new(first.chain(rest)).keep_alive(KeepAlive::default())
+}
+
+fn to_event(r: feed::Record) -> Event {
+    Event::default().event(r.kind).data(&*r.data)
+}
+
+/// `GET /report.html`: the run's report as last written.
+async fn report(State(s): State<Arc<WebState>>) -> Response {
+    match tokio::fs::read(s.out_dir.join("report.html")).await {
+        Ok(b) => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], b).into_response(),
+        Err(_) => (StatusCode::NOT_FOUND, "no report.html yet\n").into_response(),
+    }
+}

@@ -1,0 +1,55 @@
+//! What the live server's handlers share: the control, the feed, the token and the run's
+//! redacted settings.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::feed::Feed;
+use crate::engine::{Control, ControlEvent};
+use crate::secret::Secret;
+
+/// What the handlers share.
+pub struct WebState {
+    pub(super) control: Arc<Control>,
+    pub(super) feed: Arc<Feed>,
+    pub(super) token: Option<Secret>,
+    /// The run's settings as summary.json shows them (secrets redacted).
+    pub(super) config: Value,
+    pub(super) model: &'static str,
+    pub(super) levels: usize,
+    pub(super) max_rate: f64,
+    pub(super) started: Instant,
+    pub(super) out_dir: PathBuf,
+    pub(super) ended: AtomicBool,
+    /// Stops the run as the first SIGINT does.
+    pub(super) on_stop: Box<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for WebState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebState").finish_non_exhaustive()
+    }
+}
+
+impl WebState {
+    pub(super) fn ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
+
+    /// A change: a line on stderr, a record in the feed.
+    pub(super) fn announce(&self, e: &ControlEvent) {
+        let value = e.value.map_or_else(String::new, |v| format!(" {v}"));
+        crate::console::say!(
+            "hubload: control: {}{value} at level {} (from {})",
+            e.action,
+            e.level,
+            e.client
+        );
+        self.feed
+            .push("control", &serde_json::to_value(e).unwrap_or(Value::Null));
+    }
+}
