@@ -243,14 +243,16 @@ fn push(
     label: &str,
     (run, delivery, (fetches, churn), observed): Ran,
 ) -> anyhow::Result<()> {
-    rec.push_level(spec, label, run, fetches, churn)?;
-    if let Some(o) = observed {
-        rec.set_last_observation(o)?;
-    }
-    match delivery {
-        Some(d) => rec.set_last_delivery(&d),
-        None => Ok(()),
-    }
+    rec.in_one_write(|rec| {
+        rec.push_level(spec, label, run, fetches, churn)?;
+        if let Some(o) = observed {
+            rec.set_last_observation(o)?;
+        }
+        match delivery {
+            Some(d) => rec.set_last_delivery(&d),
+            None => Ok(()),
+        }
+    })
 }
 
 /// `template` with its load set to `x` (a concurrency, or a rate).

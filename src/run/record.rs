@@ -25,9 +25,9 @@ use std::path::Path;
 pub struct RunRecord {
     report: Report,
     /// Each level's statistics as measured, in the order of `report.levels` (for the what-if
-    /// table and shard artifacts).
+    /// table and shard artifacts), less their per-topic statistics, which only the rows keep.
     levels: Vec<LevelStats>,
-    /// Every level's statistics added (seconds apart), the TOTAL row's.
+    /// Every level's statistics added (seconds and topics apart), the TOTAL row's.
     total: LevelStats,
     writer: ReportWriter,
     thresholds: Vec<Threshold>,
@@ -40,6 +40,8 @@ pub struct RunRecord {
     delivery_total: Option<crate::summary::delivery_report::LevelDelivery>,
     /// Each level's deliveries as measured, by level index (for shard artifacts).
     deliveries: BTreeMap<usize, crate::summary::delivery_report::LevelDelivery>,
+    /// Writes are held back until [`in_one_write`](Self::in_one_write)'s end.
+    held: bool,
 }
 
 fn now_rfc3339() -> String {
@@ -83,6 +85,7 @@ impl RunRecord {
             registration: None,
             delivery_total: None,
             deliveries: BTreeMap::new(),
+            held: false,
         })
     }
 
@@ -259,15 +262,24 @@ impl RunRecord {
         stats: LevelStats,
         extra: RowExtra,
     ) -> anyhow::Result<()> {
+        let mut stats = stats;
         let mut row = level_report(label, concurrency, rate, &stats, rate.is_some());
         row.first_failures = extra.first_failures;
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
+        // A level's per-topic statistics live on in its row alone (sparse, a fraction of the
+        // 1 KB a topic they take in `stats`), and TOTAL's in the TOTAL row: memory per level
+        // stays small at 100,000 topics. Shard artifacts read them back from the rows.
+        let topics = std::mem::take(&mut stats.topics);
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         self.levels.push(stats);
         let open_run = self.report.model == Model::Open;
-        self.report.total = Some(level_report("TOTAL", None, None, &self.total, open_run));
+        let mut total = level_report("TOTAL", None, None, &self.total, open_run);
+        let before = self.report.total.take().map(|t| t.topics);
+        total.topics = super::level_topics::add_topics(before.unwrap_or_default(), &topics);
+        drop(topics);
+        self.report.total = Some(total);
         self.report.verdicts = judge(
             &self.thresholds,
             &self.report.levels,
@@ -331,8 +343,17 @@ impl RunRecord {
             registration: m.registration.clone(),
             delivery_total: None,
             deliveries: BTreeMap::new(),
+            held: false,
         };
         rec.write()?;
+        // One write for all the levels: a merge can be run again, and its cost no longer grows
+        // with the square of the levels.
+        rec.in_one_write(|rec| rec.push_merged_levels(m))?;
+        Ok(rec.report)
+    }
+
+    /// Push a merged run's levels, with their deliveries.
+    fn push_merged_levels(&mut self, m: &MergedRun) -> anyhow::Result<()> {
         for l in &m.levels {
             let (concurrency, rate) = match l.load {
                 ShardLoad::Concurrency(c) => (Some(c), None),
@@ -343,12 +364,12 @@ impl RunRecord {
                 topic_server: l.topic_server.clone(),
                 topic_churn: l.topic_churn.clone(),
             };
-            rec.push_row(&l.label, concurrency, rate, l.stats.clone(), extra)?;
+            self.push_row(&l.label, concurrency, rate, l.stats.clone(), extra)?;
             if let Some(d) = &l.delivery {
-                rec.set_last_delivery(d)?;
+                self.set_last_delivery(d)?;
             }
         }
-        Ok(rec.report)
+        Ok(())
     }
 
     /// Everything a shard hands to `hubload merge`.
@@ -373,7 +394,9 @@ impl RunRecord {
             .zip(parts)
             .enumerate()
             .map(|(i, ((row, stats), load))| {
-                let mut l = ShardLevel::new(&row.label, *load, stats.clone());
+                let mut stats = stats.clone();
+                stats.topics = super::level_topics::dense_topics(&row.topics);
+                let mut l = ShardLevel::new(&row.label, *load, stats);
                 l.first_failures.clone_from(&row.first_failures);
                 l.topic_server.clone_from(&row.topic_server);
                 l.topic_churn.clone_from(&row.topic_churn);
@@ -422,7 +445,23 @@ impl RunRecord {
         self.report.warnings.push(w);
     }
 
+    /// Run `f` with the record's writes held back, then write once: a level's row, what its
+    /// subscribers received and what the observers saw cost one rewrite of the reports, not
+    /// three. Nothing is awaited in between, so a crash or Ctrl-C loses nothing by it.
+    pub fn in_one_write(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.held = true;
+        let done = f(self);
+        self.held = false;
+        done.and(self.write())
+    }
+
     fn write(&mut self) -> anyhow::Result<()> {
+        if self.held {
+            return Ok(());
+        }
         self.report.finished_at = now_rfc3339();
         self.report.knee = crate::observe::knee::knee(&self.report);
         self.writer.write_all(&self.report)
