@@ -1,4 +1,5 @@
-//! `RunRecord`: the report of a run in progress; every change rewrites all report files.
+//! `RunRecord`: the report of a run in progress; each change, or batch of changes, rewrites
+//! all report files.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
