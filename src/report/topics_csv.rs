@@ -25,7 +25,7 @@ pub struct TopicsCsvReporter;
 pub struct TenantsCsvReporter;
 
 /// Back from the report's sparse form to the mergeable statistics.
-fn stats_of(t: &TopicReport) -> TopicStats {
+pub fn stats_of(t: &TopicReport) -> TopicStats {
     let mut s = TopicStats {
         counts: t.counts,
         max_us: t.max_us,

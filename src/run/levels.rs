@@ -250,14 +250,16 @@ fn push(
     label: &str,
     (run, delivery, (fetches, churn), observed): Ran,
 ) -> anyhow::Result<()> {
-    rec.push_level(spec, label, run, fetches, churn)?;
-    if let Some(o) = observed {
-        rec.set_last_observation(o)?;
-    }
-    match delivery {
-        Some(d) => rec.set_last_delivery(&d),
-        None => Ok(()),
-    }
+    rec.in_one_write(|rec| {
+        rec.push_level(spec, label, run, fetches, churn)?;
+        if let Some(o) = observed {
+            rec.set_last_observation(o)?;
+        }
+        match delivery {
+            Some(d) => rec.set_last_delivery(&d),
+            None => Ok(()),
+        }
+    })
 }
 
 /// `--web`: the live page gets the level's row, and summary.json the control's changes.

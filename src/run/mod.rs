@@ -4,6 +4,7 @@
 
 pub mod embedded;
 mod embedded_emulator;
+mod level_topics;
 mod levels;
 mod local_limits;
 mod own_thread;

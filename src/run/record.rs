@@ -1,4 +1,5 @@
-//! `RunRecord`: the report of a run in progress; every change rewrites all report files.
+//! `RunRecord`: the report of a run in progress; each change, or batch of changes, rewrites
+//! all report files.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -14,7 +15,7 @@ use crate::report::writer::ReportWriter;
 use crate::run_report::Report;
 use crate::shard::{Load as ShardLoad, MergedRun, ShardArtifact, ShardLevel, ShardMeta};
 use crate::shard_contract::ShardSpec;
-use crate::stats::LevelStats;
+use crate::stats::{LevelStats, TopicStats};
 use crate::summary::build::level_report;
 use crate::summary::{LevelReport, PhaseReport, RateCheck};
 use crate::targets::PhaseResult;
@@ -26,9 +27,9 @@ use std::path::Path;
 pub struct RunRecord {
     report: Report,
     /// Each level's statistics as measured, in the order of `report.levels` (for the what-if
-    /// table and shard artifacts).
+    /// table and shard artifacts), less their per-topic statistics, which only the rows keep.
     levels: Vec<LevelStats>,
-    /// Every level's statistics added (seconds apart), the TOTAL row's.
+    /// Every level's statistics added (seconds and topics apart), the TOTAL row's.
     total: LevelStats,
     writer: ReportWriter,
     thresholds: Vec<Threshold>,
@@ -41,6 +42,8 @@ pub struct RunRecord {
     delivery_total: Option<crate::summary::delivery_report::LevelDelivery>,
     /// Each level's deliveries as measured, by level index (for shard artifacts).
     deliveries: BTreeMap<usize, crate::summary::delivery_report::LevelDelivery>,
+    /// Writes are held back until [`in_one_write`](Self::in_one_write)'s end.
+    held: bool,
 }
 
 fn now_rfc3339() -> String {
@@ -84,6 +87,7 @@ impl RunRecord {
             registration: None,
             delivery_total: None,
             deliveries: BTreeMap::new(),
+            held: false,
         })
     }
 
@@ -264,20 +268,28 @@ impl RunRecord {
         stats: LevelStats,
         extra: RowExtra,
     ) -> anyhow::Result<()> {
+        let mut stats = stats;
         let mut row = level_report(label, concurrency, rate, &stats, rate.is_some());
         row.first_failures = extra.first_failures;
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
-        row.fairness = self.fairness(&stats);
+        row.fairness = self.fairness(&stats.topics);
         if !extra.paused.is_zero() {
             unpause_rates(&mut row, stats.span_secs(), extra.paused.as_secs_f64());
         }
+        // A level's per-topic statistics live on in its row alone (sparse, a fraction of the
+        // 1 KB a topic they take in `stats`), and TOTAL's in the TOTAL row: memory per level
+        // stays small at 100,000 topics. Shard artifacts read them back from the rows.
+        let topics = std::mem::take(&mut stats.topics);
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         self.levels.push(stats);
         let open_run = self.report.model == Model::Open;
         let mut total = level_report("TOTAL", None, None, &self.total, open_run);
-        total.fairness = self.fairness(&self.total);
+        let before = self.report.total.take().map(|t| t.topics);
+        total.topics = super::level_topics::add_topics(before.unwrap_or_default(), &topics);
+        drop(topics);
+        total.fairness = self.fairness(&super::level_topics::dense_topics(&total.topics));
         self.report.total = Some(total);
         self.report.verdicts = judge(
             &self.thresholds,
@@ -299,12 +311,8 @@ impl RunRecord {
     }
 
     /// The fairness figures of a level's (or TOTAL's) per-topic statistics, by tenant.
-    fn fairness(&self, stats: &LevelStats) -> Option<crate::fairness::Fairness> {
-        figures(&per_tenant(
-            &stats.topics,
-            &self.report.topic_tenants,
-            tenant_name,
-        ))
+    fn fairness(&self, topics: &[TopicStats]) -> Option<crate::fairness::Fairness> {
+        figures(&per_tenant(topics, &self.report.topic_tenants, tenant_name))
     }
 
     /// Write the reports of a merged, sharded run into `dir`; thresholds are judged on the
@@ -351,8 +359,17 @@ impl RunRecord {
             registration: m.registration.clone(),
             delivery_total: None,
             deliveries: BTreeMap::new(),
+            held: false,
         };
         rec.write()?;
+        // One write for all the levels: a merge can be run again, and its cost no longer grows
+        // with the square of the levels.
+        rec.in_one_write(|rec| rec.push_merged_levels(m))?;
+        Ok(rec.report)
+    }
+
+    /// Push a merged run's levels, with their deliveries.
+    fn push_merged_levels(&mut self, m: &MergedRun) -> anyhow::Result<()> {
         for l in &m.levels {
             let (concurrency, rate) = match l.load {
                 ShardLoad::Concurrency(c) => (Some(c), None),
@@ -364,12 +381,12 @@ impl RunRecord {
                 topic_churn: l.topic_churn.clone(),
                 paused: std::time::Duration::ZERO,
             };
-            rec.push_row(&l.label, concurrency, rate, l.stats.clone(), extra)?;
+            self.push_row(&l.label, concurrency, rate, l.stats.clone(), extra)?;
             if let Some(d) = &l.delivery {
-                rec.set_last_delivery(d)?;
+                self.set_last_delivery(d)?;
             }
         }
-        Ok(rec.report)
+        Ok(())
     }
 
     /// Everything a shard hands to `hubload merge`.
@@ -394,7 +411,9 @@ impl RunRecord {
             .zip(parts)
             .enumerate()
             .map(|(i, ((row, stats), load))| {
-                let mut l = ShardLevel::new(&row.label, *load, stats.clone());
+                let mut stats = stats.clone();
+                stats.topics = super::level_topics::dense_topics(&row.topics);
+                let mut l = ShardLevel::new(&row.label, *load, stats);
                 l.first_failures.clone_from(&row.first_failures);
                 l.topic_server.clone_from(&row.topic_server);
                 l.topic_churn.clone_from(&row.topic_churn);
@@ -452,7 +471,23 @@ impl RunRecord {
         self.report.warnings.push(w);
     }
 
+    /// Run `f` with the record's writes held back, then write once: a level's row, what its
+    /// subscribers received and what the observers saw cost one rewrite of the reports, not
+    /// three. Nothing is awaited in between, so a crash or Ctrl-C loses nothing by it.
+    pub fn in_one_write(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.held = true;
+        let done = f(self);
+        self.held = false;
+        done.and(self.write())
+    }
+
     fn write(&mut self) -> anyhow::Result<()> {
+        if self.held {
+            return Ok(());
+        }
         self.report.finished_at = now_rfc3339();
         self.report.knee = crate::observe::knee::knee(&self.report);
         self.writer.write_all(&self.report)
