@@ -166,7 +166,10 @@ async fn a_server_that_never_completes_the_upgrade_ends_at_the_connect_timeout()
     );
     assert_eq!(
         e.to_string(),
-        format!("cannot connect to Service Bus at localhost:{port}: timed out after 400ms")
+        format!(
+            "cannot connect to Service Bus at localhost:{port}: the connection (TCP, AMQP open, \
+             session and CBS link) was not open within 400ms"
+        )
     );
     server.abort();
 }
@@ -206,7 +209,10 @@ async fn an_oversized_websocket_message_is_refused_with_its_reason() {
     let text = e.to_string();
     assert!(matches!(e, SbError::Connect { .. }), "{text}");
     assert!(
-        text.ends_with("AMQP open: IO Error Custom { kind: InvalidData, error: \"WebSocket: Message too long: 2097152 > 1048576\" }"),
+        text.ends_with(
+            "AMQP open failed: the broker sent a frame larger than the maximum frame size or \
+             malformed (WebSocket: Message too long: 2097152 > 1048576)"
+        ),
         "{text}"
     );
     server.abort();
