@@ -10,9 +10,10 @@
 //!
 //! See docs/protocol.md §6 for the wire facts and README.md for why not `azure_messaging_servicebus`.
 
-pub mod admin;
 pub mod connection_string;
 pub mod emulator;
+/// The emulator's administration API (it lives in `emulator`, beside the state it serves).
+pub use emulator::admin;
 mod error;
 mod message;
 pub mod outcome;

@@ -8,7 +8,7 @@ use serde_amqp::primitives::OrderedMap;
 
 use super::clock::unix_ms;
 use super::namespace::EntityError;
-use super::Shared;
+use super::shared::Shared;
 
 /// An AMQP error with condition, description and `info` (Python's SDK indexes all three).
 pub fn amqp_error(condition: ErrorCondition, description: String) -> definitions::Error {

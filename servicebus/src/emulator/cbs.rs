@@ -12,7 +12,7 @@ use fe2o3_amqp::{Receiver, Sendable, Sender};
 use tokio::sync::mpsc;
 
 use super::namespace::path_of;
-use super::Shared;
+use super::shared::Shared;
 use crate::sas::SasToken;
 
 /// A reply on its way to a client's reply link.

@@ -197,7 +197,7 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
             let l = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("--admin-listen {addr}: cannot listen"))?;
-            let a = crate::admin::AdminHandle::start(&emu, l)?;
+            let a = super::admin::AdminHandle::start(&emu, l)?;
             println!("administration API at http://{}", a.addr());
             Some(a)
         }

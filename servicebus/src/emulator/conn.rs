@@ -28,7 +28,7 @@ use super::inbound::entity_receiver;
 use super::management::management_node;
 use super::namespace::{parse_address, path_of, EntityError, ReceiveSource, SendTarget};
 use super::outbound::entity_sender;
-use super::{Shared, MAX_MESSAGE_SIZE};
+use super::shared::{Shared, MAX_MESSAGE_SIZE};
 
 /// Serve one connection (TCP, or WebSocket over TLS) until the peer closes it, or the handle drops every connection.
 pub(super) async fn serve(

@@ -17,9 +17,9 @@ use super::amqp_errors::amqp_error;
 use super::cbs::ConnState;
 use super::clock::unix_ms;
 use super::namespace::{path_of, SendTarget};
+use super::shared::Shared;
 use super::store::Msg;
 use super::tier::{Cost, SERVER_BUSY_DESCRIPTION};
-use super::Shared;
 use crate::outcome::SERVER_BUSY;
 
 /// The message format of a batch transfer (Microsoft's, used by every Service Bus SDK).

@@ -14,9 +14,9 @@ use super::cbs::{app_str, ConnState, Reply};
 use super::clock::unix_ms;
 use super::namespace::{path_of, ReceiveSource};
 use super::outbound::annotated;
+use super::shared::Shared;
 use super::store::{LockToken, Settle, Stored};
 use super::tier::Cost;
-use super::Shared;
 
 /// A management answer: status, description, body.
 struct Answer(i32, String, Value);

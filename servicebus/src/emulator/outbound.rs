@@ -16,9 +16,9 @@ use rand::RngCore as _;
 use super::amqp_errors::refusal;
 use super::clock::unix_ms;
 use super::namespace::{ReceiveSource, ReceiverSlot};
+use super::shared::Shared;
 use super::store::{Settle, Stored};
 use super::tier::Cost;
-use super::Shared;
 
 /// Longest a taken message waits for link credit before it is given back.
 const PARK: Duration = Duration::from_millis(50);
