@@ -73,18 +73,19 @@ pub struct Fairness {
     pub by_tenant: Vec<TenantShare>,
 }
 
-/// A level's per-topic statistics rolled up per tenant: `topic_tenants[i]` is topic `i`'s
-/// tenant (`None` for a topic several tenants share, left out: it is no tenant's). Named by
-/// `name`, sorted by tenant number.
-pub fn per_tenant(
-    topics: &[TopicStats],
+/// A level's per-topic statistics, as (topic number, statistics), rolled up per tenant:
+/// `topic_tenants[i]` is topic `i`'s tenant (`None` for a topic several tenants share, left
+/// out: it is no tenant's). Named by `name`, sorted by tenant number. Dense statistics give
+/// `iter().enumerate()`; sparse rows give only the topics they hold.
+pub fn per_tenant<S: std::borrow::Borrow<TopicStats>>(
+    topics: impl IntoIterator<Item = (usize, S)>,
     topic_tenants: &[Option<u32>],
     name: impl Fn(u32) -> String,
 ) -> Vec<(String, TopicStats)> {
     let mut by: std::collections::BTreeMap<u32, TopicStats> = Default::default();
-    for (t, s) in topics.iter().enumerate() {
+    for (t, s) in topics {
         if let Some(Some(tenant)) = topic_tenants.get(t) {
-            *by.entry(*tenant).or_default() += s;
+            *by.entry(*tenant).or_default() += s.borrow();
         }
     }
     by.into_iter().map(|(t, s)| (name(t), s)).collect()

@@ -115,7 +115,9 @@ fn per_tenant_adds_a_tenants_topics_and_leaves_shared_topics_out() {
     let t = |n: u64| tenant("", &[(Class::Accepted, 7, n)]).1;
     let topics = [t(1), t(2), t(4), t(8)];
     let tenants = [Some(1), None, Some(0), Some(1)];
-    let rolled = per_tenant(&topics, &tenants, |i| format!("tenant{i:04}"));
+    let rolled = per_tenant(topics.iter().enumerate(), &tenants, |i| {
+        format!("tenant{i:04}")
+    });
     let got: Vec<(&str, u64)> = rolled
         .iter()
         .map(|(n, s)| (n.as_str(), s.counts.total()))

@@ -273,7 +273,7 @@ impl RunRecord {
         row.first_failures = extra.first_failures;
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
-        row.fairness = self.fairness(&stats.topics);
+        row.fairness = self.fairness(stats.topics.iter().enumerate());
         if !extra.paused.is_zero() {
             unpause_rates(&mut row, stats.span_secs(), extra.paused.as_secs_f64());
         }
@@ -289,7 +289,13 @@ impl RunRecord {
         let before = self.report.total.take().map(|t| t.topics);
         total.topics = super::level_topics::add_topics(before.unwrap_or_default(), &topics);
         drop(topics);
-        total.fairness = self.fairness(&super::level_topics::dense_topics(&total.topics));
+        // From the TOTAL row's sparse topics, one at a time: no dense copy of every topic.
+        total.fairness = self.fairness(
+            total
+                .topics
+                .iter()
+                .map(|t| (t.topic, crate::report::topics_csv::stats_of(t))),
+        );
         self.report.total = Some(total);
         self.report.verdicts = judge(
             &self.thresholds,
@@ -311,7 +317,10 @@ impl RunRecord {
     }
 
     /// The fairness figures of a level's (or TOTAL's) per-topic statistics, by tenant.
-    fn fairness(&self, topics: &[TopicStats]) -> Option<crate::fairness::Fairness> {
+    fn fairness<S: std::borrow::Borrow<TopicStats>>(
+        &self,
+        topics: impl IntoIterator<Item = (usize, S)>,
+    ) -> Option<crate::fairness::Fairness> {
         figures(&per_tenant(topics, &self.report.topic_tenants, tenant_name))
     }
 
