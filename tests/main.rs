@@ -3,6 +3,7 @@
 mod binary;
 mod broker_faults;
 mod broker_subscribers;
+mod browser;
 mod capture;
 mod check;
 mod churn;
