@@ -13,7 +13,7 @@ use super::record::RunRecord;
 use crate::config::{Dialect, HttpVersion, RunConfig, TargetKind};
 use crate::engine::LevelSpec;
 use crate::targets::h2::{negotiate, Alpn};
-use crate::targets::websub::{HubEndpoint, WebSubClient, WebSubTarget};
+use crate::targets::websub::{HubEndpoint, HubWire, WebSubClient, WebSubTarget};
 use crate::targets::{PhaseResult, Target};
 use crate::topic_server::TopicServer;
 use crate::workload::{Topic, Workload};
@@ -28,17 +28,17 @@ pub(crate) struct WebSubPath<'a> {
     phase: Arc<WebSubTarget>,
     /// Websub dialect: serves each topic URL the hub fetches after a thin ping.
     topics: Option<Arc<TopicServer>>,
-    /// `Some(streams per connection)` when hub requests speak HTTP/2.
-    h2: Option<usize>,
+    /// The HTTP version hub requests speak.
+    wire: HubWire,
     _embedded: Option<EmbeddedHub>,
 }
 
 /// The publish client for `wanted` exchanges at once (connections, over HTTP/1.1); topic URLs
-/// start with `prefix`. Over HTTP/2 (`h2`: streams per connection) the connections are
-/// `--pool-per-host`, else as many as `wanted` streams need.
-fn client(cfg: &RunConfig, wanted: usize, prefix: &str, h2: Option<usize>) -> WebSubClient {
-    let max_conns = match (h2, cfg.client.pool_per_host) {
-        (Some(streams), None) => wanted.div_ceil(streams.max(1)),
+/// start with `prefix`. Over HTTP/2 the connections are `--pool-per-host`, else as many as
+/// `wanted` streams need.
+fn client(cfg: &RunConfig, wanted: usize, prefix: &str, wire: HubWire) -> WebSubClient {
+    let max_conns = match (wire, cfg.client.pool_per_host) {
+        (HubWire::Http2 { streams }, None) => wanted.div_ceil(streams.max(1)),
         _ => wanted,
     };
     WebSubClient {
@@ -51,7 +51,7 @@ fn client(cfg: &RunConfig, wanted: usize, prefix: &str, h2: Option<usize>) -> We
         dialect: cfg.websub.dialect,
         topic_url_prefix: prefix.to_owned(),
         phase_concurrency: cfg.register_concurrency as usize,
-        h2_streams: h2,
+        wire,
     }
 }
 
@@ -60,33 +60,39 @@ fn client(cfg: &RunConfig, wanted: usize, prefix: &str, h2: Option<usize>) -> We
 /// (`2` offers h2 alone, and a server choosing HTTP/1.1 is an error before any load;
 /// `auto` offers h2 and http/1.1 and takes the server's choice). A probe that fails
 /// (refused, a certificate refused) decides nothing: the load counts that failure.
-async fn http2_streams(
+async fn hub_wire(
     cfg: &RunConfig,
     url: &url::Url,
     endpoint: &HubEndpoint,
-) -> anyhow::Result<Option<usize>> {
-    let streams = Some(cfg.http.h2_streams as usize);
+) -> anyhow::Result<HubWire> {
+    let h2 = HubWire::Http2 {
+        streams: cfg.http.h2_streams as usize,
+    };
     let version = cfg.http.version;
     let Some(tls) = &endpoint.tls else {
-        return Ok(streams.filter(|_| version == HttpVersion::Http2));
+        return Ok(if version == HttpVersion::Http2 {
+            h2
+        } else {
+            HubWire::Http1
+        });
     };
     let offer: &[&[u8]] = match version {
-        HttpVersion::Http1 => return Ok(None),
+        HttpVersion::Http1 => return Ok(HubWire::Http1),
         HttpVersion::Http2 => &[b"h2"],
         HttpVersion::Auto => &[b"h2", b"http/1.1"],
     };
     let limit = cfg.client.connect_timeout + cfg.tls.tls_timeout;
     let chosen = negotiate(endpoint.addrs[0], &tls.with_alpn(offer), limit).await;
     match (chosen, version) {
-        (Ok(Alpn::H2), _) => Ok(streams),
+        (Ok(Alpn::H2), _) => Ok(h2),
         (Ok(Alpn::Http1), HttpVersion::Http2) => anyhow::bail!(
             "--http-version 2: the hub at {} did not choose h2 by ALPN (it speaks HTTP/1.1; \
              use --http-version auto or 1.1)",
             url.host_str().unwrap_or_default()
         ),
-        (Ok(Alpn::Http1), _) => Ok(None),
-        (Err(_), HttpVersion::Http2) => Ok(streams),
-        (Err(_), _) => Ok(None),
+        (Ok(Alpn::Http1), _) => Ok(HubWire::Http1),
+        (Err(_), HttpVersion::Http2) => Ok(h2),
+        (Err(_), _) => Ok(HubWire::Http1),
     }
 }
 
@@ -117,9 +123,12 @@ impl<'a> WebSubPath<'a> {
         )
         .await?;
         announce_endpoint(cfg, &url, &endpoint);
-        let h2 = http2_streams(cfg, &url, &endpoint).await?;
+        let wire = hub_wire(cfg, &url, &endpoint).await?;
         if !cfg.output.quiet && cfg.http.version != HttpVersion::Http1 {
-            let chosen = if h2.is_some() { "HTTP/2" } else { "HTTP/1.1" };
+            let chosen = match wire {
+                HubWire::Http1 => "HTTP/1.1",
+                HubWire::Http2 { .. } => "HTTP/2",
+            };
             crate::console::say!(
                 "  http      {chosen} (--http-version {})",
                 cfg.http.version.as_str()
@@ -133,7 +142,7 @@ impl<'a> WebSubPath<'a> {
             connect_timeout: cfg.client.connect_timeout.max(Duration::from_secs(5)),
             tls_timeout: cfg.tls.tls_timeout.max(Duration::from_secs(5)),
             pool_timeout: Duration::from_secs(60),
-            ..client(cfg, cfg.register_concurrency as usize, prefix, h2)
+            ..client(cfg, cfg.register_concurrency as usize, prefix, wire)
         };
         // The set-up phase counts on its own, so per-address attempts are the load's alone.
         let phase = Arc::new(WebSubTarget::new(
@@ -148,7 +157,7 @@ impl<'a> WebSubPath<'a> {
             endpoint,
             phase,
             topics,
-            h2,
+            wire,
             _embedded: embedded,
         })
     }
@@ -197,7 +206,7 @@ impl TargetPath for WebSubPath<'_> {
 
     fn target(&self, spec: &LevelSpec) -> WebSubTarget {
         let prefix = self.topics.as_ref().map_or("", |t| t.prefix());
-        let c = client(self.cfg, pool_size(self.cfg, spec), prefix, self.h2);
+        let c = client(self.cfg, pool_size(self.cfg, spec), prefix, self.wire);
         let t = WebSubTarget::new(self.endpoint.clone(), self.workload.topics(), &c)
             .with_workload(self.workload.clone());
         match &self.topics {

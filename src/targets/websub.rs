@@ -160,9 +160,21 @@ pub struct WebSubClient {
     pub topic_url_prefix: String,
     /// Concurrency of registration/deregistration.
     pub phase_concurrency: usize,
-    /// `Some(streams per connection)`: speak HTTP/2 (`max_conns` connections); `None`:
-    /// HTTP/1.1.
-    pub h2_streams: Option<usize>,
+    /// The HTTP version requests speak.
+    pub wire: HubWire,
+}
+
+/// The HTTP version a hub's requests speak, once chosen (by `--http-version` and, over TLS,
+/// by ALPN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HubWire {
+    /// HTTP/1.1: one exchange per connection at a time.
+    Http1,
+    /// HTTP/2 with up to `streams` exchanges per connection.
+    Http2 {
+        /// Concurrent streams per connection.
+        streams: usize,
+    },
 }
 
 /// A WebSub hub.
@@ -189,8 +201,8 @@ pub struct WebSubTarget {
 impl WebSubTarget {
     /// A target for `topics` at `hub`.
     pub fn new(hub: HubEndpoint, topics: &[Topic], client: &WebSubClient) -> Self {
-        let pool = match client.h2_streams {
-            None => {
+        let pool = match client.wire {
+            HubWire::Http1 => {
                 let mut pool = HttpPool::with_addrs(
                     hub.addrs.clone(),
                     PoolConfig {
@@ -206,7 +218,7 @@ impl WebSubTarget {
                 }
                 Transport::Http1(pool)
             }
-            Some(streams) => Transport::Http2(H2Pool::new(
+            HubWire::Http2 { streams } => Transport::Http2(H2Pool::new(
                 hub.addrs.clone(),
                 hub.counters.clone(),
                 H2Config {

@@ -60,7 +60,7 @@ fn ballerina_client(max_conns: usize, lanes: usize) -> WebSubClient {
         headers: ExtraHeaders::default(),
         dialect: Dialect::Ballerina,
         topic_url_prefix: String::new(),
-        h2_streams: None,
+        wire: HubWire::Http1,
         phase_concurrency: lanes,
     }
 }
