@@ -176,6 +176,18 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
         (paused - asked).abs() < 0.05,
         "paused {paused} s, asked {asked} s"
     );
+    // TOTAL leaves the pause out too: its attempts over its span less the levels' pauses.
+    let total = report.total.as_ref().expect("a TOTAL row");
+    assert_eq!(total.paused_s, Some(paused));
+    assert_eq!(total.samples, row.samples);
+    let want = total.samples as f64 / (total.span_s - paused);
+    assert!(
+        (total.throughput - want).abs() <= want * 1e-9,
+        "TOTAL {} req/s, {} attempts over {} s less {paused} s paused is {want}",
+        total.throughput,
+        total.samples,
+        total.span_s
+    );
     let hub = crate::util::settled(&sc.hub).await;
     assert_eq!(hub.publish.accepted, crate::util::count(row, "accepted"));
     // Marked on report.html's time chart.
