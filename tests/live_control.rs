@@ -84,6 +84,34 @@ fn starts(path: &std::path::Path) -> Vec<u64> {
         .collect()
 }
 
+/// One topic (one tenant, the login channel), then `rest`.
+pub(crate) fn one_topic<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+    let mut f = vec!["--tenants", "1", "--channels", "login"];
+    f.extend_from_slice(rest);
+    f
+}
+
+/// The real binary against `sc`'s hub, one topic, reports into `out`, `--web web`, `rest`.
+pub(crate) fn spawn_bin(
+    sc: &Scenario,
+    out: &std::path::Path,
+    web: &str,
+    rest: &[&str],
+) -> std::process::Child {
+    let out = out.to_str().unwrap();
+    let mut args = vec![
+        "--quiet",
+        "--hub-url",
+        &sc.hub.url,
+        "--out",
+        out,
+        "--web",
+        web,
+    ];
+    args.extend(one_topic(rest));
+    crate::util::bin_child(&args, sc.dir.path(), std::process::Stdio::null())
+}
+
 /// A 2 s pause: no attempt starts between the pause and the resume (the JTL's timestamps,
 /// at its 1 ms grain); `/metrics` counts it and says paused; the level's row notes the time
 /// paused; then the level is ended early,
@@ -382,26 +410,11 @@ async fn stop_writes_every_report_and_exits_130() {
     let port = free_port();
     let web = format!("127.0.0.1:{port}");
     let out = sc.dir.path().join("r");
-    let mut child = crate::util::bin_child(
-        &[
-            "--quiet",
-            "--hub-url",
-            &sc.hub.url,
-            "--tenants",
-            "1",
-            "--channels",
-            "login",
-            "--concurrency",
-            "2",
-            "--duration",
-            "60s",
-            "--out",
-            out.to_str().unwrap(),
-            "--web",
-            &web,
-        ],
-        sc.dir.path(),
-        std::process::Stdio::null(),
+    let mut child = spawn_bin(
+        &sc,
+        &out,
+        &web,
+        &["--concurrency", "2", "--duration", "60s"],
     );
     let api = Api::new(port, None);
     api.wait_level(0, 1).await;
@@ -496,4 +509,56 @@ async fn a_lower_concurrency_leaves_only_that_many_workers_sending() {
     assert_eq!(workers(&|t| t < change), ["1-1", "1-2", "1-3", "1-4"]);
     // An attempt of worker 3 or 4 may have started in the change's own ms.
     assert_eq!(workers(&|t| t > change), ["1-1", "1-2"]);
+}
+
+/// The closed model at 10 with a sweep up to 20, each request held 200 ms by the hub: the
+/// hub's own count of requests in flight stays at 10 until the concurrency is raised to 20
+/// mid-level, then reaches 20 (not more); 21 is beyond the sweep and refused.
+#[tokio::test]
+async fn a_higher_concurrency_starts_that_many_workers_within_the_sweep() {
+    let sc = Scenario::start(FaultConfig {
+        latency_ms: 200,
+        ..FaultConfig::default()
+    })
+    .await;
+    let port = free_port();
+    let web = format!("127.0.0.1:{port}");
+    let api = Api::new(port, None);
+    // The hub's in-flight count, polled (bounded) until `want` or the deadline; the highest seen.
+    let peak = |want: u64| {
+        let hub = sc.hub.state.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            let mut most = 0;
+            while most < want && Instant::now() < deadline {
+                most = most.max(hub.inflight());
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            most
+        }
+    };
+    let steer = async {
+        api.wait_level(0, 1).await;
+        assert_eq!(peak(10).await, 10, "the level's own 10 in flight");
+        assert_eq!(api.post("load", Some(r#"{"concurrency": 21}"#)).await, 422);
+        assert_eq!(api.post("load", Some(r#"{"concurrency": 20}"#)).await, 200);
+        assert_eq!(peak(20).await, 20, "20 in flight after the raise");
+        assert_eq!(api.post("end_level", None).await, 200);
+        api.wait_level(1, 0).await;
+        assert_eq!(api.post("end_level", None).await, 200);
+    };
+    let flags = one_topic(&["--concurrency", "10,20", "--duration", "60s", "--web", &web]);
+    let run = sc.run(&flags);
+    let (outcome, ()) = tokio::join!(run, steer);
+    assert!(!outcome.interrupted);
+    let report = read_summary(sc.dir.path());
+    assert_eq!(report.control[0].action, "concurrency");
+    assert_eq!(report.control[0].value, Some(20.0));
+    let hub = crate::util::settled(&sc.hub).await;
+    let accepted: u64 = report
+        .levels
+        .iter()
+        .map(|r| crate::util::count(r, "accepted"))
+        .sum();
+    assert_eq!(hub.publish.accepted, accepted);
 }

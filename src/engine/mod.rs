@@ -17,7 +17,7 @@ mod worker;
 
 pub use attempt::{attempt_queue, AttemptReceiver, AttemptRecord, AttemptSender, Handout};
 pub use context::{LevelContext, Slice};
-pub use control::{Control, ControlEvent, LevelNow, Refused};
+pub use control::{max_concurrency, Control, ControlEvent, LevelNow, Refused};
 pub use driver::Seqs;
 pub use level_run::{run_level, LevelRun};
 pub use live::Live;
