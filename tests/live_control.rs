@@ -11,14 +11,14 @@ use crate::util::{free_port, jtl_rows, read_summary, Scenario};
 use hubload_hub::FaultConfig;
 
 /// The control API of a run at `base` (`http://127.0.0.1:PORT`).
-struct Api {
-    base: String,
-    http: reqwest::Client,
+pub(crate) struct Api {
+    pub(crate) base: String,
+    pub(crate) http: reqwest::Client,
     token: Option<String>,
 }
 
 impl Api {
-    fn new(port: u16, token: Option<&str>) -> Self {
+    pub(crate) fn new(port: u16, token: Option<&str>) -> Self {
         Api {
             base: format!("http://127.0.0.1:{port}"),
             http: reqwest::Client::new(),
@@ -26,7 +26,7 @@ impl Api {
         }
     }
 
-    fn with_token(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    pub(crate) fn with_token(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match &self.token {
             Some(t) => r.bearer_auth(t),
             None => r,
@@ -34,7 +34,7 @@ impl Api {
     }
 
     /// `GET /v1/status`'s attributes, once the server answers (bounded wait).
-    async fn status(&self) -> Value {
+    pub(crate) async fn status(&self) -> Value {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let r = self
@@ -51,7 +51,7 @@ impl Api {
     }
 
     /// Wait (bounded) until the status says level `index` is running with ≥ `secs` in it.
-    async fn wait_level(&self, index: u64, secs: u64) {
+    pub(crate) async fn wait_level(&self, index: u64, secs: u64) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let s = self.status().await;
@@ -65,7 +65,7 @@ impl Api {
     }
 
     /// `POST /v1/PATH` with `body`; the status code.
-    async fn post(&self, path: &str, body: Option<&str>) -> u16 {
+    pub(crate) async fn post(&self, path: &str, body: Option<&str>) -> u16 {
         let mut r = self.with_token(self.http.post(format!("{}/v1/{path}", self.base)));
         if let Some(b) = body {
             r = r

@@ -271,6 +271,7 @@ fn push(
 fn live_hooks(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> {
     if let (Some(w), Some(row)) = (sh.web, rec.last_level()) {
         w.level_recorded(row);
+        w.judged(&rec.report().verdicts, &rec.report().knee);
     }
     match &sh.control {
         Some(c) => rec.set_control(c.events()),
