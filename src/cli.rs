@@ -377,6 +377,10 @@ pub struct RunArgs {
     /// is not on loopback.
     #[arg(long, value_name = "FILE", help_heading = "Observe")]
     pub web_token_file: Option<PathBuf>,
+    /// Keep the --web server up this long after the reports are written, serving the final
+    /// page and report.html (Ctrl-C or POST /v1/stop ends it sooner) [default: 0s].
+    #[arg(long, value_name = "DURATION", help_heading = "Observe")]
+    pub web_linger: Option<String>,
 }
 
 /// Long flag names of a run, and whether each may repeat (profiles use the same keys).

@@ -11,14 +11,14 @@ use crate::util::{free_port, jtl_rows, read_summary, Scenario};
 use hubload_hub::FaultConfig;
 
 /// The control API of a run at `base` (`http://127.0.0.1:PORT`).
-struct Api {
-    base: String,
-    http: reqwest::Client,
+pub(crate) struct Api {
+    pub(crate) base: String,
+    pub(crate) http: reqwest::Client,
     token: Option<String>,
 }
 
 impl Api {
-    fn new(port: u16, token: Option<&str>) -> Self {
+    pub(crate) fn new(port: u16, token: Option<&str>) -> Self {
         Api {
             base: format!("http://127.0.0.1:{port}"),
             http: reqwest::Client::new(),
@@ -26,7 +26,7 @@ impl Api {
         }
     }
 
-    fn with_token(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    pub(crate) fn with_token(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match &self.token {
             Some(t) => r.bearer_auth(t),
             None => r,
@@ -34,7 +34,7 @@ impl Api {
     }
 
     /// `GET /v1/status`'s attributes, once the server answers (bounded wait).
-    async fn status(&self) -> Value {
+    pub(crate) async fn status(&self) -> Value {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let r = self
@@ -51,7 +51,7 @@ impl Api {
     }
 
     /// Wait (bounded) until the status says level `index` is running with ≥ `secs` in it.
-    async fn wait_level(&self, index: u64, secs: u64) {
+    pub(crate) async fn wait_level(&self, index: u64, secs: u64) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let s = self.status().await;
@@ -65,7 +65,7 @@ impl Api {
     }
 
     /// `POST /v1/PATH` with `body`; the status code.
-    async fn post(&self, path: &str, body: Option<&str>) -> u16 {
+    pub(crate) async fn post(&self, path: &str, body: Option<&str>) -> u16 {
         let mut r = self.with_token(self.http.post(format!("{}/v1/{path}", self.base)));
         if let Some(b) = body {
             r = r
@@ -82,6 +82,34 @@ fn starts(path: &std::path::Path) -> Vec<u64> {
         .iter()
         .map(|r| r[0].parse().unwrap())
         .collect()
+}
+
+/// One topic (one tenant, the login channel), then `rest`.
+pub(crate) fn one_topic<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+    let mut f = vec!["--tenants", "1", "--channels", "login"];
+    f.extend_from_slice(rest);
+    f
+}
+
+/// The real binary against `sc`'s hub, one topic, reports into `out`, `--web web`, `rest`.
+pub(crate) fn spawn_bin(
+    sc: &Scenario,
+    out: &std::path::Path,
+    web: &str,
+    rest: &[&str],
+) -> std::process::Child {
+    let out = out.to_str().unwrap();
+    let mut args = vec![
+        "--quiet",
+        "--hub-url",
+        &sc.hub.url,
+        "--out",
+        out,
+        "--web",
+        web,
+    ];
+    args.extend(one_topic(rest));
+    crate::util::bin_child(&args, sc.dir.path(), std::process::Stdio::null())
 }
 
 /// A 2 s pause: no attempt starts between the pause and the resume (the JTL's timestamps,
@@ -175,6 +203,18 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
     assert!(
         (paused - asked).abs() < 0.05,
         "paused {paused} s, asked {asked} s"
+    );
+    // TOTAL leaves the pause out too: its attempts over its span less the levels' pauses.
+    let total = report.total.as_ref().expect("a TOTAL row");
+    assert_eq!(total.paused_s, Some(paused));
+    assert_eq!(total.samples, row.samples);
+    let want = total.samples as f64 / (total.span_s - paused);
+    assert!(
+        (total.throughput - want).abs() <= want * 1e-9,
+        "TOTAL {} req/s, {} attempts over {} s less {paused} s paused is {want}",
+        total.throughput,
+        total.samples,
+        total.span_s
     );
     let hub = crate::util::settled(&sc.hub).await;
     assert_eq!(hub.publish.accepted, crate::util::count(row, "accepted"));
@@ -370,26 +410,11 @@ async fn stop_writes_every_report_and_exits_130() {
     let port = free_port();
     let web = format!("127.0.0.1:{port}");
     let out = sc.dir.path().join("r");
-    let mut child = crate::util::bin_child(
-        &[
-            "--quiet",
-            "--hub-url",
-            &sc.hub.url,
-            "--tenants",
-            "1",
-            "--channels",
-            "login",
-            "--concurrency",
-            "2",
-            "--duration",
-            "60s",
-            "--out",
-            out.to_str().unwrap(),
-            "--web",
-            &web,
-        ],
-        sc.dir.path(),
-        std::process::Stdio::null(),
+    let mut child = spawn_bin(
+        &sc,
+        &out,
+        &web,
+        &["--concurrency", "2", "--duration", "60s"],
     );
     let api = Api::new(port, None);
     api.wait_level(0, 1).await;
@@ -484,4 +509,56 @@ async fn a_lower_concurrency_leaves_only_that_many_workers_sending() {
     assert_eq!(workers(&|t| t < change), ["1-1", "1-2", "1-3", "1-4"]);
     // An attempt of worker 3 or 4 may have started in the change's own ms.
     assert_eq!(workers(&|t| t > change), ["1-1", "1-2"]);
+}
+
+/// The closed model at 10 with a sweep up to 20, each request held 200 ms by the hub: the
+/// hub's own count of requests in flight stays at 10 until the concurrency is raised to 20
+/// mid-level, then reaches 20 (not more); 21 is beyond the sweep and refused.
+#[tokio::test]
+async fn a_higher_concurrency_starts_that_many_workers_within_the_sweep() {
+    let sc = Scenario::start(FaultConfig {
+        latency_ms: 200,
+        ..FaultConfig::default()
+    })
+    .await;
+    let port = free_port();
+    let web = format!("127.0.0.1:{port}");
+    let api = Api::new(port, None);
+    // The hub's in-flight count, polled (bounded) until `want` or the deadline; the highest seen.
+    let peak = |want: u64| {
+        let hub = sc.hub.state.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            let mut most = 0;
+            while most < want && Instant::now() < deadline {
+                most = most.max(hub.inflight());
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            most
+        }
+    };
+    let steer = async {
+        api.wait_level(0, 1).await;
+        assert_eq!(peak(10).await, 10, "the level's own 10 in flight");
+        assert_eq!(api.post("load", Some(r#"{"concurrency": 21}"#)).await, 422);
+        assert_eq!(api.post("load", Some(r#"{"concurrency": 20}"#)).await, 200);
+        assert_eq!(peak(20).await, 20, "20 in flight after the raise");
+        assert_eq!(api.post("end_level", None).await, 200);
+        api.wait_level(1, 0).await;
+        assert_eq!(api.post("end_level", None).await, 200);
+    };
+    let flags = one_topic(&["--concurrency", "10,20", "--duration", "60s", "--web", &web]);
+    let run = sc.run(&flags);
+    let (outcome, ()) = tokio::join!(run, steer);
+    assert!(!outcome.interrupted);
+    let report = read_summary(sc.dir.path());
+    assert_eq!(report.control[0].action, "concurrency");
+    assert_eq!(report.control[0].value, Some(20.0));
+    let hub = crate::util::settled(&sc.hub).await;
+    let accepted: u64 = report
+        .levels
+        .iter()
+        .map(|r| crate::util::count(r, "accepted"))
+        .sum();
+    assert_eq!(hub.publish.accepted, accepted);
 }

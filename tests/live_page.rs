@@ -1,6 +1,7 @@
 //! The live page in a real headless browser (Debian's chromium), opened in the middle of a
-//! run: the figures its script put in the DOM are the API's status of that second, exactly,
-//! and its screenshot is the one docs/live.md shows (`UPDATE_SCREENSHOT=1` rewrites it).
+//! run: the figures its script put in the DOM (the corrected p99 and the generator's CPU
+//! among them) are the API's status of that second, exactly, and its screenshot is the one
+//! docs/live.md shows (`UPDATE_SCREENSHOT=1` rewrites it).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -112,6 +113,9 @@ async fn a_browser_opened_mid_run_shows_the_status_of_that_second() {
         ("offered", "offered"),
         ("p50", "p50_ms"),
         ("p99", "p99_ms"),
+        // The open model's corrected line and the generator's CPU, panels of the same second.
+        ("cp99", "corrected_p99_ms"),
+        ("cpu", "cpu_pct"),
     ] {
         assert_eq!(text(id), shown(&api[key]), "#{id} at second {t}");
     }

@@ -34,6 +34,7 @@ mod https;
 mod hub_servicebus;
 mod hub_tls;
 mod live_control;
+mod live_linger;
 mod live_page;
 mod local_limits;
 mod observe_server;

@@ -2,9 +2,11 @@
 //! token they ask for. A non-loopback address without a token is refused here, before any load.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
 
 use serde::Serialize;
 
+use super::parse::duration;
 use super::ConfigError;
 use crate::cli::RunArgs;
 use crate::secret::Secret;
@@ -19,6 +21,10 @@ pub struct WebConfig {
     pub addr: SocketAddr,
     /// The token every request must carry; `None` on loopback without one. Never shown.
     pub token: Option<Secret>,
+    /// How long the server stays up after the reports are written (`--web-linger`; 0: it
+    /// closes with the run, as a run without it always did).
+    #[serde(with = "super::serialize::humantime_serde_str")]
+    pub linger: Duration,
 }
 
 /// Resolve `--web` and `--web-token-file` (or [`TOKEN_ENV`]).
@@ -26,6 +32,9 @@ pub(super) fn resolve(a: &RunArgs) -> Result<Option<WebConfig>, ConfigError> {
     let Some(raw) = a.web.as_deref() else {
         if a.web_token_file.is_some() {
             return Err(ConfigError::Conflict("--web-token-file needs --web".into()));
+        }
+        if a.web_linger.is_some() {
+            return Err(ConfigError::Conflict("--web-linger needs --web".into()));
         }
         return Ok(None);
     };
@@ -43,7 +52,15 @@ pub(super) fn resolve(a: &RunArgs) -> Result<Option<WebConfig>, ConfigError> {
             "--web {addr} is not a loopback address: give it a token with --web-token-file FILE (or {TOKEN_ENV})"
         )));
     }
-    Ok(Some(WebConfig { addr, token }))
+    let linger = match a.web_linger.as_deref() {
+        Some(v) => duration("web-linger", v)?,
+        None => Duration::ZERO,
+    };
+    Ok(Some(WebConfig {
+        addr,
+        token,
+        linger,
+    }))
 }
 
 /// `HOST:PORT`, `:PORT` or `PORT` (the last two on 127.0.0.1), `localhost:PORT`.
@@ -139,5 +156,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("invalid --web `somewhere`"), "{e}");
+    }
+
+    #[test]
+    fn the_linger_is_a_duration_that_needs_web_and_is_none_by_default() {
+        let w = resolve_args(&["--web", "0"]).unwrap().unwrap();
+        assert_eq!(w.linger, Duration::ZERO);
+        let w = resolve_args(&["--web", "0", "--web-linger", "5m"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(w.linger, Duration::from_secs(300));
+        let e = resolve_args(&["--web", "0", "--web-linger", "soon"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("invalid --web-linger `soon`"), "{e}");
+        let e = resolve_args(&["--web-linger", "5m"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "--web-linger needs --web");
     }
 }

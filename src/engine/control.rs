@@ -81,6 +81,9 @@ struct Inner {
     paused: Duration,
     /// Open model: the highest rate any level of the run asks for (the bound of a change).
     max_rate: f64,
+    /// Closed model: the highest concurrency any level of the run asks for (the bound of a
+    /// change; each closed level starts this many workers, those above its load idle).
+    max_concurrency: u32,
     events: Vec<ControlEvent>,
 }
 
@@ -124,7 +127,8 @@ impl Control {
         }
     }
 
-    /// A control for a run of `levels`: a rate change is bounded by their highest rate.
+    /// A control for a run of `levels`: a rate change is bounded by their highest rate, a
+    /// concurrency change by their highest concurrency.
     pub fn for_levels(cancel: CancellationToken, levels: &[super::plan::LevelSpec]) -> Self {
         let max_rate = levels
             .iter()
@@ -133,7 +137,15 @@ impl Control {
                 Load::Closed { .. } => None,
             })
             .fold(0.0, f64::max);
-        Self::new(cancel, max_rate)
+        let c = Self::new(cancel, max_rate);
+        c.inner().max_concurrency = max_concurrency(levels);
+        c
+    }
+
+    /// Workers a closed level of `concurrency` starts: enough for the highest concurrency a
+    /// change may ask for (those above the load now wait until it rises).
+    pub(crate) fn closed_workers(&self, concurrency: u32) -> u32 {
+        concurrency.max(self.inner().max_concurrency)
     }
 
     /// The highest rate a change may ask for (events/s; 0 in the closed model).
@@ -165,6 +177,8 @@ impl Control {
             g.paused_since = Some(Instant::now());
         }
         g.paused = Duration::ZERO;
+        // Workers above a closed level's load idle from its start: the slow path is on.
+        let idle = matches!(load, Load::Closed { concurrency } if concurrency < g.max_concurrency);
         g.level = Some((
             LevelNow {
                 index,
@@ -176,8 +190,12 @@ impl Control {
             },
             Instant::now(),
         ));
-        self.state
-            .store(if paused { PAUSED | STEERED } else { 0 }, Ordering::Release);
+        let state = match (paused, idle) {
+            (true, _) => PAUSED | STEERED,
+            (false, true) => STEERED,
+            (false, false) => 0,
+        };
+        self.state.store(state, Ordering::Release);
         self.bump();
     }
 
@@ -323,20 +341,22 @@ impl Control {
         Ok(e)
     }
 
-    /// Change the closed model's concurrency, within 1 ..= the level's own.
+    /// Change the closed model's concurrency, within 1 ..= the run's highest level concurrency.
     pub fn set_concurrency(&self, concurrency: u32, client: &str) -> Result<ControlEvent, Refused> {
         let mut g = self.inner();
+        let run_max = g.max_concurrency;
         let Some((level, _)) = g.level.as_mut() else {
             return Err(Refused::NoLevel);
         };
-        let Load::Closed { concurrency: max } = level.started_with else {
+        let Load::Closed { concurrency: own } = level.started_with else {
             return Err(Refused::WrongModel(
                 "a concurrency applies to the closed model; this level is open (change its rate)",
             ));
         };
+        let max = own.max(run_max);
         if concurrency == 0 || concurrency > max {
             return Err(Refused::OutOfBounds(format!(
-                "concurrency must be 1 to {max} (the level's own, its workers)"
+                "concurrency must be 1 to {max} (the run's highest level concurrency)"
             )));
         }
         level.offered = Load::Closed { concurrency };
@@ -387,6 +407,19 @@ impl Control {
     pub(crate) async fn changed(&self) {
         self.changed.notified().await
     }
+}
+
+/// The highest concurrency of the closed levels among `levels` (0 when none is closed): the
+/// bound of a concurrency change.
+pub fn max_concurrency(levels: &[super::plan::LevelSpec]) -> u32 {
+    levels
+        .iter()
+        .filter_map(|l| match l.load {
+            Load::Closed { concurrency } => Some(concurrency),
+            Load::Open { .. } => None,
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -472,5 +505,41 @@ mod tests {
         c.end_level();
         c.begin_level(1, "8", Load::Closed { concurrency: 8 });
         assert!(!c.engaged(), "the next level starts unsteered");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_closed_level_below_the_sweeps_top_idles_its_extra_workers_until_raised() {
+        let closed = |concurrency| super::super::plan::LevelSpec {
+            load: Load::Closed { concurrency },
+            stop: super::super::plan::Stop {
+                duration: Some(Duration::from_secs(1)),
+                requests: None,
+            },
+            warmup: Duration::ZERO,
+            ramp_up: Duration::ZERO,
+        };
+        let c = std::sync::Arc::new(Control::for_levels(
+            CancellationToken::new(),
+            &[closed(4), closed(8)],
+        ));
+        assert_eq!((c.closed_workers(4), c.closed_workers(8)), (8, 8));
+        c.begin_level(0, "4", Load::Closed { concurrency: 4 });
+        assert!(c.engaged(), "workers 5 to 8 must wait from the start");
+        let fifth = tokio::spawn({
+            let c = c.clone();
+            async move { c.steer(Some(4)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!fifth.is_finished());
+        assert!(matches!(
+            c.set_concurrency(9, "t"),
+            Err(Refused::OutOfBounds(_))
+        ));
+        c.set_concurrency(8, "t").unwrap();
+        assert!(matches!(fifth.await.unwrap(), Steer::Go { .. }));
+        assert!(matches!(c.steer(Some(7)).await, Steer::Go { .. }));
+        c.end_level();
+        c.begin_level(1, "8", Load::Closed { concurrency: 8 });
+        assert!(!c.engaged(), "the sweep's top level has no idle workers");
     }
 }

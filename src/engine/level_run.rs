@@ -68,7 +68,11 @@ pub async fn run_level<T: Target>(
                 own: ctx.own_topics.clone(),
                 control: ctx.control.clone(),
             },
-            concurrency as usize,
+            // `--web`: enough workers for the run's highest concurrency, so the control can
+            // raise this level's; those above its load wait in the driver until it does.
+            ctx.control
+                .as_ref()
+                .map_or(concurrency, |c| c.closed_workers(concurrency)) as usize,
         ),
         Load::Open { rate, max_inflight } => {
             let (tx, rx) = async_channel::bounded(max_inflight as usize);
@@ -94,6 +98,10 @@ pub async fn run_level<T: Target>(
         }
     };
     let driver = Arc::new(driver);
+    let ramp_over = match spec.load {
+        Load::Closed { concurrency } => (concurrency as usize).max(1),
+        Load::Open { .. } => workers.max(1),
+    };
     let ramp = match spec.load {
         Load::Closed { .. } => spec.ramp_up,
         Load::Open { .. } => Duration::ZERO, // the pacer ramps the rate
@@ -117,8 +125,9 @@ pub async fn run_level<T: Target>(
     for w in 0..workers {
         let (ctx, driver, stripes) = (ctx.clone(), driver.clone(), stripes.clone());
         let shared = shared.clone();
-        // Closed-model ramp: worker w joins at w/C of the ramp, after the warm-up.
-        let delay = ramp.mul_f64(w as f64 / workers as f64);
+        // Closed-model ramp: worker w joins at w/C of the ramp, after the warm-up (a worker
+        // above C, started for a raise, at the ramp's end).
+        let delay = ramp.mul_f64((w as f64 / ramp_over as f64).min(1.0));
         handles.push(tokio::spawn(worker_loop(
             ctx,
             driver,

@@ -6,8 +6,20 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::stripe::StripeCell;
+use super::stripe::{Stripe, StripeCell};
 use crate::stats::{new_histogram, Counts};
+
+/// The level's figures so far, as [`Live::totals`] adds them up.
+#[derive(Debug)]
+pub struct Totals {
+    /// Attempts ended, per class.
+    pub counts: Counts,
+    /// Latency from the actual start, µs.
+    pub latency: hdrhistogram::Histogram<u64>,
+    /// Latency from the intended start (the open model's corrected latency; the same as
+    /// `latency` in the closed model), µs.
+    pub corrected: hdrhistogram::Histogram<u64>,
+}
 
 /// The stripes of the level in progress (or of the last one), shared with the display.
 #[derive(Default)]
@@ -56,14 +68,28 @@ impl Live {
         (counts, hist.value_at_quantile(0.99))
     }
 
-    /// Counts so far and the latency histogram so far (µs): what the live page (`web/`)
-    /// takes a second's difference of.
-    pub fn totals(&self) -> (Counts, hdrhistogram::Histogram<u64>) {
-        self.merged()
+    /// Counts, latency and corrected latency so far (µs): what the live page (`web/`) takes
+    /// a second's difference of.
+    pub fn totals(&self) -> Totals {
+        let mut corrected = new_histogram();
+        let (counts, latency) = self.merge_with(|s| {
+            let _ = corrected.add(&s.stats.corrected);
+        });
+        Totals {
+            counts,
+            latency,
+            corrected,
+        }
     }
 
     /// Every stripe's counts and latency histogram, added up.
     fn merged(&self) -> (Counts, hdrhistogram::Histogram<u64>) {
+        self.merge_with(|_| {})
+    }
+
+    /// Every stripe's counts and latency histogram, added up; `also` sees each stripe too,
+    /// under the same lock.
+    fn merge_with(&self, mut also: impl FnMut(&Stripe)) -> (Counts, hdrhistogram::Histogram<u64>) {
         let mut counts = Counts::default();
         let mut hist = new_histogram();
         for s in self.current().iter().flat_map(|s| s.iter()) {
@@ -71,6 +97,7 @@ impl Live {
             counts += &s.stats.counts;
             // Same layout everywhere, so `add` cannot fail on bounds.
             let _ = hist.add(&s.stats.latency);
+            also(&s);
         }
         (counts, hist)
     }

@@ -17,10 +17,10 @@ mod worker;
 
 pub use attempt::{attempt_queue, AttemptReceiver, AttemptRecord, AttemptSender, Handout};
 pub use context::{LevelContext, Slice};
-pub use control::{Control, ControlEvent, LevelNow, Refused};
+pub use control::{max_concurrency, Control, ControlEvent, LevelNow, Refused};
 pub use driver::Seqs;
 pub use level_run::{run_level, LevelRun};
-pub use live::Live;
+pub use live::{Live, Totals};
 pub use observer::PublishObserver;
 pub use own_topics::OwnTopics;
 pub use pacer::{Arrivals, Schedule};

@@ -9,7 +9,7 @@ use super::record::RunRecord;
 use super::run_inputs::Shared;
 use crate::config::RunConfig;
 use crate::console::progress;
-use crate::engine::{run_level, LevelContext, LevelRun, LevelSpec, Load, Slice};
+use crate::engine::{max_concurrency, run_level, LevelContext, LevelRun, LevelSpec, Load, Slice};
 use crate::judge::find_capacity;
 use crate::observe::LevelObservation;
 use crate::shard::Load as ShardLoad;
@@ -107,11 +107,16 @@ fn seq_base(spec: &LevelSpec, i: usize) -> u64 {
 }
 
 /// Connections per host for a level: `--pool-per-host`, else the level's concurrency.
+/// With `--web`, a closed level's pool is sized for the run's highest concurrency, which the
+/// control may raise it to (connections open only as they are needed).
 pub(crate) fn pool_size(cfg: &RunConfig, spec: &LevelSpec) -> usize {
     cfg.client
         .pool_per_host
         .map(|n| n as usize)
         .unwrap_or(match spec.load {
+            Load::Closed { concurrency } if cfg.web.is_some() => {
+                concurrency.max(max_concurrency(&cfg.levels)) as usize
+            }
             Load::Closed { concurrency } => concurrency as usize,
             Load::Open { max_inflight, .. } => max_inflight as usize,
         })
@@ -266,6 +271,7 @@ fn push(
 fn live_hooks(sh: &Shared<'_>, rec: &mut RunRecord) -> anyhow::Result<()> {
     if let (Some(w), Some(row)) = (sh.web, rec.last_level()) {
         w.level_recorded(row);
+        w.judged(&rec.report().verdicts, &rec.report().knee);
     }
     match &sh.control {
         Some(c) => rec.set_control(c.events()),

@@ -230,7 +230,13 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         (Some(w), Some(c)) => {
             let token = cancel.clone();
             let on_stop = Box::new(move || signals::first_stop(&token));
-            Some(crate::web::WebServer::start(w, cfg, live.clone(), c.clone(), on_stop).await?)
+            let cpu = crate::web::CpuGauge {
+                read: crate::observe::cpu::process_cpu_s,
+                cores: crate::observe::cpu::allowance().0,
+                bound: crate::observe::monitor::CPU_BOUND,
+            };
+            let (live, c) = (live.clone(), c.clone());
+            Some(crate::web::WebServer::start(w, cfg, live, c, Some(cpu), on_stop).await?)
         }
         _ => None,
     };
@@ -309,13 +315,16 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         .next()
         .map(|(_, r)| r)
         .context("the run was interrupted before any path ran")?;
+    // Taken before the page lingers: a Ctrl-C that ends the linger does not make the run
+    // an interrupted one.
+    let interrupted = cancel.is_cancelled();
     if let Some(w) = web {
-        w.finish(&report.total, report.partial);
+        w.finish(&report.total, report.partial, &cancel).await;
     }
     Ok(RunOutcome {
         report,
         thresholds_failed,
-        interrupted: cancel.is_cancelled(),
+        interrupted,
         config: cfg.clone(),
         shard_lines,
     })

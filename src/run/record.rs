@@ -296,6 +296,11 @@ impl RunRecord {
                 .iter()
                 .map(|t| (t.topic, crate::report::topics_csv::stats_of(t))),
         );
+        // The levels' time paused (`--web`) is left out of TOTAL's rates as of theirs.
+        let paused: f64 = self.report.levels.iter().filter_map(|l| l.paused_s).sum();
+        if paused > 0.0 {
+            unpause_rates(&mut total, self.total.span_secs(), paused);
+        }
         self.report.total = Some(total);
         self.report.verdicts = judge(
             &self.thresholds,

@@ -305,7 +305,7 @@ pub struct LevelReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_churn: Option<crate::stats::TopicChurnStats>,
     /// Seconds the level was paused through the control API (`--web`), left out of its
-    /// rates; absent when it never was.
+    /// rates (TOTAL: the levels' sum, left out of its rates too); absent when it never was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused_s: Option<f64>,
     /// What the subscribers received (`--subscribers`); absent without subscribers.

@@ -123,6 +123,11 @@ fn act(s: &WebState, a: Action, client: &str) -> Result<Option<ControlEvent>, Re
         Action::Pause => c.pause(client),
         Action::Resume => c.resume(client),
         Action::EndLevel => Some(c.end_current_level(client)?),
+        // After the run, while it lingers: a stop only closes the server.
+        Action::Stop if s.ended() => {
+            s.linger_end.cancel();
+            None
+        }
         Action::Stop => {
             let e = c.stop(client);
             if e.is_some() {

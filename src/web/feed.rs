@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use crate::engine::{Control, Live, Load};
+use crate::engine::{Control, Live, Load, Totals};
 use crate::stats::{new_histogram, Counts};
 
 /// Records kept at most (a day of seconds); past it the oldest seconds are dropped, never
@@ -88,16 +88,41 @@ pub fn offered(load: Load) -> f64 {
     }
 }
 
+/// The generator's CPU as the live page shows it: the process's CPU time, the cores it may
+/// use, and the share of them at or above which it is generator-bound (the run's observers
+/// judge each level by the same figures).
+#[derive(Debug, Clone, Copy)]
+pub struct CpuGauge {
+    /// CPU seconds the process has used so far.
+    pub read: fn() -> Option<f64>,
+    /// Cores it may use.
+    pub cores: f64,
+    /// Share of `cores` at or above which the generator is the bottleneck.
+    pub bound: f64,
+}
+
 /// What the sampler remembers between seconds: the level it saw and its totals then.
 struct Prev {
     level: Option<usize>,
     counts: BTreeMap<String, u64>,
     hist: hdrhistogram::Histogram<u64>,
+    corrected: hdrhistogram::Histogram<u64>,
+    cpu_s: Option<f64>,
     at: Instant,
 }
 
+/// What the sampler reads: the engine's live totals, the control, the generator's CPU.
+pub struct Sources {
+    /// The level's live totals.
+    pub live: Arc<Live>,
+    /// The level now, paused or not.
+    pub control: Arc<Control>,
+    /// The generator's CPU (`None`: not shown).
+    pub cpu: Option<CpuGauge>,
+}
+
 /// Every second from `start` (until the task is aborted): one `second` record.
-pub async fn sample(feed: Arc<Feed>, live: Arc<Live>, control: Arc<Control>, start: Instant) {
+pub async fn sample(feed: Arc<Feed>, src: Sources, start: Instant) {
     let mut tick = tokio::time::interval_at(
         tokio::time::Instant::from_std(start) + Duration::from_secs(1),
         Duration::from_secs(1),
@@ -107,29 +132,57 @@ pub async fn sample(feed: Arc<Feed>, live: Arc<Live>, control: Arc<Control>, sta
         level: None,
         counts: BTreeMap::new(),
         hist: new_histogram(),
+        corrected: new_histogram(),
+        cpu_s: src.cpu.and_then(|c| (c.read)()),
         at: start,
     };
     loop {
         tick.tick().await;
-        feed.push("second", &second(&live, &control, start, &mut prev));
+        feed.push("second", &second(&src, start, &mut prev));
+    }
+}
+
+/// `now - before` of a histogram that only grew (a new level's, if it did not).
+fn delta(
+    now: &hdrhistogram::Histogram<u64>,
+    before: &hdrhistogram::Histogram<u64>,
+) -> hdrhistogram::Histogram<u64> {
+    let mut d = now.clone();
+    if d.subtract(before).is_err() {
+        d = now.clone();
+    }
+    d
+}
+
+/// Quantile `x` of `h` in ms, or null when it is empty.
+fn ms(h: &hdrhistogram::Histogram<u64>, x: f64) -> Value {
+    match h.len() {
+        0 => Value::Null,
+        _ => json!(h.value_at_quantile(x) as f64 / 1000.0),
     }
 }
 
 /// The record of the second that just ended.
-fn second(live: &Live, control: &Control, start: Instant, prev: &mut Prev) -> Value {
+fn second(src: &Sources, start: Instant, prev: &mut Prev) -> Value {
+    let (live, control) = (&src.live, &src.control);
     let now = Instant::now();
     let level = control.level();
     let index = level.as_ref().map(|(l, _)| l.index);
-    let (counts, hist): (Counts, _) = match index {
+    let totals = match index {
         Some(_) => live.totals(),
-        None => (Counts::default(), new_histogram()),
+        None => Totals {
+            counts: Counts::default(),
+            latency: new_histogram(),
+            corrected: new_histogram(),
+        },
     };
-    let counts = counts.to_map();
+    let counts = totals.counts.to_map();
     if index != prev.level {
         // A new level: the live totals started again from zero.
         prev.level = index;
         prev.counts.clear();
         prev.hist.reset();
+        prev.corrected.reset();
     }
     let mut by_class = BTreeMap::new();
     for (k, v) in &counts {
@@ -138,10 +191,12 @@ fn second(live: &Live, control: &Control, start: Instant, prev: &mut Prev) -> Va
             by_class.insert(k.clone(), d);
         }
     }
-    let mut delta = hist.clone();
-    if delta.subtract(&prev.hist).is_err() {
-        delta = hist.clone();
-    }
+    let lat = delta(&totals.latency, &prev.hist);
+    let open = matches!(
+        level.as_ref().map(|(l, _)| l.offered),
+        Some(Load::Open { .. })
+    );
+    let cor = delta(&totals.corrected, &prev.corrected);
     let secs = now
         .saturating_duration_since(prev.at)
         .as_secs_f64()
@@ -152,10 +207,13 @@ fn second(live: &Live, control: &Control, start: Instant, prev: &mut Prev) -> Va
         .filter(|(k, _)| k.as_str() != "accepted" && k.as_str() != "expected_refusal")
         .map(|(_, v)| v)
         .sum();
-    let q = |x: f64| match delta.len() {
-        0 => Value::Null,
-        _ => json!(delta.value_at_quantile(x) as f64 / 1000.0),
+    // The generator's CPU over this second, as a share of the cores it may use.
+    let cpu_s = src.cpu.and_then(|c| (c.read)());
+    let cpu = match (src.cpu, cpu_s, prev.cpu_s) {
+        (Some(g), Some(a), Some(b)) if g.cores > 0.0 => Some((a - b).max(0.0) / (secs * g.cores)),
+        _ => None,
     };
+    let pct = |r: f64| (r * 1000.0).round() / 10.0;
     let v = json!({
         "t": now.saturating_duration_since(start).as_secs(),
         "level": index,
@@ -168,12 +226,22 @@ fn second(live: &Live, control: &Control, start: Instant, prev: &mut Prev) -> Va
         "ended": ended,
         "errors": errors,
         "by_class": by_class,
-        "p50_ms": q(0.5),
-        "p99_ms": q(0.99),
+        "p50_ms": ms(&lat, 0.5),
+        "p99_ms": ms(&lat, 0.99),
+        "corrected_p50_ms": if open { ms(&cor, 0.5) } else { Value::Null },
+        "corrected_p99_ms": if open { ms(&cor, 0.99) } else { Value::Null },
         "inflight": if index.is_some() { live.inflight() } else { 0 },
+        "cpu_pct": cpu.map(pct),
+        "cpu_cores": src.cpu.map(|g| g.cores),
+        "generator_bound": match (src.cpu, cpu) {
+            (Some(g), Some(r)) => Some(r >= g.bound),
+            _ => None,
+        },
     });
     prev.counts = counts;
-    prev.hist = hist;
+    prev.hist = totals.latency;
+    prev.corrected = totals.corrected;
+    prev.cpu_s = cpu_s;
     prev.at = now;
     v
 }
@@ -195,5 +263,53 @@ mod tests {
         assert_eq!(&*next.data, r#"{"t":2}"#);
         assert!(rx.try_recv().is_err());
         assert_eq!(feed.last_second(), Some(json!({"t": 2})));
+    }
+
+    /// A process clock that moves by 190 s of CPU per read.
+    fn busy_cpu() -> Option<f64> {
+        static READS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(n as f64 * 190.0)
+    }
+
+    #[test]
+    fn a_second_shows_the_cpu_share_of_that_second_and_judges_it_bound() {
+        let control = Arc::new(Control::new(
+            tokio_util::sync::CancellationToken::new(),
+            0.0,
+        ));
+        control.begin_level(0, "4", Load::Closed { concurrency: 4 });
+        let cpu = CpuGauge {
+            read: busy_cpu,
+            cores: 2.0,
+            bound: 0.9,
+        };
+        let src = Sources {
+            live: Arc::new(Live::default()),
+            control,
+            cpu: Some(cpu),
+        };
+        // A 100 s "second", so the test's own delay (under 50 ms) cannot move the share's
+        // first decimal.
+        let start = Instant::now() - Duration::from_secs(100);
+        let mut prev = Prev {
+            level: None,
+            counts: BTreeMap::new(),
+            hist: new_histogram(),
+            corrected: new_histogram(),
+            cpu_s: busy_cpu(),
+            at: start,
+        };
+        let v = second(&src, start, &mut prev);
+        // 190 s of CPU in (just over) 100 s on 2 cores: 95 %, at or above the 90 % bound.
+        assert_eq!(v["cpu_pct"], json!(95.0), "{v}");
+        assert_eq!(v["cpu_cores"], json!(2.0));
+        assert_eq!(v["generator_bound"], json!(true));
+        // The closed model has no corrected line.
+        assert_eq!(v["corrected_p99_ms"], Value::Null);
+        assert_eq!(
+            (v["label"].as_str(), v["ended"].as_u64()),
+            (Some("4"), Some(0))
+        );
     }
 }

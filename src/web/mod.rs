@@ -32,7 +32,7 @@ use crate::engine::{Control, Live};
 use feed::Feed;
 use state::WebState;
 
-pub use feed::offered;
+pub use feed::{offered, CpuGauge};
 
 /// The running server.
 #[derive(Debug)]
@@ -52,6 +52,7 @@ impl WebServer {
         cfg: &RunConfig,
         live: Arc<Live>,
         control: Arc<Control>,
+        cpu: Option<CpuGauge>,
         on_stop: Box<dyn Fn() + Send + Sync>,
     ) -> anyhow::Result<Self> {
         let listener = tokio::net::TcpListener::bind(web.addr)
@@ -72,9 +73,12 @@ impl WebServer {
             started,
             out_dir: cfg.output.out_dir.clone(),
             ended: AtomicBool::new(false),
+            linger: web.linger,
+            linger_end: CancellationToken::new(),
             on_stop,
         });
-        let sampler = tokio::spawn(feed::sample(feed, live, control.clone(), started));
+        let sources = feed::Sources { live, control, cpu };
+        let sampler = tokio::spawn(feed::sample(feed, sources, started));
         let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
         let stop = shutdown.clone();
         tokio::spawn(async move {
@@ -101,9 +105,27 @@ impl WebServer {
         self.state.feed.push("level", &row);
     }
 
-    /// The run ended (`total`: summary.json's TOTAL row): the last second, the `end` record,
-    /// then the server closes (pages keep what they have).
-    pub fn finish(self, total: &impl serde::Serialize, partial: bool) {
+    /// The run's verdicts and knee so far, after a level's row (`level` record) was written:
+    /// the page's level table marks each row with its verdicts.
+    pub fn judged(&self, verdicts: &impl serde::Serialize, knee: &impl serde::Serialize) {
+        let v = json!({
+            "verdicts": serde_json::to_value(verdicts).unwrap_or(Value::Null),
+            "knee": serde_json::to_value(knee).unwrap_or(Value::Null),
+        });
+        self.state.feed.push("judged", &v);
+    }
+
+    /// The run ended and its reports are written (`total`: summary.json's TOTAL row): the
+    /// `end` record; then, with `--web-linger`, the final page and report.html stay served
+    /// until the linger passes, `stop` is cancelled (SIGINT) or `POST /v1/stop` comes; then
+    /// the server closes (pages keep what they have). A stopped run does not linger: it exits
+    /// as a stop does.
+    pub async fn finish(
+        self,
+        total: &impl serde::Serialize,
+        partial: bool,
+        stop: &CancellationToken,
+    ) {
         self.sampler.abort();
         let total = serde_json::to_value(total).unwrap_or(Value::Null);
         self.state.ended.store(true, Ordering::Release);
@@ -111,6 +133,19 @@ impl WebServer {
             "end",
             &json!({"partial": partial, "total": total, "report": "report.html"}),
         );
+        let linger = self.state.linger;
+        if !linger.is_zero() && !stop.is_cancelled() {
+            crate::console::say!(
+                "hubload: the run ended; its page and report.html stay at {} for {} (Ctrl-C or POST /v1/stop ends it sooner)",
+                self.url(),
+                humantime::format_duration(linger)
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(linger) => {}
+                _ = stop.cancelled() => {}
+                _ = self.state.linger_end.cancelled() => {}
+            }
+        }
         self.shutdown.cancel();
     }
 }

@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::feed::Feed;
 use crate::engine::{Control, ControlEvent};
@@ -25,6 +26,10 @@ pub struct WebState {
     pub(super) started: Instant,
     pub(super) out_dir: PathBuf,
     pub(super) ended: AtomicBool,
+    /// `--web-linger`: how long the server stays up after the run.
+    pub(super) linger: Duration,
+    /// Ends the linger early (`POST /v1/stop` after the run).
+    pub(super) linger_end: CancellationToken,
     /// Stops the run as the first SIGINT does.
     pub(super) on_stop: Box<dyn Fn() + Send + Sync>,
 }
