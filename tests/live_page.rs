@@ -13,8 +13,9 @@ use crate::util::{free_port, tool, Scenario};
 use hubload_hub::FaultConfig;
 
 /// The page elements the test reads, each the id of one figure.
-const IDS: [&str; 9] = [
-    "t", "level", "achieved", "offered", "p50", "p99", "errors", "inflight", "paused",
+const IDS: [&str; 11] = [
+    "t", "level", "achieved", "offered", "p50", "p99", "cp99", "cpu", "errors", "inflight",
+    "paused",
 ];
 
 /// The page's way of showing a number (one decimal, none when whole; "–" for none).
