@@ -77,7 +77,7 @@ pub struct TenantLimit {
     pub rate: TenantRate,
     /// Publishes a tenant may send at once after a quiet spell (the bucket's size, ≥ 1).
     pub burst: u32,
-    /// Tenants with a bucket of their own; the rest share [`OVERFLOW`].
+    /// Tenants with a bucket of their own; the rest share one, `(other tenants)` in `/stats`.
     pub max_tenants: usize,
 }
 
