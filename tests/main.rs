@@ -1,5 +1,6 @@
 //! hubload's integration tests: one binary, one module per area.
 
+mod admission;
 mod binary;
 mod broker_faults;
 mod broker_subscribers;

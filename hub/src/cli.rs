@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tracing_subscriber::EnvFilter;
 
-use crate::{FaultConfig, HubConfig, HubState, RetryPolicy};
+use crate::{FaultConfig, HubConfig, HubState, RetryPolicy, TenantLimit, TenantRate};
 
 /// Run the reference WebSub hub.
 #[derive(Clone, clap::Args)]
@@ -94,6 +94,14 @@ pub struct HubArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Admit each tenant's publishes at most at RATE (`N/s`, `N/m` or `N/h`; the tenant is
+    /// the topic's first dot-separated part); over it, 429 with `Retry-After`. Default: no limit.
+    #[arg(long, value_name = "RATE", value_parser = parse_tenant_rate)]
+    pub tenant_rate_limit: Option<TenantRate>,
+    /// Publishes a tenant may send at once under --tenant-rate-limit [default: one second's
+    /// worth of the rate, at least 1].
+    #[arg(long, value_name = "N", requires = "tenant_rate_limit")]
+    pub tenant_burst: Option<u32>,
     #[command(flatten)]
     pub faults: FaultFlags,
 }
@@ -109,6 +117,7 @@ impl fmt::Debug for HubArgs {
                 "servicebus",
                 &self.servicebus.as_ref().map(|_| "<redacted>"),
             )
+            .field("tenant_rate_limit", &self.tenant_rate_limit)
             .field("faults", &self.faults)
             .finish_non_exhaustive()
     }
@@ -178,6 +187,10 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
         .ok()
         .and_then(|n| n.checked_mul(1 << shift))
         .ok_or_else(|| format!("{s:?}: expected a number of bytes, e.g. 1048576, 64K, 16M or 1G"))
+}
+
+fn parse_tenant_rate(s: &str) -> Result<TenantRate, String> {
+    s.parse()
 }
 
 fn parse_window(s: &str) -> Result<[u64; 2], String> {
@@ -254,6 +267,16 @@ impl HubArgs {
                 anyhow::bail!("{flag} must be at least 1");
             }
         }
+        if self.tenant_burst == Some(0) {
+            anyhow::bail!("--tenant-burst must be at least 1");
+        }
+        let tenant_limit = self.tenant_rate_limit.map(|rate| {
+            let limit = TenantLimit::new(rate);
+            TenantLimit {
+                burst: self.tenant_burst.unwrap_or(limit.burst),
+                ..limit
+            }
+        });
         Ok(HubConfig {
             max_body_bytes: self.max_body_bytes,
             bearer_token: self.token.clone().filter(|t| !t.is_empty()),
@@ -272,6 +295,7 @@ impl HubArgs {
                 max_backoff: Duration::from_millis(self.retry_max_ms),
             },
             faults,
+            tenant_limit,
             ..HubConfig::default()
         })
     }
@@ -420,6 +444,18 @@ mod tests {
             )
         );
         assert_eq!(cfg.delivery_timeout, d.delivery_timeout);
+        assert_eq!(cfg.tenant_limit, None);
+    }
+
+    #[test]
+    fn tenant_limit_flags() {
+        let cli = Cli::try_parse_from(["x", "--tenant-rate-limit", "50/s"]).unwrap();
+        let limit = cli.hub.to_config().unwrap().tenant_limit.unwrap();
+        assert_eq!((limit.rate.to_string(), limit.burst), ("50/s".into(), 50));
+        assert_eq!(limit.max_tenants, crate::admission::MAX_TENANTS);
+        let cli = Cli::try_parse_from(["x", "--tenant-rate-limit", "2/m", "--tenant-burst", "7"]);
+        let limit = cli.unwrap().hub.to_config().unwrap().tenant_limit.unwrap();
+        assert_eq!((limit.rate.to_string(), limit.burst), ("2/m".into(), 7));
     }
 
     #[test]
@@ -435,6 +471,18 @@ mod tests {
         let zero = Cli::try_parse_from(["x", "--delivery-pipeline", "0"]).unwrap();
         let err = zero.hub.to_config().unwrap_err().to_string();
         assert_eq!(err, "--delivery-pipeline must be at least 1");
+        let zero = Cli::try_parse_from(["x", "--tenant-rate-limit", "5/s", "--tenant-burst", "0"]);
+        let err = zero.unwrap().hub.to_config().unwrap_err().to_string();
+        assert_eq!(err, "--tenant-burst must be at least 1");
+        for bad in ["5", "0/s", "5/week", "many/s"] {
+            let err = Cli::try_parse_from(["x", "--tenant-rate-limit", bad])
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(err.contains("--tenant-rate-limit"), "{bad}: {err}");
+        }
+        // A burst without a limit means nothing: refused.
+        assert!(Cli::try_parse_from(["x", "--tenant-burst", "5"]).is_err());
         let missing = Cli::try_parse_from(["x", "--config", "/nonexistent/f.toml"]).unwrap();
         let err = format!("{:#}", missing.hub.to_config().unwrap_err());
         assert!(err.contains("--config /nonexistent/f.toml"), "{err}");

@@ -1,8 +1,10 @@
-//! The hub's settings: limits, authentication, leases, delivery queue and retry policy, faults.
+//! The hub's settings: limits, authentication, leases, delivery queue and retry policy, faults,
+//! the tenant admission limit.
 
 use std::fmt;
 use std::time::Duration;
 
+use crate::admission::TenantLimit;
 use crate::faults::FaultConfig;
 
 /// How failed deliveries are retried: exponential backoff, capped, for a bounded number of attempts.
@@ -79,6 +81,8 @@ pub struct HubConfig {
     pub max_topics: usize,
     /// Faults in force at start.
     pub faults: FaultConfig,
+    /// The per-tenant admission limit on publishes (`--tenant-rate-limit`); none by default.
+    pub tenant_limit: Option<TenantLimit>,
 }
 
 impl Default for HubConfig {
@@ -101,6 +105,7 @@ impl Default for HubConfig {
             public_url: None,
             max_topics: 1_000_000,
             faults: FaultConfig::default(),
+            tenant_limit: None,
         }
     }
 }
@@ -128,6 +133,7 @@ impl fmt::Debug for HubConfig {
             .field("public_url", &self.public_url)
             .field("max_topics", &self.max_topics)
             .field("faults", &self.faults)
+            .field("tenant_limit", &self.tenant_limit)
             .finish()
     }
 }

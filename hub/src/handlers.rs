@@ -2,8 +2,9 @@
 //!
 //! Order for each request: count it under the mode in its query string (or its form body),
 //! apply the faults (in-flight limit, 502, 503, reset, latency, stall), then check the
-//! declared body size, the mode, the bearer token and the actual body size, and dispatch to register, deregister, publish
-//! or (un)subscribe. Each request's answer is counted once, when it is decided.
+//! declared body size, the mode, the bearer token and the actual body size, and dispatch to
+//! register, deregister, publish (first through the tenant's admission limit, when one is
+//! set) or (un)subscribe. Each request's answer is counted once, when it is decided.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -189,6 +190,10 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
             None => topic_op(inner, mode, &p),
         },
         Mode::Publish => {
+            if let Some(retry_after) = over_limit(inner, &p) {
+                tally.decide(Verdict::Throttled);
+                return retry_after;
+            }
             let content = (!from_body).then(|| {
                 let ct = parts.headers.get(header::CONTENT_TYPE).cloned();
                 (bytes.clone(), ct)
@@ -216,6 +221,27 @@ pub(crate) async fn hub(State(state): State<HubState>, req: Request) -> Response
     };
     tally.decide(verdict);
     response
+}
+
+/// The 429 for a publish over its tenant's admission limit, or `None` to go on (no limit,
+/// or no topic: the publish path answers that).
+fn over_limit(inner: &Inner, p: &HubParams<'_>) -> Option<Response> {
+    let admission = inner.admission.as_ref()?;
+    let t = topic(inner, p).ok()?;
+    let secs = admission.admit(t, inner.now_us()).err()?;
+    let limit = admission.limit();
+    let mut r = params::plain(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!(
+            "tenant {} is over its admission limit of {} (burst {}); retry after {secs} s",
+            crate::admission::tenant_of(t),
+            limit.rate,
+            limit.burst
+        ),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
+    Some(r)
 }
 
 /// Reset the connection this request came on (TCP RST, no answer). Without a connection

@@ -6,6 +6,7 @@
 //! injects the faults a proxy in front of a real hub produces. Embed it with [`router`] or
 //! [`serve`]; run it alone with the `hubload-hub` binary ([`cli`]).
 
+mod admission;
 mod batch;
 pub mod broker;
 mod broker_stats;
@@ -35,6 +36,7 @@ pub mod testing;
 pub mod tls;
 mod topic;
 
+pub use admission::{TenantAdmission, TenantLimit, TenantRate};
 pub use broker::{Broker, BrokerStats};
 pub use config::{HubConfig, RetryPolicy};
 pub use faults::{Action as FaultAction, FaultConfig, FaultError};

@@ -131,7 +131,7 @@ pub fn render(s: &StatsSnapshot, inflight: u64) -> String {
     out
 }
 
-fn outcomes(c: &ModeCounts) -> [(&'static str, u64); 13] {
+fn outcomes(c: &ModeCounts) -> [(&'static str, u64); 14] {
     [
         ("accepted", c.accepted),
         ("denied", c.denied),
@@ -146,6 +146,7 @@ fn outcomes(c: &ModeCounts) -> [(&'static str, u64); 13] {
         ("not_found", c.not_found),
         ("over_memory", c.over_memory),
         ("broker_error", c.broker_error),
+        ("throttled", c.throttled),
     ]
 }
 

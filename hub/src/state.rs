@@ -69,6 +69,8 @@ pub(crate) struct Inner {
     pub memory: Arc<Budget>,
     /// The broker, in broker mode (`--servicebus`); set once before serving.
     pub broker: OnceLock<Arc<crate::broker::Broker>>,
+    /// The per-tenant admission limit on publishes, when set.
+    pub admission: Option<crate::admission::Admission>,
 }
 
 impl Drop for Inner {
@@ -93,6 +95,10 @@ impl HubState {
     /// A hub with these settings and no topics. Needs no runtime.
     pub fn new(cfg: HubConfig) -> Self {
         let cfg_memory = cfg.max_memory_bytes;
+        let admission = cfg
+            .tenant_limit
+            .clone()
+            .map(crate::admission::Admission::new);
         // One pooled keep-alive client for every callback; idle connections are kept for as
         // many deliveries as a subscriber can have in flight.
         let client = reqwest::Client::builder()
@@ -115,6 +121,7 @@ impl HubState {
                 stop_all: CancellationToken::new(),
                 memory: Budget::new(cfg_memory),
                 broker: OnceLock::new(),
+                admission,
             }),
         }
     }
@@ -169,6 +176,9 @@ impl HubState {
             topics,
             distribution,
             broker: self.inner.broker.get().map(|b| b.stats()),
+            tenants: (self.inner.admission.as_ref())
+                .map(|a| a.snapshot())
+                .unwrap_or_default(),
         }
     }
 
@@ -187,6 +197,11 @@ impl Inner {
     /// Milliseconds since hub start.
     pub fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
+    }
+
+    /// Microseconds since hub start.
+    pub fn now_us(&self) -> u64 {
+        self.started.elapsed().as_micros() as u64
     }
 
     /// The instant `ms` milliseconds after hub start.

@@ -70,9 +70,11 @@ pub enum Verdict {
     /// 5xx: the broker behind the hub refused or failed the send (broker mode;
     /// docs/hub-servicebus.md has the map).
     Broker,
+    /// 429: a publish over its tenant's admission limit (`--tenant-rate-limit`).
+    Throttled,
 }
 
-const VERDICTS: usize = 12;
+const VERDICTS: usize = 13;
 const ABANDONED: usize = VERDICTS;
 const MODES: usize = 5;
 
@@ -107,6 +109,9 @@ pub struct ModeCounts {
     /// Answered 5xx because the broker behind the hub failed the send (broker mode).
     #[serde(default)]
     pub broker_error: u64,
+    /// Answered 429 with `Retry-After`: a publish over its tenant's `--tenant-rate-limit`.
+    #[serde(default)]
+    pub throttled: u64,
 }
 
 impl ModeCounts {
@@ -125,6 +130,7 @@ impl ModeCounts {
             + self.not_found
             + self.over_memory
             + self.broker_error
+            + self.throttled
     }
 }
 
@@ -235,6 +241,9 @@ pub struct StatsSnapshot {
     /// The broker's counts, when the hub runs on Service Bus (`--servicebus`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker: Option<crate::broker_stats::BrokerStats>,
+    /// Per tenant, the admission limit's counts (`--tenant-rate-limit`; absent without it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tenants: BTreeMap<String, crate::admission::TenantAdmission>,
 }
 
 /// Live counters of one topic; shared by its registry entry and its subscribers' workers.
@@ -294,6 +303,7 @@ impl Counters {
             not_found: g(Verdict::NotFound),
             over_memory: g(Verdict::OverMemory),
             broker_error: g(Verdict::Broker),
+            throttled: g(Verdict::Throttled),
         }
     }
 
@@ -439,11 +449,13 @@ mod tests {
         let v = serde_json::to_value(StatsSnapshot::default()).unwrap();
         for mode in ["publish", "register", "deregister", "subscribe", "other"] {
             let keys: Vec<_> = v[mode].as_object().unwrap().keys().cloned().collect();
-            assert_eq!(keys.len(), 13, "{mode}: {keys:?}");
+            assert_eq!(keys.len(), 14, "{mode}: {keys:?}");
         }
         assert_eq!(v["distribution"].as_object().unwrap().len(), 16);
         assert!(v["topics"].as_object().unwrap().is_empty());
         // `broker` only in broker mode.
         assert!(v.get("broker").is_none());
+        // `tenants` only with an admission limit.
+        assert!(v.get("tenants").is_none());
     }
 }

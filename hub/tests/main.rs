@@ -1,5 +1,6 @@
 //! Integration tests of the reference hub: real sockets on 127.0.0.1, exact counts.
 
+mod admission;
 mod broker;
 mod broker_admin;
 mod broker_load;

@@ -275,6 +275,46 @@ mod tests {
         );
     }
 
+    /// A throttled answer with `Retry-After: 2` is retried 2 s later (paused time: the mock's
+    /// arrivals are exact) when that is before the attempt's deadline; past it, not at all.
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_waits_for_retry_after_within_the_attempt_deadline() {
+        let script = vec![Outcome::Throttled, Outcome::Accepted];
+        let mock = || MockTarget::new(script.clone(), Duration::ZERO).retry_after(2);
+        // Whole seconds since `t0` of each attempt's arrival.
+        let secs = |m: &MockTarget, t0: tokio::time::Instant| -> Vec<u64> {
+            let at = m.arrivals();
+            at.iter().map(|t| t.duration_since(t0).as_secs()).collect()
+        };
+        let c = ctx(mock(), 1, ShardSlot::WHOLE);
+        let t0 = tokio::time::Instant::now();
+        let run = run_level(c.clone(), &closed(1, Some(3), None), 0, 0).await;
+        assert_eq!(secs(&c.target, t0), [0, 2, 2, 4, 4, 6]);
+        let s = &run.stats;
+        assert_eq!(
+            (s.events, s.events_failed, s.attempts(), s.retries),
+            (3, 0, 6, 3)
+        );
+        assert_eq!(s.counts.get(Class::Throttled), 3);
+        // A 1 s timeout: the 2 s wait would pass the deadline, so the event ends throttled.
+        let mut c = ctx(mock(), 1, ShardSlot::WHOLE);
+        Arc::get_mut(&mut c).unwrap().attempt_timeout = Duration::from_secs(1);
+        let t0 = tokio::time::Instant::now();
+        let run = run_level(c.clone(), &closed(1, Some(3), None), 0, 0).await;
+        assert_eq!(secs(&c.target, t0), [0, 0, 0]);
+        let s = &run.stats;
+        assert_eq!(
+            (s.events, s.events_failed, s.attempts(), s.retries),
+            (3, 2, 3, 0)
+        );
+        // Without the field a retry goes at once, as before.
+        let c = ctx(MockTarget::new(script, Duration::ZERO), 1, ShardSlot::WHOLE);
+        let t0 = tokio::time::Instant::now();
+        let run = run_level(c.clone(), &closed(1, Some(3), None), 0, 0).await;
+        assert_eq!(secs(&c.target, t0), [0; 6]);
+        assert_eq!(run.stats.attempts(), 6);
+    }
+
     #[tokio::test]
     async fn shards_together_send_exactly_the_single_process_events() {
         let single = ctx(

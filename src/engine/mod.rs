@@ -10,6 +10,7 @@ mod observer;
 mod own_topics;
 mod pacer;
 mod plan;
+mod retry_wait;
 mod rotation;
 mod stop;
 mod stripe;

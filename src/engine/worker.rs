@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use super::attempt::AttemptRecord;
 use super::context::LevelContext;
 use super::driver::Driver;
+use super::retry_wait::{retry_wait, RetryWait};
 use super::stop::StopWatch;
 use super::stripe::StripeCell;
 use crate::result::{Attempt, Class, Outcome};
@@ -111,8 +112,20 @@ pub(crate) async fn worker_loop<T: Target>(
             attempt_no += 1;
             let class = a.outcome.class();
             let ok = class == Class::Accepted;
-            // Retries are immediate, as the real publisher's client does (docs/protocol.md §3).
+            // Retries are immediate, as the real publisher's client does (docs/protocol.md §3),
+            // unless the answer said when to come back (`Retry-After`): then after that, if it
+            // is before the attempt's deadline; else the event ends here.
             let mut last = ok || attempt_no >= max_attempts || !class.is_retryable();
+            if !last {
+                let elapsed = end.at.saturating_duration_since(start.at);
+                match retry_wait(a.retry_after.secs(), elapsed, ctx.attempt_timeout) {
+                    RetryWait::Now => {}
+                    RetryWait::GiveUp => last = true,
+                    // Before the attempt is recorded: a stop ends the wait, and the stop
+                    // below then ends the event as recorded.
+                    RetryWait::After(d) => sleep_unless_stopped(d, &mut stop).await,
+                }
+            }
             if ticket.measured {
                 let intended = match (ctx.open_model, attempt_no) {
                     (false, _) => None,
@@ -172,6 +185,17 @@ pub(crate) async fn worker_loop<T: Target>(
         }
         spare = event.body;
     }
+}
+
+/// Sleep for `d`, or less if the stop comes first.
+async fn sleep_unless_stopped(d: std::time::Duration, stop: &mut StopWatch) {
+    let mut sleep = pin!(tokio::time::sleep(d));
+    std::future::poll_fn(|cx| match sleep.as_mut().poll(cx).is_ready() {
+        true => Poll::Ready(()),
+        false if stop.poll_stopped(cx) => Poll::Ready(()),
+        false => Poll::Pending,
+    })
+    .await
 }
 
 /// `send`, or [`Attempt::CANCELLED`] once the stop comes while it is in flight. A send that is

@@ -13,6 +13,7 @@ pub(crate) fn stats(samples: &[(Duration, Outcome, u64)]) -> LevelStats {
     for &(latency, outcome, times) in samples {
         let a = Attempt {
             server_timing: crate::result::ServerTimings::NONE,
+            retry_after: crate::result::RetryAfter::NONE,
             outcome,
             status: 200,
             bytes_sent: 1,

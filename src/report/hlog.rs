@@ -133,6 +133,7 @@ mod tests {
             };
             let a = Attempt {
                 server_timing: crate::result::ServerTimings::NONE,
+                retry_after: crate::result::RetryAfter::NONE,
                 outcome: Outcome::Accepted,
                 status: 200,
                 bytes_sent: 1,

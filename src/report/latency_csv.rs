@@ -78,6 +78,7 @@ mod tests {
             let start = t0 + Duration::from_millis(1) + Duration::from_micros(i);
             let a = Attempt {
                 server_timing: crate::result::ServerTimings::NONE,
+                retry_after: crate::result::RetryAfter::NONE,
                 outcome: Outcome::Accepted,
                 status: 200,
                 bytes_sent: 1,

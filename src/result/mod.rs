@@ -3,6 +3,7 @@
 pub mod classify;
 mod h2_reason;
 mod outcome;
+mod retry_after;
 pub mod server_timing_header;
 
 pub use h2_reason::{H2Code, ProtocolReason};
@@ -10,4 +11,5 @@ pub use outcome::{
     Attempt, Class, ClientReason, ConnErrorKind, OtherReason, Outcome, Reason, TimeoutKind,
     TlsReason,
 };
+pub use retry_after::RetryAfter;
 pub use server_timing_header::ServerTimings;

@@ -535,6 +535,9 @@ pub struct Attempt {
     pub bytes_received: u64,
     /// The response's `Server-Timing` metrics ([`ServerTimings::NONE`](super::ServerTimings::NONE) without the header).
     pub server_timing: super::ServerTimings,
+    /// The `Retry-After` of a 429 or 503 ([`RetryAfter::NONE`](super::RetryAfter::NONE)
+    /// otherwise): how long a retry waits (`engine/retry_wait.rs`).
+    pub retry_after: super::RetryAfter,
 }
 
 impl Attempt {
@@ -546,6 +549,7 @@ impl Attempt {
         bytes_sent: 0,
         bytes_received: 0,
         server_timing: super::ServerTimings::NONE,
+        retry_after: super::RetryAfter::NONE,
     };
 }
 

@@ -83,6 +83,7 @@ pub fn record(s: &mut LevelStats, clock: &Clock, e: &SimEvent) {
         let t = times(clock, off, lat);
         let a = Attempt {
             server_timing: crate::result::ServerTimings::NONE,
+            retry_after: crate::result::RetryAfter::NONE,
             outcome,
             status: outcome.status().unwrap_or(200),
             bytes_sent: 500 + off % 100,

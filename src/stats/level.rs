@@ -393,6 +393,7 @@ mod tests {
     fn attempt(outcome: Outcome) -> Attempt {
         Attempt {
             server_timing: crate::result::ServerTimings::NONE,
+            retry_after: crate::result::RetryAfter::NONE,
             outcome,
             status: 0,
             bytes_sent: 100,

@@ -139,6 +139,7 @@ mod tests {
             };
             let a = Attempt {
                 server_timing: crate::result::ServerTimings::NONE,
+                retry_after: crate::result::RetryAfter::NONE,
                 outcome,
                 status: 200,
                 bytes_sent: 1024,

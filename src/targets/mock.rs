@@ -25,6 +25,10 @@ pub struct MockTarget {
     gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
     /// When set, attempt `n` blocks its thread for the duration (a stalled generator).
     stall: Option<(u64, Duration)>,
+    /// When set, a throttled or 503 answer carries `Retry-After` of this many seconds.
+    retry_after: Option<u32>,
+    /// When each attempt arrived (tokio time, so paused-time tests read exact waits).
+    arrivals: Mutex<Vec<tokio::time::Instant>>,
 }
 
 impl MockTarget {
@@ -39,7 +43,20 @@ impl MockTarget {
             per_topic: Mutex::new(Vec::new()),
             gate: None,
             stall: None,
+            retry_after: None,
+            arrivals: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Throttled and 503 answers carry `Retry-After: secs`.
+    pub fn retry_after(mut self, secs: u32) -> Self {
+        self.retry_after = Some(secs);
+        self
+    }
+
+    /// When each attempt arrived, in arrival order.
+    pub fn arrivals(&self) -> Vec<tokio::time::Instant> {
+        self.arrivals.lock().expect("mock arrivals").clone()
     }
 
     /// Every send waits for a permit of `gate` (taken for good) before answering.
@@ -88,6 +105,10 @@ impl Target for MockTarget {
     ) -> Attempt {
         let n = self.sent.fetch_add(1, Ordering::Relaxed);
         let outcome = self.script[(n % self.script.len() as u64) as usize];
+        self.arrivals
+            .lock()
+            .expect("mock arrivals")
+            .push(tokio::time::Instant::now());
         if let Some(g) = &self.gate {
             g.acquire()
                 .await
@@ -113,8 +134,13 @@ impl Target for MockTarget {
             }
             pt[topic.index] += 1;
         }
+        let mut retry_after = crate::result::RetryAfter::NONE;
+        if let (Some(secs), Outcome::Throttled | Outcome::Http503) = (self.retry_after, outcome) {
+            retry_after.add_header(secs.to_string().as_bytes());
+        }
         Attempt {
             server_timing: crate::result::ServerTimings::NONE,
+            retry_after,
             outcome,
             status: outcome.status().unwrap_or(200),
             bytes_sent: event.body.len() as u64 + 100,

@@ -124,6 +124,7 @@ mod tests {
     fn at(outcome: Outcome, status: u16) -> Attempt {
         Attempt {
             server_timing: crate::result::ServerTimings::NONE,
+            retry_after: crate::result::RetryAfter::NONE,
             outcome,
             status,
             bytes_sent: 0,

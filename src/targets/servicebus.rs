@@ -176,6 +176,7 @@ impl Target for ServiceBusTarget {
         let r = self.sender.send(sb_topic(&self.mapping, topic), msg).await;
         Attempt {
             server_timing: crate::result::ServerTimings::NONE,
+            retry_after: crate::result::RetryAfter::NONE,
             outcome: self.record(&r.outcome),
             status: 0,
             bytes_sent: r.bytes_sent,

@@ -321,9 +321,19 @@ impl WebSubTarget {
     ) -> (Attempt, bool) {
         // Every byte read counts, whatever the outcome.
         let bytes_received = resp.bytes_received;
-        let (outcome, status, server_timing) = match result {
-            Ok(()) => (self.classify(resp), resp.status, resp.server_timing),
-            Err(outcome) => (outcome, 0, crate::result::ServerTimings::NONE),
+        let (outcome, status, server_timing, retry_after) = match result {
+            Ok(()) => (
+                self.classify(resp),
+                resp.status,
+                resp.server_timing,
+                resp.retry_after,
+            ),
+            Err(outcome) => (
+                outcome,
+                0,
+                crate::result::ServerTimings::NONE,
+                crate::result::RetryAfter::NONE,
+            ),
         };
         let a = Attempt {
             outcome,
@@ -331,6 +341,7 @@ impl WebSubTarget {
             bytes_sent: bytes_sent as u64,
             bytes_received,
             server_timing,
+            retry_after,
         };
         (a, result.is_ok())
     }

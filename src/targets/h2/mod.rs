@@ -484,12 +484,15 @@ async fn exchange(
         None => resp.content_type = None,
     }
     // One pass over the fields: their size, and any `Server-Timing` (read by the parser the
-    // HTTP/1.1 client uses).
+    // HTTP/1.1 client uses); a 429's or 503's `Retry-After`.
     let mut fields = 0;
+    let retry_after = Response::reads_retry_after(resp.status);
     for (n, v) in parts.headers.iter() {
         fields += n.as_str().len() + v.len() + 4;
         if *n == SERVER_TIMING {
             resp.server_timing.add_header(v.as_bytes());
+        } else if retry_after && *n == http::header::RETRY_AFTER {
+            resp.retry_after.add_header(v.as_bytes());
         }
     }
     resp.bytes_received = fields as u64;

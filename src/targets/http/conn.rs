@@ -306,6 +306,9 @@ impl Conn {
                     if h.server_timing {
                         super::head_server_timing::read(&bytes[..h.len], &mut resp.server_timing);
                     }
+                    if Response::reads_retry_after(h.status) {
+                        super::head_retry_after::read(&bytes[..h.len], &mut resp.retry_after);
+                    }
                     break h;
                 }
                 Ok(None) if window == MAX_HEAD => return Err(protocol(OtherReason::HeadTooLarge)),
@@ -385,6 +388,7 @@ impl Conn {
             resp.body.clear();
             // Read again with the head below.
             resp.server_timing = crate::result::ServerTimings::NONE;
+            resp.retry_after = crate::result::RetryAfter::NONE;
             carry.extend_from_slice(bytes);
             Poll::Ready(Ok(None))
         })
@@ -439,9 +443,12 @@ fn whole_response(
             .ok()??;
         pos += head.len;
         if !(100..200).contains(&head.status) || head.status == 101 {
+            let at = pos - head.len;
             if head.server_timing {
-                let at = pos - head.len;
                 super::head_server_timing::read(&bytes[at..pos], &mut resp.server_timing);
+            }
+            if Response::reads_retry_after(head.status) {
+                super::head_retry_after::read(&bytes[at..pos], &mut resp.retry_after);
             }
             break head;
         }

@@ -48,6 +48,7 @@ mod deadline_tests;
 #[cfg(test)]
 mod determinism_tests;
 mod exchange;
+mod head_retry_after;
 mod head_server_timing;
 #[cfg(test)]
 mod memo_tests;

@@ -22,6 +22,9 @@ pub struct Response {
     pub request_bytes: u64,
     /// The final response's `Server-Timing` metrics (read only when the header is present).
     pub server_timing: crate::result::ServerTimings,
+    /// The final response's `Retry-After`, read only on a 429 or a 503 (the answers a
+    /// client retries after waiting).
+    pub retry_after: crate::result::RetryAfter,
 }
 
 impl Response {
@@ -33,6 +36,12 @@ impl Response {
         self.bytes_received = 0;
         self.request_bytes = 0;
         self.server_timing = crate::result::ServerTimings::NONE;
+        self.retry_after = crate::result::RetryAfter::NONE;
+    }
+
+    /// Whether this status's `Retry-After` is read: a 429 or a 503.
+    pub(crate) fn reads_retry_after(status: u16) -> bool {
+        matches!(status, 429 | 503)
     }
 
     /// Classify this response (docs/protocol.md §2: a body saying `hub.mode=denied` wins).
