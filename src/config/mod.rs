@@ -18,6 +18,7 @@ mod parse;
 pub mod profile;
 mod resolve_hosts;
 mod serialize;
+mod surge_flag;
 mod target;
 #[cfg(test)]
 mod testutil;
@@ -68,6 +69,9 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
     let judging = judging::resolve(a, shard.as_ref())?;
     let output = output::resolve(a);
     let topic_churn = topic_churn_flag::resolve(a, &target, &websub)?;
+    let surge = surge_flag::resolve(a, load.model, &load.levels, &workload)?;
+    let slo = judging.capacity.iter().flat_map(|c| &c.slo);
+    surge_flag::check_gates(judging.thresholds.iter().chain(slo), surge.as_ref())?;
     let mut cfg = RunConfig {
         workload,
         model: load.model,
@@ -88,6 +92,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         shard,
         delivery: delivery::resolve(a)?,
         topic_churn,
+        surge,
         observe: observe::resolve(a)?,
         shown: serde_json::Value::Null,
         descriptors: None,
@@ -115,6 +120,7 @@ fn shown(a: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "payload_bytes": w.payload_bytes,
         "seed": w.seed,
         "distribution": format!("{:?}", w.distribution).to_lowercase(),
+        "surge": a.surge,
         "model": cfg.model.as_str(),
         "levels": cfg.levels.iter().map(|l| l.load.label()).collect::<Vec<_>>(),
         "duration": cfg.levels.first().and_then(|l| l.stop.duration).map(|d| humantime::format_duration(d).to_string()),

@@ -13,6 +13,7 @@ mod plan;
 mod rotation;
 mod stop;
 mod stripe;
+mod surge_pacer;
 mod worker;
 
 pub use attempt::{attempt_queue, AttemptReceiver, AttemptRecord, AttemptSender, Handout};

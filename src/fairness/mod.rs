@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::result::Class;
 use crate::stats::TopicStats;
 
+pub mod isolation;
 #[cfg(test)]
 mod tests;
 

@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
+use crate::fairness::isolation::{self, SurgeShape};
 use crate::fairness::{figures, per_tenant};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if, CapacityResult};
@@ -19,7 +20,7 @@ use crate::stats::{LevelStats, TopicStats};
 use crate::summary::build::level_report;
 use crate::summary::{LevelReport, PhaseReport, RateCheck};
 use crate::targets::PhaseResult;
-use crate::workload::{tenant_name, Workload};
+use crate::workload::{tenant_name, Surge, Workload};
 use std::path::Path;
 
 /// The report being built, the statistics its rows came from, and where it is written.
@@ -44,6 +45,18 @@ pub struct RunRecord {
     deliveries: BTreeMap<usize, crate::summary::delivery_report::LevelDelivery>,
     /// Writes are held back until [`in_one_write`](Self::in_one_write)'s end.
     held: bool,
+    /// `--surge`: what each level's isolation verdict names.
+    surge: Option<SurgeShape>,
+}
+
+/// What the isolation verdict says of `surge` among `tenants` tenants.
+fn surge_shape(surge: Option<&Surge>, tenants: u32) -> Option<SurgeShape> {
+    surge.map(|s| SurgeShape {
+        surging: s.tenants.iter().map(|t| tenant_name(*t)).collect(),
+        factor: s.factor,
+        from_s: s.from.as_secs(),
+        quiet_tenants: tenants.saturating_sub(s.tenants.len() as u32),
+    })
 }
 
 fn now_rfc3339() -> String {
@@ -88,6 +101,7 @@ impl RunRecord {
             delivery_total: None,
             deliveries: BTreeMap::new(),
             held: false,
+            surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants),
         })
     }
 
@@ -274,6 +288,10 @@ impl RunRecord {
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
         row.fairness = self.fairness(stats.topics.iter().enumerate());
+        row.isolation = self
+            .surge
+            .as_ref()
+            .and_then(|s| isolation::verdict(s, &stats.quiet_seconds));
         if !extra.paused.is_zero() {
             unpause_rates(&mut row, stats.span_secs(), extra.paused.as_secs_f64());
         }
@@ -369,6 +387,14 @@ impl RunRecord {
             delivery_total: None,
             deliveries: BTreeMap::new(),
             held: false,
+            // The surge as the shards were given it.
+            surge: surge_shape(
+                cfg.get("surge")
+                    .and_then(|s| s.as_str())
+                    .and_then(|s| s.parse().ok())
+                    .as_ref(),
+                cfg.get("tenants").and_then(|t| t.as_u64()).unwrap_or(0) as u32,
+            ),
         };
         rec.write()?;
         // One write for all the levels: a merge can be run again, and its cost no longer grows
