@@ -35,6 +35,7 @@ mod hub_tls;
 mod live_control;
 mod live_page;
 mod local_limits;
+mod noisy;
 mod observe_server;
 mod open_model;
 mod profiles;
