@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::fairness::isolation::{self, SurgeShape};
-use crate::fairness::{figures, per_tenant};
+use crate::fairness::{figures, per_tenant, Design};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if, CapacityResult};
 use crate::kind::{Model, TargetKind};
@@ -47,6 +47,9 @@ pub struct RunRecord {
     held: bool,
     /// `--surge`: what each level's isolation verdict names.
     surge: Option<SurgeShape>,
+    /// The tenants' designed shares, and each level's duration (s) they depend on with a
+    /// surge; `None` for a merged run.
+    design: Option<(Design, Vec<Option<f64>>)>,
 }
 
 /// What the isolation verdict says of `surge` among `tenants` tenants.
@@ -102,6 +105,21 @@ impl RunRecord {
             deliveries: BTreeMap::new(),
             held: false,
             surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants),
+            design: Some((
+                Design {
+                    base: (0..cfg.workload.tenants)
+                        .map(|t| workload.designed_share(t))
+                        .collect(),
+                    surge: cfg
+                        .surge
+                        .as_ref()
+                        .map(|s| (s.tenants.clone(), s.factor, s.from.as_secs())),
+                },
+                cfg.levels
+                    .iter()
+                    .map(|l| l.stop.duration.map(|d| d.as_secs_f64()))
+                    .collect(),
+            )),
         })
     }
 
@@ -288,6 +306,8 @@ impl RunRecord {
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
         row.fairness = self.fairness(stats.topics.iter().enumerate());
+        let level = self.report.levels.len();
+        self.set_designed(&mut row.fairness, Some(level));
         row.isolation = self
             .surge
             .as_ref()
@@ -314,6 +334,12 @@ impl RunRecord {
                 .iter()
                 .map(|t| (t.topic, crate::report::topics_csv::stats_of(t))),
         );
+        // TOTAL's design is one level's: the base shares, or with a surge a single level's.
+        let one = self.report.levels.len() == 1;
+        let surged = self.design.as_ref().is_some_and(|(d, _)| d.surge.is_some());
+        if one || !surged {
+            self.set_designed(&mut total.fairness, one.then_some(0));
+        }
         self.report.total = Some(total);
         self.report.verdicts = judge(
             &self.thresholds,
@@ -332,6 +358,15 @@ impl RunRecord {
             self.run_timeout,
         ));
         self.write()
+    }
+
+    /// Set the designed shares of `f`'s tenants, for level number `level` (`None`: no level's
+    /// duration, the base shares).
+    fn set_designed(&self, f: &mut Option<crate::fairness::Fairness>, level: Option<usize>) {
+        if let (Some(f), Some((design, secs))) = (f, &self.design) {
+            let secs = level.and_then(|i| secs.get(i).or(secs.first()).copied().flatten());
+            design.apply(f, secs, |name| name.strip_prefix("tenant")?.parse().ok());
+        }
     }
 
     /// The fairness figures of a level's (or TOTAL's) per-topic statistics, by tenant.
@@ -395,6 +430,7 @@ impl RunRecord {
                     .as_ref(),
                 cfg.get("tenants").and_then(|t| t.as_u64()).unwrap_or(0) as u32,
             ),
+            design: None,
         };
         rec.write()?;
         // One write for all the levels: a merge can be run again, and its cost no longer grows
