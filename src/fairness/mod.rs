@@ -17,12 +17,10 @@ use serde::{Deserialize, Serialize};
 use crate::result::Class;
 use crate::stats::TopicStats;
 
-mod design;
+pub mod design;
 pub mod isolation;
 #[cfg(test)]
 mod tests;
-
-pub use design::Design;
 
 /// How many tenants the worst lists name.
 pub const WORST: usize = 3;

@@ -6,8 +6,9 @@ use std::time::SystemTime;
 
 use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
+use crate::fairness::design::Design;
 use crate::fairness::isolation::{self, SurgeShape};
-use crate::fairness::{figures, per_tenant, Design};
+use crate::fairness::{figures, per_tenant};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if, CapacityResult};
 use crate::kind::{Model, TargetKind};
