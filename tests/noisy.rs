@@ -34,6 +34,9 @@ fn flags<'a>(pool: &'a str, gate: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// One gate for both hubs: the contended one fails it, the other passes.
+const GATE: &str = "quiet_p99_increase<300%";
+
 fn slow_hub() -> FaultConfig {
     FaultConfig {
         latency_ms: 25,
@@ -46,16 +49,16 @@ async fn a_surge_beyond_the_hub_s_capacity_raises_the_quiet_tenants_p99_and_fail
     // 2 connections × 25 ms: 80 publishes/s. The baseline offers 40/s, the surge 120/s: a
     // backlog grows by 40 a second for 4 s, and every quiet publish waits behind it.
     let sc = Scenario::start(slow_hub()).await;
-    let out = sc.run(&flags("2", "quiet_p99_increase<50%")).await;
+    let out = sc.run(&flags("2", GATE)).await;
     let level = &out.report.levels[0];
     let v = level.isolation.as_ref().expect("an isolation verdict");
     assert_eq!(v.surging, ["tenant0001"]);
     assert_eq!((v.quiet_tenants, v.from_s), (3, 4));
     let up = v.p99_increase_pct.unwrap();
     let [lo, _] = v.p99_increase_ci_pct.unwrap();
-    // A backlog of a second or more against a 25 ms baseline: far above +50 %, and the
+    // A backlog of a second or more against a 25 ms baseline: far above +300 %, and the
     // interval's low end too (it excludes 0).
-    assert!(lo > 50.0, "{v:?}");
+    assert!(lo > 300.0, "{v:?}");
     assert!(up >= lo, "{v:?}");
     assert!(
         v.sentence
@@ -65,10 +68,7 @@ async fn a_surge_beyond_the_hub_s_capacity_raises_the_quiet_tenants_p99_and_fail
     );
     assert!(out.thresholds_failed);
     let verdict = &out.report.verdicts[0];
-    assert_eq!(
-        (verdict.threshold.as_str(), verdict.passed),
-        ("quiet_p99_increase<50%", false)
-    );
+    assert_eq!((verdict.threshold.as_str(), verdict.passed), (GATE, false));
     // Every attempt a tenant made reached the hub and was accepted there.
     let f = level.fairness.as_ref().unwrap();
     let hub = hub_published(&sc.hub.stats().await.topics);
@@ -88,10 +88,11 @@ async fn a_surge_beyond_the_hub_s_capacity_raises_the_quiet_tenants_p99_and_fail
 async fn the_same_surge_with_room_to_spare_leaves_the_quiet_tenants_alone_and_counts_exactly() {
     // 64 connections × 25 ms: 2,560 publishes/s, for 120/s at most.
     let sc = Scenario::start(slow_hub()).await;
-    let out = sc.run(&flags("64", "quiet_p99_increase<100%")).await;
+    let out = sc.run(&flags("64", GATE)).await;
     let level = &out.report.levels[0];
     let v = level.isolation.as_ref().expect("an isolation verdict");
-    // Every publish waits its 25 ms and little else: the p99 stays within the gate.
+    // Every publish waits its 25 ms and little else: the p99 stays within the gate (4× the
+    // baseline's, room for a busy machine's hiccups, and far below the backlog's 50×).
     assert!(!out.thresholds_failed, "{v:?}");
     assert!(out.report.verdicts[0].passed);
     assert_eq!((v.baseline.errors, v.surge.errors), (0, 0));

@@ -103,6 +103,10 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
     if let Some(r) = cfg.topic_churn {
         cfg.shown["topic_churn"] = r.into();
     }
+    // As given: a merge reads it back for the isolation verdict.
+    if let Some(s) = opt(&a.surge).filter(|_| cfg.surge.is_some()) {
+        cfg.shown["surge"] = s.into();
+    }
     Ok(cfg)
 }
 
@@ -120,7 +124,6 @@ fn shown(a: &RunArgs, cfg: &RunConfig) -> serde_json::Value {
         "payload_bytes": w.payload_bytes,
         "seed": w.seed,
         "distribution": format!("{:?}", w.distribution).to_lowercase(),
-        "surge": a.surge,
         "model": cfg.model.as_str(),
         "levels": cfg.levels.iter().map(|l| l.load.label()).collect::<Vec<_>>(),
         "duration": cfg.levels.first().and_then(|l| l.stop.duration).map(|d| humantime::format_duration(d).to_string()),
