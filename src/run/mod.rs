@@ -15,6 +15,7 @@ mod serve_topics;
 mod servicebus_path;
 pub mod signals;
 mod subscribers;
+mod tenant_design;
 mod topic_churn_cycles;
 mod two_paths;
 mod websub_path;

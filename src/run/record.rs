@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
+use super::tenant_design::{design_of, surge_shape};
 use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::fairness::design::Design;
@@ -21,7 +22,7 @@ use crate::stats::{LevelStats, TopicStats};
 use crate::summary::build::level_report;
 use crate::summary::{LevelReport, PhaseReport, RateCheck};
 use crate::targets::PhaseResult;
-use crate::workload::{tenant_name, Surge, Workload};
+use crate::workload::{tenant_name, Workload};
 use std::path::Path;
 
 /// The report being built, the statistics its rows came from, and where it is written.
@@ -51,16 +52,6 @@ pub struct RunRecord {
     /// The tenants' designed shares, and each level's duration (s) they depend on with a
     /// surge; `None` for a merged run.
     design: Option<(Design, Vec<Option<f64>>)>,
-}
-
-/// What the isolation verdict says of `surge` among `tenants` tenants.
-fn surge_shape(surge: Option<&Surge>, tenants: u32) -> Option<SurgeShape> {
-    surge.map(|s| SurgeShape {
-        surging: s.tenants.iter().map(|t| tenant_name(*t)).collect(),
-        factor: s.factor,
-        from_s: s.from.as_secs(),
-        quiet_tenants: tenants.saturating_sub(s.tenants.len() as u32),
-    })
 }
 
 fn now_rfc3339() -> String {
@@ -106,21 +97,7 @@ impl RunRecord {
             deliveries: BTreeMap::new(),
             held: false,
             surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants),
-            design: Some((
-                Design {
-                    base: (0..cfg.workload.tenants)
-                        .map(|t| workload.designed_share(t))
-                        .collect(),
-                    surge: cfg
-                        .surge
-                        .as_ref()
-                        .map(|s| (s.tenants.clone(), s.factor, s.from.as_secs())),
-                },
-                cfg.levels
-                    .iter()
-                    .map(|l| l.stop.duration.map(|d| d.as_secs_f64()))
-                    .collect(),
-            )),
+            design: Some(design_of(cfg, workload)),
         })
     }
 
