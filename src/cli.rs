@@ -170,6 +170,11 @@ pub struct RunArgs {
     /// How the next publisher is picked: uniform or zipf [default: uniform].
     #[arg(long, help_heading = "Workload")]
     pub distribution: Option<String>,
+    /// Open model: tenants that publish K× their share from START in every level, on top of
+    /// everyone's load (the noisy neighbour), e.g. tenant0007x10@30s; the seconds before START
+    /// are the baseline the isolation verdict compares with (docs/fairness.md).
+    #[arg(long, help_heading = "Workload")]
+    pub surge: Option<String>,
 
     // ---- load
     /// Closed model: concurrency levels, comma-separated, run in order [default: 20].

@@ -10,7 +10,9 @@ use hubload_hub::FaultConfig;
 use crate::util::Scenario;
 
 /// The hub's accepted publishes per tenant (the topic name's first dot-separated part).
-fn hub_accepted(topics: &BTreeMap<String, hubload_hub::TopicStats>) -> BTreeMap<String, u64> {
+pub(crate) fn hub_accepted(
+    topics: &BTreeMap<String, hubload_hub::TopicStats>,
+) -> BTreeMap<String, u64> {
     let mut by = BTreeMap::new();
     for (name, t) in topics {
         let tenant = name.split('.').next().unwrap().to_string();

@@ -38,6 +38,7 @@ mod live_control;
 mod live_linger;
 mod live_page;
 mod local_limits;
+mod noisy;
 mod observe_server;
 mod open_model;
 mod profiles;

@@ -18,6 +18,7 @@ mod parse;
 pub mod profile;
 mod resolve_hosts;
 mod serialize;
+mod surge_flag;
 mod target;
 #[cfg(test)]
 mod testutil;
@@ -68,6 +69,9 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
     let judging = judging::resolve(a, shard.as_ref())?;
     let output = output::resolve(a);
     let topic_churn = topic_churn_flag::resolve(a, &target, &websub)?;
+    let surge = surge_flag::resolve(a, load.model, &load.levels, &workload)?;
+    let slo = judging.capacity.iter().flat_map(|c| &c.slo);
+    surge_flag::check_gates(judging.thresholds.iter().chain(slo), surge.as_ref())?;
     let mut cfg = RunConfig {
         workload,
         model: load.model,
@@ -88,6 +92,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         shard,
         delivery: delivery::resolve(a)?,
         topic_churn,
+        surge,
         observe: observe::resolve(a)?,
         shown: serde_json::Value::Null,
         descriptors: None,
@@ -97,6 +102,10 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
     cfg.shown = shown(a, &cfg);
     if let Some(r) = cfg.topic_churn {
         cfg.shown["topic_churn"] = r.into();
+    }
+    // As given: a merge reads it back for the isolation verdict.
+    if let Some(s) = opt(&a.surge).filter(|_| cfg.surge.is_some()) {
+        cfg.shown["surge"] = s.into();
     }
     Ok(cfg)
 }

@@ -64,6 +64,10 @@ pub struct RunConfig {
     /// runs (Ballerina dialect); `None` when off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topic_churn: Option<f64>,
+    /// `--surge`: tenants publishing K× their share from a point in every level (open model);
+    /// `None` when off.
+    #[serde(skip)]
+    pub surge: Option<crate::workload::Surge>,
     /// Server metrics, PromQL queries, remote write and the /metrics listener (issue 25).
     #[serde(skip)]
     pub observe: super::observe::ObserveConfig,

@@ -62,11 +62,23 @@ impl Seqs {
         }
     }
 
-    fn nth(&self, k: u64) -> Option<u64> {
+    pub(crate) fn nth(&self, k: u64) -> Option<u64> {
         let s = self.first.checked_add(k.checked_mul(self.stride)?)?;
         match self.end {
             Some(end) if s >= end => None,
             _ => Some(s),
+        }
+    }
+}
+
+impl Ticket {
+    /// A measured open-model ticket for `seq`, meant to start `at`, holding `permit`.
+    pub(crate) fn scheduled(seq: u64, at: Instant, permit: OwnedSemaphorePermit) -> Self {
+        Ticket {
+            seq,
+            intended: at,
+            measured: true,
+            _permit: Some(permit),
         }
     }
 }
@@ -156,7 +168,8 @@ impl Driver {
 #[derive(Debug, Clone)]
 pub(crate) struct OpenParams {
     pub rate: f64,
-    pub max_inflight: u32,
+    /// `--max-inflight` permits, shared with a surge's pacer.
+    pub permits: Arc<Semaphore>,
     pub arrivals: Arrivals,
     pub ramp_up: Duration,
     pub seed: u64,
@@ -183,7 +196,7 @@ pub(crate) async fn run_pacer(
     if p.own.as_ref().is_some_and(|o| !o.owns_any()) {
         return (0, 0); // a shard without topics has no slot of the schedule
     }
-    let permits = Arc::new(Semaphore::new(p.max_inflight as usize));
+    let permits = p.permits.clone();
     let mut dropped = 0u64;
     let mut scheduled = 0u64;
     // Warm-up at the full rate, unmeasured.
@@ -320,7 +333,7 @@ mod tests {
         };
         let p = OpenParams {
             rate: 100.0,
-            max_inflight: 1,
+            permits: Arc::new(Semaphore::new(1)),
             arrivals: Arrivals::Constant,
             ramp_up: Duration::ZERO,
             seed: 1,

@@ -12,10 +12,23 @@ use super::context::LevelContext;
 use super::driver::{run_pacer, Driver, OpenParams, Seqs, Window};
 use super::plan::{LevelSpec, Load};
 use super::stripe::{merged, stripes};
+use super::surge_pacer::{run_surge_pacer, SurgeParams};
 use super::worker::worker_loop;
 use crate::stats::{LevelStats, SharedLevel};
 use crate::targets::Target;
+use crate::workload::{surge_base, Workload};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
+
+/// By topic index: whether the topic is a quiet tenant's (it has a tenant, and not a surging
+/// one). Shared topics are no tenant's.
+fn quiet_topics(w: &Workload) -> Vec<bool> {
+    let surging = w.surge().map_or(&[][..], |s| &s.surge().tenants[..]);
+    w.topics()
+        .iter()
+        .map(|t| t.tenant.is_some_and(|n| !surging.contains(&n)))
+        .collect()
+}
 
 /// The result of one level.
 #[derive(Debug)]
@@ -57,6 +70,7 @@ pub async fn run_level<T: Target>(
         deadline: spec.stop.duration.map(|d| measured_start + d),
     };
     let mut pacer = None;
+    let mut surge_pacer = None;
     let (driver, workers) = match spec.load {
         Load::Closed { concurrency } => (
             Driver::Closed {
@@ -76,9 +90,28 @@ pub async fn run_level<T: Target>(
         ),
         Load::Open { rate, max_inflight } => {
             let (tx, rx) = async_channel::bounded(max_inflight as usize);
+            let permits = Arc::new(Semaphore::new(max_inflight as usize));
+            if let Some(s) = ctx.workload.surge() {
+                let p = SurgeParams {
+                    rate: rate * s.extra(),
+                    start: measured_start + s.surge().from,
+                    deadline: window.deadline,
+                    arrivals: ctx.arrivals,
+                    seed: seq_base ^ index ^ 0x5e,
+                    permits: permits.clone(),
+                    own: ctx.own_topics.clone(),
+                };
+                let seqs = Seqs::striped(surge_base(index), None, shard, shards);
+                surge_pacer = Some(tokio::spawn(run_surge_pacer(
+                    p,
+                    seqs,
+                    tx.clone(),
+                    ctx.cancel.clone(),
+                )));
+            }
             let p = OpenParams {
                 rate,
-                max_inflight,
+                permits,
                 arrivals: ctx.arrivals,
                 ramp_up: spec.ramp_up,
                 seed: seq_base ^ index,
@@ -114,12 +147,14 @@ pub async fn run_level<T: Target>(
     let corrected_us = if ctx.open_model { high_us } else { 0 };
     let stripes = stripes(workers, threads, (high_us, corrected_us));
     let topics = ctx.workload.topics().len();
-    let shared = Arc::new(SharedLevel::new(
-        topics,
-        &ctx.clock,
-        measured_start.into_std(),
-        threads,
-    ));
+    let mut shared = SharedLevel::new(topics, &ctx.clock, measured_start.into_std(), threads);
+    if ctx.workload.surge().is_some() {
+        // The quiet tenants' seconds, for the isolation verdict: the level's and the tail of
+        // attempts still in flight at its end (in the last second).
+        let secs = spec.stop.duration.map_or(1, |d| d.as_secs() as usize + 2);
+        shared = shared.with_quiet(quiet_topics(&ctx.workload), secs);
+    }
+    let shared = Arc::new(shared);
     ctx.live.watch(stripes.clone());
     let mut handles = Vec::with_capacity(workers);
     for w in 0..workers {
@@ -141,7 +176,12 @@ pub async fn run_level<T: Target>(
     let mut stats = LevelStats::default();
     let scheduled = match pacer {
         Some(p) => {
-            let (scheduled, dropped) = p.await.unwrap_or((0, 0));
+            let (mut scheduled, mut dropped) = p.await.unwrap_or((0, 0));
+            if let Some(s) = surge_pacer {
+                let (more, lost) = s.await.unwrap_or((0, 0));
+                scheduled += more;
+                dropped += lost;
+            }
             stats.dropped += dropped;
             Some(scheduled)
         }

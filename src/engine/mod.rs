@@ -14,6 +14,7 @@ mod retry_wait;
 mod rotation;
 mod stop;
 mod stripe;
+mod surge_pacer;
 mod worker;
 
 pub use attempt::{attempt_queue, AttemptReceiver, AttemptRecord, AttemptSender, Handout};

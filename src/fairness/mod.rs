@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::result::Class;
 use crate::stats::TopicStats;
 
+pub mod design;
+pub mod isolation;
 #[cfg(test)]
 mod tests;
 
@@ -34,6 +36,11 @@ pub struct TenantShare {
     pub good: u64,
     /// Attempts ÷ all tenants' attempts (0..=1).
     pub offered_share: f64,
+    /// The share the workload's design gives the tenant (uniform, Zipf, a surge on top;
+    /// docs/fairness.md), to read the offered share against; absent when unknown (a merged
+    /// run, TOTAL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub designed_share: Option<f64>,
     /// Good attempts ÷ all tenants' good attempts (0..=1; 0 when none was good).
     pub achieved_share: f64,
     /// Attempts of an error class, % of the tenant's attempts.
@@ -132,6 +139,7 @@ pub fn figures(tenants: &[(String, TopicStats)]) -> Option<Fairness> {
                 attempts: n,
                 good: g,
                 offered_share: n as f64 / all as f64,
+                designed_share: None,
                 achieved_share: if all_good == 0 {
                     0.0
                 } else {

@@ -80,7 +80,7 @@ impl Flag {
         if self.relative() {
             "avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate"
         } else {
-            "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, time_to_first_delivery_p99, tenant_fairness or tenant_p99_spread"
+            "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, time_to_first_delivery_p99, tenant_fairness, tenant_p99_spread, quiet_p99_increase or quiet_errors"
         }
     }
 }
@@ -133,6 +133,11 @@ pub enum Metric {
     TenantFairness,
     /// The largest tenant p99 ÷ the median tenant p99.
     TenantP99Spread,
+    /// `--surge`: the quiet tenants' p99 during the surge ÷ before it, − 1, % (the
+    /// isolation verdict's point estimate).
+    QuietP99Increase,
+    /// `--surge`: the quiet tenants' error % during the surge.
+    QuietErrors,
 }
 
 /// The one table of metric names: every spelling either flag has accepted, and whether
@@ -183,6 +188,8 @@ const METRICS: &[(&[&str], Metric, bool)] = &[
         false,
     ),
     (&["tenant_p99_spread"], Metric::TenantP99Spread, false),
+    (&["quiet_p99_increase"], Metric::QuietP99Increase, false),
+    (&["quiet_errors", "quiet_error"], Metric::QuietErrors, false),
 ];
 
 impl Metric {
@@ -220,6 +227,11 @@ impl Metric {
     /// Whether the metric is judged on a level's `fairness` section (two tenants or more).
     pub fn is_fairness(self) -> bool {
         matches!(self, Metric::TenantFairness | Metric::TenantP99Spread)
+    }
+
+    /// Whether the metric is judged on a level's `isolation` section (`--surge`).
+    pub fn is_isolation(self) -> bool {
+        matches!(self, Metric::QuietP99Increase | Metric::QuietErrors)
     }
 
     /// Whether the metric is judged on a level's `delivery` section (`--subscribers`).
@@ -264,6 +276,8 @@ impl Metric {
             Metric::TimeToFirstDeliveryP99 => "time_to_first_delivery_p99",
             Metric::TenantFairness => "tenant_fairness",
             Metric::TenantP99Spread => "tenant_p99_spread",
+            Metric::QuietP99Increase => "quiet_p99_increase",
+            Metric::QuietErrors => "quiet_errors",
         }
     }
 }
@@ -433,12 +447,16 @@ impl Gate {
 /// `--threshold` / `--slo`: a non-negative value in the metric's unit.
 fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
     let signed = value.starts_with(['+', '-']);
-    if signed && value.ends_with('%') && !metric.is_count() {
+    if signed && value.ends_with('%') && !metric.is_count() && !metric.is_isolation() {
         return Err(format!(
             "{value} is relative to a baseline; only compare --fail-if has one (give e.g. p99<300ms)"
         ));
     }
     let bound = match metric {
+        m if m.is_isolation() => Bound::Percent(
+            number(value.strip_suffix('%').unwrap_or(value))
+                .ok_or("the bound must be a percentage (e.g. 20%)")?,
+        ),
         m if m.is_latency() => {
             let d: Duration = humantime::parse_duration(value)
                 .map_err(|_| "the bound must be a duration like 300ms".to_string())?;
@@ -466,14 +484,19 @@ fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
 /// measured, or holds for nothing; `None` when a measurement can go either way.
 ///
 /// What a measurement can be: every metric is at least 0, a share of attempts (errors,
-/// timeouts as `%`) at most 100 %, and Jain's index at most 1. Delivery shares are not capped: duplicates, redeliveries
-/// and unexpected deliveries may outnumber the expected ones (docs/gates.md).
+/// timeouts as `%`, the quiet tenants' errors) at most 100 %, and Jain's index at most 1.
+/// Delivery shares are not capped: duplicates, redeliveries and unexpected deliveries may
+/// outnumber the expected ones (docs/gates.md). A p99 increase is at least −100 %, below any
+/// bound given (never negative): no rule on it is foregone.
 fn foregone(metric: Metric, op: Op, bound: Bound) -> Option<String> {
+    if metric == Metric::QuietP99Increase {
+        return None;
+    }
     let b = bound.value();
     let share = matches!(
         (metric, bound),
         (Metric::Errors | Metric::Timeouts, Bound::Percent(_))
-    );
+    ) || metric == Metric::QuietErrors;
     let index = metric == Metric::TenantFairness;
     let cap = share.then_some(100.0).or(index.then_some(1.0));
     let range = if share {

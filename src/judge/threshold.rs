@@ -10,6 +10,14 @@ use crate::summary::LevelReport;
 /// for a delivery metric on a row without a delivery section, and for a fairness metric on a
 /// row without fairness figures (or without the figure: no goodput, a median p99 of 0).
 pub fn actual(t: &Threshold, row: &LevelReport) -> f64 {
+    if t.metric.is_isolation() {
+        let i = row.isolation.as_ref();
+        let v = match t.metric {
+            Metric::QuietP99Increase => i.and_then(|i| i.p99_increase_pct),
+            _ => i.map(|i| i.surge.error_pct),
+        };
+        return v.unwrap_or(f64::NAN);
+    }
     if t.metric.is_fairness() {
         let f = row.fairness.as_ref();
         let v = match t.metric {
@@ -106,6 +114,9 @@ pub fn check(t: &Threshold, row: &LevelReport) -> Verdict {
         actual: match actual.is_nan() {
             true if t.metric.is_fairness() => {
                 "no fairness figure (it needs two tenants with attempts, and goodput)".into()
+            }
+            true if t.metric.is_isolation() => {
+                "no isolation verdict (it needs --surge, and quiet attempts before and during the surge)".into()
             }
             true if t.metric == Metric::TimeToFirstDeliveryP99 => {
                 "no re-subscription measured (run with --subscribers and --subscriber-churn)".into()

@@ -1,4 +1,4 @@
-//! `fairness.csv`: one row per level and tenant with its offered and achieved share, its
+//! `fairness.csv`: one row per level and tenant with its offered, designed and achieved share, its
 //! goodput normalised by its offer, error % and p50/p99/max, beside the level's Jain index and
 //! spreads (`levels[].fairness`; docs/fairness.md).
 
@@ -9,12 +9,13 @@ use crate::run_report::Report;
 #[derive(Debug, Default)]
 pub struct FairnessCsvReporter;
 
-const HEAD: [&str; 15] = [
+const HEAD: [&str; 16] = [
     "Level",
     "Tenant",
     "Attempts",
     "Good",
     "Offered share",
+    "Designed share",
     "Achieved share",
     "Achieved / offered",
     "Error %",
@@ -45,6 +46,7 @@ pub fn render_fairness_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
                 t.attempts.to_string(),
                 t.good.to_string(),
                 format!("{:.6}", t.offered_share),
+                opt(t.designed_share),
                 format!("{:.6}", t.achieved_share),
                 opt(ratio(t.achieved_share, t.offered_share)),
                 format!("{:.3}", t.error_pct),
@@ -107,11 +109,22 @@ mod tests {
         // Offered ½ each; achieved 10/15 and 5/15; x = 4/3 and 2/3; Jain 0.9; spread 12/11.
         assert_eq!(
             lines[1],
-            format!("{l},a,10,10,0.500000,0.666667,1.333333,0.000,10,10,10,0.909091,0.900000,1.090909,25.000")
+            format!("{l},a,10,10,0.500000,,0.666667,1.333333,0.000,10,10,10,0.909091,0.900000,1.090909,25.000")
         );
         assert_eq!(
             lines[2],
-            format!("{l},b,10,5,0.500000,0.333333,0.666667,50.000,12,12,12,1.090909,0.900000,1.090909,25.000")
+            format!("{l},b,10,5,0.500000,,0.333333,0.666667,50.000,12,12,12,1.090909,0.900000,1.090909,25.000")
+        );
+        // A designed share, where the run knows it, beside the offered one.
+        let mut designed = r.clone();
+        designed.levels[0].fairness.as_mut().unwrap().by_tenant[0].designed_share = Some(0.75);
+        let csv = String::from_utf8(super::render_fairness_csv(&designed).unwrap()).unwrap();
+        assert!(
+            csv.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with(&format!("{l},a,10,10,0.500000,0.750000,0.666667,")),
+            "{csv}"
         );
         let table = crate::report::table_fairness::render_fairness_table(&r).unwrap();
         assert!(

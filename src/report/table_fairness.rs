@@ -1,5 +1,6 @@
 //! The terminal table's fairness block: per level, Jain's index, the p99 and error spreads and
-//! the worst tenants (`levels[].fairness`; printed only when a level has two tenants or more).
+//! the worst tenants (`levels[].fairness`; printed only when a level has two tenants or more),
+//! and with `--surge` each level's isolation verdict in a sentence.
 
 use super::precision::ms3;
 use crate::align::align;
@@ -47,10 +48,26 @@ pub fn render_fairness_table(report: &Report) -> Option<String> {
             names(&f.worst_errors, |t| format!("{:.2}%", t.error_pct)),
         ]);
     }
-    (grid.len() > 1).then(|| {
+    let verdicts: String = report
+        .levels
+        .iter()
+        .filter_map(|l| {
+            l.isolation
+                .as_ref()
+                .map(|i| format!("  {}: {}\n", l.label, i.sentence))
+        })
+        .collect();
+    let isolation = (!verdicts.is_empty()).then(|| {
+        format!("\nIsolation (--surge; quiet tenants during the surge vs. the seconds before it, 95 % CI by bootstrap over seconds)\n{verdicts}")
+    });
+    let table = (grid.len() > 1).then(|| {
         format!(
             "\nFairness between tenants (Jain's index on goodput ÷ offered share, 1 = fair; p99 spread = worst ÷ median tenant p99; error spread = worst − median tenant error %)\n{}",
             align(&grid)
         )
-    })
+    });
+    match (table, isolation) {
+        (None, None) => None,
+        (t, i) => Some(t.unwrap_or_default() + &i.unwrap_or_default()),
+    }
 }

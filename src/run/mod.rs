@@ -15,6 +15,7 @@ mod serve_topics;
 mod servicebus_path;
 pub mod signals;
 mod subscribers;
+mod tenant_design;
 mod topic_churn_cycles;
 mod two_paths;
 mod websub_path;
@@ -210,7 +211,7 @@ async fn join_jtl(writer: Option<JoinHandle<std::io::Result<u64>>>) -> anyhow::R
 
 /// Run the load described by `cfg`; reports go to `cfg.output.out_dir` after every level.
 pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Result<RunOutcome> {
-    let workload = Arc::new(Workload::new(cfg.workload.clone()));
+    let workload = Arc::new(Workload::new(cfg.workload.clone()).with_surge(cfg.surge.clone()));
     // Read and validated once, in config (with the sharded capacity-search rule).
     let spec = cfg.shard.clone();
     let slot = spec.as_ref().map_or(ShardSlot::WHOLE, ShardSpec::slot);

@@ -4,8 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
+use super::tenant_design::{design_of, surge_shape};
 use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
+use crate::fairness::design::Design;
+use crate::fairness::isolation::{self, SurgeShape};
 use crate::fairness::{figures, per_tenant};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if, CapacityResult};
@@ -44,6 +47,11 @@ pub struct RunRecord {
     deliveries: BTreeMap<usize, crate::summary::delivery_report::LevelDelivery>,
     /// Writes are held back until [`in_one_write`](Self::in_one_write)'s end.
     held: bool,
+    /// `--surge`: what each level's isolation verdict names.
+    surge: Option<SurgeShape>,
+    /// The tenants' designed shares, and each level's duration (s) they depend on with a
+    /// surge; `None` for a merged run.
+    design: Option<(Design, Vec<Option<f64>>)>,
 }
 
 fn now_rfc3339() -> String {
@@ -88,6 +96,8 @@ impl RunRecord {
             delivery_total: None,
             deliveries: BTreeMap::new(),
             held: false,
+            surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants),
+            design: Some(design_of(cfg, workload)),
         })
     }
 
@@ -274,6 +284,12 @@ impl RunRecord {
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
         row.fairness = self.fairness(stats.topics.iter().enumerate());
+        let level = self.report.levels.len();
+        self.set_designed(&mut row.fairness, Some(level));
+        row.isolation = self
+            .surge
+            .as_ref()
+            .and_then(|s| isolation::verdict(s, &stats.quiet_seconds));
         if !extra.paused.is_zero() {
             unpause_rates(&mut row, stats.span_secs(), extra.paused.as_secs_f64());
         }
@@ -301,6 +317,12 @@ impl RunRecord {
         if paused > 0.0 {
             unpause_rates(&mut total, self.total.span_secs(), paused);
         }
+        // TOTAL's design is one level's: the base shares, or with a surge a single level's.
+        let one = self.report.levels.len() == 1;
+        let surged = self.design.as_ref().is_some_and(|(d, _)| d.surge.is_some());
+        if one || !surged {
+            self.set_designed(&mut total.fairness, one.then_some(0));
+        }
         self.report.total = Some(total);
         self.report.verdicts = judge(
             &self.thresholds,
@@ -319,6 +341,15 @@ impl RunRecord {
             self.run_timeout,
         ));
         self.write()
+    }
+
+    /// Set the designed shares of `f`'s tenants, for level number `level` (`None`: no level's
+    /// duration, the base shares).
+    fn set_designed(&self, f: &mut Option<crate::fairness::Fairness>, level: Option<usize>) {
+        if let (Some(f), Some((design, secs))) = (f, &self.design) {
+            let secs = level.and_then(|i| secs.get(i).or(secs.first()).copied().flatten());
+            design.apply(f, secs, |name| name.strip_prefix("tenant")?.parse().ok());
+        }
     }
 
     /// The fairness figures of a level's (or TOTAL's) per-topic statistics, by tenant.
@@ -374,6 +405,15 @@ impl RunRecord {
             delivery_total: None,
             deliveries: BTreeMap::new(),
             held: false,
+            // The surge as the shards were given it.
+            surge: surge_shape(
+                cfg.get("surge")
+                    .and_then(|s| s.as_str())
+                    .and_then(|s| s.parse().ok())
+                    .as_ref(),
+                cfg.get("tenants").and_then(|t| t.as_u64()).unwrap_or(0) as u32,
+            ),
+            design: None,
         };
         rec.write()?;
         // One write for all the levels: a merge can be run again, and its cost no longer grows

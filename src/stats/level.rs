@@ -153,6 +153,10 @@ pub struct LevelStats {
     /// What the responses declared in `Server-Timing`, per metric name.
     #[serde(default, skip_serializing_if = "ServerTimingStats::is_empty")]
     pub server_timing: ServerTimingStats,
+    /// `--surge`: the quiet tenants' attempts per second since the level started (counts and
+    /// a compact histogram each; empty without a surge), for the isolation verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quiet_seconds: Vec<TopicStats>,
 }
 
 /// Per-second histograms read back only when every one decodes in hubload's layout (they
@@ -191,6 +195,7 @@ impl Default for LevelStats {
             timeline: Vec::new(),
             seconds: SecondHistograms::default(),
             server_timing: ServerTimingStats::default(),
+            quiet_seconds: Vec::new(),
         }
     }
 }
@@ -327,6 +332,13 @@ impl AddAssign<&LevelStats> for LevelStats {
     fn add_assign(&mut self, rhs: &LevelStats) {
         self.add_all_but_seconds(rhs);
         self.seconds += &rhs.seconds;
+        if self.quiet_seconds.len() < rhs.quiet_seconds.len() {
+            self.quiet_seconds
+                .resize_with(rhs.quiet_seconds.len(), TopicStats::default);
+        }
+        for (a, b) in self.quiet_seconds.iter_mut().zip(&rhs.quiet_seconds) {
+            *a += b;
+        }
     }
 }
 

@@ -13,6 +13,16 @@ use crate::result::{Class, ServerTimings};
 pub struct SharedLevel {
     topics: TopicTable,
     seconds: SecondsRecorder,
+    /// `--surge`: the quiet tenants' attempts per second (a table row per second).
+    quiet: Option<Quiet>,
+}
+
+/// The quiet tenants' seconds: which topics are theirs, and a row per second.
+#[derive(Debug)]
+struct Quiet {
+    topics: Vec<bool>,
+    seconds: TopicTable,
+    len: usize,
 }
 
 impl SharedLevel {
@@ -22,7 +32,20 @@ impl SharedLevel {
         SharedLevel {
             topics: TopicTable::new(topics),
             seconds: SecondsRecorder::new(clock, level_start, SecondsRecorder::slots_for(threads)),
+            quiet: None,
         }
+    }
+
+    /// Also record, per second, the attempts of the topics `quiet[i]` marks (the quiet
+    /// tenants' of a surge), in `secs` seconds (later ones in the last): 1 KB a second.
+    pub fn with_quiet(mut self, quiet: Vec<bool>, secs: usize) -> Self {
+        let len = secs.max(1);
+        self.quiet = Some(Quiet {
+            topics: quiet,
+            seconds: TopicTable::new(len),
+            len,
+        });
+        self
     }
 
     /// Record one attempt of topic index `topic` by worker `worker`; `t` counts its second
@@ -37,6 +60,13 @@ impl SharedLevel {
         server_timing: &ServerTimings,
     ) {
         self.topics.record(topic, class, t.us);
+        if let Some(q) = self
+            .quiet
+            .as_ref()
+            .filter(|q| q.topics.get(topic) == Some(&true))
+        {
+            q.seconds.record(t.sec.min(q.len - 1), class, t.us);
+        }
         self.seconds
             .record_span(worker, t, class.is_error(), server_timing);
         super::soak_leak::per_attempt();
@@ -54,6 +84,9 @@ impl SharedLevel {
             .map(|t| t.counts.get(Class::Accepted))
             .collect();
         (stats.seconds, stats.timeline) = self.seconds.finish();
+        if let Some(q) = &self.quiet {
+            stats.quiet_seconds = q.seconds.snapshot();
+        }
         stats.server_timing += &self.seconds.take_server_timing();
     }
 }

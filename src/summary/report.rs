@@ -334,6 +334,10 @@ pub struct LevelReport {
     /// and from older summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::fairness::Fairness>,
+    /// `--surge`: the quiet tenants before and during the surge, and the verdict
+    /// (docs/fairness.md). Absent without a surge, on TOTAL, and when a window had no attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<crate::fairness::isolation::Isolation>,
 }
 
 /// For `skip_serializing_if`: a zero count is left out.

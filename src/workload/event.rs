@@ -8,6 +8,7 @@ use super::body::template::{Fill, Template, Templates, TEMPLATE_BYTES};
 use super::body::{self, BodyFields};
 use super::identity;
 use super::rng::SplitMix64;
+use super::surge::{is_surge_seq, Surge, SurgePicks};
 use super::topics::{build_topics, tenant_name, Topic, TopicLayout};
 
 /// One event to publish. Everything but the send time (`iat`, `sent_us`) is a pure function
@@ -89,6 +90,8 @@ pub struct Workload {
     channels: Vec<Arc<str>>,
     /// Cumulative Zipf weights over tenants (empty for uniform).
     zipf_cdf: Vec<f64>,
+    /// `--surge`: who publishes the extra events (`None` without).
+    surge: Option<SurgePicks>,
     /// The run tag every `jti` carries.
     tag: u64,
     /// The first 8 bytes of every `jti` of this run (the tag, with the UUID's version), and
@@ -183,6 +186,30 @@ impl Workload {
             tenant_names,
             channels,
             zipf_cdf,
+            surge: None,
+        }
+    }
+
+    /// This workload with `surge`'s extra events (their own sequence space: see `surge`).
+    pub fn with_surge(mut self, surge: Option<Surge>) -> Self {
+        let picks = surge.map(|s| SurgePicks::new(s, |t| self.designed_share(t)));
+        self.surge = picks;
+        self
+    }
+
+    /// The surge, when there is one.
+    pub fn surge(&self) -> Option<&SurgePicks> {
+        self.surge.as_ref()
+    }
+
+    /// Tenant `t`'s designed share of the level's own events: 1/tenants (uniform), or its
+    /// Zipf weight.
+    pub fn designed_share(&self, t: u32) -> f64 {
+        let t = t as usize;
+        match self.zipf_cdf.get(t) {
+            None if self.zipf_cdf.is_empty() => 1.0 / f64::from(self.cfg.tenants),
+            None => 0.0,
+            Some(c) => c - t.checked_sub(1).map_or(0.0, |p| self.zipf_cdf[p]),
         }
     }
 
@@ -223,7 +250,12 @@ impl Workload {
 
     fn draw(&self, seq: u64) -> Draw {
         let mut rng = SplitMix64::at(self.draws, seq);
-        let tenant = self.pick_tenant(&mut rng);
+        let drawn = self.pick_tenant(&mut rng);
+        // A surge's extra event goes to a surging tenant; the rest is drawn as for any.
+        let tenant = match &self.surge {
+            Some(s) if is_surge_seq(seq) => s.tenant(seq),
+            _ => drawn,
+        };
         Draw {
             tenant,
             application: rng.below(u64::from(self.cfg.sps)) as u32,

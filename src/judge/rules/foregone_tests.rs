@@ -19,6 +19,8 @@ fn rules_that_always_hold_are_refused() {
         "total:errors>=0%",
         "tenant_fairness<=1",
         "jain>=0",
+        "quiet_errors<=100%",
+        "quiet_errors>=0%",
     ] {
         assert!(
             refused(rule).contains("can never fail"),
@@ -40,6 +42,8 @@ fn rules_that_never_hold_are_refused() {
         "timeouts=150%",
         "tenant_fairness>1",
         "tenant_fairness>=1.5",
+        "quiet_errors<0%",
+        "quiet_errors>100%",
     ] {
         assert!(
             refused(rule).contains("can never pass"),
@@ -65,6 +69,12 @@ fn rules_a_run_can_cross_are_kept() {
         "tenant_fairness>0.95",
         "tenant_fairness>=1",
         "tenant_p99_spread<2",
+        "quiet_p99_increase<20%",
+        "quiet_p99_increase<0%",
+        "quiet_p99_increase>=0%",
+        "quiet_p99_increase<500%",
+        "quiet_errors<0.1%",
+        "quiet_errors=0%",
         "duplicates<200%",
         "unexpected<1000%",
         "errors<200",

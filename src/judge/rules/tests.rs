@@ -12,6 +12,27 @@ fn absolute_rules() {
     use Metric::*;
     let table: &[(&str, Scope, Metric, Op, Bound)] = &[
         ("p99<300ms", Scope::EachLevel, P(99), Op::Lt, Ms(300.0)),
+        (
+            "quiet_p99_increase<20%",
+            Scope::EachLevel,
+            QuietP99Increase,
+            Op::Lt,
+            Percent(20.0),
+        ),
+        (
+            "quiet_errors<0.1%",
+            Scope::EachLevel,
+            QuietErrors,
+            Op::Lt,
+            Percent(0.1),
+        ),
+        (
+            "quiet_p99_increase<=15",
+            Scope::EachLevel,
+            QuietP99Increase,
+            Op::Le,
+            Percent(15.0),
+        ),
         ("total:p95<=1s", Scope::Total, P(95), Op::Le, Ms(1000.0)),
         ("errors<1%", Scope::EachLevel, Errors, Op::Lt, Percent(1.0)),
         ("errors<+1%", Scope::EachLevel, Errors, Op::Lt, Percent(1.0)),
@@ -282,7 +303,17 @@ fn errors_name_the_flag_and_the_bad_part() {
         (
             Flag::Threshold,
             "p42<1s",
-            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, time_to_first_delivery_p99, tenant_fairness or tenant_p99_spread)"#,
+            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, time_to_first_delivery_p99, tenant_fairness, tenant_p99_spread, quiet_p99_increase or quiet_errors)"#,
+        ),
+        (
+            Flag::Threshold,
+            "quiet_p99_increase<fast",
+            r#"--threshold "quiet_p99_increase<fast": the bound must be a percentage (e.g. 20%)"#,
+        ),
+        (
+            Flag::FailIf,
+            "quiet_errors>+1%",
+            r#"--fail-if "quiet_errors>+1%": unknown metric "quiet_errors" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate)"#,
         ),
         (
             Flag::Threshold,

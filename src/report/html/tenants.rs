@@ -1,5 +1,6 @@
-//! The "Tenants" section of report.html: per level, the fairness figures and a bar chart of
-//! every tenant's p99, highest first (`levels[].fairness`).
+//! The "Tenants" section of report.html: per level, the surge's isolation verdict
+//! (`levels[].isolation`), the fairness figures and a bar chart of every tenant's p99, highest
+//! first (`levels[].fairness`).
 
 use std::fmt::Write;
 
@@ -73,6 +74,15 @@ pub fn section(report: &Report) -> String {
     }
     let mut b = String::from("<h2>Tenants</h2><p>Per level, every tenant's p99 (highest first; red: the tenant had errors; dashed: the median tenant). Jain's index is computed on each tenant's goodput divided by its offered share: 1 is fair, 1/n is one tenant served alone. Tenant percentiles come from the compact per-topic histograms and read up to 12.5% high.</p>");
     for (l, f) in levels {
+        if let Some(i) = &l.isolation {
+            // The surge's verdict first: the sentence a reader came for.
+            let _ = write!(
+                b,
+                "<p class=\"isolation\"><strong>Level {}:</strong> {}.</p>",
+                escape(&l.label),
+                escape(&i.sentence)
+            );
+        }
         let fig = |v: Option<f64>, d: usize| v.map_or("-".into(), |x| format!("{x:.d$}"));
         let _ = write!(
             b,

@@ -1,0 +1,374 @@
+//! The isolation verdict of a surge (`--surge`): the quiet tenants' p99 and error % before
+//! the surge (the baseline) and during it, with 95 % confidence intervals from a bootstrap
+//! over seconds. Pure: the input is the level's quiet seconds, each counts and a compact
+//! histogram, which merge with `+=`.
+//!
+//! Seconds are the unit resampled: latency is correlated in time (a queue that builds up
+//! slows every attempt of the next moments, whoever's), so attempts are not independent but
+//! seconds nearly are; tenants would be too few to resample with the handful a run has.
+//! Percentile intervals from [`RESAMPLES`] resamples with a fixed seed, so a report is
+//! reproducible (docs/fairness.md).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::result::Class;
+use crate::stats::{TopicStats, TOPIC_BUCKETS};
+use hubload_rng::SplitMix64;
+
+/// Bootstrap resamples.
+pub const RESAMPLES: u32 = 1000;
+/// The bootstrap's seed: the same seconds always give the same interval.
+pub const SEED: u64 = 0x1507_a7e5;
+
+/// The quiet tenants over one window of seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QuietWindow {
+    /// Seconds in the window.
+    pub seconds: u32,
+    /// The quiet tenants' attempts.
+    pub attempts: u64,
+    /// Of them, attempts of an error class.
+    pub errors: u64,
+    /// errors ÷ attempts, %.
+    pub error_pct: f64,
+    /// p99 of their latencies, µs (a compact-histogram bucket bound, clamped to the max).
+    pub p99_us: u64,
+}
+
+/// The isolation verdict of one level with a surge (`summary.json` `levels[].isolation`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Isolation {
+    /// The surging tenants.
+    pub surging: Vec<String>,
+    /// K: each surging tenant published K× its designed share.
+    pub factor: f64,
+    /// The surge's start, seconds into the level's measured time.
+    pub from_s: u64,
+    /// Tenants that did not surge (every other tenant).
+    pub quiet_tenants: u32,
+    /// The quiet tenants before the surge.
+    pub baseline: QuietWindow,
+    /// The quiet tenants during the surge (and the attempts in flight at the level's end).
+    pub surge: QuietWindow,
+    /// The quiet tenants' p99 during ÷ before, − 1, %; absent when the baseline's p99 is 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_increase_pct: Option<f64>,
+    /// Its 95 % confidence interval, % (bootstrap over seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_increase_ci_pct: Option<[f64; 2]>,
+    /// The quiet tenants' error % during minus before, percentage points.
+    pub error_change_pp: f64,
+    /// Its 95 % confidence interval, percentage points.
+    pub error_change_ci_pp: [f64; 2],
+    /// Bootstrap resamples, and their seed.
+    pub resamples: u32,
+    pub seed: u64,
+    /// The verdict in one sentence.
+    pub sentence: String,
+}
+
+/// What the verdict says of the surge besides the seconds.
+#[derive(Debug, Clone)]
+pub struct SurgeShape {
+    /// The surging tenants' names.
+    pub surging: Vec<String>,
+    pub factor: f64,
+    /// Seconds of baseline at the start of the level.
+    pub from_s: u64,
+    pub quiet_tenants: u32,
+}
+
+/// A window's pooled seconds: attempts, errors, histogram, max.
+#[derive(Clone)]
+struct Pool {
+    n: u64,
+    errors: u64,
+    buckets: [u64; TOPIC_BUCKETS],
+    max_us: u64,
+}
+
+impl Pool {
+    fn new() -> Self {
+        Pool {
+            n: 0,
+            errors: 0,
+            buckets: [0; TOPIC_BUCKETS],
+            max_us: 0,
+        }
+    }
+
+    fn add(&mut self, s: &TopicStats, range: std::ops::Range<usize>) {
+        self.n += s.counts.total();
+        self.errors += s.counts.sum_where(Class::is_error);
+        for i in range {
+            self.buckets[i] += u64::from(s.buckets[i]);
+        }
+        self.max_us = self.max_us.max(s.max_us);
+    }
+
+    /// The nearest-rank p99, as [`TopicStats::quantile`] reads it.
+    fn p99(&self) -> u64 {
+        let n: u64 = self.buckets.iter().sum();
+        if n == 0 {
+            return 0;
+        }
+        let rank = ((0.99 * n as f64).ceil() as u64).clamp(1, n);
+        let mut seen = 0;
+        for (i, c) in self.buckets.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return crate::stats::bucket_high(i).min(self.max_us);
+            }
+        }
+        self.max_us
+    }
+
+    fn error_pct(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.errors as f64 * 100.0 / self.n as f64
+        }
+    }
+
+    fn window(&self, seconds: usize) -> QuietWindow {
+        QuietWindow {
+            seconds: seconds as u32,
+            attempts: self.n,
+            errors: self.errors,
+            error_pct: self.error_pct(),
+            p99_us: self.p99(),
+        }
+    }
+}
+
+/// p99 increase %, `None` when the baseline's is 0.
+fn increase(before: u64, after: u64) -> Option<f64> {
+    (before > 0).then(|| (after as f64 / before as f64 - 1.0) * 100.0)
+}
+
+/// The 2.5th and 97.5th percentiles of `v` (sorted here; nearest rank).
+fn interval(v: &mut [f64]) -> [f64; 2] {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let lo = ((0.025 * n as f64).floor() as usize).min(n - 1);
+    let hi = ((0.975 * n as f64).ceil() as usize).clamp(1, n) - 1;
+    [v[lo], v[hi]]
+}
+
+/// The verdict from a level's quiet seconds (`seconds[s]`: the attempts that ended in second
+/// `s`): the baseline is seconds `0..from_s`, the surge the rest. `None` when either window
+/// has no attempt.
+pub fn verdict(shape: &SurgeShape, seconds: &[TopicStats]) -> Option<Isolation> {
+    let cut = (shape.from_s as usize).min(seconds.len());
+    let (before, during) = seconds.split_at(cut);
+    // Only the buckets some second uses are added up, resample after resample.
+    let used = |i: &usize| seconds.iter().any(|s| s.buckets[*i] > 0);
+    let lo = (0..TOPIC_BUCKETS).find(used).unwrap_or(0);
+    let hi = (0..TOPIC_BUCKETS).rev().find(used).map_or(0, |i| i + 1);
+    let pool = |secs: &mut dyn Iterator<Item = &TopicStats>| {
+        let mut p = Pool::new();
+        secs.for_each(|s| p.add(s, lo..hi));
+        p
+    };
+    let (b, d) = (pool(&mut before.iter()), pool(&mut during.iter()));
+    if b.n == 0 || d.n == 0 {
+        return None;
+    }
+    let mut rng = SplitMix64::for_event(SEED, 0);
+    let mut draw = |from: &[TopicStats]| {
+        let mut p = Pool::new();
+        for _ in 0..from.len() {
+            p.add(&from[rng.below(from.len() as u64) as usize], lo..hi);
+        }
+        p
+    };
+    let (mut p99s, mut errs) = (Vec::new(), Vec::new());
+    for _ in 0..RESAMPLES {
+        let (rb, rd) = (draw(before), draw(during));
+        if let Some(x) = increase(rb.p99(), rd.p99()) {
+            p99s.push(x);
+        }
+        if rb.n > 0 && rd.n > 0 {
+            errs.push(rd.error_pct() - rb.error_pct());
+        }
+    }
+    let p99_increase_pct = increase(b.p99(), d.p99());
+    let p99_increase_ci_pct = p99_increase_pct
+        .filter(|_| !p99s.is_empty())
+        .map(|_| interval(&mut p99s));
+    let error_change_pp = d.error_pct() - b.error_pct();
+    let error_change_ci_pp = if errs.is_empty() {
+        [error_change_pp; 2]
+    } else {
+        interval(&mut errs)
+    };
+    let (baseline, surge) = (b.window(before.len()), d.window(during.len()));
+    let sentence = sentence(
+        shape,
+        &baseline,
+        &surge,
+        p99_increase_pct,
+        p99_increase_ci_pct,
+    );
+    Some(Isolation {
+        surging: shape.surging.clone(),
+        factor: shape.factor,
+        from_s: shape.from_s,
+        quiet_tenants: shape.quiet_tenants,
+        baseline,
+        surge,
+        p99_increase_pct,
+        p99_increase_ci_pct,
+        error_change_pp,
+        error_change_ci_pp,
+        resamples: RESAMPLES,
+        seed: SEED,
+        sentence,
+    })
+}
+
+/// "while tenant0007 published 10× its share, the other 9 tenants' p99 rose 38 % (95 % CI
+/// +30 % to +46 %) and their errors from 0.0 % to 2.1 %".
+fn sentence(
+    shape: &SurgeShape,
+    b: &QuietWindow,
+    d: &QuietWindow,
+    up: Option<f64>,
+    ci: Option<[f64; 2]>,
+) -> String {
+    let who = match shape.surging.as_slice() {
+        [one] => format!("{one} published {}× its share", shape.factor),
+        [rest @ .., last] => format!(
+            "{} and {last} published {}× their share",
+            rest.join(", "),
+            shape.factor
+        ),
+        [] => "nobody surged".into(),
+    };
+    let moved = match (up, ci) {
+        (Some(x), Some([l, h])) => format!(
+            "{} {:.0} % (95 % CI {l:+.0} % to {h:+.0} %)",
+            if x < 0.0 { "fell" } else { "rose" },
+            x.abs()
+        ),
+        _ => format!("went from {} µs to {} µs", b.p99_us, d.p99_us),
+    };
+    let tenants = match shape.quiet_tenants {
+        1 => "the other tenant's".to_string(),
+        n => format!("the other {n} tenants'"),
+    };
+    format!(
+        "while {who}, {tenants} p99 {moved} and their errors from {:.1} % to {:.1} %",
+        b.error_pct, d.error_pct
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A second of `n` attempts at `us` µs, `errors` of them 503s.
+    fn second(n: u64, us: u64, errors: u64) -> TopicStats {
+        let mut t = TopicStats::default();
+        for i in 0..n {
+            let c = if i < errors {
+                Class::Http503
+            } else {
+                Class::Accepted
+            };
+            t.record(c, us);
+        }
+        t
+    }
+
+    fn shape(from_s: u64) -> SurgeShape {
+        SurgeShape {
+            surging: vec!["tenant0007".into()],
+            factor: 10.0,
+            from_s,
+            quiet_tenants: 9,
+        }
+    }
+
+    #[test]
+    fn identical_seconds_give_the_exact_change_and_a_point_interval() {
+        // Every baseline second: 100 attempts at 1,000 µs; every surge second: 100 at
+        // 2,000 µs, 2 of them errors. Any resample pools the same shape: p99 1,000 → 2,000 µs
+        // (the buckets' bounds clamped to the max), +100 %, errors 0 → 2 %: every interval
+        // is a point.
+        let mut secs = vec![second(100, 1000, 0); 5];
+        secs.extend(vec![second(100, 2000, 2); 5]);
+        let v = verdict(&shape(5), &secs).unwrap();
+        assert_eq!((v.baseline.seconds, v.surge.seconds), (5, 5));
+        assert_eq!((v.baseline.attempts, v.surge.attempts), (500, 500));
+        assert_eq!((v.baseline.p99_us, v.surge.p99_us), (1000, 2000));
+        assert_eq!(v.p99_increase_pct, Some(100.0));
+        assert_eq!(v.p99_increase_ci_pct, Some([100.0, 100.0]));
+        assert_eq!((v.baseline.error_pct, v.surge.error_pct), (0.0, 2.0));
+        assert_eq!(v.error_change_pp, 2.0);
+        assert_eq!(v.error_change_ci_pp, [2.0, 2.0]);
+        assert_eq!(
+            v.sentence,
+            "while tenant0007 published 10× its share, the other 9 tenants' p99 rose 100 % \
+             (95 % CI +100 % to +100 %) and their errors from 0.0 % to 2.0 %"
+        );
+    }
+
+    #[test]
+    fn no_change_gives_zero_and_an_interval_around_it() {
+        // Both windows: seconds of 100 attempts at 1,000 µs and at 3,000 µs, alternating.
+        // Pooled, both p99s are 3,000 µs: no change. A resample of 4 seconds is all
+        // 1,000 µs ones with chance 1/16, so about 1/16 × 15/16 ≈ 5.9 % of the resamples
+        // have p99 1,000 → 3,000 µs (+200 %) and as many 3,000 → 1,000 µs (−66.7 %), more
+        // than the 2.5 % each tail holds: the interval is exactly those two.
+        let secs: Vec<TopicStats> = (0..8)
+            .map(|i| second(100, if i % 2 == 0 { 1000 } else { 3000 }, 0))
+            .collect();
+        let v = verdict(&shape(4), &secs).unwrap();
+        assert_eq!((v.baseline.p99_us, v.surge.p99_us), (3000, 3000));
+        assert_eq!(v.p99_increase_pct, Some(0.0));
+        let [lo, hi] = v.p99_increase_ci_pct.unwrap();
+        assert!((lo - (1000.0 / 3000.0 - 1.0) * 100.0).abs() < 1e-9, "{lo}");
+        assert!((hi - 200.0).abs() < 1e-9, "{hi}");
+        assert_eq!(v.error_change_ci_pp, [0.0, 0.0]);
+        assert!(
+            v.sentence
+                .contains("p99 rose 0 % (95 % CI -67 % to +200 %)"),
+            "{}",
+            v.sentence
+        );
+        // The seed is fixed: the same seconds, the same interval.
+        assert_eq!(verdict(&shape(4), &secs), Some(v));
+    }
+
+    #[test]
+    fn a_window_without_attempts_gives_no_verdict() {
+        let secs = vec![second(100, 1000, 0); 3];
+        assert_eq!(verdict(&shape(3), &secs), None, "no surge second");
+        let mut secs = vec![TopicStats::default(); 3];
+        secs.push(second(10, 1000, 0));
+        assert_eq!(verdict(&shape(3), &secs), None, "no baseline attempt");
+    }
+
+    #[test]
+    fn several_surging_tenants_are_named_together() {
+        let mut s = shape(1);
+        s.surging = vec![
+            "tenant0001".into(),
+            "tenant0002".into(),
+            "tenant0005".into(),
+        ];
+        s.quiet_tenants = 1;
+        s.factor = 2.5;
+        let secs = vec![second(10, 1000, 0), second(10, 500, 5)];
+        let v = verdict(&s, &secs).unwrap();
+        assert_eq!(v.p99_increase_pct, Some(-50.0));
+        assert_eq!(
+            v.sentence,
+            "while tenant0001, tenant0002 and tenant0005 published 2.5× their share, the other \
+             tenant's p99 fell 50 % (95 % CI -50 % to -50 %) and their errors from 0.0 % to 50.0 %"
+        );
+    }
+}
