@@ -8,18 +8,29 @@ use std::process::Output;
 
 use hubload_servicebus::emulator::{config_file, EmulatorConfig, DEV_KEY};
 
-use crate::util::{bin, Scenario};
+use crate::util::{bin_env, Scenario};
 
 const SMALL: &[&str] = &["--tenants", "2", "--sps", "1", "--users", "1"];
 
 /// Run `hubload check` with `args` (off the runtime: the emulator serves meanwhile); its lines.
 async fn check(args: Vec<String>, cwd: &Path) -> (Output, Vec<String>) {
+    check_env(args, cwd, &[]).await
+}
+
+/// [`check`] with these environment variables set.
+pub(crate) async fn check_env(
+    args: Vec<String>,
+    cwd: &Path,
+    env: &[(&'static str, String)],
+) -> (Output, Vec<String>) {
     let cwd = cwd.to_path_buf();
+    let env = env.to_vec();
     let out = tokio::task::spawn_blocking(move || {
         let mut all = vec!["check"];
         all.extend(args.iter().map(String::as_str));
         all.extend(SMALL);
-        bin(&all, &cwd)
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        bin_env(&all, &cwd, &env)
     })
     .await
     .unwrap();
@@ -34,14 +45,14 @@ async fn check(args: Vec<String>, cwd: &Path) -> (Output, Vec<String>) {
 }
 
 /// The first word of each line and the check's name: `["ok dns", "FAIL tcp", …]`.
-fn heads(lines: &[String]) -> Vec<String> {
+pub(crate) fn heads(lines: &[String]) -> Vec<String> {
     lines
         .iter()
         .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
         .collect()
 }
 
-fn sb(cs: &str) -> Vec<String> {
+pub(crate) fn sb(cs: &str) -> Vec<String> {
     ["--target", "servicebus", "--sb-connection-string", cs]
         .map(String::from)
         .to_vec()

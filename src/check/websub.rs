@@ -24,6 +24,17 @@ pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
     };
     let host = url.host_str().unwrap_or_default().to_string();
     let port = url.port_or_known_default().unwrap_or(80);
+    if let Some(p) = &cfg.proxy.0.proxy {
+        // The publish path has no proxy support (docs/servicebus-websockets.md, "Proxies").
+        steps.push(Step::ok(
+            "proxy",
+            format!(
+                "WebSub ignores {} ({}): the hub at {host}:{port} is reached directly",
+                cfg.proxy.0.proxy_from,
+                p.shown()
+            ),
+        ));
+    }
     let addrs = match net::resolve(&host, port, bound).await {
         Ok((a, s)) => {
             steps.push(s);
