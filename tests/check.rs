@@ -181,7 +181,8 @@ async fn an_unknown_ca_fails_at_tls_with_the_ca_cert_hint() {
     assert_eq!(out.status.code(), Some(0));
 }
 
-/// The reference hub answers a GET of its URL; a port where nothing speaks HTTP does not.
+/// The reference hub answers a GET of its URL (by its address, or by a name `--resolve`
+/// pins); a port where nothing speaks HTTP does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hub_answering_and_a_non_http_port() {
     let sc = Scenario::servicebus(EmulatorConfig::default()).await;
@@ -192,6 +193,25 @@ async fn the_hub_answering_and_a_non_http_port() {
         lines[2].contains("answers GET /hub: HTTP/1.1 "),
         "{}",
         lines[2]
+    );
+    assert_eq!(out.status.code(), Some(0));
+    // A name no DNS knows, pinned by `--resolve` as the run would pin it.
+    let port = url::Url::parse(&sc.hub.url).unwrap().port().unwrap();
+    let pinned = sc.hub.url.replace("127.0.0.1", "hub.invalid");
+    let args = vec![
+        "--hub-url".into(),
+        pinned,
+        "--resolve".into(),
+        format!("hub.invalid:{port}:127.0.0.1"),
+    ];
+    let (out, lines) = check(args, sc.dir.path()).await;
+    assert_eq!(heads(&lines), ["ok dns", "ok tcp", "ok hub"], "{lines:?}");
+    assert!(
+        lines[0].ends_with(&format!(
+            "hub.invalid:{port} is pinned to 127.0.0.1 by --resolve"
+        )),
+        "{}",
+        lines[0]
     );
     assert_eq!(out.status.code(), Some(0));
     // The emulator's AMQP port answers an HTTP request with AMQP's header, not HTTP.

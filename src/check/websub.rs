@@ -1,7 +1,8 @@
-//! The WebSub checks: DNS, TCP and TLS to the hub URL's host, then whether an HTTP server
+//! The WebSub checks: DNS (or the `--resolve` pin), TCP and TLS to the hub URL's host, then whether an HTTP server
 //! answers there: one `GET` of the hub URL (harmless: a hub acts only on a POST), whose
 //! status line is shown.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -35,12 +36,27 @@ pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
             ),
         ));
     }
-    let addrs = match net::resolve(&host, port, bound).await {
-        Ok((a, s)) => {
-            steps.push(s);
-            a
+    // `--resolve` pins the host as it does for the run's connections: no DNS then.
+    let pinned = cfg.target.resolve.lookup(&host, port);
+    let addrs = match pinned {
+        Some(ips) => {
+            let shown: Vec<String> = ips.iter().map(ToString::to_string).collect();
+            steps.push(Step::ok(
+                "dns",
+                format!(
+                    "{host}:{port} is pinned to {} by --resolve",
+                    shown.join(", ")
+                ),
+            ));
+            ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect()
         }
-        Err(s) => return give_up(steps, s),
+        None => match net::resolve(&host, port, bound).await {
+            Ok((a, s)) => {
+                steps.push(s);
+                a
+            }
+            Err(s) => return give_up(steps, s),
+        },
     };
     let tcp = match net::connect(&addrs, bound, "the hub").await {
         Ok((t, s)) => {
