@@ -111,6 +111,23 @@ pub struct RunArgs {
     /// each receiver. Small (1–20) for latency, larger for throughput [default: 16].
     #[arg(long, help_heading = "Target")]
     pub sb_receiver_credit: Option<String>,
+    /// Service Bus transport: amqp (5671, or the emulator's 5672) or websockets (AMQP over
+    /// WebSockets on TLS 443); overrides the connection string's TransportType [default: the
+    /// string's, else amqp].
+    #[arg(long, help_heading = "Target")]
+    pub sb_transport: Option<String>,
+
+    // ---- proxy (src/config/proxy_flags.rs; docs/servicebus-websockets.md)
+    /// HTTP proxy for Service Bus connections, http://HOST:PORT, or http://USER:PASSWORD@HOST:PORT; overrides
+    /// https_proxy, HTTPS_PROXY, all_proxy and ALL_PROXY; "" for none. AMQP over WebSockets
+    /// follows those variables too; AMQP on 5671 only this flag. WebSub hubs are reached directly.
+    #[arg(long, value_name = "URL", help_heading = "Proxy")]
+    pub proxy: Option<String>,
+    /// Hosts reached directly despite a proxy, as curl's NO_PROXY: comma list of names
+    /// (and their subdomains), IPs, CIDR blocks, NAME:PORT, or *; overrides no_proxy and
+    /// NO_PROXY.
+    #[arg(long, value_name = "LIST", help_heading = "Proxy")]
+    pub no_proxy: Option<String>,
 
     // ---- credentials and dialect (config/auth.rs, config/dialect.rs)
     /// Read the bearer token from this file (one trailing newline removed, as a mounted

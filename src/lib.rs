@@ -42,6 +42,7 @@ pub async fn run(
     // config reads no environment itself.
     let shard = shard_contract::ShardSpec::from_env()
         .map_err(|e| config::ConfigError::Conflict(e.to_string()))?;
-    let cfg = config::resolve_for(args, shard)?;
+    // The proxy variables too (HTTPS_PROXY, NO_PROXY, ...).
+    let cfg = config::resolve_for(args, shard, &|k| std::env::var(k).ok())?;
     run::run_load(&cfg, cancel).await
 }

@@ -8,18 +8,29 @@ use std::process::Output;
 
 use hubload_servicebus::emulator::{config_file, EmulatorConfig, DEV_KEY};
 
-use crate::util::{bin, Scenario};
+use crate::util::{bin_env, Scenario};
 
 const SMALL: &[&str] = &["--tenants", "2", "--sps", "1", "--users", "1"];
 
 /// Run `hubload check` with `args` (off the runtime: the emulator serves meanwhile); its lines.
 async fn check(args: Vec<String>, cwd: &Path) -> (Output, Vec<String>) {
+    check_env(args, cwd, &[]).await
+}
+
+/// [`check`] with these environment variables set.
+pub(crate) async fn check_env(
+    args: Vec<String>,
+    cwd: &Path,
+    env: &[(&'static str, String)],
+) -> (Output, Vec<String>) {
     let cwd = cwd.to_path_buf();
+    let env = env.to_vec();
     let out = tokio::task::spawn_blocking(move || {
         let mut all = vec!["check"];
         all.extend(args.iter().map(String::as_str));
         all.extend(SMALL);
-        bin(&all, &cwd)
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        bin_env(&all, &cwd, &env)
     })
     .await
     .unwrap();
@@ -34,14 +45,14 @@ async fn check(args: Vec<String>, cwd: &Path) -> (Output, Vec<String>) {
 }
 
 /// The first word of each line and the check's name: `["ok dns", "FAIL tcp", …]`.
-fn heads(lines: &[String]) -> Vec<String> {
+pub(crate) fn heads(lines: &[String]) -> Vec<String> {
     lines
         .iter()
         .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
         .collect()
 }
 
-fn sb(cs: &str) -> Vec<String> {
+pub(crate) fn sb(cs: &str) -> Vec<String> {
     ["--target", "servicebus", "--sb-connection-string", cs]
         .map(String::from)
         .to_vec()
@@ -170,7 +181,8 @@ async fn an_unknown_ca_fails_at_tls_with_the_ca_cert_hint() {
     assert_eq!(out.status.code(), Some(0));
 }
 
-/// The reference hub answers a GET of its URL; a port where nothing speaks HTTP does not.
+/// The reference hub answers a GET of its URL (by its address, or by a name `--resolve`
+/// pins); a port where nothing speaks HTTP does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hub_answering_and_a_non_http_port() {
     let sc = Scenario::servicebus(EmulatorConfig::default()).await;
@@ -181,6 +193,25 @@ async fn the_hub_answering_and_a_non_http_port() {
         lines[2].contains("answers GET /hub: HTTP/1.1 "),
         "{}",
         lines[2]
+    );
+    assert_eq!(out.status.code(), Some(0));
+    // A name no DNS knows, pinned by `--resolve` as the run would pin it.
+    let port = url::Url::parse(&sc.hub.url).unwrap().port().unwrap();
+    let pinned = sc.hub.url.replace("127.0.0.1", "hub.invalid");
+    let args = vec![
+        "--hub-url".into(),
+        pinned,
+        "--resolve".into(),
+        format!("hub.invalid:{port}:127.0.0.1"),
+    ];
+    let (out, lines) = check(args, sc.dir.path()).await;
+    assert_eq!(heads(&lines), ["ok dns", "ok tcp", "ok hub"], "{lines:?}");
+    assert!(
+        lines[0].ends_with(&format!(
+            "hub.invalid:{port} is pinned to 127.0.0.1 by --resolve"
+        )),
+        "{}",
+        lines[0]
     );
     assert_eq!(out.status.code(), Some(0));
     // The emulator's AMQP port answers an HTTP request with AMQP's header, not HTTP.

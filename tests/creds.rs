@@ -123,7 +123,7 @@ fn url_user_info_arrives_as_basic_on_every_request_and_leaves_the_url() {
 }
 
 /// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -137,7 +137,7 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Run the binary in `dir` with debug logging, tables on stdout, a JTL and reports.
-fn full_run(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn full_run(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hubload"))
         .args(args)
         .args(["--jtl", "run.jtl"])
@@ -148,7 +148,7 @@ fn full_run(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// No secret (nor its Basic or Bearer form) in any file the run wrote, nor on stdout/stderr.
-fn assert_nowhere(dir: &Path, out: &Output, secrets: &[&str]) {
+pub(crate) fn assert_nowhere(dir: &Path, out: &Output, secrets: &[&str]) {
     let mut places: Vec<(String, Vec<u8>)> = files(dir)
         .into_iter()
         .filter(|p| p.file_name().is_some_and(|n| n != "token"))

@@ -43,12 +43,16 @@ mod observe_server;
 mod open_model;
 mod profiles;
 mod prometheus;
+// tinyproxy, shared with hubload-servicebus's proxy tests.
+#[path = "../servicebus/tests/proxy_common/mod.rs"]
+mod proxy_common;
 mod reconcile;
 mod report_faults;
 mod resolve;
 mod schema;
 mod server_timing;
 mod servicebus;
+mod servicebus_proxy;
 mod servicebus_ws;
 mod shard_churn;
 mod shard_delivery;

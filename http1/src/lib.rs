@@ -7,9 +7,12 @@
 //! - [`answer`]: the answers a server writes;
 //! - [`chunked`]: the `Transfer-Encoding: chunked` decoder, any split of the input;
 //! - [`response`]: a response head a client reads (a fast scan, else `httparse`), and a memo of
-//!   the last head for servers whose heads repeat.
+//!   the last head for servers whose heads repeat;
+//! - [`proxy`]: which HTTP proxy a connection goes through (curl's variables and `NO_PROXY`),
+//!   and the CONNECT exchange's bytes.
 
 pub mod answer;
 pub mod chunked;
+pub mod proxy;
 pub mod request;
 pub mod response;

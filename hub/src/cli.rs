@@ -87,6 +87,20 @@ pub struct HubArgs {
         requires = "servicebus"
     )]
     pub servicebus_admin: Option<String>,
+    /// Trust this CA (PEM) on --servicebus's TLS (amqps and AMQP over WebSockets), besides
+    /// the web PKI roots: a namespace behind a private CA, or an emulator's WebSocket port
+    /// (repeatable).
+    #[arg(long, value_name = "FILE", requires = "servicebus")]
+    pub servicebus_ca_cert: Vec<PathBuf>,
+    /// HTTP proxy of --servicebus connections, http://HOST:PORT, or http://USER:PASSWORD@HOST:PORT; overrides
+    /// https_proxy, HTTPS_PROXY, all_proxy and ALL_PROXY, which AMQP over WebSockets follows
+    /// (docs/servicebus-websockets.md, "Proxies"); "" for none.
+    #[arg(long, value_name = "URL", requires = "servicebus")]
+    pub proxy: Option<String>,
+    /// Hosts reached directly despite a proxy, as curl's NO_PROXY; overrides no_proxy and
+    /// NO_PROXY.
+    #[arg(long, value_name = "LIST", requires = "servicebus")]
+    pub no_proxy: Option<String>,
     /// Serve TLS with this PEM certificate chain (leaf first), offering ALPN h2 and
     /// http/1.1; needs --tls-key.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -301,6 +315,41 @@ impl HubArgs {
     }
 }
 
+/// The `--servicebus` connection string `s` parsed, trusting `--servicebus-ca-cert`, through
+/// the proxy `--proxy`, `--no-proxy` and the variables (read through `env`) name for it.
+/// Errors are one line naming the flag or variable, never a value.
+pub fn servicebus_connection(
+    args: &HubArgs,
+    s: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<hubload_servicebus::ConnectionString> {
+    let cs = s
+        .parse::<hubload_servicebus::ConnectionString>()
+        .map_err(|e| anyhow::anyhow!("--servicebus: {e}"))?;
+    let mut pems = Vec::with_capacity(args.servicebus_ca_cert.len());
+    for path in &args.servicebus_ca_cert {
+        let pem = std::fs::read(path).map_err(|e| {
+            anyhow::anyhow!(
+                "--servicebus-ca-cert {}: cannot be read ({})",
+                path.display(),
+                e.kind()
+            )
+        })?;
+        pems.push(pem);
+    }
+    let cs = cs.with_ca_pems(pems);
+    // Checked now, so a file without a certificate is one line at start.
+    hubload_servicebus::tls_connector(&cs)
+        .map_err(|e| anyhow::anyhow!("--servicebus-ca-cert: {e}"))?;
+    let proxy = hubload_http1::proxy::ProxyConfig::resolve(
+        args.proxy.as_deref(),
+        args.no_proxy.as_deref(),
+        env,
+    )
+    .map_err(|e| anyhow::anyhow!("invalid {e}"))?;
+    Ok(cs.with_proxy(&proxy))
+}
+
 /// Run the hub until Ctrl-C or SIGTERM.
 pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     // The embedding program may already have set a subscriber; then keep it.
@@ -312,10 +361,7 @@ pub async fn run(args: HubArgs) -> anyhow::Result<()> {
     let cfg = args.to_config()?;
     // Parsed before binding, so a bad string is one line naming the flag (never its value).
     let servicebus = match &args.servicebus {
-        Some(s) => Some(
-            s.parse::<hubload_servicebus::ConnectionString>()
-                .map_err(|e| anyhow::anyhow!("--servicebus: {e}"))?,
-        ),
+        Some(s) => Some(servicebus_connection(&args, s, &|k| std::env::var(k).ok())?),
         None => None,
     };
     if let Some(a) = &args.servicebus_admin {

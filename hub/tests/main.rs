@@ -4,6 +4,7 @@ mod admission;
 mod broker;
 mod broker_admin;
 mod broker_load;
+mod broker_tls;
 mod dialect;
 mod distribution;
 mod emulator_cli;
@@ -14,5 +15,8 @@ mod limits;
 mod memory;
 mod oneshot;
 mod pipeline;
+// The throw-away CA and the emulator's WebSocket port, shared with hubload-servicebus's tests.
+#[path = "../../servicebus/tests/tls_common/mod.rs"]
+mod tls_common;
 mod util;
 mod websub;

@@ -9,6 +9,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use hubload_http1::proxy::{ProxyConfig, ProxyUrl, Route};
+
 use crate::transport::{TransportType, WS_PORT};
 
 /// Default AMQP port of the development emulator (plain TCP).
@@ -35,6 +37,9 @@ pub struct ConnectionString {
     /// Extra trust roots (PEM texts) for the TLS handshake, beside the public web roots: not
     /// part of the string, set from `--ca-cert` with [`Self::with_ca_pems`].
     pub ca_pems: Vec<Vec<u8>>,
+    /// The HTTP proxy connections tunnel through (`None`: direct): not part of the string,
+    /// set from the proxy settings with [`Self::with_proxy`].
+    pub proxy: Option<ProxyUrl>,
 }
 
 /// Why a connection string was refused. The message names the field, never a value.
@@ -110,6 +115,17 @@ impl ConnectionString {
         self
     }
 
+    /// The same connection through the proxy `cfg` names for it, if any
+    /// ([`crate::transport::route`]: WebSockets follow the variables, AMQP only `--proxy`).
+    pub fn with_proxy(mut self, cfg: &ProxyConfig) -> Self {
+        self.proxy =
+            match crate::transport::route(cfg, &self.host, self.amqp_port(), self.transport) {
+                Route::Via(p) => Some(p.clone()),
+                Route::Direct | Route::Bypassed => None,
+            };
+        self
+    }
+
     /// `amqps://host` in production, `amqp://host:port` for the emulator: the prefix of every
     /// CBS audience and link target.
     pub fn amqp_base(&self) -> String {
@@ -177,6 +193,7 @@ impl ConnectionString {
             use_development_emulator,
             transport: TransportType::Amqp,
             ca_pems: Vec::new(),
+            proxy: None,
         }
     }
 
@@ -198,6 +215,7 @@ impl fmt::Debug for ConnectionString {
             .field("use_development_emulator", &self.use_development_emulator)
             .field("transport", &self.transport)
             .field("ca_pems", &self.ca_pems.len())
+            .field("proxy", &self.proxy)
             .finish()
     }
 }
@@ -284,6 +302,7 @@ impl FromStr for ConnectionString {
             use_development_emulator,
             transport,
             ca_pems: Vec::new(),
+            proxy: None,
         })
     }
 }

@@ -10,33 +10,17 @@ mod tls_common;
 use std::time::{Duration, Instant};
 
 use futures_util::SinkExt;
-use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use hubload_servicebus::{
     ConnectionString, OutgoingMessage, ReceiverConfig, SbError, SbReceiver, SbSender, SendOutcome,
-    SenderConfig, TransportType,
+    TransportType,
 };
-use tls_common::{make_certs, serve_ws, Certs};
+use tls_common::{emulator, make_certs, sender_config, serve_ws, Certs};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 
 /// How far past its timeout a connect may end: the timer's wake-up on a busy machine.
 const MARGIN: Duration = Duration::from_millis(50);
-
-async fn emulator() -> EmulatorHandle {
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    Emulator::start(l, EmulatorConfig::default()).await.unwrap()
-}
-
-fn sender_config(cs: ConnectionString, connect_timeout: Duration) -> SenderConfig {
-    SenderConfig {
-        connection: cs,
-        connections: 2,
-        connect_timeout,
-        send_timeout: Duration::from_secs(5),
-        token_ttl: Duration::from_secs(3600),
-    }
-}
 
 fn msg<'a>(body: &'a [u8], id: &'a str) -> OutgoingMessage<'a> {
     OutgoingMessage {

@@ -132,7 +132,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
 
 /// `hubload check`: resolve the flags as a run would, check, print one line per check.
 async fn check(args: &crate::cli::RunArgs) -> ExitCode {
-    let cfg = match crate::config::resolve(args) {
+    let cfg = match crate::config::resolve_for(args, None, &|k| std::env::var(k).ok()) {
         Ok(c) => c,
         Err(e) => return fail(format!("{e:#}")),
     };

@@ -4,6 +4,7 @@
 //! Nothing is sent that a run would count as load.
 
 mod net;
+mod proxy;
 mod servicebus;
 mod step;
 mod websub;

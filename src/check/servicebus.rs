@@ -1,19 +1,19 @@
-//! The Service Bus checks: the connection string, then DNS, TCP, TLS and (with
-//! `TransportType=AmqpWebSockets`) the WebSocket upgrade, then the SAS token over CBS, then
+//! The Service Bus checks: the connection string, then the proxy (when one is set), DNS, TCP,
+//! the CONNECT tunnel, TLS and (with `TransportType=AmqpWebSockets`) the WebSocket upgrade, then the SAS token over CBS, then
 //! every topic the run would send to: it exists and the policy may send to it.
 //!
 //! AMQP does not reveal the broker's clock, so a token's expiry cannot be checked against it:
 //! tokens are made from this machine's clock, and a clock far off shows as a refused token.
 
 use std::collections::BTreeSet;
-use std::str::FromStr;
 use std::time::Duration;
 
-use hubload_servicebus::transport::ws_client;
+use hubload_http1::proxy::Route;
+use hubload_servicebus::transport::{tunnel, ws_client};
 use hubload_servicebus::{ConnectionString, SbError, SbSender, SendOutcome, SenderConfig};
 
-use super::net;
 use super::step::{Step, Steps};
+use super::{net, proxy};
 use crate::config::RunConfig;
 use crate::targets::servicebus::sb_topic;
 use crate::workload::Workload;
@@ -22,26 +22,26 @@ use crate::workload::Workload;
 const LISTED: usize = 5;
 
 pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
-    let Some(secret) = &cfg.target.sb_connection_string else {
-        steps.push(Step::ok(
-            "servicebus",
-            "no --sb-connection-string: the run starts its own emulator",
-        ));
-        return;
-    };
-    let cs = match ConnectionString::from_str(secret.expose()) {
-        Ok(cs) => cs.with_ca_pems(cfg.tls.ca_pems.clone()),
+    let cs = match cfg.sb_connection() {
+        Ok(Some(cs)) => cs,
+        Ok(None) => {
+            steps.push(Step::ok(
+                "servicebus",
+                "no --sb-connection-string: the run starts its own emulator",
+            ));
+            return;
+        }
         Err(e) => {
             steps.push(Step::fail(
                 "servicebus",
-                format!("--sb-connection-string: {e}"),
+                e.to_string(),
                 "copy the string from the portal's Shared access policies",
             ));
             return;
         }
     };
     let port = cs.amqp_port();
-    if !network(&cs, port, bound, steps).await {
+    if !network(cfg, &cs, port, bound, steps).await {
         steps.skip("cbs");
         steps.skip("topics");
         return;
@@ -74,9 +74,26 @@ pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
     sender.close().await;
 }
 
-/// DNS, TCP, TLS and the WebSocket upgrade, as far as they go; whether all passed.
-async fn network(cs: &ConnectionString, port: u16, bound: Duration, steps: &mut Steps) -> bool {
-    let addrs = match net::resolve(&cs.host, port, bound).await {
+/// The proxy (when one is set), DNS, TCP, the CONNECT tunnel, TLS and the WebSocket upgrade,
+/// as far as they go; whether all passed.
+async fn network(
+    cfg: &RunConfig,
+    cs: &ConnectionString,
+    port: u16,
+    bound: Duration,
+    steps: &mut Steps,
+) -> bool {
+    let route = hubload_servicebus::transport::route(&cfg.proxy.0, &cs.host, port, cs.transport);
+    if let Some(step) = proxy::route_step(&cfg.proxy.0, route, &cs.host, port) {
+        steps.push(step);
+    }
+    let via = match route {
+        Route::Via(p) => Some(p),
+        Route::Direct | Route::Bypassed => None,
+    };
+    // Through a proxy, only the proxy's name is resolved here: the proxy resolves the host.
+    let (dns_host, dns_port) = via.map_or((cs.host.as_str(), port), |p| (p.host(), p.port()));
+    let addrs = match net::resolve(dns_host, dns_port, bound).await {
         Ok((a, s)) => {
             steps.push(s);
             a
@@ -86,10 +103,10 @@ async fn network(cs: &ConnectionString, port: u16, bound: Duration, steps: &mut 
             return false;
         }
     };
-    let what = if cs.websockets() {
-        "Service Bus (AMQP over WebSockets)"
-    } else {
-        "Service Bus (AMQP)"
+    let what = match (via, cs.websockets()) {
+        (Some(_), _) => "the HTTP proxy",
+        (None, true) => "Service Bus (AMQP over WebSockets)",
+        (None, false) => "Service Bus (AMQP)",
     };
     let tcp = match net::connect(&addrs, bound, what).await {
         Ok((t, s)) => {
@@ -100,6 +117,19 @@ async fn network(cs: &ConnectionString, port: u16, bound: Duration, steps: &mut 
             steps.push(s);
             return false;
         }
+    };
+    let tcp = match via {
+        None => tcp,
+        Some(p) => match proxy::tunnel(tcp, p, &cs.host, port, bound).await {
+            Ok((t, s)) => {
+                steps.push(s);
+                t
+            }
+            Err(s) => {
+                steps.push(s);
+                return false;
+            }
+        },
     };
     if !cs.uses_tls() {
         return true;
@@ -126,9 +156,14 @@ async fn network(cs: &ConnectionString, port: u16, bound: Duration, steps: &mut 
         return true;
     }
     let upgraded = async {
-        let tcp = tokio::net::TcpStream::connect(addrs[0])
-            .await
-            .map_err(|e| e.to_string())?;
+        let tcp = match via {
+            Some(p) => tunnel::through(p, &cs.host, port)
+                .await
+                .map_err(|e| e.to_string())?,
+            None => tokio::net::TcpStream::connect(addrs[0])
+                .await
+                .map_err(|e| e.to_string())?,
+        };
         ws_client::upgrade(tcp, &cs.host, port, &connector)
             .await
             .map_err(|e| e.to_string())

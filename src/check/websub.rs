@@ -1,7 +1,8 @@
-//! The WebSub checks: DNS, TCP and TLS to the hub URL's host, then whether an HTTP server
+//! The WebSub checks: DNS (or the `--resolve` pin), TCP and TLS to the hub URL's host, then whether an HTTP server
 //! answers there: one `GET` of the hub URL (harmless: a hub acts only on a POST), whose
 //! status line is shown.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -24,12 +25,38 @@ pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
     };
     let host = url.host_str().unwrap_or_default().to_string();
     let port = url.port_or_known_default().unwrap_or(80);
-    let addrs = match net::resolve(&host, port, bound).await {
-        Ok((a, s)) => {
-            steps.push(s);
-            a
+    if let Some(p) = &cfg.proxy.0.proxy {
+        // The publish path has no proxy support (docs/servicebus-websockets.md, "Proxies").
+        steps.push(Step::ok(
+            "proxy",
+            format!(
+                "WebSub ignores {} ({}): the hub at {host}:{port} is reached directly",
+                cfg.proxy.0.proxy_from,
+                p.shown()
+            ),
+        ));
+    }
+    // `--resolve` pins the host as it does for the run's connections: no DNS then.
+    let pinned = cfg.target.resolve.lookup(&host, port);
+    let addrs = match pinned {
+        Some(ips) => {
+            let shown: Vec<String> = ips.iter().map(ToString::to_string).collect();
+            steps.push(Step::ok(
+                "dns",
+                format!(
+                    "{host}:{port} is pinned to {} by --resolve",
+                    shown.join(", ")
+                ),
+            ));
+            ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect()
         }
-        Err(s) => return give_up(steps, s),
+        None => match net::resolve(&host, port, bound).await {
+            Ok((a, s)) => {
+                steps.push(s);
+                a
+            }
+            Err(s) => return give_up(steps, s),
+        },
     };
     let tcp = match net::connect(&addrs, bound, "the hub").await {
         Ok((t, s)) => {

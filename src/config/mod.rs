@@ -16,7 +16,9 @@ mod observe;
 mod output;
 mod parse;
 pub mod profile;
+mod proxy_flags;
 mod resolve_hosts;
+mod sb_connection;
 mod serialize;
 mod surge_flag;
 mod target;
@@ -36,6 +38,7 @@ pub use judging::CapacityConfig;
 pub use model::RunConfig;
 pub use observe::{ObserveConfig, ObservedUrl, ServerQuery};
 pub use output::OutputConfig;
+pub use proxy_flags::ProxySettings;
 pub use resolve_hosts::{HostPin, ResolveHosts};
 pub use target::TargetConfig;
 pub use web::WebConfig;
@@ -49,15 +52,20 @@ use crate::cli::RunArgs;
 use crate::shard_contract::ShardSpec;
 
 /// Resolve flags (already merged with the profile by the parser) into a `RunConfig` for one
-/// process that is not a shard: [`resolve_for`] with no shard.
+/// process that is not a shard, with an empty environment: [`resolve_for`] with neither.
 pub fn resolve(a: &RunArgs) -> Result<RunConfig, ConfigError> {
-    resolve_for(a, None)
+    resolve_for(a, None, &|_| None)
 }
 
-/// [`resolve`] for a given shard (`None`: not sharded). The caller reads the shard from the
-/// environment (`shard_contract::ShardSpec::from_env`): config reads no environment itself.
-/// One line per concern; each concern's rules and their tests live in its own file.
-pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, ConfigError> {
+/// [`resolve`] for a given shard (`None`: not sharded) and environment (`env` looks a
+/// variable up: the proxy variables are read through it). The caller reads the shard from
+/// the environment (`shard_contract::ShardSpec::from_env`): config reads no environment
+/// itself. One line per concern; each concern's rules and their tests live in its own file.
+pub fn resolve_for(
+    a: &RunArgs,
+    shard: Option<ShardSpec>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<RunConfig, ConfigError> {
     let threads = client_flags::threads(opt(&a.threads))?;
     let workload = workload::resolve(a)?;
     let client = client_flags::resolve(a)?;
@@ -97,6 +105,7 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
         shown: serde_json::Value::Null,
         descriptors: None,
         web: web::resolve(a)?,
+        proxy: proxy_flags::resolve(a, env)?,
     };
     cfg.descriptors = inflight_default::apply(&mut cfg.levels, &cfg.target, a);
     cfg.shown = shown(a, &cfg);
@@ -106,6 +115,9 @@ pub fn resolve_for(a: &RunArgs, shard: Option<ShardSpec>) -> Result<RunConfig, C
     // As given: a merge reads it back for the isolation verdict.
     if let Some(s) = opt(&a.surge).filter(|_| cfg.surge.is_some()) {
         cfg.shown["surge"] = s.into();
+    }
+    if cfg.proxy.0.proxy.is_some() {
+        cfg.shown["proxy"] = serde_json::to_value(&cfg.proxy).unwrap_or_default();
     }
     Ok(cfg)
 }

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use hubload_servicebus::TransportType;
+
 use super::error::ConfigError;
 use super::parse::{count32, list, opt};
 use crate::cli::RunArgs;
@@ -35,6 +37,32 @@ pub struct TargetConfig {
     pub sb_receiver_credit: u32,
     /// `--resolve`: hosts pinned to addresses instead of DNS (`resolve_hosts.rs`).
     pub resolve: super::resolve_hosts::ResolveHosts,
+    /// `--sb-transport`: overrides the connection string's `TransportType`; `None` keeps it.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "transport_name"
+    )]
+    pub sb_transport: Option<TransportType>,
+}
+
+fn transport_name<S: serde::Serializer>(
+    t: &Option<TransportType>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.serialize_str(t.map_or("", TransportType::as_str))
+}
+
+fn sb_transport(a: &RunArgs) -> Result<Option<TransportType>, ConfigError> {
+    match opt(&a.sb_transport) {
+        None => Ok(None),
+        Some("amqp") => Ok(Some(TransportType::Amqp)),
+        Some("websockets") => Ok(Some(TransportType::AmqpWebSockets)),
+        Some(s) => Err(ConfigError::invalid(
+            "sb-transport",
+            s,
+            "is not amqp or websockets",
+        )),
+    }
 }
 
 fn kinds(a: &RunArgs) -> Result<Vec<TargetKind>, ConfigError> {
@@ -113,6 +141,14 @@ pub(super) fn resolve(a: &RunArgs) -> Result<TargetConfig, ConfigError> {
             return Err(ConfigError::invalid("hub-servicebus", "true", why));
         }
     }
+    let sb_transport = sb_transport(a)?;
+    if sb_transport == Some(TransportType::AmqpWebSockets) && a.sb_connection_string.is_none() {
+        return Err(ConfigError::invalid(
+            "sb-transport",
+            "websockets",
+            "needs --sb-connection-string (the emulator a run starts serves AMQP only)",
+        ));
+    }
     Ok(TargetConfig {
         kinds,
         hub_url,
@@ -128,6 +164,7 @@ pub(super) fn resolve(a: &RunArgs) -> Result<TargetConfig, ConfigError> {
             })?,
         resolve: super::resolve_hosts::resolve(&a.resolve)
             .map_err(|e| ConfigError::invalid("resolve", &e.entry, e.why))?,
+        sb_transport,
     })
 }
 

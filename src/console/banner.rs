@@ -73,8 +73,23 @@ fn target_line(cfg: &RunConfig, kind: TargetKind) -> String {
                 SbTopics::PerTopic => "one Service Bus topic per topic".to_string(),
                 SbTopics::Single(t) => format!("every event to topic {t}"),
             };
+            // The transport and the proxy as the connection will use them (no secret shown).
+            let via = match cfg.sb_connection() {
+                Ok(Some(cs)) => {
+                    let ws = if cs.websockets() {
+                        " over WebSockets"
+                    } else {
+                        ""
+                    };
+                    match &cs.proxy {
+                        Some(p) => format!("{ws}, through HTTP proxy {}", p.shown()),
+                        None => ws.to_string(),
+                    }
+                }
+                _ => String::new(),
+            };
             format!(
-                "servicebus (AMQP 1.0) at {at}, {} connections, {topics}",
+                "servicebus (AMQP 1.0{via}) at {at}, {} connections, {topics}",
                 cfg.target.sb_connections
             )
         }

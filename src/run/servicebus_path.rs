@@ -1,7 +1,6 @@
 //! The Service Bus path of a run: connection string (or the embedded emulator), one shared
 //! sender, topic links attached up front, and the `servicebus` section of the record.
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,22 +65,20 @@ impl<'a> ServiceBusPath<'a> {
         // the hub's has, so the two paths' sends are on an equal footing.
         let own_thread = shared.is_some();
         // Which connection, decided once: the flag's, the shared emulator's, or a new one's.
-        let (cs, emulator) = match (&cfg.target.sb_connection_string, shared) {
-            // The parser's errors name the field and never quote a value.
-            (Some(s), _) => (
-                ConnectionString::from_str(s.expose())
-                    .map_err(|e| anyhow::anyhow!("invalid --sb-connection-string: {e}"))?,
-                None,
-            ),
-            (None, Some(cs)) => (cs, None),
+        let (cs, emulator) = match (cfg.sb_connection()?, shared) {
+            // `--sb-transport`, `--ca-cert` and the proxy applied (config/sb_connection.rs).
+            (Some(cs), _) => (cs, None),
+            // `--ca-cert` is trusted on the Service Bus TLS too, and so by the broker
+            // subscribers, which take this connection.
+            (None, Some(cs)) => (cfg.sb_connection_for(cs), None),
             (None, None) => {
                 let emu = start_emulator().await?;
-                (emu.connection_string_parsed(), Some(emu))
+                (
+                    cfg.sb_connection_for(emu.connection_string_parsed()),
+                    Some(emu),
+                )
             }
         };
-        // `--ca-cert` is trusted on the Service Bus TLS (amqps and WebSockets) too, and so by
-        // the broker subscribers, which take this connection.
-        let cs = cs.with_ca_pems(cfg.tls.ca_pems.clone());
         let endpoint = cs.amqp_base();
         let url = url::Url::parse(&endpoint).with_context(|| {
             format!(

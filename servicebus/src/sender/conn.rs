@@ -25,7 +25,7 @@ use crate::outcome::{
     cbs_status_ok, classify_cbs_status, classify_condition, condition_str, SendOutcome,
 };
 use crate::sas;
-use crate::transport::ws_client;
+use crate::transport::{tunnel, ws_client};
 
 /// What every pooled connection shares: the parsed string, the TLS connector, timeouts.
 pub(crate) struct Shared {
@@ -72,6 +72,26 @@ pub(crate) struct LinkState {
     pub generation: u64,
 }
 
+/// TCP straight to the endpoint, with TCP_NODELAY.
+async fn direct(host: &str, port: u16) -> Result<TcpStream, Fail> {
+    let stream = TcpStream::connect((host, port)).await.map_err(|e| {
+        // Only a refusal (or no route) is `Connect`: a reset is a closed connection.
+        let outcome = match e.kind() {
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                SendOutcome::ConnectionError
+            }
+            _ => SendOutcome::Connect,
+        };
+        Fail::new(
+            outcome,
+            format!("TCP connect failed: {}", describe::io_error(&e)),
+        )
+    })?;
+    // Without TCP_NODELAY the p99 shows a ~40 ms Nagle/delayed-ACK artefact (docs/protocol.md §6).
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
 /// One connection of the pool.
 #[derive(Debug)]
 pub(crate) struct PooledConn {
@@ -98,23 +118,17 @@ impl PooledConn {
     pub async fn open(id: u64, shared: Arc<Shared>) -> Result<Arc<PooledConn>, Fail> {
         let cs = &shared.cs;
         let port = cs.amqp_port();
-        let stream = TcpStream::connect((cs.host.as_str(), port))
-            .await
-            .map_err(|e| {
-                // Only a refusal (or no route) is `Connect`: a reset is a closed connection.
-                let outcome = match e.kind() {
-                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
-                        SendOutcome::ConnectionError
-                    }
-                    _ => SendOutcome::Connect,
+        let stream = match &cs.proxy {
+            None => direct(&cs.host, port).await?,
+            // Through the proxy's CONNECT tunnel (transport/tunnel.rs); it sets TCP_NODELAY.
+            Some(proxy) => tunnel::through(proxy, &cs.host, port).await.map_err(|e| {
+                let outcome = match e.refused {
+                    true => SendOutcome::Connect,
+                    false => SendOutcome::ConnectionError,
                 };
-                Fail::new(
-                    outcome,
-                    format!("TCP connect failed: {}", describe::io_error(&e)),
-                )
-            })?;
-        // Without TCP_NODELAY the p99 shows a ~40 ms Nagle/delayed-ACK artefact (docs/protocol.md §6).
-        let _ = stream.set_nodelay(true);
+                Fail::new(outcome, e.reason)
+            })?,
+        };
         let container = format!("hubload-{}-{id}", std::process::id());
         let builder = Connection::builder()
             .container_id(container)

@@ -1,7 +1,10 @@
 //! How a Service Bus connection reaches the broker: AMQP on its own port, or AMQP framed in
 //! WebSocket binary messages over TLS (`TransportType=AmqpWebSockets`, the SDKs' spelling),
-//! for networks where only 443 leaves.
+//! for networks where only 443 leaves; either through an HTTP proxy's CONNECT tunnel.
 
+use hubload_http1::proxy::{ProxyConfig, Route};
+
+pub mod tunnel;
 pub mod ws_client;
 pub mod ws_stream;
 
@@ -42,6 +45,22 @@ impl TransportType {
             TransportType::Amqp => "Amqp",
             TransportType::AmqpWebSockets => "AmqpWebSockets",
         }
+    }
+}
+
+/// How a Service Bus connection to `host:port` goes with the proxy settings `cfg`: AMQP over
+/// WebSockets follows them (`HTTPS_PROXY`, `NO_PROXY`, the flags) as Microsoft's SDKs do; AMQP
+/// on its own port goes through a proxy only when `--proxy` names one, since proxies
+/// commonly allow CONNECT to 443 alone and a variable set for the web should not move it.
+pub fn route<'a>(
+    cfg: &'a ProxyConfig,
+    host: &str,
+    port: u16,
+    transport: TransportType,
+) -> Route<'a> {
+    match cfg.route(host, port) {
+        Route::Via(_) if transport == TransportType::Amqp && !cfg.from_flag() => Route::Direct,
+        r => r,
     }
 }
 

@@ -1,14 +1,16 @@
 //! The TLS helpers of the WebSocket test binaries: a throw-away CA and a `localhost` /
 //! 127.0.0.1 leaf made with the `openssl` CLI, and an emulator serving AMQP over WebSockets
-//! with that leaf beside its AMQP port.
+//! with that leaf beside its AMQP port; the emulator and sender settings those tests share.
 // Each test binary uses a part of these.
 #![allow(dead_code)]
 
 use std::path::Path;
 use std::process::Command;
 
-use hubload_servicebus::emulator::{ws, EmulatorHandle};
-use hubload_servicebus::{ConnectionString, TransportType};
+use std::time::Duration;
+
+use hubload_servicebus::emulator::{ws, Emulator, EmulatorConfig, EmulatorHandle};
+use hubload_servicebus::{ConnectionString, SenderConfig, TransportType};
 
 /// A folder holding `ca.pem`, `leaf.pem` and `leaf.key`; removed when dropped.
 pub struct Certs {
@@ -100,4 +102,21 @@ pub async fn serve_ws(emu: &EmulatorHandle, certs: &Certs) -> ConnectionString {
     cs.use_development_emulator = false;
     cs.transport = TransportType::AmqpWebSockets;
     cs.with_ca_pems(vec![certs.ca_pem()])
+}
+
+/// An emulator on 127.0.0.1:0 with the default entities.
+pub async fn emulator() -> EmulatorHandle {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    Emulator::start(l, EmulatorConfig::default()).await.unwrap()
+}
+
+/// Two connections to `cs`, opened within `connect_timeout`; sends settle within 5 s.
+pub fn sender_config(cs: ConnectionString, connect_timeout: Duration) -> SenderConfig {
+    SenderConfig {
+        connection: cs,
+        connections: 2,
+        connect_timeout,
+        send_timeout: Duration::from_secs(5),
+        token_ttl: Duration::from_secs(3600),
+    }
 }
