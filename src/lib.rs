@@ -38,11 +38,21 @@ pub async fn run(
     args: &cli::RunArgs,
     cancel: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<RunOutcome> {
+    run_with_proxy_env(args, cancel, &|k| std::env::var(k).ok()).await
+}
+
+/// [`run`] with the proxy variables (`HTTPS_PROXY`, `NO_PROXY`, ...) read through `env`
+/// instead of the process environment: tests pass none, so a proxy set for the machine
+/// cannot reroute their loopback connections.
+pub async fn run_with_proxy_env(
+    args: &cli::RunArgs,
+    cancel: tokio_util::sync::CancellationToken,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> anyhow::Result<RunOutcome> {
     // Which shard this process is comes from the environment (an Indexed Job's), read here:
     // config reads no environment itself.
     let shard = shard_contract::ShardSpec::from_env()
         .map_err(|e| config::ConfigError::Conflict(e.to_string()))?;
-    // The proxy variables too (HTTPS_PROXY, NO_PROXY, ...).
-    let cfg = config::resolve_for(args, shard, &|k| std::env::var(k).ok())?;
+    let cfg = config::resolve_for(args, shard, env)?;
     run::run_load(&cfg, cancel).await
 }

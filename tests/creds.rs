@@ -3,7 +3,7 @@
 //! a run writes or prints.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use base64::Engine as _;
 
@@ -138,7 +138,7 @@ pub(crate) fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 /// Run the binary in `dir` with debug logging, tables on stdout, a JTL and reports.
 pub(crate) fn full_run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hubload"))
+    crate::util::hubload_command()
         .args(args)
         .args(["--jtl", "run.jtl"])
         .current_dir(dir)

@@ -35,7 +35,8 @@ pub async fn try_run(args: &[&str]) -> anyhow::Result<RunOutcome> {
     all.extend_from_slice(args);
     let cli = hubload::app::parse_args(all.iter().map(Into::into).collect())
         .unwrap_or_else(|e| panic!("bad test arguments {args:?}: {e:?}"));
-    hubload::run(&cli.run, CancellationToken::new()).await
+    // No proxy variables: a proxy set for the machine must not reroute loopback connections.
+    hubload::run_with_proxy_env(&cli.run, CancellationToken::new(), &|_| None).await
 }
 
 /// [`try_run`], which must succeed.
@@ -213,7 +214,7 @@ pub fn bin(args: &[&str], cwd: &Path) -> Output {
 
 /// [`bin`] with extra environment variables (the shard contract's, for instance).
 pub fn bin_env(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hubload"))
+    hubload_command()
         .args(args)
         .current_dir(cwd)
         .env("RUST_LOG", "warn")
@@ -222,10 +223,23 @@ pub fn bin_env(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
         .unwrap()
 }
 
+/// The built `hubload` binary without the machine's proxy variables (a test that wants a
+/// proxy sets its own): they would reroute the tests' loopback connections.
+pub fn hubload_command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hubload"));
+    for v in hubload_http1::proxy::PROXY_VARS
+        .iter()
+        .chain(&hubload_http1::proxy::NO_PROXY_VARS)
+    {
+        c.env_remove(v);
+    }
+    c
+}
+
 /// Start the built `hubload` binary in `cwd` (stdout discarded, stderr to `stderr`), for tests
 /// that signal or kill it mid-run.
 pub fn bin_child(args: &[&str], cwd: &Path, stderr: std::process::Stdio) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_hubload"))
+    hubload_command()
         .args(args)
         .current_dir(cwd)
         .env("RUST_LOG", "error")
