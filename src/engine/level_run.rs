@@ -562,14 +562,15 @@ mod tests {
         assert_eq!(live.inflight(), 0);
     }
 
-    /// The open model at 20/s (one send every 50 ms), on one thread. The third send blocks
-    /// that thread for 170 ms (100 → 270 ms), so the sends meant for 150, 200 and 250 ms
-    /// start at about 270 ms: 120, 70 and 20 ms late. With 40 ms as "late", exactly two
-    /// are; the margins (30 and 20 ms) are far above this machine's wake-up jitter.
+    /// The open model at 2/s (one send every 500 ms), on one thread. The third send blocks
+    /// that thread for 1.7 s (1.0 → 2.7 s), so the sends meant for 1.5, 2.0 and 2.5 s start
+    /// at about 2.7 s: 1.2 s, 0.7 s and 0.2 s late. With 450 ms as "late", exactly two are;
+    /// a wake-up would have to be 250 ms late to change that (at 20/s and 40 ms, margins of
+    /// 20–30 ms, a machine with a load of 12 once counted a third).
     #[tokio::test]
     async fn open_model_counts_the_sends_that_started_late() {
         let mock = MockTarget::new(vec![Outcome::Accepted], Duration::ZERO)
-            .stalling(2, Duration::from_millis(170));
+            .stalling(2, Duration::from_millis(1700));
         let base = ctx(mock, 0, ShardSlot::WHOLE);
         let c = Arc::new(LevelContext {
             target: base.target.clone(),
@@ -582,12 +583,12 @@ mod tests {
             live: Arc::new(Live::default()),
             attempts: None,
             level_load: Load::Open {
-                rate: 20.0,
+                rate: 2.0,
                 max_inflight: 10,
             },
             level_workers: 10,
             open_model: true,
-            late_after: Duration::from_millis(40),
+            late_after: Duration::from_millis(450),
             attempt_timeout: Duration::from_secs(10),
             observer: None,
             own_topics: None,
@@ -595,7 +596,7 @@ mod tests {
         });
         let spec = LevelSpec {
             load: Load::Open {
-                rate: 20.0,
+                rate: 2.0,
                 max_inflight: 10,
             },
             stop: Stop {
