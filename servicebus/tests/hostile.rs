@@ -1,6 +1,6 @@
 //! Hostile AMQP peers: a proxy in front of the emulator that misbehaves in one way on cue
 //! (`hostile_proxy`), a fake broker whose first frame is oversized, and clients of the
-//! emulator that never finish their handshake. Each send ends in the class that names the
+//! emulator that never finish their handshake or go silent once open (`hostile_idle`). Each send ends in the class that names the
 //! fault, within its timeout + 50 ms, at 1 and at 16 in flight; the emulator counts what it
 //! cut off and keeps serving a good sender alongside.
 
@@ -16,6 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+mod hostile_idle;
 mod hostile_proxy;
 use hostile_proxy::{Fault, Proxy};
 
