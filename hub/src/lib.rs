@@ -40,6 +40,6 @@ pub use config::{HubConfig, RetryPolicy};
 pub use faults::{Action as FaultAction, FaultConfig, FaultError};
 pub use routes::router;
 pub use serve::{serve, serve_limited, serve_tls};
-pub use serve_limits::{ServeCounts, ServeLimits};
+pub use serve_limits::{ServeCounts, ServeLimits, ServeStats};
 pub use state::HubState;
 pub use stats::{DistributionStats, ModeCounts, StatsSnapshot, TopicStats};

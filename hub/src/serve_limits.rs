@@ -1,5 +1,5 @@
 //! The bounds the hub's accept loop puts on its clients ([`ServeLimits`]), what they cut off
-//! ([`ServeCounts`]), and the I/O wrapper that sees a write make no progress and counts the
+//! ([`ServeCounts`], shown as [`ServeStats`]), and the I/O wrapper that sees a write make no progress and counts the
 //! bytes read ([`Watched`]).
 
 use std::io;
@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Bounds on the hub's clients (docs/deadlines.md, "hubload's own servers").
@@ -40,6 +41,8 @@ impl Default for ServeLimits {
 /// Connections the hub's bounds cut off.
 #[derive(Debug, Default)]
 pub struct ServeCounts {
+    /// Closed by hyper because a request head was not complete within `head_timeout`.
+    pub head_timeouts: AtomicU64,
     /// Reset because a write made no progress for `write_stall`.
     pub write_stalled: AtomicU64,
     /// Closed at accept because `max_connections` were open.
@@ -50,14 +53,30 @@ pub struct ServeCounts {
 }
 
 impl ServeCounts {
-    /// (write_stalled, over_limit, silent) now.
-    pub fn snapshot(&self) -> (u64, u64, u64) {
-        (
-            self.write_stalled.load(Ordering::Relaxed),
-            self.over_limit.load(Ordering::Relaxed),
-            self.silent.load(Ordering::Relaxed),
-        )
+    /// The counts now, as `/stats` shows them.
+    pub fn snapshot(&self) -> ServeStats {
+        let silent = self.silent.load(Ordering::Relaxed);
+        ServeStats {
+            head_timeouts: self.head_timeouts.load(Ordering::Relaxed) + silent,
+            silent,
+            write_stalled: self.write_stalled.load(Ordering::Relaxed),
+            over_limit: self.over_limit.load(Ordering::Relaxed),
+        }
     }
+}
+
+/// What the hub's client bounds cut off since it started serving (`serve` in `/stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServeStats {
+    /// Connections closed because a request head was not complete within the head timeout,
+    /// those that never sent enough to choose HTTP/1.1 or h2c included.
+    pub head_timeouts: u64,
+    /// Of `head_timeouts`, those that had not sent the 24 bytes that choose the protocol.
+    pub silent: u64,
+    /// Connections reset because a response write made no progress for the write stall.
+    pub write_stalled: u64,
+    /// Connections closed at accept because the connection cap was reached.
+    pub over_limit: u64,
 }
 
 /// Bytes a connection must send before hyper's own head timeout applies: the length of the

@@ -235,6 +235,9 @@ pub struct StatsSnapshot {
     /// The broker's counts, when the hub runs on Service Bus (`--servicebus`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker: Option<crate::broker_stats::BrokerStats>,
+    /// Connections the hub's client bounds cut off (zeros when it is not serving).
+    #[serde(default)]
+    pub serve: crate::serve_limits::ServeStats,
 }
 
 /// Live counters of one topic; shared by its registry entry and its subscribers' workers.
