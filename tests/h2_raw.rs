@@ -50,6 +50,8 @@ pub enum Fault {
     PushPromise,
     /// GOAWAY (last stream 0, PROTOCOL_ERROR) on each request; the connection stays open.
     GoAway,
+    /// GOAWAY (last stream 0, ENHANCE_YOUR_CALM) on each request, as a server shedding load.
+    GoAwayCalm,
     /// A HEADERS frame without END_HEADERS, and no CONTINUATION ever.
     EndlessHeaderBlock,
     /// Reads every request and never answers.
@@ -62,7 +64,7 @@ pub enum Fault {
 
 impl Fault {
     /// The hostile family (every fault but `Answer`), in the order docs/deadlines.md lists it.
-    pub const HOSTILE: [Fault; 20] = [
+    pub const HOSTILE: [Fault; 21] = [
         Fault::HugeHead,
         Fault::ManyFields,
         Fault::HpackBomb,
@@ -80,6 +82,7 @@ impl Fault {
         Fault::ConnectionField,
         Fault::PushPromise,
         Fault::GoAway,
+        Fault::GoAwayCalm,
         Fault::EndlessHeaderBlock,
         Fault::Silent,
         Fault::Http11,
@@ -312,9 +315,10 @@ fn reply(fault: Fault, stream: u32, first: bool, counts: &Counts) -> Vec<u8> {
             literal(&mut p, ":authority", b"x");
             frame(PUSH_PROMISE, END_HEADERS, stream, &p)
         }
-        Fault::GoAway => {
+        Fault::GoAway | Fault::GoAwayCalm => {
+            let code: u32 = if fault == Fault::GoAway { 0x1 } else { 0xb };
             let mut p = 0u32.to_be_bytes().to_vec();
-            p.extend(1u32.to_be_bytes());
+            p.extend(code.to_be_bytes());
             frame(GOAWAY, 0, 0, &p)
         }
         // Once per connection: any frame after it but a CONTINUATION is a connection error.

@@ -36,7 +36,8 @@ fn expected(fault: Fault) -> (&'static str, Option<&'static str>) {
         Fault::ConnectionField | Fault::PushPromise => {
             ("protocol_error", Some("protocol_error.protocol"))
         }
-        Fault::GoAway => ("goaway", None),
+        Fault::GoAway => ("goaway", Some("goaway.protocol_error")),
+        Fault::GoAwayCalm => ("goaway", Some("goaway.enhance_your_calm")),
         Fault::EndlessHeaderBlock | Fault::Silent | Fault::NoRead => ("timeout_response", None),
         Fault::Http11 => ("protocol_error", Some("protocol_error.not_h2")),
     }

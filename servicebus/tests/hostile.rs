@@ -121,10 +121,15 @@ async fn an_empty_frame_flood_does_not_delay_a_deadline() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_ended_session_ends_every_send_waiting_on_it_at_once() {
-    let timeout = Duration::from_secs(2);
-    // Settlements take 1 s: every send is still waiting when the session ends.
+/// `fault` done by the broker 200 ms into `n` sends (1 and 16) whose settlements take 1 s:
+/// every send ends in `want`, no later than `bound` after the fault (not at its `timeout`).
+async fn broker_ends_under_sends(
+    fault: Fault,
+    timeout: Duration,
+    bound: Duration,
+    want: SendOutcome,
+) {
+    // Settlements take 1 s: every send is still waiting when the broker acts.
     let cfg = EmulatorConfig {
         latency: Duration::from_secs(1),
         ..EmulatorConfig::default()
@@ -137,24 +142,37 @@ async fn an_ended_session_ends_every_send_waiting_on_it_at_once() {
             async move { sends(&sender, "t", n).await }
         });
         tokio::time::sleep(fault_at).await;
-        proxy.fault(Fault::EndSession);
+        proxy.fault(fault);
         let got = waiting.await.unwrap();
         assert_eq!(got.len(), n);
         for (outcome, took) in got {
-            assert_eq!(
-                outcome,
-                SendOutcome::SessionEnded {
-                    condition: "amqp:internal-error".into()
-                },
-                "{n} in flight"
-            );
+            assert_eq!(outcome, want, "{fault:?}, {n} in flight");
             assert!(
-                took >= fault_at && took <= fault_at + SLACK,
-                "{n} in flight: {took:?}, the session ended at {fault_at:?}"
+                took >= fault_at && took <= fault_at + bound,
+                "{fault:?}, {n} in flight: {took:?}, the broker acted at {fault_at:?}"
             );
         }
         emu.shutdown().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_session_ends_every_send_waiting_on_it_at_once() {
+    let want = SendOutcome::SessionEnded {
+        condition: "amqp:internal-error".into(),
+    };
+    broker_ends_under_sends(Fault::EndSession, Duration::from_secs(2), SLACK, want).await;
+}
+
+// Bounded as tests/deadlines.rs bounds a prompt end: far below the send timeout (10 s), so
+// a send left to its timeout fails it however busy the machine is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_link_ends_every_send_waiting_on_it_at_once() {
+    let want = SendOutcome::LinkDetached {
+        condition: "amqp:link:detach-forced".into(),
+    };
+    let (timeout, bound) = (Duration::from_secs(10), Duration::from_secs(2));
+    broker_ends_under_sends(Fault::DetachLink, timeout, bound, want).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
