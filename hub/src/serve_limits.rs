@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::serve_stats::ServeStats;
 
 /// Bounds on the hub's clients (docs/deadlines.md, "hubload's own servers").
 #[derive(Debug, Clone)]
@@ -63,20 +64,6 @@ impl ServeCounts {
             over_limit: self.over_limit.load(Ordering::Relaxed),
         }
     }
-}
-
-/// What the hub's client bounds cut off since it started serving (`serve` in `/stats`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServeStats {
-    /// Connections closed because a request head was not complete within the head timeout,
-    /// those that never sent enough to choose HTTP/1.1 or h2c included.
-    pub head_timeouts: u64,
-    /// Of `head_timeouts`, those that had not sent the 24 bytes that choose the protocol.
-    pub silent: u64,
-    /// Connections reset because a response write made no progress for the write stall.
-    pub write_stalled: u64,
-    /// Connections closed at accept because the connection cap was reached.
-    pub over_limit: u64,
 }
 
 /// Bytes a connection must send before hyper's own head timeout applies: the length of the

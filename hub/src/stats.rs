@@ -237,7 +237,7 @@ pub struct StatsSnapshot {
     pub broker: Option<crate::broker_stats::BrokerStats>,
     /// Connections the hub's client bounds cut off (zeros when it is not serving).
     #[serde(default)]
-    pub serve: crate::serve_limits::ServeStats,
+    pub serve: crate::serve_stats::ServeStats,
 }
 
 /// Live counters of one topic; shared by its registry entry and its subscribers' workers.
