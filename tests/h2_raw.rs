@@ -34,6 +34,9 @@ pub enum Fault {
     UnknownFlood,
     /// 10,000 PRIORITY frames on the connection's first request.
     PriorityFlood,
+    /// A 200 head, then 10,000 empty DATA frames without END_STREAM on the connection's
+    /// first request.
+    EmptyDataFlood,
     /// SETTINGS_MAX_CONCURRENT_STREAMS 0; a stream that comes anyway is refused.
     StreamLimitZero,
     /// A 200 head, then a DATA frame of 20,000 bytes (the client allows 16,384).
@@ -64,7 +67,7 @@ pub enum Fault {
 
 impl Fault {
     /// The hostile family (every fault but `Answer`), in the order docs/deadlines.md lists it.
-    pub const HOSTILE: [Fault; 21] = [
+    pub const HOSTILE: [Fault; 22] = [
         Fault::HugeHead,
         Fault::ManyFields,
         Fault::HpackBomb,
@@ -74,6 +77,7 @@ impl Fault {
         Fault::SettingsFlood,
         Fault::UnknownFlood,
         Fault::PriorityFlood,
+        Fault::EmptyDataFlood,
         Fault::StreamLimitZero,
         Fault::OversizedFrame,
         Fault::BadHpack,
@@ -287,6 +291,16 @@ fn reply(fault: Fault, stream: u32, first: bool, counts: &Counts) -> Vec<u8> {
             (0..FLOOD as u32)
                 .flat_map(|i| frame(PRIORITY, 0, 1_001 + 2 * i, &[0, 0, 0, 0, 16]))
                 .collect()
+        }
+        Fault::EmptyDataFlood => {
+            if !first {
+                return Vec::new();
+            }
+            let mut out = header_frames(stream, &ok_head(), false);
+            for _ in 0..FLOOD {
+                out.extend(frame(DATA, 0, stream, &[]));
+            }
+            out
         }
         Fault::StreamLimitZero => {
             counts.refused.fetch_add(1, Ordering::SeqCst);

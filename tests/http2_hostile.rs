@@ -33,6 +33,9 @@ fn expected(fault: Fault) -> (&'static str, Option<&'static str>) {
         Fault::WindowOverflow | Fault::BadInitialWindow => {
             ("protocol_error", Some("protocol_error.flow_control"))
         }
+        // h2's own limit on empty DATA frames (100 a connection) ends it before the flood
+        // guard's 1,000 a second would.
+        Fault::EmptyDataFlood => ("protocol_error", Some("protocol_error.enhance_your_calm")),
         Fault::ConnectionField | Fault::PushPromise => {
             ("protocol_error", Some("protocol_error.protocol"))
         }
