@@ -122,7 +122,8 @@ async fn an_empty_frame_flood_does_not_delay_a_deadline() {
 }
 
 /// `fault` done by the broker 200 ms into `n` sends (1 and 16) whose settlements take 1 s:
-/// every send ends in `want`, no later than `bound` after the fault (not at its `timeout`).
+/// every send ends in `want`, the last no later than `bound` after the fault (not at its
+/// `timeout`).
 async fn broker_ends_under_sends(
     fault: Fault,
     timeout: Duration,
@@ -136,22 +137,30 @@ async fn broker_ends_under_sends(
     };
     for n in [1, 16] {
         let (emu, proxy, sender) = through_proxy(cfg.clone(), timeout, "t").await;
-        let fault_at = Duration::from_millis(200);
+        // Timed from the broker's act to the last send's end: a send task started late on a
+        // busy machine cannot look early.
         let waiting = tokio::spawn({
             let sender = sender.clone();
-            async move { sends(&sender, "t", n).await }
+            async move {
+                let got = sends(&sender, "t", n).await;
+                (got, Instant::now())
+            }
         });
-        tokio::time::sleep(fault_at).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let acted = Instant::now();
         proxy.fault(fault);
-        let got = waiting.await.unwrap();
+        let (got, all_ended) = waiting.await.unwrap();
         assert_eq!(got.len(), n);
-        for (outcome, took) in got {
-            assert_eq!(outcome, want, "{fault:?}, {n} in flight");
-            assert!(
-                took >= fault_at && took <= fault_at + bound,
-                "{fault:?}, {n} in flight: {took:?}, the broker acted at {fault_at:?}"
-            );
+        for (outcome, _) in &got {
+            assert_eq!(*outcome, want, "{fault:?}, {n} in flight");
         }
+        // Every send was waiting when the broker acted (settlements take 1 s), and the last
+        // of them ended within `bound` of it.
+        let after = all_ended.duration_since(acted);
+        assert!(
+            after <= bound,
+            "{fault:?}, {n} in flight: the last send ended {after:?} after the broker acted"
+        );
         emu.shutdown().await;
     }
 }
