@@ -63,7 +63,7 @@ FLOORS = {
         ["batch", "callback_conn", "delivery_settings", "topic"],
         ["sign", "config"],
         ["faults", "params", "stats", "conn_handle", "server_timing", "tls", "serve_limits"],
-        ["broker_stats", "admission"],
+        ["broker_stats", "admission", "serve_stats"],
     ],
     # The Service Bus crate (hubload-servicebus): the emulator (with its administration API)
     # and the receiver over the sender, over the error and message types, over the connection

@@ -34,6 +34,9 @@ pub enum Fault {
     UnknownFlood,
     /// 10,000 PRIORITY frames on the connection's first request.
     PriorityFlood,
+    /// A 200 head, then 10,000 empty DATA frames without END_STREAM on the connection's
+    /// first request.
+    EmptyDataFlood,
     /// SETTINGS_MAX_CONCURRENT_STREAMS 0; a stream that comes anyway is refused.
     StreamLimitZero,
     /// A 200 head, then a DATA frame of 20,000 bytes (the client allows 16,384).
@@ -50,6 +53,8 @@ pub enum Fault {
     PushPromise,
     /// GOAWAY (last stream 0, PROTOCOL_ERROR) on each request; the connection stays open.
     GoAway,
+    /// GOAWAY (last stream 0, ENHANCE_YOUR_CALM) on each request, as a server shedding load.
+    GoAwayCalm,
     /// A HEADERS frame without END_HEADERS, and no CONTINUATION ever.
     EndlessHeaderBlock,
     /// Reads every request and never answers.
@@ -62,7 +67,7 @@ pub enum Fault {
 
 impl Fault {
     /// The hostile family (every fault but `Answer`), in the order docs/deadlines.md lists it.
-    pub const HOSTILE: [Fault; 20] = [
+    pub const HOSTILE: [Fault; 22] = [
         Fault::HugeHead,
         Fault::ManyFields,
         Fault::HpackBomb,
@@ -72,6 +77,7 @@ impl Fault {
         Fault::SettingsFlood,
         Fault::UnknownFlood,
         Fault::PriorityFlood,
+        Fault::EmptyDataFlood,
         Fault::StreamLimitZero,
         Fault::OversizedFrame,
         Fault::BadHpack,
@@ -80,6 +86,7 @@ impl Fault {
         Fault::ConnectionField,
         Fault::PushPromise,
         Fault::GoAway,
+        Fault::GoAwayCalm,
         Fault::EndlessHeaderBlock,
         Fault::Silent,
         Fault::Http11,
@@ -285,6 +292,16 @@ fn reply(fault: Fault, stream: u32, first: bool, counts: &Counts) -> Vec<u8> {
                 .flat_map(|i| frame(PRIORITY, 0, 1_001 + 2 * i, &[0, 0, 0, 0, 16]))
                 .collect()
         }
+        Fault::EmptyDataFlood => {
+            if !first {
+                return Vec::new();
+            }
+            let mut out = header_frames(stream, &ok_head(), false);
+            for _ in 0..FLOOD {
+                out.extend(frame(DATA, 0, stream, &[]));
+            }
+            out
+        }
         Fault::StreamLimitZero => {
             counts.refused.fetch_add(1, Ordering::SeqCst);
             frame(RST_STREAM, 0, stream, &7u32.to_be_bytes())
@@ -312,9 +329,10 @@ fn reply(fault: Fault, stream: u32, first: bool, counts: &Counts) -> Vec<u8> {
             literal(&mut p, ":authority", b"x");
             frame(PUSH_PROMISE, END_HEADERS, stream, &p)
         }
-        Fault::GoAway => {
+        Fault::GoAway | Fault::GoAwayCalm => {
+            let code: u32 = if fault == Fault::GoAway { 0x1 } else { 0xb };
             let mut p = 0u32.to_be_bytes().to_vec();
-            p.extend(1u32.to_be_bytes());
+            p.extend(code.to_be_bytes());
             frame(GOAWAY, 0, 0, &p)
         }
         // Once per connection: any frame after it but a CONTINUATION is a connection error.

@@ -33,10 +33,14 @@ fn expected(fault: Fault) -> (&'static str, Option<&'static str>) {
         Fault::WindowOverflow | Fault::BadInitialWindow => {
             ("protocol_error", Some("protocol_error.flow_control"))
         }
+        // h2's own limit on empty DATA frames (100 a connection) ends it before the flood
+        // guard's 1,000 a second would.
+        Fault::EmptyDataFlood => ("protocol_error", Some("protocol_error.enhance_your_calm")),
         Fault::ConnectionField | Fault::PushPromise => {
             ("protocol_error", Some("protocol_error.protocol"))
         }
-        Fault::GoAway => ("goaway", None),
+        Fault::GoAway => ("goaway", Some("goaway.protocol_error")),
+        Fault::GoAwayCalm => ("goaway", Some("goaway.enhance_your_calm")),
         Fault::EndlessHeaderBlock | Fault::Silent | Fault::NoRead => ("timeout_response", None),
         Fault::Http11 => ("protocol_error", Some("protocol_error.not_h2")),
     }

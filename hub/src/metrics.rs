@@ -125,6 +125,24 @@ pub fn render(s: &StatsSnapshot, inflight: u64) -> String {
         "gauge",
         &[(String::new(), d.memory_limit)],
     );
+    let cut = &s.serve;
+    let closed = [
+        ("head_timeout", cut.head_timeouts.saturating_sub(cut.silent)),
+        ("silent", cut.silent),
+        ("write_stalled", cut.write_stalled),
+        ("over_limit", cut.over_limit),
+    ];
+    let closed: Vec<_> = closed
+        .iter()
+        .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), *v))
+        .collect();
+    line(
+        "hub_serve_closed_total",
+        "Client connections the hub's bounds cut off, by reason (head_timeout: a head begun \
+         and not finished; silent: too little sent to choose a protocol).",
+        "counter",
+        &closed,
+    );
     if let Some(b) = &s.broker {
         crate::broker::render_metrics(b, &mut out);
     }
@@ -165,6 +183,8 @@ mod tests {
         s.distribution.queued_bytes = 3_000_000;
         s.distribution.dropped_queue_bytes = 5;
         s.distribution.failed_attempts.insert("503".into(), 6);
+        s.serve.head_timeouts = 5;
+        s.serve.silent = 2;
         let text = render(&s, 4);
         assert!(text.contains("hub_requests_total 7\n"));
         assert!(text.contains("hub_answers_total{mode=\"publish\",outcome=\"fault_502\"} 3\n"));
@@ -173,6 +193,8 @@ mod tests {
         assert!(text.contains("hub_queued_bytes 3000000\n"));
         assert!(text.contains("hub_distribution_dropped_total{reason=\"queue_bytes\"} 5\n"));
         assert!(text.contains("hub_delivery_failed_attempts_total{cause=\"503\"} 6\n"));
-        assert_eq!(text.matches("# TYPE").count(), 12);
+        assert!(text.contains("hub_serve_closed_total{reason=\"head_timeout\"} 3\n"));
+        assert!(text.contains("hub_serve_closed_total{reason=\"silent\"} 2\n"));
+        assert_eq!(text.matches("# TYPE").count(), 13);
     }
 }

@@ -69,6 +69,8 @@ async fn serve_with(
         let scheme = if tls.is_some() { "https" } else { "http" };
         let _ = state.inner.bound_url.set(format!("{scheme}://{addr}/"));
     }
+    // `/stats` shows what these bounds cut off; a state served twice keeps the first's.
+    let _ = state.inner.serve_counts.set(limits.counts.clone());
     let router = router(state);
     let graceful = CancellationToken::new();
     let force = CancellationToken::new();
@@ -202,6 +204,9 @@ where
             }
             r = conn.as_mut() => {
                 if let Err(e) = r {
+                    if e.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_timeout) {
+                        limits.counts.head_timeouts.fetch_add(1, Ordering::Relaxed);
+                    }
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
                 break;

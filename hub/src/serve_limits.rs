@@ -1,5 +1,5 @@
 //! The bounds the hub's accept loop puts on its clients ([`ServeLimits`]), what they cut off
-//! ([`ServeCounts`]), and the I/O wrapper that sees a write make no progress and counts the
+//! ([`ServeCounts`], shown as [`ServeStats`]), and the I/O wrapper that sees a write make no progress and counts the
 //! bytes read ([`Watched`]).
 
 use std::io;
@@ -10,6 +10,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::serve_stats::ServeStats;
 
 /// Bounds on the hub's clients (docs/deadlines.md, "hubload's own servers").
 #[derive(Debug, Clone)]
@@ -40,6 +42,8 @@ impl Default for ServeLimits {
 /// Connections the hub's bounds cut off.
 #[derive(Debug, Default)]
 pub struct ServeCounts {
+    /// Closed by hyper because a request head was not complete within `head_timeout`.
+    pub head_timeouts: AtomicU64,
     /// Reset because a write made no progress for `write_stall`.
     pub write_stalled: AtomicU64,
     /// Closed at accept because `max_connections` were open.
@@ -50,13 +54,15 @@ pub struct ServeCounts {
 }
 
 impl ServeCounts {
-    /// (write_stalled, over_limit, silent) now.
-    pub fn snapshot(&self) -> (u64, u64, u64) {
-        (
-            self.write_stalled.load(Ordering::Relaxed),
-            self.over_limit.load(Ordering::Relaxed),
-            self.silent.load(Ordering::Relaxed),
-        )
+    /// The counts now, as `/stats` shows them.
+    pub fn snapshot(&self) -> ServeStats {
+        let silent = self.silent.load(Ordering::Relaxed);
+        ServeStats {
+            head_timeouts: self.head_timeouts.load(Ordering::Relaxed) + silent,
+            silent,
+            write_stalled: self.write_stalled.load(Ordering::Relaxed),
+            over_limit: self.over_limit.load(Ordering::Relaxed),
+        }
     }
 }
 

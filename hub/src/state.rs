@@ -61,6 +61,8 @@ pub(crate) struct Inner {
     pub started: Instant,
     /// `http://<bound address>/`, set by `serve`.
     pub bound_url: OnceLock<String>,
+    /// What `serve`'s client bounds cut off, set by `serve`.
+    pub serve_counts: OnceLock<Arc<crate::serve_limits::ServeCounts>>,
     /// Outgoing client for verification and distribution (built once).
     pub client: reqwest::Client,
     /// Cancelled when the hub state goes away: stops every delivery worker.
@@ -117,6 +119,7 @@ impl HubState {
                 topic_count: AtomicUsize::new(0),
                 started: Instant::now(),
                 bound_url: OnceLock::new(),
+                serve_counts: OnceLock::new(),
                 client,
                 stop_all: CancellationToken::new(),
                 memory: Budget::new(cfg_memory),
@@ -178,6 +181,12 @@ impl HubState {
             broker: self.inner.broker.get().map(|b| b.stats()),
             tenants: (self.inner.admission.as_ref())
                 .map(|a| a.snapshot())
+                .unwrap_or_default(),
+            serve: self
+                .inner
+                .serve_counts
+                .get()
+                .map(|c| c.snapshot())
                 .unwrap_or_default(),
         }
     }

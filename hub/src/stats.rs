@@ -244,6 +244,9 @@ pub struct StatsSnapshot {
     /// Per tenant, the admission limit's counts (`--tenant-rate-limit`; absent without it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tenants: BTreeMap<String, crate::admission::TenantAdmission>,
+    /// Connections the hub's client bounds cut off (zeros when it is not serving).
+    #[serde(default)]
+    pub serve: crate::serve_stats::ServeStats,
 }
 
 /// Live counters of one topic; shared by its registry entry and its subscribers' workers.

@@ -1,12 +1,12 @@
 //! Hostile clients of the hub: slowloris heads and silent connections (closed at the head
 //! timeout), clients that never read their answers (reset once a write makes no progress),
-//! and more connections than the cap (closed at accept), each counted, with a well-behaved
-//! client served alongside.
+//! and more connections than the cap (closed at accept), each counted exactly in the hub's
+//! own `/stats`, with a well-behaved client served alongside.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use hubload_hub::{serve_limited, HubConfig, HubState, ServeLimits};
+use hubload_hub::{serve_limited, HubConfig, HubState, ServeLimits, ServeStats, StatsSnapshot};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::JoinSet;
@@ -27,15 +27,45 @@ async fn hub(limits: &ServeLimits) -> (SocketAddr, tokio::sync::oneshot::Sender<
     (addr, stop)
 }
 
-/// One `GET /stats` on its own connection: whether it was answered 200.
-async fn good_request(addr: SocketAddr) -> bool {
+/// One `GET /stats` on its own connection: the answer, if it came within 5 s.
+async fn get_stats(addr: SocketAddr) -> Option<Vec<u8>> {
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(b"GET /stats HTTP/1.1\r\nHost: hub\r\nConnection: close\r\n\r\n")
         .await
         .unwrap();
     let mut answer = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut answer)).await;
-    read.is_ok() && answer.starts_with(b"HTTP/1.1 200")
+    read.is_ok().then_some(answer)
+}
+
+/// One `GET /stats` on its own connection: whether it was answered 200.
+async fn good_request(addr: SocketAddr) -> bool {
+    get_stats(addr)
+        .await
+        .is_some_and(|a| a.starts_with(b"HTTP/1.1 200"))
+}
+
+/// The hub's `/stats`, read over HTTP on a connection of its own.
+async fn stats(addr: SocketAddr) -> StatsSnapshot {
+    let answer = get_stats(addr).await.expect("/stats answered within 5 s");
+    let at = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head");
+    serde_json::from_slice(&answer[at + 4..]).expect("/stats is JSON")
+}
+
+/// The `serve` counts of `/stats` once they equal `want` (polled for up to 2 s: a
+/// connection's count lands as its task ends), else the last seen.
+async fn serve_counts(addr: SocketAddr, want: ServeStats) -> ServeStats {
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let got = stats(addr).await.serve;
+        if got == want || Instant::now() >= until {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Read `s` until the hub closes it (or `limit`): how long after `since` that was.
@@ -81,8 +111,14 @@ async fn slow_and_silent_heads_are_closed_at_the_head_timeout() {
             );
         }
         assert!(served, "the well-behaved request was not answered");
-        // Those that never sent enough to choose a protocol are counted as silent.
-        assert_eq!(limits.counts.snapshot(), (0, 0, n / 2));
+        // Every one is a head timeout; those that never sent enough to choose a protocol are
+        // the silent ones.
+        let want = ServeStats {
+            head_timeouts: n,
+            silent: n / 2,
+            ..ServeStats::default()
+        };
+        assert_eq!(serve_counts(addr, want).await, want, "{n} slow heads");
     }
 }
 
@@ -134,7 +170,11 @@ async fn a_client_that_never_reads_is_reset_and_counted() {
             );
         }
         assert!(served, "the well-behaved request was not answered");
-        assert_eq!(limits.counts.snapshot(), (n, 0, 0));
+        let want = ServeStats {
+            write_stalled: n,
+            ..ServeStats::default()
+        };
+        assert_eq!(serve_counts(addr, want).await, want, "{n} never-readers");
     }
 }
 
@@ -160,17 +200,28 @@ async fn connections_over_the_cap_are_closed_at_accept() {
             "a connection over the cap stayed open"
         );
     }
-    assert_eq!(limits.counts.snapshot(), (0, 5, 0));
+    // `/stats` cannot be asked while the cap is full: the counts it will show, read here.
+    let want = ServeStats {
+        over_limit: 5,
+        ..ServeStats::default()
+    };
+    assert_eq!(limits.counts.snapshot(), want);
     drop(held);
-    // The held connections' tasks end (the hub sees them close); then it serves again.
+    // The held connections' tasks end (the hub sees them close); then it serves again. A
+    // request that comes before is over the cap too.
     let until = Instant::now() + Duration::from_secs(2);
-    let mut served = false;
-    while !served && Instant::now() < until {
-        served = good_request(addr).await;
+    let mut refused = 0;
+    while !good_request(addr).await {
+        assert!(
+            Instant::now() < until,
+            "the hub did not serve again once the held connections closed"
+        );
+        refused += 1;
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(
-        served,
-        "the hub did not serve again once the held connections closed"
-    );
+    let want = ServeStats {
+        over_limit: 5 + refused,
+        ..ServeStats::default()
+    };
+    assert_eq!(serve_counts(addr, want).await, want);
 }

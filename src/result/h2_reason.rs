@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// An HTTP/2 error code (RFC 9113 §7) a stream was reset with: the reason of `stream_reset`.
+/// An HTTP/2 error code (RFC 9113 §7) a stream was reset with, or a GOAWAY carried: the reason
+/// of `stream_reset` and of `goaway`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum H2Code {
@@ -30,6 +31,27 @@ pub enum H2Code {
     /// Any other code (SETTINGS_TIMEOUT, CONNECT_ERROR, INADEQUATE_SECURITY, unknown codes).
     Other,
 }
+
+/// The key of a reason `$class.<code>` for an [`H2Code`], e.g. `stream_reset.cancel`: one
+/// spelling of the codes for every class that carries one.
+macro_rules! h2_code_key {
+    ($class:literal, $code:expr) => {
+        match $code {
+            H2Code::NoError => concat!($class, ".no_error"),
+            H2Code::ProtocolError => concat!($class, ".protocol_error"),
+            H2Code::InternalError => concat!($class, ".internal_error"),
+            H2Code::FlowControlError => concat!($class, ".flow_control_error"),
+            H2Code::StreamClosed => concat!($class, ".stream_closed"),
+            H2Code::FrameSizeError => concat!($class, ".frame_size_error"),
+            H2Code::Cancel => concat!($class, ".cancel"),
+            H2Code::CompressionError => concat!($class, ".compression_error"),
+            H2Code::EnhanceYourCalm => concat!($class, ".enhance_your_calm"),
+            H2Code::Http11Required => concat!($class, ".http_1_1_required"),
+            H2Code::Other => concat!($class, ".other"),
+        }
+    };
+}
+pub(super) use h2_code_key;
 
 impl H2Code {
     /// The code of RFC 9113 §7's number (REFUSED_STREAM is a class of its own, not a code here).

@@ -1,11 +1,13 @@
 //! Per-request results: the closed set of outcome classes and the pure classifier.
 
 pub mod classify;
+mod closed_reason;
 mod h2_reason;
 mod outcome;
 mod retry_after;
 pub mod server_timing_header;
 
+pub use closed_reason::ClosedReason;
 pub use h2_reason::{H2Code, ProtocolReason};
 pub use outcome::{
     Attempt, Class, ClientReason, ConnErrorKind, OtherReason, Outcome, Reason, TimeoutKind,

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::h2_reason::{H2Code, ProtocolReason};
+use super::closed_reason::ClosedReason;
+use super::h2_reason::{h2_code_key, H2Code, ProtocolReason};
 
 /// Which deadline an attempt ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -131,8 +132,8 @@ pub enum Outcome {
     /// HTTP/2: the stream was reset with REFUSED_STREAM (not processed; safe to retry).
     RefusedStream,
     /// HTTP/2: the stream was above the last-stream-id of the server's GOAWAY (not
-    /// processed; safe to retry).
-    GoAway,
+    /// processed; safe to retry), with the GOAWAY's error code.
+    GoAway(H2Code),
     /// HTTP/2: the stream was reset with any other error code (the reason).
     StreamReset(H2Code),
     /// HTTP/2: the connection broke the protocol (a connection error, a frame or header
@@ -141,6 +142,9 @@ pub enum Outcome {
     /// HTTP/2: the request body was still blocked by flow control at the deadline
     /// (class `timeout_response`, reason `flow_control`).
     FlowControlTimeout,
+    /// Service Bus: the broker ended the send's session or detached its link while the
+    /// connection stayed open (class `conn_closed`, with the reason).
+    AmqpClosed(ClosedReason),
     /// A publish refused (404 or denied) while `--topic-churn` had its topic deregistered:
     /// the refusal the hub owes, not its error (docs/topic-churn.md).
     ExpectedRefusal,
@@ -325,7 +329,7 @@ impl Outcome {
             Outcome::Timeout(TimeoutKind::Response) => Class::TimeoutResponse,
             Outcome::ConnError(ConnErrorKind::Refused) => Class::ConnRefused,
             Outcome::ConnError(ConnErrorKind::Reset) => Class::ConnReset,
-            Outcome::ConnError(ConnErrorKind::Closed) => Class::ConnClosed,
+            Outcome::ConnError(ConnErrorKind::Closed) | Outcome::AmqpClosed(_) => Class::ConnClosed,
             Outcome::Throttled => Class::Throttled,
             Outcome::Rejected => Class::Rejected,
             Outcome::Unauthorized => Class::Unauthorized,
@@ -336,7 +340,7 @@ impl Outcome {
             Outcome::Cancelled => Class::Cancelled,
             Outcome::Other(_) => Class::Other,
             Outcome::RefusedStream => Class::RefusedStream,
-            Outcome::GoAway => Class::Goaway,
+            Outcome::GoAway(_) => Class::Goaway,
             Outcome::StreamReset(_) => Class::StreamReset,
             Outcome::ProtocolError(_) => Class::ProtocolError,
             Outcome::FlowControlTimeout => Class::TimeoutResponse,
@@ -353,6 +357,8 @@ impl Outcome {
             Outcome::StreamReset(c) => Some(Reason::Reset(c)),
             Outcome::FlowControlTimeout => Some(Reason::FlowControl),
             Outcome::ProtocolError(r) => Some(Reason::Protocol(r)),
+            Outcome::AmqpClosed(r) => Some(Reason::Closed(r)),
+            Outcome::GoAway(c) => Some(Reason::GoAway(c)),
             _ => None,
         }
     }
@@ -388,11 +394,15 @@ pub enum Reason {
     FlowControl,
     /// Why a `protocol_error`.
     Protocol(ProtocolReason),
+    /// What the broker ended under a Service Bus send (`conn_closed`).
+    Closed(ClosedReason),
+    /// The error code of the GOAWAY that ended a stream (`goaway`).
+    GoAway(H2Code),
 }
 
 impl Reason {
     /// Number of reasons; the length of every per-reason counter array.
-    pub const COUNT: usize = 45;
+    pub const COUNT: usize = 58;
 
     /// Every reason, in index order.
     pub const ALL: [Reason; Reason::COUNT] = [
@@ -441,6 +451,19 @@ impl Reason {
         Reason::Protocol(ProtocolReason::FrameFlood),
         Reason::Protocol(ProtocolReason::NotH2),
         Reason::Protocol(ProtocolReason::Other),
+        Reason::Closed(ClosedReason::SessionEnded),
+        Reason::Closed(ClosedReason::LinkDetached),
+        Reason::GoAway(H2Code::NoError),
+        Reason::GoAway(H2Code::ProtocolError),
+        Reason::GoAway(H2Code::InternalError),
+        Reason::GoAway(H2Code::FlowControlError),
+        Reason::GoAway(H2Code::StreamClosed),
+        Reason::GoAway(H2Code::FrameSizeError),
+        Reason::GoAway(H2Code::Cancel),
+        Reason::GoAway(H2Code::CompressionError),
+        Reason::GoAway(H2Code::EnhanceYourCalm),
+        Reason::GoAway(H2Code::Http11Required),
+        Reason::GoAway(H2Code::Other),
     ];
 
     /// Index into per-reason counter arrays.
@@ -452,6 +475,8 @@ impl Reason {
             Reason::Reset(c) => 20 + c as usize,
             Reason::FlowControl => 31,
             Reason::Protocol(r) => 32 + r as usize,
+            Reason::Closed(r) => 45 + r as usize,
+            Reason::GoAway(c) => 47 + c as usize,
         }
     }
 
@@ -484,19 +509,7 @@ impl Reason {
                 ClientReason::NoBuffers => "client_error.no_buffers",
                 ClientReason::Other => "client_error.other",
             },
-            Reason::Reset(c) => match c {
-                H2Code::NoError => "stream_reset.no_error",
-                H2Code::ProtocolError => "stream_reset.protocol_error",
-                H2Code::InternalError => "stream_reset.internal_error",
-                H2Code::FlowControlError => "stream_reset.flow_control_error",
-                H2Code::StreamClosed => "stream_reset.stream_closed",
-                H2Code::FrameSizeError => "stream_reset.frame_size_error",
-                H2Code::Cancel => "stream_reset.cancel",
-                H2Code::CompressionError => "stream_reset.compression_error",
-                H2Code::EnhanceYourCalm => "stream_reset.enhance_your_calm",
-                H2Code::Http11Required => "stream_reset.http_1_1_required",
-                H2Code::Other => "stream_reset.other",
-            },
+            Reason::Reset(c) => h2_code_key!("stream_reset", c),
             Reason::FlowControl => "timeout_response.flow_control",
             Reason::Protocol(r) => match r {
                 ProtocolReason::Protocol => "protocol_error.protocol",
@@ -513,6 +526,11 @@ impl Reason {
                 ProtocolReason::NotH2 => "protocol_error.not_h2",
                 ProtocolReason::Other => "protocol_error.other",
             },
+            Reason::Closed(r) => match r {
+                ClosedReason::SessionEnded => "conn_closed.session_ended",
+                ClosedReason::LinkDetached => "conn_closed.link_detached",
+            },
+            Reason::GoAway(c) => h2_code_key!("goaway", c),
         }
     }
 

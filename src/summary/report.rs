@@ -255,7 +255,8 @@ pub struct LevelReport {
     /// Attempts per outcome class (every class present).
     pub counts: Counts,
     /// Attempts per `class.reason` for the classes that carry one (`other`, `tls_error`,
-    /// `client_error`, `stream_reset`, `protocol_error`, and `timeout_response.flow_control`);
+    /// `client_error`, `stream_reset`, `protocol_error`, `goaway`, Service Bus's
+    /// `conn_closed.session_ended` and `.link_detached`, and `timeout_response.flow_control`);
     /// only reasons seen.
     #[serde(default)]
     pub reasons: Reasons,

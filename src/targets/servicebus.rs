@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::lanes::run_lanes;
 use super::{PhaseResult, Target};
 use crate::kind::SbTopics;
-use crate::result::{Attempt, Class, ConnErrorKind, Outcome, TimeoutKind};
+use crate::result::{Attempt, Class, ClosedReason, ConnErrorKind, Outcome, TimeoutKind};
 use crate::workload::{Event, Topic, Workload};
 
 /// The Service Bus target. Cheap to clone: everything is shared.
@@ -41,10 +41,11 @@ pub fn outcome_of(o: &SendOutcome) -> Outcome {
         SendOutcome::Timeout => Outcome::Timeout(TimeoutKind::Response),
         SendOutcome::Connect => Outcome::ConnError(ConnErrorKind::Refused),
         SendOutcome::ConnectTimeout => Outcome::Timeout(TimeoutKind::Connect),
-        // The session or link the send was on ended under it: closed, as a connection is.
-        SendOutcome::ConnectionError
-        | SendOutcome::SessionEnded { .. }
-        | SendOutcome::LinkDetached { .. } => Outcome::ConnError(ConnErrorKind::Closed),
+        SendOutcome::ConnectionError => Outcome::ConnError(ConnErrorKind::Closed),
+        // The session or link the send was on ended under it: closed, as a connection is,
+        // with a reason that says which.
+        SendOutcome::SessionEnded { .. } => Outcome::AmqpClosed(ClosedReason::SessionEnded),
+        SendOutcome::LinkDetached { .. } => Outcome::AmqpClosed(ClosedReason::LinkDetached),
     }
 }
 
@@ -195,36 +196,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_send_outcome_has_its_class() {
+    fn every_send_outcome_has_its_class_and_reason() {
         let rejected = SendOutcome::Rejected {
             condition: "com.microsoft:entity-disabled".into(),
         };
         let table = [
-            (SendOutcome::Accepted, Class::Accepted),
-            (SendOutcome::Throttled, Class::Throttled),
-            (rejected, Class::Rejected),
-            (SendOutcome::Unauthorized, Class::Unauthorized),
-            (SendOutcome::NotFound, Class::NotFound),
-            (SendOutcome::TooLarge, Class::TooLarge),
-            (SendOutcome::Timeout, Class::TimeoutResponse),
-            (SendOutcome::Connect, Class::ConnRefused),
-            (SendOutcome::ConnectTimeout, Class::TimeoutConnect),
-            (SendOutcome::ConnectionError, Class::ConnClosed),
+            (SendOutcome::Accepted, Class::Accepted, None),
+            (SendOutcome::Throttled, Class::Throttled, None),
+            (rejected, Class::Rejected, None),
+            (SendOutcome::Unauthorized, Class::Unauthorized, None),
+            (SendOutcome::NotFound, Class::NotFound, None),
+            (SendOutcome::TooLarge, Class::TooLarge, None),
+            (SendOutcome::Timeout, Class::TimeoutResponse, None),
+            (SendOutcome::Connect, Class::ConnRefused, None),
+            (SendOutcome::ConnectTimeout, Class::TimeoutConnect, None),
+            (SendOutcome::ConnectionError, Class::ConnClosed, None),
             (
                 SendOutcome::SessionEnded {
                     condition: "amqp:internal-error".into(),
                 },
                 Class::ConnClosed,
+                Some("conn_closed.session_ended"),
             ),
             (
                 SendOutcome::LinkDetached {
                     condition: "amqp:link:detach-forced".into(),
                 },
                 Class::ConnClosed,
+                Some("conn_closed.link_detached"),
             ),
         ];
-        for (o, class) in table {
-            assert_eq!(outcome_of(&o).class(), class, "{o:?}");
+        for (o, class, reason) in table {
+            let outcome = outcome_of(&o);
+            assert_eq!(outcome.class(), class, "{o:?}");
+            assert_eq!(outcome.reason().map(|r| r.name()), reason, "{o:?}");
         }
     }
 

@@ -86,6 +86,10 @@ pub struct EmulatorArgs {
     /// Connections open at once; one more is closed as soon as it is accepted.
     #[arg(long, default_value_t = super::MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// An open connection that sends no frame for this long is closed; half of it is
+    /// advertised as the AMQP `idle-time-out`, so clients send heartbeats before it.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub idle_timeout: std::time::Duration,
     /// Also serve AMQP over WebSockets (TLS, path /$servicebus/websocket, subprotocol
     /// AMQPWSB10) on this address; needs --tls-cert and --tls-key.
     #[arg(long, value_name = "ADDR", requires_all = ["tls_cert", "tls_key"])]
@@ -139,6 +143,9 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
     if args.handshake_timeout.is_zero() || args.max_connections == 0 {
         anyhow::bail!("--handshake-timeout and --max-connections must be above zero");
     }
+    if args.idle_timeout < std::time::Duration::from_millis(2) {
+        anyhow::bail!("--idle-timeout must be at least 2ms");
+    }
     if args.max_receive_requests == 0 {
         anyhow::bail!("--max-receive-requests must be at least 1");
     }
@@ -172,6 +179,7 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
         receive_limit: args.max_receive_requests,
         handshake_timeout: args.handshake_timeout,
         max_connections: args.max_connections,
+        idle_timeout: args.idle_timeout,
         ..EmulatorConfig::default()
     };
     let emu = Arc::new(Emulator::start(listener, cfg).await?);

@@ -77,10 +77,19 @@ pub(super) async fn serve(
     }
     tasks.abort_all();
     if let Err(e) = connection.close().await {
-        if is_protocol_error(&e) {
+        if is_idle_timeout(&e) {
+            shared.count(|c| c.idle_timeouts += 1);
+        } else if is_protocol_error(&e) {
             shared.count(|c| c.protocol_errors += 1);
         }
     }
+}
+
+/// Whether a connection ended because the client sent nothing for the idle timeout.
+fn is_idle_timeout(e: &fe2o3_amqp::connection::Error) -> bool {
+    use fe2o3_amqp::connection::Error as E;
+    use fe2o3_amqp::transport::Error as T;
+    matches!(e, E::TransportError(T::IdleTimeoutElapsed))
 }
 
 /// Whether a connection ended for the client's fault in the protocol (a malformed or

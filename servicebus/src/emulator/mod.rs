@@ -91,7 +91,7 @@ async fn accept_loop(
     mut shutdown: watch::Receiver<bool>,
     drop_rx: watch::Receiver<u64>,
 ) {
-    let acceptor = Arc::new(amqp_acceptor());
+    let acceptor = Arc::new(amqp_acceptor(shared.cfg.idle_timeout));
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -117,10 +117,13 @@ async fn accept_loop(
     while conns.join_next().await.is_some() {}
 }
 
-/// The AMQP connection acceptor of every port: SASL ANONYMOUS, authorisation by CBS.
-fn amqp_acceptor() -> ConnectionAcceptor<(), SaslAnonymousMechanism> {
+/// The AMQP connection acceptor of every port: SASL ANONYMOUS, authorisation by CBS; a
+/// connection silent for `idle` is closed (the vendored fe2o3 advertises half of it).
+fn amqp_acceptor(idle: Duration) -> ConnectionAcceptor<(), SaslAnonymousMechanism> {
+    let idle_ms = u32::try_from(idle.as_millis()).unwrap_or(u32::MAX);
     ConnectionAcceptor::builder()
         .container_id("hubload-servicebus-emulator")
+        .idle_time_out(idle_ms)
         .sasl_acceptor(SaslAnonymousMechanism::new())
         .build()
 }

@@ -55,10 +55,16 @@ pub struct EmulatorConfig {
     /// Connections open at once, handshaking ones included; one more is closed as soon as
     /// it is accepted and counted (`over_limit`).
     pub max_connections: usize,
+    /// A connection that sends no frame for this long once open is closed and counted
+    /// (`idle_timeouts`); half of it is advertised as the `open`'s `idle-time-out`, so a
+    /// client that sends heartbeats as AMQP asks is never cut off.
+    pub idle_timeout: Duration,
 }
 
 /// [`EmulatorConfig::handshake_timeout`] unless set.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// [`EmulatorConfig::idle_timeout`] unless set.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// [`EmulatorConfig::max_connections`] unless set.
 pub const MAX_CONNECTIONS: usize = 10_000;
 
@@ -78,6 +84,7 @@ impl Default for EmulatorConfig {
             receive_limit: namespace::MAX_RECEIVERS_PER_ENTITY,
             handshake_timeout: HANDSHAKE_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            idle_timeout: IDLE_TIMEOUT,
         }
     }
 }
@@ -98,6 +105,7 @@ impl std::fmt::Debug for EmulatorConfig {
             .field("receive_limit", &self.receive_limit)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("max_connections", &self.max_connections)
+            .field("idle_timeout", &self.idle_timeout)
             .finish()
     }
 }
@@ -148,6 +156,8 @@ pub struct EmulatorCounts {
     pub handshake_failures: u64,
     /// Connections closed at once because `max_connections` were open.
     pub over_limit: u64,
+    /// Connections closed because they sent no frame for the idle timeout once open.
+    pub idle_timeouts: u64,
     /// Connections that ended in an error after their handshake (a malformed or oversized
     /// frame, a session ended for a protocol error, a peer that ignored link credit).
     pub protocol_errors: u64,

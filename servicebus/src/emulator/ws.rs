@@ -58,7 +58,7 @@ impl EmulatorHandle {
         let mut shutdown = self.shutdown.subscribe();
         let drop_rx = self.drop_conns.subscribe();
         tokio::spawn(async move {
-            let acceptor = Arc::new(amqp_acceptor());
+            let acceptor = Arc::new(amqp_acceptor(shared.cfg.idle_timeout));
             let mut conns = JoinSet::new();
             loop {
                 tokio::select! {

@@ -1,11 +1,11 @@
 //! A TCP proxy in front of the emulator that misbehaves in one way on cue, for
-//! `hostile.rs`: it floods empty frames, ends the session, pushes transfers nobody gave
-//! credit for, or goes silent on reconnect.
+//! `hostile.rs`: it floods empty frames, ends the session, detaches a link, pushes
+//! transfers nobody gave credit for, or goes silent on reconnect.
 
 use std::time::Duration;
 
-use fe2o3_amqp::types::definitions::{self, AmqpError, Handle};
-use fe2o3_amqp::types::performatives::{Attach, End, Transfer};
+use fe2o3_amqp::types::definitions::{self, AmqpError, Handle, LinkError};
+use fe2o3_amqp::types::performatives::{Attach, Detach, End, Transfer};
 use fe2o3_amqp::types::primitives::Binary;
 use hubload_servicebus::ConnectionString;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,6 +25,9 @@ pub enum Fault {
     /// End session 0 with `amqp:internal-error` and forward nothing more from the broker;
     /// the connection stays open.
     EndSession,
+    /// Detach the topic's sender link with `amqp:link:detach-forced` and forward nothing
+    /// more from the broker; the session and connection stay open.
+    DetachLink,
     /// Push this many settled transfers on the CBS reply link, then forward as before.
     CreditFlood(u32),
     /// Close every proxied connection; new ones are accepted and never answered.
@@ -119,18 +122,27 @@ fn frame(channel: u16, body: &[u8]) -> Vec<u8> {
     f
 }
 
-/// The broker's handle of the CBS reply link, if `unit` is the broker's attach of it.
-fn cbs_reply_handle(unit: &[u8]) -> Option<u32> {
+/// The broker's handle of a link, if `unit` is the broker's attach of a link whose name
+/// `named` accepts.
+fn attach_handle(unit: &[u8], named: impl Fn(&str) -> bool) -> Option<u32> {
     // An AMQP frame (type 0) whose body is an attach (descriptor 0x12).
     let body = unit.get(8..)?;
     if unit.get(5) != Some(&0) || body.get(..3) != Some(&[0x00, 0x53, 0x12]) {
         return None;
     }
     let attach: Attach = serde_amqp::from_slice(body).ok()?;
-    attach
-        .name
-        .ends_with("-mgmt-receiver")
-        .then_some(attach.handle.0)
+    named(&attach.name).then_some(attach.handle.0)
+}
+
+/// The broker's handle of the CBS reply link, if `unit` is the broker's attach of it.
+fn cbs_reply_handle(unit: &[u8]) -> Option<u32> {
+    attach_handle(unit, |name| name.ends_with("-mgmt-receiver"))
+}
+
+/// The broker's handle of a topic's sender link (hubload names them `hubload-…`), if `unit`
+/// is the broker's attach of one.
+fn topic_link_handle(unit: &[u8]) -> Option<u32> {
+    attach_handle(unit, |name| name.starts_with("hubload-"))
 }
 
 async fn proxy_conn(
@@ -151,6 +163,7 @@ async fn proxy_conn(
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     let mut cbs_handle = None;
+    let mut topic_handle = None;
     let mut forwarding = true;
     'conn: loop {
         tokio::select! {
@@ -163,6 +176,7 @@ async fn proxy_conn(
         while let Some(len) = next_unit(&buf) {
             let unit: Vec<u8> = buf.drain(..len).collect();
             cbs_handle = cbs_handle.or_else(|| cbs_reply_handle(&unit));
+            topic_handle = topic_handle.or_else(|| topic_link_handle(&unit));
             if forwarding && client_w.write_all(&unit).await.is_err() {
                 break 'conn;
             }
@@ -191,6 +205,22 @@ async fn proxy_conn(
                 };
                 let _ = client_w
                     .write_all(&frame(0, &serde_amqp::to_vec(&end).unwrap()))
+                    .await;
+            }
+            Fault::DetachLink if forwarding => {
+                forwarding = false;
+                let Some(handle) = topic_handle else { continue };
+                let detach = Detach {
+                    handle: Handle(handle),
+                    closed: true,
+                    error: Some(definitions::Error::new(
+                        LinkError::DetachForced,
+                        Some("the proxy detached the link".into()),
+                        None,
+                    )),
+                };
+                let _ = client_w
+                    .write_all(&frame(0, &serde_amqp::to_vec(&detach).unwrap()))
                     .await;
             }
             Fault::CreditFlood(n) => {

@@ -2,7 +2,9 @@
 //! for transport failures the exception JMeter's Apache HttpClient sampler would have
 //! reported, with the reason (`other`, `tls_error`, `client_error`) as the failure message.
 
-use crate::result::{ClientReason, ConnErrorKind, OtherReason, Outcome, TimeoutKind, TlsReason};
+use crate::result::{
+    ClientReason, ClosedReason, ConnErrorKind, OtherReason, Outcome, TimeoutKind, TlsReason,
+};
 
 /// The response columns of a row: code, message, success, failure message.
 #[derive(Debug, PartialEq, Eq)]
@@ -103,6 +105,18 @@ pub(super) fn response(outcome: Outcome, status: u16) -> Response {
             "throttled",
         ),
         Outcome::Rejected => non_http("amqp:rejected", "The message was rejected", ""),
+        // What the broker ended under the send, with the class's reason as the message.
+        Outcome::AmqpClosed(r) => non_http(
+            match r {
+                ClosedReason::SessionEnded => "amqp:end",
+                ClosedReason::LinkDetached => "amqp:detach",
+            },
+            match r {
+                ClosedReason::SessionEnded => "The broker ended the session",
+                ClosedReason::LinkDetached => "The broker detached the link",
+            },
+            outcome.reason().map_or("conn_closed", |r| r.name()),
+        ),
         Outcome::Unauthorized => non_http("amqp:unauthorized-access", "Unauthorized access", ""),
         Outcome::NotFound => non_http("amqp:not-found", "The entity was not found", ""),
         Outcome::TooLarge => non_http(
@@ -117,10 +131,10 @@ pub(super) fn response(outcome: Outcome, status: u16) -> Response {
             "stream was reset: REFUSED_STREAM",
             "refused_stream",
         ),
-        Outcome::GoAway => non_http(
+        Outcome::GoAway(_) => non_http(
             "okhttp3.internal.http2.ConnectionShutdownException",
             "connection shut down (GOAWAY)",
-            "goaway",
+            outcome.reason().map_or("goaway", |r| r.name()),
         ),
         Outcome::StreamReset(_) => non_http(
             "okhttp3.internal.http2.StreamResetException",

@@ -11,7 +11,7 @@ use crate::targets::http::io_error;
 ///
 /// - a `RST_STREAM` from the server: `refused_stream` for REFUSED_STREAM, else
 ///   `stream_reset` with the code;
-/// - a `GOAWAY` from the server that ended this stream: `goaway` (h2 fails a stream with the
+/// - a `GOAWAY` from the server that ended this stream: `goaway` with the GOAWAY's code (h2 fails a stream with the
 ///   GOAWAY only when its id is above the last-stream-id, or when the connection ends with
 ///   the GOAWAY's error before the stream completes);
 /// - a socket error: as HTTP/1.1 counts it (`conn_reset`, `conn_closed`, `client_error`),
@@ -27,7 +27,10 @@ pub(super) fn stream_outcome(e: &h2::Error) -> Outcome {
         return io_error(io).outcome();
     }
     if e.is_remote() && e.is_go_away() {
-        return Outcome::GoAway;
+        let code = e
+            .reason()
+            .map_or(H2Code::Other, |r| H2Code::from_u32(r.into()));
+        return Outcome::GoAway(code);
     }
     if e.is_remote() && e.is_reset() {
         return match e.reason() {

@@ -199,7 +199,13 @@ impl<Tls, Sasl> ConnectionAcceptor<Tls, Sasl> {
         let (outgoing_tx, outgoing_rx) = mpsc::channel(self.buffer_size);
         let (begin_tx, begin_rx) = mpsc::channel(self.buffer_size);
 
-        let connection = connection::Connection::new(local_state, self.local_open.clone());
+        // hubload patch: advertise half the idle timeout the transport enforces, as the
+        // connector does and AMQP 1.0 §2.4.5 advises ("SHOULD be half the peer's actual
+        // timeout threshold"): a peer sends heartbeats at the advertised period, which,
+        // advertised whole, raced the timeout.
+        let mut local_open = self.local_open.clone();
+        local_open.idle_time_out = local_open.idle_time_out.map(|v| v / 2);
+        let connection = connection::Connection::new(local_state, local_open);
         let listener_connection = ListenerConnection {
             connection,
             session_listener: begin_tx,
