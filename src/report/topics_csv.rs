@@ -1,6 +1,6 @@
 //! `topics.csv` (one row per level and topic) and `tenants.csv` (the same rolled up per
 //! tenant): attempts, every outcome class, error % and p50/p99/max from the per-topic
-//! compact histograms (`summary.json` `levels[].topics`).
+//! compact histograms (the rows' `topics`: `topics.jsonl`, or inline in older summaries).
 //!
 //! A class column exists for every class hubload knows (`Class::ALL`, by name), so the class
 //! columns of a level's rows sum exactly to that level's `aggregate.csv` counts. Topics that

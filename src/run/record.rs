@@ -10,8 +10,8 @@ use crate::fairness::{figures, per_tenant};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if, CapacityResult};
 use crate::kind::{Model, TargetKind};
-use crate::report::reporters;
 use crate::report::writer::ReportWriter;
+use crate::report::{reporters, topics_file};
 use crate::run_report::Report;
 use crate::shard::{Load as ShardLoad, MergedRun, ShardArtifact, ShardLevel, ShardMeta};
 use crate::shard_contract::ShardSpec;
@@ -72,6 +72,7 @@ impl RunRecord {
         report.started_at = now_rfc3339();
         report.finished_at = report.started_at.clone();
         let writer = ReportWriter::new(dir, reporters())?;
+        report.topics_file = Some(topics_file::create(dir)?);
         // Written at once, before anything is sent: a full or read-only directory is one
         // error before the first request, not after the registration.
         writer.write_all(&report)?;
@@ -281,6 +282,8 @@ impl RunRecord {
         // 1 KB a topic they take in `stats`), and TOTAL's in the TOTAL row: memory per level
         // stays small at 100,000 topics. Shard artifacts read them back from the rows.
         let topics = std::mem::take(&mut stats.topics);
+        // On disk before the summary.json that lists the level: nothing measured is lost.
+        topics_file::append(self.dir(), self.report.levels.len(), label, &row.topics)?;
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         self.levels.push(stats);
@@ -349,11 +352,13 @@ impl RunRecord {
         report.topic_tenants = m.topic_tenants.clone();
         report.subscription = m.subscription.clone();
         report.unsubscription = m.unsubscription.clone();
+        let writer = ReportWriter::new(dir, reporters())?;
+        report.topics_file = Some(topics_file::create(dir)?);
         let mut rec = RunRecord {
             report,
             levels: Vec::new(),
             total: LevelStats::default(),
-            writer: ReportWriter::new(dir, reporters())?,
+            writer,
             thresholds,
             what_if: ["100ms", "300ms", "1s", "5s"]
                 .iter()
