@@ -1,6 +1,6 @@
-//! topics.jsonl: each level's per-topic rows outside summary.json, appended as the level ends,
-//! so summary.json stays the same size whatever the topic count, a signal loses no level's
-//! topics, and summaries with inline topics still render.
+//! topics.jsonl (and topics.csv, tenants.csv): each level's per-topic rows outside summary.json,
+//! appended as the level ends, so summary.json stays the same size whatever the topic count, a
+//! signal loses no level's topics, and summaries with inline topics still render.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -195,6 +195,21 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
         assert_eq!(*n, theirs, "topic {name}");
     }
     assert!(accepted.iter().sum::<u64>() > 0);
+    // topics.csv and tenants.csv, appended level by level, are what `hubload report` writes
+    // whole from summary.json and topics.jsonl: every level listed, one row per topic.
+    let appended: Vec<String> = ["topics.csv", "tenants.csv"]
+        .iter()
+        .map(|f| std::fs::read_to_string(out.join(f)).unwrap())
+        .collect();
+    assert_eq!(
+        appended[0].lines().count(),
+        1 + r.levels.len() * r.topics.len()
+    );
+    let o = bin(&["report", "summary.json"], &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (f, a) in ["topics.csv", "tenants.csv"].iter().zip(&appended) {
+        assert_eq!(&std::fs::read_to_string(out.join(f)).unwrap(), a, "{f}");
+    }
 }
 
 /// A summary.json from before topics.jsonl (the shard fixtures' merge, its levels' topics

@@ -6,7 +6,7 @@
 //! line. A crash in between leaves a line for a level summary.json does not list, or a last
 //! line without its newline: the reader skips both.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -45,16 +45,7 @@ pub fn append(dir: &Path, level: usize, label: &str, topics: &[TopicReport]) -> 
     };
     let mut bytes = serde_json::to_vec(&line)?;
     bytes.push(b'\n');
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(&path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    // One write of the whole line: readers see it whole or (after a crash) cut short, which
-    // they skip.
-    f.write_all(&bytes)
-        .and_then(|()| f.sync_data())
-        .with_context(|| format!("cannot write {}", path.display()))
+    super::writer::append_synced(&path, &bytes)
 }
 
 /// Where `report`'s per-topic rows are, when they are not inline: its `topics_file` next to
