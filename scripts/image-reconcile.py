@@ -11,6 +11,7 @@ does not count a faulted publish against its topic). Exit 1 with one line per di
 
 import argparse
 import json
+import os
 import sys
 
 # hubload's class (summary.json counts) -> the hub's /stats keys (publish) that produce it.
@@ -29,6 +30,24 @@ TIMEOUTS = ["timeout_connect", "timeout_pool_wait", "timeout_response"]  # <-> "
 def delta(after, before, mode):
     a, b = after.get(mode, {}), before.get(mode, {})
     return {k: a[k] - b.get(k, 0) for k in a}
+
+
+def topic_attempts(s, summary):
+    """Attempts per topic index over the run: each listed level's rows in the topics file beside
+    summary.json added up (a last line without its newline was cut short: skipped), or the
+    TOTAL row's inline counts in a summary from before that file."""
+    if "topics_file" not in s:
+        return s["total"]["topic_attempts"]
+    out = [0] * len(s["topics"])
+    with open(os.path.join(os.path.dirname(summary), s["topics_file"]), encoding="utf-8") as f:
+        for line in f:
+            if not line.endswith("\n"):
+                break
+            row = json.loads(line)
+            if row["level"] < len(s["levels"]):
+                for t in row["topics"]:
+                    out[t["topic"]] += t["attempts"]
+    return out
 
 
 def main():
@@ -85,7 +104,7 @@ def main():
         return sum(t_after.get(k, 0) - t_before.get(k, 0) for k in ("published", "denied"))
 
     faulted = sum(pub[k] for k in ("fault_502", "fault_503", "fault_reset", "abandoned"))
-    attempts = total["topic_attempts"]
+    attempts = topic_attempts(s, args.summary)
     ours = [attempts[i] if i < len(attempts) else 0 for i in range(len(s["topics"]))]
     if faulted == 0:
         for name, n in zip(s["topics"], ours):

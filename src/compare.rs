@@ -18,8 +18,6 @@ pub mod side_by_side;
 
 use std::path::Path;
 
-use anyhow::Context;
-
 pub use crate::judge::fail_if::{check, FailIf, FailIfError, Violation};
 pub use crate::summary::comparison::{
     Comparison, DeliveryMetrics, Delta, LevelComparison, Metric, Metrics, Presence,
@@ -105,14 +103,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Comparison {
 
 /// Read a run's `summary.json`: `path` is the file itself or a report directory holding it.
 pub fn load_report(path: &Path) -> anyhow::Result<Report> {
-    let file = if path.is_dir() {
-        path.join("summary.json")
-    } else {
-        path.to_path_buf()
-    };
-    let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-    serde_json::from_slice(&bytes)
-        .with_context(|| format!("{} is not a hubload summary.json", file.display()))
+    crate::report::json::read(path)
 }
 
 #[cfg(test)]

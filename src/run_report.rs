@@ -10,11 +10,23 @@ use crate::judge::verdict::{CapacityResult, Verdict, WhatIfTable};
 use crate::kind::{Model, TargetKind};
 use crate::summary::{HubHost, LevelReport, PhaseReport, RateCheck, ServiceBusInfo};
 
+/// The layout summary.json is written in (`Report::schema_version`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Summaries written before `schema_version` existed.
+fn layout_1() -> u32 {
+    1
+}
+
 /// A whole run: metadata, phases, one row per level and the total.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
     /// Always "hubload".
     pub tool: String,
+    /// This document's layout: 2 since each level's per-topic rows live in `topics_file`, 1
+    /// (absent) before, when they were inline (`levels[].topics`).
+    #[serde(default = "layout_1")]
+    pub schema_version: u32,
     /// hubload's version.
     pub version: String,
     /// The protocol loaded ("websub" or "servicebus").
@@ -31,8 +43,13 @@ pub struct Report {
     pub partial: bool,
     /// The resolved run configuration, secrets redacted.
     pub config: serde_json::Value,
-    /// Topic names, indexed as in `LevelReport::topic_attempts`.
+    /// Topic names, indexed as the per-topic rows' `topic`.
     pub topics: Vec<String>,
+    /// The file beside this one that holds each level's per-topic rows (`topics.jsonl`: one
+    /// JSON line per level, `{"level": index into levels, "label", "topics": [rows]}`),
+    /// appended as each level ends; absent in summaries with inline `levels[].topics`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topics_file: Option<String>,
     /// The tenant of each topic, indexed as `topics` (`null` for a topic shared by tenants);
     /// empty in summaries written before it existed and in merged runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -92,6 +109,7 @@ impl Report {
     pub fn new_empty(model: Model, config: serde_json::Value, topics: Vec<String>) -> Self {
         Report {
             tool: "hubload".into(),
+            schema_version: SCHEMA_VERSION,
             version: env!("CARGO_PKG_VERSION").into(),
             target: TargetKind::Websub,
             target_url: String::new(),
@@ -101,6 +119,7 @@ impl Report {
             partial: true,
             config,
             topics,
+            topics_file: None,
             topic_tenants: Vec::new(),
             registration: None,
             deregistration: None,

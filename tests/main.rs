@@ -62,4 +62,5 @@ mod subscriber;
 mod table;
 mod topic_churn;
 mod topics;
+mod topics_file;
 mod util;

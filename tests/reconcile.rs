@@ -61,8 +61,9 @@ async fn requests_per_level_reconcile_exactly_with_the_hub() {
     assert_eq!((reg.topics, reg.accepted, reg.failed), (80, 80, 0));
     assert_eq!(s.register.accepted, 80);
     // Per topic, hubload's attempts equal the hub's published count.
+    let attempts = total.topic_attempts();
     for (i, name) in r.topics.iter().enumerate() {
-        let ours = total.topic_attempts.get(i).copied().unwrap_or(0);
+        let ours = attempts.get(i).copied().unwrap_or(0);
         let theirs = s.topics.get(name).map_or(0, |t| t.published);
         assert_eq!(ours, theirs, "topic {name}");
     }

@@ -190,11 +190,10 @@ pub async fn settled(hub: &TestHub) -> StatsSnapshot {
     }
 }
 
-/// `dir/summary.json`, parsed.
+/// `dir/summary.json`, parsed, with its levels' topics from `topics.jsonl`.
 pub fn read_summary(dir: &Path) -> Report {
-    let text = std::fs::read_to_string(dir.join("summary.json"))
-        .unwrap_or_else(|e| panic!("{}/summary.json: {e}", dir.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad summary.json: {e}"))
+    hubload::report::topics_file::load_with_topics(dir)
+        .unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()))
 }
 
 /// The data rows of a JTL file (header checked and skipped).

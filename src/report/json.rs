@@ -1,4 +1,9 @@
-//! `summary.json`: the whole `Report`, as described by `schema/summary.schema.json`.
+//! `summary.json`: the whole `Report`, as described by `schema/summary.schema.json`, written
+//! and read back.
+
+use std::path::Path;
+
+use anyhow::Context;
 
 use super::Reporter;
 use crate::run_report::Report;
@@ -16,4 +21,17 @@ impl Reporter for JsonReporter {
         out.push(b'\n');
         Ok(out)
     }
+}
+
+/// The report of `path`, a summary.json or the directory holding one (per-topic rows not
+/// attached: `topics_file::attach`).
+pub fn read(path: &Path) -> anyhow::Result<Report> {
+    let file = if path.is_dir() {
+        path.join("summary.json")
+    } else {
+        path.to_path_buf()
+    };
+    let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not a hubload summary.json", file.display()))
 }

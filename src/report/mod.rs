@@ -21,6 +21,7 @@ pub mod table_delivery_stages;
 pub mod table_fairness;
 pub mod table_server_timing;
 pub mod topics_csv;
+pub mod topics_file;
 pub mod whatif_csv;
 pub mod writer;
 

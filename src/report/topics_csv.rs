@@ -1,6 +1,6 @@
 //! `topics.csv` (one row per level and topic) and `tenants.csv` (the same rolled up per
 //! tenant): attempts, every outcome class, error % and p50/p99/max from the per-topic
-//! compact histograms (`summary.json` `levels[].topics`).
+//! compact histograms (the rows' `topics`: `topics.jsonl`, or inline in older summaries).
 //!
 //! A class column exists for every class hubload knows (`Class::ALL`, by name), so the class
 //! columns of a level's rows sum exactly to that level's `aggregate.csv` counts. Topics that
@@ -91,43 +91,106 @@ fn tenant_of(report: &Report, topic: usize) -> String {
     }
 }
 
-/// Render `topics.csv`.
-pub fn render_topics_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
+/// The files a run appends one level's rows to as the level ends, never rewriting them
+/// (`hubload report` writes them whole).
+pub const APPENDED: [&str; 2] = ["topics.csv", "tenants.csv"];
+
+type Rows = fn(&mut csv::Writer<Vec<u8>>, &Report, &LevelReport) -> anyhow::Result<()>;
+
+/// Each file's header and how one level's rows are written, in the order of [`APPENDED`].
+fn files() -> [(Vec<String>, Rows); 2] {
+    [
+        (
+            header(&["Level", "Topic", "Tenant", "Attempts"]),
+            topic_rows,
+        ),
+        (
+            header(&["Level", "Tenant", "Topics", "Attempts"]),
+            tenant_rows,
+        ),
+    ]
+}
+
+/// One row per topic of the run (zeros for a topic without attempts).
+fn topic_rows(
+    w: &mut csv::Writer<Vec<u8>>,
+    report: &Report,
+    l: &LevelReport,
+) -> anyhow::Result<()> {
+    for (i, s) in level_topics(report, l) {
+        let name = report
+            .topics
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| i.to_string());
+        let mut row = vec![l.label.clone(), name, tenant_of(report, i)];
+        row.extend(stat_fields(&s));
+        w.write_record(&row)?;
+    }
+    Ok(())
+}
+
+/// One row per tenant: the sum of its topics (histograms added).
+fn tenant_rows(
+    w: &mut csv::Writer<Vec<u8>>,
+    report: &Report,
+    l: &LevelReport,
+) -> anyhow::Result<()> {
+    let mut by_tenant: BTreeMap<String, (u64, TopicStats)> = BTreeMap::new();
+    for (i, s) in level_topics(report, l) {
+        let e = by_tenant.entry(tenant_of(report, i)).or_default();
+        e.0 += 1;
+        e.1 += &s;
+    }
+    for (tenant, (topics, s)) in by_tenant {
+        let mut row = vec![l.label.clone(), tenant, topics.to_string()];
+        row.extend(stat_fields(&s));
+        w.write_record(&row)?;
+    }
+    Ok(())
+}
+
+/// File `file` of [`APPENDED`]: its header (when `head`), then the rows of `levels`.
+fn render(
+    file: usize,
+    head: bool,
+    report: &Report,
+    levels: &[LevelReport],
+) -> anyhow::Result<Vec<u8>> {
+    let (names, rows) = &files()[file];
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(header(&["Level", "Topic", "Tenant", "Attempts"]))?;
-    for l in &report.levels {
-        for (i, s) in level_topics(report, l) {
-            let name = report
-                .topics
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| i.to_string());
-            let mut row = vec![l.label.clone(), name, tenant_of(report, i)];
-            row.extend(stat_fields(&s));
-            w.write_record(&row)?;
-        }
+    if head {
+        w.write_record(names)?;
+    }
+    for l in levels {
+        rows(&mut w, report, l)?;
     }
     Ok(w.into_inner()?)
 }
 
+/// Render `topics.csv`.
+pub fn render_topics_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
+    render(0, true, report, &report.levels)
+}
+
 /// Render `tenants.csv`: per level and tenant, the sum of its topics (histograms added).
 pub fn render_tenants_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(header(&["Level", "Tenant", "Topics", "Attempts"]))?;
-    for l in &report.levels {
-        let mut by_tenant: BTreeMap<String, (u64, TopicStats)> = BTreeMap::new();
-        for (i, s) in level_topics(report, l) {
-            let e = by_tenant.entry(tenant_of(report, i)).or_default();
-            e.0 += 1;
-            e.1 += &s;
-        }
-        for (tenant, (topics, s)) in by_tenant {
-            let mut row = vec![l.label.clone(), tenant, topics.to_string()];
-            row.extend(stat_fields(&s));
-            w.write_record(&row)?;
-        }
-    }
-    Ok(w.into_inner()?)
+    render(1, true, report, &report.levels)
+}
+
+/// The headers of the [`APPENDED`] files, which a run starts them with.
+pub fn headers(report: &Report) -> anyhow::Result<[Vec<u8>; 2]> {
+    Ok([render(0, true, report, &[])?, render(1, true, report, &[])?])
+}
+
+/// The rows of `report`'s last level in each [`APPENDED`] file, without the header: what a
+/// run appends as the level ends.
+pub fn last_level_rows(report: &Report) -> anyhow::Result<[Vec<u8>; 2]> {
+    let last = &report.levels[report.levels.len().saturating_sub(1)..];
+    Ok([
+        render(0, false, report, last)?,
+        render(1, false, report, last)?,
+    ])
 }
 
 impl Reporter for TopicsCsvReporter {

@@ -82,6 +82,19 @@ pub fn wait_for_writes(limit: std::time::Duration) -> bool {
     true
 }
 
+/// Append `bytes` to `path` (created if missing) in one write, and sync it: after a crash the
+/// file ends with them whole or cut short, never with them in pieces between other writes.
+pub fn append_synced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_data())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
 /// Write `bytes` to `path` via a temporary file in the same directory and a rename.
 ///
 /// The temporary file is created like any other file (mode 0666 less the umask, so 0644 under

@@ -13,8 +13,10 @@ use crate::fairness::{figures, per_tenant};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if, CapacityResult};
 use crate::kind::{Model, TargetKind};
-use crate::report::reporters;
+use crate::report::topics_csv::{headers, last_level_rows, APPENDED};
 use crate::report::writer::ReportWriter;
+use crate::report::writer::{append_synced, write_atomic};
+use crate::report::{reporters, topics_file, Reporter};
 use crate::run_report::Report;
 use crate::shard::{Load as ShardLoad, MergedRun, ShardArtifact, ShardLevel, ShardMeta};
 use crate::shard_contract::ShardSpec;
@@ -79,7 +81,8 @@ impl RunRecord {
         report.topic_tenants = workload.topics().iter().map(|t| t.tenant).collect();
         report.started_at = now_rfc3339();
         report.finished_at = report.started_at.clone();
-        let writer = ReportWriter::new(dir, reporters())?;
+        let writer = ReportWriter::new(dir, rewritten())?;
+        start_appended(&mut report, dir)?;
         // Written at once, before anything is sent: a full or read-only directory is one
         // error before the first request, not after the registration.
         writer.write_all(&report)?;
@@ -297,8 +300,13 @@ impl RunRecord {
         // 1 KB a topic they take in `stats`), and TOTAL's in the TOTAL row: memory per level
         // stays small at 100,000 topics. Shard artifacts read them back from the rows.
         let topics = std::mem::take(&mut stats.topics);
+        // On disk before the summary.json that lists the level: nothing measured is lost.
+        topics_file::append(self.dir(), self.report.levels.len(), label, &row.topics)?;
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
+        for (name, rows) in APPENDED.iter().zip(last_level_rows(&self.report)?) {
+            append_synced(&self.dir().join(name), &rows)?;
+        }
         self.levels.push(stats);
         let open_run = self.report.model == Model::Open;
         let mut total = level_report("TOTAL", None, None, &self.total, open_run);
@@ -385,11 +393,13 @@ impl RunRecord {
         report.topic_tenants = m.topic_tenants.clone();
         report.subscription = m.subscription.clone();
         report.unsubscription = m.unsubscription.clone();
+        let writer = ReportWriter::new(dir, rewritten())?;
+        start_appended(&mut report, dir)?;
         let mut rec = RunRecord {
             report,
             levels: Vec::new(),
             total: LevelStats::default(),
-            writer: ReportWriter::new(dir, reporters())?,
+            writer,
             thresholds,
             what_if: ["100ms", "300ms", "1s", "5s"]
                 .iter()
@@ -572,6 +582,24 @@ impl RunRecord {
         self.write()?;
         Ok(self.report)
     }
+}
+
+/// The reports rewritten whole with every change: all but those a level's rows are appended to.
+fn rewritten() -> Vec<Box<dyn Reporter + Send + Sync>> {
+    let mut all = reporters();
+    all.retain(|r| !APPENDED.contains(&r.file_name()));
+    all
+}
+
+/// Start the files each level's rows are appended to: `topics.jsonl` empty (named in
+/// `report`), topics.csv and tenants.csv with their headers. A reused directory keeps none of
+/// an earlier run's rows.
+fn start_appended(report: &mut Report, dir: &Path) -> anyhow::Result<()> {
+    report.topics_file = Some(topics_file::create(dir)?);
+    for (name, head) in APPENDED.iter().zip(headers(report)?) {
+        write_atomic(&dir.join(name), &head)?;
+    }
+    Ok(())
 }
 
 /// What the target adds to a level's row beyond its statistics.

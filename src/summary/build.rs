@@ -88,7 +88,6 @@ pub fn level_report(
         latency_us: lat,
         corrected_latency_us: open.then(|| latency(&s.corrected, None)),
         accepted_latency_us: latency(&s.accepted_latency, None),
-        topic_attempts: s.topic_attempts.clone(),
         timeline: s.timeline.clone(),
         topics: s
             .topics

@@ -129,7 +129,7 @@ impl From<&PhaseResult> for PhaseReport {
     }
 }
 
-/// One topic in one level (`summary.json` `levels[].topics[]`).
+/// One topic in one level (a row of `topics.jsonl`; `levels[].topics[]` in older summaries).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TopicReport {
     /// Index into `Report::topics`.
@@ -282,12 +282,13 @@ pub struct LevelReport {
     pub corrected_latency_us: Option<LatencyUs>,
     /// Latency of accepted attempts, µs.
     pub accepted_latency_us: LatencyUs,
-    /// Attempts per topic index (see `Report::topics`).
-    pub topic_attempts: Vec<u64>,
     /// Per-second buckets since the level started.
     pub timeline: Vec<TimelineBucket>,
-    /// Per topic that saw an attempt: counts, p50/p99/max and the compact histogram.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Per topic that saw an attempt: counts, p50/p99/max and the compact histogram. Held in
+    /// memory and written to `Report::topics_file` as the level ends, never into summary.json;
+    /// read from summaries written before that file (`schema_version` 1).
+    #[serde(default, skip_serializing)]
+    #[schemars(with = "Option<Vec<TopicReport>>")]
     pub topics: Vec<TopicReport>,
     /// The level's latency histograms, so `hubload report` can redraw the distribution and
     /// rewrite `latency.hlog` (absent from summaries written before they were added).
@@ -339,6 +340,17 @@ pub struct LevelReport {
     /// (docs/fairness.md). Absent without a surge, on TOTAL, and when a window had no attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<crate::fairness::isolation::Isolation>,
+}
+
+impl LevelReport {
+    /// Attempts per topic index, up to the last topic with one (from `topics`).
+    pub fn topic_attempts(&self) -> Vec<u64> {
+        let mut v = vec![0; self.topics.last().map_or(0, |t| t.topic + 1)];
+        for t in &self.topics {
+            v[t.topic] = t.attempts;
+        }
+        v
+    }
 }
 
 /// For `skip_serializing_if`: a zero count is left out.

@@ -53,7 +53,7 @@ pub struct TopicFetchStats {
     pub unknown: u64,
     /// Pending events dropped because the topic's queue was full (never fetched).
     pub overflowed: u64,
-    /// Fetches per topic index (as `topic_attempts`), trailing zeros left off.
+    /// Fetches per topic index (`Report::topics`), trailing zeros left off.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_topic: Vec<u64>,
 }

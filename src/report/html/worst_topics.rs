@@ -1,5 +1,5 @@
 //! The "Worst topics" section of report.html: per level, the 20 topics with the highest p99
-//! and the 20 with the highest error %, from `levels[].topics` (the compact per-topic histograms).
+//! and the 20 with the highest error %, from the rows' `topics` (the compact per-topic histograms).
 
 use std::fmt::Write;
 

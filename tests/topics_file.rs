@@ -1,0 +1,262 @@
+//! topics.jsonl (and topics.csv, tenants.csv): each level's per-topic rows outside summary.json,
+//! appended as the level ends, so summary.json stays the same size whatever the topic count, a
+//! signal loses no level's topics, and summaries with inline topics still render.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use hubload::result::Class;
+use hubload::run_report::Report;
+use hubload_hub::FaultConfig;
+
+use crate::util::{bin, bin_child, hub_with, read_summary, run, SERIAL};
+
+/// summary.json parsed as a value.
+fn summary_value(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// topics.jsonl's complete lines, parsed.
+fn topic_lines(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("topics.jsonl")).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |i| &text[..i]);
+    complete
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// One closed level of 2,000 publishes over `topics` topics (4 per tenant), against a fresh
+/// hub: summary.json's size without what grows with topics or tenants by design (the names,
+/// each topic's tenant, the fairness figures' list of every tenant), and the hub's counts.
+async fn run_over(topics: u32, out: &Path) -> (usize, hubload_hub::StatsSnapshot) {
+    let hub = hub_with(FaultConfig::default()).await;
+    let tenants = (topics / 4).to_string();
+    run(&[
+        "--hub-url",
+        &hub.url,
+        "--tenants",
+        &tenants,
+        "--topics",
+        "per-tenant-channel",
+        "--concurrency",
+        "4",
+        "--requests",
+        "2000",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .await;
+    let mut s = summary_value(out);
+    assert_eq!(s["topics"].as_array().unwrap().len(), topics as usize);
+    assert_eq!(s["schema_version"], 2);
+    assert_eq!(s["topics_file"], "topics.jsonl");
+    // No per-topic row or count in any level, nor in TOTAL.
+    for row in s["levels"].as_array().unwrap().iter().chain([&s["total"]]) {
+        assert!(row.get("topics").is_none() && row.get("topic_attempts").is_none());
+    }
+    for row in s["levels"].as_array_mut().unwrap() {
+        row.as_object_mut().unwrap().remove("fairness").unwrap();
+    }
+    s["total"]
+        .as_object_mut()
+        .unwrap()
+        .remove("fairness")
+        .unwrap();
+    let obj = s.as_object_mut().unwrap();
+    for field in ["topics", "topic_tenants", "config"] {
+        obj.remove(field).unwrap();
+    }
+    (
+        serde_json::to_vec_pretty(&s).unwrap().len(),
+        hub.stats().await,
+    )
+}
+
+/// 5,000 topics against 8: summary.json grows by the names alone (inline, the 5,000-topic
+/// level's rows would take ~100 B for each of its 1,000 and more topics with attempts); the
+/// rows are in topics.jsonl, one per topic with attempts, each topic's attempts the hub's own
+/// count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summary_json_does_not_grow_with_the_topics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (few, _) = run_over(8, &dir.path().join("few")).await;
+    let many_dir = dir.path().join("many");
+    let (many, hub) = run_over(5_000, &many_dir).await;
+    assert!(
+        many.abs_diff(few) < 4 * 1024,
+        "without the names: {many} B at 5,000 topics, {few} B at 8"
+    );
+    let lines = topic_lines(&many_dir);
+    assert_eq!(lines.len(), 1);
+    let names = &summary_value(&many_dir)["topics"];
+    let ours: BTreeMap<String, u64> = lines[0]["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let name = names[t["topic"].as_u64().unwrap() as usize]
+                .as_str()
+                .unwrap();
+            (name.to_string(), t["attempts"].as_u64().unwrap())
+        })
+        .collect();
+    let theirs: BTreeMap<String, u64> = hub
+        .topics
+        .iter()
+        .filter(|(_, t)| t.published > 0)
+        .map(|(n, t)| (n.clone(), t.published))
+        .collect();
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.values().sum::<u64>(), 2000);
+    assert!(ours.len() > 1000, "{} topics with attempts", ours.len());
+}
+
+/// SIGINT once summary.json lists two of three levels: at every moment the run wrote,
+/// topics.jsonl had a line for each level summary.json listed; after the signal both list the
+/// same levels, each level's topic rows add up to its row's counts, and all of them to the
+/// hub's own per-topic counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_after_two_levels_loses_no_levels_topics() {
+    let _turn = SERIAL.lock().await;
+    let hub = hub_with(FaultConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let mut child = bin_child(
+        &[
+            "--hub-url",
+            &hub.url,
+            "--tenants",
+            "25",
+            "--plan",
+            "1,1s;2,1s;3,60s",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ],
+        dir.path(),
+        Stdio::null(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed = std::fs::read(out.join("summary.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Report>(&b).ok())
+            .map_or(0, |r| r.levels.len());
+        // Read after summary.json: the lines were on disk before it was written.
+        assert!(topic_lines(&out).len() >= listed, "{listed} levels listed");
+        if listed >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no two levels in 60 s");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let code = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(Instant::now() < deadline, "hubload did not exit");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!(code, Some(130));
+    let r = read_summary(&out);
+    assert!(r.partial);
+    let lines = topic_lines(&out);
+    // Two levels, or three with the one the signal cut short.
+    assert!(matches!(r.levels.len(), 2 | 3), "{} levels", r.levels.len());
+    assert_eq!(lines.len(), r.levels.len());
+    let mut accepted = vec![0u64; r.topics.len()];
+    for (i, (l, line)) in r.levels.iter().zip(&lines).enumerate() {
+        assert_eq!(
+            (&line["level"], &line["label"]),
+            (&i.into(), &l.label.as_str().into())
+        );
+        assert!(l.samples > 0, "level {}", l.label);
+        for c in Class::ALL {
+            let by_topic: u64 = l.topics.iter().map(|t| t.counts.get(c)).sum();
+            assert_eq!(by_topic, l.counts.get(c), "level {} {}", l.label, c.name());
+        }
+        for t in &l.topics {
+            accepted[t.topic] += t.counts.get(Class::Accepted);
+        }
+    }
+    let stats = hub.stats().await;
+    for (name, n) in r.topics.iter().zip(&accepted) {
+        let theirs = stats.topics.get(name).map_or(0, |t| t.published);
+        assert_eq!(*n, theirs, "topic {name}");
+    }
+    assert!(accepted.iter().sum::<u64>() > 0);
+    // topics.csv and tenants.csv, appended level by level, are what `hubload report` writes
+    // whole from summary.json and topics.jsonl: every level listed, one row per topic.
+    let appended: Vec<String> = ["topics.csv", "tenants.csv"]
+        .iter()
+        .map(|f| std::fs::read_to_string(out.join(f)).unwrap())
+        .collect();
+    assert_eq!(
+        appended[0].lines().count(),
+        1 + r.levels.len() * r.topics.len()
+    );
+    let o = bin(&["report", "summary.json"], &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (f, a) in ["topics.csv", "tenants.csv"].iter().zip(&appended) {
+        assert_eq!(&std::fs::read_to_string(out.join(f)).unwrap(), a, "{f}");
+    }
+}
+
+/// A summary.json from before topics.jsonl (the shard fixtures' merge, its levels' topics
+/// inline) renders the topics.csv and tenants.csv that build wrote.
+#[test]
+fn a_summary_with_inline_topics_still_renders() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shards-v1");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixtures.join("merged-summary.json"),
+        dir.path().join("summary.json"),
+    )
+    .unwrap();
+    let o = bin(&["report", "summary.json"], dir.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for name in ["topics.csv", "tenants.csv"] {
+        let want = std::fs::read_to_string(fixtures.join(format!("merged-{name}"))).unwrap();
+        let got = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(got, want, "{name}");
+    }
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("<h2>Worst topics</h2>"));
+    assert!(!dir.path().join("topics.jsonl").exists());
+}
+
+/// A summary.json naming a topics file that is not there: one error naming it, exit 2.
+#[test]
+fn a_missing_topics_file_is_one_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shards-v1");
+    let mut s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixtures.join("merged-summary.json")).unwrap())
+            .unwrap();
+    s["topics_file"] = "topics.jsonl".into();
+    std::fs::write(dir.path().join("summary.json"), s.to_string()).unwrap();
+    let o = bin(&["report", "summary.json"], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("topics.jsonl (summary.json's topics_file)"),
+        "{err}"
+    );
+    // And a name that would lead out of the directory is refused as such.
+    s["topics_file"] = "../elsewhere.jsonl".into();
+    std::fs::write(dir.path().join("summary.json"), s.to_string()).unwrap();
+    let o = bin(&["report", "summary.json"], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a file name"));
+}
