@@ -41,7 +41,7 @@ pub async fn run(
     run_with_proxy_env(args, cancel, &|k| std::env::var(k).ok()).await
 }
 
-/// [`run`] with the proxy variables (`HTTPS_PROXY`, `NO_PROXY`, ...) read through `env`
+/// [`run()`] with the proxy variables (`HTTPS_PROXY`, `NO_PROXY`, ...) read through `env`
 /// instead of the process environment: tests pass none, so a proxy set for the machine
 /// cannot reroute their loopback connections.
 pub async fn run_with_proxy_env(
