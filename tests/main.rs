@@ -1,10 +1,12 @@
 //! hubload's integration tests: one binary, one module per area.
 
+mod support;
+use support::{browser, util};
+
 mod admission;
 mod binary;
 mod broker_faults;
 mod broker_subscribers;
-mod browser;
 mod capture;
 mod check;
 mod churn;
@@ -63,4 +65,3 @@ mod table;
 mod topic_churn;
 mod topics;
 mod topics_file;
-mod util;
