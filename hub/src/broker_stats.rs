@@ -132,6 +132,7 @@ impl BrokerCounters {
             SendOutcome::TooLarge => &self.too_large,
             SendOutcome::Timeout => &self.timeout,
             SendOutcome::Connect
+            | SendOutcome::ProxyRefused { .. }
             | SendOutcome::ConnectTimeout
             | SendOutcome::ConnectionError
             | SendOutcome::SessionEnded { .. }

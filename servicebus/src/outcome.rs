@@ -36,6 +36,12 @@ pub enum SendOutcome {
     Timeout,
     /// TCP was refused (or the host unreachable): nothing listens there.
     Connect,
+    /// The HTTP proxy answered the CONNECT with this status (403, 407, 502…) instead of
+    /// opening the tunnel.
+    ProxyRefused {
+        /// The proxy's status code.
+        status: u16,
+    },
     /// The connection could not be (re)opened before the send's deadline or the connect
     /// timeout, whichever came first: TCP, TLS, the AMQP open, the CBS put-token or the link
     /// attach did not finish.

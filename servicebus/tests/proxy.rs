@@ -222,3 +222,115 @@ async fn an_endless_answer_head_fails_at_64_kib() {
     );
     server.abort();
 }
+
+/// A proxy that opens the first `open` tunnels (to 127.0.0.1 at the port asked for) and
+/// answers every later CONNECT 407. Returns its port, the tunnels' tasks (abort one to break
+/// its connection) and the count of refusals it answered.
+async fn proxy_that_stops_admitting(
+    open: usize,
+) -> (
+    u16,
+    std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    use tokio::io::AsyncReadExt;
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let tunnels = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (t, r) = (tunnels.clone(), refused.clone());
+    tokio::spawn(async move {
+        let mut seen = 0;
+        while let Ok((mut s, _)) = l.accept().await {
+            seen += 1;
+            let mut head = Vec::new();
+            let mut b = [0u8; 1024];
+            while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
+                match s.read(&mut b).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&b[..n]),
+                }
+            }
+            if seen > open {
+                let no = b"HTTP/1.1 407 Proxy Authentication Required\r\n\
+                    Proxy-Authenticate: Basic realm=\"test\"\r\nContent-Length: 0\r\n\r\n";
+                let _ = s.write_all(no).await;
+                r.fetch_add(1, Relaxed);
+                continue;
+            }
+            let line = String::from_utf8_lossy(&head).to_string();
+            let authority = line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or_default()
+                .to_string();
+            let to = authority
+                .rsplit_once(':')
+                .unwrap()
+                .1
+                .parse::<u16>()
+                .unwrap();
+            let mut up = tokio::net::TcpStream::connect(("127.0.0.1", to))
+                .await
+                .unwrap();
+            s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await
+                .unwrap();
+            t.lock().unwrap().push(tokio::spawn(async move {
+                let _ = tokio::io::copy_bidirectional(&mut s, &mut up).await;
+            }));
+        }
+    });
+    (port, tunnels, refused)
+}
+
+/// A connection that breaks mid-run and whose proxy then refuses the new tunnel: the send
+/// ends `ProxyRefused` with the proxy's status (hubload counts it `conn_refused`, reason
+/// `proxy`), within the send's deadline, and the proxy counted each refusal it answered.
+#[tokio::test]
+async fn a_tunnel_refused_on_reconnect_ends_the_send_with_the_proxys_status() {
+    let certs = make_certs();
+    let emu = emulator().await;
+    let cs = serve_ws(&emu, &certs).await;
+    let (port, tunnels, refused) = proxy_that_stops_admitting(1).await;
+    let cs = cs.with_proxy(&flag(&format!("http://127.0.0.1:{port}")));
+    let mut cfg = sender_config(cs, Duration::from_secs(5));
+    cfg.connections = 1;
+    let sender = SbSender::connect(cfg).await.unwrap();
+    let r = sender.send("orders", msg(b"{}", "before")).await;
+    assert_eq!(r.outcome, SendOutcome::Accepted);
+    for t in tunnels.lock().unwrap().drain(..) {
+        t.abort();
+    }
+    // The send that finds the connection gone may end as that loss; a later one reconnects,
+    // and the proxy's 407 is its outcome (a bounded number of tries).
+    let mut outcomes = Vec::new();
+    for i in 0..5 {
+        let started = Instant::now();
+        let r = sender
+            .send("orders", msg(b"{}", &format!("after-{i}")))
+            .await;
+        assert!(started.elapsed() < Duration::from_secs(5) + MARGIN);
+        let done = matches!(r.outcome, SendOutcome::ProxyRefused { .. });
+        outcomes.push(r.outcome);
+        if done {
+            break;
+        }
+    }
+    assert_eq!(
+        outcomes.last(),
+        Some(&SendOutcome::ProxyRefused { status: 407 }),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes[..outcomes.len() - 1]
+            .iter()
+            .all(|o| *o == SendOutcome::ConnectionError),
+        "{outcomes:?}"
+    );
+    assert_eq!(refused.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(emu.counts().accepted, 1);
+    sender.close().await;
+    emu.shutdown().await;
+}

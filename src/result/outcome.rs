@@ -145,6 +145,9 @@ pub enum Outcome {
     /// Service Bus: the broker ended the send's session or detached its link while the
     /// connection stayed open (class `conn_closed`, with the reason).
     AmqpClosed(ClosedReason),
+    /// Service Bus: the HTTP proxy answered the tunnel's CONNECT with this status instead of
+    /// opening it (class `conn_refused`, reason `proxy`).
+    ProxyRefused(u16),
     /// A publish refused (404 or denied) while `--topic-churn` had its topic deregistered:
     /// the refusal the hub owes, not its error (docs/topic-churn.md).
     ExpectedRefusal,
@@ -327,7 +330,9 @@ impl Outcome {
             Outcome::Timeout(TimeoutKind::Connect) => Class::TimeoutConnect,
             Outcome::Timeout(TimeoutKind::PoolWait) => Class::TimeoutPoolWait,
             Outcome::Timeout(TimeoutKind::Response) => Class::TimeoutResponse,
-            Outcome::ConnError(ConnErrorKind::Refused) => Class::ConnRefused,
+            Outcome::ConnError(ConnErrorKind::Refused) | Outcome::ProxyRefused(_) => {
+                Class::ConnRefused
+            }
             Outcome::ConnError(ConnErrorKind::Reset) => Class::ConnReset,
             Outcome::ConnError(ConnErrorKind::Closed) | Outcome::AmqpClosed(_) => Class::ConnClosed,
             Outcome::Throttled => Class::Throttled,
@@ -359,6 +364,7 @@ impl Outcome {
             Outcome::ProtocolError(r) => Some(Reason::Protocol(r)),
             Outcome::AmqpClosed(r) => Some(Reason::Closed(r)),
             Outcome::GoAway(c) => Some(Reason::GoAway(c)),
+            Outcome::ProxyRefused(_) => Some(Reason::ProxyRefused),
             _ => None,
         }
     }
@@ -398,11 +404,13 @@ pub enum Reason {
     Closed(ClosedReason),
     /// The error code of the GOAWAY that ended a stream (`goaway`).
     GoAway(H2Code),
+    /// The HTTP proxy in front refused the tunnel (`conn_refused`).
+    ProxyRefused,
 }
 
 impl Reason {
     /// Number of reasons; the length of every per-reason counter array.
-    pub const COUNT: usize = 58;
+    pub const COUNT: usize = 59;
 
     /// Every reason, in index order.
     pub const ALL: [Reason; Reason::COUNT] = [
@@ -464,6 +472,7 @@ impl Reason {
         Reason::GoAway(H2Code::EnhanceYourCalm),
         Reason::GoAway(H2Code::Http11Required),
         Reason::GoAway(H2Code::Other),
+        Reason::ProxyRefused,
     ];
 
     /// Index into per-reason counter arrays.
@@ -477,6 +486,7 @@ impl Reason {
             Reason::Protocol(r) => 32 + r as usize,
             Reason::Closed(r) => 45 + r as usize,
             Reason::GoAway(c) => 47 + c as usize,
+            Reason::ProxyRefused => 58,
         }
     }
 
@@ -531,6 +541,7 @@ impl Reason {
                 ClosedReason::LinkDetached => "conn_closed.link_detached",
             },
             Reason::GoAway(c) => h2_code_key!("goaway", c),
+            Reason::ProxyRefused => "conn_refused.proxy",
         }
     }
 

@@ -256,8 +256,8 @@ pub struct LevelReport {
     pub counts: Counts,
     /// Attempts per `class.reason` for the classes that carry one (`other`, `tls_error`,
     /// `client_error`, `stream_reset`, `protocol_error`, `goaway`, Service Bus's
-    /// `conn_closed.session_ended` and `.link_detached`, and `timeout_response.flow_control`);
-    /// only reasons seen.
+    /// `conn_closed.session_ended` and `.link_detached` and `conn_refused.proxy`, and
+    /// `timeout_response.flow_control`); only reasons seen.
     #[serde(default)]
     pub reasons: Reasons,
     /// Timeouts split by kind.

@@ -40,6 +40,8 @@ pub fn outcome_of(o: &SendOutcome) -> Outcome {
         SendOutcome::TooLarge => Outcome::TooLarge,
         SendOutcome::Timeout => Outcome::Timeout(TimeoutKind::Response),
         SendOutcome::Connect => Outcome::ConnError(ConnErrorKind::Refused),
+        // Refused too, by the proxy in front: its own reason, the status in the JTL row.
+        SendOutcome::ProxyRefused { status } => Outcome::ProxyRefused(*status),
         SendOutcome::ConnectTimeout => Outcome::Timeout(TimeoutKind::Connect),
         SendOutcome::ConnectionError => Outcome::ConnError(ConnErrorKind::Closed),
         // The session or link the send was on ended under it: closed, as a connection is,
@@ -209,6 +211,11 @@ mod tests {
             (SendOutcome::TooLarge, Class::TooLarge, None),
             (SendOutcome::Timeout, Class::TimeoutResponse, None),
             (SendOutcome::Connect, Class::ConnRefused, None),
+            (
+                SendOutcome::ProxyRefused { status: 407 },
+                Class::ConnRefused,
+                Some("conn_refused.proxy"),
+            ),
             (SendOutcome::ConnectTimeout, Class::TimeoutConnect, None),
             (SendOutcome::ConnectionError, Class::ConnClosed, None),
             (

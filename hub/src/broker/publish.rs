@@ -28,6 +28,7 @@ pub(crate) fn failure_answer(o: &SendOutcome) -> (StatusCode, &'static str, Opti
             Some(2),
         ),
         SendOutcome::Connect
+        | SendOutcome::ProxyRefused { .. }
         | SendOutcome::ConnectTimeout
         | SendOutcome::ConnectionError
         | SendOutcome::SessionEnded { .. }

@@ -122,9 +122,10 @@ impl PooledConn {
             None => direct(&cs.host, port).await?,
             // Through the proxy's CONNECT tunnel (transport/tunnel.rs); it sets TCP_NODELAY.
             Some(proxy) => tunnel::through(proxy, &cs.host, port).await.map_err(|e| {
-                let outcome = match e.refused {
-                    true => SendOutcome::Connect,
-                    false => SendOutcome::ConnectionError,
+                let outcome = match (e.status, e.refused) {
+                    (Some(status), _) => SendOutcome::ProxyRefused { status },
+                    (None, true) => SendOutcome::Connect,
+                    (None, false) => SendOutcome::ConnectionError,
                 };
                 Fail::new(outcome, e.reason)
             })?,

@@ -14,6 +14,8 @@ pub struct TunnelError {
     /// Whether nothing took the connection (a TCP refusal, to the endpoint or the proxy, or
     /// a proxy that refused the tunnel), as against one that broke on the way.
     pub refused: bool,
+    /// The proxy's status when it answered the CONNECT with a refusal (not 2xx).
+    pub status: Option<u16>,
     /// One line: the step, the peer and the cause; `proxy_NNN` and the like name the reason.
     pub reason: String,
 }
@@ -30,6 +32,7 @@ pub async fn through(proxy: &ProxyUrl, host: &str, port: u16) -> Result<TcpStrea
         .await
         .map_err(|e| TunnelError {
             refused: !is_reset(&e),
+            status: None,
             reason: format!(
                 "TCP connect to HTTP proxy {} failed: {}",
                 proxy.shown(),
@@ -50,6 +53,7 @@ pub async fn open(
     let shown = proxy.shown();
     let broke = |e: io::Error| TunnelError {
         refused: false,
+        status: None,
         reason: format!("HTTP proxy {shown}: CONNECT failed: {}", io_text(&e)),
     };
     s.write_all(&connect_request(host, port, proxy.authorization()))
@@ -62,6 +66,7 @@ pub async fn open(
         if n == 0 {
             return Err(TunnelError {
                 refused: false,
+                status: None,
                 reason: format!(
                     "HTTP proxy {shown} closed the connection before answering CONNECT {host}:{port}"
                 ),
@@ -74,6 +79,7 @@ pub async fn open(
             ConnectAnswer::Established { .. } => {
                 return Err(TunnelError {
                     refused: false,
+                    status: None,
                     reason: format!(
                         "HTTP proxy {shown} sent bytes past its answer to CONNECT before the tunnel was used (proxy_malformed_answer)"
                     ),
@@ -93,6 +99,10 @@ fn refusal(
     proxy: &ProxyUrl,
 ) -> TunnelError {
     let reason = verdict.reason().unwrap_or_default();
+    let status = match verdict {
+        ConnectAnswer::Refused { status } => Some(status),
+        _ => None,
+    };
     let (refused, what) = match verdict {
         ConnectAnswer::Refused { status } => {
             let phrase = tokio_tungstenite::tungstenite::http::StatusCode::from_u16(status)
@@ -117,6 +127,7 @@ fn refusal(
     };
     TunnelError {
         refused,
+        status,
         reason: format!("HTTP proxy {shown} refused CONNECT {host}:{port}: {what} ({reason})"),
     }
 }

@@ -117,6 +117,13 @@ pub(super) fn response(outcome: Outcome, status: u16) -> Response {
             },
             outcome.reason().map_or("conn_closed", |r| r.name()),
         ),
+        // The proxy's own answer to the tunnel's CONNECT, as JMeter shows a proxy's refusal.
+        Outcome::ProxyRefused(code) => Response {
+            code: code.to_string(),
+            message: reason(code),
+            success: false,
+            failure: "conn_refused.proxy",
+        },
         Outcome::Unauthorized => non_http("amqp:unauthorized-access", "Unauthorized access", ""),
         Outcome::NotFound => non_http("amqp:not-found", "The entity was not found", ""),
         Outcome::TooLarge => non_http(
