@@ -23,7 +23,7 @@ async fn dropping_hub() -> Scenario {
 /// The binary against the scenario's hub, reports into its directory.
 fn spawn(sc: &Scenario, flags: &[&str]) -> Child {
     let out = sc.dir.path().to_str().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_hubload"))
+    crate::util::hubload_command()
         .args(["--quiet", "--hub-url", &sc.hub.url, "--out", out])
         .args(["--tenants", "2", "--sps", "2", "--users", "3"])
         .args(["--subscribers", "1", "--subscriber-latency", "20ms"])

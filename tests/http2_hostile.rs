@@ -207,7 +207,7 @@ async fn registration_names_each_fault_in_one_line() {
 /// The peak resident memory of the hubload binary run with `args`, in KiB (its `VmHWM`, read
 /// every 10 ms until it exits: only the last 10 ms, its exit, go unseen), and its exit code.
 fn peak_rss_kib(args: &[&str]) -> (u64, Option<i32>) {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hubload"))
+    let mut child = crate::util::hubload_command()
         .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -444,7 +444,7 @@ async fn stop_writes_every_report_and_exits_130() {
 #[test]
 fn a_non_loopback_web_without_a_token_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hubload"))
+    let out = crate::util::hubload_command()
         .args(["--web", "0.0.0.0:0", "--requests", "1"])
         .current_dir(dir.path())
         .env_remove("HUBLOAD_WEB_TOKEN")

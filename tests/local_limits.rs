@@ -152,7 +152,7 @@ async fn a_low_descriptor_limit_drops_sends_rather_than_failing_them() {
 async fn a_rate_beyond_the_machine_is_dropped_not_blamed_on_the_hub() {
     let _serial = crate::util::SERIAL.lock().await;
     let out = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_hubload"))
+    let o = crate::util::hubload_command()
         .args([
             "--quiet",
             "--tenants",

@@ -77,7 +77,7 @@ fn sigterm_while_the_reports_are_written(signals: usize) {
     let out = dir.path().join("r");
     let jtl = dir.path().join("r/run.jtl");
     let requests = REQUESTS.to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hubload"))
+    let mut child = crate::util::hubload_command()
         .args(["--quiet", "--tenants", "1000", "--concurrency", "16"])
         .args(["--requests", &requests, "--jtl", jtl.to_str().unwrap()])
         .args(["--out", out.to_str().unwrap()])

@@ -4,7 +4,7 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -42,7 +42,7 @@ pub(crate) async fn run_shards(dir: &Path, count: u32, run_id: &str, args: &[&st
     let children: Vec<_> = (0..count)
         .map(|i| {
             let out = dir.join(format!("shard{i}"));
-            let mut c = Command::new(env!("CARGO_BIN_EXE_hubload"))
+            let mut c = crate::util::hubload_command()
                 .args(args)
                 .args(["--out", out.to_str().unwrap()])
                 .env("JOB_COMPLETION_INDEX", i.to_string())
@@ -99,7 +99,7 @@ pub(crate) fn merge_logs(dir: &Path, logs: &str) -> hubload::run_report::Report 
     let dump = dir.join("shards.log");
     std::fs::write(&dump, logs).unwrap();
     let merged_dir = dir.join("merged");
-    let m = Command::new(env!("CARGO_BIN_EXE_hubload"))
+    let m = crate::util::hubload_command()
         .args([
             "merge",
             dump.to_str().unwrap(),
@@ -299,7 +299,7 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
         .collect();
     let dump = dir.path().join("partial.log");
     std::fs::write(&dump, partial).unwrap();
-    let m = Command::new(env!("CARGO_BIN_EXE_hubload"))
+    let m = crate::util::hubload_command()
         .args(["merge", dump.to_str().unwrap()])
         .output()
         .unwrap();
@@ -388,7 +388,7 @@ fn version_1_artifacts_merge_into_the_reports_their_build_wrote() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shards-v1");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("merged");
-    let m = Command::new(env!("CARGO_BIN_EXE_hubload"))
+    let m = crate::util::hubload_command()
         .args([
             "merge",
             fixtures.join("shard-0-of-2.json").to_str().unwrap(),

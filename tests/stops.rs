@@ -118,7 +118,7 @@ async fn serve(
 }
 
 fn spawn_hubload(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_hubload"))
+    crate::util::hubload_command()
         .args(args)
         .env("RUST_LOG", "error")
         .stdout(Stdio::null())
