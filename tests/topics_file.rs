@@ -175,6 +175,7 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
     assert!(matches!(r.levels.len(), 2 | 3), "{} levels", r.levels.len());
     assert_eq!(lines.len(), r.levels.len());
     let mut accepted = vec![0u64; r.topics.len()];
+    let mut cancelled = vec![0u64; r.topics.len()];
     for (i, (l, line)) in r.levels.iter().zip(&lines).enumerate() {
         assert_eq!(
             (&line["level"], &line["label"]),
@@ -187,12 +188,19 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
         }
         for t in &l.topics {
             accepted[t.topic] += t.counts.get(Class::Accepted);
+            cancelled[t.topic] += t.counts.get(Class::Cancelled);
         }
     }
     let stats = hub.stats().await;
-    for (name, n) in r.topics.iter().zip(&accepted) {
+    // The signal cancels the publishes in flight: the hub may have taken one whose answer
+    // never came (once seen in CI: 311 published, 310 accepted). Those are counted
+    // `cancelled`, so the hub's count lies between the accepted and accepted + cancelled.
+    for ((name, n), c) in r.topics.iter().zip(&accepted).zip(&cancelled) {
         let theirs = stats.topics.get(name).map_or(0, |t| t.published);
-        assert_eq!(*n, theirs, "topic {name}");
+        assert!(
+            *n <= theirs && theirs <= n + c,
+            "topic {name}: hub {theirs}, accepted {n}, cancelled {c}"
+        );
     }
     assert!(accepted.iter().sum::<u64>() > 0);
     // topics.csv and tenants.csv, appended level by level, are what `hubload report` writes
