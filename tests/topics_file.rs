@@ -181,7 +181,9 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
             (&line["level"], &line["label"]),
             (&i.into(), &l.label.as_str().into())
         );
-        assert!(l.samples > 0, "level {}", l.label);
+        // The level the signal cut short may have ended before any answer came.
+        let cut = r.levels.len() == 3 && i == 2;
+        assert!(cut || l.samples > 0, "level {}", l.label);
         for c in Class::ALL {
             let by_topic: u64 = l.topics.iter().map(|t| t.counts.get(c)).sum();
             assert_eq!(by_topic, l.counts.get(c), "level {} {}", l.label, c.name());

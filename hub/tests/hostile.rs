@@ -12,8 +12,10 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-/// The slack a deadline may overrun by.
-const SLACK: Duration = Duration::from_millis(50);
+/// The slack a deadline may overrun by: room for a busy machine's scheduling, yet under
+/// half of every timeout these tests set, so a deadline restarted or left to run twice
+/// still fails.
+const SLACK: Duration = Duration::from_millis(140);
 
 /// A hub on 127.0.0.1:0 with `limits`; dropping the sender stops it.
 async fn hub(limits: &ServeLimits) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
