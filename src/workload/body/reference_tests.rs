@@ -130,7 +130,7 @@ fn bodies_match_the_reference_renderer() {
             _ => r.pick(&KNOWN_CHANNELS).to_string(),
         };
         // The hex form as the uuid crate writes it (the workload's own is checked against it
-        // in event.rs).
+        // in the event module's tests).
         let jti: [u8; 36] = r
             .uuid()
             .hyphenated()
