@@ -15,7 +15,7 @@ use tokio::time::Instant;
 /// The slack a deadline may overrun by: room for a busy machine's scheduling, yet under
 /// half of every timeout these tests set, so a deadline restarted or left to run twice
 /// still fails.
-const SLACK: Duration = Duration::from_millis(140);
+const SLACK: Duration = Duration::from_millis(120);
 
 /// A hub on 127.0.0.1:0 with `limits`; dropping the sender stops it.
 async fn hub(limits: &ServeLimits) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {

@@ -1,7 +1,7 @@
 //! Hostile AMQP peers: a proxy in front of the emulator that misbehaves in one way on cue
 //! (`hostile_proxy`), a fake broker whose first frame is oversized, and clients of the
 //! emulator that never finish their handshake or go silent once open (`hostile_idle`). Each send ends in the class that names the
-//! fault, within its timeout + 140 ms, at 1 and at 16 in flight; the emulator counts what it
+//! fault, within its timeout + 120 ms, at 1 and at 16 in flight; the emulator counts what it
 //! cut off and keeps serving a good sender alongside.
 
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use hostile_proxy::{Fault, Proxy};
 /// The slack a deadline may overrun by: room for a busy machine's scheduling, yet under
 /// half of every timeout these tests set, so a deadline restarted or left to run twice
 /// still fails.
-const SLACK: Duration = Duration::from_millis(140);
+const SLACK: Duration = Duration::from_millis(120);
 
 /// A connection string for 127.0.0.1:`port` with the emulator's development key.
 pub(crate) fn local(port: u16) -> ConnectionString {

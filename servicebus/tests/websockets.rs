@@ -20,7 +20,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 
 /// How far past its timeout a connect may end: the timer's wake-up on a busy machine.
-const MARGIN: Duration = Duration::from_millis(50);
+const MARGIN: Duration = Duration::from_millis(120);
 
 fn msg<'a>(body: &'a [u8], id: &'a str) -> OutgoingMessage<'a> {
     OutgoingMessage {

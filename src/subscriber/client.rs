@@ -204,7 +204,7 @@ mod tests {
             let took = started.elapsed();
             assert_eq!(r, Err("no answer within 300ms".to_string()));
             assert!(
-                took >= timeout && took <= timeout + Duration::from_millis(50),
+                took >= timeout && took <= timeout + Duration::from_millis(120),
                 "{took:?}"
             );
         }
