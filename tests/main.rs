@@ -24,6 +24,7 @@ mod fairness_nginx;
 mod first_failures;
 mod flask_websub;
 mod flask_websub_fleet;
+mod gates;
 mod generator_bound;
 mod h2_raw;
 mod h2_server;
