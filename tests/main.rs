@@ -59,6 +59,7 @@ mod servicebus_proxy;
 mod servicebus_ws;
 mod shard_churn;
 mod shard_delivery;
+mod shard_fairness;
 mod shards;
 mod stops;
 mod subscriber;
