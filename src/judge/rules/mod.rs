@@ -136,7 +136,7 @@ pub enum Scope {
     Total,
 }
 
-/// The bound a rule compares with, in its unit. Under `--fail-if` each is a signed delta.
+/// The bound a rule compares with, in its unit: under `--fail-if`, a delta rule's is signed.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bound {
