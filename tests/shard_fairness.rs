@@ -208,3 +208,61 @@ fn the_isolation_verdict_of_merged_quiet_seconds_is_a_single_process_s() {
         (5, attempts(0..5), 7, attempts(5..SECONDS))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_surge_merges_to_one_isolation_verdict_and_merge_judges_the_quiet_gates() {
+    // tests/noisy.rs's surge (tenant0001 at 9× its share from 4 s of 8) with room to spare,
+    // over two shards.
+    let hub = hub_with(crate::noisy::slow_hub()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = crate::noisy::flags("64", crate::noisy::GATE);
+    args.extend(["--quiet", "--hub-url", &hub.url]);
+    let logs = run_shards(dir.path(), 2, "surge-test", &args).await;
+    let dump = dir.path().join("shards.log");
+    std::fs::write(&dump, logs).unwrap();
+    let merged_dir = dir.path().join("merged");
+    let out = crate::util::hubload_command()
+        .args(["merge", dump.to_str().unwrap()])
+        .args(["--out", merged_dir.to_str().unwrap()])
+        .args(["--threshold", "quiet_p99_increase<300%"])
+        .args(["--threshold", "quiet_errors>0.1%"])
+        .output()
+        .unwrap();
+    // The second gate fails: the quiet tenants had no error.
+    crate::util::assert_exit(&out, 1);
+    let merged = read_summary(&merged_dir);
+    let level = &merged.levels[0];
+    let v = level.isolation.as_ref().expect("the merged verdict");
+    assert_eq!((v.quiet_tenants, v.from_s), (3, 4));
+    assert_eq!((v.baseline.errors, v.surge.errors), (0, 0));
+    // Its windows hold every quiet attempt of both shards, which are the hub's publishes of
+    // the quiet tenants' topics.
+    let hub_published = hub_accepted(&hub.stats().await.topics);
+    let quiet: u64 = hub_published
+        .iter()
+        .filter(|(t, _)| t.as_str() != "tenant0001")
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(v.baseline.attempts + v.surge.attempts, quiet);
+    let f = level.fairness.as_ref().unwrap();
+    for t in &f.by_tenant {
+        assert_eq!(t.attempts, hub_published[&t.tenant], "{}", t.tenant);
+    }
+    let verdicts: Vec<(String, String, bool)> = merged
+        .verdicts
+        .iter()
+        .map(|g| (g.threshold.clone(), g.actual.clone(), g.passed))
+        .collect();
+    let up = v.p99_increase_pct.unwrap();
+    assert_eq!(
+        verdicts,
+        [
+            (
+                "quiet_p99_increase<300%".into(),
+                format!("{up:.3}%"),
+                up < 300.0
+            ),
+            ("quiet_errors>0.1%".into(), "0.000%".into(), false),
+        ]
+    );
+}
