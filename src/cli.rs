@@ -40,8 +40,9 @@ pub enum Command {
         baseline: PathBuf,
         /// Candidate: summary.json or report directory.
         candidate: PathBuf,
-        /// Fail (exit 1) when a delta crosses a bound, e.g. `p99>+10%`, `e2e_p99>+10%`, `lost>0`
-        /// (repeatable; every metric `--threshold` takes).
+        /// Fail (exit 1) when a delta crosses a bound, e.g. `p99>+10%`, `e2e_p99>+10%`, `lost>0`,
+        /// or the candidate's fairness or isolation figure does, e.g. `tenant_fairness<0.95`,
+        /// `quiet_p99_increase>20%` (repeatable; docs/gates.md).
         #[arg(long = "fail-if")]
         fail_if: Vec<String>,
         /// Directory for compare.csv and compare.html.

@@ -11,7 +11,7 @@ use crate::util::{assert_exit, Scenario};
 /// 4 tenants at 40/s for 8 s; from 4 s tenant0001 publishes 9× its share of 1/4: 8 × 1/4 ×
 /// 40 = 80 extra per second. The hub answers every publish after 25 ms; `pool` connections
 /// carry them (HTTP/1.1: one publish at a time each), so the capacity is `pool` ÷ 25 ms.
-fn flags<'a>(pool: &'a str, gate: &'a str) -> Vec<&'a str> {
+pub(crate) fn flags<'a>(pool: &'a str, gate: &'a str) -> Vec<&'a str> {
     vec![
         "--tenants",
         "4",
@@ -35,9 +35,9 @@ fn flags<'a>(pool: &'a str, gate: &'a str) -> Vec<&'a str> {
 }
 
 /// One gate for both hubs: the contended one fails it, the other passes.
-const GATE: &str = "quiet_p99_increase<300%";
+pub(crate) const GATE: &str = "quiet_p99_increase<300%";
 
-fn slow_hub() -> FaultConfig {
+pub(crate) fn slow_hub() -> FaultConfig {
     FaultConfig {
         latency_ms: 25,
         ..FaultConfig::default()

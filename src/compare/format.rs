@@ -1,7 +1,7 @@
 //! The number formats of a comparison: values with units for people, plain numbers for the
 //! CSV and HTML tables, and signed deltas.
 
-use crate::summary::comparison::Metric;
+use crate::judge::metric::Metric;
 
 /// `v` with `decimals` places and an explicit sign; never "-0.0".
 fn signed(v: f64, decimals: usize) -> String {
@@ -14,9 +14,11 @@ fn signed(v: f64, decimals: usize) -> String {
 /// A value with its unit, for people: "12.3 ms", "0.500%", "2000.0/s", "3" (a count).
 pub fn value(m: Metric, v: f64) -> String {
     match m {
-        Metric::ErrorPct => format!("{v:.3}%"),
-        Metric::Throughput | Metric::DeliveredRate => format!("{v:.1}/s"),
-        m if m.is_count() => format!("{v:.0}"),
+        Metric::Errors => format!("{v:.3}%"),
+        Metric::Rate | Metric::DeliveredRate => format!("{v:.1}/s"),
+        m if m.is_delivery_count() => format!("{v:.0}"),
+        m if m.is_fairness() => format!("{v:.3}"),
+        m if m.is_isolation() => format!("{v:.3}%"),
         _ => format!("{v:.1} ms"),
     }
 }
@@ -24,9 +26,11 @@ pub fn value(m: Metric, v: f64) -> String {
 /// An absolute delta with its unit: "+1.0 ms", "+1.000 pp", "-200.0/s", "+3".
 pub fn delta_abs(m: Metric, d: f64) -> String {
     match m {
-        Metric::ErrorPct => format!("{} pp", signed(d, 3)),
-        Metric::Throughput | Metric::DeliveredRate => format!("{}/s", signed(d, 1)),
-        m if m.is_count() => signed(d, 0),
+        Metric::Errors | Metric::QuietErrors => format!("{} pp", signed(d, 3)),
+        Metric::Rate | Metric::DeliveredRate => format!("{}/s", signed(d, 1)),
+        m if m.is_delivery_count() => signed(d, 0),
+        m if m.is_fairness() => signed(d, 3),
+        Metric::QuietP99Increase => format!("{} pp", signed(d, 3)),
         _ => format!("{} ms", signed(d, 1)),
     }
 }
@@ -49,8 +53,8 @@ pub fn delta_pct(p: Option<f64>) -> String {
 /// A plain number for the CSV and the HTML table (units live in the header).
 pub fn plain_value(m: Metric, v: f64) -> String {
     match m {
-        Metric::ErrorPct => format!("{v:.3}%"),
-        m if m.is_count() => format!("{v:.0}"),
+        Metric::Errors => format!("{v:.3}%"),
+        m if m.is_delivery_count() => format!("{v:.0}"),
         _ => format!("{v:.1}"),
     }
 }
@@ -58,8 +62,8 @@ pub fn plain_value(m: Metric, v: f64) -> String {
 /// A plain signed delta for the CSV and the HTML table.
 pub fn plain_delta(m: Metric, d: f64) -> String {
     match m {
-        Metric::ErrorPct => signed(d, 3),
-        m if m.is_count() => signed(d, 0),
+        Metric::Errors => signed(d, 3),
+        m if m.is_delivery_count() => signed(d, 0),
         _ => signed(d, 1),
     }
 }

@@ -4,10 +4,11 @@
 use std::fmt::Write;
 
 use super::format::{plain_delta, plain_pct, plain_value};
+use crate::judge::comparison::{Comparison, Delta, LevelComparison, Metrics};
 use crate::judge::fail_if::{FailIf, Violation};
+use crate::judge::metric::Metric;
 use crate::report::html::markup::{document, kv_table};
 use crate::report::html::svg::{escape, spans_decades, LineChart, Series, XAxis};
-use crate::summary::comparison::{Comparison, Delta, LevelComparison, Metric, Metrics};
 
 /// Relative changes at least this large (in %) are coloured.
 const NOTABLE_PCT: f64 = 5.0;
@@ -20,7 +21,7 @@ fn delta_class(m: Metric, abs: f64, pct: Option<f64>) -> &'static str {
     if m == Metric::Expected {
         return "num";
     }
-    let notable = if m == Metric::ErrorPct {
+    let notable = if m == Metric::Errors {
         abs.abs() >= NOTABLE_ERROR_PP
     } else {
         pct.is_none_or(|p| p.abs() >= NOTABLE_PCT)
@@ -129,10 +130,10 @@ fn chart(cmp: &Comparison, m: Metric, id: &str) -> String {
         title: format!("{}: baseline vs candidate", m.name()),
         x_label: cmp.level_title.clone(),
         y_label: match m {
-            Metric::ErrorPct => "% of attempts not accepted".to_string(),
-            Metric::Throughput => "Attempts per second".to_string(),
+            Metric::Errors => "% of attempts not accepted".to_string(),
+            Metric::Rate => "Attempts per second".to_string(),
             Metric::DeliveredRate => "Deliveries per second".to_string(),
-            m if m.is_count() => format!("{} (deliveries)", m.name()),
+            m if m.is_delivery_count() => format!("{} (deliveries)", m.name()),
             _ => format!("{} (ms{scale})", m.name()),
         },
         unit: m.unit().to_string(),
@@ -200,18 +201,18 @@ pub fn render_html(cmp: &Comparison, rules: &[FailIf], violations: &[Violation])
             b,
             "<h2>Charts</h2><div class=\"charts\"><figure>{}</figure><figure>{}</figure>\
              <figure>{}</figure><figure>{}</figure></div>",
-            chart(cmp, Metric::P99, "chart-p99"),
-            chart(cmp, Metric::Median, "chart-median"),
-            chart(cmp, Metric::Throughput, "chart-throughput"),
-            chart(cmp, Metric::ErrorPct, "chart-errors"),
+            chart(cmp, Metric::P(99), "chart-p99"),
+            chart(cmp, Metric::P(50), "chart-median"),
+            chart(cmp, Metric::Rate, "chart-throughput"),
+            chart(cmp, Metric::Errors, "chart-errors"),
         );
         if !delivery.is_empty() {
             let _ = write!(
                 b,
                 "<div class=\"charts\"><figure>{}</figure><figure>{}</figure>\
                  <figure>{}</figure><figure>{}</figure></div>",
-                chart(cmp, Metric::E2eP99, "chart-e2e-p99"),
-                chart(cmp, Metric::E2eMedian, "chart-e2e-median"),
+                chart(cmp, Metric::E2eP(99), "chart-e2e-p99"),
+                chart(cmp, Metric::E2eP(50), "chart-e2e-median"),
                 chart(cmp, Metric::DeliveredRate, "chart-delivered-rate"),
                 chart(cmp, Metric::Lost, "chart-lost"),
             );

@@ -5,9 +5,8 @@
 //! Deltas are candidate − baseline; the relative delta is that over the baseline, in %. When
 //! both runs had `--subscribers`, each level's delivery section is compared too (its counts,
 //! end-to-end latency, delivered rate and backlog).
-//! The data lives in `summary::comparison` (below `judge`, which applies the `--fail-if`
-//! rules to it in `judge::fail_if`), number formats in `format`, renderers in [`render`] and
-//! [`html_page`].
+//! The data lives in `judge::comparison` (with the `--fail-if` rules that judge it, in
+//! `judge::fail_if`), number formats in `format`, renderers in [`render`] and [`html_page`].
 
 mod format;
 pub mod html_page;
@@ -18,10 +17,11 @@ pub mod side_by_side;
 
 use std::path::Path;
 
-pub use crate::judge::fail_if::{check, FailIf, FailIfError, Violation};
-pub use crate::summary::comparison::{
-    Comparison, DeliveryMetrics, Delta, LevelComparison, Metric, Metrics, Presence,
+pub use crate::judge::comparison::{
+    Comparison, DeliveryMetrics, Delta, LevelComparison, Metrics, Presence,
 };
+pub use crate::judge::fail_if::{check, FailIf, FailIfError, Violation};
+pub use crate::judge::metric::Metric;
 
 use crate::kind::Model;
 use crate::run_report::Report;

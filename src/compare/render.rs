@@ -5,8 +5,9 @@ use std::fmt::{self, Write};
 use super::format::{
     delta_abs, delta_pct, plain_delta, plain_pct, plain_value, share, share_delta, value,
 };
+use crate::judge::comparison::{Comparison, LevelComparison, Metrics, Presence};
 use crate::judge::fail_if::{FailIf, Violation};
-use crate::summary::comparison::{Comparison, LevelComparison, Metric, Metrics, Presence};
+use crate::judge::metric::Metric;
 
 /// One line of the text table.
 enum Line {
@@ -142,7 +143,7 @@ pub fn csv_header(metrics: &[Metric]) -> Vec<String> {
     for &m in metrics {
         let (name, unit) = (m.name(), m.unit());
         let delta_unit = m.delta_unit();
-        if m == Metric::ErrorPct || unit.is_empty() {
+        if m == Metric::Errors || unit.is_empty() {
             h.push(format!("{name} baseline"));
             h.push(format!("{name} candidate"));
         } else {
@@ -202,26 +203,43 @@ pub fn render_csv(cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
 
 impl fmt::Display for Violation {
     /// One line, e.g. `p99>+10%: level 50: 100.0 ms → 130.0 ms (+30.0 ms, +30.00%)`; a `%`
-    /// count rule shows shares, `lost>+0.1%: level 4: 0.000% → 0.500% (+0.500 pp)`.
+    /// count rule shows shares, `lost>+0.1%: level 4: 0.000% → 0.500% (+0.500 pp)`; a figure
+    /// rule the candidate's figure, `tenant_fairness<0.95: level 4: candidate 0.750
+    /// (baseline 1.000)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.rule.metric;
+        let m = self.rule.metric();
         let (rule, label) = (&self.rule, &self.label);
+        let (Some(base), Some(delta)) = (self.baseline, self.delta) else {
+            return write!(
+                f,
+                "{rule}: level {label}: candidate {}",
+                value(m, self.candidate)
+            );
+        };
+        if !self.rule.gate.is_delta() {
+            return write!(
+                f,
+                "{rule}: level {label}: candidate {} (baseline {})",
+                value(m, self.candidate),
+                value(m, base),
+            );
+        }
         if self.rule.on_share() {
             return write!(
                 f,
                 "{rule}: level {label}: {} → {} ({})",
-                share(self.baseline),
+                share(base),
                 share(self.candidate),
-                share_delta(self.delta.abs),
+                share_delta(delta.abs),
             );
         }
         write!(
             f,
             "{rule}: level {label}: {} → {} ({}, {})",
-            value(m, self.baseline),
+            value(m, base),
             value(m, self.candidate),
-            delta_abs(m, self.delta.abs),
-            delta_pct(self.delta.pct),
+            delta_abs(m, delta.abs),
+            delta_pct(delta.pct),
         )
     }
 }

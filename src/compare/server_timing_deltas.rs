@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use crate::align::align;
+use crate::judge::comparison::StageRow;
 use crate::report::html::svg::escape;
 use crate::report::precision::ms3;
 use crate::run_report::Report;
-use crate::summary::comparison::StageRow;
 use crate::summary::server_timing::ServerTimingReport;
 
 /// The rows of the levels (then TOTAL) both runs have, in the baseline's order, each level's

@@ -25,11 +25,11 @@ pub struct SideBySide {
 
 /// The overhead metrics, in column order.
 const OVERHEAD: [Metric; 5] = [
-    Metric::Average,
-    Metric::Median,
-    Metric::P95,
-    Metric::P99,
-    Metric::ErrorPct,
+    Metric::Avg,
+    Metric::P(50),
+    Metric::P(95),
+    Metric::P(99),
+    Metric::Errors,
 ];
 
 /// Match `hub`'s levels with `broker`'s.
@@ -105,7 +105,7 @@ fn overhead_cells(row: &LevelComparison, csv: bool) -> Vec<String> {
             overhead(row, m).map_or_else(
                 || if csv { String::new() } else { "-".into() },
                 |d| match m {
-                    Metric::ErrorPct => num(d, 3, true),
+                    Metric::Errors => num(d, 3, true),
                     _ => ms3(d, true),
                 },
             )
@@ -321,7 +321,7 @@ mod tests {
         hub.levels[1].latency_us.p99 += 1_440;
         let s = side_by_side(&hub, &broker);
         let row = s.rows().find(|r| r.label == "20").unwrap();
-        assert_eq!(overhead(row, Metric::Average), Some(0.25));
+        assert_eq!(overhead(row, Metric::Avg), Some(0.25));
         assert_eq!(
             overhead_cells(row, true),
             ["+0.250", "+0.000", "+0.000", "+1.44", "+0.000"]

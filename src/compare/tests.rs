@@ -59,7 +59,7 @@ fn levels_are_matched_by_label_and_flagged() {
             Presence::CandidateOnly
         ]
     );
-    assert_eq!(row(&cmp, "1").delta(Metric::P99), None);
+    assert_eq!(row(&cmp, "1").delta(Metric::P(99)), None);
     assert_eq!(cmp.total.as_ref().unwrap().presence(), Presence::Both);
     assert_eq!(cmp.level_title, "Concurrency");
     assert_eq!(
@@ -76,34 +76,34 @@ fn deltas_are_exact() {
         &cmp,
         "20",
         &[
-            (Average, 10.0, 11.0, 1.0, 10.0),
-            (Median, 8.0, 8.0, 0.0, 0.0),
-            (P95, 20.0, 25.0, 5.0, 25.0),
-            (P99, 40.0, 38.0, -2.0, -5.0),
-            (ErrorPct, 0.5, 1.5, 1.0, 200.0),
-            (Throughput, 2000.0, 1800.0, -200.0, -10.0),
+            (Avg, 10.0, 11.0, 1.0, 10.0),
+            (P(50), 8.0, 8.0, 0.0, 0.0),
+            (P(95), 20.0, 25.0, 5.0, 25.0),
+            (P(99), 40.0, 38.0, -2.0, -5.0),
+            (Errors, 0.5, 1.5, 1.0, 200.0),
+            (Rate, 2000.0, 1800.0, -200.0, -10.0),
         ],
     );
     assert_level(
         &cmp,
         "50",
         &[
-            (Average, 20.0, 19.0, -1.0, -5.0),
-            (P95, 50.0, 45.0, -5.0, -10.0),
-            (P99, 100.0, 130.0, 30.0, 30.0),
-            (ErrorPct, 2.0, 2.0, 0.0, 0.0),
-            (Throughput, 2500.0, 2750.0, 250.0, 10.0),
+            (Avg, 20.0, 19.0, -1.0, -5.0),
+            (P(95), 50.0, 45.0, -5.0, -10.0),
+            (P(99), 100.0, 130.0, 30.0, 30.0),
+            (Errors, 2.0, 2.0, 0.0, 0.0),
+            (Rate, 2500.0, 2750.0, 250.0, 10.0),
         ],
     );
     assert_level(
         &cmp,
         "TOTAL",
         &[
-            (Average, 15.0, 16.0, 1.0, 100.0 / 15.0),
-            (Median, 10.0, 12.0, 2.0, 20.0),
-            (P99, 80.0, 120.0, 40.0, 50.0),
-            (ErrorPct, 1.25, 1.75, 0.5, 40.0),
-            (Throughput, 2250.0, 2000.0, -250.0, -1000.0 / 90.0),
+            (Avg, 15.0, 16.0, 1.0, 100.0 / 15.0),
+            (P(50), 10.0, 12.0, 2.0, 20.0),
+            (P(99), 80.0, 120.0, 40.0, 50.0),
+            (Errors, 1.25, 1.75, 0.5, 40.0),
+            (Rate, 2250.0, 2000.0, -250.0, -1000.0 / 90.0),
         ],
     );
 }
@@ -133,50 +133,44 @@ fn fail_if_parses() {
     use Metric::*;
     // Spellings and canonical forms; the gate's own tests cover every bound and error.
     let cases: &[(&str, Metric, Op, Bound, &str)] = &[
-        ("p99>+10%", P99, Op::Gt, Bound::Relative(10.0), "p99>+10%"),
-        ("avg>+5ms", Average, Op::Gt, Bound::Ms(5.0), "avg>+5ms"),
+        ("p99>+10%", P(99), Op::Gt, Bound::Relative(10.0), "p99>+10%"),
+        ("avg>+5ms", Avg, Op::Gt, Bound::Ms(5.0), "avg>+5ms"),
         (
             "errors>+1%",
-            ErrorPct,
+            Errors,
             Op::Gt,
             Bound::Percent(1.0),
             "errors>+1%",
         ),
         (
             "throughput<-10%",
-            Throughput,
+            Rate,
             Op::Lt,
             Bound::Relative(-10.0),
             "throughput<-10%",
         ),
-        (" P95 > 20 ms ", P95, Op::Gt, Bound::Ms(20.0), "p95>+20ms"),
-        ("mean>0.5ms", Average, Op::Gt, Bound::Ms(0.5), "avg>+0.5ms"),
+        (" P95 > 20 ms ", P(95), Op::Gt, Bound::Ms(20.0), "p95>+20ms"),
+        ("mean>0.5ms", Avg, Op::Gt, Bound::Ms(0.5), "avg>+0.5ms"),
         (
             "tps<-100/s",
-            Throughput,
+            Rate,
             Op::Lt,
             Bound::Number(-100.0),
             "throughput<-100/s",
         ),
         (
             "errors>+0.25pp",
-            ErrorPct,
+            Errors,
             Op::Gt,
             Bound::Percent(0.25),
             "errors>+0.25%",
         ),
-        (
-            "p50>+5%",
-            Median,
-            Op::Gt,
-            Bound::Relative(5.0),
-            "median>+5%",
-        ),
+        ("p50>+5%", P(50), Op::Gt, Bound::Relative(5.0), "median>+5%"),
     ];
     for (text, metric, op, bound, canonical) in cases {
         let r: FailIf = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(
-            (r.metric, r.gate.op, r.gate.bound),
+            (r.gate.metric, r.gate.op, r.gate.bound),
             (*metric, *op, *bound),
             "{text}"
         );
@@ -219,6 +213,74 @@ fn check_finds_exactly_the_broken_levels() {
         v.to_string(),
         "p99>+10%: level 50: 100.0 ms → 130.0 ms (+30.0 ms, +30.00%)"
     );
+}
+
+#[test]
+fn fairness_and_isolation_rules_judge_the_candidate_s_figures() {
+    let mut cmp = pair();
+    cmp.candidate_name = "b".into();
+    // Levels both runs have: 20, 50 and TOTAL. The baseline has a figure at 20 only.
+    let set = |cmp: &mut Comparison,
+               label: &str,
+               side: fn(&mut LevelComparison) -> &mut Metrics,
+               f: fn(&mut Metrics) -> &mut Option<f64>,
+               v: f64| {
+        let row = cmp
+            .levels
+            .iter_mut()
+            .chain(cmp.total.as_mut())
+            .find(|r| r.label == label);
+        *f(side(row.unwrap())) = Some(v);
+    };
+    let cand: fn(&mut LevelComparison) -> &mut Metrics = |r| r.candidate.as_mut().unwrap();
+    let base: fn(&mut LevelComparison) -> &mut Metrics = |r| r.baseline.as_mut().unwrap();
+    let jain: fn(&mut Metrics) -> &mut Option<f64> = |m| &mut m.tenant_fairness;
+    let quiet: fn(&mut Metrics) -> &mut Option<f64> = |m| &mut m.quiet_p99_increase;
+    // Without the figure in the candidate, the rule is an error naming the level and the run.
+    let e = check(&cmp, &rules(&["tenant_fairness<0.95"])).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--fail-if \"tenant_fairness<0.95\": tenant_fairness needs a fairness figure (it needs \
+         two tenants with attempts, and goodput), and level 20 of the candidate run (b) has none"
+    );
+    for (label, v) in [("20", 0.9), ("50", 0.99), ("TOTAL", 0.95)] {
+        set(&mut cmp, label, cand, jain, v);
+    }
+    set(&mut cmp, "20", base, jain, 1.0);
+    let found = |cmp: &Comparison, list: &[&str]| -> Vec<String> {
+        check(cmp, &rules(list))
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    // Strict, as every --fail-if rule: 0.95 is not below 0.95. The baseline is shown, not judged.
+    assert_eq!(
+        found(&cmp, &["tenant_fairness<0.95"]),
+        ["tenant_fairness<0.95: level 20: candidate 0.900 (baseline 1.000)"]
+    );
+    assert_eq!(
+        found(&cmp, &["jain<0.96"]),
+        [
+            "tenant_fairness<0.96: level 20: candidate 0.900 (baseline 1.000)",
+            "tenant_fairness<0.96: level TOTAL: candidate 0.950"
+        ]
+    );
+    assert!(found(&cmp, &["tenant_fairness<0.9"]).is_empty());
+    // An isolation rule: every level both runs have, but TOTAL (which never has a verdict).
+    let e = check(&cmp, &rules(&["quiet_errors>0.1%"])).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("quiet_errors needs an isolation verdict (it needs --surge"),
+        "{e}"
+    );
+    set(&mut cmp, "20", cand, quiet, 25.0);
+    set(&mut cmp, "50", cand, quiet, 20.0);
+    assert_eq!(
+        found(&cmp, &["quiet_p99_increase>20%"]),
+        ["quiet_p99_increase>20%: level 20: candidate 25.000%"]
+    );
+    assert!(found(&cmp, &["quiet_p99_increase>25%"]).is_empty());
 }
 
 #[test]

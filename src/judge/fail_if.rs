@@ -1,67 +1,39 @@
-//! `--fail-if` rules (parsed by `judge::rules`, the one rule language) judged on a
-//! comparison: find the levels whose delta breaks them.
+//! `--fail-if` rules (parsed by `judge::rules`, the one gate language) judged on a
+//! comparison: find the levels whose delta, or whose candidate figure, breaks them.
 //!
-//! A rule fails when the delta is strictly beyond its bound: `%` is relative to the baseline
-//! for latencies, throughput and the delivered rate, and **percentage points** for errors
-//! (`errors>+1%` fails when the error rate grows from 0.5 % to more than 1.5 %) and for the
-//! delivery counts, whose share of the expected deliveries is compared (`lost>+0.1%`); `ms`,
-//! `/s` and a bare count (`lost>0`: more lost than the baseline) are absolute deltas.
+//! A delta rule fails when the delta is strictly beyond its bound: `%` is relative to the
+//! baseline for latencies, throughput and the delivered rate, and **percentage points** for
+//! errors (`errors>+1%` fails when the error rate grows from 0.5 % to more than 1.5 %) and for
+//! the delivery counts, whose share of the expected deliveries is compared (`lost>+0.1%`);
+//! `ms`, `/s` and a bare count (`lost>0`: more lost than the baseline) are absolute deltas.
+//! A rule on a fairness or isolation figure (`tenant_fairness<0.95`, `quiet_p99_increase>20%`)
+//! fails where the candidate's figure meets it, read as `--threshold` reads it.
 //! Every level both runs have is checked, and TOTAL. A delivery rule needs both runs to have
-//! deliveries (`--subscribers`): otherwise checking is an error naming the rule and the run.
+//! deliveries (`--subscribers`), a figure rule the candidate to have the figure: otherwise
+//! checking is an error naming the rule and the run.
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::judge::rules::{self as gate, Bound, Flag, Gate, GateError};
-use crate::summary::comparison::{Comparison, Delta, Metric, Metrics};
+use crate::judge::comparison::{Comparison, Delta, Metrics};
+use crate::judge::metric::Metric;
+use crate::judge::rules::{Bound, Flag, Gate, GateError};
 
-/// One `--fail-if` rule: the parsed gate and the compare column it reads.
+/// One `--fail-if` rule: a gate of the one language, parsed for `--fail-if`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailIf {
     pub gate: Gate,
-    /// The column of the comparison the rule reads.
-    pub metric: Metric,
 }
 
 /// A `--fail-if` rule that does not parse; the message names the flag and the bad part.
 pub type FailIfError = GateError;
 
-/// The compare column of a gate metric (`judge::rules` only lets `--fail-if` name these).
-fn column(m: gate::Metric) -> Metric {
-    match m {
-        gate::Metric::Avg => Metric::Average,
-        gate::Metric::P(50) => Metric::Median,
-        gate::Metric::P(95) => Metric::P95,
-        gate::Metric::P(99) => Metric::P99,
-        gate::Metric::Errors => Metric::ErrorPct,
-        gate::Metric::Rate => Metric::Throughput,
-        gate::Metric::E2eAvg => Metric::E2eAverage,
-        gate::Metric::E2eP(50) => Metric::E2eMedian,
-        gate::Metric::E2eP(90) => Metric::E2eP90,
-        gate::Metric::E2eP(95) => Metric::E2eP95,
-        gate::Metric::E2eP(99) => Metric::E2eP99,
-        gate::Metric::E2eMax => Metric::E2eMax,
-        gate::Metric::Lost => Metric::Lost,
-        gate::Metric::Duplicates => Metric::Duplicates,
-        gate::Metric::Redeliveries => Metric::Redeliveries,
-        gate::Metric::OutOfOrder => Metric::OutOfOrder,
-        gate::Metric::BadSignature => Metric::BadSignature,
-        gate::Metric::BodyMismatch => Metric::BodyMismatch,
-        gate::Metric::Unexpected => Metric::Unexpected,
-        gate::Metric::Backlog => Metric::Backlog,
-        gate::Metric::DeliveredRate => Metric::DeliveredRate,
-        other => unreachable!("--fail-if does not accept {other:?}"),
-    }
-}
-
 impl FromStr for FailIf {
     type Err = FailIfError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let gate = Gate::parse(Flag::FailIf, s)?;
         Ok(FailIf {
-            metric: column(gate.metric),
-            gate,
+            gate: Gate::parse(Flag::FailIf, s)?,
         })
     }
 }
@@ -76,14 +48,19 @@ impl fmt::Display for FailIf {
 impl FailIf {
     /// Whether the rule compares a delivery count's share of the expected deliveries (`%`).
     pub fn on_share(&self) -> bool {
-        self.metric.is_count() && matches!(self.gate.bound, Bound::Percent(_))
+        self.gate.metric.is_delivery_count() && matches!(self.gate.bound, Bound::Percent(_))
+    }
+
+    /// The metric the rule reads.
+    pub fn metric(&self) -> Metric {
+        self.gate.metric
     }
 
     /// One side's value in the rule's unit: the count's share for a `%` count rule.
     fn side(&self, m: &Metrics) -> Option<f64> {
         match self.on_share() {
-            true => m.share(self.metric),
-            false => m.get(self.metric),
+            true => m.share(self.gate.metric),
+            false => m.get(self.gate.metric),
         }
     }
 
@@ -100,7 +77,7 @@ impl FailIf {
         })
     }
 
-    /// Whether a delta breaks this rule.
+    /// Whether a delta breaks this (delta) rule.
     pub fn fails(&self, d: Delta) -> bool {
         self.gate.op.holds(self.measure(d), self.gate.bound.value())
     }
@@ -157,6 +134,41 @@ fn measurable(cmp: &Comparison, rule: &FailIf) -> Result<(), FailIfError> {
     Ok(())
 }
 
+/// A figure rule judges the candidate at every level both runs have, and TOTAL (but an
+/// isolation figure, which TOTAL never has): each must have the figure.
+fn figure_rows<'a>(
+    cmp: &'a Comparison,
+    rule: &FailIf,
+) -> Result<Vec<(&'a str, Metrics, Metrics)>, FailIfError> {
+    let m = rule.gate.metric;
+    let mut out = Vec::new();
+    for row in cmp.rows() {
+        let (Some(b), Some(c)) = (row.baseline, row.candidate) else {
+            continue;
+        };
+        if m.is_isolation() && cmp.total.as_ref() == Some(row) {
+            continue;
+        }
+        if c.get(m).is_none() {
+            let needs = match m.is_isolation() {
+                true => "an isolation verdict (it needs --surge, and quiet attempts before and during the surge)",
+                false => "a fairness figure (it needs two tenants with attempts, and goodput)",
+            };
+            return Err(unmeasured(
+                rule,
+                format!(
+                    "{} needs {needs}, and level {} of the candidate run ({}) has none",
+                    m.keyword(),
+                    row.label,
+                    cmp.candidate_name
+                ),
+            ));
+        }
+        out.push((row.label.as_str(), b, c));
+    }
+    Ok(out)
+}
+
 /// A rule broken at one level (shown as one line by `compare::render`, with compare's
 /// number formats).
 #[derive(Debug, Clone, PartialEq)]
@@ -164,10 +176,12 @@ pub struct Violation {
     pub rule: FailIf,
     /// The level label ("200", "TOTAL").
     pub label: String,
-    /// The baseline's value, in the rule's unit (a count's share, %, for a `%` count rule).
-    pub baseline: f64,
+    /// The baseline's value, in the rule's unit (a count's share, %, for a `%` count rule);
+    /// `None` for a figure rule on a baseline without the figure.
+    pub baseline: Option<f64>,
     pub candidate: f64,
-    pub delta: Delta,
+    /// Candidate − baseline, when both have a value.
+    pub delta: Option<Delta>,
 }
 
 /// Every (rule, level) pair that fails, rules in the given order, levels in row order; an
@@ -175,8 +189,27 @@ pub struct Violation {
 pub fn check(cmp: &Comparison, rules: &[FailIf]) -> Result<Vec<Violation>, FailIfError> {
     let mut out = Vec::new();
     for rule in rules {
-        if rule.metric.is_delivery() {
+        if rule.gate.metric.is_delivery() {
             measurable(cmp, rule)?;
+        }
+        if !rule.gate.is_delta() {
+            for (label, b, c) in figure_rows(cmp, rule)? {
+                let m = rule.gate.metric;
+                let cand = c
+                    .get(m)
+                    .expect("figure_rows keeps the rows with the figure");
+                if rule.gate.op.holds(cand, rule.gate.bound.value()) {
+                    let base = b.get(m);
+                    out.push(Violation {
+                        rule: rule.clone(),
+                        label: label.to_string(),
+                        baseline: base,
+                        candidate: cand,
+                        delta: base.map(|base| Delta::between(base, cand)),
+                    });
+                }
+            }
+            continue;
         }
         for row in cmp.rows() {
             let (Some(b), Some(c)) = (row.baseline, row.candidate) else {
@@ -190,9 +223,9 @@ pub fn check(cmp: &Comparison, rules: &[FailIf]) -> Result<Vec<Violation>, FailI
                 out.push(Violation {
                     rule: rule.clone(),
                     label: row.label.clone(),
-                    baseline: base,
+                    baseline: Some(base),
                     candidate: cand,
-                    delta,
+                    delta: Some(delta),
                 });
             }
         }

@@ -1,11 +1,13 @@
-//! Judging, in one place: the rule language of `--threshold`, `--slo` and `--fail-if`
-//! (`rules`), thresholds (pass/fail), the capacity finder's SLO, the timeout what-if table,
-//! `--fail-if` applied to a comparison (`fail_if`), their results as plain data (`verdict`:
-//! what `run_report::Report` stores) and as terminal text (`text`). The flags are converted in
-//! `config/judging.rs`, like every flag.
+//! Judging, in one place: the one gate language of `--threshold`, `--slo` and `--fail-if`
+//! (`metric`, what a rule measures; `rules`, the parser), thresholds (pass/fail), the capacity
+//! finder's SLO, the timeout what-if table, two runs compared (`comparison`) and `--fail-if`
+//! judged on it (`fail_if`), the results as plain data (`verdict`: what `run_report::Report`
+//! stores) and as terminal text (`text`). The flags are converted in `config/judging.rs`.
 
 pub mod capacity;
+pub mod comparison;
 pub mod fail_if;
+pub mod metric;
 pub mod rules;
 #[cfg(test)]
 mod testutil;

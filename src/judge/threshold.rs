@@ -10,21 +10,8 @@ use crate::summary::LevelReport;
 /// for a delivery metric on a row without a delivery section, and for a fairness metric on a
 /// row without fairness figures (or without the figure: no goodput, a median p99 of 0).
 pub fn actual(t: &Threshold, row: &LevelReport) -> f64 {
-    if t.metric.is_isolation() {
-        let i = row.isolation.as_ref();
-        let v = match t.metric {
-            Metric::QuietP99Increase => i.and_then(|i| i.p99_increase_pct),
-            _ => i.map(|i| i.surge.error_pct),
-        };
-        return v.unwrap_or(f64::NAN);
-    }
-    if t.metric.is_fairness() {
-        let f = row.fairness.as_ref();
-        let v = match t.metric {
-            Metric::TenantFairness => f.and_then(|f| f.jain_index),
-            _ => f.and_then(|f| f.p99_spread),
-        };
-        return v.unwrap_or(f64::NAN);
+    if t.metric.is_isolation() || t.metric.is_fairness() {
+        return t.metric.figure(row).unwrap_or(f64::NAN);
     }
     if t.metric.is_delivery() {
         return row

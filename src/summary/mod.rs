@@ -1,11 +1,9 @@
 //! The report model: what a run produced, as `summary.json` holds it (its level rows, the
-//! delivery sections, the phases) and how a level's statistics become a row; and what
-//! comparing two runs produced (`comparison`, the deltas `--fail-if` is judged on). Plain data
+//! delivery sections, the phases) and how a level's statistics become a row. Plain data
 //! `judge` judges, and the writers (`report`) and `compare` read; it writes nothing. The whole
 //! document, with judge's results in it, is `run_report::Report`, a floor above `judge`.
 
 pub mod build;
-pub mod comparison;
 pub mod delivery_report;
 pub mod latency;
 pub mod observations;

@@ -1,27 +1,21 @@
 //! The one gate language: `--threshold`, `--slo` and `compare --fail-if` rules such as
-//! `p99<300ms`, `total:errors<1%`, `rate>=500`, `p99>+10%`, parsed by one parser against one
-//! table of metrics into one `Op` and one `Bound`. Plain data: judging a rule is `judge`'s job
-//! (absolute bounds on one run) and compare's (deltas between two runs).
+//! `p99<300ms`, `total:errors<1%`, `tenant_fairness>0.95`, `p99>+10%`, parsed by one parser
+//! against one metric type (`judge::metric`) into one `Gate`. Plain data: `threshold` judges
+//! absolute bounds on a run's rows, `fail_if` a comparison of two runs.
 //!
 //! Grammar: `[total:]METRIC OP VALUE`, spaces allowed around the parts, metric names in any
-//! case. What VALUE may be depends on the flag:
-//! - `--threshold` / `--slo` (absolute): a latency is a duration (`300ms`, `1.5s`); errors and
-//!   timeouts are a share (`1%`) or a count (`3`); rate is attempts per second (`500`, `500/s`).
-//!   Ops `<`, `<=`, `>`, `>=`, `=`. A relative bound (`+10%`) is an error: it needs a baseline.
-//!   Delivery metrics (`--subscribers`): e2e latencies are durations; delivery counts are a
-//!   count or a share of the level's expected deliveries; `delivered_rate` is per second.
-//! - `--fail-if` (a delta between two runs): a signed number and a unit: `%` relative to the
-//!   baseline (for errors: percentage points, also spelled `pp`), `ms` for latencies, `/s` for
-//!   throughput and the delivered rate. A delivery count takes a bare number (a change in the
-//!   count: `lost>0`) or `%`/`pp` (percentage points of its share of the expected
-//!   deliveries). Ops `<`, `>` (strict: the rule fails when the delta is beyond the bound).
-//!   No `total:` (every level both runs have is checked, and TOTAL).
+//! case (docs/gates.md). An absolute bound (`--threshold`, `--slo`, and `--fail-if` on the
+//! candidate's fairness and isolation figures) is a value in the metric's unit; a delta
+//! (`--fail-if` on the other compared metrics) is a signed number and a unit. Under
+//! `--fail-if` a rule states the failure (ops `<`, `>`), and there is no `total:`.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
 use serde::Serialize;
+
+pub use super::metric::{InCompare, Metric, METRICS};
 
 #[cfg(test)]
 mod foregone_tests;
@@ -76,209 +70,19 @@ impl Flag {
         }
     }
 
-    fn metrics(self) -> &'static str {
-        if self.relative() {
-            "avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate"
-        } else {
-            "avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, time_to_first_delivery_p99, tenant_fairness, tenant_p99_spread, quiet_p99_increase or quiet_errors"
-        }
-    }
-}
-
-/// What a rule measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    /// Mean latency.
-    Avg,
-    /// A latency percentile (50, 90, 95, 99; 99.9 as 999).
-    P(u16),
-    /// Largest latency.
-    Max,
-    /// Attempts not accepted.
-    Errors,
-    /// Client-side timeouts.
-    Timeouts,
-    /// Achieved throughput, attempts per second.
-    Rate,
-    /// End-to-end latency (publish start → delivery received): mean.
-    E2eAvg,
-    /// End-to-end latency percentile (50, 90, 95, 99).
-    E2eP(u16),
-    /// End-to-end latency: largest.
-    E2eMax,
-    /// Accepted events not delivered within the grace. Like every delivery count, a count
-    /// or a share of the level's expected deliveries.
-    Lost,
-    /// Deliveries of an event already acknowledged.
-    Duplicates,
-    /// Deliveries again after the subscriber answered an error (the hub retrying).
-    Redeliveries,
-    /// First deliveries out of publish order.
-    OutOfOrder,
-    /// Deliveries with a bad `X-Hub-Signature`.
-    BadSignature,
-    /// Deliveries naming one of our events but not byte-identical to it.
-    BodyMismatch,
-    /// Deliveries of nothing hubload published (to that subscriber's topic).
-    Unexpected,
-    /// Deliveries still missing when the level's last publish returned.
-    Backlog,
-    /// Delivered per second over the level's span plus the wait for its deliveries.
-    DeliveredRate,
-    /// Subscription churn: re-verification → first delivery after it, 99th percentile.
-    TimeToFirstDeliveryP99,
-    /// Jain's index between tenants on goodput normalised by offered share, 1/n..=1
-    /// (docs/fairness.md).
-    TenantFairness,
-    /// The largest tenant p99 ÷ the median tenant p99.
-    TenantP99Spread,
-    /// `--surge`: the quiet tenants' p99 during the surge ÷ before it, − 1, % (the
-    /// isolation verdict's point estimate).
-    QuietP99Increase,
-    /// `--surge`: the quiet tenants' error % during the surge.
-    QuietErrors,
-}
-
-/// The one table of metric names: every spelling either flag has accepted, and whether
-/// `--fail-if` compares it (compare's columns are avg, median, p95, p99, errors, throughput,
-/// and every delivery metric).
-const METRICS: &[(&[&str], Metric, bool)] = &[
-    (&["avg", "average", "mean"], Metric::Avg, true),
-    (&["median", "p50"], Metric::P(50), true),
-    (&["p90"], Metric::P(90), false),
-    (&["p95"], Metric::P(95), true),
-    (&["p99"], Metric::P(99), true),
-    (&["p999", "p99.9"], Metric::P(999), false),
-    (&["max"], Metric::Max, false),
-    (&["errors", "error", "error%", "err"], Metric::Errors, true),
-    (&["timeouts"], Metric::Timeouts, false),
-    (&["rate", "throughput", "tps", "rps"], Metric::Rate, true),
-    (&["e2e_avg", "e2e_mean"], Metric::E2eAvg, true),
-    (&["e2e_p50", "e2e_median"], Metric::E2eP(50), true),
-    (&["e2e_p90"], Metric::E2eP(90), true),
-    (&["e2e_p95"], Metric::E2eP(95), true),
-    (&["e2e_p99"], Metric::E2eP(99), true),
-    (&["e2e_max"], Metric::E2eMax, true),
-    (&["lost"], Metric::Lost, true),
-    (&["duplicates", "dups"], Metric::Duplicates, true),
-    (&["redeliveries"], Metric::Redeliveries, true),
-    (&["out_of_order"], Metric::OutOfOrder, true),
-    (
-        &["bad_signature", "bad_signatures"],
-        Metric::BadSignature,
-        true,
-    ),
-    (&["body_mismatch"], Metric::BodyMismatch, true),
-    (&["unexpected"], Metric::Unexpected, true),
-    (&["backlog"], Metric::Backlog, true),
-    (
-        &["delivered_rate", "delivered/s", "delivery_rate"],
-        Metric::DeliveredRate,
-        true,
-    ),
-    (
-        &["time_to_first_delivery_p99", "ttfd_p99"],
-        Metric::TimeToFirstDeliveryP99,
-        false,
-    ),
-    (
-        &["tenant_fairness", "fairness", "jain"],
-        Metric::TenantFairness,
-        false,
-    ),
-    (&["tenant_p99_spread"], Metric::TenantP99Spread, false),
-    (&["quiet_p99_increase"], Metric::QuietP99Increase, false),
-    (&["quiet_errors", "quiet_error"], Metric::QuietErrors, false),
-];
-
-impl Metric {
-    /// Whether the metric is a latency (ms).
-    pub fn is_latency(self) -> bool {
-        matches!(
-            self,
-            Metric::Avg
-                | Metric::P(_)
-                | Metric::Max
-                | Metric::E2eAvg
-                | Metric::E2eP(_)
-                | Metric::E2eMax
-                | Metric::TimeToFirstDeliveryP99
-        )
-    }
-
-    /// Whether the metric is a count that may also be given as a share (`N` or `N%`).
-    fn is_count(self) -> bool {
-        matches!(
-            self,
-            Metric::Errors
-                | Metric::Timeouts
-                | Metric::Lost
-                | Metric::Duplicates
-                | Metric::Redeliveries
-                | Metric::OutOfOrder
-                | Metric::BadSignature
-                | Metric::BodyMismatch
-                | Metric::Unexpected
-                | Metric::Backlog
-        )
-    }
-
-    /// Whether the metric is judged on a level's `fairness` section (two tenants or more).
-    pub fn is_fairness(self) -> bool {
-        matches!(self, Metric::TenantFairness | Metric::TenantP99Spread)
-    }
-
-    /// Whether the metric is judged on a level's `isolation` section (`--surge`).
-    pub fn is_isolation(self) -> bool {
-        matches!(self, Metric::QuietP99Increase | Metric::QuietErrors)
-    }
-
-    /// Whether the metric is judged on a level's `delivery` section (`--subscribers`).
-    /// That is the e2e latencies, the delivered rate, and every count but the publish side's.
-    pub fn is_delivery(self) -> bool {
-        match self {
-            Metric::E2eAvg | Metric::E2eP(_) | Metric::E2eMax | Metric::DeliveredRate => true,
-            Metric::TimeToFirstDeliveryP99 => true,
-            Metric::Errors | Metric::Timeouts => false,
-            other => other.is_count(),
-        }
-    }
-
-    /// The canonical name: `avg`, `median`, `p95`, `p99.9`, `errors`, `throughput`, ….
-    pub fn keyword(self) -> &'static str {
-        match self {
-            Metric::Avg => "avg",
-            Metric::P(50) => "median",
-            Metric::P(90) => "p90",
-            Metric::P(95) => "p95",
-            Metric::P(99) => "p99",
-            Metric::P(_) => "p99.9",
-            Metric::Max => "max",
-            Metric::Errors => "errors",
-            Metric::Timeouts => "timeouts",
-            Metric::Rate => "throughput",
-            Metric::E2eAvg => "e2e_avg",
-            Metric::E2eP(50) => "e2e_p50",
-            Metric::E2eP(90) => "e2e_p90",
-            Metric::E2eP(95) => "e2e_p95",
-            Metric::E2eP(_) => "e2e_p99",
-            Metric::E2eMax => "e2e_max",
-            Metric::Lost => "lost",
-            Metric::Duplicates => "duplicates",
-            Metric::Redeliveries => "redeliveries",
-            Metric::OutOfOrder => "out_of_order",
-            Metric::BadSignature => "bad_signature",
-            Metric::BodyMismatch => "body_mismatch",
-            Metric::Unexpected => "unexpected",
-            Metric::Backlog => "backlog",
-            Metric::DeliveredRate => "delivered_rate",
-            Metric::TimeToFirstDeliveryP99 => "time_to_first_delivery_p99",
-            Metric::TenantFairness => "tenant_fairness",
-            Metric::TenantP99Spread => "tenant_p99_spread",
-            Metric::QuietP99Increase => "quiet_p99_increase",
-            Metric::QuietErrors => "quiet_errors",
-        }
+    /// The metrics the flag takes, for an error message: compare's by their keyword, a run's
+    /// by their first spelling.
+    fn metrics(self) -> String {
+        let names: Vec<&str> = METRICS
+            .iter()
+            .filter(|(_, _, c)| !self.relative() || *c != InCompare::No)
+            .map(|(names, m, _)| match self.relative() {
+                true => m.keyword(),
+                false => names[0],
+            })
+            .collect();
+        let (last, rest) = names.split_last().expect("the table is not empty");
+        format!("{} or {last}", rest.join(", "))
     }
 }
 
@@ -332,7 +136,7 @@ pub enum Scope {
     Total,
 }
 
-/// The bound a rule compares with, in its unit. Under `--fail-if` each is a signed delta.
+/// The bound a rule compares with, in its unit: under `--fail-if`, a delta rule's is signed.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bound {
@@ -407,10 +211,8 @@ impl Gate {
             )));
         };
         let name = rest[..at].trim();
-        let &(_, metric, _) = METRICS
-            .iter()
-            .find(|(names, _, _)| names.contains(&name.to_ascii_lowercase().as_str()))
-            .filter(|(_, _, compared)| *compared || !flag.relative())
+        let metric = Metric::named(name)
+            .filter(|m| m.in_compare() != InCompare::No || !flag.relative())
             .ok_or_else(|| {
                 err(format!(
                     "unknown metric {name:?} (expected {})",
@@ -424,11 +226,11 @@ impl Gate {
             .find(|(o, _)| tail.starts_with(o))
             .expect("every flag accepts what `marks` finds");
         let value = tail[op_text.len()..].trim();
-        let bound = if flag.relative() {
+        let bound = if flag.relative() && metric.in_compare() == InCompare::Delta {
             delta_bound(metric, value).map_err(err)?
         } else {
             let bound = absolute_bound(metric, value).map_err(err)?;
-            if let Some(why) = foregone(metric, op, bound) {
+            if let Some(why) = foregone(flag, metric, op, bound) {
                 return Err(err(why));
             }
             bound
@@ -444,7 +246,16 @@ impl Gate {
     }
 }
 
-/// `--threshold` / `--slo`: a non-negative value in the metric's unit.
+impl Gate {
+    /// Whether the rule bounds a delta between two runs (`--fail-if` on a compared column);
+    /// otherwise it bounds one run's value (`--threshold`, `--slo`, and `--fail-if` on the
+    /// candidate's fairness and isolation figures).
+    pub fn is_delta(&self) -> bool {
+        self.flag.relative() && self.metric.in_compare() == InCompare::Delta
+    }
+}
+
+/// An absolute bound: a non-negative value in the metric's unit.
 fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
     let signed = value.starts_with(['+', '-']);
     if signed && value.ends_with('%') && !metric.is_count() && !metric.is_isolation() {
@@ -481,14 +292,15 @@ fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
 }
 
 /// Why the rule `metric OP bound` (an absolute bound, never negative) holds whatever is
-/// measured, or holds for nothing; `None` when a measurement can go either way.
+/// measured, or holds for nothing, said for `flag` (a `--fail-if` rule fails when it holds);
+/// `None` when a measurement can go either way.
 ///
 /// What a measurement can be: every metric is at least 0, a share of attempts (errors,
 /// timeouts as `%`, the quiet tenants' errors) at most 100 %, and Jain's index at most 1.
 /// Delivery shares are not capped: duplicates, redeliveries and unexpected deliveries may
 /// outnumber the expected ones (docs/gates.md). A p99 increase is at least −100 %, below any
 /// bound given (never negative): no rule on it is foregone.
-fn foregone(metric: Metric, op: Op, bound: Bound) -> Option<String> {
+fn foregone(flag: Flag, metric: Metric, op: Op, bound: Bound) -> Option<String> {
     if metric == Metric::QuietP99Increase {
         return None;
     }
@@ -518,16 +330,21 @@ fn foregone(metric: Metric, op: Op, bound: Bound) -> Option<String> {
         Op::Ge | Op::Eq => cap.is_some_and(|c| b > c),
         Op::Le => false,
     };
-    if always {
-        Some(format!(
+    match (always, never, flag.relative()) {
+        (true, _, false) => Some(format!(
             "can never fail: {range}, so it always holds (give a bound a run can cross)"
-        ))
-    } else if never {
-        Some(format!(
+        )),
+        (_, true, false) => Some(format!(
             "can never pass: {range}, so it never holds (give a bound a run can meet)"
-        ))
-    } else {
-        None
+        )),
+        (true, _, true) => Some(format!(
+            "can never pass: {range}, so it always holds and fails every comparison \
+             (give a bound a run can stay within)"
+        )),
+        (_, true, true) => Some(format!(
+            "can never fail: {range}, so it never holds (give a bound a run can cross)"
+        )),
+        _ => None,
     }
 }
 
@@ -541,7 +358,7 @@ fn delta_bound(metric: Metric, value: &str) -> Result<Bound, String> {
     let v = number(num).ok_or_else(|| {
         format!("bad threshold {value:?} (expected a signed number and a unit, e.g. +10% or +5ms)")
     })?;
-    let counted = metric.is_count() && metric != Metric::Errors && metric != Metric::Timeouts;
+    let counted = metric.is_delivery_count();
     let rate = matches!(metric, Metric::Rate | Metric::DeliveredRate);
     let allowed = match metric {
         Metric::Errors => "% or pp, percentage points",
@@ -581,6 +398,15 @@ impl fmt::Display for Gate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if !self.flag.relative() {
             return f.write_str(&self.text);
+        }
+        if !self.is_delta() {
+            let unit = if let Bound::Percent(_) = self.bound {
+                "%"
+            } else {
+                ""
+            };
+            let (name, op, v) = (self.metric.keyword(), self.op.as_str(), self.bound.value());
+            return write!(f, "{name}{op}{v}{unit}");
         }
         let unit = match self.bound {
             Bound::Relative(_) | Bound::Percent(_) => "%",

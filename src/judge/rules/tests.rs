@@ -288,6 +288,60 @@ fn relative_rules() {
 }
 
 #[test]
+fn fail_if_bounds_the_candidate_s_figures_as_threshold_does() {
+    use Bound::*;
+    use Metric::*;
+    let table: &[(&str, Metric, Op, Bound, &str)] = &[
+        (
+            "tenant_fairness<0.95",
+            TenantFairness,
+            Op::Lt,
+            Number(0.95),
+            "tenant_fairness<0.95",
+        ),
+        (
+            "JAIN < 0.9",
+            TenantFairness,
+            Op::Lt,
+            Number(0.9),
+            "tenant_fairness<0.9",
+        ),
+        (
+            "tenant_p99_spread>2",
+            TenantP99Spread,
+            Op::Gt,
+            Number(2.0),
+            "tenant_p99_spread>2",
+        ),
+        (
+            "quiet_p99_increase>20%",
+            QuietP99Increase,
+            Op::Gt,
+            Percent(20.0),
+            "quiet_p99_increase>20%",
+        ),
+        (
+            "quiet_error>0.1%",
+            QuietErrors,
+            Op::Gt,
+            Percent(0.1),
+            "quiet_errors>0.1%",
+        ),
+    ];
+    for (text, metric, op, bound, canonical) in table {
+        let g = ok(Flag::FailIf, text);
+        assert_eq!((g.metric, g.op, g.bound), (*metric, *op, *bound), "{text}");
+        assert!(!g.is_delta(), "{text}");
+        assert_eq!(g.to_string(), *canonical);
+        // The same value, parsed the same way, as --threshold takes it.
+        let t = ok(Flag::Threshold, text);
+        assert_eq!((t.metric, t.bound), (g.metric, g.bound), "{text}");
+    }
+    assert!(ok(Flag::FailIf, "p99>+10%").is_delta());
+    assert!(!ok(Flag::Threshold, "p99<10ms").is_delta());
+}
+
+#[test]
 fn errors_name_the_flag_and_the_bad_part() {
     let table: &[(Flag, &str, &str)] = &[
         (
@@ -312,8 +366,18 @@ fn errors_name_the_flag_and_the_bad_part() {
         ),
         (
             Flag::FailIf,
-            "quiet_errors>+1%",
-            r#"--fail-if "quiet_errors>+1%": unknown metric "quiet_errors" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate)"#,
+            "tenant_fairness>1",
+            r#"--fail-if "tenant_fairness>1": can never fail: Jain's index is between 0 and 1, so it never holds (give a bound a run can cross)"#,
+        ),
+        (
+            Flag::FailIf,
+            "quiet_errors<101%",
+            r#"--fail-if "quiet_errors<101%": can never pass: a share of attempts is between 0% and 100%, so it always holds and fails every comparison (give a bound a run can stay within)"#,
+        ),
+        (
+            Flag::FailIf,
+            "tenant_fairness<-0.1",
+            r#"--fail-if "tenant_fairness<-0.1": the bound must be a non-negative number"#,
         ),
         (
             Flag::Threshold,
@@ -368,18 +432,18 @@ fn errors_name_the_flag_and_the_bad_part() {
         (
             Flag::FailIf,
             "p98>+10%",
-            r#"--fail-if "p98>+10%": unknown metric "p98" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate)"#,
+            r#"--fail-if "p98>+10%": unknown metric "p98" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, tenant_fairness, tenant_p99_spread, quiet_p99_increase or quiet_errors)"#,
         ),
         // Metrics compare has no column for.
         (
             Flag::FailIf,
             "p90>+10%",
-            r#"--fail-if "p90>+10%": unknown metric "p90" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate)"#,
+            r#"--fail-if "p90>+10%": unknown metric "p90" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, tenant_fairness, tenant_p99_spread, quiet_p99_increase or quiet_errors)"#,
         ),
         (
             Flag::FailIf,
             "total:p99>+10%",
-            r#"--fail-if "total:p99>+10%": unknown metric "total:p99" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog or delivered_rate)"#,
+            r#"--fail-if "total:p99>+10%": unknown metric "total:p99" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, tenant_fairness, tenant_p99_spread, quiet_p99_increase or quiet_errors)"#,
         ),
         (
             Flag::FailIf,

@@ -1,179 +1,11 @@
 //! The comparison of two runs as data: the metrics compared, their values and deltas per
-//! level, and which run each level exists in. Below `judge`, which applies `--fail-if` to it
-//! (`judge/fail_if.rs`); `compare` builds and renders it.
+//! level, and which run each level exists in. `fail_if` judges it; `compare` builds and
+//! renders it.
 
+use crate::judge::metric::Metric;
 use crate::subscriber::DeliveryCounts;
 use crate::summary::delivery_report::DeliveryReport;
 use crate::summary::LevelReport;
-
-/// A compared quantity: the aggregate report's columns, then (when both runs had
-/// `--subscribers`) the delivery section's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Metric {
-    /// Mean latency, ms.
-    Average,
-    /// Median latency, ms.
-    Median,
-    /// 95th percentile latency, ms.
-    P95,
-    /// 99th percentile latency, ms.
-    P99,
-    /// Attempts not accepted, % of attempts.
-    ErrorPct,
-    /// Attempts per second.
-    Throughput,
-    /// Deliveries owed (accepted publishes × listening subscribers).
-    Expected,
-    /// Events delivered, each once.
-    Delivered,
-    /// Expected deliveries missing when the grace had passed.
-    Lost,
-    /// Expected deliveries missing when a signal cut the grace short (not lost).
-    NotYetDelivered,
-    /// Deliveries of an event already acknowledged.
-    Duplicates,
-    /// Deliveries again after an error answer (the hub retrying).
-    Redeliveries,
-    /// First deliveries out of publish order.
-    OutOfOrder,
-    /// Deliveries with a bad `X-Hub-Signature`.
-    BadSignature,
-    /// Deliveries not byte-identical to the event they name.
-    BodyMismatch,
-    /// Deliveries of nothing hubload published.
-    Unexpected,
-    /// End-to-end latency (publish start → delivery received): mean, ms.
-    E2eAverage,
-    /// End-to-end median, ms.
-    E2eMedian,
-    /// End-to-end 90th percentile, ms.
-    E2eP90,
-    /// End-to-end 95th percentile, ms.
-    E2eP95,
-    /// End-to-end 99th percentile, ms.
-    E2eP99,
-    /// End-to-end largest, ms.
-    E2eMax,
-    /// Delivered per second over the level's span plus the wait for its deliveries.
-    DeliveredRate,
-    /// Deliveries still missing when the level's last publish returned.
-    Backlog,
-}
-
-impl Metric {
-    /// The aggregate report's metrics, in column order.
-    pub const ALL: [Metric; 6] = [
-        Metric::Average,
-        Metric::Median,
-        Metric::P95,
-        Metric::P99,
-        Metric::ErrorPct,
-        Metric::Throughput,
-    ];
-
-    /// The delivery metrics, in `delivery.csv`'s order (with Expected first).
-    pub const DELIVERY: [Metric; 18] = [
-        Metric::Expected,
-        Metric::Delivered,
-        Metric::Lost,
-        Metric::NotYetDelivered,
-        Metric::Duplicates,
-        Metric::Redeliveries,
-        Metric::OutOfOrder,
-        Metric::BadSignature,
-        Metric::BodyMismatch,
-        Metric::Unexpected,
-        Metric::E2eAverage,
-        Metric::E2eMedian,
-        Metric::E2eP90,
-        Metric::E2eP95,
-        Metric::E2eP99,
-        Metric::E2eMax,
-        Metric::DeliveredRate,
-        Metric::Backlog,
-    ];
-
-    /// Column name, as in the aggregate report and `delivery.csv`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Average => "Average",
-            Metric::Median => "Median",
-            Metric::P95 => "95% Line",
-            Metric::P99 => "99% Line",
-            Metric::ErrorPct => "Error %",
-            Metric::Throughput => "Throughput",
-            Metric::Expected => "Expected",
-            Metric::Delivered => "Delivered",
-            Metric::Lost => "Lost",
-            Metric::NotYetDelivered => "Not yet delivered",
-            Metric::Duplicates => "Duplicates",
-            Metric::Redeliveries => "Redeliveries",
-            Metric::OutOfOrder => "Out of order",
-            Metric::BadSignature => "Bad signature",
-            Metric::BodyMismatch => "Body mismatch",
-            Metric::Unexpected => "Unexpected",
-            Metric::E2eAverage => "E2E Average",
-            Metric::E2eMedian => "E2E Median",
-            Metric::E2eP90 => "E2E 90%",
-            Metric::E2eP95 => "E2E 95%",
-            Metric::E2eP99 => "E2E 99%",
-            Metric::E2eMax => "E2E Max",
-            Metric::DeliveredRate => "Delivered rate",
-            Metric::Backlog => "Backlog at level end",
-        }
-    }
-
-    /// The unit of the values ("ms", "%", "/s", or "" for a count).
-    pub fn unit(self) -> &'static str {
-        match self {
-            Metric::ErrorPct => "%",
-            Metric::Throughput | Metric::DeliveredRate => "/s",
-            m if m.is_count() => "",
-            _ => "ms",
-        }
-    }
-
-    /// The unit of an absolute delta: error rates change by percentage points.
-    pub fn delta_unit(self) -> &'static str {
-        match self {
-            Metric::ErrorPct => "pp",
-            other => other.unit(),
-        }
-    }
-
-    /// Throughput, the delivered rate and deliveries get better as they grow.
-    pub fn higher_is_better(self) -> bool {
-        matches!(
-            self,
-            Metric::Throughput | Metric::DeliveredRate | Metric::Delivered
-        )
-    }
-
-    /// True for the latency metrics (publish and end-to-end).
-    pub fn is_latency(self) -> bool {
-        self.unit() == "ms"
-    }
-
-    /// True for the delivery counts (whole numbers; a share of Expected under `%`).
-    pub fn is_count(self) -> bool {
-        let measured = matches!(
-            self,
-            Metric::E2eAverage
-                | Metric::E2eMedian
-                | Metric::E2eP90
-                | Metric::E2eP95
-                | Metric::E2eP99
-                | Metric::E2eMax
-                | Metric::DeliveredRate
-        );
-        self.is_delivery() && !measured
-    }
-
-    /// True for the metrics of a level's `delivery` section.
-    pub fn is_delivery(self) -> bool {
-        Metric::DELIVERY.contains(&self)
-    }
-}
 
 /// The compared values of a level's `delivery` section.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -207,16 +39,17 @@ impl DeliveryMetrics {
         }
     }
 
-    fn get(&self, m: Metric) -> f64 {
+    /// One delivery metric's value; `None` for another metric.
+    fn get(&self, m: Metric) -> Option<f64> {
         let c = &self.counts;
         let n = match m {
-            Metric::E2eAverage => return self.e2e_ms[0],
-            Metric::E2eMedian => return self.e2e_ms[1],
-            Metric::E2eP90 => return self.e2e_ms[2],
-            Metric::E2eP95 => return self.e2e_ms[3],
-            Metric::E2eP99 => return self.e2e_ms[4],
-            Metric::E2eMax => return self.e2e_ms[5],
-            Metric::DeliveredRate => return self.delivered_per_sec,
+            Metric::E2eAvg => return Some(self.e2e_ms[0]),
+            Metric::E2eP(50) => return Some(self.e2e_ms[1]),
+            Metric::E2eP(90) => return Some(self.e2e_ms[2]),
+            Metric::E2eP(95) => return Some(self.e2e_ms[3]),
+            Metric::E2eP(99) => return Some(self.e2e_ms[4]),
+            Metric::E2eMax => return Some(self.e2e_ms[5]),
+            Metric::DeliveredRate => return Some(self.delivered_per_sec),
             Metric::Expected => c.expected,
             Metric::Delivered => c.delivered,
             Metric::Lost => c.lost,
@@ -228,9 +61,9 @@ impl DeliveryMetrics {
             Metric::BodyMismatch => c.body_mismatch,
             Metric::Unexpected => c.unexpected,
             Metric::Backlog => self.backlog,
-            publish => unreachable!("{publish:?} is not a delivery metric"),
+            _ => return None,
         };
-        n as f64
+        Some(n as f64)
     }
 }
 
@@ -253,6 +86,14 @@ pub struct Metrics {
     pub samples: u64,
     /// The level's delivery section (`--subscribers`).
     pub delivery: Option<DeliveryMetrics>,
+    /// Jain's index between tenants (`Metric::figure`; `None` without one, as below).
+    pub tenant_fairness: Option<f64>,
+    /// The largest tenant p99 ÷ the median tenant p99.
+    pub tenant_p99_spread: Option<f64>,
+    /// `--surge`: the quiet tenants' p99 increase during the surge, %.
+    pub quiet_p99_increase: Option<f64>,
+    /// `--surge`: the quiet tenants' error % during the surge.
+    pub quiet_errors: Option<f64>,
 }
 
 impl Metrics {
@@ -268,19 +109,28 @@ impl Metrics {
             throughput: l.throughput,
             samples: l.samples,
             delivery: l.delivery.as_ref().map(DeliveryMetrics::from_report),
+            tenant_fairness: Metric::TenantFairness.figure(l),
+            tenant_p99_spread: Metric::TenantP99Spread.figure(l),
+            quiet_p99_increase: Metric::QuietP99Increase.figure(l),
+            quiet_errors: Metric::QuietErrors.figure(l),
         }
     }
 
-    /// One metric's value; `None` for a delivery metric of a level without deliveries.
+    /// One metric's value; `None` for a delivery metric of a level without deliveries, a
+    /// figure the level does not have, and a metric compare does not read.
     pub fn get(&self, m: Metric) -> Option<f64> {
         Some(match m {
-            Metric::Average => self.average_ms,
-            Metric::Median => self.median_ms,
-            Metric::P95 => self.p95_ms,
-            Metric::P99 => self.p99_ms,
-            Metric::ErrorPct => self.error_pct,
-            Metric::Throughput => self.throughput,
-            delivery => return self.delivery.map(|d| d.get(delivery)),
+            Metric::Avg => self.average_ms,
+            Metric::P(50) => self.median_ms,
+            Metric::P(95) => self.p95_ms,
+            Metric::P(99) => self.p99_ms,
+            Metric::Errors => self.error_pct,
+            Metric::Rate => self.throughput,
+            Metric::TenantFairness => return self.tenant_fairness,
+            Metric::TenantP99Spread => return self.tenant_p99_spread,
+            Metric::QuietP99Increase => return self.quiet_p99_increase,
+            Metric::QuietErrors => return self.quiet_errors,
+            delivery => return self.delivery.and_then(|d| d.get(delivery)),
         })
     }
 
@@ -288,7 +138,7 @@ impl Metrics {
     /// takes it, 0 % of nothing expected when the count is 0 too, infinitely large otherwise.
     pub fn share(&self, m: Metric) -> Option<f64> {
         let d = self.delivery?;
-        let (n, of) = (d.get(m), d.counts.expected as f64);
+        let (n, of) = (d.get(m)?, d.counts.expected as f64);
         Some(if of > 0.0 {
             n * 100.0 / of
         } else if n == 0.0 {
@@ -416,13 +266,16 @@ pub struct StageRow {
     pub label: String,
     /// The metric name the server declared (`hub`, `broker`, …).
     pub name: String,
-    pub baseline: Option<super::server_timing::ServerTimingReport>,
-    pub candidate: Option<super::server_timing::ServerTimingReport>,
+    pub baseline: Option<crate::summary::server_timing::ServerTimingReport>,
+    pub candidate: Option<crate::summary::server_timing::ServerTimingReport>,
 }
 
 impl StageRow {
     /// Candidate − baseline of `p` (µs), when both runs declared the stage.
-    pub fn delta_us(&self, p: fn(&super::server_timing::ServerTimingReport) -> u64) -> Option<i64> {
+    pub fn delta_us(
+        &self,
+        p: fn(&crate::summary::server_timing::ServerTimingReport) -> u64,
+    ) -> Option<i64> {
         match (&self.baseline, &self.candidate) {
             (Some(b), Some(c)) => Some(p(c) as i64 - p(b) as i64),
             _ => None,
