@@ -9,8 +9,8 @@ use std::task::{ready, Context, Poll};
 use tokio::time::{Instant, Sleep};
 
 use super::stream::Stream;
-use super::{Response, TransportError, BODY_CAP};
-use crate::result::{ClientReason, ConnErrorKind, OtherReason};
+use super::{io_error, Response, TransportError, BODY_CAP};
+use crate::result::{ConnErrorKind, OtherReason};
 use hubload_http1::chunked::{append_capped, Chunked};
 use hubload_http1::response::memo::HeadMemo;
 use hubload_http1::response::{parse_head, Framing};
@@ -551,80 +551,5 @@ fn read_failure(e: &io::Error) -> Failure {
     Failure {
         error: io_error(e),
         unsent: false,
-    }
-}
-
-/// Map a socket error to its transport class. The generator's own resource limits
-/// (descriptors, ephemeral ports, kernel buffers) are [`TransportError::Client`]: they must
-/// never be read as the hub's failures.
-pub(crate) fn io_error(e: &io::Error) -> TransportError {
-    if let Some(reason) = e.raw_os_error().and_then(local_resource) {
-        return TransportError::Client(reason);
-    }
-    match e.kind() {
-        io::ErrorKind::ConnectionRefused => TransportError::Conn(ConnErrorKind::Refused),
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::BrokenPipe => TransportError::Conn(ConnErrorKind::Reset),
-        io::ErrorKind::UnexpectedEof => TransportError::Conn(ConnErrorKind::Closed),
-        io::ErrorKind::AddrNotAvailable | io::ErrorKind::AddrInUse => {
-            TransportError::Client(ClientReason::NoEphemeralPorts)
-        }
-        io::ErrorKind::OutOfMemory => TransportError::Client(ClientReason::NoBuffers),
-        kind => TransportError::Io(kind),
-    }
-}
-
-/// The local resource an OS error code says the generator ran out of.
-fn local_resource(code: i32) -> Option<ClientReason> {
-    match code {
-        libc::EMFILE | libc::ENFILE => Some(ClientReason::TooManyOpenFiles),
-        libc::EADDRNOTAVAIL | libc::EADDRINUSE => Some(ClientReason::NoEphemeralPorts),
-        libc::ENOBUFS | libc::ENOMEM => Some(ClientReason::NoBuffers),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::result::{Outcome, TimeoutKind};
-
-    #[test]
-    fn io_errors_map_to_classes() {
-        let os = |code| io_error(&io::Error::from_raw_os_error(code)).outcome();
-        use ClientReason::*;
-        assert_eq!(os(libc::EMFILE), Outcome::ClientError(TooManyOpenFiles));
-        assert_eq!(os(libc::ENFILE), Outcome::ClientError(TooManyOpenFiles));
-        assert_eq!(
-            os(libc::EADDRNOTAVAIL),
-            Outcome::ClientError(NoEphemeralPorts)
-        );
-        assert_eq!(os(libc::ENOBUFS), Outcome::ClientError(NoBuffers));
-        assert_eq!(os(libc::ENOMEM), Outcome::ClientError(NoBuffers));
-        assert_eq!(
-            os(libc::ECONNREFUSED),
-            Outcome::ConnError(ConnErrorKind::Refused)
-        );
-        assert_eq!(
-            os(libc::ECONNRESET),
-            Outcome::ConnError(ConnErrorKind::Reset)
-        );
-        assert_eq!(os(libc::EPIPE), Outcome::ConnError(ConnErrorKind::Reset));
-        let kind = |k| io_error(&io::Error::from(k)).outcome();
-        assert_eq!(
-            kind(io::ErrorKind::UnexpectedEof),
-            Outcome::ConnError(ConnErrorKind::Closed)
-        );
-        assert_eq!(
-            kind(io::ErrorKind::Other),
-            Outcome::Other(OtherReason::Unknown)
-        );
-        assert_ne!(
-            TransportError::Timeout(TimeoutKind::Connect)
-                .outcome()
-                .class(),
-            crate::result::Class::ClientError
-        );
     }
 }

@@ -75,7 +75,7 @@ use stream::Stream;
 pub use tls::{Tls, TlsError};
 pub use transport_error::TransportError;
 // The HTTP/2 transport (`targets/h2`) maps socket and handshake failures as this client does.
-pub(crate) use conn::io_error;
+pub(crate) use transport_error::io_error;
 // The HTTP/2 transport watches its deadlines with a reused timer as connections here do.
 pub(crate) use conn::poll_deadline;
 pub(crate) use conn::{MAX_HEAD, MAX_INTERIM};

@@ -151,7 +151,7 @@ pub(crate) fn handshake_error(e: &std::io::Error) -> TransportError {
         .and_then(|inner| inner.downcast_ref::<rustls::Error>())
     {
         Some(err) => TransportError::Tls(tls_reason(err)),
-        None => super::conn::io_error(e),
+        None => super::io_error(e),
     }
 }
 
