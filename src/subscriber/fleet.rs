@@ -265,10 +265,10 @@ impl Fleet {
         let sh = &self.shared;
         let mut per_topic = vec![0u64; sh.first_sub.len()];
         sh.tracker.for_each_accepted(|seq| {
-            let t = sh
-                .tracker
-                .sent(seq)
-                .map_or_else(|| sh.workload.topic_of_seq(seq), |s| s.topic);
+            let t = sh.tracker.sent(seq).map_or_else(
+                || sh.workload.topic_of_seq(sh.tracker.untracked(seq)),
+                |s| s.topic,
+            );
             if let Some(n) = per_topic.get_mut(t) {
                 *n += 1;
             }
@@ -341,6 +341,10 @@ impl Fleet {
             }
             out.counts += &c;
             out.per_subscriber.insert(s.key(), c);
+            let latency = std::mem::take(&mut st.latency);
+            if !latency.is_empty() {
+                *out.per_topic.entry(s.topic).or_default() += &latency;
+            }
             out.gone_subscribers += u64::from(st.gone);
             out.longest_gap_us = out.longest_gap_us.max(st.longest_gap_ns / 1000);
             out.unverified_subscribers += u64::from(s.intent() != Intent::Verified);

@@ -27,7 +27,8 @@ pub enum Check {
     Late,
     /// Names one of our events but differs from it.
     BodyMismatch,
-    /// Exactly event `seq`, sent at `sent_us` (wall clock).
+    /// Exactly event `seq` (as the level tracks it: `tracker::tracked`), sent at `sent_us`
+    /// (wall clock).
     Event {
         /// Sequence number.
         seq: u64,
@@ -98,11 +99,13 @@ pub fn check(
     if seq < base {
         return Check::Late;
     }
-    if !tracker.was_published(seq) {
+    // The level's bitmaps hold a surge's extra events too, under a number of their span.
+    let tracked = super::tracker::tracked(seq, base);
+    if !tracker.was_published(tracked) {
         return Check::Unexpected;
     }
     let its_topic = tracker
-        .sent(seq)
+        .sent(tracked)
         .map_or_else(|| workload.topic_of_seq(seq), |s| s.topic);
     if its_topic != topic {
         return Check::Unexpected;
@@ -110,7 +113,10 @@ pub fn check(
     if !is_exact(workload, seq, sent_us, body) {
         return Check::BodyMismatch;
     }
-    Check::Event { seq, sent_us }
+    Check::Event {
+        seq: tracked,
+        sent_us,
+    }
 }
 
 thread_local! {
@@ -145,6 +151,9 @@ pub struct SubState {
     pub counts: DeliveryCounts,
     /// The end-to-end latency (µs) of the last delivery counted delivered.
     pub last_e2e_us: u64,
+    /// The level's delivered events' end-to-end latencies (µs) in the compact per-topic
+    /// layout (each counted `accepted`): the per-tenant delivery figures read these.
+    pub latency: crate::stats::TopicStats,
     /// The level's measured start on the tracker's clock (ns).
     pub origin_ns: u64,
     /// Latest send instant (tracker ns) among events delivered so far, for the order check.
@@ -183,6 +192,7 @@ impl SubState {
             dead_reasons: std::collections::BTreeMap::new(),
             counts: DeliveryCounts::default(),
             last_e2e_us: 0,
+            latency: crate::stats::TopicStats::default(),
             origin_ns: 0,
             max_sent_ns: 0,
             last_delivery_ns: None,
@@ -344,6 +354,8 @@ impl SubState {
                 record(&mut hists.e2e_from_start, self.last_e2e_us);
             }
         }
+        self.latency
+            .record(crate::result::Class::Accepted, self.last_e2e_us);
         answer
     }
 }

@@ -9,7 +9,7 @@ use std::ops::AddAssign;
 use serde::{Deserialize, Serialize};
 
 use super::churn_stats::ChurnStats;
-use crate::stats::{new_histogram, Histogram, ServerTimingStats};
+use crate::stats::{new_histogram, Histogram, ServerTimingStats, TopicStats};
 
 /// Delivery counters of one subscriber (or of many, added up).
 #[derive(
@@ -149,6 +149,10 @@ pub struct DeliveryLevelStats {
     pub counts: DeliveryCounts,
     /// Per subscriber, keyed `<topic index>/<subscriber index>` (the callback path's tail).
     pub per_subscriber: BTreeMap<String, DeliveryCounts>,
+    /// Per workload topic index, its subscribers' delivered events' end-to-end latency
+    /// (publish start → received, µs) in the compact per-topic layout (each counted
+    /// `accepted`); the per-tenant delivery figures roll these up.
+    pub per_topic: BTreeMap<usize, TopicStats>,
     /// Subscribers that have answered 410 (the hub should have removed them).
     pub gone_subscribers: u64,
     /// Subscribers the hub has not verified (or has unsubscribed): they expect nothing.
@@ -180,6 +184,7 @@ impl Default for DeliveryLevelStats {
         DeliveryLevelStats {
             counts: DeliveryCounts::default(),
             per_subscriber: BTreeMap::new(),
+            per_topic: BTreeMap::new(),
             gone_subscribers: 0,
             unverified_subscribers: 0,
             e2e_from_start: new_histogram(),
@@ -198,6 +203,9 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         self.counts += &o.counts;
         for (k, v) in &o.per_subscriber {
             *self.per_subscriber.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &o.per_topic {
+            *self.per_topic.entry(*k).or_default() += v;
         }
         self.gone_subscribers += o.gone_subscribers;
         self.unverified_subscribers += o.unverified_subscribers;
