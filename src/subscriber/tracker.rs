@@ -107,7 +107,7 @@ impl DeliveryTracker {
         &ring[(seq & self.mask) as usize]
     }
 
-    /// `seq` as the level tracks it ([`tracked`]).
+    /// `seq` as the level tracks it (the module's `tracked`).
     pub fn tracked(&self, seq: u64) -> u64 {
         tracked(seq, self.base.load(Ordering::Relaxed))
     }
