@@ -301,6 +301,42 @@ mod tests {
         out
     }
 
+    /// Through the hub: with a queue of 1 and nothing run in between, the first publish's
+    /// delivery waits and the next two overflow, counted as drops in `/stats` and `/metrics`.
+    #[tokio::test]
+    async fn a_full_hub_queue_drops_and_counts_in_stats_and_metrics() {
+        let hub = crate::HubState::new(crate::HubConfig {
+            delivery_limit: Some(DeliveryLimit {
+                workers: 1,
+                order: QueueOrder::Fair,
+                queue_size: 1,
+            }),
+            ..crate::HubConfig::default()
+        });
+        let inner = &hub.inner;
+        let name = "tenant0001.t";
+        inner.register(name).unwrap();
+        let t = inner.topic(name).unwrap();
+        inner.subscribe(&t, "http://127.0.0.1:1/cb", None, u64::MAX);
+        for _ in 0..3 {
+            let body = Some((Bytes::from_static(b"{}"), None));
+            assert_eq!(
+                inner.publish(name, body, None),
+                crate::state::RegistryResult::Ok
+            );
+        }
+        let s = hub.stats();
+        let d = &s.distribution;
+        assert_eq!((d.dropped, d.dropped_hub_queue_full), (2, 2));
+        let q = s.delivery_queue.clone().unwrap();
+        assert_eq!((q.queued, q.overflow, q.capacity), (1, 2, 1));
+        assert_eq!(q.order, QueueOrder::Fair);
+        assert_eq!(s.topics[name].dropped, 2);
+        let text = crate::metrics::render(&s, 0);
+        assert!(text.contains("hub_distribution_dropped_total{reason=\"hub_queue_full\"} 2\n"));
+        assert!(text.contains("hub_delivery_queue_overflow_total{order=\"fair\"} 2\n"));
+    }
+
     #[test]
     fn fifo_hands_out_in_arrival_order() {
         assert_eq!(
