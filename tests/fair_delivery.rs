@@ -11,8 +11,9 @@ use hubload_hub::{DeliveryLimit, HubConfig, QueueOrder, StatsSnapshot};
 use crate::util::{settled, Scenario};
 
 /// 4 tenants × 2 users: 8 topics, one subscriber each, answering after 25 ms. 40 publishes/s
-/// for 8 s; from 4 s tenant0001 publishes 9× its share: 120/s in all.
-const FLAGS: [&str; 20] = [
+/// for 8 s; from 4 s tenant0001 publishes 9× its share: 120/s in all (room in flight for
+/// every scheduled publish, so none is dropped on a busy machine).
+const FLAGS: [&str; 22] = [
     "--tenants",
     "4",
     "--sps",
@@ -33,6 +34,8 @@ const FLAGS: [&str; 20] = [
     "25ms",
     "--delivery-grace",
     "20s",
+    "--max-inflight",
+    "2000",
 ];
 
 /// Two deliveries in flight over the whole hub, one per worker at a time: 2 ÷ 25 ms = 80
