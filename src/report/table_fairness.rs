@@ -103,10 +103,14 @@ pub fn render_fairness_table(report: &Report) -> Option<String> {
     let verdicts: String = report
         .levels
         .iter()
-        .filter_map(|l| {
-            l.isolation
+        .flat_map(|l| {
+            let publish = l
+                .isolation
                 .as_ref()
-                .map(|i| format!("  {}: {}\n", l.label, i.sentence))
+                .map(|i| format!("  {}: {}\n", l.label, i.sentence));
+            let delivery = (l.delivery_isolation.as_ref())
+                .map(|i| format!("  {} (deliveries): {}\n", l.label, i.sentence));
+            publish.into_iter().chain(delivery)
         })
         .collect();
     let isolation = (!verdicts.is_empty()).then(|| {

@@ -166,6 +166,14 @@ impl Fleet {
         self.local_addr
     }
 
+    /// Mark the subscribers whose topic `quiet` names as a quiet tenant's (a surge runs):
+    /// their deliveries also count by the second their event was sent in.
+    pub fn mark_quiet(&self, quiet: impl Fn(usize) -> bool) {
+        for s in &self.shared.subs {
+            s.state().quiet = quiet(s.topic);
+        }
+    }
+
     /// The tracker the publisher feeds.
     pub fn tracker(&self) -> &Arc<DeliveryTracker> {
         &self.shared.tracker
@@ -362,6 +370,7 @@ impl Fleet {
         (out.e2e_from_start, out.e2e_from_accepted) =
             (hists.e2e_from_start, hists.e2e_from_accepted);
         out.stages = hists.stages;
+        out.quiet_seconds = hists.quiet_seconds;
         // Taken as each subscriber's own series was: from what counted since the last take.
         out.seconds.delivered = sh.delivered_per_second.to_vec();
         sh.delivered_per_second.reset();

@@ -154,6 +154,9 @@ pub struct SubState {
     /// The level's delivered events' end-to-end latencies (µs) in the compact per-topic
     /// layout (each counted `accepted`): the per-tenant delivery figures read these.
     pub latency: crate::stats::TopicStats,
+    /// Its topic is a quiet tenant's while a surge runs: its deliveries also count by the
+    /// second their event was sent in (`DeliveryHists::quiet_seconds`).
+    pub quiet: bool,
     /// The level's measured start on the tracker's clock (ns).
     pub origin_ns: u64,
     /// Latest send instant (tracker ns) among events delivered so far, for the order check.
@@ -193,6 +196,7 @@ impl SubState {
             counts: DeliveryCounts::default(),
             last_e2e_us: 0,
             latency: crate::stats::TopicStats::default(),
+            quiet: false,
             origin_ns: 0,
             max_sent_ns: 0,
             last_delivery_ns: None,
@@ -346,6 +350,16 @@ impl SubState {
                     c.out_of_order += 1;
                 }
                 self.max_sent_ns = self.max_sent_ns.max(s.sent_ns);
+                if self.quiet {
+                    let sec = (s.sent_ns.saturating_sub(self.origin_ns) / 1_000_000_000) as usize;
+                    // Bounded like the level's own series (`second_series::SERIES_SECONDS`).
+                    let sec = sec.min(super::second_series::SERIES_SECONDS - 1);
+                    let q = &mut hists.quiet_seconds;
+                    if q.len() <= sec {
+                        q.resize(sec + 1, crate::stats::TopicStats::default());
+                    }
+                    q[sec].record(crate::result::Class::Accepted, self.last_e2e_us);
+                }
             }
             None => {
                 // Another process (or a ring too small) sent it: the body's wall clock, skew included.

@@ -174,6 +174,10 @@ pub struct DeliveryLevelStats {
     /// The longest interval between two consecutive deliveries to one subscriber, µs, over
     /// every subscriber (0 when none got two): how long delivery stopped.
     pub longest_gap_us: u64,
+    /// With a surge: the quiet tenants' delivered events' latency by the second of the level
+    /// each was sent in (compact per-topic layout); empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quiet_seconds: Vec<TopicStats>,
     /// Broker subscribers: `counts.dead_lettered` by the message's `DeadLetterReason`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub dead_letter_reasons: BTreeMap<String, u64>,
@@ -193,6 +197,7 @@ impl Default for DeliveryLevelStats {
             seconds: DeliverySeconds::default(),
             churn: None,
             longest_gap_us: 0,
+            quiet_seconds: Vec::new(),
             dead_letter_reasons: BTreeMap::new(),
         }
     }
@@ -219,6 +224,7 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         }
         // Subscribers are not split across shards, so the longest of the parts is exact.
         self.longest_gap_us = self.longest_gap_us.max(o.longest_gap_us);
+        super::delivery_hists::add_seconds(&mut self.quiet_seconds, &o.quiet_seconds);
         for (reason, n) in &o.dead_letter_reasons {
             *self.dead_letter_reasons.entry(reason.clone()).or_default() += n;
         }

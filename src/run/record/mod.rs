@@ -175,6 +175,8 @@ impl RunRecord {
             if let Some(f) = &mut l.fairness {
                 f.delivery = delivery_fairness::figures(&d.stats, tenants);
             }
+            l.delivery_isolation = (self.surge.as_ref())
+                .and_then(|s| isolation::delivery_verdict(s, &d.stats.quiet_seconds));
             self.deliveries
                 .insert(self.report.levels.len() - 1, d.clone());
         }
