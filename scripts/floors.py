@@ -59,11 +59,11 @@ FLOORS = {
         ["operator_endpoints", "handlers"],
         ["subscribe", "metrics"],
         ["state"],
-        ["distribute", "broker"],
+        ["distribute", "broker", "delivery_queue"],
         ["batch", "callback_conn", "delivery_settings", "topic"],
         ["sign", "config"],
         ["faults", "params", "stats", "conn_handle", "server_timing", "tls", "serve_limits"],
-        ["broker_stats", "admission", "serve_stats"],
+        ["broker_stats", "admission", "serve_stats", "delivery_limit"],
     ],
     # The Service Bus crate (hubload-servicebus): the emulator (with its administration API)
     # and the receiver over the sender, over the error and message types, over the connection

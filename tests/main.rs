@@ -19,6 +19,7 @@ mod delivery;
 mod delivery_binary;
 mod delivery_stages;
 mod dialect;
+mod fair_delivery;
 mod fairness;
 mod fairness_nginx;
 mod first_failures;

@@ -151,3 +151,28 @@ fn the_closed_model_refuses_a_surge() {
         "{err}"
     );
 }
+
+#[test]
+fn a_surge_with_a_ramp_up_is_refused_before_any_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::util::bin(
+        &[
+            "--rate",
+            "40",
+            "--duration",
+            "8s",
+            "--ramp-up",
+            "2s",
+            "--surge",
+            "tenant0001x9@4s",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("invalid --surge `tenant0001x9@4s`: cannot be combined with --ramp-up"),
+        "{err}"
+    );
+}

@@ -116,6 +116,24 @@ pub struct HubArgs {
     /// worth of the rate, at least 1].
     #[arg(long, value_name = "N", requires = "tenant_rate_limit")]
     pub tenant_burst: Option<u32>,
+    /// Most deliveries in flight over the whole hub, fed from one hub-wide queue
+    /// (--delivery-queue orders it). Default: no hub-wide limit (each subscription's workers
+    /// take from its own queue). Not with --servicebus.
+    #[arg(long, value_name = "N")]
+    pub delivery_workers: Option<usize>,
+    /// The order of the hub-wide queue under --delivery-workers: fifo (arrival order) or fair
+    /// (round robin across tenants, the topic's first dot-separated part).
+    #[arg(
+        long,
+        value_name = "ORDER",
+        default_value = "fifo",
+        requires = "delivery_workers"
+    )]
+    pub delivery_queue: crate::QueueOrder,
+    /// Deliveries the hub-wide queue holds under --delivery-workers; beyond, dropped and
+    /// counted (`dropped_hub_queue_full`).
+    #[arg(long, value_name = "N", default_value_t = crate::delivery_limit::QUEUE_SIZE, requires = "delivery_workers")]
+    pub delivery_queue_size: usize,
     #[command(flatten)]
     pub faults: FaultFlags,
 }
@@ -276,10 +294,20 @@ impl HubArgs {
             ("--delivery-concurrency", self.delivery_concurrency as u64),
             ("--delivery-pipeline", self.delivery_pipeline as u64),
             ("--delivery-timeout-ms", self.delivery_timeout_ms),
+            (
+                "--delivery-workers",
+                self.delivery_workers.unwrap_or(1) as u64,
+            ),
+            ("--delivery-queue-size", self.delivery_queue_size as u64),
         ] {
             if v == 0 {
                 anyhow::bail!("{flag} must be at least 1");
             }
+        }
+        if self.delivery_workers.is_some() && self.servicebus.is_some() {
+            anyhow::bail!(
+                "--delivery-workers: the hub-wide delivery queue serves the in-memory store only, not --servicebus"
+            );
         }
         if self.tenant_burst == Some(0) {
             anyhow::bail!("--tenant-burst must be at least 1");
@@ -310,6 +338,11 @@ impl HubArgs {
             },
             faults,
             tenant_limit,
+            delivery_limit: self.delivery_workers.map(|workers| crate::DeliveryLimit {
+                workers,
+                order: self.delivery_queue,
+                queue_size: self.delivery_queue_size,
+            }),
             ..HubConfig::default()
         })
     }
@@ -502,6 +535,52 @@ mod tests {
         let cli = Cli::try_parse_from(["x", "--tenant-rate-limit", "2/m", "--tenant-burst", "7"]);
         let limit = cli.unwrap().hub.to_config().unwrap().tenant_limit.unwrap();
         assert_eq!((limit.rate.to_string(), limit.burst), ("2/m".into(), 7));
+    }
+
+    #[test]
+    fn delivery_workers_flags() {
+        assert_eq!(hub(&[]).delivery_limit, None);
+        let l = hub(&["--delivery-workers", "4"]).delivery_limit.unwrap();
+        assert_eq!(
+            (l.workers, l.order, l.queue_size),
+            (
+                4,
+                crate::QueueOrder::Fifo,
+                crate::delivery_limit::QUEUE_SIZE
+            )
+        );
+        let l = hub(&[
+            "--delivery-workers",
+            "2",
+            "--delivery-queue",
+            "fair",
+            "--delivery-queue-size",
+            "10",
+        ]);
+        let l = l.delivery_limit.unwrap();
+        assert_eq!(
+            (l.workers, l.order, l.queue_size),
+            (2, crate::QueueOrder::Fair, 10)
+        );
+        // An order or a size without the limit means nothing: refused.
+        assert!(Cli::try_parse_from(["x", "--delivery-queue", "fair"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--delivery-queue-size", "9"]).is_err());
+        let err = Cli::try_parse_from(["x", "--delivery-workers", "2", "--delivery-queue", "lifo"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("--delivery-queue") && err.contains("fifo or fair"),
+            "{err}"
+        );
+        let zero = Cli::try_parse_from(["x", "--delivery-workers", "0"]).unwrap();
+        let err = zero.hub.to_config().unwrap_err().to_string();
+        assert_eq!(err, "--delivery-workers must be at least 1");
+    }
+
+    fn hub(flags: &[&str]) -> HubConfig {
+        let argv = std::iter::once("x").chain(flags.iter().copied());
+        Cli::try_parse_from(argv).unwrap().hub.to_config().unwrap()
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! The hub's settings: limits, authentication, leases, delivery queue and retry policy, faults,
-//! the tenant admission limit.
+//! the tenant admission limit, the hub-wide delivery limit.
 
 use std::fmt;
 use std::time::Duration;
 
 use crate::admission::TenantLimit;
+use crate::delivery_limit::DeliveryLimit;
 use crate::faults::FaultConfig;
 
 /// How failed deliveries are retried: exponential backoff, capped, for a bounded number of attempts.
@@ -83,6 +84,8 @@ pub struct HubConfig {
     pub faults: FaultConfig,
     /// The per-tenant admission limit on publishes (`--tenant-rate-limit`); none by default.
     pub tenant_limit: Option<TenantLimit>,
+    /// The hub-wide delivery limit and its queue (`--delivery-workers`); none by default.
+    pub delivery_limit: Option<DeliveryLimit>,
 }
 
 impl Default for HubConfig {
@@ -106,6 +109,7 @@ impl Default for HubConfig {
             max_topics: 1_000_000,
             faults: FaultConfig::default(),
             tenant_limit: None,
+            delivery_limit: None,
         }
     }
 }
@@ -134,6 +138,7 @@ impl fmt::Debug for HubConfig {
             .field("max_topics", &self.max_topics)
             .field("faults", &self.faults)
             .field("tenant_limit", &self.tenant_limit)
+            .field("delivery_limit", &self.delivery_limit)
             .finish()
     }
 }

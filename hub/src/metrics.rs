@@ -79,6 +79,7 @@ pub fn render(s: &StatsSnapshot, inflight: u64) -> String {
         ("queue_full", d.dropped_queue_full),
         ("queue_bytes", d.dropped_queue_bytes),
         ("ended", d.dropped_ended),
+        ("hub_queue_full", d.dropped_hub_queue_full),
     ];
     let drops: Vec<_> = drops
         .iter()
@@ -143,6 +144,27 @@ pub fn render(s: &StatsSnapshot, inflight: u64) -> String {
         "counter",
         &closed,
     );
+    if let Some(q) = &s.delivery_queue {
+        let order = format!("{{order=\"{}\"}}", q.order);
+        line(
+            "hub_delivery_queue_queued",
+            "Deliveries waiting in the hub-wide delivery queue (--delivery-workers).",
+            "gauge",
+            &[(order.clone(), q.queued)],
+        );
+        line(
+            "hub_delivery_queue_in_flight",
+            "Deliveries holding one of the --delivery-workers permits.",
+            "gauge",
+            &[(order.clone(), q.in_flight)],
+        );
+        line(
+            "hub_delivery_queue_overflow_total",
+            "Deliveries dropped because the hub-wide delivery queue was full.",
+            "counter",
+            &[(order, q.overflow)],
+        );
+    }
     if let Some(b) = &s.broker {
         crate::broker::render_metrics(b, &mut out);
     }
@@ -196,5 +218,17 @@ mod tests {
         assert!(text.contains("hub_serve_closed_total{reason=\"head_timeout\"} 3\n"));
         assert!(text.contains("hub_serve_closed_total{reason=\"silent\"} 2\n"));
         assert_eq!(text.matches("# TYPE").count(), 13);
+        s.delivery_queue = Some(crate::DeliveryQueueStats {
+            order: crate::QueueOrder::Fair,
+            queued: 9,
+            in_flight: 2,
+            overflow: 4,
+            ..Default::default()
+        });
+        let text = render(&s, 4);
+        assert!(text.contains("hub_delivery_queue_queued{order=\"fair\"} 9\n"));
+        assert!(text.contains("hub_delivery_queue_in_flight{order=\"fair\"} 2\n"));
+        assert!(text.contains("hub_delivery_queue_overflow_total{order=\"fair\"} 4\n"));
+        assert_eq!(text.matches("# TYPE").count(), 16);
     }
 }

@@ -17,6 +17,7 @@ use axum::http::HeaderValue;
 use bytes::Bytes;
 
 use crate::config::HubConfig;
+use crate::delivery_queue::DeliveryQueue;
 use crate::delivery_settings::{link_header, DeliverySettings};
 use crate::distribute::Workers;
 use crate::faults::FaultConfig;
@@ -73,6 +74,8 @@ pub(crate) struct Inner {
     pub broker: OnceLock<Arc<crate::broker::Broker>>,
     /// The per-tenant admission limit on publishes, when set.
     pub admission: Option<crate::admission::Admission>,
+    /// The hub-wide delivery queue (`--delivery-workers`), when set.
+    pub delivery_queue: Option<Arc<DeliveryQueue>>,
 }
 
 impl Drop for Inner {
@@ -101,6 +104,10 @@ impl HubState {
             .tenant_limit
             .clone()
             .map(crate::admission::Admission::new);
+        let counters: Arc<Counters> = Arc::default();
+        let delivery_queue = cfg
+            .delivery_limit
+            .map(|l| DeliveryQueue::new(l, counters.clone()));
         // One pooled keep-alive client for every callback; idle connections are kept for as
         // many deliveries as a subscriber can have in flight.
         let client = reqwest::Client::builder()
@@ -114,7 +121,7 @@ impl HubState {
             inner: Arc::new(Inner {
                 faults: ArcSwap::from_pointee(FaultRuntime::new(cfg.faults.clone())),
                 cfg,
-                counters: Arc::default(),
+                counters,
                 topics: DashMap::new(),
                 topic_count: AtomicUsize::new(0),
                 started: Instant::now(),
@@ -125,6 +132,7 @@ impl HubState {
                 memory: Budget::new(cfg_memory),
                 broker: OnceLock::new(),
                 admission,
+                delivery_queue,
             }),
         }
     }
@@ -179,6 +187,7 @@ impl HubState {
             topics,
             distribution,
             broker: self.inner.broker.get().map(|b| b.stats()),
+            delivery_queue: self.inner.delivery_queue.as_ref().map(|q| q.snapshot()),
             tenants: (self.inner.admission.as_ref())
                 .map(|a| a.snapshot())
                 .unwrap_or_default(),
@@ -304,7 +313,8 @@ impl Inner {
         topic.counters.published.fetch_add(1, Relaxed);
         self.counters.published.fetch_add(1, Relaxed);
         if let Some(c) = content {
-            topic.fan_out(&c, now, &self.counters);
+            let queue = self.delivery_queue.as_deref();
+            topic.fan_out(&c, now, &self.counters, queue.map(|q| q as _));
         }
         RegistryResult::Ok
     }
@@ -326,6 +336,9 @@ impl Inner {
         let stop = self.stop_all.child_token();
         let (sub, rx) = Subscription::new(callback, secret, expires_ms, limits, stop);
         subs.push(sub.clone());
+        if let Some(q) = &self.delivery_queue {
+            q.start(self.stop_all.child_token());
+        }
         let workers = Workers {
             topic: topic.clone(),
             counters: self.counters.clone(),

@@ -196,6 +196,9 @@ pub struct DistributionStats {
     /// Dropped because the subscription ended (410, unsubscribe, deregister, lease end)
     /// before the delivery was made.
     pub dropped_ended: u64,
+    /// Dropped because the hub-wide delivery queue held `--delivery-queue-size` deliveries
+    /// (only with `--delivery-workers`).
+    pub dropped_hub_queue_full: u64,
     /// Deliveries queued or in flight now.
     pub pending: u64,
     /// Bytes held by subscribers' queues now, each subscriber's share counted.
@@ -215,6 +218,8 @@ pub(crate) enum DropReason {
     QueueBytes,
     /// The subscription ended first.
     Ended,
+    /// The hub-wide delivery queue held `--delivery-queue-size` deliveries.
+    HubQueueFull,
 }
 
 /// Everything `GET /stats` shows.
@@ -244,6 +249,9 @@ pub struct StatsSnapshot {
     /// Per tenant, the admission limit's counts (`--tenant-rate-limit`; absent without it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tenants: BTreeMap<String, crate::admission::TenantAdmission>,
+    /// The hub-wide delivery queue (`--delivery-workers`; absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_queue: Option<crate::delivery_limit::DeliveryQueueStats>,
     /// Connections the hub's client bounds cut off (zeros when it is not serving).
     #[serde(default)]
     pub serve: crate::serve_stats::ServeStats,
@@ -278,7 +286,7 @@ pub(crate) struct Counters {
     failed_attempts: Mutex<BTreeMap<String, u64>>,
     pub gone_removed: AtomicU64,
     pub dropped: AtomicU64,
-    dropped_by: [AtomicU64; 3],
+    dropped_by: [AtomicU64; 4],
     pub pending: AtomicU64,
     pub inflight: AtomicU64,
 }
@@ -347,6 +355,7 @@ impl Counters {
             dropped_queue_full: by(DropReason::QueueFull),
             dropped_queue_bytes: by(DropReason::QueueBytes),
             dropped_ended: by(DropReason::Ended),
+            dropped_hub_queue_full: by(DropReason::HubQueueFull),
             pending,
             queued_bytes: 0,
             memory_bytes: 0,
@@ -454,11 +463,13 @@ mod tests {
             let keys: Vec<_> = v[mode].as_object().unwrap().keys().cloned().collect();
             assert_eq!(keys.len(), 14, "{mode}: {keys:?}");
         }
-        assert_eq!(v["distribution"].as_object().unwrap().len(), 16);
+        assert_eq!(v["distribution"].as_object().unwrap().len(), 17);
         assert!(v["topics"].as_object().unwrap().is_empty());
         // `broker` only in broker mode.
         assert!(v.get("broker").is_none());
         // `tenants` only with an admission limit.
         assert!(v.get("tenants").is_none());
+        // `delivery_queue` only with a hub-wide delivery limit.
+        assert!(v.get("delivery_queue").is_none());
     }
 }

@@ -102,12 +102,14 @@ impl Content {
 }
 
 /// A delivery in one subscriber's queue (or in flight): the shared content, this
-/// subscriber's charge for its bytes, and its place in the queue (until a worker takes it).
+/// subscriber's charge for its bytes, its place in the queue (until a worker takes it), and,
+/// under the hub-wide limit, its permit (until it ends).
 #[derive(Debug)]
 pub(crate) struct Queued {
     pub content: Arc<Content>,
     _charge: Charge,
     slot: Option<Charge>,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Queued {
@@ -115,6 +117,23 @@ impl Queued {
     pub fn taken(&mut self) {
         self.slot = None;
     }
+
+    /// Hold one of the hub-wide limit's permits until this delivery ends (`delivery_queue`).
+    pub fn hold(&mut self, permit: tokio::sync::OwnedSemaphorePermit) {
+        self.permit = Some(permit);
+    }
+}
+
+/// Where fan-out puts deliveries instead of the subscribers' own queues: the hub-wide queue
+/// (`delivery_queue.rs`, `--delivery-workers`).
+pub(crate) trait Enqueue {
+    /// Queue `item` (admitted by `sub`, of `topic`); `Err` when it is dropped instead.
+    fn enqueue(
+        &self,
+        sub: &Arc<Subscription>,
+        topic: &Arc<Topic>,
+        item: Queued,
+    ) -> Result<(), DropReason>;
 }
 
 /// An active (verified) subscription of one callback to one topic.
@@ -187,17 +206,28 @@ impl Subscription {
 
     /// Queue a delivery. Never waits.
     pub fn offer(&self, content: &Arc<Content>) -> Result<(), DropReason> {
+        self.hand(self.admit(content)?)
+    }
+
+    /// A delivery of `content` charged to this subscriber's budgets (its bytes and a place
+    /// in its queue), not yet queued.
+    pub fn admit(&self, content: &Arc<Content>) -> Result<Queued, DropReason> {
         if self.tx.is_closed() {
             return Err(DropReason::Ended);
         }
         let charge =
             Charge::take(&self.bytes, content.body.len() as u64).ok_or(DropReason::QueueBytes)?;
         let slot = Charge::take(&self.slots, 1).ok_or(DropReason::QueueFull)?;
-        let item = Queued {
+        Ok(Queued {
             content: content.clone(),
             _charge: charge,
             slot: Some(slot),
-        };
+            permit: None,
+        })
+    }
+
+    /// Put an admitted delivery in this subscriber's queue, for its workers. Never waits.
+    pub fn hand(&self, item: Queued) -> Result<(), DropReason> {
         self.tx.try_send(item).map_err(|e| match e {
             async_channel::TrySendError::Full(_) => DropReason::QueueFull,
             async_channel::TrySendError::Closed(_) => DropReason::Ended,
@@ -247,8 +277,15 @@ impl Topic {
         active
     }
 
-    /// Offer a delivery to every active subscriber; expired ones are removed.
-    pub fn fan_out(&self, content: &Arc<Content>, now_ms: u64, counters: &Counters) {
+    /// Offer a delivery to every active subscriber, through the hub-wide queue when there is
+    /// one (`--delivery-workers`); expired subscribers are removed.
+    pub fn fan_out(
+        self: &Arc<Self>,
+        content: &Arc<Content>,
+        now_ms: u64,
+        counters: &Counters,
+        hub_queue: Option<&dyn Enqueue>,
+    ) {
         let mut expired = false;
         for s in self.read_subs().iter() {
             if !s.is_active(now_ms) {
@@ -257,7 +294,11 @@ impl Topic {
             }
             counters.pending.fetch_add(1, Relaxed);
             self.counters.pending.fetch_add(1, Relaxed);
-            if let Err(reason) = s.offer(content) {
+            let offered = match hub_queue {
+                None => s.offer(content),
+                Some(q) => s.admit(content).and_then(|item| q.enqueue(s, self, item)),
+            };
+            if let Err(reason) = offered {
                 counters.pending.fetch_sub(1, Relaxed);
                 self.counters.pending.fetch_sub(1, Relaxed);
                 counters.drop(reason);

@@ -1,5 +1,6 @@
 //! `--surge` (the noisy neighbour) → a validated `Surge`: open model only, tenants that exist,
-//! and levels long enough to hold a baseline and a surge.
+//! levels long enough to hold a baseline and a surge, and no ramp-up (the baseline runs at the
+//! level's full rate).
 
 use super::error::ConfigError;
 use super::parse::opt;
@@ -48,6 +49,11 @@ pub(super) fn resolve(
                 humantime::format_duration(d)
             )));
         }
+    }
+    if levels.iter().any(|l| !l.ramp_up.is_zero()) {
+        return Err(bad(
+            "cannot be combined with --ramp-up: the baseline seconds would run below the level's rate, so the comparison with the surge would not hold".into(),
+        ));
     }
     if a.web.is_some() {
         return Err(bad(
@@ -128,6 +134,10 @@ mod tests {
             (
                 &["--rate", "5", "--duration", "4s", "--surge", "0x2@4s"],
                 "invalid --surge `0x2@4s`: START must leave at least 1s of surge in every level (--duration 4s)",
+            ),
+            (
+                &["--rate", "5", "--duration", "10s", "--ramp-up", "2s", "--surge", "0x2@4s"],
+                "invalid --surge `0x2@4s`: cannot be combined with --ramp-up",
             ),
         ] {
             err(run(argv), want);

@@ -161,6 +161,24 @@ fn interval(v: &mut [f64]) -> [f64; 2] {
 /// `s`): the baseline is seconds `0..from_s`, the surge the rest. `None` when either window
 /// has no attempt.
 pub fn verdict(shape: &SurgeShape, seconds: &[TopicStats]) -> Option<Isolation> {
+    verdict_of(shape, seconds, Figure::Publish)
+}
+
+/// The verdict on the quiet tenants' delivery latency (publish start → received) from their
+/// deliveries by the second each event was sent in: `seconds[s]` holds those sent in second
+/// `s`. No error figures: a lost delivery has no latency and no second of receipt.
+pub fn delivery_verdict(shape: &SurgeShape, seconds: &[TopicStats]) -> Option<Isolation> {
+    verdict_of(shape, seconds, Figure::Delivery)
+}
+
+/// What a verdict is on.
+#[derive(Clone, Copy, PartialEq)]
+enum Figure {
+    Publish,
+    Delivery,
+}
+
+fn verdict_of(shape: &SurgeShape, seconds: &[TopicStats], figure: Figure) -> Option<Isolation> {
     let cut = (shape.from_s as usize).min(seconds.len());
     let (before, during) = seconds.split_at(cut);
     // Only the buckets some second uses are added up, resample after resample.
@@ -209,8 +227,8 @@ pub fn verdict(shape: &SurgeShape, seconds: &[TopicStats]) -> Option<Isolation> 
         shape,
         &baseline,
         &surge,
-        p99_increase_pct,
-        p99_increase_ci_pct,
+        (p99_increase_pct, p99_increase_ci_pct),
+        figure,
     );
     Some(Isolation {
         surging: shape.surging.clone(),
@@ -235,8 +253,8 @@ fn sentence(
     shape: &SurgeShape,
     b: &QuietWindow,
     d: &QuietWindow,
-    up: Option<f64>,
-    ci: Option<[f64; 2]>,
+    (up, ci): (Option<f64>, Option<[f64; 2]>),
+    figure: Figure,
 ) -> String {
     let who = match shape.surging.as_slice() {
         [one] => format!("{one} published {}× its share", shape.factor),
@@ -259,10 +277,13 @@ fn sentence(
         1 => "the other tenant's".to_string(),
         n => format!("the other {n} tenants'"),
     };
-    format!(
-        "while {who}, {tenants} p99 {moved} and their errors from {:.1} % to {:.1} %",
-        b.error_pct, d.error_pct
-    )
+    match figure {
+        Figure::Publish => format!(
+            "while {who}, {tenants} p99 {moved} and their errors from {:.1} % to {:.1} %",
+            b.error_pct, d.error_pct
+        ),
+        Figure::Delivery => format!("while {who}, {tenants} delivery p99 {moved}"),
+    }
 }
 
 #[cfg(test)]

@@ -17,13 +17,15 @@ use serde::{Deserialize, Serialize};
 use crate::result::Class;
 use crate::stats::TopicStats;
 
+pub mod delivery;
 pub mod design;
 pub mod isolation;
+mod spread;
 #[cfg(test)]
 mod tests;
 
-/// How many tenants the worst lists name.
-pub const WORST: usize = 3;
+pub use spread::WORST;
+use spread::{worst, Spread};
 
 /// One tenant in one level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -78,6 +80,10 @@ pub struct Fairness {
     pub worst_errors: Vec<TenantShare>,
     /// Every tenant with an attempt, by name.
     pub by_tenant: Vec<TenantShare>,
+    /// With subscribers: each tenant's delivery latency and loss, their spreads and the worst
+    /// tenants (absent without subscribers, or with fewer than two tenants owed a delivery).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<delivery::DeliveryFairness>,
 }
 
 /// A level's per-topic statistics, as (topic number, statistics), rolled up per tenant:
@@ -96,17 +102,6 @@ pub fn per_tenant<S: std::borrow::Borrow<TopicStats>>(
         }
     }
     by.into_iter().map(|(t, s)| (name(t), s)).collect()
-}
-
-/// The median of `v` (sorted here): the middle value, or the mean of the two middle ones.
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// Jain's index (Σx)² ÷ (n·Σx²); `None` for no values or all zero.
@@ -156,30 +151,28 @@ pub fn figures(tenants: &[(String, TopicStats)]) -> Option<Fairness> {
         .iter()
         .map(|t| t.achieved_share / t.offered_share)
         .collect();
-    let median_p99 = median(
-        &mut by_tenant
-            .iter()
-            .map(|t| t.p99_us as f64)
-            .collect::<Vec<_>>(),
-    );
-    let max_p99 = by_tenant.iter().map(|t| t.p99_us).max().unwrap_or(0);
-    let median_err = median(&mut by_tenant.iter().map(|t| t.error_pct).collect::<Vec<_>>());
-    let max_err = by_tenant.iter().map(|t| t.error_pct).fold(0.0, f64::max);
-    let worst = |key: fn(&TenantShare) -> f64, keep: fn(&TenantShare) -> bool| {
-        let mut w: Vec<TenantShare> = by_tenant.iter().filter(|t| keep(t)).cloned().collect();
-        w.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.tenant.cmp(&b.tenant)));
-        w.truncate(WORST);
-        w
-    };
+    let p99 = Spread::of(by_tenant.iter().map(|t| t.p99_us as f64));
+    let err = Spread::of(by_tenant.iter().map(|t| t.error_pct));
     Some(Fairness {
         tenants: by_tenant.len(),
         jain_index: if all_good == 0 { None } else { jain(&x) },
-        p99_spread: (median_p99 > 0.0).then(|| max_p99 as f64 / median_p99),
-        median_p99_us: median_p99 as u64,
-        error_spread_pp: max_err - median_err,
-        median_error_pct: median_err,
-        worst_p99: worst(|t| t.p99_us as f64, |_| true),
-        worst_errors: worst(|t| t.error_pct, |t| t.good < t.attempts),
+        p99_spread: p99.ratio(),
+        median_p99_us: p99.median as u64,
+        error_spread_pp: err.max - err.median,
+        median_error_pct: err.median,
+        worst_p99: worst(
+            &by_tenant,
+            |t| t.p99_us as f64,
+            |_| true,
+            |t| t.tenant.as_str(),
+        ),
+        worst_errors: worst(
+            &by_tenant,
+            |t| t.error_pct,
+            |t| t.good < t.attempts,
+            |t| t.tenant.as_str(),
+        ),
         by_tenant,
+        delivery: None,
     })
 }

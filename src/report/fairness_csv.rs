@@ -1,6 +1,7 @@
 //! `fairness.csv`: one row per level and tenant with its offered, designed and achieved share, its
 //! goodput normalised by its offer, error % and p50/p99/max, beside the level's Jain index and
-//! spreads (`levels[].fairness`; docs/fairness.md).
+//! spreads (`levels[].fairness`; docs/fairness.md); with subscribers, its deliveries owed,
+//! delivered and lost and their latency (`levels[].fairness.delivery`; empty without).
 
 use super::Reporter;
 use crate::run_report::Report;
@@ -9,7 +10,7 @@ use crate::run_report::Report;
 #[derive(Debug, Default)]
 pub struct FairnessCsvReporter;
 
-const HEAD: [&str; 16] = [
+const HEAD: [&str; 23] = [
     "Level",
     "Tenant",
     "Attempts",
@@ -26,6 +27,13 @@ const HEAD: [&str; 16] = [
     "Level Jain index",
     "Level p99 spread",
     "Level error spread pp",
+    "Deliveries expected",
+    "Delivered",
+    "Lost",
+    "Loss %",
+    "Delivery p50_us",
+    "Delivery p99_us",
+    "Delivery max_us",
 ];
 
 fn opt(v: Option<f64>) -> String {
@@ -40,7 +48,25 @@ pub fn render_fairness_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
         let Some(f) = &l.fairness else { continue };
         for t in &f.by_tenant {
             let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
-            w.write_record([
+            let d = f
+                .delivery
+                .as_ref()
+                .and_then(|d| d.by_tenant.iter().find(|d| d.tenant == t.tenant));
+            let delivery = d.map_or_else(
+                || vec![String::new(); 7],
+                |d| {
+                    vec![
+                        d.expected.to_string(),
+                        d.delivered.to_string(),
+                        d.lost.to_string(),
+                        format!("{:.3}", d.loss_pct),
+                        d.p50_us.to_string(),
+                        d.p99_us.to_string(),
+                        d.max_us.to_string(),
+                    ]
+                },
+            );
+            let publish = [
                 l.label.clone(),
                 t.tenant.clone(),
                 t.attempts.to_string(),
@@ -57,7 +83,8 @@ pub fn render_fairness_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
                 opt(f.jain_index),
                 opt(f.p99_spread),
                 format!("{:.3}", f.error_spread_pp),
-            ])?;
+            ];
+            w.write_record(publish.into_iter().chain(delivery))?;
         }
     }
     Ok(w.into_inner()?)
@@ -109,11 +136,11 @@ mod tests {
         // Offered ½ each; achieved 10/15 and 5/15; x = 4/3 and 2/3; Jain 0.9; spread 12/11.
         assert_eq!(
             lines[1],
-            format!("{l},a,10,10,0.500000,,0.666667,1.333333,0.000,10,10,10,0.909091,0.900000,1.090909,25.000")
+            format!("{l},a,10,10,0.500000,,0.666667,1.333333,0.000,10,10,10,0.909091,0.900000,1.090909,25.000,,,,,,,")
         );
         assert_eq!(
             lines[2],
-            format!("{l},b,10,5,0.500000,,0.333333,0.666667,50.000,12,12,12,1.090909,0.900000,1.090909,25.000")
+            format!("{l},b,10,5,0.500000,,0.333333,0.666667,50.000,12,12,12,1.090909,0.900000,1.090909,25.000,,,,,,,")
         );
         // A designed share, where the run knows it, beside the offered one.
         let mut designed = r.clone();
@@ -136,6 +163,48 @@ mod tests {
         let html = crate::report::html::tenants::section(&r);
         assert_eq!(html.matches("<rect").count(), 2, "{html}");
         assert!(html.contains("Jain 0.900"), "{html}");
+        assert!(!table.contains("Delivery between tenants"), "{table}");
+        // With subscribers: a owed 4, all delivered at 10 µs; b owed 4, 2 lost, 20 µs.
+        let mut with = r.clone();
+        let lat = |us: u64, n: usize| {
+            let mut s = TopicStats::default();
+            (0..n).for_each(|_| s.record(Class::Accepted, us));
+            s
+        };
+        let owed = |delivered| crate::fairness::delivery::Owed {
+            expected: 4,
+            delivered,
+            lost: 4 - delivered,
+        };
+        with.levels[0].fairness.as_mut().unwrap().delivery =
+            crate::fairness::delivery::delivery_figures(
+                &[("a".into(), lat(10, 4)), ("b".into(), lat(20, 2))],
+                &[("a".to_string(), owed(4)), ("b".to_string(), owed(2))].into(),
+            );
+        let csv = String::from_utf8(super::render_fairness_csv(&with).unwrap()).unwrap();
+        assert!(
+            csv.lines()
+                .nth(1)
+                .unwrap()
+                .ends_with(",25.000,4,4,0,0.000,10,10,10"),
+            "{csv}"
+        );
+        assert!(
+            csv.lines()
+                .nth(2)
+                .unwrap()
+                .ends_with(",25.000,4,2,2,50.000,20,20,20"),
+            "{csv}"
+        );
+        let table = crate::report::table_fairness::render_fairness_table(&with).unwrap();
+        assert!(table.contains("Delivery between tenants"), "{table}");
+        assert!(table.contains("b 0.020 ms, a 0.010 ms"), "{table}");
+        assert!(table.contains("b 50.00%"), "{table}");
+        let html = crate::report::html::tenants::section(&with);
+        assert!(
+            html.contains("<td>b</td><td>4</td><td>2</td><td>50.00</td>"),
+            "{html}"
+        );
     }
 
     #[test]

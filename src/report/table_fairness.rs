@@ -1,9 +1,11 @@
 //! The terminal table's fairness block: per level, Jain's index, the p99 and error spreads and
 //! the worst tenants (`levels[].fairness`; printed only when a level has two tenants or more),
-//! and with `--surge` each level's isolation verdict in a sentence.
+//! with subscribers the same for delivery latency and loss, and with `--surge` each level's
+//! isolation verdict in a sentence.
 
 use super::precision::ms3;
 use crate::align::align;
+use crate::fairness::delivery::TenantDelivery;
 use crate::fairness::TenantShare;
 use crate::run_report::Report;
 
@@ -19,11 +21,39 @@ const HEAD: [&str; 8] = [
     "Worst by error %",
 ];
 
+/// The delivery block's columns.
+const DELIVERY_HEAD: [&str; 7] = [
+    "Level",
+    "Tenants",
+    "p99 spread",
+    "Median p99 ms",
+    "Loss spread pp",
+    "Worst by delivery p99",
+    "Worst by loss %",
+];
+
+/// A tenant in a worst list: its name.
+trait Named {
+    fn name(&self) -> &str;
+}
+
+impl Named for TenantShare {
+    fn name(&self) -> &str {
+        &self.tenant
+    }
+}
+
+impl Named for TenantDelivery {
+    fn name(&self) -> &str {
+        &self.tenant
+    }
+}
+
 /// `name figure, …` for a worst list.
-fn names(list: &[TenantShare], figure: impl Fn(&TenantShare) -> String) -> String {
+fn names<T: Named>(list: &[T], figure: impl Fn(&T) -> String) -> String {
     let v: Vec<String> = list
         .iter()
-        .map(|t| format!("{} {}", t.tenant, figure(t)))
+        .map(|t| format!("{} {}", t.name(), figure(t)))
         .collect();
     if v.is_empty() {
         "-".into()
@@ -48,13 +78,39 @@ pub fn render_fairness_table(report: &Report) -> Option<String> {
             names(&f.worst_errors, |t| format!("{:.2}%", t.error_pct)),
         ]);
     }
+    let mut delivery: Vec<Vec<String>> =
+        vec![DELIVERY_HEAD.iter().map(|h| h.to_string()).collect()];
+    for l in &report.levels {
+        let Some(d) = l.fairness.as_ref().and_then(|f| f.delivery.as_ref()) else {
+            continue;
+        };
+        delivery.push(vec![
+            l.label.clone(),
+            d.tenants.to_string(),
+            d.p99_spread.map_or("-".into(), |s| format!("{s:.2}x")),
+            ms3(d.median_p99_us as f64),
+            format!("{:.2}", d.loss_spread_pp),
+            names(&d.worst_p99, |t| format!("{} ms", ms3(t.p99_us as f64))),
+            names(&d.worst_loss, |t| format!("{:.2}%", t.loss_pct)),
+        ]);
+    }
+    let delivery = (delivery.len() > 1).then(|| {
+        format!(
+            "\nDelivery between tenants (subscribers; p99 spread = worst ÷ median tenant delivery p99, publish start → received; loss spread = worst − median tenant loss %)\n{}",
+            align(&delivery)
+        )
+    });
     let verdicts: String = report
         .levels
         .iter()
-        .filter_map(|l| {
-            l.isolation
+        .flat_map(|l| {
+            let publish = l
+                .isolation
                 .as_ref()
-                .map(|i| format!("  {}: {}\n", l.label, i.sentence))
+                .map(|i| format!("  {}: {}\n", l.label, i.sentence));
+            let delivery = (l.delivery_isolation.as_ref())
+                .map(|i| format!("  {} (deliveries): {}\n", l.label, i.sentence));
+            publish.into_iter().chain(delivery)
         })
         .collect();
     let isolation = (!verdicts.is_empty()).then(|| {
@@ -66,8 +122,8 @@ pub fn render_fairness_table(report: &Report) -> Option<String> {
             align(&grid)
         )
     });
-    match (table, isolation) {
-        (None, None) => None,
-        (t, i) => Some(t.unwrap_or_default() + &i.unwrap_or_default()),
+    match (table, delivery, isolation) {
+        (None, None, None) => None,
+        (t, d, i) => Some(t.unwrap_or_default() + &d.unwrap_or_default() + &i.unwrap_or_default()),
     }
 }

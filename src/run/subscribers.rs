@@ -81,6 +81,7 @@ impl DeliveryRun {
                     d.listen
                 )
             })?;
+        mark_quiet(&fleet, cfg, workload);
         tracing::info!(
             subscribers = fleet.len(),
             callbacks = %fleet.local_addr(),
@@ -144,6 +145,7 @@ impl DeliveryRun {
         };
         let tracker = Arc::new(DeliveryTracker::new(TRACKER_SLOTS));
         let fleet = Fleet::without_server(fc, workload.clone(), tracker);
+        mark_quiet(&fleet, cfg, workload);
         let timeout = PHASE_TIMEOUT.max(cfg.client.timeout);
         Ok(DeliveryRun {
             fleet,
@@ -323,4 +325,17 @@ pub(crate) async fn start_for(
         DeliveryRun::check(&phase, hub_url)?;
     }
     Ok(Some(run))
+}
+
+/// With `--surge`, mark the subscribers of the quiet tenants' topics (every tenant's but the
+/// surging ones'; a topic no one tenant owns is left out), for the delivery isolation verdict.
+fn mark_quiet(fleet: &Fleet, cfg: &RunConfig, workload: &Workload) {
+    let Some(surge) = &cfg.surge else { return };
+    let topics = workload.topics();
+    fleet.mark_quiet(|t| {
+        topics
+            .get(t)
+            .and_then(|t| t.tenant)
+            .is_some_and(|tenant| !surge.tenants.contains(&tenant))
+    });
 }

@@ -3,7 +3,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use crate::stats::{new_histogram, Histogram, ServerTimingStats};
+use crate::stats::{new_histogram, Histogram, ServerTimingStats, TopicStats};
 
 /// Slots the subscribers share: subscriber `i` records into slot `i % SLOTS`. Enough that two
 /// threads delivering to different subscribers rarely meet on one.
@@ -19,6 +19,9 @@ pub struct DeliveryHists {
     pub e2e_from_accepted: Histogram,
     /// The hub's `Hub-Timing` stages of the deliveries counted delivered (`stages.rs`).
     pub stages: ServerTimingStats,
+    /// With a surge: the quiet tenants' delivered events' latency (µs) by the second of the
+    /// level each was sent in (the delivery isolation verdict's input).
+    pub quiet_seconds: Vec<TopicStats>,
 }
 
 impl Default for DeliveryHists {
@@ -27,7 +30,18 @@ impl Default for DeliveryHists {
             e2e_from_start: new_histogram(),
             e2e_from_accepted: new_histogram(),
             stages: ServerTimingStats::default(),
+            quiet_seconds: Vec::new(),
         }
+    }
+}
+
+/// Add `b` into `a` second by second.
+pub fn add_seconds(a: &mut Vec<TopicStats>, b: &[TopicStats]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), TopicStats::default());
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
     }
 }
 
@@ -68,6 +82,7 @@ impl SharedHists {
             let _ = all.e2e_from_start.add(&h.e2e_from_start);
             let _ = all.e2e_from_accepted.add(&h.e2e_from_accepted);
             all.stages += &h.stages;
+            add_seconds(&mut all.quiet_seconds, &h.quiet_seconds);
         }
         all
     }

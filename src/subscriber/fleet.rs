@@ -166,6 +166,14 @@ impl Fleet {
         self.local_addr
     }
 
+    /// Mark the subscribers whose topic `quiet` names as a quiet tenant's (a surge runs):
+    /// their deliveries also count by the second their event was sent in.
+    pub fn mark_quiet(&self, quiet: impl Fn(usize) -> bool) {
+        for s in &self.shared.subs {
+            s.state().quiet = quiet(s.topic);
+        }
+    }
+
     /// The tracker the publisher feeds.
     pub fn tracker(&self) -> &Arc<DeliveryTracker> {
         &self.shared.tracker
@@ -265,10 +273,10 @@ impl Fleet {
         let sh = &self.shared;
         let mut per_topic = vec![0u64; sh.first_sub.len()];
         sh.tracker.for_each_accepted(|seq| {
-            let t = sh
-                .tracker
-                .sent(seq)
-                .map_or_else(|| sh.workload.topic_of_seq(seq), |s| s.topic);
+            let t = sh.tracker.sent(seq).map_or_else(
+                || sh.workload.topic_of_seq(sh.tracker.untracked(seq)),
+                |s| s.topic,
+            );
             if let Some(n) = per_topic.get_mut(t) {
                 *n += 1;
             }
@@ -341,6 +349,10 @@ impl Fleet {
             }
             out.counts += &c;
             out.per_subscriber.insert(s.key(), c);
+            let latency = std::mem::take(&mut st.latency);
+            if !latency.is_empty() {
+                *out.per_topic.entry(s.topic).or_default() += &latency;
+            }
             out.gone_subscribers += u64::from(st.gone);
             out.longest_gap_us = out.longest_gap_us.max(st.longest_gap_ns / 1000);
             out.unverified_subscribers += u64::from(s.intent() != Intent::Verified);
@@ -358,6 +370,7 @@ impl Fleet {
         (out.e2e_from_start, out.e2e_from_accepted) =
             (hists.e2e_from_start, hists.e2e_from_accepted);
         out.stages = hists.stages;
+        out.quiet_seconds = hists.quiet_seconds;
         // Taken as each subscriber's own series was: from what counted since the last take.
         out.seconds.delivered = sh.delivered_per_second.to_vec();
         sh.delivered_per_second.reset();

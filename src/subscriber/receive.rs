@@ -27,7 +27,8 @@ pub enum Check {
     Late,
     /// Names one of our events but differs from it.
     BodyMismatch,
-    /// Exactly event `seq`, sent at `sent_us` (wall clock).
+    /// Exactly event `seq` (as the level tracks it: `tracker::tracked`), sent at `sent_us`
+    /// (wall clock).
     Event {
         /// Sequence number.
         seq: u64,
@@ -98,11 +99,13 @@ pub fn check(
     if seq < base {
         return Check::Late;
     }
-    if !tracker.was_published(seq) {
+    // The level's bitmaps hold a surge's extra events too, under a number of their span.
+    let tracked = super::tracker::tracked(seq, base);
+    if !tracker.was_published(tracked) {
         return Check::Unexpected;
     }
     let its_topic = tracker
-        .sent(seq)
+        .sent(tracked)
         .map_or_else(|| workload.topic_of_seq(seq), |s| s.topic);
     if its_topic != topic {
         return Check::Unexpected;
@@ -110,7 +113,10 @@ pub fn check(
     if !is_exact(workload, seq, sent_us, body) {
         return Check::BodyMismatch;
     }
-    Check::Event { seq, sent_us }
+    Check::Event {
+        seq: tracked,
+        sent_us,
+    }
 }
 
 thread_local! {
@@ -145,6 +151,12 @@ pub struct SubState {
     pub counts: DeliveryCounts,
     /// The end-to-end latency (µs) of the last delivery counted delivered.
     pub last_e2e_us: u64,
+    /// The level's delivered events' end-to-end latencies (µs) in the compact per-topic
+    /// layout (each counted `accepted`): the per-tenant delivery figures read these.
+    pub latency: crate::stats::TopicStats,
+    /// Its topic is a quiet tenant's while a surge runs: its deliveries also count by the
+    /// second their event was sent in (`DeliveryHists::quiet_seconds`).
+    pub quiet: bool,
     /// The level's measured start on the tracker's clock (ns).
     pub origin_ns: u64,
     /// Latest send instant (tracker ns) among events delivered so far, for the order check.
@@ -183,6 +195,8 @@ impl SubState {
             dead_reasons: std::collections::BTreeMap::new(),
             counts: DeliveryCounts::default(),
             last_e2e_us: 0,
+            latency: crate::stats::TopicStats::default(),
+            quiet: false,
             origin_ns: 0,
             max_sent_ns: 0,
             last_delivery_ns: None,
@@ -336,6 +350,16 @@ impl SubState {
                     c.out_of_order += 1;
                 }
                 self.max_sent_ns = self.max_sent_ns.max(s.sent_ns);
+                if self.quiet {
+                    let sec = (s.sent_ns.saturating_sub(self.origin_ns) / 1_000_000_000) as usize;
+                    // Bounded like the level's own series (`second_series::SERIES_SECONDS`).
+                    let sec = sec.min(super::second_series::SERIES_SECONDS - 1);
+                    let q = &mut hists.quiet_seconds;
+                    if q.len() <= sec {
+                        q.resize(sec + 1, crate::stats::TopicStats::default());
+                    }
+                    q[sec].record(crate::result::Class::Accepted, self.last_e2e_us);
+                }
             }
             None => {
                 // Another process (or a ring too small) sent it: the body's wall clock, skew included.
@@ -344,6 +368,8 @@ impl SubState {
                 record(&mut hists.e2e_from_start, self.last_e2e_us);
             }
         }
+        self.latency
+            .record(crate::result::Class::Accepted, self.last_e2e_us);
         answer
     }
 }

@@ -9,7 +9,7 @@ use std::ops::AddAssign;
 use serde::{Deserialize, Serialize};
 
 use super::churn_stats::ChurnStats;
-use crate::stats::{new_histogram, Histogram, ServerTimingStats};
+use crate::stats::{new_histogram, Histogram, ServerTimingStats, TopicStats};
 
 /// Delivery counters of one subscriber (or of many, added up).
 #[derive(
@@ -149,6 +149,10 @@ pub struct DeliveryLevelStats {
     pub counts: DeliveryCounts,
     /// Per subscriber, keyed `<topic index>/<subscriber index>` (the callback path's tail).
     pub per_subscriber: BTreeMap<String, DeliveryCounts>,
+    /// Per workload topic index, its subscribers' delivered events' end-to-end latency
+    /// (publish start → received, µs) in the compact per-topic layout (each counted
+    /// `accepted`); the per-tenant delivery figures roll these up.
+    pub per_topic: BTreeMap<usize, TopicStats>,
     /// Subscribers that have answered 410 (the hub should have removed them).
     pub gone_subscribers: u64,
     /// Subscribers the hub has not verified (or has unsubscribed): they expect nothing.
@@ -170,6 +174,10 @@ pub struct DeliveryLevelStats {
     /// The longest interval between two consecutive deliveries to one subscriber, µs, over
     /// every subscriber (0 when none got two): how long delivery stopped.
     pub longest_gap_us: u64,
+    /// With a surge: the quiet tenants' delivered events' latency by the second of the level
+    /// each was sent in (compact per-topic layout); empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quiet_seconds: Vec<TopicStats>,
     /// Broker subscribers: `counts.dead_lettered` by the message's `DeadLetterReason`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub dead_letter_reasons: BTreeMap<String, u64>,
@@ -180,6 +188,7 @@ impl Default for DeliveryLevelStats {
         DeliveryLevelStats {
             counts: DeliveryCounts::default(),
             per_subscriber: BTreeMap::new(),
+            per_topic: BTreeMap::new(),
             gone_subscribers: 0,
             unverified_subscribers: 0,
             e2e_from_start: new_histogram(),
@@ -188,6 +197,7 @@ impl Default for DeliveryLevelStats {
             seconds: DeliverySeconds::default(),
             churn: None,
             longest_gap_us: 0,
+            quiet_seconds: Vec::new(),
             dead_letter_reasons: BTreeMap::new(),
         }
     }
@@ -198,6 +208,9 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         self.counts += &o.counts;
         for (k, v) in &o.per_subscriber {
             *self.per_subscriber.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &o.per_topic {
+            *self.per_topic.entry(*k).or_default() += v;
         }
         self.gone_subscribers += o.gone_subscribers;
         self.unverified_subscribers += o.unverified_subscribers;
@@ -211,6 +224,7 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         }
         // Subscribers are not split across shards, so the longest of the parts is exact.
         self.longest_gap_us = self.longest_gap_us.max(o.longest_gap_us);
+        super::delivery_hists::add_seconds(&mut self.quiet_seconds, &o.quiet_seconds);
         for (reason, n) in &o.dead_letter_reasons {
             *self.dead_letter_reasons.entry(reason.clone()).or_default() += n;
         }

@@ -4,7 +4,8 @@
 //! (sized by what can be in flight plus the grace window), and two atomic bitmaps hold which
 //! sequence numbers of the level were published and accepted. A slot is overwritten by the
 //! sequence number `capacity` later; a reader then sees a different `seq` and falls back to
-//! the send time carried in the body.
+//! the send time carried in the body. A surge's extra events, numbered in a space of their
+//! own, are tracked in the upper half of the level's span, with a ring of their own.
 //!
 //! Once the fleet has said how many subscribers listen to each topic ([`DeliveryTracker::count_owed`]),
 //! each accepted answer also adds the deliveries it owes to the second it was read in: one
@@ -14,8 +15,24 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use super::bitmap::AtomicBitmap;
+use super::bitmap::{AtomicBitmap, MAX_SPAN};
 use super::second_series::SecondSeries;
+use crate::workload::{is_surge_seq, surge_base};
+
+/// Where a surge's extra events are tracked: the upper half of the level's span.
+const SURGE_HALF: u64 = MAX_SPAN / 2;
+
+/// The number `seq` is tracked under in a level starting at `base` (its bitmaps and ring): the
+/// level's own events as they are; a surge's extra events, numbered in a space of their own
+/// (`workload::surge`), from `base + MAX_SPAN / 2` on, so both fit the level's span. A tracked
+/// number maps to itself. (A level of more than `MAX_SPAN / 2` own events would meet them.)
+pub fn tracked(seq: u64, base: u64) -> u64 {
+    if is_surge_seq(seq) {
+        base + SURGE_HALF + crate::workload::surge_offset(seq)
+    } else {
+        seq
+    }
+}
 
 #[derive(Debug, Default)]
 struct Slot {
@@ -44,6 +61,9 @@ pub struct SentEvent {
 pub struct DeliveryTracker {
     anchor: Instant,
     slots: Box<[Slot]>,
+    /// The same for a surge's extra events (tracked numbers in the span's upper half), so the
+    /// two numberings never share a slot.
+    surge_slots: Box<[Slot]>,
     mask: u64,
     published: AtomicBitmap,
     accepted: AtomicBitmap,
@@ -53,6 +73,10 @@ pub struct DeliveryTracker {
     owed: SecondSeries,
     /// The level's measured start, ns since the anchor.
     origin_ns: AtomicU64,
+    /// The level's first sequence number, and its surge's first extra one (a surge needs
+    /// duration levels, whose first number is `level << 40`).
+    base: AtomicU64,
+    surge_base: AtomicU64,
 }
 
 impl DeliveryTracker {
@@ -62,12 +86,39 @@ impl DeliveryTracker {
         DeliveryTracker {
             anchor: Instant::now(),
             slots: (0..n).map(|_| Slot::default()).collect(),
+            surge_slots: (0..n).map(|_| Slot::default()).collect(),
             mask: n as u64 - 1,
             published: AtomicBitmap::default(),
             accepted: AtomicBitmap::default(),
             fanout: OnceLock::new(),
             owed: SecondSeries::default(),
             origin_ns: AtomicU64::new(0),
+            base: AtomicU64::new(0),
+            surge_base: AtomicU64::new(surge_base(0)),
+        }
+    }
+
+    /// The ring slot of tracked number `seq`.
+    fn slot(&self, seq: u64) -> &Slot {
+        let ring = match seq.checked_sub(self.base.load(Ordering::Relaxed)) {
+            Some(i) if i >= SURGE_HALF => &self.surge_slots,
+            _ => &self.slots,
+        };
+        &ring[(seq & self.mask) as usize]
+    }
+
+    /// `seq` as the level tracks it (the module's `tracked`).
+    pub fn tracked(&self, seq: u64) -> u64 {
+        tracked(seq, self.base.load(Ordering::Relaxed))
+    }
+
+    /// The event a tracked number stands for: the surge's extra event for one in the upper
+    /// half of the level's span, else itself.
+    pub fn untracked(&self, seq: u64) -> u64 {
+        let base = self.base.load(Ordering::Relaxed);
+        match seq.checked_sub(base + SURGE_HALF) {
+            Some(k) if k < SURGE_HALF => self.surge_base.load(Ordering::Relaxed) + k,
+            _ => seq,
         }
     }
 
@@ -79,6 +130,9 @@ impl DeliveryTracker {
     /// Start a level whose sequence numbers are `first_seq` and above. Between levels only:
     /// no publish may be in flight.
     pub fn open_level(&self, first_seq: u64) {
+        self.base.store(first_seq, Ordering::Relaxed);
+        self.surge_base
+            .store(surge_base(first_seq >> 40), Ordering::Relaxed);
         self.published.reset(first_seq);
         self.accepted.reset(first_seq);
     }
@@ -86,7 +140,8 @@ impl DeliveryTracker {
     /// Event `seq` of `topic` is about to be sent (its first attempt starts at `sent`).
     /// Call it before the request is written, so no delivery can come first.
     pub fn note_published(&self, seq: u64, topic: usize, sent: Instant) {
-        let s = &self.slots[(seq & self.mask) as usize];
+        let seq = self.tracked(seq);
+        let s = self.slot(seq);
         s.seq1.store(0, Ordering::Release);
         s.sent_ns.store(self.ns(sent).max(1), Ordering::Relaxed);
         s.accepted_ns.store(0, Ordering::Relaxed);
@@ -97,7 +152,8 @@ impl DeliveryTracker {
 
     /// The hub accepted event `seq`; hubload read the answer at `at`.
     pub fn note_accepted(&self, seq: u64, at: Instant) {
-        let s = &self.slots[(seq & self.mask) as usize];
+        let seq = self.tracked(seq);
+        let s = self.slot(seq);
         if s.seq1.load(Ordering::Acquire) == seq + 1 {
             let at_ns = self.ns(at).max(1);
             s.accepted_ns.store(at_ns, Ordering::Relaxed);
@@ -139,7 +195,8 @@ impl DeliveryTracker {
 
     /// What the ring still knows of `seq`.
     pub fn sent(&self, seq: u64) -> Option<SentEvent> {
-        let s = &self.slots[(seq & self.mask) as usize];
+        let seq = self.tracked(seq);
+        let s = self.slot(seq);
         if s.seq1.load(Ordering::Acquire) != seq + 1 {
             return None;
         }
@@ -156,7 +213,7 @@ impl DeliveryTracker {
 
     /// Whether `seq` was published in this level.
     pub fn was_published(&self, seq: u64) -> bool {
-        self.published.get(seq)
+        self.published.get(self.tracked(seq))
     }
 
     /// The level's accepted sequence numbers so far (subscription churn: what a subscriber
@@ -171,7 +228,9 @@ impl DeliveryTracker {
         self.published.snapshot()
     }
 
-    /// Call `f(seq)` for every accepted sequence number of the level, in order.
+    /// Call `f(seq)` for every accepted sequence number of the level, in order, as tracked
+    /// (a surge's extra events after the level's own; [`DeliveryTracker::untracked`] gives
+    /// the event).
     pub fn for_each_accepted(&self, f: impl FnMut(u64)) {
         self.accepted.for_each(f);
     }
@@ -217,6 +276,32 @@ mod tests {
         assert_eq!(acc, [10], "accepted survives the ring");
         t.open_level(20);
         assert!(!t.was_published(14));
+    }
+
+    /// A surge's extra events share the level's bitmaps and ring, apart from its own events,
+    /// and map back to themselves.
+    #[test]
+    fn a_surge_s_extra_events_are_tracked_in_the_upper_half_of_the_span() {
+        let t = DeliveryTracker::new(16);
+        let base = 3 << 40;
+        t.open_level(base);
+        let extra = surge_base(3) + 5;
+        assert_eq!(t.tracked(extra), base + SURGE_HALF + 5);
+        assert_eq!(t.tracked(t.tracked(extra)), t.tracked(extra));
+        assert_eq!(t.untracked(t.tracked(extra)), extra);
+        assert_eq!(
+            (t.tracked(base + 5), t.untracked(base + 5)),
+            (base + 5, base + 5)
+        );
+        t.note_published(base + 5, 1, t.anchor);
+        t.note_published(extra, 2, t.anchor);
+        t.note_accepted(extra, t.anchor);
+        assert!(t.was_published(base + 5) && t.was_published(extra));
+        assert_eq!(t.sent(extra).unwrap().topic, 2);
+        assert_eq!(t.sent(base + 5).unwrap().topic, 1);
+        let mut acc = Vec::new();
+        t.for_each_accepted(|s| acc.push(t.untracked(s)));
+        assert_eq!(acc, [extra]);
     }
 
     #[test]

@@ -113,6 +113,7 @@ pub fn level_report(
         server_timing_malformed: s.server_timing.malformed,
         fairness: None,
         isolation: None,
+        delivery_isolation: None,
     }
 }
 

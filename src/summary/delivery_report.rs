@@ -170,6 +170,7 @@ impl std::ops::AddAssign<&LevelDelivery> for LevelDelivery {
     fn add_assign(&mut self, o: &LevelDelivery) {
         self.stats += &o.stats;
         self.stats.seconds = DeliverySeconds::default();
+        self.stats.quiet_seconds.clear();
         if let Some(c) = &mut self.stats.churn {
             c.per_second = ChurnSeconds::default();
         }

@@ -340,6 +340,10 @@ pub struct LevelReport {
     /// (docs/fairness.md). Absent without a surge, on TOTAL, and when a window had no attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<crate::fairness::isolation::Isolation>,
+    /// `--surge` with subscribers: the same verdict on the quiet tenants' delivery latency,
+    /// by the second each event was sent in (no error figures). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_isolation: Option<crate::fairness::isolation::Isolation>,
 }
 
 impl LevelReport {

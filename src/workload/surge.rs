@@ -77,6 +77,11 @@ pub fn is_surge_seq(seq: u64) -> bool {
     (SURGE_SEQ_BASE..1 << 62).contains(&seq)
 }
 
+/// Extra event `seq`'s number within its level (`k` above).
+pub fn surge_offset(seq: u64) -> u64 {
+    (seq - SURGE_SEQ_BASE) % PER_LEVEL
+}
+
 /// The first extra sequence number of level `index`.
 pub fn surge_base(index: u64) -> u64 {
     SURGE_SEQ_BASE + (index % (1 << 20)) * PER_LEVEL

@@ -1,11 +1,13 @@
 //! The "Tenants" section of report.html: per level, the surge's isolation verdict
 //! (`levels[].isolation`), the fairness figures and a bar chart of every tenant's p99, highest
-//! first (`levels[].fairness`).
+//! first (`levels[].fairness`), and with subscribers a table of each tenant's deliveries
+//! (`levels[].fairness.delivery`).
 
 use std::fmt::Write;
 
 use super::markup::fmt_error_pct;
 use super::svg::escape;
+use crate::fairness::delivery::DeliveryFairness;
 use crate::fairness::Fairness;
 use crate::report::precision::ms3;
 use crate::run_report::Report;
@@ -62,6 +64,30 @@ fn chart(f: &Fairness) -> String {
     s
 }
 
+/// One level's deliveries by tenant: owed, delivered, loss %, delivery p99, highest p99 first.
+fn delivery_table(d: &DeliveryFairness) -> String {
+    let mut ts: Vec<_> = d.by_tenant.iter().collect();
+    ts.sort_by(|a, b| b.p99_us.cmp(&a.p99_us).then(a.tenant.cmp(&b.tenant)));
+    let mut s = format!(
+        "<p>Deliveries (publish start → received): p99 spread {}×, median p99 {} ms, loss spread {:.2} pp.</p>         <table><tr><th>Tenant</th><th>Owed</th><th>Delivered</th><th>Loss %</th><th>Delivery p99 ms</th></tr>",
+        d.p99_spread.map_or("-".into(), |x| format!("{x:.2}")),
+        ms3(d.median_p99_us as f64),
+        d.loss_spread_pp,
+    );
+    for t in ts {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td></tr>",
+            escape(&t.tenant),
+            t.expected,
+            t.delivered,
+            t.loss_pct,
+            ms3(t.p99_us as f64),
+        );
+    }
+    s + "</table>"
+}
+
 /// The section, or an empty string when no level has fairness figures.
 pub fn section(report: &Report) -> String {
     let levels: Vec<_> = report
@@ -86,13 +112,14 @@ pub fn section(report: &Report) -> String {
         let fig = |v: Option<f64>, d: usize| v.map_or("-".into(), |x| format!("{x:.d$}"));
         let _ = write!(
             b,
-            "<details><summary>Level {} ({} tenants): Jain {}, p99 spread {}×, error spread {:.2} pp</summary><figure>{}</figure></details>",
+            "<details><summary>Level {} ({} tenants): Jain {}, p99 spread {}×, error spread {:.2} pp</summary><figure>{}</figure>{}</details>",
             escape(&l.label),
             f.tenants,
             fig(f.jain_index, 3),
             fig(f.p99_spread, 2),
             f.error_spread_pp,
             chart(f),
+            f.delivery.as_ref().map_or(String::new(), delivery_table),
         );
     }
     b

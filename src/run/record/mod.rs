@@ -27,6 +27,7 @@ use crate::targets::PhaseResult;
 use crate::workload::{tenant_name, Workload};
 use std::path::Path;
 
+mod delivery_fairness;
 mod shards;
 
 /// The report being built, the statistics its rows came from, and where it is written.
@@ -168,8 +169,14 @@ impl RunRecord {
         &mut self,
         d: &crate::summary::delivery_report::LevelDelivery,
     ) -> anyhow::Result<()> {
+        let tenants = &self.report.topic_tenants;
         if let Some(l) = self.report.levels.last_mut() {
             l.delivery = Some(d.into());
+            if let Some(f) = &mut l.fairness {
+                f.delivery = delivery_fairness::figures(&d.stats, tenants);
+            }
+            l.delivery_isolation = (self.surge.as_ref())
+                .and_then(|s| isolation::delivery_verdict(s, &d.stats.quiet_seconds));
             self.deliveries
                 .insert(self.report.levels.len() - 1, d.clone());
         }
@@ -177,6 +184,9 @@ impl RunRecord {
         *total += d;
         if let Some(t) = self.report.total.as_mut() {
             t.delivery = Some((&*total).into());
+            if let Some(f) = &mut t.fairness {
+                f.delivery = delivery_fairness::figures(&total.stats, tenants);
+            }
         }
         self.report.verdicts = judge(
             &self.thresholds,
