@@ -1,8 +1,8 @@
 //! `--web`: the live page and the control API, served while the run goes (docs/live.md).
 //!
 //! A view beside the run, like the exporter: it reads the engine's live totals once a second
-//! and the level rows as they are written, and steers through the engine's [`Control`]; the
-//! publish path knows nothing of it.
+//! and the level rows as they are written, and steers through the engine's
+//! [`Control`](crate::engine::Control); the publish path knows nothing of it.
 
 mod api;
 mod auth;
