@@ -12,7 +12,7 @@ use hubload_hub::FaultConfig;
 const LINGER: Duration = Duration::from_secs(3);
 
 /// Wait (bounded) until the status says `finished`; when it was first seen.
-async fn finished(api: &Api) -> Instant {
+pub(crate) async fn finished(api: &Api) -> Instant {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let s = api.status().await;
@@ -115,4 +115,54 @@ async fn a_stop_ends_the_linger_sooner() {
     assert!(outcome.report.levels[0].samples == 100);
     let report = crate::util::read_summary(sc.dir.path());
     assert!(report.control.is_empty(), "{:?}", report.control);
+}
+
+/// The real binary with a minute's linger, stopped during its run, once by `POST /v1/stop`
+/// and once by SIGINT: neither lingers; each exits 130 as a stop does, its reports written
+/// and marked partial, within the bound a stop without `--web-linger` has.
+#[tokio::test]
+async fn a_run_stopped_while_it_runs_does_not_linger() {
+    let sc = Scenario::start(FaultConfig::default()).await;
+    let _turn = crate::util::SERIAL.lock().await;
+    for how in ["api", "sigint"] {
+        let port = free_port();
+        let web = format!("127.0.0.1:{port}");
+        let out = sc.dir.path().join(how);
+        let rest = [
+            "--concurrency",
+            "2",
+            "--duration",
+            "60s",
+            "--web-linger",
+            "60s",
+        ];
+        let mut child = spawn_bin(&sc, &out, &web, &rest);
+        let api = Api::new(port, None);
+        api.wait_level(0, 1).await;
+        match how {
+            "api" => assert_eq!(api.post("stop", None).await, 200),
+            _ => {
+                let ok = std::process::Command::new("kill")
+                    .args(["-INT", &child.id().to_string()])
+                    .status()
+                    .unwrap();
+                assert!(ok.success());
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{how}: still up 10 s after the stop"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(status.code(), Some(130), "{how}");
+        let report = crate::util::read_summary(&out);
+        assert!(report.partial, "{how}");
+        assert!(out.join("report.html").is_file(), "{how}");
+    }
 }

@@ -41,6 +41,7 @@ mod hub_tls;
 mod live_control;
 mod live_linger;
 mod live_page;
+mod live_panels;
 mod local_limits;
 mod noisy;
 mod observe_server;

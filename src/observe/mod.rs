@@ -13,6 +13,7 @@ pub mod promql;
 pub mod remote_write;
 pub mod scraper;
 pub mod series;
+pub mod server_live;
 
 use std::sync::Arc;
 
@@ -47,15 +48,18 @@ pub struct Observers {
 impl Observers {
     /// Start them before any load: an invalid `--server-query` is an error here, as is a
     /// `--metrics-listen` address that cannot be bound. `live` is the engine's live view,
-    /// `control` the run's steering (`--web`), whose changes the exporter counts.
+    /// `control` the run's steering (`--web`), whose changes the exporter counts; `server_now`
+    /// (`--web`) gets every scrape round of the server's series.
     pub async fn start(
         cfg: &RunConfig,
         live: Arc<Live>,
         control: Option<Arc<crate::engine::Control>>,
+        server_now: Option<tokio::sync::watch::Sender<crate::summary::server_now::ServerNow>>,
     ) -> anyhow::Result<Self> {
         let monitor = Arc::new(GeneratorMonitor::start());
         let exporter = Exporter::start(cfg, live, monitor.clone(), control)?;
-        let (scraper, warnings) = match ServerScraper::start(cfg).await? {
+        let publisher = server_now.map(server_live::LivePublisher::new);
+        let (scraper, warnings) = match ServerScraper::start(cfg, publisher).await? {
             Some((s, check)) => (Some(s), check.warnings),
             None => (None, Vec::new()),
         };

@@ -12,6 +12,7 @@ use super::exposition::{parse, Exposition};
 use super::fetch::Endpoint;
 use super::promql::{query_path, read_answer};
 use super::series::LevelSeries;
+use super::server_live::LivePublisher;
 use crate::config::{ObservedUrl, RunConfig};
 use crate::summary::observations::ServerLevel;
 
@@ -58,7 +59,11 @@ impl ServerScraper {
     /// Check every source once before any load and start the scraping thread. An invalid
     /// query (the server answers a 4xx with its error) is an error: the run must not start.
     /// An unreachable source is a warning: the run goes on and its failures are counted.
-    pub async fn start(cfg: &RunConfig) -> anyhow::Result<Option<(Self, StartCheck)>> {
+    /// `live` (`--web`) gets every round taken in a level.
+    pub async fn start(
+        cfg: &RunConfig,
+        live: Option<LivePublisher>,
+    ) -> anyhow::Result<Option<(Self, StartCheck)>> {
         let o = &cfg.observe;
         if !o.scrapes() {
             return Ok(None);
@@ -119,7 +124,7 @@ impl ServerScraper {
                     .enable_all()
                     .build()
                     .expect("a current-thread runtime");
-                rt.block_on(serve(sources, interval, rx));
+                rt.block_on(serve(sources, interval, rx, live));
             })
             .context("cannot start the server-metrics thread")?;
         Ok(Some((ServerScraper { tx }, check)))
@@ -205,16 +210,33 @@ impl Scrape {
         }
     }
 
-    /// One round into `level`, `t` seconds after it started.
-    async fn sample_into(&self, level: &mut LevelSeries, t: f64) {
-        for (s, got) in self.sources.iter().zip(self.round().await) {
-            level.add(t, s.shown(), &got.map_err(|f| f.text()));
+    /// One round into `level`, `t` seconds after it started, and to the live page.
+    async fn sample_into(&self, level: &mut LevelSeries, t: f64, live: &mut Option<LivePublisher>) {
+        let got: Vec<_> = self
+            .round()
+            .await
+            .into_iter()
+            .map(|g| g.map_err(|f| f.text()))
+            .collect();
+        for (s, got) in self.sources.iter().zip(&got) {
+            level.add(t, s.shown(), got);
+        }
+        if let Some(p) = live.as_mut() {
+            p.publish(
+                Instant::now(),
+                self.sources.iter().map(Source::shown).zip(&got),
+            );
         }
     }
 }
 
 /// The scraping thread's loop: edges on request, the interval between them.
-async fn serve(scrape: Arc<Scrape>, interval: Duration, mut rx: mpsc::UnboundedReceiver<Cmd>) {
+async fn serve(
+    scrape: Arc<Scrape>,
+    interval: Duration,
+    mut rx: mpsc::UnboundedReceiver<Cmd>,
+    mut live: Option<LivePublisher>,
+) {
     let mut level: Option<(Instant, LevelSeries)> = None;
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -225,14 +247,15 @@ async fn serve(scrape: Arc<Scrape>, interval: Duration, mut rx: mpsc::UnboundedR
                 Some(Cmd::LevelStart(reply)) => {
                     let mut l = LevelSeries::default();
                     let start = Instant::now();
-                    scrape.sample_into(&mut l, 0.0).await;
+                    scrape.sample_into(&mut l, 0.0, &mut live).await;
                     level = Some((start, l));
                     tick.reset();
                     let _ = reply.send(());
                 }
                 Some(Cmd::LevelEnd(reply)) => {
                     if let Some((start, mut l)) = level.take() {
-                        scrape.sample_into(&mut l, start.elapsed().as_secs_f64()).await;
+                        scrape.sample_into(&mut l, start.elapsed().as_secs_f64(), &mut live)
+                            .await;
                         let _ = reply.send(l.finish());
                     }
                 }
@@ -240,7 +263,7 @@ async fn serve(scrape: Arc<Scrape>, interval: Duration, mut rx: mpsc::UnboundedR
             _ = tick.tick(), if level.is_some() => {
                 if let Some((start, l)) = level.as_mut() {
                     let t = start.elapsed().as_secs_f64();
-                    scrape.sample_into(l, t).await;
+                    scrape.sample_into(l, t, &mut live).await;
                 }
             }
         }

@@ -127,6 +127,9 @@ async fn run_path<P: TargetPath>(
             &mut rec,
         )
         .await?;
+        if let (Some(w), Some(f)) = (sh.web, &fleet) {
+            w.watch_delivery(f.live_view());
+        }
         let churn = match (cfg.topic_churn, path.topic_registry()) {
             (Some(rate), Some(registry)) => Some(topic_churn_cycles::TopicChurnRun::new(
                 registry,
@@ -226,18 +229,32 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         .web
         .as_ref()
         .map(|_| Arc::new(Control::for_levels(cancel.clone(), &cfg.levels)));
-    let observers = crate::observe::Observers::start(cfg, live.clone(), control.clone()).await?;
+    // `--web` with scraping: every round goes down this channel to the page.
+    let (server_tx, server_rx) = match (&cfg.web, cfg.observe.scrapes()) {
+        (Some(_), true) => {
+            let (tx, rx) = tokio::sync::watch::channel(Default::default());
+            (Some(tx), Some(rx))
+        }
+        _ => (None, None),
+    };
+    let observers =
+        crate::observe::Observers::start(cfg, live.clone(), control.clone(), server_tx).await?;
     let web = match (&cfg.web, &control) {
         (Some(w), Some(c)) => {
             let token = cancel.clone();
             let on_stop = Box::new(move || signals::first_stop(&token));
-            let cpu = crate::web::CpuGauge {
-                read: crate::observe::cpu::process_cpu_s,
-                cores: crate::observe::cpu::allowance().0,
-                bound: crate::observe::monitor::CPU_BOUND,
+            let sources = crate::web::Sources {
+                live: live.clone(),
+                control: c.clone(),
+                cpu: Some(crate::web::CpuGauge {
+                    read: crate::observe::cpu::process_cpu_s,
+                    cores: crate::observe::cpu::allowance().0,
+                    bound: crate::observe::monitor::CPU_BOUND,
+                }),
+                server: server_rx,
+                delivery: Default::default(),
             };
-            let (live, c) = (live.clone(), c.clone());
-            Some(crate::web::WebServer::start(w, cfg, live, c, Some(cpu), on_stop).await?)
+            Some(crate::web::WebServer::start(w, cfg, sources, on_stop).await?)
         }
         _ => None,
     };

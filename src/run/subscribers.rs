@@ -176,6 +176,11 @@ impl DeliveryRun {
         self.fleet.topic_subscribers(&self.settings)
     }
 
+    /// The live page's handle on the levels' deliveries (`--web`).
+    pub(crate) fn live_view(&self) -> crate::subscriber::DeliveryView {
+        self.fleet.live_view()
+    }
+
     /// What the publishing workers tell.
     pub(crate) fn tracker(&self) -> Arc<DeliveryTracker> {
         self.fleet.tracker().clone()

@@ -73,6 +73,16 @@ impl SharedHists {
             .unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The level's publish start → received histogram so far (every slot's, added up).
+    pub fn e2e_from_start_now(&self) -> Histogram {
+        let mut all = new_histogram();
+        for i in 0..SLOTS {
+            // Same layout and auto-resize: adding cannot fail.
+            let _ = all.add(&self.slot(i).e2e_from_start);
+        }
+        all
+    }
+
     /// Every slot's histograms added up, and the slots emptied for the next level.
     pub fn take(&self) -> DeliveryHists {
         let mut all = DeliveryHists::default();

@@ -16,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::behaviour::Behaviour;
 use super::fleet_shared::{Intent, Shared, Subscriber};
+use super::live_levels::close_level;
+use super::live_view::DeliveryView;
 use super::receive::SignatureKey;
 use super::stats::DeliveryLevelStats;
 use super::tracker::DeliveryTracker;
@@ -152,6 +154,7 @@ impl Fleet {
             origin_ns: AtomicU64::new(0),
             delivered_per_second: Default::default(),
             hists: Default::default(),
+            live: Default::default(),
             callback_base,
         })
     }
@@ -221,6 +224,12 @@ impl Fleet {
             st.origin_ns = sh.tracker.ns(origin);
         }
         sh.tracker.count_owed(origin, &fanout);
+        sh.live.opened();
+    }
+
+    /// The handle the live page reads the levels' deliveries with.
+    pub fn live_view(&self) -> DeliveryView {
+        DeliveryView::new(self.shared.clone())
     }
 
     /// End the level: wait until every listening subscriber has every accepted event of its
@@ -364,6 +373,9 @@ impl Fleet {
         }
         sh.base.store(u64::MAX, Relaxed);
         out.seconds.expected = sh.tracker.owed_per_second();
+        // The live page's book is held while the level's histograms and series are taken, so
+        // its reader sees the level either open or closed with these final figures.
+        let mut book = sh.live.lock();
         // Taken as each subscriber's own histograms and series were: what counted since the
         // last take (deliveries after it are late: the subscribers were reset above).
         let hists = sh.hists.take();
@@ -374,6 +386,13 @@ impl Fleet {
         // Taken as each subscriber's own series was: from what counted since the last take.
         out.seconds.delivered = sh.delivered_per_second.to_vec();
         sh.delivered_per_second.reset();
+        close_level(
+            &mut book,
+            &out.seconds.delivered,
+            &out.seconds.expected,
+            &out.e2e_from_start,
+        );
+        drop(book);
         if sh.churn_on.load(Relaxed) {
             let mut churn = std::mem::take(&mut *sh.churn_stats());
             churn.ambiguous = ambiguous;

@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use super::behaviour::Behaviour;
 use super::churn_stats::ChurnStats;
 use super::delivery_hists::SharedHists;
+use super::live_levels::LiveLevels;
 use super::receive::{SignatureKey, SubState};
 use super::second_series::SecondSeries;
 use super::tracker::DeliveryTracker;
@@ -123,6 +124,8 @@ pub(crate) struct Shared {
     pub delivered_per_second: SecondSeries,
     /// The open level's delivery histograms, in a few slots.
     pub hists: SharedHists,
+    /// The levels as the live page reads them (`live_view.rs`).
+    pub live: LiveLevels,
     pub callback_base: String,
 }
 

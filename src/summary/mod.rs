@@ -8,6 +8,7 @@ pub mod delivery_report;
 pub mod latency;
 pub mod observations;
 mod report;
+pub mod server_now;
 pub mod server_timing;
 pub mod time_split;
 

@@ -64,6 +64,7 @@ pub fn status(s: &WebState) -> Value {
         "vus-max": vus_max,
         "max_rate": s.max_rate,
         "second": last,
+        "server": s.server.as_ref().map(|rx| rx.borrow().clone()),
         "controls": s.control.events().len(),
     }}})
 }

@@ -1,17 +1,21 @@
 //! The live page's stream: one `second` record a second (the difference of the engine's live
 //! totals, the same counts and histograms the level's row is made of), a `level` record as each
 //! level's row is written, a `control` record per change and an `end` record. Every record is
-//! kept, so a page opened halfway gets the whole run first (about 300 B a second).
+//! kept, so a page opened halfway gets the whole run first (about 300 B a second, 600 B with
+//! subscribers, and up to 3 KB more a scrape round of 24 server series).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
 
+use super::delivery_feed::{self, DeliveryPrev, DeliverySlot};
 use crate::engine::{Control, Live, Load, Totals};
 use crate::stats::{new_histogram, Counts};
+use crate::summary::server_now::ServerNow;
 
 /// Records kept at most (a day of seconds); past it the oldest seconds are dropped, never
 /// the level rows.
@@ -102,6 +106,7 @@ pub struct CpuGauge {
 }
 
 /// What the sampler remembers between seconds: the level it saw and its totals then.
+#[derive(Debug)]
 struct Prev {
     level: Option<usize>,
     counts: BTreeMap<String, u64>,
@@ -109,9 +114,12 @@ struct Prev {
     corrected: hdrhistogram::Histogram<u64>,
     cpu_s: Option<f64>,
     at: Instant,
+    delivery: DeliveryPrev,
 }
 
-/// What the sampler reads: the engine's live totals, the control, the generator's CPU.
+/// What the sampler reads: the engine's live totals, the control, the generator's CPU, the
+/// server's series as last scraped and the subscriber fleet's deliveries.
+#[derive(Debug)]
 pub struct Sources {
     /// The level's live totals.
     pub live: Arc<Live>,
@@ -119,10 +127,15 @@ pub struct Sources {
     pub control: Arc<Control>,
     /// The generator's CPU (`None`: not shown).
     pub cpu: Option<CpuGauge>,
+    /// The scraper's rounds (`--server-metrics`, `--server-query`; `None`: not scraped).
+    pub server: Option<watch::Receiver<ServerNow>>,
+    /// The fleet's view, once there is one (`--subscribers`).
+    pub delivery: DeliverySlot,
 }
 
-/// Every second from `start` (until the task is aborted): one `second` record.
-pub async fn sample(feed: Arc<Feed>, src: Sources, start: Instant) {
+/// Every second from `start` until `last` is cancelled: one `second` record; then one more,
+/// of the part of a second since the last one, so the seconds' deliveries add up to the run's.
+pub async fn sample(feed: Arc<Feed>, mut src: Sources, start: Instant, last: CancellationToken) {
     let mut tick = tokio::time::interval_at(
         tokio::time::Instant::from_std(start) + Duration::from_secs(1),
         Duration::from_secs(1),
@@ -135,10 +148,17 @@ pub async fn sample(feed: Arc<Feed>, src: Sources, start: Instant) {
         corrected: new_histogram(),
         cpu_s: src.cpu.and_then(|c| (c.read)()),
         at: start,
+        delivery: DeliveryPrev::default(),
     };
     loop {
-        tick.tick().await;
-        feed.push("second", &second(&src, start, &mut prev));
+        let ended = tokio::select! {
+            _ = tick.tick() => false,
+            _ = last.cancelled() => true,
+        };
+        feed.push("second", &second(&mut src, start, &mut prev));
+        if ended {
+            return;
+        }
     }
 }
 
@@ -163,7 +183,7 @@ fn ms(h: &hdrhistogram::Histogram<u64>, x: f64) -> Value {
 }
 
 /// The record of the second that just ended.
-fn second(src: &Sources, start: Instant, prev: &mut Prev) -> Value {
+fn second(src: &mut Sources, start: Instant, prev: &mut Prev) -> Value {
     let (live, control) = (&src.live, &src.control);
     let now = Instant::now();
     let level = control.level();
@@ -214,6 +234,14 @@ fn second(src: &Sources, start: Instant, prev: &mut Prev) -> Value {
         _ => None,
     };
     let pct = |r: f64| (r * 1000.0).round() / 10.0;
+    // A round the page has not had yet; null when none came this second.
+    let server = match src.server.as_mut() {
+        Some(rx) if rx.has_changed().unwrap_or(false) => {
+            serde_json::to_value(&*rx.borrow_and_update()).unwrap_or(Value::Null)
+        }
+        _ => Value::Null,
+    };
+    let delivery = delivery_feed::second(&src.delivery, &mut prev.delivery);
     let v = json!({
         "t": now.saturating_duration_since(start).as_secs(),
         "level": index,
@@ -237,6 +265,8 @@ fn second(src: &Sources, start: Instant, prev: &mut Prev) -> Value {
             (Some(g), Some(r)) => Some(r >= g.bound),
             _ => None,
         },
+        "server": server,
+        "delivery": delivery,
     });
     prev.counts = counts;
     prev.hist = totals.latency;
@@ -284,10 +314,12 @@ mod tests {
             cores: 2.0,
             bound: 0.9,
         };
-        let src = Sources {
+        let mut src = Sources {
             live: Arc::new(Live::default()),
             control,
             cpu: Some(cpu),
+            server: None,
+            delivery: DeliverySlot::default(),
         };
         // A 100 s "second", so the test's own delay (under 50 ms) cannot move the share's
         // first decimal.
@@ -299,8 +331,9 @@ mod tests {
             corrected: new_histogram(),
             cpu_s: busy_cpu(),
             at: start,
+            delivery: DeliveryPrev::default(),
         };
-        let v = second(&src, start, &mut prev);
+        let v = second(&mut src, start, &mut prev);
         // 190 s of CPU in (just over) 100 s on 2 cores: 95 %, at or above the 90 % bound.
         assert_eq!(v["cpu_pct"], json!(95.0), "{v}");
         assert_eq!(v["cpu_cores"], json!(2.0));

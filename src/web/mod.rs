@@ -1,11 +1,12 @@
 //! `--web`: the live page and the control API, served while the run goes (docs/live.md).
 //!
 //! A view beside the run, like the exporter: it reads the engine's live totals once a second
-//! and the level rows as they are written, and steers through the engine's [`Control`]; the
-//! publish path knows nothing of it.
+//! and the level rows as they are written, and steers through the engine's
+//! [`Control`](crate::engine::Control); the publish path knows nothing of it.
 
 mod api;
 mod auth;
+mod delivery_feed;
 mod feed;
 mod page;
 mod state;
@@ -28,11 +29,11 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{RunConfig, WebConfig};
-use crate::engine::{Control, Live};
 use feed::Feed;
 use state::WebState;
 
-pub use feed::{offered, CpuGauge};
+pub use delivery_feed::DeliverySlot;
+pub use feed::{offered, CpuGauge, Sources};
 
 /// The running server.
 #[derive(Debug)]
@@ -41,20 +42,23 @@ pub struct WebServer {
     /// The address it listens on (the port resolved).
     pub addr: SocketAddr,
     sampler: tokio::task::JoinHandle<()>,
+    /// Asks the sampler for its last record.
+    last_second: CancellationToken,
+    /// Where the fleet's view goes once there is one.
+    delivery: DeliverySlot,
     shutdown: CancellationToken,
 }
 
 impl WebServer {
-    /// Bind `web.addr` and serve, steering the run through `control`; `on_stop` stops it as
-    /// the first SIGINT does.
+    /// Bind `web.addr` and serve what `sources` show, steering the run through their
+    /// control; `on_stop` stops it as the first SIGINT does.
     pub async fn start(
         web: &WebConfig,
         cfg: &RunConfig,
-        live: Arc<Live>,
-        control: Arc<Control>,
-        cpu: Option<CpuGauge>,
+        sources: Sources,
         on_stop: Box<dyn Fn() + Send + Sync>,
     ) -> anyhow::Result<Self> {
+        let control = sources.control.clone();
         let listener = tokio::net::TcpListener::bind(web.addr)
             .await
             .with_context(|| format!("cannot listen on --web {}", web.addr))?;
@@ -76,9 +80,11 @@ impl WebServer {
             linger: web.linger,
             linger_end: CancellationToken::new(),
             on_stop,
+            server: sources.server.clone(),
         });
-        let sources = feed::Sources { live, control, cpu };
-        let sampler = tokio::spawn(feed::sample(feed, sources, started));
+        let delivery = sources.delivery.clone();
+        let last_second = CancellationToken::new();
+        let sampler = tokio::spawn(feed::sample(feed, sources, started, last_second.clone()));
         let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
         let stop = shutdown.clone();
         tokio::spawn(async move {
@@ -90,8 +96,15 @@ impl WebServer {
             state,
             addr,
             sampler,
+            last_second,
+            delivery,
             shutdown,
         })
+    }
+
+    /// The run's subscriber fleet (one per target path), read every second from now on.
+    pub fn watch_delivery(&self, view: crate::subscriber::DeliveryView) {
+        self.delivery.set(view);
     }
 
     /// The page's URL, as the banner prints it.
@@ -121,12 +134,14 @@ impl WebServer {
     /// the server closes (pages keep what they have). A stopped run does not linger: it exits
     /// as a stop does.
     pub async fn finish(
-        self,
+        mut self,
         total: &impl serde::Serialize,
         partial: bool,
         stop: &CancellationToken,
     ) {
-        self.sampler.abort();
+        // The part of a second since the last record, so the seconds add up to the run.
+        self.last_second.cancel();
+        let _ = (&mut self.sampler).await;
         let total = serde_json::to_value(total).unwrap_or(Value::Null);
         self.state.ended.store(true, Ordering::Release);
         self.state.feed.push(

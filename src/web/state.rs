@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::feed::Feed;
 use crate::engine::{Control, ControlEvent};
 use crate::secret::Secret;
+use crate::summary::server_now::ServerNow;
 
 /// What the handlers share.
 pub struct WebState {
@@ -32,6 +33,8 @@ pub struct WebState {
     pub(super) linger_end: CancellationToken,
     /// Stops the run as the first SIGINT does.
     pub(super) on_stop: Box<dyn Fn() + Send + Sync>,
+    /// The server's series as last scraped (`None`: not scraped).
+    pub(super) server: Option<tokio::sync::watch::Receiver<ServerNow>>,
 }
 
 impl std::fmt::Debug for WebState {
