@@ -67,13 +67,15 @@ FLOORS = {
     ],
     # The Service Bus crate (hubload-servicebus): the emulator (with its administration API)
     # and the receiver over the sender, over the error and message types, over the connection
-    # string, over the transports.
+    # string, over a given token, over SAS signing, over the transports.
     "servicebus/src": [
         ["crate"],
         ["emulator", "receiver"],
         ["sender"],
-        ["error", "message", "sas"],
+        ["error", "message"],
         ["connection_string", "outcome"],
+        ["given_token"],
+        ["sas"],
         ["transport"],
     ],
     # The seeded generator (hubload-rng): one file.

@@ -64,12 +64,17 @@ async fn every_check_passes_against_the_emulator_with_exit_0() {
     let (out, lines) = check(sb(&sc.connection_string()), sc.dir.path()).await;
     assert_eq!(
         heads(&lines),
-        ["ok dns", "ok tcp", "ok cbs", "ok topics"],
+        ["ok dns", "ok tcp", "ok cbs", "ok topics", "ok size"],
         "{lines:?}"
     );
     assert_eq!(out.status.code(), Some(0));
     // 2 tenants × 4 channels: each attached for sending, as the run would.
     assert!(lines[3].ends_with("all 8 topics exist and the policy can send to them"));
+    assert!(
+        lines[4].ends_with("bodies (under 1 KiB) fit the 262144 bytes the broker takes per message (Basic or Standard: 256 KB)"),
+        "{}",
+        lines[4]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +179,8 @@ async fn an_unknown_ca_fails_at_tls_with_the_ca_cert_hint() {
             "ok tls",
             "ok websocket",
             "ok cbs",
-            "ok topics"
+            "ok topics",
+            "ok size"
         ],
         "{lines:?}"
     );

@@ -9,6 +9,7 @@ mod broker_faults;
 mod broker_subscribers;
 mod capture;
 mod check;
+mod check_servicebus;
 mod churn;
 mod cli_errors;
 mod compare_delivery;

@@ -117,7 +117,8 @@ async fn check_shows_the_proxy_the_tunnel_and_the_bypass() {
             "ok tls",
             "ok websocket",
             "ok cbs",
-            "ok topics"
+            "ok topics",
+            "ok size"
         ],
         "{lines:?}"
     );
@@ -150,7 +151,8 @@ async fn check_shows_the_proxy_the_tunnel_and_the_bypass() {
             "ok tls",
             "ok websocket",
             "ok cbs",
-            "ok topics"
+            "ok topics",
+            "ok size"
         ],
         "{lines:?}"
     );

@@ -2,7 +2,8 @@
 //!
 //! Format (docs/protocol.md §6): `Endpoint=sb://<host>[:port]/;SharedAccessKeyName=<name>;
 //! SharedAccessKey=<key>[;EntityPath=<topic>][;UseDevelopmentEmulator=true]
-//! [;TransportType=AmqpWebSockets]`. No Rust crate
+//! [;TransportType=AmqpWebSockets]`, or `SharedAccessSignature=<token>` (`given_token.rs`) in
+//! place of the key name and key. No Rust crate
 //! parses it, so this does. Errors are one line, name the field and never contain a value
 //! (a typo can put the key anywhere); `Debug` redacts the key.
 
@@ -11,6 +12,7 @@ use std::str::FromStr;
 
 use hubload_http1::proxy::{ProxyConfig, ProxyUrl, Route};
 
+use crate::given_token::GivenToken;
 use crate::transport::{TransportType, WS_PORT};
 
 /// Default AMQP port of the development emulator (plain TCP).
@@ -25,9 +27,11 @@ pub struct ConnectionString {
     pub host: String,
     /// Port given in `Endpoint`, if any.
     pub port: Option<u16>,
-    /// `SharedAccessKeyName`.
+    /// `SharedAccessKeyName` (or the given token's `skn`).
     pub key_name: String,
     key: String,
+    /// `SharedAccessSignature`: a pre-made token used for every audience instead of the key.
+    given: Option<GivenToken>,
     /// `EntityPath`: the entity the key is scoped to, if any.
     pub entity_path: Option<String>,
     /// `UseDevelopmentEmulator=true`: plain AMQP on port 5672 (or the `Endpoint` port).
@@ -71,15 +75,33 @@ pub enum ConnStrError {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// `SharedAccessSignature=` (a pre-made token) is not supported.
-    #[error("connection string field SharedAccessSignature is not supported; give SharedAccessKeyName and SharedAccessKey")]
-    SignatureUnsupported,
+    /// Both `SharedAccessKey` and `SharedAccessSignature`.
+    #[error("connection string has both SharedAccessKey and SharedAccessSignature; give one")]
+    KeyAndSignature,
 }
 
 impl ConnectionString {
     /// The shared access key (the HMAC key of SAS tokens). Never log it.
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// The `SharedAccessSignature` given in place of a key, if any.
+    pub fn given_token(&self) -> Option<&GivenToken> {
+        self.given.as_ref()
+    }
+
+    /// The token to put for `audience` and its expiry (unix s): the given one, else one
+    /// signed with the key now that lasts `ttl`.
+    pub fn token_for(&self, audience: &str, ttl: std::time::Duration) -> (String, u64) {
+        match &self.given {
+            Some(g) => (g.token().to_string(), g.expiry),
+            None => {
+                let expiry = crate::sas::expiry_after(ttl);
+                let t = crate::sas::sas_token(audience, &self.key_name, &self.key, expiry);
+                (t, expiry)
+            }
+        }
     }
 
     /// Whether connections use TLS (`amqps`, production, and every WebSocket connection) or
@@ -160,10 +182,13 @@ impl ConnectionString {
         if let Some(p) = self.port {
             s.push_str(&format!(":{p}"));
         }
-        s.push_str(&format!(
-            "/;SharedAccessKeyName={};SharedAccessKey=<redacted>",
-            self.key_name
-        ));
+        match self.given {
+            Some(_) => s.push_str("/;SharedAccessSignature=<redacted>"),
+            None => s.push_str(&format!(
+                "/;SharedAccessKeyName={};SharedAccessKey=<redacted>",
+                self.key_name
+            )),
+        }
         if let Some(e) = &self.entity_path {
             s.push_str(&format!(";EntityPath={e}"));
         }
@@ -189,6 +214,7 @@ impl ConnectionString {
             port,
             key_name: key_name.into(),
             key: key.into(),
+            given: None,
             entity_path: None,
             use_development_emulator,
             transport: TransportType::Amqp,
@@ -200,7 +226,8 @@ impl ConnectionString {
     /// The full connection string, key included (the inverse of `parse`). Only for the
     /// emulator's own dev key, or for handing the string to a child process.
     pub fn expose(&self) -> String {
-        self.redacted().replace("<redacted>", &self.key)
+        let secret = self.given.as_ref().map_or(self.key.as_str(), |g| g.token());
+        self.redacted().replace("<redacted>", secret)
     }
 }
 
@@ -211,6 +238,7 @@ impl fmt::Debug for ConnectionString {
             .field("port", &self.port)
             .field("key_name", &self.key_name)
             .field("key", &"<redacted>")
+            .field("given", &self.given)
             .field("entity_path", &self.entity_path)
             .field("use_development_emulator", &self.use_development_emulator)
             .field("transport", &self.transport)
@@ -227,6 +255,7 @@ impl FromStr for ConnectionString {
         let mut endpoint = None;
         let mut key_name = None;
         let mut key = None;
+        let mut signature = None;
         let mut entity_path = None;
         let mut emulator = None;
         let mut transport = None;
@@ -250,7 +279,7 @@ impl FromStr for ConnectionString {
                     "entitypath" => ("EntityPath", &mut entity_path),
                     "usedevelopmentemulator" => ("UseDevelopmentEmulator", &mut emulator),
                     "transporttype" => ("TransportType", &mut transport),
-                    "sharedaccesssignature" => return Err(ConnStrError::SignatureUnsupported),
+                    "sharedaccesssignature" => ("SharedAccessSignature", &mut signature),
                     _ => return Err(ConnStrError::UnknownField(i + 1)),
                 };
             if slot.is_some() {
@@ -265,8 +294,28 @@ impl FromStr for ConnectionString {
             return Err(ConnStrError::Empty);
         }
         let endpoint = endpoint.ok_or(ConnStrError::Missing("Endpoint"))?;
-        let key_name = key_name.ok_or(ConnStrError::Missing("SharedAccessKeyName"))?;
-        let key = key.ok_or(ConnStrError::Missing("SharedAccessKey"))?;
+        let (key_name, key, given) = match (signature, key) {
+            (Some(_), Some(_)) => return Err(ConnStrError::KeyAndSignature),
+            (Some(t), None) => {
+                let g = GivenToken::parse(t).map_err(|reason| ConnStrError::Invalid {
+                    field: "SharedAccessSignature",
+                    reason,
+                })?;
+                (
+                    key_name.unwrap_or(&g.key_name).to_string(),
+                    String::new(),
+                    Some(g),
+                )
+            }
+            (None, key) => (
+                key_name
+                    .ok_or(ConnStrError::Missing("SharedAccessKeyName"))?
+                    .to_string(),
+                key.ok_or(ConnStrError::Missing("SharedAccessKey"))?
+                    .to_string(),
+                None,
+            ),
+        };
         let (host, port) = parse_endpoint(endpoint)?;
         let use_development_emulator = match emulator.map(str::to_ascii_lowercase).as_deref() {
             None | Some("false") => false,
@@ -296,8 +345,9 @@ impl FromStr for ConnectionString {
         Ok(ConnectionString {
             host,
             port,
-            key_name: key_name.to_string(),
-            key: key.to_string(),
+            key_name,
+            key,
+            given,
             entity_path: entity_path.map(str::to_string),
             use_development_emulator,
             transport,
@@ -355,252 +405,5 @@ fn parse_endpoint(v: &str) -> Result<(String, Option<u16>), ConnStrError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const KEY: &str = "c2VjcmV0LWtleS1ub3QtcmVhbA==";
-
-    #[test]
-    fn parses_production_string() {
-        let s = format!(
-            "Endpoint=sb://myns.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={KEY};EntityPath=events"
-        );
-        let c: ConnectionString = s.parse().unwrap();
-        assert_eq!(c.host, "myns.servicebus.windows.net");
-        assert_eq!(c.port, None);
-        assert_eq!(c.key_name, "RootManageSharedAccessKey");
-        assert_eq!(c.key(), KEY);
-        assert_eq!(c.entity_path.as_deref(), Some("events"));
-        assert!(c.uses_tls());
-        assert_eq!(c.amqp_port(), 5671);
-        assert_eq!(
-            c.entity_address("t1"),
-            "amqps://myns.servicebus.windows.net/t1"
-        );
-        assert_eq!(
-            c.validation_audience(),
-            "amqps://myns.servicebus.windows.net/events"
-        );
-        assert_eq!(c.expose().parse::<ConnectionString>().unwrap(), c);
-    }
-
-    #[test]
-    fn parses_emulator_string_case_insensitively() {
-        let s = format!(
-            " endpoint = sb://127.0.0.1:40123 ; sharedaccesskeyname=dev;SHAREDACCESSKEY={KEY};UseDevelopmentEmulator=True;"
-        );
-        let c: ConnectionString = s.parse().unwrap();
-        assert_eq!(c.host, "127.0.0.1");
-        assert_eq!(c.port, Some(40123));
-        assert!(c.use_development_emulator);
-        assert!(!c.uses_tls());
-        assert_eq!(c.entity_address("a/b"), "amqp://127.0.0.1:40123/a/b");
-        assert_eq!(c.validation_audience(), "amqp://127.0.0.1:40123/");
-        let d: ConnectionString = "Endpoint=sb://localhost;SharedAccessKeyName=n;SharedAccessKey=k;UseDevelopmentEmulator=true"
-            .parse()
-            .unwrap();
-        assert_eq!(d.amqp_base(), "amqp://localhost:5672");
-    }
-
-    #[test]
-    fn websockets_default_to_tls_on_443_and_round_trip() {
-        let s = format!(
-            "Endpoint=sb://myns.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey={KEY};TransportType=AmqpWebSockets"
-        );
-        let c: ConnectionString = s.parse().unwrap();
-        assert_eq!(c.transport, TransportType::AmqpWebSockets);
-        assert!(c.uses_tls() && c.websockets());
-        assert_eq!(c.amqp_port(), 443);
-        assert_eq!(
-            c.entity_address("t"),
-            "amqps://myns.servicebus.windows.net/t"
-        );
-        assert_eq!(c.expose().parse::<ConnectionString>().unwrap(), c);
-        // The emulator's WebSocket port is TLS too, whatever UseDevelopmentEmulator says.
-        let e: ConnectionString = format!(
-            "Endpoint=sb://localhost:4443;SharedAccessKeyName=n;SharedAccessKey={KEY};UseDevelopmentEmulator=true;TransportType=amqpwebsockets"
-        )
-        .parse()
-        .unwrap();
-        assert!(e.uses_tls());
-        assert_eq!(e.amqp_port(), 4443);
-        assert_eq!(e.entity_address("t"), "amqps://localhost:4443/t");
-        let bad = format!(
-            "Endpoint=sb://h/;SharedAccessKeyName=n;SharedAccessKey={KEY};TransportType=Http"
-        );
-        assert_eq!(
-            bad.parse::<ConnectionString>().unwrap_err().to_string(),
-            "connection string field TransportType: must be Amqp or AmqpWebSockets"
-        );
-    }
-
-    #[test]
-    fn debug_and_redacted_hide_the_key() {
-        let s = format!("Endpoint=sb://h/;SharedAccessKeyName=n;SharedAccessKey={KEY}");
-        let c: ConnectionString = s.parse().unwrap();
-        let dbg = format!("{c:?}");
-        assert!(!dbg.contains(KEY), "{dbg}");
-        assert!(dbg.contains("<redacted>"));
-        assert!(!c.redacted().contains(KEY));
-        assert!(c.expose().contains(KEY));
-    }
-
-    #[test]
-    fn malformed_table() {
-        use ConnStrError::*;
-        let ok_tail = format!("SharedAccessKeyName=n;SharedAccessKey={KEY}");
-        let cases: Vec<(String, ConnStrError, &str)> = vec![
-            (String::new(), Empty, "empty"),
-            (" ; ;".into(), Empty, "empty"),
-            ("Endpoint=sb://h/;justtext".into(), NotKeyValue(2), "part 2"),
-            // A bare base64 key splits at its padding '=': its text must not be echoed.
-            (format!("Endpoint=sb://h/;{KEY}"), UnknownField(2), "part 2"),
-            (
-                format!("Endpoint=sb://h/;{ok_tail};Foo=1"),
-                UnknownField(4),
-                "part 4",
-            ),
-            (
-                format!("Endpoint=sb://h/;Endpoint=sb://g/;{ok_tail}"),
-                Duplicate("Endpoint"),
-                "Endpoint",
-            ),
-            (
-                format!("{ok_tail};SharedAccessKey={KEY}x;Endpoint=sb://h/"),
-                Duplicate("SharedAccessKey"),
-                "twice",
-            ),
-            (
-                format!("SharedAccessKeyName=n;SharedAccessKey={KEY}"),
-                Missing("Endpoint"),
-                "missing Endpoint",
-            ),
-            (
-                format!("Endpoint=sb://h/;SharedAccessKey={KEY}"),
-                Missing("SharedAccessKeyName"),
-                "SharedAccessKeyName",
-            ),
-            (
-                "Endpoint=sb://h/;SharedAccessKeyName=n".into(),
-                Missing("SharedAccessKey"),
-                "missing SharedAccessKey",
-            ),
-            (
-                format!("Endpoint=;{ok_tail}"),
-                EmptyValue("Endpoint"),
-                "empty",
-            ),
-            (
-                "Endpoint=sb://h/;SharedAccessKeyName=n;SharedAccessKey=".into(),
-                EmptyValue("SharedAccessKey"),
-                "empty",
-            ),
-            (
-                format!("Endpoint=https://h/;{ok_tail}"),
-                Invalid {
-                    field: "Endpoint",
-                    reason: "scheme must be sb://",
-                },
-                "sb://",
-            ),
-            (
-                format!("Endpoint=h.servicebus.windows.net;{ok_tail}"),
-                Invalid {
-                    field: "Endpoint",
-                    reason: "must look like sb://<host>/",
-                },
-                "Endpoint",
-            ),
-            (
-                format!("Endpoint=sb:///;{ok_tail}"),
-                Invalid {
-                    field: "Endpoint",
-                    reason: "host is empty",
-                },
-                "host",
-            ),
-            (
-                format!("Endpoint=sb://h:99999/;{ok_tail}"),
-                Invalid {
-                    field: "Endpoint",
-                    reason: "port must be 1-65535",
-                },
-                "port",
-            ),
-            (
-                format!("Endpoint=sb://h:0/;{ok_tail}"),
-                Invalid {
-                    field: "Endpoint",
-                    reason: "port must be 1-65535",
-                },
-                "port",
-            ),
-            (
-                format!("Endpoint=sb://h:x/;{ok_tail}"),
-                Invalid {
-                    field: "Endpoint",
-                    reason: "port must be 1-65535",
-                },
-                "port",
-            ),
-            (
-                format!("Endpoint=sb://h/topic;{ok_tail}"),
-                Invalid {
-                    field: "Endpoint",
-                    reason: "must not have a path (put the entity in EntityPath)",
-                },
-                "EntityPath",
-            ),
-            (
-                format!("Endpoint=sb://u:p@h/;{ok_tail}"),
-                Invalid {
-                    field: "Endpoint",
-                    reason: "must be sb://<host>[:port]/ with no user, query or fragment",
-                },
-                "user",
-            ),
-            (
-                format!("Endpoint=sb://h h/;{ok_tail}"),
-                Invalid {
-                    field: "Endpoint",
-                    reason: "host has characters a host name cannot have",
-                },
-                "host",
-            ),
-            (
-                format!("Endpoint=sb://h/;{ok_tail};UseDevelopmentEmulator=yes"),
-                Invalid {
-                    field: "UseDevelopmentEmulator",
-                    reason: "must be true or false",
-                },
-                "true or false",
-            ),
-            (
-                format!("Endpoint=sb://h/;{ok_tail};EntityPath=a/b"),
-                Invalid {
-                    field: "EntityPath",
-                    reason: "must be a bare entity name (no '/', '?', '#' or spaces)",
-                },
-                "EntityPath",
-            ),
-            (
-                format!(
-                    "Endpoint=sb://h/;SharedAccessSignature=SharedAccessSignature sr=x&sig={KEY}"
-                ),
-                SignatureUnsupported,
-                "SharedAccessSignature",
-            ),
-        ];
-        for (input, want, needle) in cases {
-            let err = input.parse::<ConnectionString>().unwrap_err();
-            assert_eq!(err, want, "input {input:?}");
-            let msg = err.to_string();
-            assert!(!msg.contains('\n'), "multi-line error: {msg}");
-            assert!(
-                !msg.contains(KEY) && !msg.contains("c2VjcmV0"),
-                "key leaked: {msg}"
-            );
-            assert!(msg.contains(needle), "{msg:?} should mention {needle:?}");
-        }
-    }
-}
+#[path = "connection_string_tests.rs"]
+mod tests;

@@ -1,6 +1,7 @@
 //! hubload-servicebus: an Azure Service Bus sender over AMQP 1.0, and a local emulator.
 //!
 //! - [`ConnectionString`]: the parsed, validated connection string (key redacted in `Debug`).
+//! - [`given_token`]: a pre-made token given in the connection string (`SharedAccessSignature`).
 //! - [`sas`]: SAS tokens (HMAC-SHA256), made by the sender and checked by the emulator.
 //! - [`SbSender`]: a pool of AMQP connections with CBS auth, token refresh and reconnects.
 //! - [`SbReceiver`]: a peek-lock receiver on one subscription, with re-attach on link loss.
@@ -12,6 +13,7 @@
 
 pub mod connection_string;
 pub mod emulator;
+pub mod given_token;
 /// The emulator's administration API (it lives in `emulator`, beside the state it serves).
 pub use emulator::admin;
 mod error;

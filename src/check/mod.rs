@@ -1,12 +1,15 @@
 //! `hubload check`: the pre-flight of a run. With the same target flags, it checks in order
 //! what the run will need (name resolution, TCP, TLS, then the WebSub hub answering or the
-//! Service Bus token and entities) and says, one line per check, what failed, why and the fix.
+//! Service Bus token, entities, rights and message size) and says, one line per check, what failed, why and the fix.
 //! Nothing is sent that a run would count as load.
 
 mod net;
 mod proxy;
 mod servicebus;
+pub mod size;
 mod step;
+pub mod subscriptions;
+pub mod token;
 mod websub;
 
 use std::time::Duration;

@@ -1,9 +1,12 @@
-//! The Service Bus checks: the connection string, then the proxy (when one is set), DNS, TCP,
-//! the CONNECT tunnel, TLS and (with `TransportType=AmqpWebSockets`) the WebSocket upgrade, then the SAS token over CBS, then
-//! every topic the run would send to: it exists and the policy may send to it.
+//! The Service Bus checks: the connection string and its own token's expiry (`token.rs`),
+//! then the proxy (when one is set), DNS, TCP, the CONNECT tunnel, TLS and (with
+//! `TransportType=AmqpWebSockets`) the WebSocket upgrade, then the SAS token over CBS, then
+//! every topic the run would send to (it exists and the policy may send to it), the largest
+//! body against the broker's message size, and the subscriptions broker subscribers would
+//! receive from (`subscriptions.rs`).
 //!
-//! AMQP does not reveal the broker's clock, so a token's expiry cannot be checked against it:
-//! tokens are made from this machine's clock, and a clock far off shows as a refused token.
+//! AMQP does not reveal the broker's clock, so a token's expiry is checked against this
+//! machine's clock: a clock far off shows as a refused token.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -40,6 +43,15 @@ pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
             return;
         }
     };
+    if let Some(step) = super::token::step_now(cfg, &cs) {
+        let failed = step.status == super::Status::Fail;
+        steps.push(step);
+        if failed {
+            steps.skip("cbs");
+            steps.skip("topics");
+            return;
+        }
+    }
     let port = cs.amqp_port();
     if !network(cfg, &cs, port, bound, steps).await {
         steps.skip("cbs");
@@ -70,8 +82,10 @@ pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
             cs.validation_audience()
         ),
     ));
-    topics(cfg, &sender, bound, steps).await;
+    let workload = Workload::new(cfg.workload.clone());
+    topics(cfg, &sender, &workload, bound, steps).await;
     sender.close().await;
+    super::subscriptions::check(cfg, &cs, &workload, bound, steps).await;
 }
 
 /// The proxy (when one is set), DNS, TCP, the CONNECT tunnel, TLS and the WebSocket upgrade,
@@ -223,8 +237,13 @@ fn cbs_failure(cs: &ConnectionString, e: SbError) -> Step {
 }
 
 /// Every Service Bus topic the run would use: attached for sending, or why not.
-async fn topics(cfg: &RunConfig, sender: &SbSender, bound: Duration, steps: &mut Steps) {
-    let workload = Workload::new(cfg.workload.clone());
+async fn topics(
+    cfg: &RunConfig,
+    sender: &SbSender,
+    workload: &Workload,
+    bound: Duration,
+    steps: &mut Steps,
+) {
     let names: BTreeSet<&str> = workload
         .topics()
         .iter()
@@ -247,6 +266,9 @@ async fn topics(cfg: &RunConfig, sender: &SbSender, bound: Duration, steps: &mut
                 names.len()
             ),
         ));
+        if let Some(first) = names.first() {
+            steps.push(super::size::step(cfg, sender.max_message_size(first).await));
+        }
         return;
     }
     for (name, outcome) in failed.iter().take(LISTED) {
@@ -255,9 +277,13 @@ async fn topics(cfg: &RunConfig, sender: &SbSender, bound: Duration, steps: &mut
                 format!("{name} does not exist"),
                 "create it, or send everything to one topic with --sb-topics single:NAME",
             ),
+            // The token was accepted for the namespace at `cbs`: the right is what is missing.
             SendOutcome::Unauthorized => (
-                format!("the policy may not send to {name}"),
-                "give the policy the Send right on the namespace or on this topic",
+                format!(
+                    "the policy of key name {} lacks the Send right on {name}",
+                    sender_key_name(cfg)
+                ),
+                "give the policy the Send right on the namespace or on this topic, or use a key that has it",
             ),
             other => (
                 format!("{name}: attaching a sender failed ({other:?})"),
@@ -277,4 +303,12 @@ async fn topics(cfg: &RunConfig, sender: &SbSender, bound: Duration, steps: &mut
             "as above",
         ));
     }
+}
+
+/// The key name of the run's connection string, for a line.
+fn sender_key_name(cfg: &RunConfig) -> String {
+    cfg.sb_connection()
+        .ok()
+        .flatten()
+        .map_or_else(String::new, |cs| cs.key_name)
 }

@@ -1,5 +1,6 @@
 //! The Service Bus path of a run: connection string (or the embedded emulator), one shared
-//! sender, topic links attached up front, and the `servicebus` section of the record.
+//! sender, the pre-flight `hubload check` would fail on (refused with exit 2 before any
+//! load), topic links attached up front, and the `servicebus` section of the record.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,6 +80,10 @@ impl<'a> ServiceBusPath<'a> {
                 )
             }
         };
+        // Refused before any connection, as `hubload check` names it (check/token.rs).
+        if let Some(step) = crate::check::token::step_now(cfg, &cs) {
+            refuse(&step)?;
+        }
         let endpoint = cs.amqp_base();
         let url = url::Url::parse(&endpoint).with_context(|| {
             format!(
@@ -100,6 +105,7 @@ impl<'a> ServiceBusPath<'a> {
         } else {
             (SbSender::connect(sender_cfg).await?, None)
         };
+        preflight(cfg, &sender, &cs, workload).await?;
         let target = ServiceBusTarget::new(
             Arc::new(sender),
             workload.clone(),
@@ -116,6 +122,52 @@ impl<'a> ServiceBusPath<'a> {
             _sender_thread: sender_thread,
         })
     }
+}
+
+/// A failed pre-flight step as the run's one-line error (exit 2).
+fn refuse(step: &crate::check::Step) -> anyhow::Result<()> {
+    if step.status != crate::check::Status::Fail {
+        return Ok(());
+    }
+    let fix = step.fix.as_deref().unwrap_or("see the cause");
+    anyhow::bail!("Service Bus pre-flight: {} (fix: {fix})", step.detail)
+}
+
+/// What `hubload check` would name before any load, at the cost of one attach and one
+/// receiver: bodies over the broker's message size (only with `--payload-bytes`: unpadded
+/// bodies are far below every tier's limit), and, with broker subscribers on a namespace of
+/// `--sb-connection-string`, the first subscription missing or the policy without Listen.
+async fn preflight(
+    cfg: &RunConfig,
+    sender: &SbSender,
+    cs: &ConnectionString,
+    workload: &Workload,
+) -> anyhow::Result<()> {
+    let bound = cfg.client.connect_timeout.max(MIN_CONNECT_TIMEOUT);
+    if cfg.workload.payload_bytes.is_some() {
+        if let Some(first) = workload.topics().first() {
+            let name = crate::targets::servicebus::sb_topic(&cfg.target.sb_topics, first);
+            // A topic that cannot be attached is the prepare phase's to count.
+            if sender.prepare(name).await == hubload_servicebus::SendOutcome::Accepted {
+                refuse(&crate::check::size::step(
+                    cfg,
+                    sender.max_message_size(name).await,
+                ))?;
+            }
+        }
+    }
+    // An emulator this run started grants every right and makes entities on first use.
+    if cfg.target.sb_connection_string.is_none() {
+        return Ok(());
+    }
+    let pairs = crate::check::subscriptions::needed(cfg, workload);
+    if let Some((topic, sub)) = pairs.first() {
+        if let Err((detail, fix)) = crate::check::subscriptions::probe(cs, topic, sub, bound).await
+        {
+            anyhow::bail!("Service Bus pre-flight: {detail} (fix: {fix})");
+        }
+    }
+    Ok(())
 }
 
 impl TargetPath for ServiceBusPath<'_> {

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hubload_servicebus::sas::{expiry_after, sas_token, urlencode};
+use hubload_servicebus::sas::urlencode;
 use hubload_servicebus::ConnectionString;
 
 use crate::broker_stats::BrokerCounters;
@@ -34,8 +34,8 @@ pub(crate) struct Admin {
     client: reqwest::Client,
     /// `https://host` or `http://host:port`, no trailing slash.
     base: String,
-    key_name: String,
-    key: String,
+    /// The connection: its key signs each request's token (or its own token is sent).
+    cs: ConnectionString,
     counters: Arc<BrokerCounters>,
 }
 
@@ -58,8 +58,7 @@ impl Admin {
         Ok(Admin {
             client,
             base: endpoint.trim_end_matches('/').to_string(),
-            key_name: cs.key_name.clone(),
-            key: cs.key().to_string(),
+            cs: cs.clone(),
             counters,
         })
     }
@@ -67,12 +66,7 @@ impl Admin {
     /// One request; its status, or `None` when no answer came.
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<&str>) -> Option<u16> {
         let url = format!("{}/{path}?api-version={API_VERSION}", self.base);
-        let token = sas_token(
-            &self.base,
-            &self.key_name,
-            &self.key,
-            expiry_after(Duration::from_secs(300)),
-        );
+        let (token, _) = self.cs.token_for(&self.base, Duration::from_secs(300));
         let mut req = self
             .client
             .request(method, url)

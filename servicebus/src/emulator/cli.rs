@@ -36,6 +36,10 @@ pub struct EmulatorArgs {
     /// printed in the connection string; a key you give is never printed.
     #[arg(long, env = "HUBLOAD_SB_EMULATOR_KEY", hide_env_values = true)]
     pub key: Option<String>,
+    /// Rights of the key's policy, comma-separated: send, listen, manage (manage needs the
+    /// other two). A link or request needing a right it lacks is refused as Azure refuses it.
+    #[arg(long, default_value = "send,listen,manage")]
+    pub key_rights: String,
     /// Reject every Nth transfer with com.microsoft:server-busy.
     #[arg(long)]
     pub throttle_every: Option<u64>,
@@ -150,6 +154,8 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
         anyhow::bail!("--max-receive-requests must be at least 1");
     }
     let tier = tier_of(&args)?;
+    let key_rights = super::rights::Rights::parse(&args.key_rights)
+        .map_err(|e| anyhow::anyhow!("--key-rights {e}"))?;
     let declared = declared_of(&args)?;
     let (key, generated) = match args.key {
         Some(k) if !k.is_empty() => (k, false),
@@ -169,6 +175,7 @@ pub async fn run(args: EmulatorArgs) -> anyhow::Result<()> {
     let cfg = EmulatorConfig {
         key_name: args.key_name,
         key,
+        key_rights,
         throttle_every: args.throttle_every,
         throttle_ratio: args.throttle_ratio,
         latency: args.latency,

@@ -6,6 +6,8 @@
 //! connection holds an unexpired token for the link's entity. Without one, the emulator
 //! *rejects the delivery* with `amqp:unauthorized-access` (Azure detaches the link instead;
 //! the sender classifies both as unauthorized), which keeps the per-send accounting exact.
+//! A link whose right the key's policy lacks (Send, Listen) is refused at attach, as Azure
+//! refuses it.
 
 use std::sync::Arc;
 
@@ -28,7 +30,8 @@ use super::inbound::entity_receiver;
 use super::management::management_node;
 use super::namespace::{parse_address, path_of, EntityError, ReceiveSource, SendTarget};
 use super::outbound::entity_sender;
-use super::shared::{Shared, MAX_MESSAGE_SIZE};
+use super::rights::{denial, Right};
+use super::shared::Shared;
 
 /// Serve one connection (TCP, or WebSocket over TLS) until the peer closes it, or the handle drops every connection.
 pub(super) async fn serve(
@@ -131,6 +134,8 @@ enum Plan {
     Receive(ReceiveSource, bool),
     /// Refused: no token for the address.
     Unauthorised,
+    /// Refused: the key's policy lacks the right the link needs.
+    Denied(Right),
     /// Refused: no such entity, or over one of Azure's limits.
     Refuse(EntityError),
 }
@@ -152,6 +157,9 @@ fn plan(attach: &Attach, shared: &Shared, state: &ConnState) -> Plan {
                 Err(e) => Plan::Refuse(e),
             };
         }
+        if !shared.cfg.key_rights.has(Right::Send) {
+            return Plan::Denied(Right::Send);
+        }
         return match shared.ns.send_target(&target) {
             Ok(t) => Plan::Send(t),
             Err(e) => Plan::Refuse(e),
@@ -165,6 +173,9 @@ fn plan(attach: &Attach, shared: &Shared, state: &ConnState) -> Plan {
     }
     if !state.authorised(&source) {
         return Plan::Unauthorised;
+    }
+    if !shared.cfg.key_rights.has(Right::Listen) {
+        return Plan::Denied(Right::Listen);
     }
     let presettled = attach.snd_settle_mode == SenderSettleMode::Settled;
     match shared.ns.receive_source(&source) {
@@ -181,14 +192,14 @@ async fn serve_session(
     // Links the client sends on: `rcv-settle-mode second` (which Python asks for) is refused
     // at attach, so every disposition the emulator sends is settled, as Python waits for.
     let inbound = LinkAcceptor::builder()
-        .max_message_size(MAX_MESSAGE_SIZE)
+        .max_message_size(shared.cfg.tier.max_message_size())
         .supported_receiver_settle_modes(SupportedReceiverSettleModes::First)
         .fallback_receiver_settle_mode(ReceiverSettleMode::First)
         .build();
     // Links the client receives on: `second` is kept (peek-lock), and fe2o3 settles each
     // disposition the client sends unsettled, echoing its outcome.
     let outbound = LinkAcceptor::builder()
-        .max_message_size(MAX_MESSAGE_SIZE)
+        .max_message_size(shared.cfg.tier.max_message_size())
         .build();
     let mut links = JoinSet::new();
     while let Some(mut attach) = session.next_incoming_attach().await {
@@ -198,7 +209,7 @@ async fn serve_session(
             Role::Receiver => attach.source.as_ref().and_then(|s| s.address.clone()),
         }
         .unwrap_or_default();
-        let refused = matches!(plan, Plan::Refuse(_) | Plan::Unauthorised);
+        let refused = matches!(plan, Plan::Refuse(_) | Plan::Unauthorised | Plan::Denied(_));
         if refused {
             // Azure refuses a link as AMQP says to: an attach without the terminus the
             // client asked for, then a detach with the error. The SDKs read the detach's
@@ -252,6 +263,13 @@ async fn serve_session(
             (Ok(link), plan) => {
                 let err = match plan {
                     Plan::Refuse(e) => refusal(e, &shared),
+                    Plan::Denied(right) => {
+                        shared.count(|c| c.unauthorized += 1);
+                        amqp_error(
+                            AmqpError::UnauthorizedAccess.into(),
+                            denial(right, &address),
+                        )
+                    }
                     _ => {
                         shared.count(|c| c.unauthorized += 1);
                         amqp_error(

@@ -19,6 +19,7 @@ pub(crate) mod inbound;
 mod management;
 pub mod namespace;
 mod outbound;
+pub mod rights;
 mod shared;
 pub mod store;
 pub mod tier;

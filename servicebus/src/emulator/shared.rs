@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use super::config_file::Declared;
 use super::namespace::{self, Namespace};
+use super::rights::Rights;
 use super::store::{EntityProps, StoreStats};
 use super::tier::{Budget, Tier};
 
@@ -18,8 +19,9 @@ use super::tier::{Budget, Tier};
 pub const DEV_KEY_NAME: &str = "RootManageSharedAccessKey";
 /// A development key for tests (never a real secret).
 pub const DEV_KEY: &str = "aHVibG9hZC1lbXVsYXRvci1kZXYta2V5LW5vdC1hLXNlY3JldA==";
-/// Largest message the emulator's links accept, bytes (the Standard tier's 256 KiB).
-pub const MAX_MESSAGE_SIZE: u64 = 256 * 1024;
+/// Largest message the emulator's links accept, bytes, unless it plays Premium (the Basic
+/// and Standard tiers' 256 KiB; [`Tier::max_message_size`]).
+pub const MAX_MESSAGE_SIZE: u64 = super::tier::STANDARD_MAX_MESSAGE_SIZE;
 
 /// How the emulator behaves.
 #[derive(Clone)]
@@ -28,6 +30,10 @@ pub struct EmulatorConfig {
     pub key_name: String,
     /// The SAS key tokens must be signed with.
     pub key: String,
+    /// What the key's policy may do ([`Rights::ALL`] unless set): a link or request that
+    /// needs a right it lacks is refused with `amqp:unauthorized-access` (401 on the
+    /// administration API).
+    pub key_rights: Rights,
     /// Reject every Nth transfer (counted over all topics, from 1) with `server-busy`.
     pub throttle_every: Option<u64>,
     /// Reject this fraction (0–1) of the other transfers with `server-busy`, chosen by a hash
@@ -73,6 +79,7 @@ impl Default for EmulatorConfig {
         EmulatorConfig {
             key_name: DEV_KEY_NAME.to_string(),
             key: DEV_KEY.to_string(),
+            key_rights: Rights::ALL,
             throttle_every: None,
             throttle_ratio: 0.0,
             latency: Duration::ZERO,
@@ -94,6 +101,7 @@ impl std::fmt::Debug for EmulatorConfig {
         f.debug_struct("EmulatorConfig")
             .field("key_name", &self.key_name)
             .field("key", &"<redacted>")
+            .field("key_rights", &self.key_rights)
             .field("throttle_every", &self.throttle_every)
             .field("throttle_ratio", &self.throttle_ratio)
             .field("latency", &self.latency)

@@ -1,6 +1,7 @@
 //! Throttling like Azure's tiers: Standard's 1,000 credits per second per namespace (a
 //! message operation costs 1, a management operation 10), or Premium's throughput per
-//! messaging unit. A token bucket refilled continuously, one per emulator.
+//! messaging unit. A token bucket refilled continuously, one per emulator. The tier also sets
+//! the largest message a link takes.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -35,6 +36,23 @@ pub enum Tier {
         /// Bytes per second each unit carries.
         bytes_per_unit: u64,
     },
+}
+
+/// Largest message Basic and Standard take (Microsoft's "Service Bus quotas": 256 KB).
+pub const STANDARD_MAX_MESSAGE_SIZE: u64 = 256 * 1024;
+/// Largest message a Premium entity can be set to take (Microsoft's "Service Bus quotas":
+/// 100 MB; an entity's default there is 1 MB). The emulator's Premium links take this much.
+pub const PREMIUM_MAX_MESSAGE_SIZE: u64 = 100 * 1024 * 1024;
+
+impl Tier {
+    /// The `max-message-size` the emulator's links advertise when playing this tier: 256 KiB
+    /// (Basic and Standard, and the emulator without a tier), or Premium's 100 MiB.
+    pub fn max_message_size(&self) -> u64 {
+        match self {
+            Tier::Premium { .. } => PREMIUM_MAX_MESSAGE_SIZE,
+            Tier::Unlimited | Tier::Standard => STANDARD_MAX_MESSAGE_SIZE,
+        }
+    }
 }
 
 /// What an operation costs.

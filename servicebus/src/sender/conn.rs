@@ -250,11 +250,9 @@ impl PooledConn {
         self.broken.store(true, Ordering::Relaxed);
     }
 
-    /// CBS put-token of a fresh SAS token for `audience`.
+    /// CBS put-token for `audience`: a fresh SAS token, or the connection string's own.
     pub async fn put_token(&self, audience: &str) -> Result<(), Fail> {
-        let cs = &self.shared.cs;
-        let expiry = sas::expiry_after(self.shared.token_ttl);
-        let token = sas::sas_token(audience, &cs.key_name, cs.key(), expiry);
+        let (token, expiry) = self.shared.cs.token_for(audience, self.shared.token_ttl);
         let cbs_token = CbsToken::new(
             token,
             sas::SAS_TOKEN_TYPE,

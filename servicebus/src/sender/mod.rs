@@ -277,6 +277,20 @@ impl SbSender {
         Ok(())
     }
 
+    /// The largest message the broker takes on `topic`'s link (the `max-message-size` of its
+    /// attach: 256 KiB on Basic and Standard, up to 100 MiB on Premium), once
+    /// [`Self::prepare`] attached it; `None` before, or when the broker sets no limit.
+    pub async fn max_message_size(&self, topic: &str) -> Option<u64> {
+        let conn = self.inner.slots[0]
+            .current
+            .lock()
+            .expect("slot lock")
+            .clone()?;
+        let link = conn.link_slot(topic);
+        let guard = link.lock().await;
+        guard.sender.as_ref().and_then(|s| s.max_message_size())
+    }
+
     /// Links re-attached plus connections reopened after a drop.
     pub fn reconnects(&self) -> u64 {
         self.inner.reconnects.load(Ordering::Relaxed)

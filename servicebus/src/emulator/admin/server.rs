@@ -16,6 +16,7 @@ use tokio::time::timeout;
 use super::atom::{self, Description};
 use crate::emulator::cbs::{covers, unix_now};
 use crate::emulator::namespace::admin::Created;
+use crate::emulator::rights::Right;
 use crate::emulator::tier::Cost;
 use crate::emulator::Shared;
 use crate::sas::{urldecode, SasToken};
@@ -166,7 +167,7 @@ async fn refuse(stream: &mut TcpStream, status: u16) {
 }
 
 /// Check the request's SAS token as CBS does: the key, its name, the expiry, and an
-/// audience that covers `path`. The reason when refused (never the token).
+/// audience that covers `path`; then the Manage right every request here needs. The reason when refused (never the token).
 fn check_auth(req: &Request<'_>, shared: &Shared) -> Result<(), &'static str> {
     let t = req
         .auth
@@ -180,6 +181,11 @@ fn check_auth(req: &Request<'_>, shared: &Shared) -> Result<(), &'static str> {
     }
     if !covers(&t.audience, &req.path) {
         return Err("InvalidAudience: the token audience does not cover the entity");
+    }
+    if !shared.cfg.key_rights.has(Right::Manage) {
+        return Err(
+            "Unauthorized access. 'Manage' claim(s) are required to perform this operation.",
+        );
     }
     Ok(())
 }
