@@ -20,6 +20,7 @@ mod delivery_binary;
 mod delivery_stages;
 mod dialect;
 mod fairness;
+mod fairness_file;
 mod fairness_nginx;
 mod first_failures;
 mod flask_websub;
