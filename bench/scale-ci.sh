@@ -13,7 +13,7 @@ BIN=${1:-$ROOT/target/debug/hubload}
 MAX_RSS_MB=${MAX_RSS_MB:-200}
 MAX_GAP_S=${MAX_GAP_S:-5}
 MAX_SUMMARY_MB=${MAX_SUMMARY_MB:-8}
-OUT=$(TOPICS=10000 LEVELS=3 DURATION=2s SHARDS=0 bash "$ROOT/bench/scale.sh" "$BIN")
+OUT=$(TOPICS=10000 LEVELS=3 DURATION=2s SHARDS=0 EXTRA=0 bash "$ROOT/bench/scale.sh" "$BIN")
 echo "$OUT"
 echo "bounds: rss_MB <= $MAX_RSS_MB, gap_s <= $MAX_GAP_S, summ_MB <= $MAX_SUMMARY_MB"
 # The row: topics rss_MB wall_s gap_s summ_MB ...

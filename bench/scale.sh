@@ -10,12 +10,13 @@
 #
 # Prints one row per topic count: peak RSS (MB), wall time (s), the largest gap between one
 # level's last attempt and the next level's first (s), summary.json / topics.csv /
-# report.html sizes (MB), the longest shard stdout line (KB), the merge's peak RSS (MB) and
-# wall time (s).
+# report.html sizes (MB), report.html's load time in headless chromium (ms, bench/html-load.sh;
+# - without chromium), the peak RSS (MB) of `hubload report` and of `hubload compare` on the
+# run, the longest shard stdout line (KB), the merge's peak RSS (MB) and wall time (s).
 #
 # Usage: bench/scale.sh [hubload binary]   (default target/release/hubload)
 # Knobs: TOPICS="1000 10000 100000" LEVELS=5 DURATION=2s CONCURRENCY=20 SHARDS=4 (0: no shards)
-#        KEEP=1 (keep the reports)
+#        KEEP=1 (keep the reports) EXTRA=0 (no load time, report or compare: -)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/hubload}
@@ -59,7 +60,14 @@ print("%.2f" % max(gaps) if gaps else "-")
 PY
 }
 
-printf '%8s %8s %7s %7s %9s %9s %9s %9s %9s %8s\n' topics rss_MB wall_s gap_s summ_MB topics_MB html_MB line_KB merge_MB merge_s
+# peak RSS (MB) of `hubload ARGS…` (its output discarded)
+cmd_rss() {
+    /usr/bin/time -v "$BIN" "$@" >/dev/null 2>"$WORK/cmd-time" || { cat "$WORK/cmd-time" >&2; exit 1; }
+    rss_mb "$WORK/cmd-time"
+}
+
+printf '%8s %8s %7s %7s %9s %9s %9s %8s %9s %9s %8s %9s %8s\n' topics rss_MB wall_s gap_s summ_MB topics_MB \
+    html_MB html_ms report_MB cmp_MB line_KB merge_MB merge_s
 for topics in $TOPICS; do
     tenants=$((topics / 4))
     out=$WORK/run-$topics
@@ -67,6 +75,14 @@ for topics in $TOPICS; do
         --concurrency "$LEVEL_LIST" --duration "$DURATION" --quiet --threads 2)
     /usr/bin/time -v "$BIN" "${args[@]}" --out "$out" >"$WORK/log-$topics" 2>"$WORK/time-$topics" ||
         { cat "$WORK/log-$topics" "$WORK/time-$topics" >&2; exit 1; }
+    html_ms=- report_rss=- cmp_rss=-
+    if [[ ${EXTRA:-1} != 0 ]]; then
+        if command -v "${CHROMIUM:-chromium}" >/dev/null; then
+            read -r _ html_ms _ < <(RUNS=1 "$ROOT/bench/html-load.sh" "$out/report.html")
+        fi
+        report_rss=$(cmd_rss report "$out/summary.json" --out "$WORK/report-$topics")
+        cmp_rss=$(cmd_rss compare "$out" "$out" --out "$WORK/compare-$topics")
+    fi
     line=- mrss=- mwall=-
     if [[ $SHARDS -gt 0 ]]; then
         start=$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)
@@ -86,7 +102,8 @@ for topics in $TOPICS; do
         mrss=$(rss_mb "$WORK/merge-time-$topics")
         mwall=$(wall_s "$WORK/merge-time-$topics")
     fi
-    printf '%8s %8s %7s %7s %9s %9s %9s %9s %9s %8s\n' "$topics" "$(rss_mb "$WORK/time-$topics")" \
+    printf '%8s %8s %7s %7s %9s %9s %9s %8s %9s %9s %8s %9s %8s\n' "$topics" "$(rss_mb "$WORK/time-$topics")" \
         "$(wall_s "$WORK/time-$topics")" "$(gap_s "$out/summary.json")" "$(size_mb "$out/summary.json")" \
-        "$(size_mb "$out/topics.csv")" "$(size_mb "$out/report.html")" "$line" "$mrss" "$mwall"
+        "$(size_mb "$out/topics.csv")" "$(size_mb "$out/report.html")" "$html_ms" "$report_rss" "$cmp_rss" \
+        "$line" "$mrss" "$mwall"
 done

@@ -11,7 +11,7 @@ use crate::kind::{Model, TargetKind};
 use crate::summary::{HubHost, LevelReport, PhaseReport, RateCheck, ServiceBusInfo};
 
 /// The layout summary.json is written in (`Report::schema_version`).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Summaries written before `schema_version` existed.
 fn layout_1() -> u32 {
@@ -23,8 +23,9 @@ fn layout_1() -> u32 {
 pub struct Report {
     /// Always "hubload".
     pub tool: String,
-    /// This document's layout: 2 since each level's per-topic rows live in `topics_file`, 1
-    /// (absent) before, when they were inline (`levels[].topics`).
+    /// This document's layout: 3 since every tenant's fairness row lives in `fairness_file`,
+    /// 2 since each level's per-topic rows live in `topics_file`, 1 (absent) before, when both
+    /// were inline (`levels[].topics`, `levels[].fairness.by_tenant`).
     #[serde(default = "layout_1")]
     pub schema_version: u32,
     /// hubload's version.
@@ -50,6 +51,12 @@ pub struct Report {
     /// appended as each level ends; absent in summaries with inline `levels[].topics`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topics_file: Option<String>,
+    /// The file beside this one that holds every tenant's fairness row (`fairness.jsonl`: one
+    /// JSON line per level, `{"level": index into levels, "label", "tenants": [rows]}`,
+    /// appended as each level ends, and TOTAL's, `"level": null`, when the run ends); absent
+    /// in summaries with inline `levels[].fairness.by_tenant`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness_file: Option<String>,
     /// The tenant of each topic, indexed as `topics` (`null` for a topic shared by tenants);
     /// empty in summaries written before it existed and in merged runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -120,6 +127,7 @@ impl Report {
             config,
             topics,
             topics_file: None,
+            fairness_file: None,
             topic_tenants: Vec::new(),
             registration: None,
             deregistration: None,

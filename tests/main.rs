@@ -22,6 +22,7 @@ mod delivery_stages;
 mod dialect;
 mod fair_delivery;
 mod fairness;
+mod fairness_file;
 mod fairness_nginx;
 mod first_failures;
 mod flask_websub;

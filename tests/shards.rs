@@ -429,8 +429,12 @@ fn version_1_artifacts_merge_into_the_reports_their_build_wrote() {
     // That build wrote each level's topics inline; this one writes them to topics.jsonl, the
     // same rows value for value, and says so (the attempts per topic are the rows' attempts).
     let got_meta = got.as_object_mut().unwrap();
-    assert_eq!(got_meta.remove("schema_version"), Some(2.into()));
+    assert_eq!(got_meta.remove("schema_version"), Some(3.into()));
     assert_eq!(got_meta.remove("topics_file"), Some("topics.jsonl".into()));
+    assert_eq!(
+        got_meta.remove("fairness_file"),
+        Some("fairness.jsonl".into())
+    );
     let lines = std::fs::read_to_string(out.join("topics.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = lines
         .lines()

@@ -11,7 +11,8 @@ use hubload::result::Class;
 use hubload::run_report::Report;
 use hubload_hub::FaultConfig;
 
-use crate::util::{bin, bin_child, hub_with, read_summary, run, SERIAL};
+use crate::fairness_file::fairness_lines;
+use crate::util::{bin, bin_child, hub_with, jsonl_lines, read_summary, run, SERIAL};
 
 /// summary.json parsed as a value.
 fn summary_value(dir: &Path) -> serde_json::Value {
@@ -20,12 +21,7 @@ fn summary_value(dir: &Path) -> serde_json::Value {
 
 /// topics.jsonl's complete lines, parsed.
 fn topic_lines(dir: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(dir.join("topics.jsonl")).unwrap_or_default();
-    let complete = text.rfind('\n').map_or("", |i| &text[..i]);
-    complete
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    jsonl_lines(dir, "topics.jsonl")
 }
 
 /// One closed level of 2,000 publishes over `topics` topics (4 per tenant), against a fresh
@@ -51,7 +47,7 @@ async fn run_over(topics: u32, out: &Path) -> (usize, hubload_hub::StatsSnapshot
     .await;
     let mut s = summary_value(out);
     assert_eq!(s["topics"].as_array().unwrap().len(), topics as usize);
-    assert_eq!(s["schema_version"], 2);
+    assert_eq!(s["schema_version"], 3);
     assert_eq!(s["topics_file"], "topics.jsonl");
     // No per-topic row or count in any level, nor in TOTAL.
     for row in s["levels"].as_array().unwrap().iter().chain([&s["total"]]) {
@@ -147,6 +143,10 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
             .map_or(0, |r| r.levels.len());
         // Read after summary.json: the lines were on disk before it was written.
         assert!(topic_lines(&out).len() >= listed, "{listed} levels listed");
+        assert!(
+            fairness_lines(&out).len() >= listed,
+            "{listed} levels listed"
+        );
         if listed >= 2 {
             break;
         }
@@ -205,9 +205,25 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
         );
     }
     assert!(accepted.iter().sum::<u64>() > 0);
-    // topics.csv and tenants.csv, appended level by level, are what `hubload report` writes
-    // whole from summary.json and topics.jsonl: every level listed, one row per topic.
-    let appended: Vec<String> = ["topics.csv", "tenants.csv"]
+    // Each level with fairness figures has its tenants' line, and TOTAL its own at the end.
+    let fair = fairness_lines(&out);
+    let with_figures: Vec<usize> = (0..r.levels.len())
+        .filter(|i| r.levels[*i].fairness.is_some())
+        .collect();
+    let lines: Vec<_> = fair.iter().map(|l| l["level"].clone()).collect();
+    let mut want: Vec<serde_json::Value> = with_figures.iter().map(|i| (*i).into()).collect();
+    want.push(serde_json::Value::Null);
+    assert_eq!(lines, want);
+    for i in with_figures {
+        let f = r.levels[i].fairness.as_ref().unwrap();
+        assert_eq!(f.by_tenant.len(), f.tenants, "level {i}");
+        let attempts: u64 = f.by_tenant.iter().map(|t| t.attempts).sum();
+        assert_eq!(attempts, r.levels[i].counts.total(), "level {i}");
+    }
+    // topics.csv, tenants.csv and fairness.csv, appended level by level, are what `hubload
+    // report` writes whole from summary.json and its files: every level listed, one row per
+    // topic.
+    let appended: Vec<String> = ["topics.csv", "tenants.csv", "fairness.csv"]
         .iter()
         .map(|f| std::fs::read_to_string(out.join(f)).unwrap())
         .collect();
@@ -217,7 +233,10 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
     );
     let o = bin(&["report", "summary.json"], &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    for (f, a) in ["topics.csv", "tenants.csv"].iter().zip(&appended) {
+    for (f, a) in ["topics.csv", "tenants.csv", "fairness.csv"]
+        .iter()
+        .zip(&appended)
+    {
         assert_eq!(&std::fs::read_to_string(out.join(f)).unwrap(), a, "{f}");
     }
 }

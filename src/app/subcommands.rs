@@ -61,10 +61,10 @@ pub fn summary_text(r: &Report) -> String {
     out
 }
 
-/// `hubload report SUMMARY`: write the reports again from a summary.json (and the per-topic
-/// rows of its `topics_file` beside it).
+/// `hubload report SUMMARY`: write the reports again from a summary.json (and the rows of
+/// its `topics_file` and `fairness_file` beside it).
 pub fn report(summary: &Path, out: Option<&Path>) -> anyhow::Result<u8> {
-    let r = crate::report::topics_file::load_with_topics(summary)?;
+    let r = crate::report::json::read_whole(summary)?;
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None if summary.is_dir() => summary.to_path_buf(),
@@ -72,7 +72,7 @@ pub fn report(summary: &Path, out: Option<&Path>) -> anyhow::Result<u8> {
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
     };
-    // Everything the reports show is in summary.json and its topics file; the histograms of latency.hlog only in
+    // Everything the reports show is in summary.json and the files it names; the histograms of latency.hlog only in
     // summaries written since they were added (an older one leaves an existing .hlog alone).
     let reporters = crate::report::reporters()
         .into_iter()

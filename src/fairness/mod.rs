@@ -78,7 +78,11 @@ pub struct Fairness {
     /// Up to three tenants with errors by error %, highest first (ties by name); empty when no
     /// tenant had an error.
     pub worst_errors: Vec<TenantShare>,
-    /// Every tenant with an attempt, by name.
+    /// Every tenant with an attempt, by name: in memory, and in `Report::fairness_file`, never
+    /// in summary.json (it grows with the tenants); read from summaries written before that
+    /// file (`schema_version` 1 and 2).
+    #[serde(default, skip_serializing)]
+    #[schemars(with = "Option<Vec<TenantShare>>")]
     pub by_tenant: Vec<TenantShare>,
     /// With subscribers: each tenant's delivery latency and loss, their spreads and the worst
     /// tenants (absent without subscribers, or with fewer than two tenants owed a delivery).

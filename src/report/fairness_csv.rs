@@ -1,10 +1,12 @@
 //! `fairness.csv`: one row per level and tenant with its offered, designed and achieved share, its
 //! goodput normalised by its offer, error % and p50/p99/max, beside the level's Jain index and
 //! spreads (`levels[].fairness`; docs/fairness.md); with subscribers, its deliveries owed,
-//! delivered and lost and their latency (`levels[].fairness.delivery`; empty without).
+//! delivered and lost and their latency (`levels[].fairness.delivery`; empty without). A run
+//! appends each level's rows as the level is done; `hubload report` writes the same bytes whole.
 
 use super::Reporter;
 use crate::run_report::Report;
+use crate::summary::LevelReport;
 
 /// Writes `fairness.csv`.
 #[derive(Debug, Default)]
@@ -40,59 +42,83 @@ fn opt(v: Option<f64>) -> String {
     v.map_or(String::new(), |x| format!("{x:.6}"))
 }
 
-/// Render `fairness.csv` (the header alone when no level has fairness figures).
-pub fn render_fairness_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
+/// The file's name in the report directory.
+pub const FILE_NAME: &str = "fairness.csv";
+
+/// The header line, which a run starts the file with.
+pub fn header() -> anyhow::Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(HEAD)?;
-    for l in &report.levels {
-        let Some(f) = &l.fairness else { continue };
-        for t in &f.by_tenant {
-            let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
-            let d = f
-                .delivery
-                .as_ref()
-                .and_then(|d| d.by_tenant.iter().find(|d| d.tenant == t.tenant));
-            let delivery = d.map_or_else(
-                || vec![String::new(); 7],
-                |d| {
-                    vec![
-                        d.expected.to_string(),
-                        d.delivered.to_string(),
-                        d.lost.to_string(),
-                        format!("{:.3}", d.loss_pct),
-                        d.p50_us.to_string(),
-                        d.p99_us.to_string(),
-                        d.max_us.to_string(),
-                    ]
-                },
-            );
-            let publish = [
-                l.label.clone(),
-                t.tenant.clone(),
-                t.attempts.to_string(),
-                t.good.to_string(),
-                format!("{:.6}", t.offered_share),
-                opt(t.designed_share),
-                format!("{:.6}", t.achieved_share),
-                opt(ratio(t.achieved_share, t.offered_share)),
-                format!("{:.3}", t.error_pct),
-                t.p50_us.to_string(),
-                t.p99_us.to_string(),
-                t.max_us.to_string(),
-                opt(ratio(t.p99_us as f64, f.median_p99_us as f64)),
-                opt(f.jain_index),
-                opt(f.p99_spread),
-                format!("{:.3}", f.error_spread_pp),
-            ];
-            w.write_record(publish.into_iter().chain(delivery))?;
-        }
+    Ok(w.into_inner()?)
+}
+
+/// Level `l`'s rows, without the header: what a run appends once the level is done (nothing
+/// for a level without fairness figures).
+pub fn level_rows(l: &LevelReport) -> anyhow::Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let Some(f) = &l.fairness else {
+        return Ok(Vec::new());
+    };
+    // Each tenant's delivery row by name: one lookup per row, not a scan of every tenant.
+    let deliveries: std::collections::HashMap<&str, _> = f
+        .delivery
+        .iter()
+        .flat_map(|d| &d.by_tenant)
+        .map(|d| (d.tenant.as_str(), d))
+        .collect();
+    for t in &f.by_tenant {
+        let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
+        let d = deliveries.get(t.tenant.as_str());
+        let delivery = d.map_or_else(
+            || vec![String::new(); 7],
+            |d| {
+                vec![
+                    d.expected.to_string(),
+                    d.delivered.to_string(),
+                    d.lost.to_string(),
+                    format!("{:.3}", d.loss_pct),
+                    d.p50_us.to_string(),
+                    d.p99_us.to_string(),
+                    d.max_us.to_string(),
+                ]
+            },
+        );
+        let publish = [
+            l.label.clone(),
+            t.tenant.clone(),
+            t.attempts.to_string(),
+            t.good.to_string(),
+            format!("{:.6}", t.offered_share),
+            opt(t.designed_share),
+            format!("{:.6}", t.achieved_share),
+            opt(ratio(t.achieved_share, t.offered_share)),
+            format!("{:.3}", t.error_pct),
+            t.p50_us.to_string(),
+            t.p99_us.to_string(),
+            t.max_us.to_string(),
+            opt(ratio(t.p99_us as f64, f.median_p99_us as f64)),
+            opt(f.jain_index),
+            opt(f.p99_spread),
+            format!("{:.3}", f.error_spread_pp),
+        ];
+        w.write_record(publish.into_iter().chain(delivery))?;
     }
     Ok(w.into_inner()?)
 }
 
+/// Render `fairness.csv` whole (the header alone when no level has fairness figures): the
+/// bytes a run's appends add up to.
+pub fn render_fairness_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
+    let mut out = header()?;
+    for l in &report.levels {
+        out.extend(level_rows(l)?);
+    }
+    Ok(out)
+}
+
 impl Reporter for FairnessCsvReporter {
     fn file_name(&self) -> &'static str {
-        "fairness.csv"
+        FILE_NAME
     }
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
         render_fairness_csv(report)

@@ -1,5 +1,5 @@
 //! `summary.json`: the whole `Report`, as described by `schema/summary.schema.json`, written
-//! and read back.
+//! and read back (with the rows of the files it names beside it).
 
 use std::path::Path;
 
@@ -23,8 +23,8 @@ impl Reporter for JsonReporter {
     }
 }
 
-/// The report of `path`, a summary.json or the directory holding one (per-topic rows not
-/// attached: `topics_file::attach`).
+/// The report of `path`, a summary.json or the directory holding one (the rows in the files
+/// beside it not attached: [`read_whole`]).
 pub fn read(path: &Path) -> anyhow::Result<Report> {
     let file = if path.is_dir() {
         path.join("summary.json")
@@ -34,4 +34,14 @@ pub fn read(path: &Path) -> anyhow::Result<Report> {
     let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
     serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not a hubload summary.json", file.display()))
+}
+
+/// The report of `summary` (a summary.json or its directory) with its rows from the files
+/// beside it: each level's topics (`topics_file`) and tenants' fairness rows
+/// (`fairness_file`).
+pub fn read_whole(summary: &Path) -> anyhow::Result<Report> {
+    let mut report = read(summary)?;
+    super::topics_file::attach(&mut report, summary)?;
+    super::fairness_file::attach(&mut report, summary)?;
+    Ok(report)
 }

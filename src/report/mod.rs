@@ -5,12 +5,14 @@
 pub mod csv;
 pub mod delivery_csv;
 pub mod fairness_csv;
+pub mod fairness_file;
 mod formats;
 pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod jtl;
 pub mod latency_csv;
+pub mod level_lines;
 pub mod observe_notes;
 pub mod precision;
 mod reporter;

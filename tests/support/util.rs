@@ -190,10 +190,20 @@ pub async fn settled(hub: &TestHub) -> StatsSnapshot {
     }
 }
 
-/// `dir/summary.json`, parsed, with its levels' topics from `topics.jsonl`.
+/// `dir/summary.json`, parsed, with its rows from `topics.jsonl` and `fairness.jsonl`.
 pub fn read_summary(dir: &Path) -> Report {
-    hubload::report::topics_file::load_with_topics(dir)
-        .unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()))
+    hubload::report::json::read_whole(dir).unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()))
+}
+
+/// The complete lines of the JSON-lines file `name` in `dir`, parsed (none when it is
+/// missing; a last line without its newline is left out, as hubload's readers do).
+pub fn jsonl_lines(dir: &Path, name: &str) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |i| &text[..i]);
+    complete
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// The data rows of a JTL file (header checked and skipped).

@@ -1,5 +1,5 @@
 //! `RunRecord`: the report of a run in progress; each change, or batch of changes, rewrites
-//! all report files.
+//! the report files that are not appended to as each level ends.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -16,7 +16,7 @@ use crate::kind::{Model, TargetKind};
 use crate::report::topics_csv::{headers, last_level_rows, APPENDED};
 use crate::report::writer::ReportWriter;
 use crate::report::writer::{append_synced, write_atomic};
-use crate::report::{reporters, topics_file, Reporter};
+use crate::report::{fairness_csv, fairness_file, reporters, topics_file, Reporter};
 use crate::run_report::Report;
 use crate::shard::{Load as ShardLoad, ShardArtifact};
 use crate::shard_contract::ShardSpec;
@@ -52,6 +52,10 @@ pub struct RunRecord {
     deliveries: BTreeMap<usize, crate::summary::delivery_report::LevelDelivery>,
     /// Writes are held back until [`in_one_write`](Self::in_one_write)'s end.
     held: bool,
+    /// Levels whose fairness rows are in fairness.jsonl and fairness.csv (the first ones).
+    fairness_lines: usize,
+    /// The run is over: the next write appends TOTAL's fairness rows too.
+    ended: bool,
     /// `--surge`: what each level's isolation verdict names.
     surge: Option<SurgeShape>,
     /// The tenants' designed shares, and each level's duration (s) they depend on with a
@@ -102,6 +106,8 @@ impl RunRecord {
             delivery_total: None,
             deliveries: BTreeMap::new(),
             held: false,
+            fairness_lines: 0,
+            ended: false,
             surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants),
             design: Some(design_of(cfg, workload)),
         })
@@ -433,9 +439,43 @@ impl RunRecord {
         if self.held {
             return Ok(());
         }
+        self.append_fairness()?;
         self.report.finished_at = now_rfc3339();
         self.report.knee = crate::observe::knee::knee(&self.report);
         self.writer.write_all(&self.report)
+    }
+
+    /// Append the fairness rows of the levels pushed since the last write, with all that was
+    /// attached to them in between, to fairness.jsonl and fairness.csv, synced before the
+    /// summary.json that lists them; once the run is over, TOTAL's to fairness.jsonl.
+    fn append_fairness(&mut self) -> anyhow::Result<()> {
+        let dir = self.writer.dir();
+        for (i, row) in self
+            .report
+            .levels
+            .iter()
+            .enumerate()
+            .skip(self.fairness_lines)
+        {
+            if let Some(f) = &row.fairness {
+                fairness_file::append(dir, Some(i), &row.label, &f.by_tenant)?;
+                append_synced(
+                    &dir.join(fairness_csv::FILE_NAME),
+                    &fairness_csv::level_rows(row)?,
+                )?;
+            }
+        }
+        self.fairness_lines = self.report.levels.len();
+        if let Some((row, f)) = self
+            .report
+            .total
+            .as_ref()
+            .and_then(|t| Some((t, t.fairness.as_ref()?)))
+            .filter(|_| self.ended)
+        {
+            fairness_file::append(dir, None, &row.label, &f.by_tenant)?;
+        }
+        Ok(())
     }
 
     /// Judge no thresholds (a shard of a larger run).
@@ -452,6 +492,7 @@ impl RunRecord {
         parts: &[ShardLoad],
     ) -> anyhow::Result<(Report, ShardArtifact)> {
         self.report.partial = interrupted;
+        self.ended = true;
         self.write()?;
         let artifact = self.shard_artifact(spec, parts)?;
         Ok((self.report, artifact))
@@ -460,6 +501,7 @@ impl RunRecord {
     /// Mark the run finished (partial when interrupted), write, and hand back the report.
     pub fn finish(mut self, interrupted: bool) -> anyhow::Result<Report> {
         self.report.partial = interrupted;
+        self.ended = true;
         self.write()?;
         Ok(self.report)
     }
@@ -468,19 +510,20 @@ impl RunRecord {
 /// The reports rewritten whole with every change: all but those a level's rows are appended to.
 fn rewritten() -> Vec<Box<dyn Reporter + Send + Sync>> {
     let mut all = reporters();
-    all.retain(|r| !APPENDED.contains(&r.file_name()));
+    all.retain(|r| !APPENDED.contains(&r.file_name()) && r.file_name() != fairness_csv::FILE_NAME);
     all
 }
 
-/// Start the files each level's rows are appended to: `topics.jsonl` empty (named in
-/// `report`), topics.csv and tenants.csv with their headers. A reused directory keeps none of
-/// an earlier run's rows.
+/// Start the files each level's rows are appended to: `topics.jsonl` and `fairness.jsonl`
+/// empty (named in `report`), topics.csv, tenants.csv and fairness.csv with their headers. A
+/// reused directory keeps none of an earlier run's rows.
 fn start_appended(report: &mut Report, dir: &Path) -> anyhow::Result<()> {
     report.topics_file = Some(topics_file::create(dir)?);
+    report.fairness_file = Some(fairness_file::create(dir)?);
     for (name, head) in APPENDED.iter().zip(headers(report)?) {
         write_atomic(&dir.join(name), &head)?;
     }
-    Ok(())
+    write_atomic(&dir.join(fairness_csv::FILE_NAME), &fairness_csv::header()?)
 }
 
 /// What the target adds to a level's row beyond its statistics.

@@ -63,6 +63,8 @@ impl RunRecord {
             delivery_total: None,
             deliveries: BTreeMap::new(),
             held: false,
+            fairness_lines: 0,
+            ended: false,
             // The surge as the shards were given it.
             surge: surge_shape(
                 cfg.get("surge")
@@ -74,6 +76,7 @@ impl RunRecord {
             design: None,
         };
         rec.write()?;
+        rec.ended = true;
         // One write for all the levels: a merge can be run again, and its cost no longer grows
         // with the square of the levels.
         rec.in_one_write(|rec| rec.push_merged_levels(m))?;
