@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 mod hostile_idle;
 mod hostile_proxy;
-use hostile_proxy::{Fault, Proxy};
+use hostile_proxy::{rss_bytes, Fault, Proxy};
 
 /// The slack a deadline may overrun by: room for a busy machine's scheduling, yet under
 /// half of every timeout these tests set, so a deadline restarted or left to run twice
@@ -245,17 +245,6 @@ async fn transfers_beyond_the_cbs_reply_credit_end_the_session() {
     );
     assert!(outcome.1 <= Duration::from_secs(1) + SLACK, "{outcome:?}");
     emu.shutdown().await;
-}
-
-/// This process's resident set, bytes (`VmRSS` of /proc/self/status).
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap();
-    kb * 1024
 }
 
 #[tokio::test]

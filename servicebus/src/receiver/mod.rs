@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fe2o3_amqp::link::receiver::CreditMode;
-use fe2o3_amqp::link::{ReceiverAttachError, RecvError};
+use fe2o3_amqp::link::{IllegalLinkStateError, LinkStateError, ReceiverAttachError, RecvError};
 use fe2o3_amqp::types::definitions::ReceiverSettleMode;
 use fe2o3_amqp::types::definitions::{self, ErrorCondition};
 use fe2o3_amqp::types::messaging::{Body, Modified};
@@ -27,7 +27,7 @@ use tokio::time::{timeout_at, Instant};
 use crate::connection_string::ConnectionString;
 use crate::error::SbError;
 use crate::outcome::{classify_condition, condition_str, SendOutcome};
-use crate::sender::conn::{refresh_loop, PooledConn, Shared};
+use crate::sender::conn::{link_state, refresh_loop, PooledConn, Shared};
 use crate::sender::describe::one_line;
 pub use message::Received;
 
@@ -196,7 +196,12 @@ impl SbReceiver {
             conn_ids: AtomicU64::new(0),
         };
         let by = Instant::now() + r.cfg.connect_timeout * 2;
-        if let Err(e) = r.ensure_link(by).await {
+        let attached = match r.ensure_link(by).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(ReceiveError::Connect("connect timed out".into())),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = attached {
             let endpoint = format!("{}:{}", r.shared.cs.host, r.shared.cs.amqp_port());
             return Err(match e {
                 ReceiveError::NotFound(audience) => SbError::NotFound { audience },
@@ -217,7 +222,9 @@ impl SbReceiver {
     pub async fn receive(&mut self, wait: Duration) -> Result<Option<Received>, ReceiveError> {
         let deadline = Instant::now() + wait;
         loop {
-            self.ensure_link(deadline).await?;
+            if !self.ensure_link(deadline).await? {
+                return Ok(None);
+            }
             let conn = self.conn.clone().expect("attached above");
             let receiver = self.link.receiver.as_mut().expect("attached above");
             let got = tokio::select! {
@@ -231,6 +238,13 @@ impl SbReceiver {
             };
             match got {
                 Err(_) => return Ok(None),
+                // Taken from the link's buffer after its session ended: it can no longer be
+                // settled, and the broker delivers it again once its lock expires. Not handed
+                // out (a caller would act on a message it cannot complete).
+                Ok(Ok(_)) if conn.stop_now().is_some() => {
+                    conn.mark_broken();
+                    self.link.receiver = None;
+                }
                 Ok(Ok(delivery)) => {
                     let (info, msg) = delivery.into_parts();
                     return Ok(Some(Received::from_amqp(info, msg, self.link.generation)));
@@ -241,18 +255,20 @@ impl SbReceiver {
                         "receive link lost: {}",
                         one_line(&e.to_string())
                     );
-                    if matches!(
+                    let link = self.link.receiver.take();
+                    // The session (or the connection) may have stopped under the link, whether
+                    // or not the link's error says so: its channel can close before the
+                    // session has recorded why. Then the connection is replaced.
+                    let session_stopped = matches!(
                         e,
-                        RecvError::LinkStateError(
-                            fe2o3_amqp::link::LinkStateError::SessionStopped(_)
-                        )
-                    ) {
+                        RecvError::LinkStateError(LinkStateError::SessionStopped(_))
+                    );
+                    if session_stopped || conn.stop_now().is_some() {
                         conn.mark_broken();
-                    }
-                    // Answer the broker's detach, so the session frees the link's handle: a
-                    // link dropped without it leaves the next attach on this session hanging
-                    // until the connect timeout.
-                    if let Some(r) = self.link.receiver.take() {
+                    } else if let Some(r) = link {
+                        // Answer the broker's detach, so the session frees the link's handle:
+                        // a link dropped without it leaves the next attach on this session
+                        // hanging until the connect timeout.
                         let by = Instant::now() + Duration::from_millis(500);
                         let _ = timeout_at(by.min(deadline), r.close()).await;
                     }
@@ -270,7 +286,10 @@ impl SbReceiver {
         }
     }
 
-    /// Complete the message: the broker removes it.
+    /// Complete the message: the broker removes it. `Ok` means the disposition was handed to
+    /// the session, not that the broker has applied it: one still queued when the broker
+    /// ends the session is lost, and the broker delivers the message again once its lock
+    /// expires (at least once, as Service Bus promises).
     pub async fn complete(&mut self, msg: &Received) -> Result<(), ReceiveError> {
         self.settle(msg, |r, info| Box::pin(r.accept(info))).await
     }
@@ -363,11 +382,25 @@ impl SbReceiver {
         let Some(receiver) = self.link.receiver.as_ref() else {
             return Err(ReceiveError::LinkLost);
         };
+        // A disposition handed to a session that has ended is dropped without a word.
+        if let Some(c) = self.conn.as_ref().filter(|c| c.stop_now().is_some()) {
+            c.mark_broken();
+            self.link.receiver = None;
+            return Err(ReceiveError::LinkLost);
+        }
         let deadline = Instant::now() + self.cfg.settle_timeout;
         match timeout_at(deadline, op(receiver, msg.info.clone())).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) => {
+            Ok(Err(e)) => {
                 self.link.receiver = None;
+                // A link lost with its session (or connection) is re-attached on a new
+                // connection: the ended session takes no attach.
+                let stopped = matches!(e, IllegalLinkStateError::SessionStopped(_));
+                if let Some(c) = &self.conn {
+                    if stopped || c.stop_now().is_some() {
+                        c.mark_broken();
+                    }
+                }
                 Err(ReceiveError::LinkLost)
             }
             Err(_) => Err(ReceiveError::Timeout),
@@ -375,13 +408,35 @@ impl SbReceiver {
     }
 
     /// A live connection and an attached link, (re)made within `deadline` and the connect
-    /// timeout. Every attach after the first is a restart.
-    async fn ensure_link(&mut self, deadline: Instant) -> Result<(), ReceiveError> {
-        if self.link.receiver.is_some() && self.conn.as_ref().is_some_and(|c| !c.is_broken()) {
-            return Ok(());
+    /// timeout: `Ok(false)` when `deadline` came first (the next call starts again). Every
+    /// attach after the first is a restart. A kept connection whose session turns out to have
+    /// ended is replaced once within the same call, as a send replaces it.
+    async fn ensure_link(&mut self, deadline: Instant) -> Result<bool, ReceiveError> {
+        if self.attached() {
+            return Ok(true);
         }
-        let by = deadline.min(Instant::now() + self.cfg.connect_timeout);
-        let conn = match self.conn.clone().filter(|c| !c.is_broken()) {
+        let kept = self
+            .conn
+            .as_ref()
+            .is_some_and(|c| c.stop_now().is_none() && !c.is_broken());
+        match self.try_attach(deadline).await {
+            Err(_) if kept && self.conn.as_ref().is_some_and(|c| c.is_broken()) => {
+                self.try_attach(deadline).await
+            }
+            r => r,
+        }
+    }
+
+    /// One try of [`Self::ensure_link`]: the kept connection if it is live, else a new one,
+    /// and the link attached on it.
+    async fn try_attach(&mut self, deadline: Instant) -> Result<bool, ReceiveError> {
+        let connect_by = Instant::now() + self.cfg.connect_timeout;
+        let by = deadline.min(connect_by);
+        let live = self
+            .conn
+            .clone()
+            .filter(|c| c.stop_now().is_none() && !c.is_broken());
+        let conn = match live {
             Some(c) => c,
             None => {
                 self.link.receiver = None;
@@ -390,6 +445,7 @@ impl SbReceiver {
                 let c = match opened {
                     Ok(Ok(c)) => c,
                     Ok(Err(f)) => return Err(ReceiveError::of_outcome(f.outcome, f.reason)),
+                    Err(_) if by < connect_by => return Ok(false),
                     Err(_) => return Err(ReceiveError::Connect("connect timed out".into())),
                 };
                 if let Some(old) = self.conn.replace(c.clone()) {
@@ -400,7 +456,24 @@ impl SbReceiver {
                 c
             }
         };
-        let attached = timeout_at(by, self.attach(&conn)).await;
+        // A session the broker ends meanwhile never answers the token put or the attach.
+        let attached = tokio::select! {
+            biased;
+            r = timeout_at(by, self.attach(&conn)) => r,
+            stopped = conn.stopped() => {
+                conn.mark_broken();
+                let why = match stopped {
+                    SendOutcome::SessionEnded { condition } => {
+                        format!("the broker ended the session ({condition})")
+                    }
+                    _ => "the connection closed".to_string(),
+                };
+                return Err(ReceiveError::Connect(format!(
+                    "attach of the receive link to {} failed: {why}",
+                    self.cfg.entity()
+                )));
+            }
+        };
         match attached {
             Ok(Ok(r)) => {
                 if self.link.generation > 0 {
@@ -408,21 +481,33 @@ impl SbReceiver {
                 }
                 self.link.generation += 1;
                 self.link.receiver = Some(r);
-                Ok(())
+                Ok(true)
             }
             Ok(Err(e)) => Err(e),
             Err(_) => {
                 // An attach cut off midway leaves the session in an unknown state.
                 conn.mark_broken();
-                Err(ReceiveError::Connect("attach timed out".into()))
+                if by < connect_by {
+                    return Ok(false);
+                }
+                Err(ReceiveError::Connect(format!(
+                    "attach of the receive link to {} (CBS put-token, then attach) was not answered within {:?}",
+                    self.cfg.entity(),
+                    self.cfg.connect_timeout
+                )))
             }
         }
     }
 
     async fn attach(&self, conn: &PooledConn) -> Result<Receiver, ReceiveError> {
-        conn.put_token(&self.address)
-            .await
-            .map_err(|f| ReceiveError::of_outcome(f.outcome, self.address.clone()))?;
+        conn.put_token(&self.address).await.map_err(|f| {
+            // Not-found and unauthorized name the entity; anything else says what failed.
+            let said = match f.outcome {
+                SendOutcome::NotFound | SendOutcome::Unauthorized => self.address.clone(),
+                _ => f.reason,
+            };
+            ReceiveError::of_outcome(f.outcome, said)
+        })?;
         let name = format!(
             "hubload-rx-{}-{}-{}",
             std::process::id(),
@@ -442,9 +527,20 @@ impl SbReceiver {
                     let c = condition_str(&err.condition);
                     ReceiveError::of_outcome(classify_condition(&c), self.cfg.entity())
                 }
-                ReceiverAttachError::SessionStopped(_) | ReceiverAttachError::SessionNotMapped => {
+                ReceiverAttachError::SessionStopped(reason) => {
                     conn.mark_broken();
-                    ReceiveError::Connect(one_line(&e.to_string()))
+                    let why = link_state(&LinkStateError::SessionStopped(reason.clone()));
+                    ReceiveError::Connect(format!(
+                        "attach of the receive link to {} failed: {why}",
+                        self.cfg.entity()
+                    ))
+                }
+                ReceiverAttachError::SessionNotMapped => {
+                    conn.mark_broken();
+                    ReceiveError::Connect(format!(
+                        "attach of the receive link to {} failed: the session has ended",
+                        self.cfg.entity()
+                    ))
                 }
                 _ => ReceiveError::Connect(one_line(&e.to_string())),
             })

@@ -209,15 +209,24 @@ impl PooledConn {
     pub async fn stopped(&self) -> SendOutcome {
         loop {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            if let Ok(c) = self.connection.try_lock() {
-                if c.is_closed() {
-                    return SendOutcome::ConnectionError;
-                }
-            }
-            if let Some(condition) = self.session_end() {
-                return SendOutcome::SessionEnded { condition };
+            if let Some(stopped) = self.stop_now() {
+                return stopped;
             }
         }
+    }
+
+    /// The class of what stopped, if the connection's event loop has stopped or the broker
+    /// ended the session, as far as can be seen now without waiting (a handle held by another
+    /// task is not waited for). Marks the connection broken when the session has ended.
+    pub fn stop_now(&self) -> Option<SendOutcome> {
+        if let Ok(c) = self.connection.try_lock() {
+            if c.is_closed() {
+                self.mark_broken();
+                return Some(SendOutcome::ConnectionError);
+            }
+        }
+        let condition = self.session_end()?;
+        Some(SendOutcome::SessionEnded { condition })
     }
 
     /// The session's end condition once it has ended (`none`: no error), read once.
@@ -415,7 +424,7 @@ fn mgmt_error(e: &fe2o3_amqp_management::error::Error) -> String {
 }
 
 /// Why a link stopped, as a sentence.
-fn link_state(e: &fe2o3_amqp::link::LinkStateError) -> String {
+pub(crate) fn link_state(e: &fe2o3_amqp::link::LinkStateError) -> String {
     use fe2o3_amqp::link::{LinkStateError as L, SessionStopReason as S};
     match e {
         L::RemoteDetachedWithError(err) => {

@@ -1,12 +1,18 @@
 //! A TCP proxy in front of the emulator that misbehaves in one way on cue, for
-//! `hostile.rs`: it floods empty frames, ends the session, detaches a link, pushes
-//! transfers nobody gave credit for, or goes silent on reconnect.
+//! `hostile.rs` and `hostile_receiver.rs`: it floods empty frames, ends the session, detaches
+//! a link, pushes transfers nobody gave credit for, or goes silent on reconnect; and it
+//! records how the client ended its sessions.
 
+// Shared by two test binaries, each using a part of it.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fe2o3_amqp::types::definitions::{self, AmqpError, Handle, LinkError};
 use fe2o3_amqp::types::performatives::{Attach, Detach, End, Transfer};
 use fe2o3_amqp::types::primitives::Binary;
+use hubload_servicebus::outcome::condition_str;
 use hubload_servicebus::ConnectionString;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -23,13 +29,18 @@ pub enum Fault {
     /// most 5 s).
     EmptyFlood,
     /// End session 0 with `amqp:internal-error` and forward nothing more from the broker;
-    /// the connection stays open.
+    /// the connection stays open. Done once, on the first connection that sees it: the fault
+    /// then returns to `None`, so a reconnect is served.
     EndSession,
-    /// Detach the topic's sender link with `amqp:link:detach-forced` and forward nothing
-    /// more from the broker; the session and connection stay open.
+    /// Detach the first `hubload-…` link (a topic's sender link, or the subscription's
+    /// receiver link) with `amqp:link:detach-forced` and forward nothing more from the
+    /// broker; the session and connection stay open. Done once, as `EndSession` is.
     DetachLink,
     /// Push this many settled transfers on the CBS reply link, then forward as before.
     CreditFlood(u32),
+    /// Push this many settled transfers on the first `hubload-…` link (the subscription's
+    /// receiver link), then forward as before. Done once, as `EndSession` is.
+    LinkFlood(u32),
     /// Close every proxied connection; new ones are accepted and never answered.
     Silent,
 }
@@ -39,9 +50,13 @@ pub enum Fault {
 /// not slowed by the client it floods.
 pub struct Proxy {
     port: u16,
-    fault: watch::Sender<Fault>,
+    fault: Arc<watch::Sender<Fault>>,
+    ends: Ends,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
+
+/// The condition of each `end` the client sent, in order (`none`: it carried no error).
+type Ends = Arc<Mutex<Vec<String>>>;
 
 impl Drop for Proxy {
     fn drop(&mut self) {
@@ -56,7 +71,10 @@ impl Proxy {
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
         let (fault, rx) = watch::channel(Fault::None);
+        let fault = Arc::new(fault);
+        let ends = Ends::default();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (once, client_ends) = (fault.clone(), ends.clone());
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -77,7 +95,12 @@ impl Proxy {
                             });
                             continue;
                         }
-                        conns.spawn(proxy_conn(client, upstream, rx));
+                        let up = Upstream {
+                            addr: upstream,
+                            once: once.clone(),
+                            ends: client_ends.clone(),
+                        };
+                        conns.spawn(proxy_conn(client, up, rx));
                     }
                 };
                 tokio::select! {
@@ -89,6 +112,7 @@ impl Proxy {
         Proxy {
             port,
             fault,
+            ends,
             stop: Some(stop),
         }
     }
@@ -97,10 +121,26 @@ impl Proxy {
         self.fault.send_replace(f);
     }
 
+    /// The condition of each `end` the client sent so far, in order (`none`: no error).
+    pub fn client_ends(&self) -> Vec<String> {
+        self.ends.lock().unwrap().clone()
+    }
+
     /// A connection string for the emulator behind the proxy, aimed at the proxy.
     pub fn connection_string(&self) -> ConnectionString {
         super::local(self.port)
     }
+}
+
+/// This process's resident set, bytes (`VmRSS` of /proc/self/status).
+pub fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap();
+    kb * 1024
 }
 
 /// The length of the first whole protocol header or frame in `buf`, if it holds one.
@@ -145,21 +185,90 @@ fn topic_link_handle(unit: &[u8]) -> Option<u32> {
     attach_handle(unit, |name| name.starts_with("hubload-"))
 }
 
-async fn proxy_conn(
-    client: TcpStream,
-    upstream: std::net::SocketAddr,
-    mut rx: watch::Receiver<Fault>,
+/// The condition of the client's `end`, if `unit` is one (an AMQP frame whose body is an
+/// end, descriptor 0x17).
+fn end_condition(unit: &[u8]) -> Option<String> {
+    let body = unit.get(8..)?;
+    if unit.get(5) != Some(&0) || body.get(..3) != Some(&[0x00, 0x53, 0x17]) {
+        return None;
+    }
+    let end: End = serde_amqp::from_slice(body).ok()?;
+    Some(
+        end.error
+            .map_or_else(|| "none".to_string(), |e| condition_str(&e.condition)),
+    )
+}
+
+/// Where a proxied connection goes, and what it reports back.
+struct Upstream {
+    addr: std::net::SocketAddr,
+    /// To put the fault back to `None` once a one-off fault is done.
+    once: Arc<watch::Sender<Fault>>,
+    ends: Ends,
+}
+
+/// Forward the client's bytes to the broker as they come, noting each `end` the client sends.
+async fn client_to_broker(
+    mut client_r: tokio::net::tcp::OwnedReadHalf,
+    mut up_w: tokio::net::tcp::OwnedWriteHalf,
+    ends: Ends,
 ) {
-    let Ok(up) = TcpStream::connect(upstream).await else {
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match client_r.read(&mut chunk).await {
+            Ok(n) if n > 0 => n,
+            _ => return,
+        };
+        if up_w.write_all(&chunk[..n]).await.is_err() {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        while let Some(len) = next_unit(&buf) {
+            if let Some(c) = end_condition(&buf[..len]) {
+                ends.lock().unwrap().push(c);
+            }
+            buf.drain(..len);
+        }
+    }
+}
+
+/// Settled transfers of 1 KiB on `handle`, numbered `ids`, as one buffer.
+fn transfers(handle: u32, ids: std::ops::Range<u32>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for id in ids {
+        let t = Transfer {
+            handle: Handle(handle),
+            delivery_id: Some(1_000_000 + id),
+            delivery_tag: Some(Binary::from(id.to_be_bytes().to_vec())),
+            message_format: Some(0),
+            settled: Some(true),
+            more: false,
+            rcv_settle_mode: None,
+            state: None,
+            resume: false,
+            aborted: false,
+            batchable: false,
+        };
+        let mut body = serde_amqp::to_vec(&t).unwrap();
+        // A data section of 1 KiB.
+        body.extend_from_slice(&[0x00, 0x53, 0x75, 0xb0]);
+        body.extend_from_slice(&1024u32.to_be_bytes());
+        body.extend_from_slice(&[b'x'; 1024]);
+        out.extend_from_slice(&frame(0, &body));
+    }
+    out
+}
+
+async fn proxy_conn(client: TcpStream, upstream: Upstream, mut rx: watch::Receiver<Fault>) {
+    let Ok(up) = TcpStream::connect(upstream.addr).await else {
         return;
     };
     let _ = client.set_nodelay(true);
     let _ = up.set_nodelay(true);
-    let (mut client_r, mut client_w) = client.into_split();
-    let (mut up_r, mut up_w) = up.into_split();
-    let to_broker = tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut client_r, &mut up_w).await;
-    });
+    let (client_r, mut client_w) = client.into_split();
+    let (mut up_r, up_w) = up.into_split();
+    let to_broker = tokio::spawn(client_to_broker(client_r, up_w, upstream.ends.clone()));
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     let mut cbs_handle = None;
@@ -196,6 +305,7 @@ async fn proxy_conn(
             }
             Fault::EndSession if forwarding => {
                 forwarding = false;
+                upstream.once.send_replace(Fault::None);
                 let end = End {
                     error: Some(definitions::Error::new(
                         AmqpError::InternalError,
@@ -209,6 +319,7 @@ async fn proxy_conn(
             }
             Fault::DetachLink if forwarding => {
                 forwarding = false;
+                upstream.once.send_replace(Fault::None);
                 let Some(handle) = topic_handle else { continue };
                 let detach = Detach {
                     handle: Handle(handle),
@@ -226,31 +337,25 @@ async fn proxy_conn(
             Fault::CreditFlood(n) => {
                 rx.borrow_and_update();
                 let Some(handle) = cbs_handle else { continue };
-                for id in 0..n {
-                    let t = Transfer {
-                        handle: Handle(handle),
-                        delivery_id: Some(1_000_000 + id),
-                        delivery_tag: Some(Binary::from(id.to_be_bytes().to_vec())),
-                        message_format: Some(0),
-                        settled: Some(true),
-                        more: false,
-                        rcv_settle_mode: None,
-                        state: None,
-                        resume: false,
-                        aborted: false,
-                        batchable: false,
-                    };
-                    let mut body = serde_amqp::to_vec(&t).unwrap();
-                    // A data section of 1 KiB.
-                    body.extend_from_slice(&[0x00, 0x53, 0x75, 0xb0]);
-                    body.extend_from_slice(&1024u32.to_be_bytes());
-                    body.extend_from_slice(&[b'x'; 1024]);
-                    if client_w.write_all(&frame(0, &body)).await.is_err() {
+                for from in (0..n).step_by(1000) {
+                    let batch = transfers(handle, from..n.min(from + 1000));
+                    if client_w.write_all(&batch).await.is_err() {
                         break 'conn;
                     }
                 }
                 // Once: forward as before until told again.
                 let _ = rx.borrow_and_update();
+            }
+            Fault::LinkFlood(n) => {
+                let Some(handle) = topic_handle else { continue };
+                upstream.once.send_replace(Fault::None);
+                rx.borrow_and_update();
+                for from in (0..n).step_by(1000) {
+                    let batch = transfers(handle, from..n.min(from + 1000));
+                    if client_w.write_all(&batch).await.is_err() {
+                        break 'conn;
+                    }
+                }
             }
             Fault::Silent => break,
             _ => {}

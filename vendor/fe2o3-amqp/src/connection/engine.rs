@@ -302,7 +302,14 @@ where
         };
 
         match self.connection.session_tx_by_incoming_channel(channel) {
-            Some(tx) => tx.send(frame).await?,
+            // hubload patch: a session that ended itself for the peer's error (a transfer
+            // past the credit it granted, say) stops before the peer's `end` comes. What the
+            // peer sent on it meanwhile is discarded (AMQP 1.0 §2.5.5, DISCARDING), not taken
+            // for a frame on a channel nobody began, which closed the whole connection with
+            // `amqp:not-found` before the session's `end` was written.
+            Some(tx) => {
+                let _ = tx.send(frame).await;
+            }
             None => return Err(ConnectionInnerError::NotFound(None)),
         };
         Ok(())
@@ -440,6 +447,13 @@ where
                     .map_err(|_| ConnectionInnerError::IllegalState)?;
             }
             ConnectionControl::DeallocateSession(session_id) => {
+                // hubload patch: a session queues its `end` on the outgoing frames before it
+                // asks for its channel to be freed on the control channel, and the event loop
+                // picks between the two at random. Written first, the frames queued before
+                // the request (the `end` among them) go out before the channel can be reused.
+                while let Ok(frame) = self.outgoing_session_frames.try_recv() {
+                    self.on_outgoing_session_frames(frame).await?;
+                }
                 self.connection.deallocate_session(session_id)
             }
         }

@@ -709,7 +709,9 @@ impl endpoint::Connection for Connection {
             .session_by_incoming_channel
             .remove(&channel)
             .ok_or(ConnectionInnerError::NotFound(None))?;
-        relay.send(sframe).await?;
+        // hubload patch: the peer's answer to the `end` of a session that has already
+        // stopped (it ended itself for an error) needs nobody to read it.
+        let _ = relay.send(sframe).await;
 
         Ok(())
     }
