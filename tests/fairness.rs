@@ -3,7 +3,6 @@
 //! uniform hub is fair.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use hubload_hub::FaultConfig;
 
