@@ -9,7 +9,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::time::{timeout_at, Instant};
 
-use super::failure::ConnEnd;
 use super::sniff::Sniffed;
 use super::unvectored::Unvectored;
 use super::H2Pool;
@@ -33,15 +32,14 @@ impl H2Pool {
     pub(super) async fn connect(
         &self,
         deadline: Instant,
-    ) -> Result<(SendRequest<Bytes>, ConnEnd, usize), Outcome> {
+    ) -> Result<(SendRequest<Bytes>, usize), Outcome> {
         let limit = deadline.min(Instant::now() + self.cfg.connect_timeout);
         let (tcp, addr) = match timeout_at(limit, self.open_tcp()).await {
             Err(_) => return Err(Outcome::Timeout(TimeoutKind::Connect)),
             Ok(r) => r?,
         };
         let Some(tls) = &self.tls else {
-            let (send, end) = self.handshake(tcp, deadline).await?;
-            return Ok((send, end, addr));
+            return Ok((self.handshake(tcp, deadline).await?, addr));
         };
         let started = Instant::now();
         let limit = deadline.min(started + self.cfg.tls_timeout);
@@ -56,17 +54,12 @@ impl H2Pool {
         if s.get_ref().1.alpn_protocol() != Some(b"h2") {
             return Err(Outcome::ProtocolError(ProtocolReason::NotH2));
         }
-        let (send, end) = self.handshake(s, deadline).await?;
-        Ok((send, end, addr))
+        Ok((self.handshake(s, deadline).await?, addr))
     }
 
     /// The h2 handshake on `io` (the preface and SETTINGS; h2 does not wait for the server's),
     /// and the connection's task.
-    async fn handshake<T>(
-        &self,
-        io: T,
-        deadline: Instant,
-    ) -> Result<(SendRequest<Bytes>, ConnEnd), Outcome>
+    async fn handshake<T>(&self, io: T, deadline: Instant) -> Result<SendRequest<Bytes>, Outcome>
     where
         T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -91,18 +84,12 @@ impl H2Pool {
             Ok(Err(e)) => return Err(super::failure::stream_outcome(&e)),
             Ok(Ok(pair)) => pair,
         };
-        let (ended, end) = tokio::sync::watch::channel(None);
         tokio::spawn(async move {
-            let outcome = match conn.await {
-                Ok(()) => None,
-                Err(e) => {
-                    tracing::debug!(error = %e, "h2 connection ended with an error");
-                    Some(super::failure::stream_outcome(&e))
-                }
-            };
-            ended.send_replace(Some(outcome));
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "h2 connection ended with an error");
+            }
         });
-        Ok((send, end))
+        Ok(send)
     }
 
     /// TCP connect with `TCP_NODELAY` to the next address in turn; on a refusal, the

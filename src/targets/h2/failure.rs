@@ -46,22 +46,6 @@ pub(super) fn stream_outcome(e: &h2::Error) -> Outcome {
     outcome
 }
 
-/// How a connection's driver ended: `None` while it runs, then `Some(None)` for a clean end
-/// or `Some(Some(outcome))` for the connection's final error.
-pub(super) type ConnEnd = tokio::sync::watch::Receiver<Option<Option<Outcome>>>;
-
-/// Whether `e` names no cause of its own: not the socket's, not the server's, no code (h2
-/// refusing a stream on a connection it is tearing down says only "user error").
-pub(super) fn says_nothing(e: &h2::Error) -> bool {
-    e.get_io().is_none() && e.reason().is_none()
-}
-
-/// The connection's final error, once its driver has ended (`None`: it ended cleanly).
-pub(super) async fn final_error(end: &mut ConnEnd) -> Option<Outcome> {
-    let got = end.wait_for(Option::is_some).await;
-    got.ok().and_then(|o| *o).flatten()
-}
-
 /// The outcome of an error h2 raised itself with `code`: the vendored h2's own codes for the
 /// limits and guards (vendor/h2/PATCHED.md), else the RFC 9113 code.
 fn own(code: Code) -> Outcome {

@@ -49,7 +49,7 @@ use tokio::sync::Semaphore;
 use tokio::time::{Instant, Sleep};
 
 pub use alpn::{negotiate, Alpn};
-use failure::{final_error, says_nothing, stream_outcome, ConnEnd};
+use failure::stream_outcome;
 pub use message::H2Head;
 
 use crate::result::{OtherReason, Outcome, TimeoutKind};
@@ -110,12 +110,10 @@ struct Slot {
     opening: tokio::sync::Mutex<()>,
 }
 
-/// An open connection: the handle to start streams on it, how its driver ended, and which it
-/// is.
+/// An open connection: the handle to start streams on it, and which it is.
 #[derive(Debug, Clone)]
 struct Live {
     send: SendRequest<Bytes>,
-    end: ConnEnd,
     /// Index of its address in the pool's.
     addr: usize,
     id: u64,
@@ -277,8 +275,8 @@ impl H2Pool {
         let _busy = Busy(&slot.inflight);
         let end = body.is_empty();
         let make = || head.request(&fill);
-        let (response, stream, conn) = self.start(i, handles, make, end, &mut expiry).await?;
-        exchange(response, stream, conn, body, &mut expiry, resp).await
+        let (response, stream) = self.start(i, handles, make, end, &mut expiry).await?;
+        exchange(response, stream, body, &mut expiry, resp).await
     }
 
     /// The slot with the fewest streams in flight, looking from the next one in turn.
@@ -310,7 +308,7 @@ impl H2Pool {
         make: impl Fn() -> http::Request<()>,
         end: bool,
         expiry: &mut Expiry<'_>,
-    ) -> Result<(ResponseFuture, SendStream<Bytes>, ConnEnd), Outcome> {
+    ) -> Result<(ResponseFuture, SendStream<Bytes>), Outcome> {
         let slot = &self.slots[i];
         let mut fresh = false;
         loop {
@@ -326,15 +324,14 @@ impl H2Pool {
                     if self.addrs.len() > 1 {
                         self.counters.count_attempt(live.addr);
                     }
-                    return Ok((response, stream, live.end.clone()));
+                    return Ok((response, stream));
                 }
                 // The connection takes no new stream (a GOAWAY came, or it failed): nothing
                 // of this request was sent. Once more on a fresh connection.
                 Err(e) => {
                     self.forget(slot, live.id);
                     if fresh {
-                        let mut conn = live.end.clone();
-                        return Err(named(&e, &mut conn, expiry).await);
+                        return Err(stream_outcome(&e));
                     }
                     fresh = true;
                 }
@@ -376,10 +373,9 @@ impl H2Pool {
         if let Some(live) = lock(&slot.live).clone() {
             return Ok(live);
         }
-        let (send, end, addr) = Box::pin(self.connect(deadline)).await?;
+        let (send, addr) = Box::pin(self.connect(deadline)).await?;
         let live = Live {
             send,
-            end,
             addr,
             id: OPENED.fetch_add(1, Ordering::Relaxed),
         };
@@ -435,18 +431,6 @@ async fn by<F: Future>(expiry: &mut Expiry<'_>, work: F) -> Option<F::Output> {
     .await
 }
 
-/// The outcome of a stream that failed with `e`: a failure with no cause of its own (h2
-/// refusing a stream on a connection it is tearing down, say) takes the connection's final
-/// error, waited for until the deadline. A stream that started while h2 ended the connection
-/// for its own limit was `protocol_error.other` where its neighbours named the limit.
-async fn named(e: &h2::Error, conn: &mut ConnEnd, expiry: &mut Expiry<'_>) -> Outcome {
-    let own = stream_outcome(e);
-    if !says_nothing(e) {
-        return own;
-    }
-    by(expiry, final_error(conn)).await.flatten().unwrap_or(own)
-}
-
 /// What held a stream whose response had not come by the deadline: the server's stream
 /// limit (h2 never opened it: a pool wait, whatever is buffered), the flow-control window (a
 /// body still buffered beyond the window it may use), else the server.
@@ -470,7 +454,6 @@ fn held(stream: &SendStream<Bytes>) -> Outcome {
 async fn exchange(
     response: ResponseFuture,
     mut stream: SendStream<Bytes>,
-    mut conn: ConnEnd,
     body: Bytes,
     expiry: &mut Expiry<'_>,
     resp: &mut Response,
@@ -480,14 +463,14 @@ async fn exchange(
             // The stream ended before its body was queued (h2 says only "inactive stream"):
             // the response future holds why (a GOAWAY, a reset).
             return Err(match by(expiry, response).await {
-                Some(Err(why)) => named(&why, &mut conn, expiry).await,
-                _ => named(&e, &mut conn, expiry).await,
+                Some(Err(why)) => stream_outcome(&why),
+                _ => stream_outcome(&e),
             });
         }
     }
     let head = match by(expiry, response).await {
         None => return Err(held(&stream)),
-        Some(Err(e)) => return Err(named(&e, &mut conn, expiry).await),
+        Some(Err(e)) => return Err(stream_outcome(&e)),
         Some(Ok(head)) => head,
     };
     let (parts, mut data) = head.into_parts();
@@ -517,7 +500,7 @@ async fn exchange(
         match by(expiry, data.data()).await {
             None => return Err(Outcome::Timeout(TimeoutKind::Response)),
             Some(None) => break,
-            Some(Some(Err(e))) => return Err(named(&e, &mut conn, expiry).await),
+            Some(Some(Err(e))) => return Err(stream_outcome(&e)),
             Some(Some(Ok(chunk))) => {
                 // Give the window back at once: the next response needs it.
                 let _ = data.flow_control().release_capacity(chunk.len());
