@@ -1,5 +1,6 @@
 //! HTTP/2 against servers that break the protocol on purpose (`h2_raw.rs`), one way each: every
-//! attempt ends in the class and reason that name the fault, within its timeout + 120 ms, at
+//! attempt ends in the class and reason that name the fault (at 16, a stream that raced h2's
+//! teardown of the connection may be `protocol_error.other`), within its timeout + 120 ms, at
 //! concurrency 1 and 16, and hubload's counts equal the server's (heads it read, streams it
 //! answered or refused). The family is listed in docs/deadlines.md.
 
@@ -56,6 +57,10 @@ async fn run_h2(url: &str, out: &tempfile::TempDir, flags: &[&str]) -> anyhow::R
     run.await.expect("the run ends").map(|_| ())
 }
 
+/// The reason of a stream h2 refused, with no code of its own, while it tore its connection
+/// down.
+const RACED: &str = "protocol_error.other";
+
 /// `requests` publishes at `concurrency` over h2c (one connection, as many streams) to a fresh
 /// `fault` server, no registration; checks the classes, reasons, deadlines and counts.
 async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
@@ -99,9 +104,23 @@ async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
     let refused = count(level, "refused_stream");
     assert_eq!(refused, server.refused(), "{why}");
     assert_eq!(count(level, class) + refused, requests, "{why}");
-    // Every failure names its fault: no reason but the expected one.
-    let want: Vec<(&str, u64)> = reason.map(|r| (r, requests)).into_iter().collect();
+    // Every failure names its fault: no reason but the expected one. At more than one
+    // stream, h2 tearing a connection down for its own limit can refuse a stream that started
+    // meanwhile with no code of its own (`protocol_error.other`, a few of 32 in clean-clone CI
+    // runs): still in the fault's class, and at most one stream in eight.
     let reasons = level.reasons.to_map();
+    let raced = match reason {
+        Some(r) if concurrency > 1 && r.starts_with("protocol_error.") => {
+            reasons.get(RACED).copied().unwrap_or(0)
+        }
+        _ => 0,
+    };
+    assert!(raced <= requests / 8, "{why}");
+    let mut want: Vec<(&str, u64)> = reason.map(|r| (r, requests - raced)).into_iter().collect();
+    if raced > 0 {
+        want.push((RACED, raced));
+        want.sort_unstable();
+    }
     let got: Vec<(&str, u64)> = reasons.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     assert_eq!(got, want, "{why}");
     assert_eq!(count(level, "accepted"), server.answered(), "{why}");
@@ -117,13 +136,6 @@ async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
 async fn every_fault_at(concurrency: u64, requests: u64) {
     publish_to(Fault::Answer, concurrency, requests).await;
     for fault in Fault::HOSTILE {
-        // h2's own limit on empty DATA frames tears the connection down inside the library:
-        // at 16 streams, one that starts on it meanwhile can fail with no code to name
-        // (`protocol_error.other`, once in a clean-clone CI run). It is held to its reason at
-        // concurrency 1, where no stream races the teardown.
-        if fault == Fault::EmptyDataFlood && concurrency > 1 {
-            continue;
-        }
         publish_to(fault, concurrency, requests).await;
     }
 }
