@@ -98,7 +98,8 @@ async fn network(
     steps: &mut Steps,
 ) -> bool {
     let route = hubload_servicebus::transport::route(&cfg.proxy.0, &cs.host, port, cs.transport);
-    if let Some(step) = proxy::route_step(&cfg.proxy.0, route, &cs.host, port) {
+    let direct_when = "AMQP over WebSockets (--proxy moves AMQP on its own port too)";
+    if let Some(step) = proxy::route_step(&cfg.proxy.0, route, &cs.host, port, direct_when) {
         steps.push(step);
     }
     let via = match route {
