@@ -113,6 +113,7 @@ async fn run_path<P: TargetPath>(
             rec.set_registration(&prepared)?;
             // A phase cut short by the signal is not the hub's failure: the run ends with 130.
             if !sh.cancel.is_cancelled() {
+                path.refuse_prepared()?;
                 check_phase(&prepared, P::PREPARE, &path.endpoint())?;
             }
         }
