@@ -469,8 +469,9 @@ async fn exchange(
 ) -> Result<(), Outcome> {
     if !body.is_empty() {
         if let Err(e) = stream.send_data(body, true) {
-            // The stream ended before its body was queued (h2 says only "inactive stream"):
-            // the response future holds why (a GOAWAY, a reset).
+            // The stream ended before its body was queued: the response future holds why (a
+            // GOAWAY, a reset). One whose head came before its connection failed returns the
+            // head, and then the body's error names the connection's (vendor/h2/PATCHED.md).
             return Err(match by(expiry, response).await {
                 Some(Err(why)) => stream_outcome(&why),
                 _ => stream_outcome(&e),
