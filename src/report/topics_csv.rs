@@ -26,17 +26,12 @@ pub struct TenantsCsvReporter;
 
 /// Back from the report's sparse form to the mergeable statistics.
 pub fn stats_of(t: &TopicReport) -> TopicStats {
-    let mut s = TopicStats {
-        counts: t.counts,
-        max_us: t.max_us,
-        ..TopicStats::default()
-    };
-    for (i, n) in &t.buckets {
-        if let Some(b) = s.buckets.get_mut(*i) {
-            *b = *n;
-        }
-    }
-    s
+    // A bucket beyond the layout (a hand-edited file) is left out, so nothing fails here.
+    let inside = t
+        .buckets
+        .iter()
+        .filter(|(i, _)| *i < crate::stats::TOPIC_BUCKETS);
+    TopicStats::from_parts(t.counts, t.max_us, inside.copied()).expect("buckets inside the layout")
 }
 
 fn header(first: &[&str]) -> Vec<String> {
@@ -68,19 +63,28 @@ fn stat_fields(s: &TopicStats) -> Vec<String> {
 }
 
 /// Every topic of the run for one level, in topic order (zeros for topics without attempts);
-/// nothing for a level that has attempts but no per-topic statistics (an older summary).
-fn level_topics(report: &Report, l: &LevelReport) -> Vec<(usize, TopicStats)> {
-    if l.topics.is_empty() && l.samples > 0 {
-        return Vec::new();
-    }
-    let mut all: Vec<TopicStats> = vec![TopicStats::default(); report.topics.len()];
-    for t in &l.topics {
-        if t.topic >= all.len() {
-            all.resize(t.topic + 1, TopicStats::default());
-        }
-        all[t.topic] = stats_of(t);
-    }
-    all.into_iter().enumerate().collect()
+/// nothing for a level that has attempts but no per-topic statistics (an older summary). One
+/// topic at a time: no dense copy of every topic.
+fn level_topics<'a>(
+    report: &Report,
+    l: &'a LevelReport,
+) -> impl Iterator<Item = (usize, TopicStats)> + 'a {
+    let mut rows: Vec<&TopicReport> = l.topics.iter().collect();
+    // Rows are in topic order as written; a topic named twice keeps its last row.
+    rows.sort_by_key(|t| t.topic);
+    rows.reverse();
+    rows.dedup_by_key(|t| t.topic);
+    let len = match rows.first() {
+        None if l.samples > 0 => 0,
+        last => report.topics.len().max(last.map_or(0, |t| t.topic + 1)),
+    };
+    let mut rows = rows.into_iter().rev().peekable();
+    (0..len).map(move |i| {
+        let s = rows
+            .next_if(|t| t.topic == i)
+            .map_or_else(TopicStats::default, stats_of);
+        (i, s)
+    })
 }
 
 fn tenant_of(report: &Report, topic: usize) -> String {

@@ -38,6 +38,18 @@ pub fn append(dir: &Path, level: usize, label: &str, topics: &[TopicReport]) -> 
     level_lines::append(dir, FILE_NAME, &line)
 }
 
+/// Call `f` with each level's index and rows as `dir`'s file holds them, one line at a time.
+pub fn for_each_level(
+    dir: &Path,
+    mut f: impl FnMut(usize, Vec<TopicReport>),
+) -> anyhow::Result<()> {
+    let path = dir.join(FILE_NAME);
+    level_lines::for_each(&path, "topics_file", |_, l: LevelLine<Vec<TopicReport>>| {
+        f(l.level, l.topics);
+        Ok(())
+    })
+}
+
 /// Fill the rows of `report` (read from `summary`) with their topics from its `topics_file`.
 /// A summary with inline topics (written before the file existed) is left as it is.
 pub fn attach(report: &mut Report, summary: &Path) -> anyhow::Result<()> {

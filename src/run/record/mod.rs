@@ -13,6 +13,7 @@ use crate::fairness::{figures, per_tenant};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if, CapacityResult};
 use crate::kind::{Model, TargetKind};
+use crate::report::html::worst_topics::keep_worst;
 use crate::report::topics_csv::{headers, last_level_rows, APPENDED};
 use crate::report::writer::ReportWriter;
 use crate::report::writer::{append_synced, write_atomic};
@@ -35,9 +36,10 @@ mod shards;
 pub struct RunRecord {
     report: Report,
     /// Each level's statistics as measured, in the order of `report.levels` (for the what-if
-    /// table and shard artifacts), less their per-topic statistics, which only the rows keep.
+    /// table and shard artifacts), less their per-topic statistics, which topics.jsonl keeps.
     levels: Vec<LevelStats>,
-    /// Every level's statistics added (seconds and topics apart), the TOTAL row's.
+    /// Every level's statistics added (seconds apart), the TOTAL row's; its topics are the
+    /// only per-topic statistics kept over the run.
     total: LevelStats,
     writer: ReportWriter,
     thresholds: Vec<Threshold>,
@@ -314,30 +316,26 @@ impl RunRecord {
         if !extra.paused.is_zero() {
             unpause_rates(&mut row, stats.span_secs(), extra.paused.as_secs_f64());
         }
-        // A level's per-topic statistics live on in its row alone (sparse, a fraction of the
-        // 1 KB a topic they take in `stats`), and TOTAL's in the TOTAL row: memory per level
-        // stays small at 100,000 topics. Shard artifacts read them back from the rows.
-        let topics = std::mem::take(&mut stats.topics);
         // On disk before the summary.json that lists the level: nothing measured is lost.
         topics_file::append(self.dir(), self.report.levels.len(), label, &row.topics)?;
+        // TOTAL's topics are a running sum in the compact form (`self.total.topics`); a level's
+        // own leave memory once its rows are in the files.
         self.total.add_all_but_seconds(&stats);
+        stats.topics = Vec::new();
         self.report.levels.push(row);
         for (name, rows) in APPENDED.iter().zip(last_level_rows(&self.report)?) {
             append_synced(&self.dir().join(name), &rows)?;
         }
+        if let Some(l) = self.report.levels.last_mut() {
+            keep_worst(l);
+        }
         self.levels.push(stats);
         let open_run = self.report.model == Model::Open;
+        // TOTAL's row without rows per topic (nothing writes them); its fairness from the sum.
+        let total_topics = std::mem::take(&mut self.total.topics);
         let mut total = level_report("TOTAL", None, None, &self.total, open_run);
-        let before = self.report.total.take().map(|t| t.topics);
-        total.topics = super::level_topics::add_topics(before.unwrap_or_default(), &topics);
-        drop(topics);
-        // From the TOTAL row's sparse topics, one at a time: no dense copy of every topic.
-        total.fairness = self.fairness(
-            total
-                .topics
-                .iter()
-                .map(|t| (t.topic, crate::report::topics_csv::stats_of(t))),
-        );
+        self.total.topics = total_topics;
+        total.fairness = self.fairness(self.total.topics.iter().enumerate());
         // The levels' time paused (`--web`) is left out of TOTAL's rates as of theirs.
         let paused: f64 = self.report.levels.iter().filter_map(|l| l.paused_s).sum();
         if paused > 0.0 {
