@@ -9,7 +9,7 @@ use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::fairness::design::Design;
 use crate::fairness::isolation::{self, SurgeShape};
-use crate::fairness::{figures, per_tenant};
+use crate::fairness::{figures, named, tenant_sums};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if, CapacityResult};
 use crate::kind::{Model, TargetKind};
@@ -38,9 +38,10 @@ pub struct RunRecord {
     /// Each level's statistics as measured, in the order of `report.levels` (for the what-if
     /// table and shard artifacts), less their per-topic statistics, which topics.jsonl keeps.
     levels: Vec<LevelStats>,
-    /// Every level's statistics added (seconds apart), the TOTAL row's; its topics are the
-    /// only per-topic statistics kept over the run.
+    /// Every level's statistics added (seconds and topics apart), the TOTAL row's.
     total: LevelStats,
+    /// Every level's per-tenant statistics added, by tenant number: TOTAL's fairness.
+    total_tenants: BTreeMap<u32, TopicStats>,
     writer: ReportWriter,
     thresholds: Vec<Threshold>,
     what_if: Vec<std::time::Duration>,
@@ -99,6 +100,7 @@ impl RunRecord {
             report,
             levels: Vec::new(),
             total: LevelStats::default(),
+            total_tenants: BTreeMap::new(),
             writer,
             thresholds: cfg.thresholds.clone(),
             what_if: cfg.what_if.clone(),
@@ -306,7 +308,14 @@ impl RunRecord {
         row.first_failures = extra.first_failures;
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
-        row.fairness = self.fairness(stats.topics.iter().enumerate());
+        let tenants = tenant_sums(stats.topics.iter().enumerate(), &self.report.topic_tenants);
+        row.fairness = figures(&named(
+            tenants.iter().map(|(t, s)| (*t, s.clone())),
+            tenant_name,
+        ));
+        for (t, s) in tenants {
+            *self.total_tenants.entry(t).or_default() += &s;
+        }
         let level = self.report.levels.len();
         self.set_designed(&mut row.fairness, Some(level));
         row.isolation = self
@@ -318,10 +327,10 @@ impl RunRecord {
         }
         // On disk before the summary.json that lists the level: nothing measured is lost.
         topics_file::append(self.dir(), self.report.levels.len(), label, &row.topics)?;
-        // TOTAL's topics are a running sum in the compact form (`self.total.topics`); a level's
-        // own leave memory once its rows are in the files.
-        self.total.add_all_but_seconds(&stats);
+        // A level's topics leave memory once its rows are in the files; TOTAL keeps its
+        // tenants' sums (`total_tenants`), not its topics: no file has TOTAL's topic rows.
         stats.topics = Vec::new();
+        self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         for (name, rows) in APPENDED.iter().zip(last_level_rows(&self.report)?) {
             append_synced(&self.dir().join(name), &rows)?;
@@ -331,11 +340,9 @@ impl RunRecord {
         }
         self.levels.push(stats);
         let open_run = self.report.model == Model::Open;
-        // TOTAL's row without rows per topic (nothing writes them); its fairness from the sum.
-        let total_topics = std::mem::take(&mut self.total.topics);
         let mut total = level_report("TOTAL", None, None, &self.total, open_run);
-        self.total.topics = total_topics;
-        total.fairness = self.fairness(self.total.topics.iter().enumerate());
+        let sums = self.total_tenants.iter().map(|(t, s)| (*t, s.clone()));
+        total.fairness = figures(&named(sums, tenant_name));
         // The levels' time paused (`--web`) is left out of TOTAL's rates as of theirs.
         let paused: f64 = self.report.levels.iter().filter_map(|l| l.paused_s).sum();
         if paused > 0.0 {
@@ -374,14 +381,6 @@ impl RunRecord {
             let secs = level.and_then(|i| secs.get(i).or(secs.first()).copied().flatten());
             design.apply(f, secs, |name| name.strip_prefix("tenant")?.parse().ok());
         }
-    }
-
-    /// The fairness figures of a level's (or TOTAL's) per-topic statistics, by tenant.
-    fn fairness<S: std::borrow::Borrow<TopicStats>>(
-        &self,
-        topics: impl IntoIterator<Item = (usize, S)>,
-    ) -> Option<crate::fairness::Fairness> {
-        figures(&per_tenant(topics, &self.report.topic_tenants, tenant_name))
     }
 
     /// The row of the level pushed last.

@@ -47,6 +47,7 @@ impl RunRecord {
             report,
             levels: Vec::new(),
             total: LevelStats::default(),
+            total_tenants: BTreeMap::new(),
             writer,
             thresholds,
             what_if: ["100ms", "300ms", "1s", "5s"]
