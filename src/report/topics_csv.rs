@@ -190,11 +190,14 @@ pub fn headers(report: &Report) -> anyhow::Result<[Vec<u8>; 2]> {
 /// The rows of `report`'s last level in each [`APPENDED`] file, without the header: what a
 /// run appends as the level ends.
 pub fn last_level_rows(report: &Report) -> anyhow::Result<[Vec<u8>; 2]> {
-    let last = &report.levels[report.levels.len().saturating_sub(1)..];
-    Ok([
-        render(0, false, report, last)?,
-        render(1, false, report, last)?,
-    ])
+    let last = report.levels.len().saturating_sub(1);
+    level_rows(report, last)
+}
+
+/// The rows of level `i` of `report` in each [`APPENDED`] file, without the header.
+pub fn level_rows(report: &Report, i: usize) -> anyhow::Result<[Vec<u8>; 2]> {
+    let l = report.levels.get(i..=i).unwrap_or_default();
+    Ok([render(0, false, report, l)?, render(1, false, report, l)?])
 }
 
 impl Reporter for TopicsCsvReporter {
