@@ -414,7 +414,7 @@ mod tests {
             for w in 0..4u64 {
                 let table = &table;
                 s.spawn(move || {
-                    for i in (w..300_000).step_by(4) {
+                    for _ in (w..300_000).step_by(4) {
                         table.record(1, Class::Accepted, 1_000);
                     }
                     for i in (w..70_000).step_by(4) {
