@@ -47,6 +47,7 @@ impl RunRecord {
             report,
             levels: Vec::new(),
             total: LevelStats::default(),
+            total_tenants: BTreeMap::new(),
             writer,
             thresholds,
             what_if: ["100ms", "300ms", "1s", "5s"]
@@ -118,6 +119,14 @@ impl RunRecord {
         );
         meta.started_at = self.report.started_at.clone();
         meta.finished_at = self.report.finished_at.clone();
+        // The levels' topics as topics.jsonl holds them (memory keeps only TOTAL's).
+        let mut topics = vec![Vec::new(); self.levels.len()];
+        crate::report::topics_file::for_each_level(self.dir(), |i, rows| {
+            if let Some(t) = topics.get_mut(i) {
+                *t = dense_topics(&rows);
+            }
+        })?;
+        let mut topics = topics.into_iter();
         let levels = self
             .report
             .levels
@@ -127,7 +136,7 @@ impl RunRecord {
             .enumerate()
             .map(|(i, ((row, stats), load))| {
                 let mut stats = stats.clone();
-                stats.topics = dense_topics(&row.topics);
+                stats.topics = topics.next().unwrap_or_default();
                 let mut l = ShardLevel::new(&row.label, *load, stats);
                 l.first_failures.clone_from(&row.first_failures);
                 l.topic_server.clone_from(&row.topic_server);
