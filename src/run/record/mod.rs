@@ -108,7 +108,7 @@ impl RunRecord {
             held: false,
             fairness_lines: 0,
             ended: false,
-            surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants),
+            surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants, cfg.noise_floor),
             design: Some(design_of(cfg, workload)),
         })
     }
@@ -181,8 +181,9 @@ impl RunRecord {
             if let Some(f) = &mut l.fairness {
                 f.delivery = delivery_fairness::figures(&d.stats, tenants);
             }
-            l.delivery_isolation = (self.surge.as_ref())
-                .and_then(|s| isolation::delivery_verdict(s, &d.stats.quiet_seconds));
+            l.delivery_isolation = (self.surge.as_ref()).and_then(|s| {
+                isolation::delivery_verdict(s, &d.stats.quiet_seconds, &d.stats.quiet_lost)
+            });
             self.deliveries
                 .insert(self.report.levels.len() - 1, d.clone());
         }
