@@ -229,8 +229,17 @@ async fn a_full_fifo_queue_s_drops_are_the_quiet_tenants_loss_in_the_delivery_ve
     // What is dropped never comes: a short grace.
     let grace = flags.iter().position(|f| *f == "--delivery-grace").unwrap();
     flags[grace + 1] = "3s";
-    let out = sc.run(&flags).await;
-    let level = &out.report.levels[0];
+    // The gates on the delivery verdict, judged by the real binary: the loss fails.
+    flags.extend([
+        "--threshold",
+        "quiet_delivery_loss<0.1%",
+        "--threshold",
+        "quiet_delivery_p99_increase<1000000%",
+    ]);
+    let out = sc.bin(&flags).await;
+    crate::util::assert_exit(&out, 1);
+    let report = sc.summary("");
+    let level = &report.levels[0];
     let hub = settled(&sc.hub).await;
     let (delivered, dropped) = (hub_delivered(&hub), hub_dropped(&hub));
     // Per tenant, hubload's lost deliveries are the hub's drops, its delivered the hub's.
@@ -272,4 +281,46 @@ async fn a_full_fifo_queue_s_drops_are_the_quiet_tenants_loss_in_the_delivery_ve
     eprintln!("{}", v.sentence);
     let table = std::fs::read_to_string(sc.dir.path().join("table.txt")).unwrap();
     assert!(table.contains(&v.sentence), "{table}");
+    let up = v.p99_increase_pct.expect("a baseline p99");
+    let verdicts: Vec<(String, String, bool)> = (report.verdicts.iter())
+        .map(|g| (g.threshold.clone(), g.actual.clone(), g.passed))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            (
+                "quiet_delivery_loss<0.1%".into(),
+                format!("{:.3}%", d.error_pct),
+                false
+            ),
+            (
+                "quiet_delivery_p99_increase<1000000%".into(),
+                format!("{up:.3}%"),
+                up < 1_000_000.0
+            ),
+        ]
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAIL quiet_delivery_loss<0.1%"), "{stdout}");
+    // `compare --fail-if` judges the candidate's loss (the run against itself: the baseline
+    // is only shown).
+    let out = crate::util::bin(
+        &[
+            "compare",
+            ".",
+            ".",
+            "--fail-if",
+            "quiet_delivery_loss>0.1%",
+            "--out",
+            "cmp",
+        ],
+        sc.dir.path(),
+    );
+    crate::util::assert_exit(&out, 1);
+    let line = format!(
+        "  quiet_delivery_loss>0.1%: level {}: candidate {:.3}% (baseline {:.3}%)",
+        level.label, d.error_pct, d.error_pct
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().any(|l| l == line), "{line}\n{stdout}");
 }

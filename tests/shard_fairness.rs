@@ -353,4 +353,30 @@ async fn a_sharded_surge_with_subscribers_merges_to_the_delivery_verdict_of_the_
     assert!(bl.attempts > 0 && su.attempts > 0, "{v:?}");
     // TOTAL has no verdict: its seconds would pool levels of different rates.
     assert_eq!(merged.total.as_ref().unwrap().delivery_isolation, None);
+
+    // `hubload merge --threshold` judges the delivery gates on the merged verdict.
+    let gated = dir.path().join("gated");
+    let out = crate::util::hubload_command()
+        .args(["merge", dir.path().join("shards.log").to_str().unwrap()])
+        .args(["--out", gated.to_str().unwrap()])
+        .args(["--threshold", "quiet_delivery_loss<0.1%"])
+        .args(["--threshold", "quiet_delivery_p99_increase<0%"])
+        .output()
+        .unwrap();
+    let up = v.p99_increase_pct.expect("a baseline p99");
+    crate::util::assert_exit(&out, if up < 0.0 { 0 } else { 1 });
+    let verdicts: Vec<(String, String, bool)> = (read_summary(&gated).verdicts.iter())
+        .map(|g| (g.threshold.clone(), g.actual.clone(), g.passed))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("quiet_delivery_loss<0.1%".into(), "0.000%".into(), true),
+            (
+                "quiet_delivery_p99_increase<0%".into(),
+                format!("{up:.3}%"),
+                up < 0.0
+            ),
+        ]
+    );
 }
