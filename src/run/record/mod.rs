@@ -459,7 +459,7 @@ impl RunRecord {
             .skip(self.fairness_lines)
         {
             if let Some(f) = &row.fairness {
-                fairness_file::append(dir, Some(i), &row.label, &f.by_tenant)?;
+                fairness_file::append(dir, Some(i), &row.label, f)?;
                 append_synced(
                     &dir.join(fairness_csv::FILE_NAME),
                     &fairness_csv::level_rows(row)?,
@@ -474,7 +474,7 @@ impl RunRecord {
             .and_then(|t| Some((t, t.fairness.as_ref()?)))
             .filter(|_| self.ended)
         {
-            fairness_file::append(dir, None, &row.label, &f.by_tenant)?;
+            fairness_file::append(dir, None, &row.label, f)?;
         }
         Ok(())
     }
