@@ -196,6 +196,15 @@ fn inline_tenants_still_load_and_a_missing_file_is_named() {
         "median_p99_us": 200, "error_spread_pp": 0.0, "median_error_pct": 0.0,
         "worst_p99": [share("a", 5)], "worst_errors": [],
         "by_tenant": [share("a", 5), share("b", 5)]});
+    // And a summary with the tenants' delivery rows inline, as they were written before
+    // fairness.jsonl took them.
+    let owed = |tenant: &str| {
+        serde_json::json!({"tenant": tenant, "expected": 5, "delivered": 5, "lost": 0,
+            "loss_pct": 0.0, "p50_us": 100, "p99_us": 200, "max_us": 300})
+    };
+    s["levels"][0]["fairness"]["delivery"] = serde_json::json!({"tenants": 2,
+        "median_p99_us": 200, "loss_spread_pp": 0.0, "median_loss_pct": 0.0,
+        "worst_p99": [owed("a")], "worst_loss": [], "by_tenant": [owed("a"), owed("b")]});
     std::fs::write(dir.path().join("summary.json"), s.to_string()).unwrap();
     let r = read_summary(dir.path());
     let names: Vec<&str> = r.levels[0]
@@ -207,6 +216,11 @@ fn inline_tenants_still_load_and_a_missing_file_is_named() {
         .map(|t| t.tenant.as_str())
         .collect();
     assert_eq!(names, ["a", "b"]);
+    let d = r.levels[0].fairness.as_ref().unwrap().delivery.as_ref();
+    let delivered: Vec<(&str, u64)> = (d.unwrap().by_tenant.iter())
+        .map(|t| (t.tenant.as_str(), t.delivered))
+        .collect();
+    assert_eq!(delivered, [("a", 5), ("b", 5)]);
     let o = bin(&["report", "summary.json"], dir.path());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let csv = std::fs::read_to_string(dir.path().join("fairness.csv")).unwrap();
