@@ -1,7 +1,8 @@
 //! The isolation verdict of a surge (`--surge`): the quiet tenants' p99 and error % before
 //! the surge (the baseline) and during it, with 95 % confidence intervals from a bootstrap
-//! over seconds. Pure: the input is the level's quiet seconds, each counts and a compact
-//! histogram, which merge with `+=`.
+//! over seconds (on delivery: their delivery p99 and loss %, read against a noise band).
+//! Pure: the input is the level's quiet seconds, each counts and a compact histogram, which
+//! merge with `+=`.
 //!
 //! Seconds are the unit resampled: latency is correlated in time (a queue that builds up
 //! slows every attempt of the next moments, whoever's), so attempts are not independent but
