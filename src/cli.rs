@@ -194,6 +194,11 @@ pub struct RunArgs {
     /// are the baseline the isolation verdict compares with (docs/fairness.md).
     #[arg(long, help_heading = "Workload")]
     pub surge: Option<String>,
+    /// With --surge and --subscribers: the delivery isolation verdict's noise floor. A change
+    /// in the quiet tenants' delivery p99 whose 95 % interval stays within ± this (or ± the
+    /// baseline seconds' own p99 spread, when wider) reads "within noise" [default: 100ms].
+    #[arg(long, help_heading = "Workload", value_name = "DURATION")]
+    pub noise_floor: Option<String>,
 
     // ---- load
     /// Closed model: concurrency levels, comma-separated, run in order [default: 20].

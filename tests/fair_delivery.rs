@@ -1,7 +1,9 @@
 //! The reference hub's hub-wide delivery limit (`--delivery-workers`) under a noisy neighbour,
 //! with hubload's own subscribers: behind one FIFO queue the quiet tenants' deliveries wait
 //! behind the surge's backlog; behind the fair queue they do not, and the surging tenant alone
-//! pays. Every event is delivered exactly once either way, as the hub counts it.
+//! pays. Every event is delivered exactly once either way, as the hub counts it; and a FIFO
+//! queue too short for the surge's backlog drops deliveries, which the delivery verdict
+//! counts as the quiet tenants' loss.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +16,7 @@ use crate::util::{settled, Scenario};
 /// 4 tenants × 2 users: 8 topics, one subscriber each, answering after 25 ms. 40 publishes/s
 /// for 8 s; from 4 s tenant0001 publishes 9× its share: 120/s in all (room in flight for
 /// every scheduled publish, so none is dropped on a busy machine).
-const FLAGS: [&str; 22] = [
+pub(crate) const FLAGS: [&str; 22] = [
     "--tenants",
     "4",
     "--sps",
@@ -42,19 +44,28 @@ const FLAGS: [&str; 22] = [
 /// Two deliveries in flight over the whole hub, one per worker at a time: 2 ÷ 25 ms = 80
 /// deliveries/s. The baseline's 40/s fits; the surge's 120/s does not.
 fn hub(order: QueueOrder) -> HubConfig {
+    hub_queue(order, 10_000)
+}
+
+/// [`hub`] with a queue of `queue_size` deliveries.
+fn hub_queue(order: QueueOrder, queue_size: usize) -> HubConfig {
     HubConfig {
         delivery_pipeline: 1,
         delivery_limit: Some(DeliveryLimit {
             workers: 2,
             order,
-            queue_size: 10_000,
+            queue_size,
         }),
         ..HubConfig::default()
     }
 }
 
+/// The noise floor of the verdicts here: FIFO's backlog reaches 2 s, the fair queue's wait
+/// is one delivery or a few (25 ms each, more on a busy machine).
+const NOISE_FLOOR: &str = "500ms";
+
 /// The hub's deliveries per tenant (the topic's first dot-separated part).
-fn hub_delivered(s: &StatsSnapshot) -> BTreeMap<String, u64> {
+pub(crate) fn hub_delivered(s: &StatsSnapshot) -> BTreeMap<String, u64> {
     let mut by = BTreeMap::new();
     for (name, t) in &s.topics {
         let tenant = name.split('.').next().unwrap().to_string();
@@ -68,7 +79,9 @@ fn hub_delivered(s: &StatsSnapshot) -> BTreeMap<String, u64> {
 /// the hub counted the same.
 async fn run(order: QueueOrder) -> (DeliveryFairness, Isolation) {
     let sc = Scenario::start_with(hub(order)).await;
-    let out = sc.run(&FLAGS).await;
+    let mut flags = FLAGS.to_vec();
+    flags.extend(["--noise-floor", NOISE_FLOOR]);
+    let out = sc.run(&flags).await;
     let level = &out.report.levels[0];
     let hub = settled(&sc.hub).await;
     let c = &level.delivery.as_ref().expect("a delivery section").counts;
@@ -182,6 +195,132 @@ async fn the_fair_queue_keeps_a_surge_s_backlog_off_the_quiet_tenants_deliveries
         fifo_v.surge.p99_us >= 5 * fair_v.surge.p99_us,
         "FIFO {fifo_v:?}\nfair {fair_v:?}"
     );
+    // The noise band: the 500 ms floor, or the baseline seconds' own p99 spread if wider
+    // (about a millisecond here). FIFO's interval reaches beyond it; the fair queue's,
+    // whatever its relative rise over a millisecond's baseline, lies inside.
+    for v in [&fifo_v, &fair_v] {
+        assert!(v.noise_band_us >= Some(500_000), "{v:?}");
+        assert_eq!(v.error_change_pp, 0.0, "nothing lost: {v:?}");
+    }
+    assert_eq!(fifo_v.within_noise, Some(false), "{fifo_v:?}");
+    assert_eq!(fair_v.within_noise, Some(true), "{fair_v:?}");
+    assert!(fifo_v.sentence.contains(", beyond noise (±"), "{fifo_v:?}");
+    assert!(fair_v.sentence.contains(", within noise (±"), "{fair_v:?}");
     // The worst tenant by delivery p99 behind the fair queue is the one that surged.
     assert_eq!(fair.worst_p99[0].tenant, "tenant0001", "{fair:?}");
+}
+
+/// The hub's dropped deliveries per tenant.
+fn hub_dropped(s: &StatsSnapshot) -> BTreeMap<String, u64> {
+    let mut by = BTreeMap::new();
+    for (name, t) in &s.topics {
+        let tenant = name.split('.').next().unwrap().to_string();
+        *by.entry(tenant).or_default() += t.dropped;
+    }
+    by
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_fifo_queue_s_drops_are_the_quiet_tenants_loss_in_the_delivery_verdict() {
+    // A FIFO queue of 20 behind the 2 workers: the surge's backlog (40 deliveries a second)
+    // fills it within a second, and from then on the hub drops deliveries, whoever's.
+    let sc = Scenario::start_with(hub_queue(QueueOrder::Fifo, 20)).await;
+    let mut flags = FLAGS.to_vec();
+    // What is dropped never comes: a short grace.
+    let grace = flags.iter().position(|f| *f == "--delivery-grace").unwrap();
+    flags[grace + 1] = "3s";
+    // The gates on the delivery verdict, judged by the real binary: the loss fails.
+    flags.extend([
+        "--threshold",
+        "quiet_delivery_loss<0.1%",
+        "--threshold",
+        "quiet_delivery_p99_increase<1000000%",
+    ]);
+    let out = sc.bin(&flags).await;
+    crate::util::assert_exit(&out, 1);
+    let report = sc.summary("");
+    let level = &report.levels[0];
+    let hub = settled(&sc.hub).await;
+    let (delivered, dropped) = (hub_delivered(&hub), hub_dropped(&hub));
+    // Per tenant, hubload's lost deliveries are the hub's drops, its delivered the hub's.
+    let f = level.fairness.as_ref().unwrap().delivery.clone().unwrap();
+    for t in &f.by_tenant {
+        assert_eq!(
+            (t.delivered, t.lost),
+            (delivered[&t.tenant], dropped[&t.tenant]),
+            "{t:?}"
+        );
+    }
+    let quiet = |by: &BTreeMap<String, u64>| -> u64 {
+        by.iter()
+            .filter(|(t, _)| t.as_str() != "tenant0001")
+            .map(|(_, n)| n)
+            .sum()
+    };
+    // The verdict counts the quiet tenants' deliveries owed and lost, each in the second its
+    // publish was sent in: every one of them once.
+    let v = level
+        .delivery_isolation
+        .clone()
+        .expect("a delivery verdict");
+    let (b, d) = (&v.baseline, &v.surge);
+    assert_eq!(b.errors + d.errors, quiet(&dropped), "{v:?}");
+    assert_eq!(
+        b.attempts + d.attempts,
+        quiet(&delivered) + quiet(&dropped),
+        "{v:?}"
+    );
+    // The queue overflows during the surge: the quiet tenants lose deliveries then.
+    assert!(d.errors > 0 && d.error_pct > b.error_pct, "{v:?}");
+    assert_eq!(v.error_change_pp, d.error_pct - b.error_pct);
+    let says = format!(
+        "and their loss from {:.1} % to {:.1} %",
+        b.error_pct, d.error_pct
+    );
+    assert!(v.sentence.ends_with(&says), "{}", v.sentence);
+    eprintln!("{}", v.sentence);
+    let table = std::fs::read_to_string(sc.dir.path().join("table.txt")).unwrap();
+    assert!(table.contains(&v.sentence), "{table}");
+    let up = v.p99_increase_pct.expect("a baseline p99");
+    let verdicts: Vec<(String, String, bool)> = (report.verdicts.iter())
+        .map(|g| (g.threshold.clone(), g.actual.clone(), g.passed))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            (
+                "quiet_delivery_loss<0.1%".into(),
+                format!("{:.3}%", d.error_pct),
+                false
+            ),
+            (
+                "quiet_delivery_p99_increase<1000000%".into(),
+                format!("{up:.3}%"),
+                up < 1_000_000.0
+            ),
+        ]
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAIL quiet_delivery_loss<0.1%"), "{stdout}");
+    // `compare --fail-if` judges the candidate's loss (the run against itself: the baseline
+    // is only shown).
+    let out = crate::util::bin(
+        &[
+            "compare",
+            ".",
+            ".",
+            "--fail-if",
+            "quiet_delivery_loss>0.1%",
+            "--out",
+            "cmp",
+        ],
+        sc.dir.path(),
+    );
+    crate::util::assert_exit(&out, 1);
+    let line = format!(
+        "  quiet_delivery_loss>0.1%: level {}: candidate {:.3}% (baseline {:.3}%)",
+        level.label, d.error_pct, d.error_pct
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().any(|l| l == line), "{line}\n{stdout}");
 }

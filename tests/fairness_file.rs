@@ -19,22 +19,28 @@ pub(crate) fn fairness_lines(dir: &Path) -> Vec<serde_json::Value> {
 /// fresh hub: summary.json's size without what grows with topics by design (the names, each
 /// topic's tenant), its fairness figures kept, and the hub's per-tenant counts.
 async fn run_over(tenants: u32, out: &Path) -> (usize, BTreeMap<String, u64>) {
+    let (size, hub) = run_with(tenants, &["--requests", "2000"], out).await;
+    (size, hub_accepted(&hub.topics))
+}
+
+/// [`run_over`] with `flags`: the size, and the hub's own counts (topics with a publish).
+async fn run_with(tenants: u32, flags: &[&str], out: &Path) -> (usize, hubload_hub::StatsSnapshot) {
     let hub = hub_with(FaultConfig::default()).await;
-    run(&[
+    let tenants = tenants.to_string();
+    let mut args = vec![
         "--hub-url",
         &hub.url,
         "--tenants",
-        &tenants.to_string(),
+        &tenants,
         "--topics",
         "per-tenant",
         "--concurrency",
         "4",
-        "--requests",
-        "2000",
         "--out",
         out.to_str().unwrap(),
-    ])
-    .await;
+    ];
+    args.extend(flags);
+    run(&args).await;
     let mut s: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["schema_version"], 3);
@@ -43,18 +49,75 @@ async fn run_over(tenants: u32, out: &Path) -> (usize, BTreeMap<String, u64>) {
         let f = &row["fairness"];
         assert!(f["jain_index"].is_f64(), "{f}");
         assert!(f.get("by_tenant").is_none());
+        if let Some(d) = f.get("delivery") {
+            assert!(d["median_p99_us"].is_u64(), "{d}");
+            assert!(d.get("by_tenant").is_none());
+        }
+    }
+    // With subscribers, each one's counts (`delivery.per_subscriber`) grow with the
+    // subscribers, by design, as the topics' names do: left out too.
+    for row in s["levels"].as_array_mut().unwrap() {
+        if let Some(d) = row["delivery"].as_object_mut() {
+            d.remove("per_subscriber");
+        }
+    }
+    if let Some(d) = s["total"]["delivery"].as_object_mut() {
+        d.remove("per_subscriber");
     }
     let obj = s.as_object_mut().unwrap();
     for field in ["topics", "topic_tenants", "config"] {
         obj.remove(field).unwrap();
     }
-    (
-        serde_json::to_vec_pretty(&s).unwrap().len(),
-        hub_accepted(&hub.stats().await.topics)
-            .into_iter()
-            .filter(|(_, n)| *n > 0)
-            .collect(),
-    )
+    let mut stats = crate::util::settled(&hub).await;
+    stats.topics.retain(|_, t| t.published > 0);
+    (serde_json::to_vec_pretty(&s).unwrap().len(), stats)
+}
+
+/// With subscribers, 200 tenants against 2: summary.json keeps the same size too (inline,
+/// each level's list of every tenant's deliveries would take ~150 B a tenant, twice with
+/// TOTAL's); fairness.jsonl's lines hold each tenant's deliveries, each the hub's own count,
+/// and read back they are the figures' rows again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_subscribers_summary_json_does_not_grow_with_the_tenants() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--requests", "400", "--subscribers", "1"];
+    let (few, _) = run_with(2, &flags, &dir.path().join("few")).await;
+    let out = dir.path().join("many");
+    let (many, hub) = run_with(200, &flags, &out).await;
+    assert!(
+        many.abs_diff(few) < 4 * 1024,
+        "without the names: {many} B at 200 tenants, {few} B at 2"
+    );
+    let lines = fairness_lines(&out);
+    assert_eq!(lines.len(), 2, "the level and TOTAL");
+    let ours: BTreeMap<String, u64> = lines[0]["delivery"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let name = t["tenant"].as_str().unwrap().to_string();
+            (name, t["delivered"].as_u64().unwrap())
+        })
+        .collect();
+    let hub_delivered: BTreeMap<String, u64> = crate::fair_delivery::hub_delivered(&hub)
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    assert_eq!(ours, hub_delivered);
+    assert_eq!(ours.values().sum::<u64>(), 400);
+    assert!(ours.len() > 100, "{} tenants with deliveries", ours.len());
+    assert_eq!(
+        lines[1]["delivery"], lines[0]["delivery"],
+        "one level: TOTAL is it"
+    );
+    let r = read_summary(&out);
+    let d = r.levels[0].fairness.as_ref().unwrap();
+    let d = d.delivery.as_ref().unwrap();
+    assert_eq!((d.tenants, d.by_tenant.len()), (ours.len(), ours.len()));
+    let back: BTreeMap<String, u64> = (d.by_tenant.iter())
+        .map(|t| (t.tenant.clone(), t.delivered))
+        .collect();
+    assert_eq!(back, ours);
 }
 
 /// 2,000 tenants against 2: summary.json keeps the same size (inline, the 2,000-tenant level's
@@ -133,6 +196,15 @@ fn inline_tenants_still_load_and_a_missing_file_is_named() {
         "median_p99_us": 200, "error_spread_pp": 0.0, "median_error_pct": 0.0,
         "worst_p99": [share("a", 5)], "worst_errors": [],
         "by_tenant": [share("a", 5), share("b", 5)]});
+    // And a summary with the tenants' delivery rows inline, as they were written before
+    // fairness.jsonl took them.
+    let owed = |tenant: &str| {
+        serde_json::json!({"tenant": tenant, "expected": 5, "delivered": 5, "lost": 0,
+            "loss_pct": 0.0, "p50_us": 100, "p99_us": 200, "max_us": 300})
+    };
+    s["levels"][0]["fairness"]["delivery"] = serde_json::json!({"tenants": 2,
+        "median_p99_us": 200, "loss_spread_pp": 0.0, "median_loss_pct": 0.0,
+        "worst_p99": [owed("a")], "worst_loss": [], "by_tenant": [owed("a"), owed("b")]});
     std::fs::write(dir.path().join("summary.json"), s.to_string()).unwrap();
     let r = read_summary(dir.path());
     let names: Vec<&str> = r.levels[0]
@@ -144,6 +216,11 @@ fn inline_tenants_still_load_and_a_missing_file_is_named() {
         .map(|t| t.tenant.as_str())
         .collect();
     assert_eq!(names, ["a", "b"]);
+    let d = r.levels[0].fairness.as_ref().unwrap().delivery.as_ref();
+    let delivered: Vec<(&str, u64)> = (d.unwrap().by_tenant.iter())
+        .map(|t| (t.tenant.as_str(), t.delivered))
+        .collect();
+    assert_eq!(delivered, [("a", 5), ("b", 5)]);
     let o = bin(&["report", "summary.json"], dir.path());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let csv = std::fs::read_to_string(dir.path().join("fairness.csv")).unwrap();

@@ -1,11 +1,11 @@
-//! A sharded run's fairness figures and isolation verdict are exact: the merged figures equal
-//! those computed from the union of the shards' per-tenant rows, the isolation verdict of the
-//! merged quiet seconds equals a single process's over the same seconds, and `hubload merge
-//! --threshold` judges the fairness gates on the merged figures.
+//! A sharded run's fairness figures and isolation verdicts are exact: the merged figures equal
+//! those computed from the union of the shards' per-tenant rows, the isolation verdicts (publish
+//! and delivery) of the merged quiet seconds equal a single process's over the same seconds, and
+//! `hubload merge --threshold` judges the fairness gates on the merged figures.
 
 use std::collections::BTreeMap;
 
-use hubload::fairness::isolation::{verdict, SurgeShape};
+use hubload::fairness::isolation::{delivery_verdict, verdict, Isolation, SurgeShape};
 use hubload::fairness::{figures, per_tenant, Fairness};
 use hubload::result::Class;
 use hubload::run_report::Report;
@@ -14,7 +14,7 @@ use hubload_hub::FaultConfig;
 
 use crate::fairness::{hub_accepted, jain_by_hand};
 use crate::shards::{merge_logs, run_shards};
-use crate::util::{hub_with, read_summary};
+use crate::util::{hub_with, read_summary, settled, TestHub};
 
 /// 6 tenants, one level of 180 publishes through 3 workers, split over the shards.
 const ARGS: &[&str] = &[
@@ -164,6 +164,7 @@ fn the_isolation_verdict_of_merged_quiet_seconds_is_a_single_process_s() {
         factor: 10.0,
         from_s: 5,
         quiet_tenants: 7,
+        noise_floor_us: 100_000,
     };
     // One process sees every quiet tenant's attempts of each second.
     let single: Vec<TopicStats> = (0..SECONDS)
@@ -270,6 +271,112 @@ async fn a_sharded_surge_merges_to_one_isolation_verdict_and_merge_judges_the_qu
                 up < 300.0
             ),
             ("quiet_errors>0.1%".into(), "0.000%".into(), false),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_surge_with_subscribers_merges_to_the_delivery_verdict_of_the_shards_seconds() {
+    // tests/fair_delivery.rs's surge with subscribers (tenant0001 at 9× its share from 4 s of
+    // 8), over two shards that own whole tenants, against a hub without a delivery limit.
+    let hub = TestHub::start(hubload_hub::HubConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = crate::fair_delivery::FLAGS.to_vec();
+    args.extend(["--quiet", "--hub-url", &hub.url]);
+    let logs = run_shards(dir.path(), 2, "delivery-surge", &args).await;
+    let merged = merge_logs(dir.path(), &logs);
+    let hub_delivered = crate::fair_delivery::hub_delivered(&settled(&hub).await);
+    let v = merged.levels[0]
+        .delivery_isolation
+        .clone()
+        .expect("the merged delivery verdict");
+    // The verdict over the union of the shards' quiet seconds, as their artifacts carry them,
+    // added second by second here.
+    let (mut union, mut lost): (Vec<TopicStats>, Vec<u64>) = Default::default();
+    for a in hubload::shard::from_log_dump(&logs).unwrap() {
+        let d = &a.levels[0]
+            .delivery
+            .as_ref()
+            .expect("a shard's deliveries")
+            .stats;
+        for (s, t) in d.quiet_seconds.iter().enumerate() {
+            if union.len() <= s {
+                union.resize(s + 1, TopicStats::default());
+            }
+            union[s] += t;
+        }
+        for (s, n) in d.quiet_lost.iter().enumerate() {
+            if lost.len() <= s {
+                lost.resize(s + 1, 0);
+            }
+            lost[s] += n;
+        }
+    }
+    let shape = SurgeShape {
+        surging: vec!["tenant0001".into()],
+        factor: 9.0,
+        from_s: 4,
+        quiet_tenants: 3,
+        noise_floor_us: 100_000,
+    };
+    // Read back through JSON text as summary.json's figures are.
+    let as_read = |v: Isolation| -> Isolation {
+        serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap()
+    };
+    let expected =
+        delivery_verdict(&shape, &union, &lost).expect("quiet deliveries in both windows");
+    assert_eq!(v, as_read(expected));
+    // Window by window, the shards' own verdicts' counts add up to the merged one's.
+    let shards: Vec<Report> = (0..2)
+        .map(|i| read_summary(&dir.path().join(format!("shard{i}"))))
+        .collect();
+    let windows = |r: &Report| {
+        r.levels[0]
+            .delivery_isolation
+            .as_ref()
+            .map_or((0, 0, 0, 0), |v| {
+                let (b, s) = (&v.baseline, &v.surge);
+                (b.attempts, b.errors, s.attempts, s.errors)
+            })
+    };
+    let (a, b) = (windows(&shards[0]), windows(&shards[1]));
+    let sum = (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3);
+    let (bl, su) = (&v.baseline, &v.surge);
+    assert_eq!(sum, (bl.attempts, bl.errors, su.attempts, su.errors));
+    // And the hub's own counts: every quiet tenant's delivery is in one window, once.
+    let quiet: u64 = hub_delivered
+        .iter()
+        .filter(|(t, _)| t.as_str() != "tenant0001")
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(bl.attempts + su.attempts, quiet, "{v:?}");
+    assert!(bl.attempts > 0 && su.attempts > 0, "{v:?}");
+    // TOTAL has no verdict: its seconds would pool levels of different rates.
+    assert_eq!(merged.total.as_ref().unwrap().delivery_isolation, None);
+
+    // `hubload merge --threshold` judges the delivery gates on the merged verdict.
+    let gated = dir.path().join("gated");
+    let out = crate::util::hubload_command()
+        .args(["merge", dir.path().join("shards.log").to_str().unwrap()])
+        .args(["--out", gated.to_str().unwrap()])
+        .args(["--threshold", "quiet_delivery_loss<0.1%"])
+        .args(["--threshold", "quiet_delivery_p99_increase<0%"])
+        .output()
+        .unwrap();
+    let up = v.p99_increase_pct.expect("a baseline p99");
+    crate::util::assert_exit(&out, if up < 0.0 { 0 } else { 1 });
+    let verdicts: Vec<(String, String, bool)> = (read_summary(&gated).verdicts.iter())
+        .map(|g| (g.threshold.clone(), g.actual.clone(), g.passed))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("quiet_delivery_loss<0.1%".into(), "0.000%".into(), true),
+            (
+                "quiet_delivery_p99_increase<0%".into(),
+                format!("{up:.3}%"),
+                up < 0.0
+            ),
         ]
     );
 }

@@ -26,11 +26,15 @@ pub fn value(m: Metric, v: f64) -> String {
 /// An absolute delta with its unit: "+1.0 ms", "+1.000 pp", "-200.0/s", "+3".
 pub fn delta_abs(m: Metric, d: f64) -> String {
     match m {
-        Metric::Errors | Metric::QuietErrors => format!("{} pp", signed(d, 3)),
+        Metric::Errors | Metric::QuietErrors | Metric::QuietDeliveryLoss => {
+            format!("{} pp", signed(d, 3))
+        }
         Metric::Rate | Metric::DeliveredRate => format!("{}/s", signed(d, 1)),
         m if m.is_delivery_count() => signed(d, 0),
         m if m.is_fairness() => signed(d, 3),
-        Metric::QuietP99Increase => format!("{} pp", signed(d, 3)),
+        Metric::QuietP99Increase | Metric::QuietDeliveryP99Increase => {
+            format!("{} pp", signed(d, 3))
+        }
         _ => format!("{} ms", signed(d, 1)),
     }
 }

@@ -40,6 +40,7 @@ pub use observe::{ObserveConfig, ObservedUrl, ServerQuery};
 pub use output::OutputConfig;
 pub use proxy_flags::ProxySettings;
 pub use resolve_hosts::{HostPin, ResolveHosts};
+pub use surge_flag::NOISE_FLOOR;
 pub use target::TargetConfig;
 pub use web::WebConfig;
 
@@ -80,6 +81,7 @@ pub fn resolve_for(
     let surge = surge_flag::resolve(a, load.model, &load.levels, &workload)?;
     let slo = judging.capacity.iter().flat_map(|c| &c.slo);
     surge_flag::check_gates(judging.thresholds.iter().chain(slo), surge.as_ref())?;
+    let noise_floor = surge_flag::noise_floor(a, surge.as_ref())?;
     let mut cfg = RunConfig {
         workload,
         model: load.model,
@@ -101,6 +103,7 @@ pub fn resolve_for(
         delivery: delivery::resolve(a)?,
         topic_churn,
         surge,
+        noise_floor,
         observe: observe::resolve(a)?,
         shown: serde_json::Value::Null,
         descriptors: None,
@@ -115,6 +118,9 @@ pub fn resolve_for(
     // As given: a merge reads it back for the isolation verdict.
     if let Some(s) = opt(&a.surge).filter(|_| cfg.surge.is_some()) {
         cfg.shown["surge"] = s.into();
+        cfg.shown["noise_floor"] = humantime::format_duration(cfg.noise_floor)
+            .to_string()
+            .into();
     }
     if cfg.proxy.0.proxy.is_some() {
         cfg.shown["proxy"] = serde_json::to_value(&cfg.proxy).unwrap_or_default();

@@ -68,6 +68,9 @@ pub struct RunConfig {
     /// `None` when off.
     #[serde(skip)]
     pub surge: Option<crate::workload::Surge>,
+    /// `--noise-floor`: the delivery isolation verdict's noise floor (docs/fairness.md).
+    #[serde(skip)]
+    pub noise_floor: std::time::Duration,
     /// Server metrics, PromQL queries, remote write and the /metrics listener (issue 25).
     #[serde(skip)]
     pub observe: super::observe::ObserveConfig,

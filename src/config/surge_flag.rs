@@ -63,6 +63,28 @@ pub(super) fn resolve(
     Ok(Some(s))
 }
 
+/// The delivery verdict's noise floor when `--noise-floor` is not given.
+pub const NOISE_FLOOR: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `--noise-floor`: a duration, and only with a surge (there is no verdict to read it).
+pub(super) fn noise_floor(
+    a: &RunArgs,
+    surge: Option<&Surge>,
+) -> Result<std::time::Duration, ConfigError> {
+    let Some(raw) = opt(&a.noise_floor) else {
+        return Ok(NOISE_FLOOR);
+    };
+    let d = super::parse::duration("noise-floor", raw)?;
+    if surge.is_none() {
+        return Err(ConfigError::invalid(
+            "noise-floor",
+            raw,
+            "reads the delivery isolation verdict of a surge: add --surge (e.g. tenant0007x10@30s)",
+        ));
+    }
+    Ok(d)
+}
+
 /// A `quiet_*` rule needs a surge to judge: without one it could only fail, so it is refused
 /// before any load is sent.
 pub(super) fn check_gates<'a>(
@@ -126,6 +148,14 @@ mod tests {
             (
                 &["--rate", "5", "--requests", "100", "--surge", "0x2@4s"],
                 "invalid --surge `0x2@4s`: needs levels with a duration",
+            ),
+            (
+                &["--rate", "5", "--noise-floor", "50"],
+                "invalid --noise-floor `50`: is not a duration",
+            ),
+            (
+                &["--rate", "5", "--noise-floor", "50ms"],
+                "invalid --noise-floor `50ms`: reads the delivery isolation verdict of a surge: add --surge",
             ),
             (
                 &["--rate", "5", "--threshold", "quiet_errors<1%"],

@@ -62,7 +62,11 @@ pub struct DeliveryFairness {
     pub worst_p99: Vec<TenantDelivery>,
     /// Up to three tenants with a loss, by loss %, highest first (ties by name).
     pub worst_loss: Vec<TenantDelivery>,
-    /// Every tenant with a delivery owed, by name.
+    /// Every tenant with a delivery owed, by name: in memory, and in `Report::fairness_file`
+    /// beside the publish side's rows, never in summary.json (it grows with the tenants); read
+    /// from summaries written before (with it inline).
+    #[serde(default, skip_serializing)]
+    #[schemars(with = "Option<Vec<TenantDelivery>>")]
     pub by_tenant: Vec<TenantDelivery>,
 }
 

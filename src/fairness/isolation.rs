@@ -1,7 +1,8 @@
 //! The isolation verdict of a surge (`--surge`): the quiet tenants' p99 and error % before
 //! the surge (the baseline) and during it, with 95 % confidence intervals from a bootstrap
-//! over seconds. Pure: the input is the level's quiet seconds, each counts and a compact
-//! histogram, which merge with `+=`.
+//! over seconds (on delivery: their delivery p99 and loss %, read against a noise band).
+//! Pure: the input is the level's quiet seconds, each counts and a compact histogram, which
+//! merge with `+=`.
 //!
 //! Seconds are the unit resampled: latency is correlated in time (a queue that builds up
 //! slows every attempt of the next moments, whoever's), so attempts are not independent but
@@ -26,11 +27,11 @@ pub const SEED: u64 = 0x1507_a7e5;
 pub struct QuietWindow {
     /// Seconds in the window.
     pub seconds: u32,
-    /// The quiet tenants' attempts.
+    /// The quiet tenants' attempts; on delivery, their deliveries owed (delivered + lost).
     pub attempts: u64,
-    /// Of them, attempts of an error class.
+    /// Of them, attempts of an error class; on delivery, the deliveries lost.
     pub errors: u64,
-    /// errors ÷ attempts, %.
+    /// errors ÷ attempts, % (on delivery, the loss %).
     pub error_pct: f64,
     /// p99 of their latencies, µs (a compact-histogram bucket bound, clamped to the max).
     pub p99_us: u64,
@@ -57,7 +58,16 @@ pub struct Isolation {
     /// Its 95 % confidence interval, % (bootstrap over seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_increase_ci_pct: Option<[f64; 2]>,
-    /// The quiet tenants' error % during minus before, percentage points.
+    /// On delivery: the noise band's half-width, µs: the larger of the noise floor
+    /// (`--noise-floor`) and the baseline seconds' own p99 spread (the largest second's p99
+    /// minus the smallest's). Absent on the publish verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_band_us: Option<u64>,
+    /// On delivery: whether the p99 change's interval lies within ± the noise band (absent
+    /// without an interval, and on the publish verdict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_noise: Option<bool>,
+    /// The quiet tenants' error % (on delivery, loss %) during minus before, percentage points.
     pub error_change_pp: f64,
     /// Its 95 % confidence interval, percentage points.
     pub error_change_ci_pp: [f64; 2],
@@ -77,6 +87,8 @@ pub struct SurgeShape {
     /// Seconds of baseline at the start of the level.
     pub from_s: u64,
     pub quiet_tenants: u32,
+    /// The delivery verdict's noise floor, µs (`--noise-floor`).
+    pub noise_floor_us: u64,
 }
 
 /// A window's pooled seconds: attempts, errors, histogram, max.
@@ -98,9 +110,11 @@ impl Pool {
         }
     }
 
-    fn add(&mut self, s: &TopicStats, range: std::ops::Range<usize>) {
-        self.n += s.counts.total();
-        self.errors += s.counts.sum_where(Class::is_error);
+    /// Add one second: its attempts (or deliveries) and, on delivery, `lost` more that were
+    /// owed and never came, counted as errors with no latency.
+    fn add(&mut self, s: &TopicStats, lost: u64, range: std::ops::Range<usize>) {
+        self.n += s.counts.total() + lost;
+        self.errors += s.counts.sum_where(Class::is_error) + lost;
         for (i, c) in s.nonempty_buckets().filter(|(i, _)| range.contains(i)) {
             self.buckets[i] += u64::from(c);
         }
@@ -161,14 +175,20 @@ fn interval(v: &mut [f64]) -> [f64; 2] {
 /// `s`): the baseline is seconds `0..from_s`, the surge the rest. `None` when either window
 /// has no attempt.
 pub fn verdict(shape: &SurgeShape, seconds: &[TopicStats]) -> Option<Isolation> {
-    verdict_of(shape, seconds, Figure::Publish)
+    verdict_of(shape, seconds, &[], Figure::Publish)
 }
 
-/// The verdict on the quiet tenants' delivery latency (publish start → received) from their
-/// deliveries by the second each event was sent in: `seconds[s]` holds those sent in second
-/// `s`. No error figures: a lost delivery has no latency and no second of receipt.
-pub fn delivery_verdict(shape: &SurgeShape, seconds: &[TopicStats]) -> Option<Isolation> {
-    verdict_of(shape, seconds, Figure::Delivery)
+/// The verdict on the quiet tenants' deliveries by the second each event was sent in:
+/// `seconds[s]` holds the latencies (publish start → received) of those delivered,
+/// `lost[s]` counts those owed and never delivered (a lost delivery has no latency and no
+/// second of receipt, so it counts in the second its publish was sent in). The windows'
+/// `attempts` are the deliveries owed, `errors` the lost ones, `error_pct` the loss %.
+pub fn delivery_verdict(
+    shape: &SurgeShape,
+    seconds: &[TopicStats],
+    lost: &[u64],
+) -> Option<Isolation> {
+    verdict_of(shape, seconds, lost, Figure::Delivery)
 }
 
 /// What a verdict is on.
@@ -178,27 +198,41 @@ enum Figure {
     Delivery,
 }
 
-fn verdict_of(shape: &SurgeShape, seconds: &[TopicStats], figure: Figure) -> Option<Isolation> {
+fn verdict_of(
+    shape: &SurgeShape,
+    seconds: &[TopicStats],
+    lost: &[u64],
+    figure: Figure,
+) -> Option<Isolation> {
+    // Second by second: its latencies and its lost deliveries (a second may have only these).
+    let empty = TopicStats::default();
+    let seconds: Vec<(&TopicStats, u64)> = (0..seconds.len().max(lost.len()))
+        .map(|s| {
+            let l = lost.get(s).copied().unwrap_or(0);
+            (seconds.get(s).unwrap_or(&empty), l)
+        })
+        .collect();
     let cut = (shape.from_s as usize).min(seconds.len());
     let (before, during) = seconds.split_at(cut);
     // Only the buckets some second uses are added up, resample after resample.
-    let used = |i: &usize| seconds.iter().any(|s| s.bucket(*i) > 0);
+    let used = |i: &usize| seconds.iter().any(|(s, _)| s.bucket(*i) > 0);
     let lo = (0..TOPIC_BUCKETS).find(used).unwrap_or(0);
     let hi = (0..TOPIC_BUCKETS).rev().find(used).map_or(0, |i| i + 1);
-    let pool = |secs: &mut dyn Iterator<Item = &TopicStats>| {
+    let pool = |secs: &[(&TopicStats, u64)]| {
         let mut p = Pool::new();
-        secs.for_each(|s| p.add(s, lo..hi));
+        secs.iter().for_each(|(s, l)| p.add(s, *l, lo..hi));
         p
     };
-    let (b, d) = (pool(&mut before.iter()), pool(&mut during.iter()));
+    let (b, d) = (pool(before), pool(during));
     if b.n == 0 || d.n == 0 {
         return None;
     }
     let mut rng = SplitMix64::for_event(SEED, 0);
-    let mut draw = |from: &[TopicStats]| {
+    let mut draw = |from: &[(&TopicStats, u64)]| {
         let mut p = Pool::new();
         for _ in 0..from.len() {
-            p.add(&from[rng.below(from.len() as u64) as usize], lo..hi);
+            let (s, l) = from[rng.below(from.len() as u64) as usize];
+            p.add(s, l, lo..hi);
         }
         p
     };
@@ -223,11 +257,27 @@ fn verdict_of(shape: &SurgeShape, seconds: &[TopicStats], figure: Figure) -> Opt
         interval(&mut errs)
     };
     let (baseline, surge) = (b.window(before.len()), d.window(during.len()));
+    let noise_band_us = (figure == Figure::Delivery).then(|| {
+        let p99s: Vec<u64> = (before.iter())
+            .filter(|(s, _)| !s.is_empty())
+            .map(|(s, _)| s.quantile(0.99))
+            .collect();
+        let spread = p99s.iter().max().unwrap_or(&0) - p99s.iter().min().unwrap_or(&0);
+        shape.noise_floor_us.max(spread)
+    });
+    // The interval is in % of the baseline's p99: the band too.
+    let within_noise = noise_band_us
+        .zip(p99_increase_ci_pct)
+        .map(|(band, [lo, hi])| {
+            let band_pct = band as f64 * 100.0 / baseline.p99_us as f64;
+            -band_pct <= lo && hi <= band_pct
+        });
     let sentence = sentence(
         shape,
         &baseline,
         &surge,
         (p99_increase_pct, p99_increase_ci_pct),
+        noise_band_us.zip(within_noise),
         figure,
     );
     Some(Isolation {
@@ -239,6 +289,8 @@ fn verdict_of(shape: &SurgeShape, seconds: &[TopicStats], figure: Figure) -> Opt
         surge,
         p99_increase_pct,
         p99_increase_ci_pct,
+        noise_band_us,
+        within_noise,
         error_change_pp,
         error_change_ci_pp,
         resamples: RESAMPLES,
@@ -248,12 +300,14 @@ fn verdict_of(shape: &SurgeShape, seconds: &[TopicStats], figure: Figure) -> Opt
 }
 
 /// "while tenant0007 published 10× its share, the other 9 tenants' p99 rose 38 % (95 % CI
-/// +30 % to +46 %) and their errors from 0.0 % to 2.1 %".
+/// +30 % to +46 %) and their errors from 0.0 % to 2.1 %"; on delivery, "… delivery p99 rose
+/// … and their loss from 0.0 % to 2.1 %".
 fn sentence(
     shape: &SurgeShape,
     b: &QuietWindow,
     d: &QuietWindow,
     (up, ci): (Option<f64>, Option<[f64; 2]>),
+    noise: Option<(u64, bool)>,
     figure: Figure,
 ) -> String {
     let who = match shape.surging.as_slice() {
@@ -282,7 +336,26 @@ fn sentence(
             "while {who}, {tenants} p99 {moved} and their errors from {:.1} % to {:.1} %",
             b.error_pct, d.error_pct
         ),
-        Figure::Delivery => format!("while {who}, {tenants} delivery p99 {moved}"),
+        Figure::Delivery => {
+            let noise = match noise {
+                Some((band, true)) => format!(", within noise (±{})", ms(band)),
+                Some((band, false)) => format!(", beyond noise (±{})", ms(band)),
+                None => String::new(),
+            };
+            format!(
+                "while {who}, {tenants} delivery p99 {moved}{noise}, and their loss from {:.1} % \
+                 to {:.1} %",
+                b.error_pct, d.error_pct
+            )
+        }
+    }
+}
+
+/// `us` as milliseconds: "100 ms", "2.5 ms".
+fn ms(us: u64) -> String {
+    match us % 1000 {
+        0 => format!("{} ms", us / 1000),
+        _ => format!("{:.1} ms", us as f64 / 1000.0),
     }
 }
 
@@ -310,6 +383,7 @@ mod tests {
             factor: 10.0,
             from_s,
             quiet_tenants: 9,
+            noise_floor_us: 100_000,
         }
     }
 
@@ -362,6 +436,76 @@ mod tests {
         );
         // The seed is fixed: the same seconds, the same interval.
         assert_eq!(verdict(&shape(4), &secs), Some(v));
+    }
+
+    #[test]
+    fn lost_deliveries_count_in_their_publish_s_second_with_no_latency() {
+        // Baseline: 4 seconds of 100 deliveries at 1,000 µs, none lost. Surge: 4 seconds of
+        // 90 delivered at 2,000 µs and 10 lost, then a second whose 5 were all lost.
+        let mut secs = vec![second(100, 1000, 0); 4];
+        secs.extend(vec![second(90, 2000, 0); 4]);
+        let lost = [0, 0, 0, 0, 10, 10, 10, 10, 5];
+        let v = delivery_verdict(&shape(4), &secs, &lost).unwrap();
+        assert_eq!((v.baseline.seconds, v.surge.seconds), (4, 5));
+        assert_eq!((v.baseline.attempts, v.baseline.errors), (400, 0));
+        assert_eq!((v.surge.attempts, v.surge.errors), (405, 45));
+        // Latency from the delivered alone.
+        assert_eq!((v.baseline.p99_us, v.surge.p99_us), (1000, 2000));
+        assert_eq!(v.error_change_pp, 45.0 * 100.0 / 405.0);
+        // A resample of the surge's 5 seconds holds k copies of the all-lost one, k ~
+        // Binomial(5, 1/5): k = 0 (loss 50 of 500) has chance 0.33, so the low end is 10 %;
+        // k ≥ 3 has chance 0.058 and k ≥ 4 0.0067, so the high end is k = 3: 35 of 215.
+        assert_eq!(v.error_change_ci_pp, [10.0, 35.0 * 100.0 / 215.0]);
+        assert_eq!(
+            v.sentence,
+            "while tenant0007 published 10× its share, the other 9 tenants' delivery p99 rose \
+             100 % (95 % CI +100 % to +100 %), within noise (±100 ms), and their loss from \
+             0.0 % to 11.1 %"
+        );
+        // Without losses the windows count the deliveries alone.
+        let v = delivery_verdict(&shape(4), &secs, &[]).unwrap();
+        assert_eq!(
+            (v.surge.attempts, v.surge.errors, v.surge.seconds),
+            (360, 0, 4)
+        );
+    }
+
+    #[test]
+    fn the_noise_band_is_the_floor_or_the_baseline_s_own_spread_whichever_is_wider() {
+        // Baseline: seconds at 1,000 and 3,000 µs alternating (their p99s 2,000 µs apart, the
+        // pooled p99 3,000); surge: seconds at 2,000 µs. The change is −33 %, its interval
+        // −33 % to +100 % (a resample of the 4 baseline seconds is all 1,000 µs ones with
+        // chance 1/16, more than the 2.5 % a tail holds).
+        let mut secs: Vec<TopicStats> = (0..4)
+            .map(|i| second(100, if i % 2 == 0 { 1000 } else { 3000 }, 0))
+            .collect();
+        secs.extend(vec![second(100, 2000, 0); 4]);
+        let mut s = shape(4);
+        s.noise_floor_us = 1000;
+        let v = delivery_verdict(&s, &secs, &[]).unwrap();
+        let down = (2000.0 / 3000.0 - 1.0) * 100.0;
+        assert_eq!(v.p99_increase_ci_pct, Some([down, 100.0]));
+        // The baseline's own spread (2 ms, 67 % of 3 ms) is wider than the 1 ms floor, and
+        // +100 % lies beyond it.
+        assert_eq!((v.noise_band_us, v.within_noise), (Some(2000), Some(false)));
+        assert!(
+            v.sentence
+                .contains("fell 33 % (95 % CI -33 % to +100 %), beyond noise (±2 ms), and"),
+            "{}",
+            v.sentence
+        );
+        // A 5 ms floor (167 % of 3 ms) holds the whole interval.
+        s.noise_floor_us = 5000;
+        let v = delivery_verdict(&s, &secs, &[]).unwrap();
+        assert_eq!((v.noise_band_us, v.within_noise), (Some(5000), Some(true)));
+        assert!(
+            v.sentence.contains(", within noise (±5 ms), "),
+            "{}",
+            v.sentence
+        );
+        // The publish verdict has no band.
+        let v = verdict(&s, &secs).unwrap();
+        assert_eq!((v.noise_band_us, v.within_noise), (None, None));
     }
 
     #[test]

@@ -94,6 +94,10 @@ pub struct Metrics {
     pub quiet_p99_increase: Option<f64>,
     /// `--surge`: the quiet tenants' error % during the surge.
     pub quiet_errors: Option<f64>,
+    /// `--surge` with subscribers: the quiet tenants' delivery p99 increase, %.
+    pub quiet_delivery_p99_increase: Option<f64>,
+    /// `--surge` with subscribers: the quiet tenants' delivery loss % during the surge.
+    pub quiet_delivery_loss: Option<f64>,
 }
 
 impl Metrics {
@@ -113,6 +117,8 @@ impl Metrics {
             tenant_p99_spread: Metric::TenantP99Spread.figure(l),
             quiet_p99_increase: Metric::QuietP99Increase.figure(l),
             quiet_errors: Metric::QuietErrors.figure(l),
+            quiet_delivery_p99_increase: Metric::QuietDeliveryP99Increase.figure(l),
+            quiet_delivery_loss: Metric::QuietDeliveryLoss.figure(l),
         }
     }
 
@@ -130,6 +136,8 @@ impl Metrics {
             Metric::TenantP99Spread => return self.tenant_p99_spread,
             Metric::QuietP99Increase => return self.quiet_p99_increase,
             Metric::QuietErrors => return self.quiet_errors,
+            Metric::QuietDeliveryP99Increase => return self.quiet_delivery_p99_increase,
+            Metric::QuietDeliveryLoss => return self.quiet_delivery_loss,
             delivery => return self.delivery.and_then(|d| d.get(delivery)),
         })
     }

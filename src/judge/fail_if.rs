@@ -151,6 +151,7 @@ fn figure_rows<'a>(
         }
         if c.get(m).is_none() {
             let needs = match m.is_isolation() {
+                true if m.is_delivery_isolation() => "a delivery isolation verdict (it needs --surge, --subscribers, and quiet deliveries before and during the surge)",
                 true => "an isolation verdict (it needs --surge, and quiet attempts before and during the surge)",
                 false => "a fairness figure (it needs two tenants with attempts, and goodput)",
             };

@@ -65,6 +65,11 @@ pub enum Metric {
     QuietP99Increase,
     /// `--surge`: the quiet tenants' error % during the surge.
     QuietErrors,
+    /// `--surge` with subscribers: the quiet tenants' delivery p99 during the surge ÷ before
+    /// it, − 1, % (the delivery verdict's point estimate).
+    QuietDeliveryP99Increase,
+    /// `--surge` with subscribers: the quiet tenants' delivery loss % during the surge.
+    QuietDeliveryLoss,
 }
 
 /// What `compare --fail-if` does with a metric.
@@ -154,6 +159,16 @@ pub const METRICS: &[(&[&str], Metric, InCompare)] = &[
     (
         &["quiet_errors", "quiet_error"],
         Metric::QuietErrors,
+        InCompare::Candidate,
+    ),
+    (
+        &["quiet_delivery_p99_increase"],
+        Metric::QuietDeliveryP99Increase,
+        InCompare::Candidate,
+    ),
+    (
+        &["quiet_delivery_loss"],
+        Metric::QuietDeliveryLoss,
         InCompare::Candidate,
     ),
 ];
@@ -251,9 +266,25 @@ impl Metric {
         matches!(self, Metric::TenantFairness | Metric::TenantP99Spread)
     }
 
-    /// Whether the metric is judged on a level's `isolation` section (`--surge`).
+    /// Whether the metric is judged on a level's `isolation` or `delivery_isolation`
+    /// section (`--surge`).
     pub fn is_isolation(self) -> bool {
-        matches!(self, Metric::QuietP99Increase | Metric::QuietErrors)
+        matches!(
+            self,
+            Metric::QuietP99Increase
+                | Metric::QuietErrors
+                | Metric::QuietDeliveryP99Increase
+                | Metric::QuietDeliveryLoss
+        )
+    }
+
+    /// Whether the metric is judged on a level's `delivery_isolation` section (`--surge`
+    /// with subscribers).
+    pub fn is_delivery_isolation(self) -> bool {
+        matches!(
+            self,
+            Metric::QuietDeliveryP99Increase | Metric::QuietDeliveryLoss
+        )
     }
 
     /// Whether the metric is read from a level's `delivery` section (`--subscribers`): the
@@ -272,11 +303,14 @@ impl Metric {
     pub fn figure(self, row: &LevelReport) -> Option<f64> {
         let f = row.fairness.as_ref();
         let i = row.isolation.as_ref();
+        let d = row.delivery_isolation.as_ref();
         match self {
             Metric::TenantFairness => f.and_then(|f| f.jain_index),
             Metric::TenantP99Spread => f.and_then(|f| f.p99_spread),
             Metric::QuietP99Increase => i.and_then(|i| i.p99_increase_pct),
             Metric::QuietErrors => i.map(|i| i.surge.error_pct),
+            Metric::QuietDeliveryP99Increase => d.and_then(|d| d.p99_increase_pct),
+            Metric::QuietDeliveryLoss => d.map(|d| d.surge.error_pct),
             _ => None,
         }
     }
@@ -317,6 +351,8 @@ impl Metric {
             Metric::TenantP99Spread => "tenant_p99_spread",
             Metric::QuietP99Increase => "quiet_p99_increase",
             Metric::QuietErrors => "quiet_errors",
+            Metric::QuietDeliveryP99Increase => "quiet_delivery_p99_increase",
+            Metric::QuietDeliveryLoss => "quiet_delivery_loss",
         }
     }
 
@@ -356,13 +392,16 @@ impl Metric {
             Metric::TenantP99Spread => "Tenant p99 spread",
             Metric::QuietP99Increase => "Quiet p99 increase",
             Metric::QuietErrors => "Quiet error %",
+            Metric::QuietDeliveryP99Increase => "Quiet delivery p99 increase",
+            Metric::QuietDeliveryLoss => "Quiet delivery loss %",
         }
     }
 
     /// The unit of a shown value ("ms", "%", "/s", or "" for a count or an index).
     pub fn unit(self) -> &'static str {
         match self {
-            Metric::Errors | Metric::QuietP99Increase | Metric::QuietErrors => "%",
+            m if m.is_isolation() => "%",
+            Metric::Errors => "%",
             Metric::Rate | Metric::DeliveredRate => "/s",
             m if m.is_latency() => "ms",
             _ => "",
@@ -372,7 +411,7 @@ impl Metric {
     /// The unit of an absolute delta: error rates change by percentage points.
     pub fn delta_unit(self) -> &'static str {
         match self {
-            Metric::Errors | Metric::QuietErrors => "pp",
+            Metric::Errors | Metric::QuietErrors | Metric::QuietDeliveryLoss => "pp",
             other => other.unit(),
         }
     }

@@ -102,6 +102,9 @@ pub fn check(t: &Threshold, row: &LevelReport) -> Verdict {
             true if t.metric.is_fairness() => {
                 "no fairness figure (it needs two tenants with attempts, and goodput)".into()
             }
+            true if t.metric.is_delivery_isolation() => {
+                "no delivery isolation verdict (it needs --surge, --subscribers, and quiet deliveries before and during the surge)".into()
+            }
             true if t.metric.is_isolation() => {
                 "no isolation verdict (it needs --surge, and quiet attempts before and during the surge)".into()
             }

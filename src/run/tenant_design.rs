@@ -6,13 +6,19 @@ use crate::fairness::design::Design;
 use crate::fairness::isolation::SurgeShape;
 use crate::workload::{tenant_name, Surge, Workload};
 
-/// What the isolation verdict says of `surge` among `tenants` tenants.
-pub(super) fn surge_shape(surge: Option<&Surge>, tenants: u32) -> Option<SurgeShape> {
+/// What the isolation verdict says of `surge` among `tenants` tenants, with the delivery
+/// verdict's noise floor.
+pub(super) fn surge_shape(
+    surge: Option<&Surge>,
+    tenants: u32,
+    noise_floor: std::time::Duration,
+) -> Option<SurgeShape> {
     surge.map(|s| SurgeShape {
         surging: s.tenants.iter().map(|t| tenant_name(*t)).collect(),
         factor: s.factor,
         from_s: s.from.as_secs(),
         quiet_tenants: tenants.saturating_sub(s.tenants.len() as u32),
+        noise_floor_us: noise_floor.as_micros() as u64,
     })
 }
 

@@ -291,20 +291,21 @@ impl Fleet {
             }
         });
         let mut out: Vec<u64> = sh.subs.iter().map(|s| per_topic[s.topic]).collect();
-        self.each_expected(|i, _, gap| out[i] -= u64::from(gap));
+        self.each_expected(|i, _, _, gap| out[i] -= u64::from(gap));
         out
     }
 
-    /// Call `f(subscriber, acked (or dead-lettered)?, in a churn gap?)` for every accepted event and every
+    /// Call `f(subscriber, sent at (ns since the tracker's anchor, when the ring still knows),
+    /// acked (or dead-lettered)?, in a churn gap?)` for every accepted event and every
     /// subscriber of its topic that is listening (verified, and not gone) or that churn took
     /// out during the level (its gap still open: a re-subscription failed).
-    fn each_expected(&self, mut f: impl FnMut(usize, bool, bool)) {
+    fn each_expected(&self, mut f: impl FnMut(usize, Option<u64>, bool, bool)) {
         let sh = &self.shared;
         let guards: Vec<_> = sh.subs.iter().map(Subscriber::state).collect();
         sh.tracker.for_each_accepted(|seq| {
-            let t = sh
-                .tracker
-                .sent(seq)
+            let sent = sh.tracker.sent(seq);
+            let t = sent
+                .as_ref()
                 .map_or_else(|| sh.workload.topic_of_seq(seq), |s| s.topic);
             let Some(&first) = sh.first_sub.get(t) else {
                 return;
@@ -316,7 +317,8 @@ impl Fleet {
             for (i, st) in guards.iter().enumerate().skip(first).take(sh.per_topic) {
                 if sh.subs[i].listening(st) || st.gap_from.is_some() {
                     // Dead-lettered (broker subscribers) is settled: not missing, not lost.
-                    f(i, st.acked.get(seq) || st.dead.get(seq), st.in_gap(seq));
+                    let done = st.acked.get(seq) || st.dead.get(seq);
+                    f(i, sent.as_ref().map(|s| s.sent_ns), done, st.in_gap(seq));
                 }
             }
         });
@@ -331,7 +333,7 @@ impl Fleet {
     /// Accepted events not yet delivered to subscribers that are still there.
     fn missing(&self) -> u64 {
         let mut n = 0;
-        self.each_expected(|_, acked, gap| n += u64::from(!acked && !gap));
+        self.each_expected(|_, _, acked, gap| n += u64::from(!acked && !gap));
         n
     }
 
@@ -339,8 +341,23 @@ impl Fleet {
         let sh = &self.shared;
         let mut lost = vec![0u64; sh.subs.len()];
         let mut ambiguous = 0;
-        self.each_expected(|i, acked, gap| match gap {
-            false => lost[i] += u64::from(!acked),
+        // With a surge, the quiet tenants' lost deliveries by the second their publish was
+        // sent in (the delivery verdict's loss), as their deliveries are counted.
+        let quiet: Vec<bool> = sh.subs.iter().map(|s| s.state().quiet).collect();
+        let origin = sh.origin_ns.load(Relaxed);
+        let mut quiet_lost: Vec<u64> = Vec::new();
+        self.each_expected(|i, sent_ns, acked, gap| match gap {
+            false => {
+                lost[i] += u64::from(!acked);
+                if let (false, true, Some(ns)) = (acked, quiet[i], sent_ns) {
+                    let sec = (ns.saturating_sub(origin) / 1_000_000_000) as usize;
+                    let sec = sec.min(super::second_series::SERIES_SECONDS - 1);
+                    if quiet_lost.len() <= sec {
+                        quiet_lost.resize(sec + 1, 0);
+                    }
+                    quiet_lost[sec] += 1;
+                }
+            }
             true => ambiguous += u64::from(!acked),
         });
         let mut out = DeliveryLevelStats::default();
@@ -383,6 +400,9 @@ impl Fleet {
             (hists.e2e_from_start, hists.e2e_from_accepted);
         out.stages = hists.stages;
         out.quiet_seconds = hists.quiet_seconds;
+        if !cut_short {
+            out.quiet_lost = quiet_lost;
+        }
         // Taken as each subscriber's own series was: from what counted since the last take.
         out.seconds.delivered = sh.delivered_per_second.to_vec();
         sh.delivered_per_second.reset();

@@ -178,6 +178,10 @@ pub struct DeliveryLevelStats {
     /// each was sent in (compact per-topic layout); empty otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub quiet_seconds: Vec<TopicStats>,
+    /// With a surge: the quiet tenants' lost deliveries (owed, never delivered within the
+    /// grace) by the second of the level each event was sent in; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quiet_lost: Vec<u64>,
     /// Broker subscribers: `counts.dead_lettered` by the message's `DeadLetterReason`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub dead_letter_reasons: BTreeMap<String, u64>,
@@ -198,6 +202,7 @@ impl Default for DeliveryLevelStats {
             churn: None,
             longest_gap_us: 0,
             quiet_seconds: Vec::new(),
+            quiet_lost: Vec::new(),
             dead_letter_reasons: BTreeMap::new(),
         }
     }
@@ -225,6 +230,12 @@ impl AddAssign<&DeliveryLevelStats> for DeliveryLevelStats {
         // Subscribers are not split across shards, so the longest of the parts is exact.
         self.longest_gap_us = self.longest_gap_us.max(o.longest_gap_us);
         super::delivery_hists::add_seconds(&mut self.quiet_seconds, &o.quiet_seconds);
+        if self.quiet_lost.len() < o.quiet_lost.len() {
+            self.quiet_lost.resize(o.quiet_lost.len(), 0);
+        }
+        for (a, b) in self.quiet_lost.iter_mut().zip(&o.quiet_lost) {
+            *a += b;
+        }
         for (reason, n) in &o.dead_letter_reasons {
             *self.dead_letter_reasons.entry(reason.clone()).or_default() += n;
         }

@@ -171,6 +171,7 @@ impl std::ops::AddAssign<&LevelDelivery> for LevelDelivery {
         self.stats += &o.stats;
         self.stats.seconds = DeliverySeconds::default();
         self.stats.quiet_seconds.clear();
+        self.stats.quiet_lost.clear();
         if let Some(c) = &mut self.stats.churn {
             c.per_second = ChurnSeconds::default();
         }

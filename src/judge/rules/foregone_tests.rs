@@ -21,6 +21,7 @@ fn rules_that_always_hold_are_refused() {
         "jain>=0",
         "quiet_errors<=100%",
         "quiet_errors>=0%",
+        "quiet_delivery_loss<=100%",
     ] {
         assert!(
             refused(rule).contains("can never fail"),
@@ -44,6 +45,7 @@ fn rules_that_never_hold_are_refused() {
         "tenant_fairness>=1.5",
         "quiet_errors<0%",
         "quiet_errors>100%",
+        "quiet_delivery_loss>100%",
     ] {
         assert!(
             refused(rule).contains("can never pass"),
@@ -75,6 +77,9 @@ fn rules_a_run_can_cross_are_kept() {
         "quiet_p99_increase<500%",
         "quiet_errors<0.1%",
         "quiet_errors=0%",
+        "quiet_delivery_p99_increase<20%",
+        "quiet_delivery_p99_increase<0%",
+        "quiet_delivery_loss<0.1%",
         "duplicates<200%",
         "unexpected<1000%",
         "errors<200",

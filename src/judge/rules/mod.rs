@@ -301,14 +301,17 @@ fn absolute_bound(metric: Metric, value: &str) -> Result<Bound, String> {
 /// outnumber the expected ones (docs/gates.md). A p99 increase is at least −100 %, below any
 /// bound given (never negative): no rule on it is foregone.
 fn foregone(flag: Flag, metric: Metric, op: Op, bound: Bound) -> Option<String> {
-    if metric == Metric::QuietP99Increase {
+    if matches!(
+        metric,
+        Metric::QuietP99Increase | Metric::QuietDeliveryP99Increase
+    ) {
         return None;
     }
     let b = bound.value();
     let share = matches!(
         (metric, bound),
         (Metric::Errors | Metric::Timeouts, Bound::Percent(_))
-    ) || metric == Metric::QuietErrors;
+    ) || matches!(metric, Metric::QuietErrors | Metric::QuietDeliveryLoss);
     let index = metric == Metric::TenantFairness;
     let cap = share.then_some(100.0).or(index.then_some(1.0));
     let range = if share {

@@ -357,7 +357,7 @@ fn errors_name_the_flag_and_the_bad_part() {
         (
             Flag::Threshold,
             "p42<1s",
-            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, time_to_first_delivery_p99, tenant_fairness, tenant_p99_spread, quiet_p99_increase or quiet_errors)"#,
+            r#"--threshold "p42<1s": unknown metric "p42" (expected avg, median, p90, p95, p99, p999, max, errors, timeouts, rate, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, time_to_first_delivery_p99, tenant_fairness, tenant_p99_spread, quiet_p99_increase, quiet_errors, quiet_delivery_p99_increase or quiet_delivery_loss)"#,
         ),
         (
             Flag::Threshold,
@@ -432,18 +432,18 @@ fn errors_name_the_flag_and_the_bad_part() {
         (
             Flag::FailIf,
             "p98>+10%",
-            r#"--fail-if "p98>+10%": unknown metric "p98" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, tenant_fairness, tenant_p99_spread, quiet_p99_increase or quiet_errors)"#,
+            r#"--fail-if "p98>+10%": unknown metric "p98" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, tenant_fairness, tenant_p99_spread, quiet_p99_increase, quiet_errors, quiet_delivery_p99_increase or quiet_delivery_loss)"#,
         ),
         // Metrics compare has no column for.
         (
             Flag::FailIf,
             "p90>+10%",
-            r#"--fail-if "p90>+10%": unknown metric "p90" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, tenant_fairness, tenant_p99_spread, quiet_p99_increase or quiet_errors)"#,
+            r#"--fail-if "p90>+10%": unknown metric "p90" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, tenant_fairness, tenant_p99_spread, quiet_p99_increase, quiet_errors, quiet_delivery_p99_increase or quiet_delivery_loss)"#,
         ),
         (
             Flag::FailIf,
             "total:p99>+10%",
-            r#"--fail-if "total:p99>+10%": unknown metric "total:p99" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, tenant_fairness, tenant_p99_spread, quiet_p99_increase or quiet_errors)"#,
+            r#"--fail-if "total:p99>+10%": unknown metric "total:p99" (expected avg, median, p95, p99, errors, throughput, e2e_avg, e2e_p50, e2e_p90, e2e_p95, e2e_p99, e2e_max, lost, duplicates, redeliveries, out_of_order, bad_signature, body_mismatch, unexpected, backlog, delivered_rate, tenant_fairness, tenant_p99_spread, quiet_p99_increase, quiet_errors, quiet_delivery_p99_increase or quiet_delivery_loss)"#,
         ),
         (
             Flag::FailIf,

@@ -112,7 +112,7 @@ impl RunRecord {
             held: false,
             fairness_lines: 0,
             ended: false,
-            surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants),
+            surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants, cfg.noise_floor),
             design: Some(design_of(cfg, workload)),
         })
     }
@@ -185,8 +185,9 @@ impl RunRecord {
             if let Some(f) = &mut l.fairness {
                 f.delivery = delivery_fairness::figures(&d.stats, tenants);
             }
-            l.delivery_isolation = (self.surge.as_ref())
-                .and_then(|s| isolation::delivery_verdict(s, &d.stats.quiet_seconds));
+            l.delivery_isolation = (self.surge.as_ref()).and_then(|s| {
+                isolation::delivery_verdict(s, &d.stats.quiet_seconds, &d.stats.quiet_lost)
+            });
             self.deliveries
                 .insert(self.report.levels.len() - 1, d.clone());
         }
@@ -455,7 +456,7 @@ impl RunRecord {
             .skip(self.fairness_lines)
         {
             if let Some(f) = &row.fairness {
-                fairness_file::append(dir, Some(i), &row.label, &f.by_tenant)?;
+                fairness_file::append(dir, Some(i), &row.label, f)?;
                 append_synced(
                     &dir.join(fairness_csv::FILE_NAME),
                     &fairness_csv::level_rows(row)?,
@@ -470,7 +471,7 @@ impl RunRecord {
             .and_then(|t| Some((t, t.fairness.as_ref()?)))
             .filter(|_| self.ended)
         {
-            fairness_file::append(dir, None, &row.label, &f.by_tenant)?;
+            fairness_file::append(dir, None, &row.label, f)?;
         }
         Ok(())
     }

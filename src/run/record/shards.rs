@@ -66,13 +66,17 @@ impl RunRecord {
             held: false,
             fairness_lines: 0,
             ended: false,
-            // The surge as the shards were given it.
+            // The surge as the shards were given it, with their noise floor.
             surge: surge_shape(
                 cfg.get("surge")
                     .and_then(|s| s.as_str())
                     .and_then(|s| s.parse().ok())
                     .as_ref(),
                 cfg.get("tenants").and_then(|t| t.as_u64()).unwrap_or(0) as u32,
+                cfg.get("noise_floor")
+                    .and_then(|s| s.as_str())
+                    .and_then(|s| humantime::parse_duration(s).ok())
+                    .unwrap_or(crate::config::NOISE_FLOOR),
             ),
             design: None,
         };
