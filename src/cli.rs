@@ -56,9 +56,15 @@ pub enum Command {
     Hub(Box<hubload_hub::cli::HubArgs>),
     /// Merge shard results (files, or a `kubectl logs` dump) into one report.
     Merge {
-        /// Shard artifact files, directories or log dumps.
+        /// Shard record files (`shard-*.jsonl`), directories of them, or log dumps; with
+        /// `--follow`, `-` is stdin.
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
+        /// Read the inputs as they grow (`kubectl logs -f … | hubload merge --follow -`),
+        /// print each level's merged row once every shard has sent it, and end when every
+        /// shard's stream has ended (or on Ctrl-C, with what came).
+        #[arg(long)]
+        follow: bool,
         /// Output directory (default: `reports/<UTC timestamp>-merged`).
         #[arg(long)]
         out: Option<PathBuf>,

@@ -13,6 +13,7 @@ mod args;
 mod exit;
 mod hub_log;
 mod limits;
+mod merge;
 mod subcommands;
 
 pub use args::{parse_args, ArgsError};
@@ -126,7 +127,8 @@ async fn dispatch(cli: Cli) -> ExitCode {
             inputs,
             out,
             threshold,
-        }) => done(subcommands::merge(&inputs, out.as_deref(), &threshold)),
+            follow,
+        }) => done(merge::merge(inputs, out, &threshold, follow).await),
     }
 }
 
@@ -181,8 +183,6 @@ async fn load(cli: Cli) -> ExitCode {
         print!("{}", subcommands::summary_text(&outcome.report));
     }
     crate::console::say!("hubload: reports written to {}", out.out_dir.display());
-    // Last, so no other output of this process can land inside one of them.
-    crate::shard::print_log_lines(&outcome.shard_lines);
     if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if outcome.thresholds_failed {

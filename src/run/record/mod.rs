@@ -18,8 +18,6 @@ use crate::report::writer::ReportWriter;
 use crate::report::writer::{append_synced, write_atomic};
 use crate::report::{fairness_csv, fairness_file, reporters, topics_file, Reporter};
 use crate::run_report::Report;
-use crate::shard::{Load as ShardLoad, ShardArtifact};
-use crate::shard_contract::ShardSpec;
 use crate::stats::{LevelStats, TopicStats};
 use crate::summary::build::level_report;
 use crate::summary::{LevelReport, PhaseReport, RateCheck};
@@ -61,6 +59,8 @@ pub struct RunRecord {
     /// The tenants' designed shares, and each level's duration (s) they depend on with a
     /// surge; `None` for a merged run.
     design: Option<(Design, Vec<Option<f64>>)>,
+    /// A shard's stream of records, written as levels end (`None` unsharded).
+    shard: Option<crate::shard::ShardOut>,
 }
 
 fn now_rfc3339() -> String {
@@ -110,6 +110,7 @@ impl RunRecord {
             ended: false,
             surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants),
             design: Some(design_of(cfg, workload)),
+            shard: None,
         })
     }
 
@@ -484,25 +485,13 @@ impl RunRecord {
         self.report.verdicts.clear();
     }
 
-    /// As [`finish`](Self::finish), plus this shard's artifact for `hubload merge`.
-    pub fn finish_shard(
-        mut self,
-        interrupted: bool,
-        spec: &ShardSpec,
-        parts: &[ShardLoad],
-    ) -> anyhow::Result<(Report, ShardArtifact)> {
-        self.report.partial = interrupted;
-        self.ended = true;
-        self.write()?;
-        let artifact = self.shard_artifact(spec, parts)?;
-        Ok((self.report, artifact))
-    }
-
     /// Mark the run finished (partial when interrupted), write, and hand back the report.
+    /// A shard's stream gets its end record.
     pub fn finish(mut self, interrupted: bool) -> anyhow::Result<Report> {
         self.report.partial = interrupted;
         self.ended = true;
         self.write()?;
+        self.end_shard_stream()?;
         Ok(self.report)
     }
 }

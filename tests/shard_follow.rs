@@ -1,0 +1,258 @@
+//! `hubload merge --follow`: two shard processes against the reference hub, their stdout
+//! appended to files the merge reads while they run; each level's merged row comes before the
+//! shards end, and the final reports equal a plain merge of the shards' record files and the
+//! hub's own counts. Then the same lines interleaved on one stdin, and a shard's stream cut.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use hubload_hub::FaultConfig;
+
+use crate::util::{assert_exit, count, hub_with, hubload_command, read_summary};
+
+/// Start shard `i` of 2 of run `follow-test`, its stdout (the `HUBLOAD-SHARD` lines and its
+/// messages) appended to `dir/s<i>.log`, its reports in `dir/shard<i>`.
+fn start_shard(dir: &Path, i: u32, hub: &str, start_at: &str) -> Child {
+    let log = std::fs::File::create(dir.join(format!("s{i}.log"))).unwrap();
+    let out = dir.join(format!("shard{i}"));
+    hubload_command()
+        .args([
+            "--tenants",
+            "6",
+            "--sps",
+            "2",
+            "--users",
+            "4",
+            "--seed",
+            "11",
+            "--concurrency",
+            "2,4",
+            "--duration",
+            "2s",
+            "--quiet",
+            "--hub-url",
+            hub,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("JOB_COMPLETION_INDEX", i.to_string())
+        .env("HUBLOAD_SHARD_COUNT", "2")
+        .env("HUBLOAD_RUN_ID", "follow-test")
+        .env("HUBLOAD_START_AT", start_at)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait (bounded) for `child` to exit; its exit code.
+fn wait_exit(child: &mut Child, within: Duration) -> i32 {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code().unwrap_or(-1);
+        }
+        assert!(Instant::now() < deadline, "still running after {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The report files whose bytes depend only on what was measured.
+const SAME: [&str; 6] = [
+    "table.txt",
+    "aggregate.csv",
+    "latency.csv",
+    "topics.csv",
+    "tenants.csv",
+    "latency.hlog",
+];
+
+fn assert_same_reports(a: &Path, b: &Path) {
+    for name in SAME {
+        let (x, y) = (
+            std::fs::read(a.join(name)).unwrap(),
+            std::fs::read(b.join(name)).unwrap(),
+        );
+        assert!(x == y, "{name} differs between {a:?} and {b:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge() {
+    let hub = hub_with(FaultConfig {
+        fail_503_every: Some(7),
+        ..FaultConfig::default()
+    })
+    .await;
+    let _turn = crate::util::SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let start_at =
+        humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(3)).to_string();
+    let mut shards: Vec<Child> = (0..2)
+        .map(|i| start_shard(&d, i, &hub.url, &start_at))
+        .collect();
+    let followed = d.join("followed");
+    let mut merge = hubload_command()
+        .args(["merge", "--follow"])
+        .args([d.join("s0.log"), d.join("s1.log")])
+        .arg("--out")
+        .arg(&followed)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rows = Arc::new(Mutex::new(Vec::<String>::new()));
+    let reader = {
+        let (rows, out) = (rows.clone(), merge.stdout.take().unwrap());
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines() {
+                rows.lock().unwrap().push(l.unwrap());
+            }
+        })
+    };
+
+    // Level "2" (the first) is merged and printed while both shards are still in level "4".
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let first = loop {
+        let row = rows
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|l| l.starts_with("merged level 2 (2 shards): "))
+            .cloned();
+        if let Some(r) = row {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "no merged row for level 2");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for (i, s) in shards.iter_mut().enumerate() {
+        assert!(
+            s.try_wait().unwrap().is_none(),
+            "shard {i} had ended before level 2 was merged: {first}"
+        );
+    }
+    for s in &mut shards {
+        assert_eq!(wait_exit(s, Duration::from_secs(60)), 0);
+    }
+    assert_eq!(wait_exit(&mut merge, Duration::from_secs(30)), 0);
+    reader.join().unwrap();
+
+    // A plain merge of the shards' own record files writes the same reports.
+    let plain = d.join("plain");
+    let out = hubload_command()
+        .args(["merge"])
+        .args([d.join("shard0"), d.join("shard1")])
+        .arg("--out")
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_same_reports(&followed, &plain);
+    let f = read_summary(&followed);
+    assert!(!f.partial);
+    let level2 = &f.levels[0];
+    let classes: Vec<String> = hubload::result::Class::ALL
+        .iter()
+        .filter(|c| level2.counts.get(**c) > 0)
+        .map(|c| format!("{} {}", c.name(), level2.counts.get(*c)))
+        .collect();
+    assert_eq!(
+        first,
+        format!(
+            "merged level 2 (2 shards): {} attempts, {:.1}/s, p50 {} ms, p99 {} ms, errors {:.2} % [{}]",
+            level2.samples,
+            level2.throughput,
+            level2.median_ms,
+            level2.p99_ms,
+            level2.error_pct,
+            classes.join(", "),
+        ),
+        "the printed row is the level's row in summary.json"
+    );
+
+    // ... and the hub's own counts.
+    let s = hub.stats().await;
+    let t = f.total.as_ref().unwrap();
+    assert_eq!(t.samples, s.publish.total());
+    assert_eq!(count(t, "accepted"), s.publish.accepted);
+    assert_eq!(count(t, "http_503"), s.publish.fault_503);
+    assert_eq!(count(t, "denied"), s.publish.denied);
+    assert!(t.samples > 0 && s.publish.fault_503 > 0);
+
+    // The same lines interleaved on one stdin, as `kubectl logs -f -l …` gives them.
+    let logs: Vec<Vec<String>> = (0..2)
+        .map(|i| {
+            std::fs::read_to_string(d.join(format!("s{i}.log")))
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect()
+        })
+        .collect();
+    let mut mixed = String::new();
+    for k in 0..logs[0].len().max(logs[1].len()) {
+        for l in &logs {
+            if let Some(line) = l.get(k) {
+                mixed.push_str(line);
+                mixed.push('\n');
+            }
+        }
+    }
+    let stdin_dir = d.join("stdin");
+    let out = follow_stdin(&stdin_dir, &mixed);
+    assert_exit(&out, 0);
+    assert_same_reports(&stdin_dir, &plain);
+
+    // Shard 1 killed after its first level: its stream stops there. Reported as incomplete
+    // (exit 4, one line naming the shard), and what every shard had, level "2", written and
+    // marked partial; not merged as if it were whole.
+    let cut_at = logs[1]
+        .iter()
+        .position(|l| l.contains(" level-1 "))
+        .expect("shard 1 printed level 1");
+    let mut cut = logs[0].join("\n");
+    cut.push('\n');
+    cut.push_str(&logs[1][..cut_at].join("\n"));
+    cut.push('\n');
+    let cut_dir = d.join("cut");
+    let out = follow_stdin(&cut_dir, &cut);
+    assert_exit(&out, 4);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "run follow-test shard 1/2: the stream ends after 1 level(s) without its end record"
+        ),
+        "{err}"
+    );
+    let c = read_summary(&cut_dir);
+    assert!(c.partial);
+    assert_eq!(c.levels.len(), 1);
+    assert_eq!(c.levels[0].samples, level2.samples);
+    assert_eq!(c.levels[0].counts, level2.counts);
+}
+
+/// `hubload merge --follow -` with `text` on its stdin, into `out`.
+fn follow_stdin(out: &Path, text: &str) -> std::process::Output {
+    let mut c = hubload_command()
+        .args(["merge", "--follow", "-", "--out"])
+        .arg(out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    let text = text.to_string();
+    let w = std::thread::spawn(move || {
+        let _ = stdin.write_all(text.as_bytes());
+    });
+    let out = c.wait_with_output().unwrap();
+    w.join().unwrap();
+    out
+}
