@@ -65,6 +65,14 @@ pub enum Command {
         /// shard's stream has ended (or on Ctrl-C, with what came).
         #[arg(long)]
         follow: bool,
+        /// With --follow: serve the merge's live page and `/v1/status` here (as a run's
+        /// --web; it steers no shard).
+        #[arg(long, value_name = "ADDR", requires = "follow")]
+        web: Option<String>,
+        /// A file holding the token --web asks for (or HUBLOAD_WEB_TOKEN); required when --web
+        /// is not a loopback address.
+        #[arg(long, value_name = "FILE", requires = "web")]
+        web_token_file: Option<PathBuf>,
         /// Output directory (default: `reports/<UTC timestamp>-merged`).
         #[arg(long)]
         out: Option<PathBuf>,

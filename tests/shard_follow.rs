@@ -1,7 +1,8 @@
 //! `hubload merge --follow`: two shard processes against the reference hub, their stdout
-//! appended to files the merge reads while they run; each level's merged row comes before the
-//! shards end, and the final reports equal a plain merge of the shards' record files and the
-//! hub's own counts. Then the same lines interleaved on one stdin, and a shard's stream cut.
+//! appended to files the merge reads while they run; each level's merged row (printed, and on
+//! the page's `/v1/status`) comes before the shards end, and the final reports equal a plain
+//! merge of the shards' record files and the hub's own counts. Then the same lines
+//! interleaved on one stdin, and a shard's stream cut.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -100,24 +101,67 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     let mut merge = hubload_command()
         .args(["merge", "--follow"])
         .args([d.join("s0.log"), d.join("s1.log")])
-        .arg("--out")
+        .args(["--web", "127.0.0.1:0", "--out"])
         .arg(&followed)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let rows = Arc::new(Mutex::new(Vec::<String>::new()));
-    let reader = {
-        let (rows, out) = (rows.clone(), merge.stdout.take().unwrap());
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines() {
-                rows.lock().unwrap().push(l.unwrap());
-            }
-        })
-    };
+    let errs = Arc::new(Mutex::new(Vec::<String>::new()));
+    let readers = [
+        lines_into(merge.stdout.take().unwrap(), rows.clone()),
+        lines_into(merge.stderr.take().unwrap(), errs.clone()),
+    ];
 
-    // Level "2" (the first) is merged and printed while both shards are still in level "4".
+    // Level "2" (the first) is merged, shown by the page's API and printed, while both
+    // shards are still in level "4".
     let deadline = Instant::now() + Duration::from_secs(30);
+    let url = loop {
+        let line = errs.lock().unwrap().iter().find_map(|l| {
+            l.strip_prefix("hubload: the merge's live page is at ")
+                .map(str::to_string)
+        });
+        if let Some(u) = line {
+            break u;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no page: {:?}",
+            errs.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let status = loop {
+        let body = http
+            .get(format!("{url}v1/status"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let merged = &v["data"]["attributes"]["merge"];
+        if merged["levels_merged"].as_u64() >= Some(1) {
+            break merged.clone();
+        }
+        assert!(Instant::now() < deadline, "level 2 never merged: {v}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for (i, s) in shards.iter_mut().enumerate() {
+        assert!(
+            s.try_wait().unwrap().is_none(),
+            "shard {i} had ended before level 2 was merged: {status}"
+        );
+    }
+    assert_eq!(status["shards"], 2);
+    assert_eq!(status["shards_ended"], 0, "{status}");
+    // The page steers nothing: a pause is refused, and says why.
+    let r = http.post(format!("{url}v1/pause")).send().await.unwrap();
+    assert_eq!(r.status(), 409);
+    assert!(r.text().await.unwrap().contains("steers none of them"));
     let first = loop {
         let row = rows
             .lock()
@@ -129,19 +173,15 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
             break r;
         }
         assert!(Instant::now() < deadline, "no merged row for level 2");
-        std::thread::sleep(Duration::from_millis(20));
+        tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    for (i, s) in shards.iter_mut().enumerate() {
-        assert!(
-            s.try_wait().unwrap().is_none(),
-            "shard {i} had ended before level 2 was merged: {first}"
-        );
-    }
     for s in &mut shards {
         assert_eq!(wait_exit(s, Duration::from_secs(60)), 0);
     }
     assert_eq!(wait_exit(&mut merge, Duration::from_secs(30)), 0);
-    reader.join().unwrap();
+    for r in readers {
+        r.join().unwrap();
+    }
 
     // A plain merge of the shards' own record files writes the same reports.
     let plain = d.join("plain");
@@ -235,6 +275,18 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     assert_eq!(c.levels.len(), 1);
     assert_eq!(c.levels[0].samples, level2.samples);
     assert_eq!(c.levels[0].counts, level2.counts);
+}
+
+/// Collect `from`'s lines into `into` as they come.
+fn lines_into(
+    from: impl std::io::Read + Send + 'static,
+    into: Arc<Mutex<Vec<String>>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        for l in BufReader::new(from).lines() {
+            into.lock().unwrap().push(l.unwrap());
+        }
+    })
 }
 
 /// `hubload merge --follow -` with `text` on its stdin, into `out`.

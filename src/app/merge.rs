@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::WebConfig;
 use crate::judge::Threshold;
 use crate::result::Class;
 use crate::run::RunRecord;
@@ -14,6 +15,7 @@ use crate::shard::follow::{follow, Event};
 use crate::shard::merge::StreamMerge;
 use crate::shard::{Keyed, MergeError};
 use crate::summary::LevelReport;
+use crate::web::WebServer;
 
 use super::exit::{EXIT_INTERRUPTED, EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
 use super::subcommands::summary_text;
@@ -24,7 +26,9 @@ pub async fn merge(
     out: Option<PathBuf>,
     thresholds: &[String],
     follow: bool,
+    web: &crate::cli::RunArgs,
 ) -> anyhow::Result<u8> {
+    let web = crate::config::resolve_web(web)?;
     let thresholds = thresholds
         .iter()
         .map(|t| {
@@ -56,6 +60,9 @@ pub async fn merge(
         out,
         thresholds,
         follow,
+        web: web.map(|w| (w, None)),
+        stop: stop.clone(),
+        rt: tokio::runtime::Handle::current(),
     };
     tokio::task::spawn_blocking(move || {
         if follow {
@@ -75,6 +82,11 @@ struct Merging {
     out: Option<PathBuf>,
     thresholds: Vec<Threshold>,
     follow: bool,
+    /// `--web`, and its server once the merge has started.
+    web: Option<(WebConfig, Option<WebServer>)>,
+    /// Ends the follow (Ctrl-C, or the page's stop).
+    stop: Arc<AtomicBool>,
+    rt: tokio::runtime::Handle,
 }
 
 impl Merging {
@@ -91,19 +103,45 @@ impl Merging {
                 if !self.follow {
                     rec.hold_writes();
                 }
+                if let Some((cfg, server @ None)) = &mut self.web {
+                    let stop = self.stop.clone();
+                    let w = self.rt.block_on(WebServer::start_merge(
+                        cfg,
+                        start.config.clone(),
+                        start.meta.model.as_str(),
+                        dir.clone(),
+                        Box::new(move || stop.store(true, Ordering::Release)),
+                    ))?;
+                    eprintln!("hubload: the merge's live page is at {}", w.url());
+                    *server = Some(w);
+                }
                 self.rec = Some((rec, dir));
             }
         }
         let Some((rec, _)) = &mut self.rec else {
             return Ok(());
         };
+        let web = self.web.as_ref().and_then(|(_, w)| w.as_ref());
         while let Some(l) = self.merge.next_level() {
             rec.push_merged_level(&l)?;
+            let Some(row) = rec.last_level() else {
+                continue;
+            };
             if self.follow {
-                if let Some(row) = rec.last_level() {
-                    println!("{}", row_line(row, self.merge.count().unwrap_or(0)));
-                }
+                println!("{}", row_line(row, self.merge.count().unwrap_or(0)));
             }
+            if let Some(w) = web {
+                w.level_recorded(row);
+                w.judged(&rec.report().verdicts, &rec.report().knee);
+            }
+        }
+        if let Some(w) = web {
+            let m = &self.merge;
+            w.merge_status(serde_json::json!({
+                "shards": m.count(),
+                "levels_merged": m.levels_done(),
+                "shards_ended": m.ended(),
+            }));
         }
         Ok(())
     }
@@ -187,6 +225,11 @@ impl Merging {
             return Ok(incomplete);
         };
         let report = rec.end_merged(&end)?;
+        if let Some((_, Some(w))) = self.web {
+            // The page's `end` record: the total, and report.html, which it now links to.
+            self.rt
+                .block_on(w.finish(&report.total, report.partial, &Default::default()));
+        }
         print!("{}", summary_text(&report));
         eprintln!(
             "hubload: merged {shards} shards into {}{}",

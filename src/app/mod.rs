@@ -128,7 +128,16 @@ async fn dispatch(cli: Cli) -> ExitCode {
             out,
             threshold,
             follow,
-        }) => done(merge::merge(inputs, out, &threshold, follow).await),
+            web,
+            web_token_file,
+        }) => {
+            let web = crate::cli::RunArgs {
+                web,
+                web_token_file,
+                ..Default::default()
+            };
+            done(merge::merge(inputs, out, &threshold, follow, &web).await)
+        }
     }
 }
 

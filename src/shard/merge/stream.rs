@@ -146,6 +146,11 @@ impl StreamMerge {
         self.emitted
     }
 
+    /// How many shards' streams have ended.
+    pub fn ended(&self) -> usize {
+        self.ends.len()
+    }
+
     /// Every shard's stream has ended.
     pub fn all_ended(&self) -> bool {
         self.count().is_some_and(|c| self.ends.len() == c as usize)
