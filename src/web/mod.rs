@@ -86,13 +86,7 @@ impl WebServer {
         let delivery = sources.delivery.clone();
         let last_second = CancellationToken::new();
         let sampler = tokio::spawn(feed::sample(feed, sources, started, last_second.clone()));
-        let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await;
-        });
+        serve(listener, state.clone(), shutdown.clone());
         Ok(WebServer {
             state,
             addr,
@@ -136,13 +130,7 @@ impl WebServer {
             server: None,
             merge: Some(std::sync::Mutex::new(Value::Null)),
         });
-        let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await;
-        });
+        serve(listener, state.clone(), shutdown.clone());
         Ok(WebServer {
             state,
             addr,
@@ -222,6 +210,16 @@ impl WebServer {
         }
         self.shutdown.cancel();
     }
+}
+
+/// Serve `state`'s routes on `listener` until `shutdown`.
+fn serve(listener: tokio::net::TcpListener, state: Arc<WebState>, shutdown: CancellationToken) {
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await;
+    });
 }
 
 /// The routes.
