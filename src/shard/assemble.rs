@@ -41,6 +41,8 @@ enum Kind {
 pub struct Input {
     kind: Kind,
     line: usize,
+    /// Only this shard's lines are read (a dump read once per shard); `None`: all.
+    only: Option<ShardKey>,
 }
 
 impl Default for Input {
@@ -48,11 +50,20 @@ impl Default for Input {
         Input {
             kind: Kind::Unknown,
             line: 0,
+            only: None,
         }
     }
 }
 
 impl Input {
+    /// An input of which only shard `key`'s `HUBLOAD-SHARD` lines are read.
+    pub fn only(key: ShardKey) -> Self {
+        Input {
+            only: Some(key),
+            ..Input::default()
+        }
+    }
+
     /// The longest line this input may have now, bytes.
     pub fn max_line(&self) -> usize {
         match self.kind {
@@ -75,7 +86,10 @@ impl Input {
             } else if t.starts_with('{') {
                 Kind::Jsonl(JsonlShard::default())
             } else {
-                Kind::Log(Box::default())
+                Kind::Log(Box::new(LineAssembler {
+                    only: self.only.clone(),
+                    ..LineAssembler::default()
+                }))
             };
         }
         match &mut self.kind {
@@ -159,6 +173,7 @@ struct LineAssembler {
     done: BTreeMap<(ShardKey, String), Vec<u64>>,
     v1: BTreeMap<ShardKey, Parts>,
     streams: BTreeMap<ShardKey, Progress>,
+    only: Option<ShardKey>,
 }
 
 fn hash(chunk: &str) -> u64 {
@@ -173,6 +188,9 @@ impl LineAssembler {
             return Ok(None);
         };
         let key: ShardKey = (t.run_id.to_string(), t.index, t.count);
+        if self.only.as_ref().is_some_and(|o| *o != key) {
+            return Ok(None);
+        }
         if t.v1 {
             self.v1.entry(key).or_default().add(n, &t)?;
             return Ok(None);

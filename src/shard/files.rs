@@ -2,6 +2,7 @@
 //! `hubload merge` reads its inputs (record files, old artifact files, directories of them,
 //! `kubectl logs` dumps) one line at a time.
 
+use std::collections::{BTreeSet, VecDeque};
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -9,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::artifact::Load;
-use super::assemble::{Input, Keyed};
-use super::logs::{print_log_lines, record_lines};
+use super::assemble::{Input, Keyed, MAX_LOG_LINE};
+use super::logs::{parse_line, print_log_lines, record_lines, ShardKey};
 use super::record::ShardRecord;
 use crate::report::writer::append_synced;
 use crate::shard_contract::ShardSpec;
@@ -110,7 +111,7 @@ pub enum LineRead {
 /// there), never holding more than `max` bytes of one line: a longer line is an error.
 pub fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<LineRead> {
     let room = (max + 1).saturating_sub(buf.len()) as u64;
-    r.by_ref().take(room).read_until(b'\n', buf)?;
+    Read::take(&mut *r, room).read_until(b'\n', buf)?;
     if buf.last() == Some(&b'\n') {
         buf.pop();
         if buf.last() == Some(&b'\r') {
@@ -125,30 +126,6 @@ pub fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io
         ));
     }
     Ok(LineRead::Pending)
-}
-
-/// Feed every line of `r` to `input`, and each record it completes to `f`; then end it.
-pub fn read_all(
-    r: impl Read,
-    input: &mut Input,
-    f: &mut impl FnMut(Keyed) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let mut r = BufReader::with_capacity(64 * 1024, r);
-    let mut buf = Vec::new();
-    loop {
-        let got = read_line(&mut r, &mut buf, input.max_line())?;
-        if got == LineRead::Pending && buf.is_empty() {
-            return Ok(());
-        }
-        let text = String::from_utf8_lossy(&buf);
-        for k in input.line(&text)? {
-            f(k)?;
-        }
-        buf.clear();
-        if got == LineRead::Pending {
-            return Ok(());
-        }
-    }
 }
 
 /// The files `paths` name: a file as is; a directory's `shard-*.jsonl` files (and
@@ -175,33 +152,178 @@ pub fn input_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Every record of `paths` (see [`input_files`]), one file after another, each read a line
-/// at a time and handed to `f` as it completes. Errors name the file.
+/// Every record of `paths` (see [`input_files`]), handed to `f` level by level: every
+/// shard's head and level 0, then every shard's level 1, and so on, each input read a line at
+/// a time. A log dump holding several shards is read once per shard, so a level is complete
+/// as soon as possible and the merge holds about one level at a time. Errors name the file.
 pub fn read_records(
     paths: &[PathBuf],
     mut f: impl FnMut(Keyed) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    let mut streams = Vec::new();
     for p in input_files(paths)? {
-        let file = fs::File::open(&p).with_context(|| format!("reading {}", p.display()))?;
-        let mut input = Input::default();
-        read_all(file, &mut input, &mut f).with_context(|| p.display().to_string())?;
-        for k in input.end().with_context(|| p.display().to_string())? {
-            f(k)?;
+        let keys = shards_in(&p).with_context(|| format!("reading {}", p.display()))?;
+        if keys.len() <= 1 {
+            streams.push(Stream::open(&p, Input::default())?);
+        } else {
+            for k in keys {
+                streams.push(Stream::open(&p, Input::only(k))?);
+            }
+        }
+    }
+    for level in 0.. {
+        for s in &mut streams {
+            while let Some(k) = s.peek()? {
+                if matches!(k.record, ShardRecord::Level(_)) && k.level > level {
+                    break;
+                }
+                if let Some(k) = s.ahead.pop_front() {
+                    f(k)?;
+                }
+            }
+        }
+        if streams.iter().all(|s| s.done && s.ahead.is_empty()) {
+            break;
         }
     }
     Ok(())
 }
 
-/// Every artifact in `paths`, whole (see [`read_records`]).
-pub fn read_inputs(paths: &[PathBuf]) -> anyhow::Result<Vec<super::ShardArtifact>> {
-    let mut text = String::new();
-    let mut out = Vec::new();
-    for p in input_files(paths)? {
-        text.clear();
-        fs::File::open(&p)
-            .and_then(|mut f| f.read_to_string(&mut text))
-            .with_context(|| format!("reading {}", p.display()))?;
-        out.extend(super::assemble::from_log_dump(&text).with_context(|| p.display().to_string())?);
+/// The shards whose `HUBLOAD-SHARD` lines `path` holds (empty for a record file or a whole
+/// artifact, which hold one): a first pass over the lines' headers, nothing decoded.
+fn shards_in(path: &Path) -> anyhow::Result<BTreeSet<ShardKey>> {
+    let mut r = BufReader::with_capacity(64 * 1024, fs::File::open(path)?);
+    let mut keys = BTreeSet::new();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // An over-long line is named by the second pass, which reads every line.
+        let Ok(got) = read_line(&mut r, &mut buf, MAX_LOG_LINE) else {
+            return Ok(BTreeSet::new());
+        };
+        if got == LineRead::Pending && buf.is_empty() {
+            return Ok(keys);
+        }
+        let line = String::from_utf8_lossy(&buf);
+        if keys.is_empty() && line.trim_start().starts_with('{') {
+            return Ok(keys);
+        }
+        if let Ok(Some(t)) = parse_line(0, &line) {
+            if !keys.contains(&(t.run_id.to_string(), t.index, t.count)) {
+                keys.insert((t.run_id.to_string(), t.index, t.count));
+            }
+        }
+        if got == LineRead::Pending {
+            return Ok(keys);
+        }
     }
-    Ok(out)
+}
+
+/// One input read a record at a time, with the records its last line completed kept ahead.
+struct Stream {
+    name: PathBuf,
+    reader: BufReader<fs::File>,
+    input: Option<Input>,
+    buf: Vec<u8>,
+    ahead: VecDeque<Keyed>,
+    done: bool,
+}
+
+impl Stream {
+    fn open(path: &Path, input: Input) -> anyhow::Result<Self> {
+        let file = fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(Stream {
+            name: path.to_path_buf(),
+            reader: BufReader::with_capacity(64 * 1024, file),
+            input: Some(input),
+            buf: Vec::new(),
+            ahead: VecDeque::new(),
+            done: false,
+        })
+    }
+
+    /// The next record (`None` at the end).
+    fn peek(&mut self) -> anyhow::Result<Option<&Keyed>> {
+        let name = self.name.display().to_string();
+        while self.ahead.is_empty() && !self.done {
+            let Some(input) = self.input.as_mut() else {
+                break;
+            };
+            self.buf.clear();
+            let got = read_line(&mut self.reader, &mut self.buf, input.max_line())
+                .context(name.clone())?;
+            if !(got == LineRead::Pending && self.buf.is_empty()) {
+                let records = input
+                    .line(&String::from_utf8_lossy(&self.buf))
+                    .context(name.clone())?;
+                self.ahead.extend(records);
+            }
+            if got == LineRead::Pending {
+                self.done = true;
+                if let Some(input) = self.input.take() {
+                    self.ahead.extend(input.end().context(name.clone())?);
+                }
+            }
+        }
+        Ok(self.ahead.front())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::logs::tests::artifact;
+    use crate::shard::logs::to_log_lines;
+
+    #[test]
+    fn inputs_are_read_level_by_level_whatever_they_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        // Shards 0 and 1 one after the other in one dump, as `kubectl logs -l` collects them;
+        // shard 2 as its record file in a directory, beside files that are not records.
+        let dump = dir.path().join("shards.log");
+        let mut text = String::from("noise\n");
+        for i in 0..2 {
+            text.push_str(&to_log_lines(&artifact("r", i, 3, 4)).join("\n"));
+            text.push('\n');
+        }
+        fs::write(&dump, text).unwrap();
+        let out = dir.path().join("out");
+        fs::create_dir(&out).unwrap();
+        let jsonl: String = artifact("r", 2, 3, 4)
+            .into_records()
+            .iter()
+            .map(|r| r.to_json_line() + "\n")
+            .collect();
+        fs::write(out.join("shard-2-of-3.jsonl"), jsonl).unwrap();
+        fs::write(out.join("summary.json"), "{}").unwrap();
+
+        let mut got = Vec::new();
+        read_records(&[dump, out], |k| {
+            got.push((k.record.section(k.level), k.key.1));
+            Ok(())
+        })
+        .unwrap();
+        let want: Vec<(String, u32)> = (0..3)
+            .flat_map(|i| [("head".to_string(), i), ("level-0".to_string(), i)])
+            .chain((1..3).flat_map(|l| (0..3).map(move |i| (format!("level-{l}"), i))))
+            // A shard's end comes with its last level.
+            .chain((0..3).flat_map(|i| [("level-3".to_string(), i), ("end".to_string(), i)]))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_an_error() {
+        let mut r = std::io::Cursor::new(vec![b'x'; 100]);
+        let mut buf = Vec::new();
+        let e = read_line(&mut r, &mut buf, 64).unwrap_err();
+        assert_eq!(e.to_string(), "a line is over the limit of 64 bytes");
+        let mut r = std::io::Cursor::new(b"abc\r\nde".to_vec());
+        buf.clear();
+        assert_eq!(read_line(&mut r, &mut buf, 64).unwrap(), LineRead::Line);
+        assert_eq!(buf, b"abc");
+        buf.clear();
+        assert_eq!(read_line(&mut r, &mut buf, 64).unwrap(), LineRead::Pending);
+        assert_eq!(buf, b"de");
+    }
 }

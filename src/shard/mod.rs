@@ -22,7 +22,7 @@ mod testutil;
 
 pub use artifact::{ArtifactError, HistLayout, Load, ShardArtifact, ShardLevel, ShardMeta};
 pub use assemble::{from_log_dump, Input, Keyed};
-pub use files::{read_inputs, ShardOut};
+pub use files::{read_records, ShardOut};
 pub use logs::{print_log_lines, to_log_lines, LogError};
 pub use merge::{merge, MergeError, MergedLevel, MergedRun};
 pub use record::{ShardEnd, ShardHead, ShardRecord};
