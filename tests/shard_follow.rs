@@ -30,7 +30,7 @@ fn start_shard(dir: &Path, i: u32, hub: &str, start_at: &str) -> Child {
             "--seed",
             "11",
             "--concurrency",
-            "2,4",
+            "2,4,6",
             "--duration",
             "2s",
             "--quiet",
@@ -115,7 +115,7 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     ];
 
     // Level "2" (the first) is merged, shown by the page's API and printed, while both
-    // shards are still in level "4".
+    // shards still have levels "4" and "6" (2 s each) to run.
     let deadline = Instant::now() + Duration::from_secs(30);
     let url = loop {
         let line = errs.lock().unwrap().iter().find_map(|l| {
