@@ -2,7 +2,7 @@
 //! appended to files the merge reads while they run; each level's merged row (printed, and on
 //! the page's `/v1/status`) comes before the shards end, and the final reports equal a plain
 //! merge of the shards' record files and the hub's own counts. Then the same lines
-//! interleaved on one stdin, and a shard's stream cut.
+//! interleaved on one stdin, and a shard's stream cut; and a shard stopped by SIGINT.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -307,4 +307,72 @@ fn follow_stdin(out: &Path, text: &str) -> std::process::Output {
     let out = c.wait_with_output().unwrap();
     w.join().unwrap();
     out
+}
+
+/// A shard stopped by SIGINT ends its stream cleanly: its cut level, then its end marked
+/// partial; the merge of its file is that partial run, the shard's own report's figures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_shard_ends_its_stream_marked_partial() {
+    let hub = hub_with(FaultConfig::default()).await;
+    let _turn = crate::util::SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shard0");
+    let mut shard = hubload_command()
+        .args([
+            "--tenants",
+            "4",
+            "--concurrency",
+            "2,4",
+            "--duration",
+            "60s",
+        ])
+        .args(["--quiet", "--hub-url", &hub.url, "--out"])
+        .arg(&out)
+        .env("JOB_COMPLETION_INDEX", "0")
+        .env("HUBLOAD_SHARD_COUNT", "1")
+        .env("HUBLOAD_RUN_ID", "stopped")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Load is going: the hub has answered publishes.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while hub.stats().await.publish.total() < 100 {
+        assert!(Instant::now() < deadline, "no load reached the hub");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &shard.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert_eq!(wait_exit(&mut shard, Duration::from_secs(20)), 130);
+
+    let text = std::fs::read_to_string(out.join("shard-0-of-1.jsonl")).unwrap();
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object().unwrap().keys().next().unwrap().clone()
+        })
+        .collect();
+    assert_eq!(kinds, ["head", "level", "end"]);
+    let end: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(end["end"]["partial"], true);
+    assert_eq!(end["end"]["levels"], 1);
+
+    let merged = dir.path().join("merged");
+    let m = hubload_command()
+        .arg("merge")
+        .arg(&out)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_exit(&m, 0);
+    let (got, own) = (read_summary(&merged), read_summary(&out));
+    assert!(got.partial);
+    assert_eq!(got.levels.len(), 1);
+    let (g, o) = (got.total.unwrap(), own.total.unwrap());
+    assert_eq!((g.samples, &g.counts), (o.samples, &o.counts));
 }
