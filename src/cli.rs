@@ -67,11 +67,11 @@ pub enum Command {
         follow: bool,
         /// With --follow: serve the merge's live page and `/v1/status` here (as a run's
         /// --web; it steers no shard).
-        #[arg(long, value_name = "ADDR", requires = "follow")]
+        #[arg(long, value_name = "ADDR")]
         web: Option<String>,
         /// A file holding the token --web asks for (or HUBLOAD_WEB_TOKEN); required when --web
         /// is not a loopback address.
-        #[arg(long, value_name = "FILE", requires = "web")]
+        #[arg(long, value_name = "FILE")]
         web_token_file: Option<PathBuf>,
         /// Output directory (default: `reports/<UTC timestamp>-merged`).
         #[arg(long)]

@@ -28,6 +28,9 @@ pub async fn merge(
     follow: bool,
     web: &crate::cli::RunArgs,
 ) -> anyhow::Result<u8> {
+    if web.web.is_some() && !follow {
+        anyhow::bail!("--web needs --follow: a plain merge has no run to watch");
+    }
     let web = crate::config::resolve_web(web)?;
     let thresholds = thresholds
         .iter()
