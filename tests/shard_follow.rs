@@ -376,3 +376,43 @@ async fn an_interrupted_shard_ends_its_stream_marked_partial() {
     let (g, o) = (got.total.unwrap(), own.total.unwrap());
     assert_eq!((g.samples, &g.counts), (o.samples, &o.counts));
 }
+
+/// Bad merge input is one line naming what is wrong, exit 2: a line of another version, stdin
+/// without `--follow`, `--web` without `--follow`, a line over the limit.
+#[test]
+fn bad_merge_input_is_one_line_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let v3 = dir.path().join("v3.log");
+    std::fs::write(&v3, "x\nHUBLOAD-SHARD v3 r 0/1 head 1/1 AAAA\n").unwrap();
+    let long = dir.path().join("long.log");
+    std::fs::write(&long, format!("start\n{}\n", "y".repeat(70_000))).unwrap();
+    let cases: [(&[&str], String); 4] = [
+        (
+            &["merge", v3.to_str().unwrap()],
+            format!(
+                "hubload: error: {}: line 2: HUBLOAD-SHARD line version v3 is not supported (this hubload reads v1 and v2)\n",
+                v3.display()
+            ),
+        ),
+        (
+            &["merge", "-"],
+            "hubload: error: -: stdin is read with --follow only\n".into(),
+        ),
+        (
+            &["merge", "x", "--web", "127.0.0.1:0"],
+            "hubload: error: --web needs --follow: a plain merge has no run to watch\n".into(),
+        ),
+        (
+            &["merge", long.to_str().unwrap()],
+            format!(
+                "hubload: error: {}: a line is over the limit of 65536 bytes\n",
+                long.display()
+            ),
+        ),
+    ];
+    for (args, want) in cases {
+        let out = crate::util::bin(args, dir.path());
+        assert_exit(&out, 2);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), want, "{args:?}");
+    }
+}
