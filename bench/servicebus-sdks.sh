@@ -8,12 +8,18 @@
 # bottleneck; last, the emulator's own ceiling under hubload at CEIL_CONC x 4 connections.
 # Every run's sends are reconciled exactly with the emulator's /counts.
 #
-#   bench/servicebus-sdks.sh [SECONDS=10] [CONC=20] [BODY_BYTES=600] [CEIL_CONC=200]
+#   [TRANSPORT=amqp|websockets] bench/servicebus-sdks.sh [SECONDS=10] [CONC=20] [BODY_BYTES=600] [CEIL_CONC=200]
+#
+# TRANSPORT=websockets runs every client over AMQP over WebSockets on the emulator's TLS
+# WebSocket port (a throw-away CA): the SDKs with their own WebSocket transport
+# (TransportType.AmqpOverWebsocket, webSocketOptions), hubload with TransportType=AmqpWebSockets.
 #
 # Needs release builds of hubload and hubload-hub (built here if missing) and the SDKs that
 # .ci/run installs into servicebus/tests/sdk (.venv and node_modules). Bounded: every load
 # runs SECONDS; all traffic goes to 127.0.0.1.
 set -euo pipefail
+TRANSPORT=${TRANSPORT:-amqp}
+case "$TRANSPORT" in amqp | websockets) ;; *) echo "TRANSPORT: amqp or websockets, not $TRANSPORT" >&2; exit 2 ;; esac
 SECS=${1:-10}
 CONC=${2:-20}
 BODY=${3:-600}
@@ -30,8 +36,16 @@ SDK=servicebus/tests/sdk
 TICK=$(getconf CLK_TCK)
 
 WORK=$(mktemp -d)
+WS_ARGS=()
+if [ "$TRANSPORT" = websockets ]; then
+  command -v openssl >/dev/null || { echo "needs openssl (the WebSocket port's certificate)" >&2; exit 2; }
+  . bench/throwaway-ca.sh
+  throwaway_ca "$WORK"
+  WS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  WS_ARGS=(--ws-listen "127.0.0.1:$WS_PORT" --tls-cert "$WORK/leaf.pem" --tls-key "$WORK/leaf.key")
+fi
 "$REL/hubload-hub" servicebus-emulator --listen 127.0.0.1:0 --counts-addr 127.0.0.1:0 \
-  --log-every 0 >"$WORK/emu.out" 2>"$WORK/emu.err" &
+  --log-every 0 "${WS_ARGS[@]}" >"$WORK/emu.out" 2>"$WORK/emu.err" &
 EMU=$!
 trap 'kill -INT $EMU 2>/dev/null || true; rm -rf "$WORK"' EXIT
 CS="" COUNTS=""
@@ -42,6 +56,18 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$CS" ] && [ -n "$COUNTS" ] || { echo "emulator did not start" >&2; exit 2; }
+# Over WebSockets every client is given the WebSocket port by name (the certificate's) and
+# trusts the throw-away CA: the SDKs through their variables, hubload through --ca-cert.
+HL_CS=$CS
+HL_ARGS=()
+if [ "$TRANSPORT" = websockets ]; then
+  CS=$(echo "$CS" | sed -E "s#sb://[^/]*/#sb://localhost:$WS_PORT/#; s#;UseDevelopmentEmulator=true##")
+  HL_CS="$CS;TransportType=AmqpWebSockets"
+  HL_ARGS=(--ca-cert "$WORK/ca.pem")
+  export SB_CA_FILE="$WORK/ca.pem" NODE_EXTRA_CA_CERTS="$WORK/ca.pem"
+fi
+# The WebSocket endpoint each SDK is given ("" for plain AMQP): Python's takes sb://, JS's https://.
+ws_endpoint() { [ "$TRANSPORT" = websockets ] && echo "$1://localhost:$WS_PORT" || true; }
 
 accepted() { curl -s "$COUNTS" | python3 -c 'import json,sys; print(json.load(sys.stdin)["accepted"])'; }
 emu_ticks() { awk '{print $14 + $15}' "/proc/$EMU/stat"; }
@@ -88,8 +114,8 @@ hub() { # name conc connections
   local a0 t0 t1 a1 sends secs cpu
   a0=$(accepted)
   t0=$(emu_ticks)
-  HUBLOAD_SB_CONNECTION_STRING="$CS" "$REL/hubload" --target servicebus --sb-topics single:hlbench \
-    --sb-connections "$conns" --concurrency "$conc" --duration "${SECS}s" --out "$WORK/hl-$conc-$conns" \
+  HUBLOAD_SB_CONNECTION_STRING="$HL_CS" "$REL/hubload" --target servicebus --sb-topics single:hlbench \
+    "${HL_ARGS[@]}" --sb-connections "$conns" --concurrency "$conc" --duration "${SECS}s" --out "$WORK/hl-$conc-$conns" \
     --quiet >/dev/null 2>"$WORK/hl.err" || { cat "$WORK/hl.err" >&2; exit 1; }
   t1=$(emu_ticks)
   a1=$(accepted)
@@ -104,12 +130,12 @@ print(l["counts"]["accepted"], l["span_s"], l["generator"]["cpu_s"])' "$WORK/hl-
 
 PY="$SDK/.venv/bin/python bench/sdk/sends.py"
 export NODE_PATH="$SDK/node_modules"
-echo "$(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per load, ${BODY}-byte bodies; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$(date -u +%FT%TZ) $(nproc) cores, ${SECS}s per load, ${BODY}-byte bodies, $TRANSPORT; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-18s %5s %10s %14s %14s %9s\n' client conc sends/s "client µs/msg" "emu µs/msg" "emu busy"
 for c in 1 "$CONC"; do
   # shellcheck disable=SC2086
-  sdk "python sdk" "$c" $PY
-  sdk "js sdk" "$c" node bench/sdk/sends.js
+  SB_WEBSOCKET_ENDPOINT=$(ws_endpoint sb) sdk "python sdk" "$c" $PY
+  SB_WEBSOCKET_ENDPOINT=$(ws_endpoint https) sdk "js sdk" "$c" node bench/sdk/sends.js
   hub "hubload 1 conn" "$c" 1
   hub "hubload 4 conns" "$c" 4
 done

@@ -36,17 +36,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A throw-away CA and a leaf for localhost, as the tests make them.
-(
-  cd "$WORK"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
-    -out ca.pem -days 2 -subj "/CN=hubload throw-away bench CA" 2>/dev/null
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key \
-    -out leaf.csr -subj /CN=localhost 2>/dev/null
-  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >leaf.ext
-  openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem \
-    -days 2 -extfile leaf.ext 2>/dev/null
-)
+# A throw-away CA and a leaf for localhost.
+. bench/throwaway-ca.sh
+throwaway_ca "$WORK"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 WS_PORT=$(free_port)

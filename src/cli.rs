@@ -133,9 +133,10 @@ pub struct RunArgs {
     pub sb_transport: Option<String>,
 
     // ---- proxy (src/config/proxy_flags.rs; docs/servicebus-websockets.md)
-    /// HTTP proxy for Service Bus connections, http://HOST:PORT, or http://USER:PASSWORD@HOST:PORT; overrides
-    /// https_proxy, HTTPS_PROXY, all_proxy and ALL_PROXY; "" for none. AMQP over WebSockets
-    /// follows those variables too; AMQP on 5671 only this flag. WebSub hubs are reached directly.
+    /// HTTP proxy (CONNECT tunnels) for Service Bus connections and WebSub hubs, http://HOST:PORT, or
+    /// http://USER:PASSWORD@HOST:PORT; overrides https_proxy, HTTPS_PROXY, all_proxy and ALL_PROXY; "" for
+    /// none. AMQP over WebSockets and https:// hubs follow those variables too; AMQP on 5671 and
+    /// http:// hubs only this flag.
     #[arg(long, value_name = "URL", help_heading = "Proxy")]
     pub proxy: Option<String>,
     /// Hosts reached directly despite a proxy, as curl's NO_PROXY: comma list of names

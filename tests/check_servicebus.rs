@@ -1,6 +1,7 @@
 //! `hubload check` for Service Bus, the rest of the pre-flight: a policy without Listen (with
 //! subscribers) or without Send, the connection string's own token expired or expiring before
-//! the run's planned end, a missing subscription, and bodies over the broker's message size.
+//! the run's planned end, a missing topic or subscription, and messages over the broker's
+//! message size (the body with its properties and encoding).
 //! Each is a line of `check` (exit 5) and the one-line error of a run (exit 2, nothing sent:
 //! the emulator's own counts say so). No key, signature or connection string is ever shown.
 
@@ -81,6 +82,33 @@ fn one_error_line(out: &Output) -> String {
     assert_eq!(errors.len(), 1, "{stderr}");
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     errors[0].to_string()
+}
+
+/// `check` with `flags` fails at line `at` (`FAIL {head}`) naming `text`, exit 5; a run with
+/// the same flags refuses with one line naming it, exit 2, and the emulator takes no message.
+async fn refused_alike(sc: &Scenario, cs: &str, flags: &[&str], at: usize, head: &str, text: &str) {
+    let (out, lines) = check(sc, cs, flags).await;
+    assert_eq!(heads(&lines)[at], format!("FAIL {head}"), "{lines:?}");
+    assert!(lines[at].contains(text), "{}", lines[at]);
+    assert_eq!(out.status.code(), Some(5));
+    let out = run(sc, cs, flags).await;
+    let line = one_error_line(&out);
+    assert!(line.contains(text), "{line}");
+    assert_eq!(sc.emulator_counts().accepted, 0);
+}
+
+/// A strict emulator (entities are not made on first use) declaring `topics`, a JSON list.
+async fn strict(topics: &str) -> Scenario {
+    let declared = config_file::parse(&format!(
+        r#"{{"UserConfig": {{"Namespaces": [{{"Name": "ns", "Topics": {topics}}}]}}}}"#
+    ))
+    .unwrap();
+    Scenario::servicebus(EmulatorConfig {
+        declared: Some(declared),
+        strict: true,
+        ..EmulatorConfig::default()
+    })
+    .await
 }
 
 /// The emulator's connection string with its key replaced by a token made now that expires
@@ -246,15 +274,9 @@ async fn the_connection_strings_own_token_is_named_with_its_expiry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_subscription_in_strict_mode_is_named() {
     let topic = "hubload.topic00000.schema.WSO2.v1.event";
-    let declared = config_file::parse(&format!(
-        r#"{{"UserConfig": {{"Namespaces": [{{"Name": "ns", "Topics": [{{"Name": "{topic}", "Subscriptions": [{{"Name": "hubload-0"}}]}}]}}]}}}}"#
+    let sc = strict(&format!(
+        r#"[{{"Name": "{topic}", "Subscriptions": [{{"Name": "hubload-0"}}]}}]"#
     ))
-    .unwrap();
-    let sc = Scenario::servicebus(EmulatorConfig {
-        declared: Some(declared),
-        strict: true,
-        ..EmulatorConfig::default()
-    })
     .await;
     let cs = sc.connection_string();
     let (out, lines) = check(&sc, &cs, &["--topics", "1", "--subscribers", "2"]).await;
@@ -295,14 +317,18 @@ async fn bodies_over_the_tiers_message_size_are_named() {
         "{lines:?}"
     );
     assert!(
-        lines[4].contains("--payload-bytes 300000 is over the 262144 bytes the broker takes per message (Basic or Standard: 256 KB)"),
+        lines[4].contains("(--payload-bytes 300000 with the properties and AMQP encoding around it) are over the 262144 bytes the broker takes per message (Basic or Standard: 256 KB)"),
         "{}",
         lines[4]
     );
     assert_eq!(out.status.code(), Some(5));
     let out = run(&sc, &cs, &["--payload-bytes", "300000"]).await;
-    assert!(one_error_line(&out).contains("is over the 262144 bytes"));
+    assert!(one_error_line(&out).contains("are over the 262144 bytes"));
     assert_eq!(sc.emulator_counts().accepted, 0);
+    // A body under the limit whose message, with its properties and encoding, is over it:
+    // the broker measures the message.
+    let over = "(--payload-bytes 262100 with the properties and AMQP encoding around it) are over the 262144 bytes";
+    refused_alike(&sc, &cs, &["--payload-bytes", "262100"], 4, "size", over).await;
     // A Premium namespace takes them.
     let premium = Scenario::servicebus(EmulatorConfig {
         tier: Tier::Premium {
@@ -316,9 +342,31 @@ async fn bodies_over_the_tiers_message_size_are_named() {
     let (out, lines) = check(&premium, &cs, &["--payload-bytes", "300000"]).await;
     assert_eq!(heads(&lines)[4], "ok size", "{lines:?}");
     assert!(
-        lines[4].contains("bodies of 300000 bytes fit the 104857600 bytes"),
+        lines[4].contains("(bodies of 300000) fit the 104857600 bytes"),
         "{}",
         lines[4]
     );
     assert_eq!(out.status.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_topic_stops_the_run_before_any_load() {
+    let topic = |i: u32| format!("hubload.topic{i:05}.schema.WSO2.v1.event");
+    let sc = strict(&format!(r#"[{{"Name": "{}"}}]"#, topic(0))).await;
+    let cs = sc.connection_string();
+    // The run stops after attaching its topics, before any load: one line naming the topic
+    // and the fix (never the key), exit 2, and the emulator took no message.
+    let named = format!("Service Bus topic {} does not exist", topic(1));
+    refused_alike(&sc, &cs, &["--topics", "2"], 3, "topic", &named).await;
+    let out = run(&sc, &cs, &["--topics", "2"]).await;
+    assert!(one_error_line(&out).contains("--sb-topics single:NAME"));
+    // With the declared topic alone the run goes ahead, and sends its 20.
+    let out = run(&sc, &cs, &["--topics", "1"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(sc.emulator_counts().accepted, 20);
 }

@@ -4,7 +4,8 @@
 //! it remembers or are marked sensitive; and the one-pass check of connection-specific fields
 //! refuses what RFC 9113 §8.2.2 forbids and nothing else; the Huffman encoder writes the
 //! octets RFC 7541 gives, for values of any length; a header block cut anywhere by a
-//! CONTINUATION frame decodes as a whole one does, now that the decoder consumes it once.
+//! CONTINUATION frame decodes as a whole one does, now that the decoder consumes it once; a
+//! body given to a stream after its connection failed is refused with the connection's error.
 
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -349,4 +350,48 @@ async fn a_header_block_cut_anywhere_into_headers_and_continuation_decodes_the_s
         assert_eq!(got, want, "block cut after {cut} of {} octets", cuts - 1);
     }
     peer.await.unwrap();
+}
+
+/// The stream that races its connection's end: its response head is read, then the
+/// connection fails (a DATA frame over the 16 KiB the client allows, FRAME_SIZE_ERROR), and
+/// only then is its body given. h2 refuses the body with the connection's error, not with a
+/// bare "inactive stream" that has no reason, so a client names the fault for this stream as
+/// for the others.
+#[tokio::test]
+async fn a_body_given_after_the_connection_failed_is_refused_with_the_connections_error() {
+    use crate::h2_raw::{Fault, RawH2};
+    let server = RawH2::start(Fault::OversizedFrame).await;
+    let addr: std::net::SocketAddr = server.url["http://".len()..]
+        .trim_end_matches("/hub")
+        .parse()
+        .unwrap();
+    let sock = TcpStream::connect(addr).await.unwrap();
+    let (send, conn) = h2::client::handshake(sock).await.unwrap();
+    let conn = tokio::spawn(conn);
+    let mut send = send.ready().await.unwrap();
+    let (response, mut body) = send.send_request(request("/hub"), false).unwrap();
+    // The server answers the HEADERS at once: the head, then the oversized frame.
+    let head = response
+        .await
+        .expect("the head came before the connection failed");
+    assert_eq!(head.status(), 200);
+    let ended = conn
+        .await
+        .unwrap()
+        .expect_err("the oversized frame ends the connection");
+    assert_eq!(
+        ended.reason(),
+        Some(h2::Reason::FRAME_SIZE_ERROR),
+        "{ended}"
+    );
+    let refused = body
+        .send_data(Bytes::from_static(b"late"), true)
+        .expect_err("the stream is closed");
+    assert_eq!(
+        refused.reason(),
+        Some(h2::Reason::FRAME_SIZE_ERROR),
+        "{refused}"
+    );
+    assert!(refused.is_go_away() && !refused.is_remote(), "{refused:?}");
+    assert_eq!(server.heads(), 1);
 }

@@ -4,36 +4,17 @@
 //!
 //! Needs `openssl` on PATH for the CA (`.ci/run` installs it).
 
-use hubload_hub::{HubConfig, HubState};
-
-use crate::https::make_certs;
-use crate::util::{count, run, tool};
+use crate::support::tls_hub::TlsHub;
+use crate::util::{count, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_hub_serves_h2_over_tls() {
-    let Some(openssl) = tool("openssl", "the hub's TLS test") else {
+    let Some(hub) = TlsHub::start().await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    make_certs(&openssl, dir.path());
-    let tls =
-        hubload_hub::tls::acceptor(&dir.path().join("leaf.pem"), &dir.path().join("leaf.key"))
-            .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let state = HubState::new(HubConfig::default());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let hub = tokio::spawn(hubload_hub::serve_tls(
-        listener,
-        state.clone(),
-        tls,
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let url = format!("https://localhost:{port}/hub");
-    let ca = dir.path().join("ca.pem");
-    let out = dir.path().join("out");
+    let url = hub.url();
+    let ca = hub.ca();
+    let out = hub.dir.path().join("out");
     let o = run(&[
         "--hub-url",
         &url,
@@ -61,13 +42,12 @@ async fn the_reference_hub_serves_h2_over_tls() {
     let topics = o.report.topics.len() as u64;
     let reg = o.report.registration.as_ref().unwrap();
     assert_eq!((reg.topics, reg.accepted), (topics, topics));
-    let s = state.stats();
+    let s = hub.state.stats();
     assert_eq!((s.publish.accepted, s.publish.total()), (300, 300));
     assert_eq!(s.register.accepted, topics);
     assert_eq!(s.deregister.accepted, topics);
     // Two connections, each one TLS handshake.
     let handshakes = o.report.hub.as_ref().unwrap().tls_handshakes.as_ref();
     assert_eq!(handshakes.map(|h| h.count), Some(2));
-    let _ = stop.send(());
-    hub.await.unwrap().unwrap();
+    hub.stop().await;
 }

@@ -72,3 +72,4 @@ mod table;
 mod topic_churn;
 mod topics;
 mod topics_file;
+mod websub_proxy;

@@ -61,7 +61,8 @@ async fn requests_per_level_reconcile_exactly_with_the_hub() {
     assert_eq!((reg.topics, reg.accepted, reg.failed), (80, 80, 0));
     assert_eq!(s.register.accepted, 80);
     // Per topic, hubload's attempts equal the hub's published count.
-    let attempts = total.topic_attempts();
+    let attempts = crate::util::attempts_by_topic(&on_disk);
+    assert_eq!(attempts.iter().sum::<u64>(), total.samples);
     for (i, name) in r.topics.iter().enumerate() {
         let ours = attempts.get(i).copied().unwrap_or(0);
         let theirs = s.topics.get(name).map_or(0, |t| t.published);

@@ -66,7 +66,7 @@ async fn sends_reconcile_exactly_with_the_emulator_per_topic() {
     let c = sc.emulator_counts();
     assert_eq!(c.accepted, 600);
     assert_eq!((c.throttled, c.unauthorized), (0, 0));
-    assert_eq!(attempts_per_topic(r), c.accepted_per_topic);
+    assert_eq!(attempts_per_topic(&sc.summary("")), c.accepted_per_topic);
     // 20 tenants × 4 channels, each attached before the load.
     let reg = r.registration.as_ref().unwrap();
     assert_eq!((reg.topics, reg.accepted, reg.failed), (80, 80, 0));

@@ -9,6 +9,9 @@
 // BODY_BYTES. Bounded by SECONDS. Prints one JSON line: warmup (sends before the clock
 // starts), sends, errors, seconds, cpu_s (this
 // process, user + system, over the send loop only).
+//
+// With SB_WEBSOCKET_ENDPOINT=https://host:port set, the client speaks AMQP over WebSockets
+// (webSocketOptions with the `ws` package) to that address; NODE_EXTRA_CA_CERTS names the CA.
 
 const { ServiceBusClient } = require("@azure/service-bus");
 const { randomUUID } = require("crypto");
@@ -23,7 +26,13 @@ async function main(argv) {
   const [conn, topic] = [argv[2], argv[3]];
   const [n, seconds, size] = [Number(argv[4]), Number(argv[5]), Number(argv[6])];
   const body = "x".repeat(size);
-  const c = new ServiceBusClient(conn, { retryOptions: { maxRetries: 0, timeoutInMs: 20000 } });
+  const options = { retryOptions: { maxRetries: 0, timeoutInMs: 20000 } };
+  const ws = process.env.SB_WEBSOCKET_ENDPOINT;
+  if (ws) {
+    options.webSocketOptions = { webSocket: require("ws") };
+    options.customEndpointAddress = ws;
+  }
+  const c = new ServiceBusClient(conn, options);
   const s = c.createSender(topic);
   await s.sendMessages(message(body)); // opens the link (and CBS) before the clock starts
   let sends = 0;

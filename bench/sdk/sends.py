@@ -10,18 +10,34 @@ application/json, four application properties and a body of BODY_BYTES. Bounded 
 Prints one JSON line: warmup (the sends made before the clock starts, one per link), sends,
 errors, seconds, cpu_s (this process, user + system, over the
 send loop only, so interpreter start-up and the CBS handshake are not charged).
+
+With SB_WEBSOCKET_ENDPOINT=sb://host:port set, the client speaks AMQP over WebSockets
+(TransportType.AmqpOverWebsocket) to that address, trusting the CA file SB_CA_FILE.
 """
 
 import asyncio
 import json
 import sys
 import time
+import os
 import uuid
 
-from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus import ServiceBusClient, ServiceBusMessage, TransportType
 from azure.servicebus.aio import ServiceBusClient as AsyncClient
 
 PROPS = {"tenant": "tenant-0001", "sp": "sp-01", "application": "app-01", "channel": "user"}
+
+
+def transport():
+    """The client's keyword arguments: none for plain AMQP, WebSockets when asked."""
+    ws = os.environ.get("SB_WEBSOCKET_ENDPOINT")
+    if not ws:
+        return {}
+    return dict(
+        transport_type=TransportType.AmqpOverWebsocket,
+        custom_endpoint_address=ws,
+        connection_verify=os.environ["SB_CA_FILE"],
+    )
 
 
 def message(body):
@@ -32,7 +48,7 @@ def message(body):
 
 def sequential(conn, topic, seconds, body):
     sends = errors = 0
-    with ServiceBusClient.from_connection_string(conn, retry_total=0) as c, c.get_topic_sender(topic) as s:
+    with ServiceBusClient.from_connection_string(conn, retry_total=0, **transport()) as c, c.get_topic_sender(topic) as s:
         s.send_messages(message(body))  # opens the link (and CBS) before the clock starts
         cpu0, t0 = time.process_time(), time.monotonic()
         end = t0 + seconds
@@ -48,7 +64,7 @@ def sequential(conn, topic, seconds, body):
 
 async def concurrent(conn, topic, n, seconds, body):
     counts = {"sends": 0, "errors": 0}
-    async with AsyncClient.from_connection_string(conn, retry_total=0) as c:
+    async with AsyncClient.from_connection_string(conn, retry_total=0, **transport()) as c:
         senders = [c.get_topic_sender(topic) for _ in range(n)]
         for s in senders:
             await s.send_messages(message(body))  # attach every link before the clock starts

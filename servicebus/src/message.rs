@@ -3,6 +3,7 @@
 //! Body as one data section, `content-type`, `message-id` (the event's `jti`) and the
 //! application properties (tenant, application, channel).
 
+use fe2o3_amqp::types::messaging::message::__private::Serializable;
 use fe2o3_amqp::types::messaging::{ApplicationProperties, Data, Message, Properties};
 use fe2o3_amqp::types::primitives::{Binary, SimpleValue, Symbol};
 
@@ -38,6 +39,13 @@ impl OutgoingMessage<'_> {
             .data(Binary::from(self.body.to_vec()))
             .build()
     }
+
+    /// The message's size as the broker measures it against a link's `max-message-size`: the
+    /// encoded AMQP message (properties, application properties and the data section around
+    /// the body), as it goes in a transfer.
+    pub fn encoded_len(&self) -> u64 {
+        serde_amqp::serialized_size(&Serializable(self.to_amqp())).map_or(u64::MAX, |n| n as u64)
+    }
 }
 
 #[cfg(test)]
@@ -64,5 +72,17 @@ mod tests {
             Some(&SimpleValue::String("email".into()))
         );
         assert_eq!(m.body.0.as_slice(), b"{\"a\":1}");
+    }
+
+    #[test]
+    fn the_encoded_length_is_the_transfers_payload() {
+        let msg = OutgoingMessage {
+            body: &[b'x'; 1000],
+            message_id: "jti-1",
+            content_type: "application/json",
+            properties: &[("tenant", "t1")],
+        };
+        let bytes = serde_amqp::to_vec(&Serializable(msg.to_amqp())).unwrap();
+        assert_eq!(msg.encoded_len(), bytes.len() as u64);
     }
 }

@@ -1,9 +1,10 @@
 //! The receive client (`SbReceiver`) against a broker that misbehaves, through the proxy of
 //! `hostile_proxy` in front of the emulator: a session the broker ends under the receiver is
-//! recovered within the receive that saw it, and every message is completed exactly once
-//! (reconciled with the emulator's counts); transfers past the credit the receiver granted end
-//! the session with `amqp:link:transfer-limit-exceeded` (memory stays bounded), and the
-//! receiver carries on on a new connection.
+//! recovered within the receive that saw it, and no message whose completion the broker
+//! confirmed comes again (reconciled with the emulator's counts); a completion the broker
+//! never answers ends at the settle timeout, one it answers lock-lost says so; transfers past
+//! the credit the receiver granted end the session with `amqp:link:transfer-limit-exceeded`
+//! (memory stays bounded), and the receiver carries on on a new connection.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -11,8 +12,8 @@ use std::time::Duration;
 use hubload_servicebus::emulator::store::StoreStats;
 use hubload_servicebus::emulator::{config_file, Emulator, EmulatorConfig, EmulatorHandle};
 use hubload_servicebus::{
-    ConnectionString, OutgoingMessage, ReceiveError, ReceiverConfig, SbReceiver, SbSender,
-    SendOutcome, SenderConfig,
+    ConnectionString, OutgoingMessage, ReceiveError, Received, ReceiverConfig, SbReceiver,
+    SbSender, SendOutcome, SenderConfig,
 };
 use tokio::time::Instant;
 
@@ -99,23 +100,17 @@ async fn stats_when(emu: &EmulatorHandle, done: impl Fn(&StoreStats) -> bool) ->
     stats()
 }
 
-/// The subscription's completed count.
-fn completed(emu: &EmulatorHandle) -> u64 {
-    let c = emu.counts();
-    c.entities.get(SUB).map_or(0, |s| s.completed)
-}
-
-/// What a receiver took: the ids completed, those whose completion found the link gone (the
-/// broker delivers them again once their lock expires), those received again, and those
-/// completed a second time (a completion is written to the session and not waited for: one
-/// still queued when the session ended never reached the broker, which delivered the message
-/// again).
+/// What a receiver took: the ids whose completion the broker confirmed, those whose
+/// completion found the link gone or whose session ended before the broker's answer (the
+/// broker delivers them again once their lock expires, unless it applied the completion),
+/// those received again, and those received after their completion was confirmed.
 #[derive(Debug, Default)]
 struct Taken {
     completed: BTreeSet<String>,
     lost: BTreeSet<String>,
+    unconfirmed: BTreeSet<String>,
     again: Vec<String>,
-    twice: Vec<String>,
+    after_confirmed: Vec<String>,
 }
 
 /// Receive and complete until `done` holds (30 s at most), calling `midway` once when `at`
@@ -148,17 +143,46 @@ async fn take(
         if m.delivery_count > 0 {
             t.again.push(id.clone());
         }
+        if t.completed.contains(&id) {
+            t.after_confirmed.push(id.clone());
+        }
         match rx.complete(&m).await {
             Ok(()) => {
-                if !t.completed.insert(id.clone()) {
-                    t.twice.push(id);
-                }
+                t.completed.insert(id);
             }
             Err(ReceiveError::LinkLost) => assert!(t.lost.insert(id.clone()), "{id} lost twice"),
+            Err(ReceiveError::SessionEnded(_)) => {
+                assert!(t.unconfirmed.insert(id.clone()), "{id} unconfirmed twice")
+            }
             Err(e) => panic!("completing {id}: {e}"),
         }
     }
     t
+}
+
+/// The subscription's completed count.
+fn completed(emu: &EmulatorHandle) -> u64 {
+    let c = emu.counts();
+    c.entities.get(SUB).map_or(0, |s| s.completed)
+}
+
+/// A receiver on `orders/hub` through `proxy` whose settlements wait at most `settle`.
+async fn receiver_settling_within(proxy: &Proxy, settle: Duration) -> SbReceiver {
+    let mut cfg = ReceiverConfig::new(proxy.connection_string(), "orders", "hub");
+    cfg.connect_timeout = Duration::from_secs(5);
+    cfg.settle_timeout = settle;
+    SbReceiver::connect(cfg).await.unwrap()
+}
+
+/// The next message on `rx` (5 s at most).
+async fn next(rx: &mut SbReceiver) -> Received {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        assert!(Instant::now() < until, "no message within 5 s");
+        if let Some(m) = rx.receive(Duration::from_millis(500)).await.unwrap() {
+            return m;
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,21 +193,28 @@ async fn a_session_the_broker_ends_is_recovered_and_every_message_completed_once
     let mut rx = receiver(&proxy, 16).await;
     send_all(&emu, 0..N).await;
     // The broker ends the receiver's session with 15 messages completed (and more of them
-    // prefetched on the link).
-    // Until the broker has every message completed, as the receiver has: a completion still
-    // queued when the session ended is lost, and its message comes again.
-    let all_done = |t: &Taken| t.completed.len() == N && completed(&emu) == N as u64;
-    let t = take(&mut rx, all_done, 15, || proxy.fault(Fault::EndSession)).await;
+    // prefetched on the link). A completion returns only once the broker confirms it.
+    // Until the broker has every message completed and the receiver has tried each: a
+    // completion whose session ended before the broker's answer may have been applied (and
+    // its message does not come again) or not (and it comes again after its lock).
     let all: BTreeSet<String> = (0..N).map(|i| format!("jti-{i}")).collect();
-    assert_eq!(t.completed, all);
-    // Received on the ended link and not completed at the broker (the completion found the
-    // link gone, or was still queued when the session ended): each came again, once, after
-    // its lock, and was completed then.
+    let all_done =
+        |t: &Taken| completed(&emu) == N as u64 && t.completed.union(&t.unconfirmed).count() == N;
+    let t = take(&mut rx, all_done, 15, || proxy.fault(Fault::EndSession)).await;
+    let tried: BTreeSet<String> = t.completed.union(&t.unconfirmed).cloned().collect();
+    assert_eq!(tried, all, "{t:?}");
+    // No message whose completion was confirmed came again.
+    assert!(t.after_confirmed.is_empty(), "{t:?}");
+    // Received on the ended link and its completion not sent (the link was gone): each came
+    // again, once, after its lock. One whose session ended before the broker's answer came
+    // again only if the broker had not applied it.
     let again: BTreeSet<String> = t.again.iter().cloned().collect();
     assert_eq!(again.len(), t.again.len(), "{t:?}");
     assert!(t.lost.is_subset(&again), "{t:?}");
-    assert!(t.twice.iter().all(|id| again.contains(id)), "{t:?}");
     assert_eq!(rx.restarts(), 1);
+    // Every message is completed at the broker once, and none is left: a confirmed
+    // completion the broker had not applied would have left its message active, or brought
+    // it back.
     let s = stats_when(&emu, |s| s.completed == N as u64).await;
     // Locked on the ended link, whether or not they reached the receiver: the broker's
     // count of expired locks is the count of messages delivered again, and the receiver saw
@@ -239,17 +270,52 @@ async fn transfers_beyond_the_receivers_credit_end_the_session_and_buffer_no_mor
     let t = take(&mut rx, |t| t.completed.len() == 10, usize::MAX, || {}).await;
     let counts = (
         t.completed.len(),
-        t.lost.len(),
+        t.lost.len() + t.unconfirmed.len(),
         t.again.len(),
-        t.twice.len(),
     );
-    assert_eq!(counts, (10, 0, 0, 0), "{t:?}");
+    assert_eq!(counts, (10, 0, 0), "{t:?}");
     let s = stats_when(&emu, |s| s.completed == 10).await;
     assert_eq!(
         (s.enqueued, s.delivered, s.completed),
         (10, 10, 10),
         "{s:?}"
     );
+    rx.close().await;
+    emu.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_the_broker_never_confirms_or_refuses_ends_in_its_class() {
+    const SETTLE: Duration = Duration::from_secs(1);
+    let emu = emulator().await;
+    let proxy = Proxy::start(emu.addr()).await;
+    let mut rx = receiver_settling_within(&proxy, SETTLE).await;
+    send_all(&emu, 0..2).await;
+    // The broker's answers are held back: the completion ends at the settle timeout.
+    proxy.fault(Fault::NoEcho);
+    let m = next(&mut rx).await;
+    let started = Instant::now();
+    assert_eq!(rx.complete(&m).await, Err(ReceiveError::Timeout));
+    let took = started.elapsed();
+    assert!(
+        took >= SETTLE && took <= SETTLE + Duration::from_millis(120),
+        "{took:?}"
+    );
+    // The broker answers that the lock was lost: said so, at once.
+    proxy.fault(Fault::LockLostEcho);
+    let m = next(&mut rx).await;
+    let started = Instant::now();
+    assert_eq!(rx.complete(&m).await, Err(ReceiveError::LockLost));
+    assert!(started.elapsed() < SETTLE, "{:?}", started.elapsed());
+    // Only the answers were tampered with: the broker applied both completions, and the
+    // link stayed up throughout.
+    let s = stats_when(&emu, |s| s.completed == 2).await;
+    assert_eq!(
+        (s.enqueued, s.delivered, s.completed, s.active),
+        (2, 2, 2, 0),
+        "{s:?}"
+    );
+    assert_eq!(rx.restarts(), 0);
     rx.close().await;
     emu.shutdown().await;
 }

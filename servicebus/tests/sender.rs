@@ -419,3 +419,25 @@ async fn prepare_opens_every_link_up_front() {
     sender.close().await;
     emu.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_message_is_measured_as_the_broker_measures_it() {
+    let (emu, sender) = start(EmulatorConfig::default(), 1, |_| {}).await;
+    assert_eq!(sender.prepare("t").await, SendOutcome::Accepted);
+    let limit = sender.max_message_size("t").await.unwrap();
+    // The body that makes the encoded message exactly the link's limit: what the properties
+    // and the encoding add does not depend on the body's length at these sizes.
+    let probe = vec![b'x'; limit as usize - 1024];
+    let around = msg(&probe, "at-limit").encoded_len() - probe.len() as u64;
+    let body = vec![b'x'; (limit - around) as usize];
+    assert_eq!(msg(&body, "at-limit").encoded_len(), limit);
+    let r = sender.send("t", msg(&body, "at-limit")).await;
+    assert_eq!(r.outcome, SendOutcome::Accepted);
+    // One byte more is over the limit, though the body alone is far under it.
+    let over = vec![b'x'; body.len() + 1];
+    let r = sender.send("t", msg(&over, "at-limit")).await;
+    assert_eq!(r.outcome, SendOutcome::TooLarge);
+    assert_eq!(emu.counts().accepted, 1);
+    sender.close().await;
+    emu.shutdown().await;
+}

@@ -9,6 +9,7 @@ use anyhow::Context;
 use crate::compare::{self, FailIf};
 use crate::judge::text::{render_capacity, render_what_if};
 use crate::report::table::render_table;
+use crate::report::topics_csv::APPENDED;
 use crate::report::writer::{write_atomic, ReportWriter};
 use crate::run_report::Report;
 
@@ -62,7 +63,10 @@ pub fn summary_text(r: &Report) -> String {
 /// `hubload report SUMMARY`: write the reports again from a summary.json (and the rows of
 /// its `topics_file` and `fairness_file` beside it).
 pub fn report(summary: &Path, out: Option<&Path>) -> anyhow::Result<u8> {
-    let r = crate::report::json::read_whole(summary)?;
+    // Every level's topic rows would not fit in bounded memory at 100,000 topics: topics.csv
+    // and tenants.csv are written from topics.jsonl a level at a time, then the rest.
+    let mut r = crate::report::json::read(summary)?;
+    crate::report::fairness_file::attach(&mut r, summary)?;
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None if summary.is_dir() => summary.to_path_buf(),
@@ -72,9 +76,14 @@ pub fn report(summary: &Path, out: Option<&Path>) -> anyhow::Result<u8> {
     };
     // Everything the reports show is in summary.json and the files it names; the histograms of latency.hlog only in
     // summaries written since they were added (an older one leaves an existing .hlog alone).
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create report directory {}", dir.display()))?;
+    let streamed = crate::report::topics_file::write_appended(&mut r, summary, &dir)?;
+    let appended = |name: &str| streamed && APPENDED.contains(&name);
     let reporters = crate::report::reporters()
         .into_iter()
         .filter(|rep| rep.file_name() != "summary.json" && rep.file_name() != "whatif.csv")
+        .filter(|rep| !appended(rep.file_name()))
         .filter(|rep| rep.file_name() != "latency.hlog" || crate::report::hlog::has_histograms(&r))
         .collect();
     ReportWriter::new(&dir, reporters)?.write_all(&r)?;

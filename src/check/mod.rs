@@ -5,7 +5,7 @@
 
 mod net;
 mod proxy;
-mod servicebus;
+pub(crate) mod servicebus;
 pub mod size;
 mod step;
 pub mod subscriptions;

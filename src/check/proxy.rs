@@ -11,7 +11,14 @@ use tokio::net::TcpStream;
 use super::step::Step;
 
 /// The line saying how a connection to `host:port` goes; `None` when no proxy is set.
-pub fn route_step(cfg: &ProxyConfig, route: Route<'_>, host: &str, port: u16) -> Option<Step> {
+/// `direct_when` says which connections the proxy does move, for a `Direct` route.
+pub fn route_step(
+    cfg: &ProxyConfig,
+    route: Route<'_>,
+    host: &str,
+    port: u16,
+    direct_when: &str,
+) -> Option<Step> {
     let proxy = cfg.proxy.as_ref()?;
     let detail = match route {
         Route::Via(p) => format!(
@@ -30,7 +37,7 @@ pub fn route_step(cfg: &ProxyConfig, route: Route<'_>, host: &str, port: u16) ->
             cfg.no_proxy_from
         ),
         Route::Direct => format!(
-            "{host}:{port} is reached directly: {} applies to AMQP over WebSockets (--proxy moves AMQP on its own port too)",
+            "{host}:{port} is reached directly: {} applies to {direct_when}",
             cfg.proxy_from
         ),
     };

@@ -98,7 +98,8 @@ async fn network(
     steps: &mut Steps,
 ) -> bool {
     let route = hubload_servicebus::transport::route(&cfg.proxy.0, &cs.host, port, cs.transport);
-    if let Some(step) = proxy::route_step(&cfg.proxy.0, route, &cs.host, port) {
+    let direct_when = "AMQP over WebSockets (--proxy moves AMQP on its own port too)";
+    if let Some(step) = proxy::route_step(&cfg.proxy.0, route, &cs.host, port, direct_when) {
         steps.push(step);
     }
     let via = match route {
@@ -267,16 +268,17 @@ async fn topics(
             ),
         ));
         if let Some(first) = names.first() {
-            steps.push(super::size::step(cfg, sender.max_message_size(first).await));
+            let limit = sender.max_message_size(first).await;
+            steps.push(super::size::step(cfg, workload, limit));
         }
         return;
     }
     for (name, outcome) in failed.iter().take(LISTED) {
         let (detail, fix) = match outcome {
-            SendOutcome::NotFound => (
-                format!("{name} does not exist"),
-                "create it, or send everything to one topic with --sb-topics single:NAME",
-            ),
+            SendOutcome::NotFound => {
+                steps.push(missing_topic(name, 0));
+                continue;
+            }
             // The token was accepted for the namespace at `cbs`: the right is what is missing.
             SendOutcome::Unauthorized => (
                 format!(
@@ -303,6 +305,20 @@ async fn topics(
             "as above",
         ));
     }
+}
+
+/// The line for a Service Bus topic that does not exist, with how many more are missing.
+pub(crate) fn missing_topic(name: &str, more: usize) -> Step {
+    let also = match more {
+        0 => String::new(),
+        1 => " (and 1 more topic)".to_string(),
+        n => format!(" (and {n} more topics)"),
+    };
+    Step::fail(
+        "topic",
+        format!("Service Bus topic {name} does not exist{also}"),
+        "create it, or send everything to one topic with --sb-topics single:NAME",
+    )
 }
 
 /// The key name of the run's connection string, for a line.

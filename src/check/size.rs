@@ -1,37 +1,47 @@
-//! The `size` check: the bodies a run would send against the largest message the broker takes
+//! The `size` check: the largest message a run would send against the largest the broker takes
 //! on a link (256 KB on Basic and Standard, up to 100 MB on Premium). A run refuses to start
 //! on the same finding.
 
 use super::step::Step;
 use crate::config::RunConfig;
+use crate::targets::servicebus::largest_message_len;
+use crate::workload::Workload;
 
-/// The `size` line: `--payload-bytes` (bodies are padded to it) against the `max-message-size`
-/// the broker gave the first topic's link. Without padding, bodies stay under 1 KiB, far
-/// below every tier's limit.
-pub fn step(cfg: &RunConfig, limit: Option<u64>) -> Step {
+/// The `size` line: the encoded message with a body of `--payload-bytes` (bodies are padded to
+/// it), its properties and the AMQP framing around them, as the broker measures it, against the
+/// `max-message-size` the broker gave the first topic's link. Without padding, bodies stay
+/// under 1 KiB, far below every tier's limit.
+pub fn step(cfg: &RunConfig, workload: &Workload, limit: Option<u64>) -> Step {
     let Some(limit) = limit else {
         return Step::ok("size", "the broker sets no message size limit");
     };
-    let body = cfg.workload.payload_bytes.unwrap_or(0) as u64;
-    if body > limit {
+    let Some(body) = cfg.workload.payload_bytes else {
+        return Step::ok(
+            "size",
+            format!(
+                "bodies (under 1 KiB) fit the {limit} bytes the broker takes per message ({})",
+                tier_of_limit(limit)
+            ),
+        );
+    };
+    let message = largest_message_len(workload, body);
+    if message > limit {
         return Step::fail(
             "size",
             format!(
-                "--payload-bytes {body} is over the {limit} bytes the broker takes per message ({})",
+                "messages of {message} bytes (--payload-bytes {body} with the properties and AMQP encoding around it) are over the {limit} bytes the broker takes per message ({})",
                 tier_of_limit(limit)
             ),
-            "send smaller bodies, or use a Premium namespace (messages up to 100 MB)",
+            format!(
+                "send bodies of at most {} bytes, or use a Premium namespace (messages up to 100 MB)",
+                limit.saturating_sub(message - body as u64)
+            ),
         );
     }
-    let largest = if body > 0 {
-        format!("bodies of {body} bytes")
-    } else {
-        "bodies (under 1 KiB)".to_string()
-    };
     Step::ok(
         "size",
         format!(
-            "{largest} fit the {limit} bytes the broker takes per message ({})",
+            "messages of {message} bytes (bodies of {body}) fit the {limit} bytes the broker takes per message ({})",
             tier_of_limit(limit)
         ),
     )

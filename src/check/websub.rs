@@ -1,14 +1,17 @@
-//! The WebSub checks: DNS (or the `--resolve` pin), TCP and TLS to the hub URL's host, then whether an HTTP server
-//! answers there: one `GET` of the hub URL (harmless: a hub acts only on a POST), whose
-//! status line is shown.
+//! The WebSub checks: the proxy's route when one is set, DNS (or the `--resolve` pin), TCP
+//! (to the proxy, then its tunnel, when the hub is reached through one) and TLS to the hub
+//! URL's host, then whether an HTTP server answers there: one `GET` of the hub URL
+//! (harmless: a hub acts only on a POST), whose status line is shown.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::net;
+use hubload_http1::proxy::Route;
+
 use super::step::{Step, Steps};
+use super::{net, proxy};
 use crate::config::RunConfig;
 use crate::targets::http::Tls;
 
@@ -25,21 +28,24 @@ pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
     };
     let host = url.host_str().unwrap_or_default().to_string();
     let port = url.port_or_known_default().unwrap_or(80);
-    if let Some(p) = &cfg.proxy.0.proxy {
-        // The publish path has no proxy support (docs/servicebus-websockets.md, "Proxies").
-        steps.push(Step::ok(
-            "proxy",
-            format!(
-                "WebSub ignores {} ({}): the hub at {host}:{port} is reached directly",
-                cfg.proxy.0.proxy_from,
-                p.shown()
-            ),
-        ));
+    let route = cfg.proxy.route_for_hub(url);
+    let direct_when = "https:// hubs (--proxy moves http:// hubs too)";
+    if let Some(step) = proxy::route_step(&cfg.proxy.0, route, &host, port, direct_when) {
+        steps.push(step);
     }
+    let via = match route {
+        Route::Via(p) => Some(p),
+        Route::Direct | Route::Bypassed => None,
+    };
     // `--resolve` pins the host as it does for the run's connections: no DNS then.
     let pinned = cfg.target.resolve.lookup(&host, port);
-    let addrs = match pinned {
-        Some(ips) => {
+    let addrs = match (pinned, via) {
+        (Some(_), Some(_)) => {
+            let fix = "drop --resolve, or list the hub in --no-proxy";
+            let why = "--resolve pins the hub's address, but the proxy resolves it";
+            return give_up(steps, Step::fail("dns", why, fix));
+        }
+        (Some(ips), None) => {
             let shown: Vec<String> = ips.iter().map(ToString::to_string).collect();
             steps.push(Step::ok(
                 "dns",
@@ -50,21 +56,38 @@ pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
             ));
             ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect()
         }
-        None => match net::resolve(&host, port, bound).await {
-            Ok((a, s)) => {
-                steps.push(s);
-                a
+        (None, _) => {
+            let (name, at) = via.map_or((host.as_str(), port), |p| (p.host(), p.port()));
+            match net::resolve(name, at, bound).await {
+                Ok((a, s)) => {
+                    steps.push(s);
+                    a
+                }
+                Err(s) => return give_up(steps, s),
             }
-            Err(s) => return give_up(steps, s),
-        },
+        }
     };
-    let tcp = match net::connect(&addrs, bound, "the hub").await {
+    let what = if via.is_some() {
+        "the proxy"
+    } else {
+        "the hub"
+    };
+    let mut tcp = match net::connect(&addrs, bound, what).await {
         Ok((t, s)) => {
             steps.push(s);
             t
         }
         Err(s) => return give_up(steps, s),
     };
+    if let Some(p) = via {
+        match proxy::tunnel(tcp, p, &host, port, bound).await {
+            Ok((s, step)) => {
+                steps.push(step);
+                tcp = s;
+            }
+            Err(step) => return give_up(steps, step),
+        }
+    }
     let path = match url.query() {
         Some(q) => format!("{}?{q}", url.path()),
         None => url.path().to_string(),

@@ -80,7 +80,7 @@ pub struct RunConfig {
     /// `--web`: the live page and control API; `None` when off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub web: Option<super::web::WebConfig>,
-    /// `--proxy`, `--no-proxy` and their variables: the proxy of Service Bus connections.
+    /// `--proxy`, `--no-proxy` and their variables: the proxy of Service Bus connections and `https://` hubs.
     #[serde(skip)]
     pub proxy: super::ProxySettings,
 }

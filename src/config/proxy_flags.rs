@@ -2,15 +2,39 @@
 //! `all_proxy`, `ALL_PROXY`; `no_proxy`, `NO_PROXY`) → [`ProxySettings`]. The caller hands in
 //! the environment: config reads none itself.
 
-use hubload_http1::proxy::ProxyConfig;
+use hubload_http1::proxy::{ProxyConfig, ProxyUrl, Route};
 use serde::Serialize;
 
 use super::error::ConfigError;
 use crate::cli::RunArgs;
 
-/// The proxy of Service Bus connections (docs/servicebus-websockets.md, "Proxies").
+/// The proxy of Service Bus connections and of `https://` hubs (docs/servicebus-websockets.md,
+/// "Proxies").
 #[derive(Debug, Clone, Default)]
 pub struct ProxySettings(pub ProxyConfig);
+
+impl ProxySettings {
+    /// How the WebSub hub at `url` is reached. An `https://` hub follows the settings (the
+    /// variables are the ones curl reads for https URLs); an `http://` hub goes through a
+    /// proxy only when `--proxy` names one, since proxies commonly allow CONNECT to 443
+    /// alone and a variable set for the web should not move a hub inside the network.
+    pub fn route_for_hub(&self, url: &url::Url) -> Route<'_> {
+        let host = url.host_str().unwrap_or_default();
+        let port = url.port_or_known_default().unwrap_or(80);
+        match self.0.route(host, port) {
+            Route::Via(_) if url.scheme() != "https" && !self.0.from_flag() => Route::Direct,
+            r => r,
+        }
+    }
+
+    /// The proxy the hub at `url` is reached through, if any.
+    pub fn proxy_for_hub(&self, url: &url::Url) -> Option<&ProxyUrl> {
+        match self.route_for_hub(url) {
+            Route::Via(p) => Some(p),
+            Route::Direct | Route::Bypassed => None,
+        }
+    }
+}
 
 /// Shown in the reports' settings: the proxy without its credentials, and the sources.
 impl Serialize for ProxySettings {
@@ -63,6 +87,25 @@ mod tests {
             serde_json::to_string(&s).unwrap(),
             r#"{"proxy":"http://flag:8080","from":"--proxy","no_proxy_from":"--no-proxy"}"#
         );
+    }
+
+    #[test]
+    fn https_hubs_follow_the_variables_and_only_the_flag_moves_http_hubs() {
+        let env = |k: &str| (k == "HTTPS_PROXY").then(|| "http://envproxy:3128".to_string());
+        let via = |flags: &[&str], hub: &str| {
+            let p = resolve(&args(flags), &env).unwrap();
+            let url = url::Url::parse(hub).unwrap();
+            p.proxy_for_hub(&url).map(|p| p.shown())
+        };
+        let env_proxy = Some("http://envproxy:3128".to_string());
+        assert_eq!(via(&[], "https://hub.corp/hub"), env_proxy);
+        assert_eq!(via(&[], "http://hub.corp/hub"), None);
+        assert_eq!(
+            via(&["--proxy", "http://flag:8080"], "http://hub.corp:9000/hub"),
+            Some("http://flag:8080".to_string())
+        );
+        assert_eq!(via(&["--no-proxy", ".corp"], "https://hub.corp/hub"), None);
+        assert_eq!(via(&["--proxy", ""], "https://hub.corp/hub"), None);
     }
 
     #[test]

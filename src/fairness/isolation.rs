@@ -101,8 +101,8 @@ impl Pool {
     fn add(&mut self, s: &TopicStats, range: std::ops::Range<usize>) {
         self.n += s.counts.total();
         self.errors += s.counts.sum_where(Class::is_error);
-        for i in range {
-            self.buckets[i] += u64::from(s.buckets[i]);
+        for (i, c) in s.nonempty_buckets().filter(|(i, _)| range.contains(i)) {
+            self.buckets[i] += u64::from(c);
         }
         self.max_us = self.max_us.max(s.max_us);
     }
@@ -182,7 +182,7 @@ fn verdict_of(shape: &SurgeShape, seconds: &[TopicStats], figure: Figure) -> Opt
     let cut = (shape.from_s as usize).min(seconds.len());
     let (before, during) = seconds.split_at(cut);
     // Only the buckets some second uses are added up, resample after resample.
-    let used = |i: &usize| seconds.iter().any(|s| s.buckets[*i] > 0);
+    let used = |i: &usize| seconds.iter().any(|s| s.bucket(*i) > 0);
     let lo = (0..TOPIC_BUCKETS).find(used).unwrap_or(0);
     let hi = (0..TOPIC_BUCKETS).rev().find(used).map_or(0, |i| i + 1);
     let pool = |secs: &mut dyn Iterator<Item = &TopicStats>| {

@@ -11,6 +11,8 @@
 //! - p99 spread: the largest tenant p99 ÷ the median tenant p99;
 //! - error spread: the largest tenant error % minus the median tenant error %, in points.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -99,13 +101,29 @@ pub fn per_tenant<S: std::borrow::Borrow<TopicStats>>(
     topic_tenants: &[Option<u32>],
     name: impl Fn(u32) -> String,
 ) -> Vec<(String, TopicStats)> {
-    let mut by: std::collections::BTreeMap<u32, TopicStats> = Default::default();
+    named(tenant_sums(topics, topic_tenants), name)
+}
+
+/// [`per_tenant`] by tenant number, unnamed: sums that add up over levels (TOTAL's).
+pub fn tenant_sums<S: std::borrow::Borrow<TopicStats>>(
+    topics: impl IntoIterator<Item = (usize, S)>,
+    topic_tenants: &[Option<u32>],
+) -> BTreeMap<u32, TopicStats> {
+    let mut by = BTreeMap::<u32, TopicStats>::new();
     for (t, s) in topics {
         if let Some(Some(tenant)) = topic_tenants.get(t) {
             *by.entry(*tenant).or_default() += s.borrow();
         }
     }
-    by.into_iter().map(|(t, s)| (name(t), s)).collect()
+    by
+}
+
+/// Tenant sums named by `name`, in tenant order.
+pub fn named(
+    sums: impl IntoIterator<Item = (u32, TopicStats)>,
+    name: impl Fn(u32) -> String,
+) -> Vec<(String, TopicStats)> {
+    sums.into_iter().map(|(t, s)| (name(t), s)).collect()
 }
 
 /// Jain's index (Σx)² ÷ (n·Σx²); `None` for no values or all zero.

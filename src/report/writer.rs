@@ -102,12 +102,27 @@ pub fn append_synced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 /// may read the directory. Every error names `path`, the file the user asked for, never the
 /// temporary name.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_atomic_with(path, |out| fill(out, bytes, path))
+}
+
+/// [`write_atomic`] of what `write` writes, a part at a time (a file too large to hold whole).
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let (tmp_path, mut file) = create_temp(dir, path)?;
-    let written = fill(&mut file, bytes, path).and_then(|()| {
-        file.sync_all()
-            .with_context(|| format!("cannot write {}", path.display()))
-    });
+    let (tmp_path, file) = create_temp(dir, path)?;
+    let mut out = std::io::BufWriter::new(&file);
+    let written = write(&mut out)
+        .and_then(|()| {
+            out.flush()
+                .with_context(|| format!("cannot write {}", path.display()))
+        })
+        .and_then(|()| {
+            file.sync_all()
+                .with_context(|| format!("cannot write {}", path.display()))
+        });
+    drop(out);
     drop(file);
     let renamed = written.and_then(|()| {
         std::fs::rename(&tmp_path, path).with_context(|| format!("cannot write {}", path.display()))

@@ -4,7 +4,6 @@
 
 pub mod embedded;
 mod embedded_emulator;
-mod level_topics;
 mod levels;
 mod local_limits;
 mod own_thread;
@@ -117,6 +116,7 @@ async fn run_path<P: TargetPath>(
             rec.set_registration(&prepared)?;
             // A phase cut short by the signal is not the hub's failure: the run ends with 130.
             if !sh.cancel.is_cancelled() {
+                path.refuse_prepared()?;
                 check_phase(&prepared, P::PREPARE, &path.endpoint())?;
             }
         }

@@ -43,6 +43,11 @@ pub(crate) trait TargetPath {
     /// (`None`: this kind or dialect has no set-up phase, as a thin-ping hub has no
     /// registration).
     async fn prepare(&self, mine: &[Topic], cancel: &CancellationToken) -> Option<PhaseResult>;
+    /// After [`Self::prepare`]: what it found that stops the run before any load, as bad
+    /// configuration does (exit 2), such as a Service Bus topic that does not exist.
+    fn refuse_prepared(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// A fresh target for one level.
     fn target(&self, spec: &LevelSpec) -> Self::Target;
     /// After the levels: add this kind's own section to the record (none by default).

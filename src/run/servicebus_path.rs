@@ -149,10 +149,8 @@ async fn preflight(
             let name = crate::targets::servicebus::sb_topic(&cfg.target.sb_topics, first);
             // A topic that cannot be attached is the prepare phase's to count.
             if sender.prepare(name).await == hubload_servicebus::SendOutcome::Accepted {
-                refuse(&crate::check::size::step(
-                    cfg,
-                    sender.max_message_size(name).await,
-                ))?;
+                let limit = sender.max_message_size(name).await;
+                refuse(&crate::check::size::step(cfg, workload, limit))?;
             }
         }
     }
@@ -189,6 +187,19 @@ impl TargetPath for ServiceBusPath<'_> {
 
     async fn prepare(&self, mine: &[Topic], cancel: &CancellationToken) -> Option<PhaseResult> {
         Some(self.target.prepare(mine, cancel).await)
+    }
+
+    /// A topic the run sends to that does not exist stops it, as `hubload check` names it:
+    /// the namespace is misconfigured, and every send to it would be `not_found`.
+    fn refuse_prepared(&self) -> anyhow::Result<()> {
+        let missing = self.target.missing();
+        match missing.first() {
+            Some(first) => refuse(&crate::check::servicebus::missing_topic(
+                first,
+                missing.len() - 1,
+            )),
+            None => Ok(()),
+        }
     }
 
     fn target(&self, _spec: &LevelSpec) -> ServiceBusTarget {

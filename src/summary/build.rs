@@ -96,6 +96,7 @@ pub fn level_report(
             .filter(|(_, t)| !t.is_empty())
             .map(|(i, t)| topic_report(i, t))
             .collect(),
+        topics_with_attempts: None,
         histograms: (!s.latency.is_empty()).then(|| ReportHistograms {
             latency: encode(&s.latency),
             corrected: (open && !s.corrected.is_empty()).then(|| encode(&s.corrected)),

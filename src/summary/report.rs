@@ -290,6 +290,11 @@ pub struct LevelReport {
     #[serde(default, skip_serializing)]
     #[schemars(with = "Option<Vec<TopicReport>>")]
     pub topics: Vec<TopicReport>,
+    /// Topics with an attempt, when `topics` holds only the worst of them: a run in progress
+    /// keeps those (for report.html) once every row is in `topics_file`. Never serialized.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub topics_with_attempts: Option<usize>,
     /// The level's latency histograms, so `hubload report` can redraw the distribution and
     /// rewrite `latency.hlog` (absent from summaries written before they were added).
     #[serde(default, skip_serializing_if = "Option::is_none")]

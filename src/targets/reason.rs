@@ -67,6 +67,18 @@ pub fn describe(a: &Attempt, reason: Option<&str>) -> String {
             "TLS handshake failed: tls_error.unknown_issuer (a private CA? give it with --ca-cert)"
                 .into()
         }
+        Outcome::ProxyRefused(status) => {
+            let fix = match status {
+                // tinyproxy answers wrong credentials 401, others 407.
+                401 | 407 => {
+                    "; give the proxy's credentials in its URL (http://user:password@host:port)"
+                }
+                403 => "; its rules do not allow CONNECT to the hub's host or port",
+                502..=504 => "; it could not reach the hub",
+                _ => "",
+            };
+            format!("the HTTP proxy refused the tunnel to the hub: answered {status} (conn_refused.proxy){fix}")
+        }
         Outcome::TlsError(_) => format!(
             "TLS handshake failed: {}",
             a.outcome.reason().map_or("", |r| r.name())
@@ -208,6 +220,15 @@ mod tests {
             describe(&at(Outcome::ProtocolError(ProtocolReason::NotH2), 0), None),
             "the server does not speak HTTP/2 (protocol_error.not_h2: it answered in HTTP/1.x); \
              use --http-version 1.1"
+        );
+        assert_eq!(
+            describe(&at(Outcome::ProxyRefused(407), 407), None),
+            "the HTTP proxy refused the tunnel to the hub: answered 407 (conn_refused.proxy); \
+             give the proxy's credentials in its URL (http://user:password@host:port)"
+        );
+        assert_eq!(
+            describe(&at(Outcome::ProxyRefused(400), 400), None),
+            "the HTTP proxy refused the tunnel to the hub: answered 400 (conn_refused.proxy)"
         );
     }
 }

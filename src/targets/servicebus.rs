@@ -27,6 +27,8 @@ pub struct ServiceBusTarget {
     prepare_concurrency: usize,
     /// Rejected sends per AMQP condition, over the whole run.
     conditions: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// The Service Bus topics [`Target::prepare`] found missing (`amqp:not-found`), sorted.
+    missing: Arc<Mutex<Vec<String>>>,
 }
 
 /// The hubload outcome of a Service Bus send (README: "Outcome classes").
@@ -51,6 +53,51 @@ pub fn outcome_of(o: &SendOutcome) -> Outcome {
     }
 }
 
+/// The application properties of an event's message.
+fn properties<'a>(
+    tenant: &'a str,
+    application: &'a str,
+    channel: &'a str,
+) -> [(&'a str, &'a str); 3] {
+    [
+        ("tenant", tenant),
+        ("application", application),
+        ("channel", channel),
+    ]
+}
+
+/// An event's message: its body, its `jti` as `message-id`, and its properties.
+fn message<'a>(
+    body: &'a [u8],
+    jti: &'a str,
+    properties: &'a [(&'a str, &'a str)],
+) -> OutgoingMessage<'a> {
+    OutgoingMessage {
+        body,
+        message_id: jti,
+        content_type: "application/json",
+        properties,
+    }
+}
+
+/// The size the broker measures (the encoded AMQP message) of the largest message the run
+/// sends with bodies of `body_len` bytes: the longest tenant and channel names, and a
+/// `jti` and application id as hyphenated UUIDs.
+pub fn largest_message_len(workload: &Workload, body_len: usize) -> u64 {
+    let tenants = workload.config().tenants;
+    let longest = |names: &mut dyn Iterator<Item = &str>| {
+        names
+            .max_by_key(|n| n.len())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let tenant = longest(&mut (0..tenants).map(|t| &**workload.tenant_name(t)));
+    let channel = longest(&mut workload.config().channels.iter().map(String::as_str));
+    let uuid = uuid::Uuid::nil().hyphenated().to_string();
+    let body = vec![b' '; body_len];
+    message(&body, &uuid, &properties(&tenant, &uuid, &channel)).encoded_len()
+}
+
 /// The Service Bus topic a hubload topic is sent to.
 pub fn sb_topic<'a>(mapping: &'a SbTopics, topic: &'a Topic) -> &'a str {
     match mapping {
@@ -73,7 +120,13 @@ impl ServiceBusTarget {
             mapping,
             prepare_concurrency: prepare_concurrency.max(1),
             conditions: Arc::default(),
+            missing: Arc::default(),
         }
+    }
+
+    /// The Service Bus topics the prepare phase found missing, sorted.
+    pub fn missing(&self) -> Vec<String> {
+        self.missing.lock().expect("missing lock").clone()
     }
 
     /// The shared sender (for its reconnect and token counters).
@@ -139,6 +192,12 @@ impl Target for ServiceBusTarget {
                 continue;
             };
             let (o, why) = r.err().unwrap_or((SendOutcome::Accepted, String::new()));
+            if o == SendOutcome::NotFound {
+                self.missing
+                    .lock()
+                    .expect("missing lock")
+                    .push(name.to_string());
+            }
             let class = outcome_of(&o).class();
             p.counts.bump(class);
             if class != Class::Accepted && p.first_error.is_none() {
@@ -165,17 +224,12 @@ impl Target for ServiceBusTarget {
             .application_id
             .as_hyphenated()
             .encode_lower(&mut app_buf);
-        let properties = [
-            ("tenant", &**self.workload.tenant_name(event.tenant)),
-            ("application", &*app),
-            ("channel", &**self.workload.channel_name(event.channel)),
-        ];
-        let msg = OutgoingMessage {
-            body: &event.body,
-            message_id: jti,
-            content_type: "application/json",
-            properties: &properties,
-        };
+        let properties = properties(
+            self.workload.tenant_name(event.tenant),
+            app,
+            self.workload.channel_name(event.channel),
+        );
+        let msg = message(&event.body, jti, &properties);
         let r = self.sender.send(sb_topic(&self.mapping, topic), msg).await;
         Attempt {
             server_timing: crate::result::ServerTimings::NONE,

@@ -195,6 +195,18 @@ pub fn read_summary(dir: &Path) -> Report {
     hubload::report::json::read_whole(dir).unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()))
 }
 
+/// Attempts per topic index over every level of `r`, a summary read back (its levels' rows
+/// come from topics.jsonl; a run's own report keeps only a few rows per level in memory).
+pub fn attempts_by_topic(r: &Report) -> Vec<u64> {
+    let mut out = vec![0; r.topics.len()];
+    for l in &r.levels {
+        for (i, n) in l.topic_attempts().into_iter().enumerate() {
+            out[i] += n;
+        }
+    }
+    out
+}
+
 /// The complete lines of the JSON-lines file `name` in `dir`, parsed (none when it is
 /// missing; a last line without its newline is left out, as hubload's readers do).
 pub fn jsonl_lines(dir: &Path, name: &str) -> Vec<serde_json::Value> {

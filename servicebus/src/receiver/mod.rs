@@ -10,17 +10,17 @@
 //! every failure is a [`ReceiveError`] value. docs/servicebus-receiver.md describes the API.
 
 mod message;
+mod settle;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use fe2o3_amqp::link::receiver::CreditMode;
-use fe2o3_amqp::link::{IllegalLinkStateError, LinkStateError, ReceiverAttachError, RecvError};
+use fe2o3_amqp::link::{LinkStateError, ReceiverAttachError, RecvError};
 use fe2o3_amqp::types::definitions::ReceiverSettleMode;
-use fe2o3_amqp::types::definitions::{self, ErrorCondition};
-use fe2o3_amqp::types::messaging::{Body, Modified};
-use fe2o3_amqp::types::primitives::{OrderedMap, Symbol, Value};
+use fe2o3_amqp::types::messaging::Body;
+use fe2o3_amqp::types::primitives::Value;
 use fe2o3_amqp::Receiver;
 use tokio::time::{timeout_at, Instant};
 
@@ -103,8 +103,21 @@ pub enum ReceiveError {
     /// the message locked until its lock runs out, then delivers it again.
     #[error("the message's link is gone; the broker delivers it again when its lock expires")]
     LinkLost,
-    /// The settlement could not be written within the settle timeout.
-    #[error("settlement timed out")]
+    /// The session (or connection) ended after the settlement was sent and before the broker
+    /// confirmed it: the broker may have applied it, or delivers the message again when its
+    /// lock expires.
+    #[error("the session ended before the broker confirmed the settlement: {0}")]
+    SessionEnded(String),
+    /// The broker answered the settlement with `com.microsoft:message-lock-lost`: the lock had
+    /// run out, and the message is (or will be) delivered again.
+    #[error("the broker refused the settlement: the message's lock was lost")]
+    LockLost,
+    /// The broker settled the delivery with another outcome than the one asked for (a
+    /// `rejected` with its condition, or `released` / `modified` for a completion).
+    #[error("the broker settled the message otherwise: {0}")]
+    Rejected(String),
+    /// The broker did not confirm the settlement within the settle timeout.
+    #[error("the broker did not confirm the settlement within the settle timeout")]
     Timeout,
     /// Any other refusal, with its AMQP condition.
     #[error("Service Bus refused the receive link: {0}")]
@@ -286,52 +299,6 @@ impl SbReceiver {
         }
     }
 
-    /// Complete the message: the broker removes it. `Ok` means the disposition was handed to
-    /// the session, not that the broker has applied it: one still queued when the broker
-    /// ends the session is lost, and the broker delivers the message again once its lock
-    /// expires (at least once, as Service Bus promises).
-    pub async fn complete(&mut self, msg: &Received) -> Result<(), ReceiveError> {
-        self.settle(msg, |r, info| Box::pin(r.accept(info))).await
-    }
-
-    /// Abandon the message: the broker unlocks it and delivers it again (to the dead-letter
-    /// sub-queue once its delivery count reaches the entity's `MaxDeliveryCount`).
-    pub async fn abandon(&mut self, msg: &Received) -> Result<(), ReceiveError> {
-        let modified = Modified {
-            delivery_failed: Some(true),
-            undeliverable_here: None,
-            message_annotations: None,
-        };
-        self.settle(msg, move |r, info| Box::pin(r.modify(info, modified)))
-            .await
-    }
-
-    /// Dead-letter the message with a reason and description (Azure's `DeadLetterReason`
-    /// and `DeadLetterErrorDescription`): the broker moves it to the dead-letter sub-queue.
-    pub async fn dead_letter(
-        &mut self,
-        msg: &Received,
-        reason: &str,
-        description: &str,
-    ) -> Result<(), ReceiveError> {
-        let mut info = OrderedMap::new();
-        info.insert(
-            Symbol::from("DeadLetterReason"),
-            Value::String(reason.to_string()),
-        );
-        info.insert(
-            Symbol::from("DeadLetterErrorDescription"),
-            Value::String(description.to_string()),
-        );
-        let error = definitions::Error::new(
-            ErrorCondition::Custom(Symbol::from("com.microsoft:dead-letter")),
-            Some(description.to_string()),
-            Some(info),
-        );
-        self.settle(msg, move |r, i| Box::pin(r.reject(i, error)))
-            .await
-    }
-
     /// Whether the link is attached on a live connection, as far as this side knows: when it
     /// is not, the next [`Self::receive`] re-attaches first. A caller that may cancel a
     /// receive (to settle something meanwhile) lets one that re-attaches run to its end, as an
@@ -360,50 +327,6 @@ impl SbReceiver {
         if let Some(c) = self.conn.take() {
             c.mark_broken();
             c.close().await;
-        }
-    }
-
-    async fn settle<F>(&mut self, msg: &Received, op: F) -> Result<(), ReceiveError>
-    where
-        F: for<'a> FnOnce(
-            &'a Receiver,
-            fe2o3_amqp::link::delivery::DeliveryInfo,
-        ) -> std::pin::Pin<
-            Box<
-                dyn std::future::Future<Output = Result<(), fe2o3_amqp::link::DispositionError>>
-                    + Send
-                    + 'a,
-            >,
-        >,
-    {
-        if msg.generation != self.link.generation {
-            return Err(ReceiveError::LinkLost);
-        }
-        let Some(receiver) = self.link.receiver.as_ref() else {
-            return Err(ReceiveError::LinkLost);
-        };
-        // A disposition handed to a session that has ended is dropped without a word.
-        if let Some(c) = self.conn.as_ref().filter(|c| c.stop_now().is_some()) {
-            c.mark_broken();
-            self.link.receiver = None;
-            return Err(ReceiveError::LinkLost);
-        }
-        let deadline = Instant::now() + self.cfg.settle_timeout;
-        match timeout_at(deadline, op(receiver, msg.info.clone())).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => {
-                self.link.receiver = None;
-                // A link lost with its session (or connection) is re-attached on a new
-                // connection: the ended session takes no attach.
-                let stopped = matches!(e, IllegalLinkStateError::SessionStopped(_));
-                if let Some(c) = &self.conn {
-                    if stopped || c.stop_now().is_some() {
-                        c.mark_broken();
-                    }
-                }
-                Err(ReceiveError::LinkLost)
-            }
-            Err(_) => Err(ReceiveError::Timeout),
         }
     }
 

@@ -1,7 +1,7 @@
 //! A TCP proxy in front of the emulator that misbehaves in one way on cue, for
 //! `hostile.rs` and `hostile_receiver.rs`: it floods empty frames, ends the session, detaches
-//! a link, pushes transfers nobody gave credit for, or goes silent on reconnect; and it
-//! records how the client ended its sessions.
+//! a link, pushes transfers nobody gave credit for, withholds or rewrites its settlements, or
+//! goes silent on reconnect; and it records how the client ended its sessions.
 
 // Shared by two test binaries, each using a part of it.
 #![allow(dead_code)]
@@ -9,8 +9,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fe2o3_amqp::types::definitions::{self, AmqpError, Handle, LinkError};
-use fe2o3_amqp::types::performatives::{Attach, Detach, End, Transfer};
+use fe2o3_amqp::types::definitions::{self, AmqpError, ErrorCondition, Handle, LinkError};
+use fe2o3_amqp::types::messaging::{DeliveryState, Rejected};
+use fe2o3_amqp::types::performatives::{Attach, Detach, Disposition, End, Transfer};
 use fe2o3_amqp::types::primitives::Binary;
 use hubload_servicebus::outcome::condition_str;
 use hubload_servicebus::ConnectionString;
@@ -43,6 +44,12 @@ pub enum Fault {
     LinkFlood(u32),
     /// Close every proxied connection; new ones are accepted and never answered.
     Silent,
+    /// Forward everything from the broker but its dispositions: a receiver in
+    /// `rcv-settle-mode = second` never sees a settlement confirmed.
+    NoEcho,
+    /// Forward the broker's dispositions as `rejected` with
+    /// `com.microsoft:message-lock-lost`, as Azure answers a settlement whose lock ran out.
+    LockLostEcho,
 }
 
 /// A TCP proxy to `upstream` that misbehaves when [`Proxy::fault`] is set. It runs on a
@@ -199,6 +206,34 @@ fn end_condition(unit: &[u8]) -> Option<String> {
     )
 }
 
+/// The broker's disposition in `unit`, if it is one (an AMQP frame whose body is a
+/// disposition, descriptor 0x15), with its channel.
+fn disposition(unit: &[u8]) -> Option<(u16, Disposition)> {
+    let body = unit.get(8..)?;
+    if unit.get(5) != Some(&0) || body.get(..3) != Some(&[0x00, 0x53, 0x15]) {
+        return None;
+    }
+    let channel = u16::from_be_bytes([unit[6], unit[7]]);
+    Some((channel, serde_amqp::from_slice(body).ok()?))
+}
+
+/// `unit` as `fault` lets it through to the client: `None` to drop it.
+fn let_through(fault: Fault, unit: Vec<u8>) -> Option<Vec<u8>> {
+    match (fault, disposition(&unit)) {
+        (Fault::NoEcho, Some(_)) => None,
+        (Fault::LockLostEcho, Some((channel, mut d))) => {
+            let lost = definitions::Error::new(
+                ErrorCondition::Custom("com.microsoft:message-lock-lost".into()),
+                Some("the proxy says the lock was lost".into()),
+                None,
+            );
+            d.state = Some(DeliveryState::Rejected(Rejected { error: Some(lost) }));
+            Some(frame(channel, &serde_amqp::to_vec(&d).unwrap()))
+        }
+        _ => Some(unit),
+    }
+}
+
 /// Where a proxied connection goes, and what it reports back.
 struct Upstream {
     addr: std::net::SocketAddr,
@@ -286,6 +321,9 @@ async fn proxy_conn(client: TcpStream, upstream: Upstream, mut rx: watch::Receiv
             let unit: Vec<u8> = buf.drain(..len).collect();
             cbs_handle = cbs_handle.or_else(|| cbs_reply_handle(&unit));
             topic_handle = topic_handle.or_else(|| topic_link_handle(&unit));
+            let Some(unit) = let_through(*rx.borrow(), unit) else {
+                continue;
+            };
             if forwarding && client_w.write_all(&unit).await.is_err() {
                 break 'conn;
             }

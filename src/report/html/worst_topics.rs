@@ -28,6 +28,22 @@ pub fn worst(l: &LevelReport, key: impl Fn(&TopicReport) -> f64, n: usize) -> Ve
     v
 }
 
+/// Keep of `l`'s topics only those a ranking shows, noting how many had an attempt: what a run
+/// holds of a level whose rows are in topics.jsonl. The rankings read the same.
+pub fn keep_worst(l: &mut LevelReport) {
+    let mut keep: Vec<usize> = worst(l, |t| t.p99_us as f64, WORST)
+        .into_iter()
+        .chain(worst(l, error_pct, WORST))
+        .map(|t| t.topic)
+        .collect();
+    keep.sort_unstable();
+    keep.dedup();
+    let attempted = l.topics.iter().filter(|t| t.attempts > 0).count();
+    l.topics_with_attempts = Some(l.topics_with_attempts.unwrap_or(attempted));
+    l.topics.retain(|t| keep.binary_search(&t.topic).is_ok());
+    l.topics.shrink_to_fit();
+}
+
 fn ranking(report: &Report, topics: &[&TopicReport]) -> String {
     let head = ["Topic", "Attempts", "Error %", "p50 ms", "p99 ms", "Max ms"];
     let head = head_cells(&head);
@@ -63,7 +79,8 @@ pub fn worst_topics(report: &Report) -> String {
             b,
             "<details><summary>Level {} ({} topics)</summary><div class=\"cols\"><section><h3>By p99</h3>{}</section><section><h3>By error %</h3>{}</section></div></details>",
             escape(&l.label),
-            l.topics.len(),
+            l.topics_with_attempts
+                .unwrap_or_else(|| l.topics.iter().filter(|t| t.attempts > 0).count()),
             ranking(report, &worst(l, |t| t.p99_us as f64, WORST)),
             ranking(report, &worst(l, error_pct, WORST)),
         );
@@ -120,5 +137,36 @@ mod tests {
         assert_eq!(html.matches("<tr>").count(), 2 * (WORST + 1));
         // The fixture's other levels have no per-topic statistics: one level shown.
         assert_eq!(html.matches("<details>").count(), 1);
+    }
+
+    #[test]
+    fn keeping_the_worst_leaves_the_section_as_it_was() {
+        // 300 topics with attempts, p99 and errors spread so the two rankings differ: kept,
+        // the level holds at most 40 of them and the section's HTML is the same bytes.
+        let mut r = crate::report::html::tests::sample();
+        r.levels[0].topics = (0..300)
+            .map(|i| {
+                topic(
+                    i,
+                    100,
+                    100 - (i as u64 * 37) % 50,
+                    1000 + (i as u64 * 7919) % 90_000,
+                )
+            })
+            .collect();
+        r.levels[0].topics.push(topic(300, 0, 0, 0));
+        let whole = worst_topics(&r);
+        assert!(whole.contains("(300 topics)"), "{whole}");
+        keep_worst(&mut r.levels[0]);
+        assert!(r.levels[0].topics.len() <= 2 * WORST);
+        assert!(r.levels[0].topics.len() > WORST);
+        assert_eq!(r.levels[0].topics_with_attempts, Some(300));
+        let kept = worst_topics(&r);
+        assert_eq!(kept, whole);
+        // Kept again (a second write): nothing changes.
+        let again = r.levels[0].topics.clone();
+        keep_worst(&mut r.levels[0]);
+        assert_eq!(r.levels[0].topics, again);
+        assert_eq!(r.levels[0].topics_with_attempts, Some(300));
     }
 }

@@ -9,10 +9,11 @@ use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::fairness::design::Design;
 use crate::fairness::isolation::{self, SurgeShape};
-use crate::fairness::{figures, per_tenant};
+use crate::fairness::{figures, named, tenant_sums};
 use crate::judge::Threshold;
 use crate::judge::{judge, what_if, CapacityResult};
 use crate::kind::{Model, TargetKind};
+use crate::report::html::worst_topics::keep_worst;
 use crate::report::topics_csv::{headers, last_level_rows, APPENDED};
 use crate::report::writer::ReportWriter;
 use crate::report::writer::{append_synced, write_atomic};
@@ -33,10 +34,12 @@ mod shards;
 pub struct RunRecord {
     report: Report,
     /// Each level's statistics as measured, in the order of `report.levels` (for the what-if
-    /// table and shard artifacts), less their per-topic statistics, which only the rows keep.
+    /// table and shard artifacts), less their per-topic statistics, which topics.jsonl keeps.
     levels: Vec<LevelStats>,
     /// Every level's statistics added (seconds and topics apart), the TOTAL row's.
     total: LevelStats,
+    /// Every level's per-tenant statistics added, by tenant number: TOTAL's fairness.
+    total_tenants: BTreeMap<u32, TopicStats>,
     writer: ReportWriter,
     thresholds: Vec<Threshold>,
     what_if: Vec<std::time::Duration>,
@@ -61,6 +64,8 @@ pub struct RunRecord {
     design: Option<(Design, Vec<Option<f64>>)>,
     /// A shard's stream of records, written as levels end (`None` unsharded).
     shard: Option<crate::shard::ShardOut>,
+    /// The last level's topics, dense, until a shard's level record takes them.
+    shard_topics: Vec<TopicStats>,
 }
 
 fn now_rfc3339() -> String {
@@ -97,6 +102,7 @@ impl RunRecord {
             report,
             levels: Vec::new(),
             total: LevelStats::default(),
+            total_tenants: BTreeMap::new(),
             writer,
             thresholds: cfg.thresholds.clone(),
             what_if: cfg.what_if.clone(),
@@ -111,6 +117,7 @@ impl RunRecord {
             surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants),
             design: Some(design_of(cfg, workload)),
             shard: None,
+            shard_topics: Vec::new(),
         })
     }
 
@@ -305,7 +312,14 @@ impl RunRecord {
         row.first_failures = extra.first_failures;
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
-        row.fairness = self.fairness(stats.topics.iter().enumerate());
+        let tenants = tenant_sums(stats.topics.iter().enumerate(), &self.report.topic_tenants);
+        row.fairness = figures(&named(
+            tenants.iter().map(|(t, s)| (*t, s.clone())),
+            tenant_name,
+        ));
+        for (t, s) in tenants {
+            *self.total_tenants.entry(t).or_default() += &s;
+        }
         let level = self.report.levels.len();
         self.set_designed(&mut row.fairness, Some(level));
         row.isolation = self
@@ -315,30 +329,28 @@ impl RunRecord {
         if !extra.paused.is_zero() {
             unpause_rates(&mut row, stats.span_secs(), extra.paused.as_secs_f64());
         }
-        // A level's per-topic statistics live on in its row alone (sparse, a fraction of the
-        // 1 KB a topic they take in `stats`), and TOTAL's in the TOTAL row: memory per level
-        // stays small at 100,000 topics. Shard artifacts read them back from the rows.
-        let topics = std::mem::take(&mut stats.topics);
         // On disk before the summary.json that lists the level: nothing measured is lost.
         topics_file::append(self.dir(), self.report.levels.len(), label, &row.topics)?;
+        // A level's topics leave memory once its rows are in the files; TOTAL keeps its
+        // tenants' sums (`total_tenants`), not its topics: no file has TOTAL's topic rows.
+        // A shard keeps them until its level record is written (`shard_level_done`).
+        let topics = std::mem::take(&mut stats.topics);
+        if self.shard.is_some() {
+            self.shard_topics = topics;
+        }
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         for (name, rows) in APPENDED.iter().zip(last_level_rows(&self.report)?) {
             append_synced(&self.dir().join(name), &rows)?;
         }
+        if let Some(l) = self.report.levels.last_mut() {
+            keep_worst(l);
+        }
         self.levels.push(stats);
         let open_run = self.report.model == Model::Open;
         let mut total = level_report("TOTAL", None, None, &self.total, open_run);
-        let before = self.report.total.take().map(|t| t.topics);
-        total.topics = super::level_topics::add_topics(before.unwrap_or_default(), &topics);
-        drop(topics);
-        // From the TOTAL row's sparse topics, one at a time: no dense copy of every topic.
-        total.fairness = self.fairness(
-            total
-                .topics
-                .iter()
-                .map(|t| (t.topic, crate::report::topics_csv::stats_of(t))),
-        );
+        let sums = self.total_tenants.iter().map(|(t, s)| (*t, s.clone()));
+        total.fairness = figures(&named(sums, tenant_name));
         // The levels' time paused (`--web`) is left out of TOTAL's rates as of theirs.
         let paused: f64 = self.report.levels.iter().filter_map(|l| l.paused_s).sum();
         if paused > 0.0 {
@@ -377,14 +389,6 @@ impl RunRecord {
             let secs = level.and_then(|i| secs.get(i).or(secs.first()).copied().flatten());
             design.apply(f, secs, |name| name.strip_prefix("tenant")?.parse().ok());
         }
-    }
-
-    /// The fairness figures of a level's (or TOTAL's) per-topic statistics, by tenant.
-    fn fairness<S: std::borrow::Borrow<TopicStats>>(
-        &self,
-        topics: impl IntoIterator<Item = (usize, S)>,
-    ) -> Option<crate::fairness::Fairness> {
-        figures(&per_tenant(topics, &self.report.topic_tenants, tenant_name))
     }
 
     /// The row of the level pushed last.

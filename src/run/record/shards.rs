@@ -8,7 +8,6 @@ use std::path::Path;
 use super::{rewritten, start_appended, RowExtra, RunRecord};
 use crate::judge::Threshold;
 use crate::report::writer::ReportWriter;
-use crate::run::level_topics::dense_topics;
 use crate::run::tenant_design::surge_shape;
 use crate::run_report::Report;
 use crate::shard::merge::{MergedEnd, MergedStart};
@@ -46,6 +45,7 @@ impl RunRecord {
             report,
             levels: Vec::new(),
             total: LevelStats::default(),
+            total_tenants: BTreeMap::new(),
             writer,
             thresholds,
             what_if: ["100ms", "300ms", "1s", "5s"]
@@ -74,6 +74,7 @@ impl RunRecord {
             ),
             design: None,
             shard: None,
+            shard_topics: Vec::new(),
         };
         rec.write()?;
         Ok(rec)
@@ -166,16 +167,19 @@ impl RunRecord {
         let Some(s) = &self.shard else {
             return Ok(());
         };
-        let i = s.levels();
+        let (i, part) = (s.levels(), s.part(s.levels()));
+        // The level's topics, whole, as `push_row` kept them for this record (the row keeps
+        // only the worst; memory, none once they are in topics.jsonl).
+        let topics = std::mem::take(&mut self.shard_topics);
         // The capacity search's probes past the configured levels have no part: as before
         // the stream, a shard's levels are the configured ones.
         let (Some(row), Some(stats), Some(load)) =
-            (self.report.levels.get(i), self.levels.get(i), s.part(i))
+            (self.report.levels.get(i), self.levels.get(i), part)
         else {
             return Ok(());
         };
         let mut stats = stats.clone();
-        stats.topics = dense_topics(&row.topics);
+        stats.topics = topics;
         let mut l = ShardLevel::new(&row.label, load, stats);
         l.first_failures.clone_from(&row.first_failures);
         l.topic_server.clone_from(&row.topic_server);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use crate::targets::http::Tls;
+use crate::targets::http::{HubTunnel, Tls};
 
 /// What ALPN an https server chose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,12 +18,24 @@ pub enum Alpn {
     Http1,
 }
 
-/// Connect to `addr` and run a TLS handshake offering `tls`'s ALPN protocols: which one the
-/// server chose. Used once at start, so `--http-version 2` against a server that only speaks
-/// HTTP/1.1 is one clear error before any load, and `auto` can choose.
-pub async fn negotiate(addr: SocketAddr, tls: &Tls, limit: Duration) -> std::io::Result<Alpn> {
+/// Connect to `addr` (through `tunnel`'s proxy when given, `addr` being the proxy's) and run
+/// a TLS handshake offering `tls`'s ALPN protocols: which one the server chose. Used once at
+/// start, so `--http-version 2` against a server that only speaks HTTP/1.1 is one clear error
+/// before any load, and `auto` can choose.
+pub async fn negotiate(
+    addr: SocketAddr,
+    tunnel: Option<&HubTunnel>,
+    tls: &Tls,
+    limit: Duration,
+) -> std::io::Result<Alpn> {
     let work = async {
-        let tcp = TcpStream::connect(addr).await?;
+        let mut tcp = TcpStream::connect(addr).await?;
+        if let Some(t) = tunnel {
+            let by = tokio::time::Instant::now() + limit;
+            tcp = t.open(tcp, by).await.map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::ConnectionRefused, e.to_string())
+            })?;
+        }
         let s = match tls.connector.connect(tls.server_name.clone(), tcp).await {
             Ok(s) => s,
             // A server that speaks ALPN but none of the protocols offered ends the handshake

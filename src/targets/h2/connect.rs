@@ -34,10 +34,13 @@ impl H2Pool {
         deadline: Instant,
     ) -> Result<(SendRequest<Bytes>, usize), Outcome> {
         let limit = deadline.min(Instant::now() + self.cfg.connect_timeout);
-        let (tcp, addr) = match timeout_at(limit, self.open_tcp()).await {
+        let (mut tcp, addr) = match timeout_at(limit, self.open_tcp()).await {
             Err(_) => return Err(Outcome::Timeout(TimeoutKind::Connect)),
             Ok(r) => r?,
         };
+        if let Some(t) = &self.tunnel {
+            tcp = t.open(tcp, limit).await.map_err(|e| e.outcome())?;
+        }
         let Some(tls) = &self.tls else {
             return Ok((self.handshake(tcp, deadline).await?, addr));
         };

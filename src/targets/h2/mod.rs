@@ -53,7 +53,7 @@ use failure::stream_outcome;
 pub use message::H2Head;
 
 use crate::result::{OtherReason, Outcome, TimeoutKind};
-use crate::targets::http::{poll_deadline, HostCounters, Response, Tls, BODY_CAP};
+use crate::targets::http::{poll_deadline, HostCounters, HubTunnel, Response, Tls, BODY_CAP};
 
 /// The field a hub reports its own time in (W3C Server Timing).
 const SERVER_TIMING: http::HeaderName = http::HeaderName::from_static("server-timing");
@@ -88,6 +88,8 @@ pub struct H2Pool {
     permits: Semaphore,
     slots: Box<[Slot]>,
     next_slot: AtomicUsize,
+    /// `Some` when the host is reached through an HTTP proxy (`addrs` are then the proxy's).
+    tunnel: Option<HubTunnel>,
 }
 
 /// Numbers the connections of every pool in the process: a failed one is forgotten only if
@@ -211,7 +213,14 @@ impl H2Pool {
                 .collect(),
             next_slot: AtomicUsize::new(0),
             cfg,
+            tunnel: None,
         }
+    }
+
+    /// Reach the host through a proxy's tunnel (the pool's addresses are the proxy's).
+    pub fn with_tunnel(mut self, tunnel: Option<HubTunnel>) -> Self {
+        self.tunnel = tunnel;
+        self
     }
 
     /// The complete HTTP/1.1 request `raw` converted once for this pool's scheme, to send
@@ -460,8 +469,9 @@ async fn exchange(
 ) -> Result<(), Outcome> {
     if !body.is_empty() {
         if let Err(e) = stream.send_data(body, true) {
-            // The stream ended before its body was queued (h2 says only "inactive stream"):
-            // the response future holds why (a GOAWAY, a reset).
+            // The stream ended before its body was queued: the response future holds why (a
+            // GOAWAY, a reset). One whose head came before its connection failed returns the
+            // head, and then the body's error names the connection's (vendor/h2/PATCHED.md).
             return Err(match by(expiry, response).await {
                 Some(Err(why)) => stream_outcome(&why),
                 _ => stream_outcome(&e),

@@ -105,7 +105,7 @@ async fn resolving_keeps_only_the_addresses_that_accept() {
     use crate::targets::websub::HubEndpoint;
     let (live, _) = counting_server("127.0.0.1").await;
     let url = url::Url::parse(&format!("http://localhost:{}/hub", live.port())).unwrap();
-    let hub = HubEndpoint::resolve(&url, None, None).await.unwrap();
+    let hub = HubEndpoint::resolve(&url, None, None, None).await.unwrap();
     // `localhost` may also be ::1, where nothing listens on this port.
     assert_eq!(hub.addrs, vec![live]);
 }

@@ -58,6 +58,7 @@ mod stream;
 mod tests;
 mod tls;
 mod transport_error;
+mod tunnel;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -74,6 +75,7 @@ pub use response::{Response, BODY_CAP};
 use stream::Stream;
 pub use tls::{Tls, TlsError};
 pub use transport_error::TransportError;
+pub use tunnel::HubTunnel;
 // The HTTP/2 transport (`targets/h2`) maps socket and handshake failures as this client does.
 pub(crate) use transport_error::io_error;
 // The HTTP/2 transport watches its deadlines with a reused timer as connections here do.
@@ -130,6 +132,8 @@ pub struct HttpPool {
     idle_timeout: Duration,
     /// `Some` for an `https://` host.
     tls: Option<Tls>,
+    /// `Some` when the host is reached through an HTTP proxy (`addrs` are then the proxy's).
+    tunnel: Option<HubTunnel>,
 }
 
 /// What the pools of one host count beside the attempts' own stats: attempts per address
@@ -200,6 +204,7 @@ impl HttpPool {
             idle: Mutex::new(Vec::with_capacity(max)),
             cfg,
             tls: None,
+            tunnel: None,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
@@ -218,6 +223,12 @@ impl HttpPool {
     /// Speak TLS to this host (`https://`).
     pub fn with_tls(mut self, tls: Tls) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// Reach the host through a proxy's tunnel (the pool's addresses are the proxy's).
+    pub fn with_tunnel(mut self, tunnel: Option<HubTunnel>) -> Self {
+        self.tunnel = tunnel;
         self
     }
 
@@ -391,13 +402,17 @@ impl HttpPool {
     }
 
     /// A new connection: TCP within `connect_timeout` (trying the next address when one
-    /// refuses), then the TLS handshake within `tls_timeout` for an https host.
+    /// refuses), and the proxy's tunnel within the same bound when there is one, then the
+    /// TLS handshake within `tls_timeout` for an https host.
     async fn connect(&self, deadline: Instant) -> Result<Conn, TransportError> {
         let limit = deadline.min(Instant::now() + self.cfg.connect_timeout);
-        let (tcp, addr) = match timeout_at(limit, self.open_tcp()).await {
+        let (mut tcp, addr) = match timeout_at(limit, self.open_tcp()).await {
             Err(_) => return Err(TransportError::Timeout(TimeoutKind::Connect)),
             Ok(result) => result?,
         };
+        if let Some(t) = &self.tunnel {
+            tcp = t.open(tcp, limit).await?;
+        }
         let Some(tls) = &self.tls else {
             return Ok(Conn::new(Stream::Plain(tcp), addr));
         };

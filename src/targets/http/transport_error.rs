@@ -26,6 +26,9 @@ pub enum TransportError {
     /// Any other socket error.
     #[error("I/O error: {0}")]
     Io(std::io::ErrorKind),
+    /// The HTTP proxy in front refused the tunnel to the hub with this status.
+    #[error("proxy refused the tunnel ({0})")]
+    ProxyRefused(u16),
 }
 
 impl TransportError {
@@ -38,6 +41,7 @@ impl TransportError {
             TransportError::Tls(reason) => Outcome::TlsError(reason),
             TransportError::Client(reason) => Outcome::ClientError(reason),
             TransportError::Io(_) => Outcome::Other(OtherReason::Unknown),
+            TransportError::ProxyRefused(status) => Outcome::ProxyRefused(status),
         }
     }
 }

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 
-use super::super::http::{HostCounters, Tls};
+use hubload_http1::proxy::ProxyUrl;
+
+use super::super::http::{HostCounters, HubTunnel, Tls};
 
 /// Where the hub is and how to reach it.
 #[derive(Debug, Clone)]
@@ -24,39 +26,57 @@ pub struct HubEndpoint {
     pub path: String,
     /// Whether the path already has a query string.
     pub has_query: bool,
+    /// `Some` when the hub is reached through an HTTP proxy: `addrs` are then the proxy's,
+    /// and every connection asks it for a tunnel to the hub.
+    pub tunnel: Option<HubTunnel>,
 }
 
 impl HubEndpoint {
     /// Resolve a hub URL (`tls` is given for an `https://` URL) to the addresses `pinned`
-    /// gives (`--resolve`), or else to those DNS gives. Every address is probed once; those
+    /// gives (`--resolve`), or else to those DNS gives; through `proxy`, to the proxy's
+    /// addresses instead (the proxy resolves the hub). Every address is probed once; those
     /// that refuse are left out (and logged), as Go's dialer falls back to the next address
     /// (so `localhost` works when the hub listens on one of `::1` and `127.0.0.1`). When none
     /// accepts, all are kept: the load then counts the refusals. Errors are one line naming
-    /// the URL's host.
+    /// the URL's host (or the proxy, shown without its credentials).
     pub async fn resolve(
         url: &url::Url,
         tls: Option<Tls>,
         pinned: Option<Vec<SocketAddr>>,
+        proxy: Option<&ProxyUrl>,
     ) -> anyhow::Result<Self> {
         let host = url.host_str().unwrap_or_default().to_string();
         let port = url.port_or_known_default().unwrap_or(80);
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let tunnel = proxy.map(|p| HubTunnel::new(p.clone(), &host, port));
+        let (name, at, what) = match proxy {
+            Some(p) if pinned.is_none() => (p.host().to_string(), p.port(), "proxy"),
+            Some(_) => anyhow::bail!(
+                "--resolve pins the hub's address, but the hub is reached through a proxy, which resolves it: drop --resolve or bypass the proxy (--no-proxy)"
+            ),
+            None => (host.clone(), port, "hub"),
+        };
+        let bare = name.trim_start_matches('[').trim_end_matches(']');
         let mut resolved: Vec<SocketAddr> = match pinned {
             Some(addrs) => addrs,
-            None => tokio::net::lookup_host((bare, port))
+            None => tokio::net::lookup_host((bare, at))
                 .await
                 .map(Iterator::collect)
                 .unwrap_or_default(),
         };
         resolved.dedup();
         if resolved.is_empty() {
-            anyhow::bail!("invalid --hub-url: cannot resolve host `{host}`");
+            match proxy {
+                Some(p) => anyhow::bail!("invalid proxy: cannot resolve {}", p.shown()),
+                None => anyhow::bail!("invalid --hub-url: cannot resolve host `{host}`"),
+            }
         }
         let addrs = accepting(resolved.clone(), Duration::from_secs(2)).await;
         for skipped in resolved.iter().filter(|a| !addrs.contains(a)) {
-            tracing::warn!("hub {host}: {skipped} refused at start; not used");
+            tracing::warn!("{what} {name}: {skipped} refused at start; not used");
         }
-        Self::at(url, addrs, tls)
+        let mut endpoint = Self::at(url, addrs, tls)?;
+        endpoint.tunnel = tunnel;
+        Ok(endpoint)
     }
 
     /// The endpoint of `url` at these addresses, without resolving or probing.
@@ -81,6 +101,7 @@ impl HubEndpoint {
                     .as_deref()
                     .unwrap_or(""),
             has_query: url.query().is_some(),
+            tunnel: None,
         })
     }
 }

@@ -98,24 +98,28 @@ impl WebSubTarget {
                         pool_timeout: client.pool_timeout,
                     },
                 )
-                .with_counters(hub.counters.clone());
+                .with_counters(hub.counters.clone())
+                .with_tunnel(hub.tunnel.clone());
                 if let Some(tls) = &hub.tls {
                     pool = pool.with_tls(tls.clone());
                 }
                 Transport::Http1(pool)
             }
-            HubWire::Http2 { streams } => Transport::Http2(H2Pool::new(
-                hub.addrs.clone(),
-                hub.counters.clone(),
-                H2Config {
-                    conns: client.max_conns,
-                    streams,
-                    connect_timeout: client.connect_timeout,
-                    tls_timeout: client.tls_timeout,
-                    pool_timeout: client.pool_timeout,
-                },
-                hub.tls.as_ref(),
-            )),
+            HubWire::Http2 { streams } => Transport::Http2(
+                H2Pool::new(
+                    hub.addrs.clone(),
+                    hub.counters.clone(),
+                    H2Config {
+                        conns: client.max_conns,
+                        streams,
+                        connect_timeout: client.connect_timeout,
+                        tls_timeout: client.tls_timeout,
+                        pool_timeout: client.pool_timeout,
+                    },
+                    hub.tls.as_ref(),
+                )
+                .with_tunnel(hub.tunnel.clone()),
+            ),
         };
         let shape = RequestShape {
             hub: HubTarget {

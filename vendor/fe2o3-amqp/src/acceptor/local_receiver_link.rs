@@ -161,7 +161,9 @@ where
 
         // Comparing unsettled should be taken care of in `on_incoming_attach`
         let unsettled = Arc::new(RwLock::new(None));
+        let echoes = crate::link::EchoWaiters::default();
         let link_handle = LinkRelay::Receiver {
+            echoes: crate::link::EchoRelay::new(&echoes),
             credit: Default::default(),
             tx: incoming_tx,
             output_handle: (),
@@ -256,6 +258,7 @@ where
             outgoing,
             incoming: incoming_rx,
             incomplete_transfer: None,
+            echoes,
         };
 
         if let CreditMode::Auto(credit) = inner.credit_mode {

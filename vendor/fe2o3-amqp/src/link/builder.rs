@@ -655,11 +655,13 @@ where
         let unsettled = Arc::new(RwLock::new(None));
         let auto_accept = self.auto_accept;
 
+        let echoes = super::EchoWaiters::default();
         let link_relay = LinkRelay::new_receiver(
             incoming_tx,
             relay_flow_state,
             unsettled.clone(),
             self.rcv_settle_mode.clone(),
+            &echoes,
         );
         // Create Link in Session
         // Any error here will be on the Session level and thus it should immediately return with an error
@@ -706,6 +708,7 @@ where
             outgoing,
             incoming: incoming_rx,
             incomplete_transfer: None,
+            echoes,
         };
 
         if let CreditMode::Auto(credit) = inner.credit_mode {

@@ -15,7 +15,7 @@ use fe2o3_amqp_types::{
 pub use error::*;
 
 use parking_lot::RwLock;
-pub use receiver::{CreditMode, Receiver, ReceiverDisposer};
+pub use receiver::{CreditMode, Receiver, ReceiverDisposer, SettlementWait};
 pub use sender::Sender;
 use serde_amqp::serialized_size;
 use tokio::sync::{mpsc, oneshot};
@@ -78,6 +78,40 @@ pub(crate) type ReceiverLink<T> =
 pub(crate) type ArcUnsettledMap<S> = Arc<RwLock<Option<UnsettledMap<S>>>>;
 pub(crate) type ArcSenderUnsettledMap = ArcUnsettledMap<UnsettledMessage>;
 pub(crate) type ArcReceiverUnsettledMap = ArcUnsettledMap<Option<DeliveryState>>;
+
+/// hubload patch: who waits for the peer's settled disposition of a delivery this receiver
+/// disposed unsettled (`rcv-settle-mode = second`), by delivery tag, with the state to hand
+/// each. `None` once the link's relay is gone (the link detached, the session ended): no
+/// echo can come any more.
+pub(crate) type EchoWaiters =
+    Arc<parking_lot::Mutex<Option<OrderedMap<DeliveryTag, oneshot::Sender<Option<DeliveryState>>>>>>;
+
+/// hubload patch: the relay's hold on a receiver's [`EchoWaiters`]. Dropped with the relay,
+/// it drops every waiting sender, so each wait for an echo ends at once.
+#[derive(Debug)]
+pub(crate) struct EchoRelay(pub(crate) EchoWaiters);
+
+impl EchoRelay {
+    /// A relay's hold on `waiters`, which start empty and open.
+    pub(crate) fn new(waiters: &EchoWaiters) -> Self {
+        waiters.lock().get_or_insert_with(OrderedMap::new);
+        EchoRelay(waiters.clone())
+    }
+
+    /// Hand the peer's settled state to whoever waits for `tag`.
+    fn settled(&self, tag: &DeliveryTag, state: Option<DeliveryState>) {
+        let waiter = self.0.lock().as_mut().and_then(|m| m.swap_remove(tag));
+        if let Some(tx) = waiter {
+            let _ = tx.send(state);
+        }
+    }
+}
+
+impl Drop for EchoRelay {
+    fn drop(&mut self) {
+        self.0.lock().take();
+    }
+}
 
 pub mod role {
     //! Type state definition of link role
@@ -534,6 +568,7 @@ pub(crate) enum LinkRelay<O> {
         receiver_settle_mode: ReceiverSettleMode,
         more: bool,
         credit: RelayCredit,
+        echoes: EchoRelay,
     },
 }
 
@@ -603,6 +638,7 @@ impl LinkRelay<()> {
         flow_state: ReceiverRelayFlowState,
         unsettled: ArcReceiverUnsettledMap,
         receiver_settle_mode: ReceiverSettleMode,
+        echoes: &EchoWaiters,
     ) -> Self {
         Self::Receiver {
             tx,
@@ -612,6 +648,7 @@ impl LinkRelay<()> {
             receiver_settle_mode,
             more: false,
             credit: RelayCredit::default(),
+            echoes: EchoRelay::new(echoes),
         }
     }
 
@@ -637,6 +674,7 @@ impl LinkRelay<()> {
                 receiver_settle_mode,
                 more,
                 credit,
+                echoes,
                 ..
             } => LinkRelay::Receiver {
                 tx,
@@ -646,6 +684,7 @@ impl LinkRelay<()> {
                 receiver_settle_mode,
                 more,
                 credit,
+                echoes,
             },
         }
     }
@@ -776,11 +815,17 @@ impl LinkRelay<OutputHandle> {
 
                 echo
             }
-            LinkRelay::Receiver { unsettled, .. } => {
+            LinkRelay::Receiver {
+                unsettled, echoes, ..
+            } => {
                 if settled {
                     let mut guard = unsettled.write();
                     // let _state = remove_from_unsettled(unsettled, &delivery_tag).await;
                     let _state = guard.as_mut().and_then(|m| m.swap_remove(&delivery_tag));
+                    drop(guard);
+                    // hubload patch: the peer's settlement is the answer a receiver in
+                    // mode second waits for.
+                    echoes.settled(&delivery_tag, state);
                 } else {
                     let mut guard = unsettled.write();
                     if let Some(msg_state) = guard.as_mut().and_then(|m| m.get_mut(&delivery_tag)) {
@@ -1118,6 +1163,7 @@ pub(crate) mod test_util {
             outgoing: outgoing_tx,
             incoming: incoming_rx,
             incomplete_transfer: None,
+            echoes: Default::default(),
         };
         (inner, session_rx, outgoing_rx, incoming_tx)
     }

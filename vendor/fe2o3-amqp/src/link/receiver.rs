@@ -12,7 +12,7 @@ use fe2o3_amqp_types::{
     },
     performatives::{Attach, Detach, Disposition, Transfer},
 };
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 cfg_not_wasm32! {
     use std::time::Duration;
@@ -618,6 +618,22 @@ impl Receiver {
             .await
     }
 
+    /// hubload patch: wait for the peer's settled disposition of `delivery_info`. Made before
+    /// the receiver's own unsettled disposition (`rcv-settle-mode = second`), so the echo
+    /// cannot come first. Dropping the [`SettlementWait`] stops waiting.
+    pub fn settlement(&self, delivery_info: &DeliveryInfo) -> SettlementWait {
+        let (tx, rx) = oneshot::channel();
+        let tag = delivery_info.delivery_tag.clone();
+        if let Some(map) = self.inner.echoes.lock().as_mut() {
+            map.insert(tag.clone(), tx);
+        }
+        SettlementWait {
+            rx,
+            waiters: self.inner.echoes.clone(),
+            tag,
+        }
+    }
+
     /// Returns a [`ReceiverDisposer`] that can settle deliveries received by this
     /// receiver without holding the receiver itself.
     ///
@@ -844,6 +860,35 @@ pub(crate) struct ReceiverInner<L: endpoint::ReceiverLink> {
 
     // Wrap in a box to avoid clippy warning large_enum_variant on link acceptor's output
     pub(crate) incomplete_transfer: Option<Box<IncompleteTransfer>>,
+
+    /// hubload patch: waiters for the peer's settled dispositions, shared with the relay.
+    pub(crate) echoes: super::EchoWaiters,
+}
+
+/// hubload patch: a wait for the peer's settled disposition of one delivery (see
+/// [`Receiver::settlement`]).
+#[derive(Debug)]
+pub struct SettlementWait {
+    rx: oneshot::Receiver<Option<DeliveryState>>,
+    waiters: super::EchoWaiters,
+    tag: DeliveryTag,
+}
+
+impl SettlementWait {
+    /// The state the peer settled the delivery with (`Some(None)`: settled with no state),
+    /// or `None` once the link's relay is gone (the link detached, the session ended): no
+    /// settlement can come then.
+    pub async fn settled(&mut self) -> Option<Option<DeliveryState>> {
+        (&mut self.rx).await.ok()
+    }
+}
+
+impl Drop for SettlementWait {
+    fn drop(&mut self) {
+        if let Some(map) = self.waiters.lock().as_mut() {
+            map.swap_remove(&self.tag);
+        }
+    }
 }
 
 impl<L: endpoint::ReceiverLink> Drop for ReceiverInner<L> {
@@ -937,6 +982,7 @@ where
             // This only controls whether a multi-transfer delivery id
             // will be added to sessions map
             more: false,
+            echoes: super::EchoRelay::new(&self.echoes),
         }
     }
 

@@ -896,18 +896,21 @@ where
             }
 
             // ReceiverAttachError::SndSettleModeNotSupported
-            ReceiverAttachError::IncomingSourceIsNone => {
-                // Just send detach immediately
-                let err = self
-                    .send_detach(writer, true, None)
-                    .await
-                    .map(|_| attach_error)
-                    .unwrap_or(match self.session_stop_reason.get() {
-                        Some(reason) => ReceiverAttachError::SessionStopped(reason.clone()),
-                        None => ReceiverAttachError::IllegalState, // defensive: no stop reason recorded; failure is link-local
-                    });
-                recv_detach(self, reader, err).await
-            }
+            // hubload patch: a peer refusing the link follows its attach without a source by a
+            // detach with the error (AMQP 1.0 §2.6.3). That detach is waited for (the session
+            // relay answers it) and its error returned. Detaching first raced it: a peer that
+            // saw this side's detach first answered it without the error.
+            ReceiverAttachError::IncomingSourceIsNone => match reader.recv().await {
+                Some(LinkFrame::Detach(remote)) => match self.apply_remote_detach_outcome(remote) {
+                    Ok(()) => attach_error,
+                    Err(e) => DetachError::from(e).try_into().unwrap_or(attach_error),
+                },
+                Some(_) => ReceiverAttachError::NonAttachFrameReceived,
+                None => match self.session_stop_reason.get() {
+                    Some(reason) => ReceiverAttachError::SessionStopped(reason.clone()),
+                    None => ReceiverAttachError::IllegalState,
+                },
+            },
 
             ReceiverAttachError::CoordinatorIsNotImplemented
             | ReceiverAttachError::InitialDeliveryCountIsNone

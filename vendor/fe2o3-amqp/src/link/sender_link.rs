@@ -892,8 +892,22 @@ where
                     })
             }
 
-            SenderAttachError::SndSettleModeNotSupported
-            | SenderAttachError::IncomingTargetIsNone => {
+            // hubload patch: a peer refusing the link follows its attach without a target by a
+            // detach with the error (AMQP 1.0 §2.6.3). That detach is waited for (the session
+            // relay answers it) and its error returned. Detaching first raced it: a peer that
+            // saw this side's detach first answered it without the error.
+            SenderAttachError::IncomingTargetIsNone => match reader.recv().await {
+                Some(LinkFrame::Detach(remote)) => match self.apply_remote_detach_outcome(remote) {
+                    Ok(()) => attach_error,
+                    Err(e) => DetachError::from(e).try_into().unwrap_or(attach_error),
+                },
+                Some(_) => SenderAttachError::NonAttachFrameReceived,
+                None => match self.session_stop_reason.get() {
+                    Some(reason) => SenderAttachError::SessionStopped(reason.clone()),
+                    None => SenderAttachError::IllegalState,
+                },
+            },
+            SenderAttachError::SndSettleModeNotSupported => {
                 // Just send detach immediately
                 let err = self
                     .send_detach(writer, true, None)

@@ -443,6 +443,15 @@ impl State {
         matches!(self.inner, Closed(_))
     }
 
+    /// hubload patch: the error the stream was closed by (a reset, or the connection's
+    /// error), if an error closed it.
+    pub fn closed_by(&self) -> Option<&Error> {
+        match self.inner {
+            Closed(Cause::Error(ref e) | Cause::ErrorAfterEndStream(ref e)) => Some(e),
+            _ => None,
+        }
+    }
+
     pub fn is_send_closed(&self) -> bool {
         matches!(
             self.inner,

@@ -1199,7 +1199,7 @@ where
 // ===== impl StreamRef =====
 
 impl<B> StreamRef<B> {
-    pub fn send_data(&mut self, data: B, end_stream: bool) -> Result<(), UserError>
+    pub fn send_data(&mut self, data: B, end_stream: bool) -> Result<(), SendError>
     where
         B: Buf,
     {
@@ -1220,6 +1220,7 @@ impl<B> StreamRef<B> {
             actions
                 .send
                 .send_data(frame, send_buffer, stream, counts, &mut actions.task)
+                .map_err(|e| actions.why_inactive(e, stream))
         })
     }
 
@@ -1765,6 +1766,23 @@ impl<B> SendBuffer<B> {
 // ===== impl Actions =====
 
 impl Actions {
+    /// hubload patch: why `stream` took no more data, when `e` says only that it is inactive.
+    /// A stream ended by an error (a reset, or the connection's error that ended it) gives
+    /// that error, and one ended otherwise on a connection that has failed gives the
+    /// connection's, as the stream's response and body already do. A stream that raced the
+    /// connection's end (its response head read, then the connection failed before its body
+    /// was given) got only "inactive stream", with no reason to tell what happened. Only the
+    /// failure path pays for it.
+    fn why_inactive(&self, e: UserError, stream: &Stream) -> SendError {
+        if !matches!(e, UserError::InactiveStreamId) {
+            return e.into();
+        }
+        match stream.state.closed_by().or(self.conn_error.as_ref()) {
+            Some(err) => SendError::Connection(err.clone()),
+            None => e.into(),
+        }
+    }
+
     fn send_reset<B>(
         &mut self,
         stream: store::Ptr,
