@@ -335,7 +335,7 @@ check_shards() {
     done
     stats "$hub" "$work/shards-after.json"
     for i in 0 1; do
-        [ -f "$work/shard$i/shard-$i-of-2.json" ] || fail "shard $i did not write /out/shard-$i-of-2.json"
+        [ -f "$work/shard$i/shard-$i-of-2.jsonl" ] || fail "shard $i did not write /out/shard-$i-of-2.jsonl"
     done
     # As `kubectl logs … > shards.log` would collect them.
     cat "$work/shard0.log" "$work/shard1.log" >"$work/shards.log"
@@ -345,7 +345,7 @@ check_shards() {
         -- hubload merge /in/shards.log --out /out >"$work/merge.log" 2>&1 \
         || { cat "$work/merge.log" >&2; fail "hubload merge from the image"; }
     reconcile "2 shards merged" "$out/summary.json" "$work/shards-before.json" "$work/shards-after.json" --levels 2 --requests 101
-    # The artifact files merge to the same counts as the log lines.
+    # The record files merge to the same counts as the log lines.
     local out2
     out2=$(out_dir merged-files)
     in_image "$ctr" -v "$out2:/out" -v "$work/shard0:/in/0:ro" -v "$work/shard1:/in/1:ro" \

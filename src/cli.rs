@@ -56,9 +56,23 @@ pub enum Command {
     Hub(Box<hubload_hub::cli::HubArgs>),
     /// Merge shard results (files, or a `kubectl logs` dump) into one report.
     Merge {
-        /// Shard artifact files, directories or log dumps.
+        /// Shard record files (`shard-*.jsonl`), directories of them, or log dumps; with
+        /// `--follow`, `-` is stdin.
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
+        /// Read the inputs as they grow (`kubectl logs -f … | hubload merge --follow -`),
+        /// print each level's merged row once every shard has sent it, and end when every
+        /// shard's stream has ended (or on Ctrl-C, with what came).
+        #[arg(long)]
+        follow: bool,
+        /// With --follow: serve the merge's live page and `/v1/status` here (as a run's
+        /// --web; it steers no shard).
+        #[arg(long, value_name = "ADDR")]
+        web: Option<String>,
+        /// A file holding the token --web asks for (or HUBLOAD_WEB_TOKEN); required when --web
+        /// is not a loopback address.
+        #[arg(long, value_name = "FILE")]
+        web_token_file: Option<PathBuf>,
         /// Output directory (default: `reports/<UTC timestamp>-merged`).
         #[arg(long)]
         out: Option<PathBuf>,

@@ -64,6 +64,7 @@ mod servicebus_ws;
 mod shard_churn;
 mod shard_delivery;
 mod shard_fairness;
+mod shard_follow;
 mod shards;
 mod stops;
 mod subscriber;

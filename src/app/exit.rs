@@ -1,7 +1,7 @@
 //! The process's exit codes: 0 ran and met its thresholds; 1 a threshold (or `--fail-if`)
 //! failed; 2 bad usage, bad configuration or a runtime error before/while loading; 3 a shard
-//! missed its start window; 4 `merge` is missing shards; 5 `check` found a failing check;
-//! 130 interrupted (reports written, marked partial).
+//! missed its start window; 4 `merge` is missing shards (or a shard's stream ended without
+//! its end); 5 `check` found a failing check; 130 interrupted (reports written, partial).
 
 /// Exit code: thresholds failed.
 pub const EXIT_THRESHOLDS: u8 = 1;

@@ -13,6 +13,7 @@ mod args;
 mod exit;
 mod hub_log;
 mod limits;
+mod merge;
 mod subcommands;
 
 pub use args::{parse_args, ArgsError};
@@ -126,7 +127,17 @@ async fn dispatch(cli: Cli) -> ExitCode {
             inputs,
             out,
             threshold,
-        }) => done(subcommands::merge(&inputs, out.as_deref(), &threshold)),
+            follow,
+            web,
+            web_token_file,
+        }) => {
+            let web = crate::cli::RunArgs {
+                web,
+                web_token_file,
+                ..Default::default()
+            };
+            done(merge::merge(inputs, out, &threshold, follow, &web).await)
+        }
     }
 }
 
@@ -181,8 +192,6 @@ async fn load(cli: Cli) -> ExitCode {
         print!("{}", subcommands::summary_text(&outcome.report));
     }
     crate::console::say!("hubload: reports written to {}", out.out_dir.display());
-    // Last, so no other output of this process can land inside one of them.
-    crate::shard::print_log_lines(&outcome.shard_lines);
     if outcome.interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if outcome.thresholds_failed {

@@ -1,5 +1,5 @@
-//! The subcommands besides a load run: `report`, `compare` and `merge`, and the text printed
-//! after a run. Each returns the exit code, or an error the caller prints as one line.
+//! The subcommands besides a load run: `report` and `compare` (`merge` is [`super::merge`]),
+//! and the text printed after a run. Each returns the exit code, or an error the caller prints as one line.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -8,14 +8,12 @@ use anyhow::Context;
 
 use crate::compare::{self, FailIf};
 use crate::judge::text::{render_capacity, render_what_if};
-use crate::judge::Threshold;
 use crate::report::table::render_table;
 use crate::report::topics_csv::APPENDED;
 use crate::report::writer::{write_atomic, ReportWriter};
-use crate::run::RunRecord;
 use crate::run_report::Report;
 
-use super::exit::{EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
+use super::exit::EXIT_THRESHOLDS;
 
 /// What a finished run prints: the table (and its delivery block), the what-if table, the
 /// capacity result, verdicts.
@@ -144,37 +142,4 @@ pub fn compare(
     } else {
         EXIT_THRESHOLDS
     })
-}
-
-/// `hubload merge INPUTS…`: shard artifacts (files, directories, log dumps) → one run's reports.
-pub fn merge(inputs: &[PathBuf], out: Option<&Path>, thresholds: &[String]) -> anyhow::Result<u8> {
-    let thresholds = thresholds
-        .iter()
-        .map(|t| {
-            t.parse::<Threshold>()
-                .map_err(|e| anyhow::anyhow!("invalid {e}"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let shards = crate::shard::read_inputs(inputs)?;
-    let merged = match crate::shard::merge(shards) {
-        Ok(m) => m,
-        Err(e @ crate::shard::MergeError::MissingShards(_)) => {
-            eprintln!("hubload: error: {e}");
-            return Ok(EXIT_MISSING_SHARDS);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let dir = out.map_or_else(
-        || PathBuf::from("reports").join(format!("{}-merged", merged.run_id)),
-        Path::to_path_buf,
-    );
-    let report = RunRecord::from_merged(&merged, &dir, thresholds)?;
-    print!("{}", summary_text(&report));
-    eprintln!(
-        "hubload: merged {} shards into {}",
-        merged.shard_count,
-        dir.display()
-    );
-    let failed = report.verdicts.iter().any(|v| !v.passed);
-    Ok(if failed { EXIT_THRESHOLDS } else { 0 })
 }

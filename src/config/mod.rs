@@ -44,6 +44,12 @@ pub use surge_flag::NOISE_FLOOR;
 pub use target::TargetConfig;
 pub use web::WebConfig;
 
+/// `--web` and `--web-token-file` alone (`hubload merge --follow --web`): the address, and
+/// the token a non-loopback address needs.
+pub fn resolve_web(a: &crate::cli::RunArgs) -> Result<Option<WebConfig>, ConfigError> {
+    web::resolve(a)
+}
+
 pub use crate::kind::{Model, SbTopics, TargetKind};
 pub use crate::secret::Secret;
 pub use crate::targets::request::{Dialect, ExtraHeaders};

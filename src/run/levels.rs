@@ -264,7 +264,9 @@ fn push(
             Some(d) => rec.set_last_delivery(&d),
             None => Ok(()),
         }
-    })
+    })?;
+    // A shard writes the level as soon as it is recorded: `merge --follow` merges it then.
+    rec.shard_level_done()
 }
 
 /// `--web`: the live page gets the level's row, and summary.json the control's changes.

@@ -4,7 +4,6 @@
 
 pub mod embedded;
 mod embedded_emulator;
-mod level_topics;
 mod levels;
 mod local_limits;
 mod own_thread;
@@ -56,21 +55,16 @@ pub struct RunOutcome {
     pub interrupted: bool,
     /// The validated configuration the run used.
     pub config: RunConfig,
-    /// A shard's artifact as `HUBLOAD-SHARD` lines (one set per path; empty unsharded). The
-    /// caller prints them last, after everything else, with [`crate::shard::print_log_lines`]:
-    /// stdout and stderr reach a merged log through separate copiers, so a line printed while
-    /// the other stream still has output pending can be cut by it.
-    pub shard_lines: Vec<String>,
 }
 
 /// Run one opened target path into `dir`: JTL, set-up, levels, its section, tear-down, and
-/// (sharded) the shard artifact. Every kind goes through here.
+/// (sharded) the shard's stream of records. Every kind goes through here.
 async fn run_path<P: TargetPath>(
     sh: &Shared<'_>,
     path: P,
     dir: &Path,
     shard: Option<&ShardSpec>,
-) -> anyhow::Result<(Report, Vec<String>)> {
+) -> anyhow::Result<Report> {
     let cfg = sh.cfg;
     let paths = cfg.target.kinds.len();
     let mut rec = RunRecord::with_dir(cfg, &sh.workload, dir)
@@ -78,6 +72,15 @@ async fn run_path<P: TargetPath>(
     if sh.shard.is_sharded() {
         // Shards do not judge thresholds: only the merged run is judged (`hubload merge`).
         rec.clear_thresholds();
+    }
+    if let Some(spec) = shard {
+        // Each level's part of the artifact goes out as the level ends (file and stdout).
+        let parts: Vec<ShardLoad> = cfg
+            .levels
+            .iter()
+            .map(|l| shard_part(l, spec.slot()).1)
+            .collect();
+        rec.stream_shard(spec, parts)?;
     }
     rec.set_target(P::KIND, path.url());
     for w in sh.observers.iter().flat_map(|o| &o.warnings) {
@@ -182,20 +185,8 @@ async fn run_path<P: TargetPath>(
     let joined = join_jtl(writer).await;
     ran?;
     joined?;
-    let Some(spec) = shard else {
-        return Ok((rec.finish(interrupted)?, Vec::new()));
-    };
-    let parts: Vec<ShardLoad> = cfg
-        .levels
-        .iter()
-        .map(|l| shard_part(l, spec.slot()).1)
-        .collect();
-    let (report, artifact) = rec.finish_shard(interrupted, spec, &parts)?;
-    crate::shard::write_artifact(dir, &artifact)
-        .with_context(|| format!("cannot write the shard artifact in {}", dir.display()))?;
-    // Collectable with `kubectl logs … --tail=-1`: one self-contained line per chunk, printed
-    // by the caller once everything else is out.
-    Ok((report, crate::shard::to_log_lines(&artifact)))
+    // A shard's stream ends with its end record (partial when interrupted).
+    rec.finish(interrupted)
 }
 
 /// Wait for the JTL writer (every sender dropped) to write its last rows and close the file.
@@ -287,7 +278,6 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();
     let mut reports: Vec<(TargetKind, Report)> = Vec::with_capacity(paths);
-    let mut shard_lines = Vec::new();
     // `--hub-servicebus`: one embedded emulator for the whole run, the embedded hub's broker
     // and the Service Bus path's namespace both.
     let shared_emulator = if cfg.target.hub_servicebus {
@@ -307,7 +297,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
             break;
         }
         let dir = report_dir(out, kind, paths);
-        let (report, lines) = match kind {
+        let report = match kind {
             TargetKind::Websub => {
                 let p = WebSubPath::open(cfg, &workload, hub_broker.clone()).await?;
                 run_path(&sh, p, &dir, spec.as_ref()).await?
@@ -318,7 +308,6 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
             }
         };
         reports.push((kind, report));
-        shard_lines.extend(lines);
     }
     if let Some(emu) = shared_emulator {
         emu.shutdown().await;
@@ -345,6 +334,5 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         thresholds_failed,
         interrupted,
         config: cfg.clone(),
-        shard_lines,
     })
 }

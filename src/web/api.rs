@@ -66,6 +66,7 @@ pub fn status(s: &WebState) -> Value {
         "second": last,
         "server": s.server.as_ref().map(|rx| rx.borrow().clone()),
         "controls": s.control.events().len(),
+        "merge": s.merge.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).clone()),
     }}})
 }
 
@@ -157,6 +158,12 @@ fn guard(s: &WebState, headers: &HeaderMap) -> Option<Response> {
 fn control(s: &WebState, headers: &HeaderMap, peer: SocketAddr, actions: &[Action]) -> Response {
     if let Some(r) = guard(s, headers) {
         return r;
+    }
+    if s.merge.is_some() && actions.iter().any(|a| !matches!(a, Action::Stop)) {
+        return error(
+            StatusCode::CONFLICT,
+            "this page is a merge following shards: it steers none of them; control applies to each shard's own process",
+        );
     }
     for a in actions {
         if let Err(e) = act(s, *a, &peer.to_string()) {

@@ -81,17 +81,12 @@ impl WebServer {
             linger_end: CancellationToken::new(),
             on_stop,
             server: sources.server.clone(),
+            merge: None,
         });
         let delivery = sources.delivery.clone();
         let last_second = CancellationToken::new();
         let sampler = tokio::spawn(feed::sample(feed, sources, started, last_second.clone()));
-        let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await;
-        });
+        serve(listener, state.clone(), shutdown.clone());
         Ok(WebServer {
             state,
             addr,
@@ -100,6 +95,58 @@ impl WebServer {
             delivery,
             shutdown,
         })
+    }
+
+    /// Bind `web.addr` and serve the page of a merge that follows shards (`merge --follow`):
+    /// the level table fills in as levels are merged ([`level_recorded`](Self::level_recorded),
+    /// [`judged`](Self::judged)), `/v1/status` says how the merge stands ([`merge_status`](
+    /// Self::merge_status)); `on_stop` ends the follow, and the other verbs are refused.
+    pub async fn start_merge(
+        web: &WebConfig,
+        config: Value,
+        model: &'static str,
+        out_dir: std::path::PathBuf,
+        on_stop: Box<dyn Fn() + Send + Sync>,
+    ) -> anyhow::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(web.addr)
+            .await
+            .with_context(|| format!("cannot listen on --web {}", web.addr))?;
+        let addr = listener.local_addr()?;
+        let shutdown = CancellationToken::new();
+        let state = Arc::new(WebState {
+            control: Arc::new(crate::engine::Control::new(CancellationToken::new(), 0.0)),
+            feed: Arc::new(Feed::default()),
+            token: web.token.clone(),
+            config,
+            model,
+            levels: 0,
+            max_rate: 0.0,
+            started: Instant::now(),
+            out_dir,
+            ended: AtomicBool::new(false),
+            linger: web.linger,
+            linger_end: CancellationToken::new(),
+            on_stop,
+            server: None,
+            merge: Some(std::sync::Mutex::new(Value::Null)),
+        });
+        serve(listener, state.clone(), shutdown.clone());
+        Ok(WebServer {
+            state,
+            addr,
+            // A merge has no seconds of its own to sample.
+            sampler: tokio::spawn(async {}),
+            last_second: CancellationToken::new(),
+            delivery: DeliverySlot::default(),
+            shutdown,
+        })
+    }
+
+    /// `merge --follow`: how the merge stands now, as `/v1/status` shows it under `merge`.
+    pub fn merge_status(&self, v: Value) {
+        if let Some(m) = &self.state.merge {
+            *m.lock().unwrap_or_else(|e| e.into_inner()) = v;
+        }
     }
 
     /// The run's subscriber fleet (one per target path), read every second from now on.
@@ -163,6 +210,16 @@ impl WebServer {
         }
         self.shutdown.cancel();
     }
+}
+
+/// Serve `state`'s routes on `listener` until `shutdown`.
+fn serve(listener: tokio::net::TcpListener, state: Arc<WebState>, shutdown: CancellationToken) {
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await;
+    });
 }
 
 /// The routes.

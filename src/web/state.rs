@@ -35,6 +35,9 @@ pub struct WebState {
     pub(super) on_stop: Box<dyn Fn() + Send + Sync>,
     /// The server's series as last scraped (`None`: not scraped).
     pub(super) server: Option<tokio::sync::watch::Receiver<ServerNow>>,
+    /// `merge --follow`: how the merge stands (shards, levels merged, streams ended); it
+    /// steers nothing, so the control verbs but stop are refused. `None` for a run.
+    pub(super) merge: Option<std::sync::Mutex<Value>>,
 }
 
 impl std::fmt::Debug for WebState {

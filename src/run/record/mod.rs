@@ -19,8 +19,6 @@ use crate::report::writer::ReportWriter;
 use crate::report::writer::{append_synced, write_atomic};
 use crate::report::{fairness_csv, fairness_file, reporters, topics_file, Reporter};
 use crate::run_report::Report;
-use crate::shard::{Load as ShardLoad, ShardArtifact};
-use crate::shard_contract::ShardSpec;
 use crate::stats::{LevelStats, TopicStats};
 use crate::summary::build::level_report;
 use crate::summary::{LevelReport, PhaseReport, RateCheck};
@@ -64,6 +62,10 @@ pub struct RunRecord {
     /// The tenants' designed shares, and each level's duration (s) they depend on with a
     /// surge; `None` for a merged run.
     design: Option<(Design, Vec<Option<f64>>)>,
+    /// A shard's stream of records, written as levels end (`None` unsharded).
+    shard: Option<crate::shard::ShardOut>,
+    /// The last level's topics, dense, until a shard's level record takes them.
+    shard_topics: Vec<TopicStats>,
 }
 
 fn now_rfc3339() -> String {
@@ -114,6 +116,8 @@ impl RunRecord {
             ended: false,
             surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants, cfg.noise_floor),
             design: Some(design_of(cfg, workload)),
+            shard: None,
+            shard_topics: Vec::new(),
         })
     }
 
@@ -330,7 +334,11 @@ impl RunRecord {
         topics_file::append(self.dir(), self.report.levels.len(), label, &row.topics)?;
         // A level's topics leave memory once its rows are in the files; TOTAL keeps its
         // tenants' sums (`total_tenants`), not its topics: no file has TOTAL's topic rows.
-        stats.topics = Vec::new();
+        // A shard keeps them until its level record is written (`shard_level_done`).
+        let topics = std::mem::take(&mut stats.topics);
+        if self.shard.is_some() {
+            self.shard_topics = topics;
+        }
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
         for (name, rows) in APPENDED.iter().zip(last_level_rows(&self.report)?) {
@@ -482,25 +490,13 @@ impl RunRecord {
         self.report.verdicts.clear();
     }
 
-    /// As [`finish`](Self::finish), plus this shard's artifact for `hubload merge`.
-    pub fn finish_shard(
-        mut self,
-        interrupted: bool,
-        spec: &ShardSpec,
-        parts: &[ShardLoad],
-    ) -> anyhow::Result<(Report, ShardArtifact)> {
-        self.report.partial = interrupted;
-        self.ended = true;
-        self.write()?;
-        let artifact = self.shard_artifact(spec, parts)?;
-        Ok((self.report, artifact))
-    }
-
     /// Mark the run finished (partial when interrupted), write, and hand back the report.
+    /// A shard's stream gets its end record.
     pub fn finish(mut self, interrupted: bool) -> anyhow::Result<Report> {
         self.report.partial = interrupted;
         self.ended = true;
         self.write()?;
+        self.end_shard_stream()?;
         Ok(self.report)
     }
 }

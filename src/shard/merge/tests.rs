@@ -1,11 +1,17 @@
 //! Tests of the exact merge: counters, histograms, phases and the refusals.
 use super::*;
 use crate::result::Class;
-use crate::shard::artifact::ShardLevel;
-use crate::shard::logs::{from_log_dump, to_log_lines};
+use std::collections::BTreeMap;
+
+use crate::shard::artifact::{Load, ShardLevel};
+use crate::shard::assemble::from_log_dump;
+use crate::shard::logs::to_log_lines;
 use crate::shard::testutil::{assert_level_eq, empty_artifact, random_events, record};
 use crate::shard_contract::{split_count, ShardSpec};
 use crate::stats::Clock;
+use crate::stats::LevelStats;
+use crate::summary::delivery_report::LevelDelivery;
+use crate::topic_server::TopicFetchStats;
 
 const LEVELS: [(&str, u64, u64); 3] = [("1", 1, 11), ("20", 20, 22), ("50", 50, 33)];
 
@@ -373,4 +379,71 @@ fn a_partial_shard_makes_the_run_partial() {
     assert!(!merge(shards.clone()).unwrap().partial);
     shards[1].partial = true;
     assert!(merge(shards).unwrap().partial);
+}
+
+#[test]
+fn records_in_any_interleaving_merge_as_the_whole_artifacts_level_by_level() {
+    let (shards, _) = run(3, 400);
+    let whole = merge(shards.clone()).unwrap();
+    // Shard 2's records first, then 1's, then 0's, round-robin: shards ahead of their turn wait.
+    let mut queues: Vec<std::collections::VecDeque<Keyed>> = shards
+        .iter()
+        .rev()
+        .map(|s| crate::shard::assemble::artifact_records(s.clone()).into())
+        .collect();
+    let mut m = StreamMerge::default();
+    let mut start = None;
+    let mut levels = Vec::new();
+    let mut sent = [0usize; 3];
+    while queues.iter().any(|q| !q.is_empty()) {
+        for (qi, q) in queues.iter_mut().enumerate() {
+            let Some(k) = q.pop_front() else { continue };
+            sent[qi] += usize::from(matches!(k.record, ShardRecord::Level(_)));
+            m.push(k).unwrap();
+            start = start.or_else(|| m.take_start());
+            while let Some(l) = m.next_level() {
+                // A level comes out once every shard has sent it, not before.
+                assert!(sent.iter().all(|&n| n > levels.len()), "{sent:?}");
+                levels.push(l);
+            }
+        }
+    }
+    assert!(m.all_ended());
+    let end = m.finish(true).unwrap();
+    let start = start.unwrap();
+    assert_eq!(levels.len(), whole.levels.len());
+    for (a, b) in levels.iter().zip(&whole.levels) {
+        assert_eq!((&a.label, a.load), (&b.label, b.load));
+        assert_level_eq(&a.stats, &b.stats);
+    }
+    let (r, w) = (start.registration.unwrap(), whole.registration.unwrap());
+    assert_eq!((r.topics, r.duration_s), (w.topics, w.duration_s));
+    assert_eq!(start.meta.started_at, whole.meta.started_at);
+    assert_eq!(
+        (end.partial, end.finished_at),
+        (whole.partial, whole.meta.finished_at)
+    );
+}
+
+#[test]
+fn more_shards_than_the_count_and_a_wrong_end_are_refused() {
+    let (shards, _) = run(2, 20);
+    let mut m = StreamMerge::default();
+    let mut recs = crate::shard::assemble::artifact_records(shards[0].clone());
+    let mut k = recs.remove(0);
+    k.key.1 = 2;
+    let e = m.push(k).unwrap_err().to_string();
+    assert_eq!(e, "shard 2: its index is not below the shard count 2");
+    // An end that counts levels that never came.
+    let mut m = StreamMerge::default();
+    let recs = crate::shard::assemble::artifact_records(shards[1].clone());
+    let (head, end) = (recs.first().unwrap(), recs.last().unwrap());
+    let again = |k: &Keyed| Keyed {
+        key: k.key.clone(),
+        level: k.level,
+        record: k.record.clone(),
+    };
+    m.push(again(head)).unwrap();
+    let e = m.push(again(end)).unwrap_err().to_string();
+    assert_eq!(e, "shard 1: its end says 3 level(s), 0 came");
 }

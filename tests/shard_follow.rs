@@ -1,0 +1,418 @@
+//! `hubload merge --follow`: two shard processes against the reference hub, their stdout
+//! appended to files the merge reads while they run; each level's merged row (printed, and on
+//! the page's `/v1/status`) comes before the shards end, and the final reports equal a plain
+//! merge of the shards' record files and the hub's own counts. Then the same lines
+//! interleaved on one stdin, and a shard's stream cut; and a shard stopped by SIGINT.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use hubload_hub::FaultConfig;
+
+use crate::util::{assert_exit, count, hub_with, hubload_command, read_summary};
+
+/// Start shard `i` of 2 of run `follow-test`, its stdout (the `HUBLOAD-SHARD` lines and its
+/// messages) appended to `dir/s<i>.log`, its reports in `dir/shard<i>`.
+fn start_shard(dir: &Path, i: u32, hub: &str, start_at: &str) -> Child {
+    let log = std::fs::File::create(dir.join(format!("s{i}.log"))).unwrap();
+    let out = dir.join(format!("shard{i}"));
+    hubload_command()
+        .args([
+            "--tenants",
+            "6",
+            "--sps",
+            "2",
+            "--users",
+            "4",
+            "--seed",
+            "11",
+            "--concurrency",
+            "2,4,6",
+            "--duration",
+            "2s",
+            "--quiet",
+            "--hub-url",
+            hub,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("JOB_COMPLETION_INDEX", i.to_string())
+        .env("HUBLOAD_SHARD_COUNT", "2")
+        .env("HUBLOAD_RUN_ID", "follow-test")
+        .env("HUBLOAD_START_AT", start_at)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait (bounded) for `child` to exit; its exit code.
+fn wait_exit(child: &mut Child, within: Duration) -> i32 {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code().unwrap_or(-1);
+        }
+        assert!(Instant::now() < deadline, "still running after {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The report files whose bytes depend only on what was measured.
+const SAME: [&str; 6] = [
+    "table.txt",
+    "aggregate.csv",
+    "latency.csv",
+    "topics.csv",
+    "tenants.csv",
+    "latency.hlog",
+];
+
+fn assert_same_reports(a: &Path, b: &Path) {
+    for name in SAME {
+        let (x, y) = (
+            std::fs::read(a.join(name)).unwrap(),
+            std::fs::read(b.join(name)).unwrap(),
+        );
+        assert!(x == y, "{name} differs between {a:?} and {b:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge() {
+    let hub = hub_with(FaultConfig {
+        fail_503_every: Some(7),
+        ..FaultConfig::default()
+    })
+    .await;
+    let _turn = crate::util::SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let start_at =
+        humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(3)).to_string();
+    let mut shards: Vec<Child> = (0..2)
+        .map(|i| start_shard(&d, i, &hub.url, &start_at))
+        .collect();
+    let followed = d.join("followed");
+    let mut merge = hubload_command()
+        .args(["merge", "--follow"])
+        .args([d.join("s0.log"), d.join("s1.log")])
+        .args(["--web", "127.0.0.1:0", "--out"])
+        .arg(&followed)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rows = Arc::new(Mutex::new(Vec::<String>::new()));
+    let errs = Arc::new(Mutex::new(Vec::<String>::new()));
+    let readers = [
+        lines_into(merge.stdout.take().unwrap(), rows.clone()),
+        lines_into(merge.stderr.take().unwrap(), errs.clone()),
+    ];
+
+    // Level "2" (the first) is merged, shown by the page's API and printed, while both
+    // shards still have levels "4" and "6" (2 s each) to run.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let url = loop {
+        let line = errs.lock().unwrap().iter().find_map(|l| {
+            l.strip_prefix("hubload: the merge's live page is at ")
+                .map(str::to_string)
+        });
+        if let Some(u) = line {
+            break u;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no page: {:?}",
+            errs.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let status = loop {
+        let body = http
+            .get(format!("{url}v1/status"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let merged = &v["data"]["attributes"]["merge"];
+        if merged["levels_merged"].as_u64() >= Some(1) {
+            break merged.clone();
+        }
+        assert!(Instant::now() < deadline, "level 2 never merged: {v}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for (i, s) in shards.iter_mut().enumerate() {
+        assert!(
+            s.try_wait().unwrap().is_none(),
+            "shard {i} had ended before level 2 was merged: {status}"
+        );
+    }
+    assert_eq!(status["shards"], 2);
+    assert_eq!(status["shards_ended"], 0, "{status}");
+    // The page steers nothing: a pause is refused, and says why.
+    let r = http.post(format!("{url}v1/pause")).send().await.unwrap();
+    assert_eq!(r.status(), 409);
+    assert!(r.text().await.unwrap().contains("steers none of them"));
+    let first = loop {
+        let row = rows
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|l| l.starts_with("merged level 2 (2 shards): "))
+            .cloned();
+        if let Some(r) = row {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "no merged row for level 2");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for s in &mut shards {
+        assert_eq!(wait_exit(s, Duration::from_secs(60)), 0);
+    }
+    assert_eq!(wait_exit(&mut merge, Duration::from_secs(30)), 0);
+    for r in readers {
+        r.join().unwrap();
+    }
+
+    // A plain merge of the shards' own record files writes the same reports.
+    let plain = d.join("plain");
+    let out = hubload_command()
+        .args(["merge"])
+        .args([d.join("shard0"), d.join("shard1")])
+        .arg("--out")
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_same_reports(&followed, &plain);
+    let f = read_summary(&followed);
+    assert!(!f.partial);
+    let level2 = &f.levels[0];
+    let classes: Vec<String> = hubload::result::Class::ALL
+        .iter()
+        .filter(|c| level2.counts.get(**c) > 0)
+        .map(|c| format!("{} {}", c.name(), level2.counts.get(*c)))
+        .collect();
+    assert_eq!(
+        first,
+        format!(
+            "merged level 2 (2 shards): {} attempts, {:.1}/s, p50 {} ms, p99 {} ms, errors {:.2} % [{}]",
+            level2.samples,
+            level2.throughput,
+            level2.median_ms,
+            level2.p99_ms,
+            level2.error_pct,
+            classes.join(", "),
+        ),
+        "the printed row is the level's row in summary.json"
+    );
+
+    // ... and the hub's own counts.
+    let s = hub.stats().await;
+    let t = f.total.as_ref().unwrap();
+    assert_eq!(t.samples, s.publish.total());
+    assert_eq!(count(t, "accepted"), s.publish.accepted);
+    assert_eq!(count(t, "http_503"), s.publish.fault_503);
+    assert_eq!(count(t, "denied"), s.publish.denied);
+    assert!(t.samples > 0 && s.publish.fault_503 > 0);
+
+    // The same lines interleaved on one stdin, as `kubectl logs -f -l …` gives them.
+    let logs: Vec<Vec<String>> = (0..2)
+        .map(|i| {
+            std::fs::read_to_string(d.join(format!("s{i}.log")))
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect()
+        })
+        .collect();
+    let mut mixed = String::new();
+    for k in 0..logs[0].len().max(logs[1].len()) {
+        for l in &logs {
+            if let Some(line) = l.get(k) {
+                mixed.push_str(line);
+                mixed.push('\n');
+            }
+        }
+    }
+    let stdin_dir = d.join("stdin");
+    let out = follow_stdin(&stdin_dir, &mixed);
+    assert_exit(&out, 0);
+    assert_same_reports(&stdin_dir, &plain);
+
+    // Shard 1 killed after its first level: its stream stops there. Reported as incomplete
+    // (exit 4, one line naming the shard), and what every shard had, level "2", written and
+    // marked partial; not merged as if it were whole.
+    let cut_at = logs[1]
+        .iter()
+        .position(|l| l.contains(" level-1 "))
+        .expect("shard 1 printed level 1");
+    let mut cut = logs[0].join("\n");
+    cut.push('\n');
+    cut.push_str(&logs[1][..cut_at].join("\n"));
+    cut.push('\n');
+    let cut_dir = d.join("cut");
+    let out = follow_stdin(&cut_dir, &cut);
+    assert_exit(&out, 4);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "run follow-test shard 1/2: the stream ends after 1 level(s) without its end record"
+        ),
+        "{err}"
+    );
+    let c = read_summary(&cut_dir);
+    assert!(c.partial);
+    assert_eq!(c.levels.len(), 1);
+    assert_eq!(c.levels[0].samples, level2.samples);
+    assert_eq!(c.levels[0].counts, level2.counts);
+}
+
+/// Collect `from`'s lines into `into` as they come.
+fn lines_into(
+    from: impl std::io::Read + Send + 'static,
+    into: Arc<Mutex<Vec<String>>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        for l in BufReader::new(from).lines() {
+            into.lock().unwrap().push(l.unwrap());
+        }
+    })
+}
+
+/// `hubload merge --follow -` with `text` on its stdin, into `out`.
+fn follow_stdin(out: &Path, text: &str) -> std::process::Output {
+    let mut c = hubload_command()
+        .args(["merge", "--follow", "-", "--out"])
+        .arg(out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    let text = text.to_string();
+    let w = std::thread::spawn(move || {
+        let _ = stdin.write_all(text.as_bytes());
+    });
+    let out = c.wait_with_output().unwrap();
+    w.join().unwrap();
+    out
+}
+
+/// A shard stopped by SIGINT ends its stream cleanly: its cut level, then its end marked
+/// partial; the merge of its file is that partial run, the shard's own report's figures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_shard_ends_its_stream_marked_partial() {
+    let hub = hub_with(FaultConfig::default()).await;
+    let _turn = crate::util::SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shard0");
+    let mut shard = hubload_command()
+        .args([
+            "--tenants",
+            "4",
+            "--concurrency",
+            "2,4",
+            "--duration",
+            "60s",
+        ])
+        .args(["--quiet", "--hub-url", &hub.url, "--out"])
+        .arg(&out)
+        .env("JOB_COMPLETION_INDEX", "0")
+        .env("HUBLOAD_SHARD_COUNT", "1")
+        .env("HUBLOAD_RUN_ID", "stopped")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Load is going: the hub has answered publishes.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while hub.stats().await.publish.total() < 100 {
+        assert!(Instant::now() < deadline, "no load reached the hub");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &shard.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert_eq!(wait_exit(&mut shard, Duration::from_secs(20)), 130);
+
+    let text = std::fs::read_to_string(out.join("shard-0-of-1.jsonl")).unwrap();
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object().unwrap().keys().next().unwrap().clone()
+        })
+        .collect();
+    assert_eq!(kinds, ["head", "level", "end"]);
+    let end: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(end["end"]["partial"], true);
+    assert_eq!(end["end"]["levels"], 1);
+
+    let merged = dir.path().join("merged");
+    let m = hubload_command()
+        .arg("merge")
+        .arg(&out)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_exit(&m, 0);
+    let (got, own) = (read_summary(&merged), read_summary(&out));
+    assert!(got.partial);
+    assert_eq!(got.levels.len(), 1);
+    let (g, o) = (got.total.unwrap(), own.total.unwrap());
+    assert_eq!((g.samples, &g.counts), (o.samples, &o.counts));
+}
+
+/// Bad merge input is one line naming what is wrong, exit 2: a line of another version, stdin
+/// without `--follow`, `--web` without `--follow`, a line over the limit.
+#[test]
+fn bad_merge_input_is_one_line_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let v3 = dir.path().join("v3.log");
+    std::fs::write(&v3, "x\nHUBLOAD-SHARD v3 r 0/1 head 1/1 AAAA\n").unwrap();
+    let long = dir.path().join("long.log");
+    std::fs::write(&long, format!("start\n{}\n", "y".repeat(70_000))).unwrap();
+    let cases: [(&[&str], String); 4] = [
+        (
+            &["merge", v3.to_str().unwrap()],
+            format!(
+                "hubload: error: {}: line 2: HUBLOAD-SHARD line version v3 is not supported (this hubload reads v1 and v2)\n",
+                v3.display()
+            ),
+        ),
+        (
+            &["merge", "-"],
+            "hubload: error: -: stdin is read with --follow only\n".into(),
+        ),
+        (
+            &["merge", "x", "--web", "127.0.0.1:0"],
+            "hubload: error: --web needs --follow: a plain merge has no run to watch\n".into(),
+        ),
+        (
+            &["merge", long.to_str().unwrap()],
+            format!(
+                "hubload: error: {}: a line is over the limit of 65536 bytes\n",
+                long.display()
+            ),
+        ),
+    ];
+    for (args, want) in cases {
+        let out = crate::util::bin(args, dir.path());
+        assert_exit(&out, 2);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), want, "{args:?}");
+    }
+}
