@@ -8,7 +8,9 @@
 #
 # Usage: bench/live-cost.sh [hubload binary] [hubload-hub binary]
 #        (default target/release/…; any profile works, the ratio is what counts)
-# Knobs: RATE=2000 DURATION=10 ROUNDS=3
+# Knobs: RATE=2000 DURATION=10 ROUNDS=3; PANELS=1 gives both variants the inputs of the page's
+# server-metrics and delivery panels: --server-metrics on the hub's /metrics and 2 of
+# hubload's own subscribers (their cost is in both variants; the ratio is still the page's).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/hubload}
@@ -16,6 +18,7 @@ HUB=${2:-$ROOT/target/release/hubload-hub}
 RATE=${RATE:-2000}
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
+PANELS=${PANELS:-0}
 WORK=$(mktemp -d)
 HUB_PID=""
 CURL_PID=""
@@ -46,9 +49,12 @@ done
 
 run() { # variant, round
     local out="$WORK/$1-$2" extra=() web_port
+    if [[ $PANELS == 1 ]]; then
+        extra=(--server-metrics "http://127.0.0.1:$PORT/metrics" --subscribers 2)
+    fi
     if [[ $1 == web ]]; then
         web_port=$(free_port)
-        extra=(--web "127.0.0.1:$web_port")
+        extra+=(--web "127.0.0.1:$web_port")
         # The page's stream, from as soon as the server answers to the run's end.
         (for _ in $(seq 100); do
             curl -fsN "http://127.0.0.1:$web_port/v1/events" >"$out.events" 2>/dev/null && break
@@ -78,7 +84,7 @@ open(out + ".cpu", "w").write(str(per))
 PY
 }
 
-echo "rate ${RATE}/s, ${DURATION}s, $(nproc) cores, $ROUNDS round(s)"
+echo "rate ${RATE}/s, ${DURATION}s, $(nproc) cores, $ROUNDS round(s), panels' inputs: $PANELS; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$ROUNDS"); do
     run plain "$r"
     run web "$r"
