@@ -138,11 +138,17 @@ pub(crate) fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 /// Run the binary in `dir` with debug logging, tables on stdout, a JTL and reports.
 pub(crate) fn full_run(dir: &Path, args: &[&str]) -> Output {
+    full_run_env(dir, args, &[])
+}
+
+/// [`full_run`] with these environment variables set (a proxy, say).
+pub(crate) fn full_run_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     crate::util::hubload_command()
         .args(args)
         .args(["--jtl", "run.jtl"])
         .current_dir(dir)
         .env("RUST_LOG", "debug")
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }

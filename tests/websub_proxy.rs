@@ -14,10 +14,10 @@ use std::process::Output;
 use base64::Engine;
 
 use crate::check::heads;
-use crate::creds::assert_nowhere;
+use crate::creds::{assert_nowhere, full_run_env};
 use crate::proxy_common::Tinyproxy;
 use crate::support::tls_hub::TlsHub;
-use crate::util::{hubload_command, jtl_rows, read_summary, Scenario};
+use crate::util::{jtl_rows, read_summary, Scenario};
 
 const USER: &str = "hubload";
 const PASSWORD: &str = "w3bsub-pr0xy";
@@ -29,19 +29,15 @@ async fn run_env(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Output {
     let dir = dir.to_path_buf();
     let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     all.extend(SMALL.iter().map(|s| s.to_string()));
-    all.extend(["--jtl", "run.jtl", "--out", "out"].map(String::from));
+    all.extend(["--out", "out"].map(String::from));
     let env: Vec<(String, String)> = env
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
         .collect();
     tokio::task::spawn_blocking(move || {
-        hubload_command()
-            .args(&all)
-            .current_dir(&dir)
-            .env("RUST_LOG", "debug")
-            .envs(env)
-            .output()
-            .unwrap()
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        full_run_env(&dir, &all, &env)
     })
     .await
     .unwrap()
