@@ -72,13 +72,18 @@ impl TopicStats {
         self.max_us = self.max_us.max(us);
     }
 
+    /// Where bucket `key`'s entry is (`Ok`), or where it would go (`Err`).
+    fn find(&self, key: u8) -> Result<usize, usize> {
+        self.buckets.binary_search_by_key(&key, |b| b.0)
+    }
+
     /// Add `n` (saturating) to bucket `i` (below [`TOPIC_BUCKETS`]).
     fn add_to_bucket(&mut self, i: usize, n: u32) {
         if n == 0 {
             return;
         }
         let key = i as u8;
-        match self.buckets.binary_search_by_key(&key, |b| b.0) {
+        match self.find(key) {
             Ok(at) => self.buckets[at].1 = self.buckets[at].1.saturating_add(n),
             Err(at) => self.buckets.insert(at, (key, n)),
         }
@@ -103,7 +108,7 @@ impl TopicStats {
                 ));
             }
             let key = i as u8;
-            match t.buckets.binary_search_by_key(&key, |b| b.0) {
+            match t.find(key) {
                 Ok(at) if c == 0 => {
                     t.buckets.remove(at);
                 }
@@ -119,7 +124,7 @@ impl TopicStats {
     pub fn bucket(&self, i: usize) -> u32 {
         u8::try_from(i)
             .ok()
-            .and_then(|key| self.buckets.binary_search_by_key(&key, |b| b.0).ok())
+            .and_then(|key| self.find(key).ok())
             .map_or(0, |at| self.buckets[at].1)
     }
 
