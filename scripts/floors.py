@@ -36,10 +36,7 @@ FLOORS = {
         ["compare", "shard", "observe", "check", "web"],  # two runs side by side; shard artifacts and their merge; server metrics, generator health, exporter; the pre-flight; the live page and control API
         ["console"],  # what the terminal shows: messages, banner, live progress
         ["config"],  # flags + profile -> validated RunConfig
-        ["report"],  # the Reporter trait, formats, writers
-        ["run_report"],  # the Report: the one document, rows with judging results
-        ["judge"],  # judging in one place: rules, thresholds, capacity, what-if, verdicts
-        ["summary"],  # the report model's rows and sections: what a run produced
+        ["report"],  # the document, its rows (model), judging, the formats and their writers
         ["subscriber"],  # the callback fleet
         ["engine"],  # levels, pacing, one worker loop, attempt records
         ["targets"],  # the Target trait and its protocols

@@ -246,7 +246,7 @@ fn after_kill_9_the_jtl_holds_every_row_of_every_listed_level() {
     let levels_listed = || -> usize {
         std::fs::read_to_string(&summary)
             .ok()
-            .and_then(|t| serde_json::from_str::<hubload::run_report::Report>(&t).ok())
+            .and_then(|t| serde_json::from_str::<hubload::report::document::Report>(&t).ok())
             .map_or(0, |r| r.levels.len())
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(120);

@@ -4,8 +4,8 @@
 //! two summaries' own numbers; a delivery rule against a run without subscribers is one line
 //! and exit 2.
 
-use hubload::run_report::Report;
-use hubload::summary::LevelReport;
+use hubload::report::document::Report;
+use hubload::report::model::LevelReport;
 use hubload_hub::HubConfig;
 
 use crate::delivery::RUN;

@@ -3,7 +3,7 @@
 //! subscribers make hubload's lost and redeliveries equal the hub's drops and retries, and
 //! `lost=0` fails the run.
 
-use hubload::run_report::Report;
+use hubload::report::document::Report;
 use hubload_hub::HubConfig;
 
 use crate::util::{count, settled, Scenario};

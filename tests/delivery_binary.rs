@@ -5,7 +5,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hubload::run_report::Report;
+use hubload::report::document::Report;
 use hubload_hub::{HubConfig, StatsSnapshot};
 
 use crate::util::{read_summary, Scenario, SERIAL};

@@ -3,8 +3,8 @@
 //! `queue` at the hub or broker, and the `rest`, one sample per delivery the hub counted
 //! delivered; no stage of a delivery is longer than its end-to-end latency.
 
-use hubload::summary::delivery_report::DeliveryReport;
-use hubload::summary::LevelReport;
+use hubload::report::model::delivery_report::DeliveryReport;
+use hubload::report::model::LevelReport;
 use hubload_hub::{Broker, FaultConfig, HubConfig};
 use hubload_servicebus::emulator::EmulatorConfig;
 

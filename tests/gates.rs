@@ -146,7 +146,7 @@ async fn compare_fail_if_judges_the_candidate_s_isolation_verdict() {
     let (roomy, contended) = (sc.summary("roomy"), sc.summary("contended"));
     let label = roomy.levels[0].label.clone();
     assert_eq!(contended.levels[0].label, label);
-    let up = |r: &hubload::run_report::Report| {
+    let up = |r: &hubload::report::document::Report| {
         r.levels[0]
             .isolation
             .as_ref()

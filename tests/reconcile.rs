@@ -40,8 +40,9 @@ async fn requests_per_level_reconcile_exactly_with_the_hub() {
     let r = &o.report;
     assert_eq!(r.levels.len(), 3);
     let on_disk = sc.summary("");
-    let samples =
-        |r: &hubload::run_report::Report| r.levels.iter().map(|l| l.samples).collect::<Vec<_>>();
+    let samples = |r: &hubload::report::document::Report| {
+        r.levels.iter().map(|l| l.samples).collect::<Vec<_>>()
+    };
     assert_eq!(
         samples(&on_disk),
         samples(r),

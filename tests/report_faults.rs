@@ -22,7 +22,7 @@ fn assert_complete(dir: &Path) {
         assert!(!bytes.is_empty(), "{name} is empty");
         match path.extension().and_then(|e| e.to_str()) {
             Some("json") => {
-                let _: hubload::run_report::Report = serde_json::from_slice(&bytes)
+                let _: hubload::report::document::Report = serde_json::from_slice(&bytes)
                     .unwrap_or_else(|e| panic!("{name} does not parse: {e}"));
             }
             Some("csv" | "jtl") => {

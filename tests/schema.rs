@@ -1,7 +1,7 @@
 //! summary.json is described by schema/summary.schema.json: the committed schema matches the
 //! Report model, and real output validates against it.
 
-use hubload::run_report::Report;
+use hubload::report::document::Report;
 use hubload_hub::FaultConfig;
 
 use crate::util::Scenario;

@@ -288,7 +288,7 @@ async fn compare_carries_the_stages_of_two_runs() {
     let ms = |us: u64| format!("{:.3}", us as f64 / 1000.0);
     let (base, cand) = (&runs[0].1, &runs[1].1);
     for (i, label) in labels.iter().enumerate() {
-        let level = |r: &hubload::run_report::Report| {
+        let level = |r: &hubload::report::document::Report| {
             r.levels
                 .iter()
                 .chain(r.total.as_ref())

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hubload::run_report::Report;
+use hubload::report::document::Report;
 use hubload_servicebus::emulator::EmulatorConfig;
 use hubload_servicebus::ConnectionString;
 

@@ -2,7 +2,7 @@
 //! reference hub, each churning its own subscribers (or topics); `hubload merge` adds the
 //! shards' churn counts exactly, and the merged delivery reconciles with the hub's own counts.
 
-use hubload::run_report::Report;
+use hubload::report::document::Report;
 use hubload_hub::HubConfig;
 
 use crate::delivery::sum;
@@ -58,7 +58,7 @@ async fn two_shards_with_subscriber_churn_merge_to_the_sum_and_to_the_hubs_count
     eprintln!("merged {m:?}\nshards {parts:?}");
     // Each shard churned its own subscribers (10 a second each).
     assert!(parts.iter().all(|p| p.resubscribed > 0), "{parts:?}");
-    let add = |f: fn(&hubload::summary::delivery_report::ChurnReport) -> u64| {
+    let add = |f: fn(&hubload::report::model::delivery_report::ChurnReport) -> u64| {
         parts.iter().map(f).sum::<u64>()
     };
     assert_eq!(m.unsubscribed, add(|c| c.unsubscribed));

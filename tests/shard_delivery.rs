@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
-use hubload::run_report::Report;
+use hubload::report::document::Report;
+use hubload::report::model::LevelReport;
 use hubload::subscriber::DeliveryCounts;
-use hubload::summary::LevelReport;
 use hubload_hub::HubConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -142,7 +142,7 @@ async fn two_shards_deliver_as_one_process(per_topic: usize, base: &[&str]) {
         assert_eq!(c.e2e_from_body, 0, "level {}", m.label);
         // Per subscriber too: the same subscribers received the same numbers of events.
         let per_sub =
-            |d: &hubload::summary::delivery_report::DeliveryReport| -> BTreeMap<String, u64> {
+            |d: &hubload::report::model::delivery_report::DeliveryReport| -> BTreeMap<String, u64> {
                 d.per_subscriber
                     .iter()
                     .map(|(k, v)| (k.clone(), v.delivered))

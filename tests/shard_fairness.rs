@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use hubload::fairness::isolation::{delivery_verdict, verdict, Isolation, SurgeShape};
 use hubload::fairness::{figures, per_tenant, Fairness};
+use hubload::report::document::Report;
 use hubload::result::Class;
-use hubload::run_report::Report;
 use hubload::stats::{LevelStats, TopicStats};
 use hubload_hub::FaultConfig;
 

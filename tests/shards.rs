@@ -95,7 +95,7 @@ fn copier(
 }
 
 /// `hubload merge` of a log dump into `dir/merged`; the merged summary.
-pub(crate) fn merge_logs(dir: &Path, logs: &str) -> hubload::run_report::Report {
+pub(crate) fn merge_logs(dir: &Path, logs: &str) -> hubload::report::document::Report {
     let dump = dir.join("shards.log");
     std::fs::write(&dump, logs).unwrap();
     let merged_dir = dir.join("merged");
@@ -157,7 +157,7 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
     let shard_reports: Vec<_> = (0..3)
         .map(|i| read_summary(&dir.path().join(format!("shard{i}"))))
         .collect();
-    let per_second = |l: &hubload::summary::LevelReport| -> Vec<u64> {
+    let per_second = |l: &hubload::report::model::LevelReport| -> Vec<u64> {
         let ps = &l.histograms.as_ref().unwrap().per_second;
         ps.latency
             .iter()

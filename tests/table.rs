@@ -48,7 +48,7 @@ fn table_txt_of_the_sample_report_matches_its_snapshot() {
 #[test]
 fn table_txt_of_a_stopped_delivery_run_matches_its_snapshot() {
     let got = table_txt_matches("delivery-stopped.json", "delivery-stopped-table.txt");
-    let summary: hubload::run_report::Report =
+    let summary: hubload::report::document::Report =
         serde_json::from_str(&std::fs::read_to_string(fixture("delivery-stopped.json")).unwrap())
             .unwrap();
     let block: Vec<&str> = got

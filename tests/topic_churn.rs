@@ -10,7 +10,7 @@ use crate::util::{count, settled, Scenario};
 
 /// Sum of a per-level topic churn counter.
 fn churn_sum(
-    r: &hubload::run_report::Report,
+    r: &hubload::report::document::Report,
     f: impl Fn(&hubload::stats::TopicChurnStats) -> u64,
 ) -> u64 {
     r.levels

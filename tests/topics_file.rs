@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use hubload::report::document::Report;
 use hubload::result::Class;
-use hubload::run_report::Report;
 use hubload_hub::FaultConfig;
 
 use crate::fairness_file::fairness_lines;

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::WebConfig;
-use crate::judge::Threshold;
+use crate::report::judge::Threshold;
+use crate::report::model::LevelReport;
 use crate::result::Class;
 use crate::run::RunRecord;
 use crate::shard::follow::{follow, Event};
 use crate::shard::merge::StreamMerge;
 use crate::shard::{Keyed, MergeError};
-use crate::summary::LevelReport;
 use crate::web::WebServer;
 
 use super::exit::{EXIT_INTERRUPTED, EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};

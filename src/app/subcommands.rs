@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::compare::{self, FailIf};
-use crate::judge::text::{render_capacity, render_what_if};
+use crate::report::document::Report;
+use crate::report::judge::text::{render_capacity, render_what_if};
 use crate::report::table::render_table;
 use crate::report::topics_csv::APPENDED;
 use crate::report::writer::{write_atomic, ReportWriter};
-use crate::run_report::Report;
 
 use super::exit::EXIT_THRESHOLDS;
 
@@ -20,7 +20,7 @@ use super::exit::EXIT_THRESHOLDS;
 pub fn summary_text(r: &Report) -> String {
     let mut out = render_table(r);
     // With subscribers (a run's, or a merged sharded run's), the second block.
-    if let Some(d) = crate::report::table_delivery::render_delivery_table(r) {
+    if let Some(d) = crate::report::table::delivery::render_delivery_table(r) {
         out.push_str(&d);
     }
     if let Some(w) = &r.what_if {
@@ -80,13 +80,13 @@ pub fn report(summary: &Path, out: Option<&Path>) -> anyhow::Result<u8> {
         .with_context(|| format!("cannot create report directory {}", dir.display()))?;
     let streamed = crate::report::topics_file::write_appended(&mut r, summary, &dir)?;
     let appended = |name: &str| streamed && APPENDED.contains(&name);
-    let reporters = crate::report::reporters()
+    let formats = crate::report::formats::all()
         .into_iter()
         .filter(|rep| rep.file_name() != "summary.json" && rep.file_name() != "whatif.csv")
         .filter(|rep| !appended(rep.file_name()))
         .filter(|rep| rep.file_name() != "latency.hlog" || crate::report::hlog::has_histograms(&r))
         .collect();
-    ReportWriter::new(&dir, reporters)?.write_all(&r)?;
+    ReportWriter::new(&dir, formats)?.write_all(&r)?;
     eprintln!("hubload: report.html written to {}", dir.display());
     Ok(0)
 }

@@ -1,7 +1,7 @@
 //! The number formats of a comparison: values with units for people, plain numbers for the
 //! CSV and HTML tables, and signed deltas.
 
-use crate::judge::metric::Metric;
+use crate::report::judge::metric::Metric;
 
 /// `v` with `decimals` places and an explicit sign; never "-0.0".
 fn signed(v: f64, decimals: usize) -> String {

@@ -4,11 +4,11 @@
 use std::fmt::Write;
 
 use super::format::{plain_delta, plain_pct, plain_value};
-use crate::judge::comparison::{Comparison, Delta, LevelComparison, Metrics};
-use crate::judge::fail_if::{FailIf, Violation};
-use crate::judge::metric::Metric;
 use crate::report::html::markup::{document, kv_table};
 use crate::report::html::svg::{escape, spans_decades, LineChart, Series, XAxis};
+use crate::report::judge::comparison::{Comparison, Delta, LevelComparison, Metrics};
+use crate::report::judge::fail_if::{FailIf, Violation};
+use crate::report::judge::metric::Metric;
 
 /// Relative changes at least this large (in %) are coloured.
 const NOTABLE_PCT: f64 = 5.0;

@@ -17,15 +17,15 @@ pub mod side_by_side;
 
 use std::path::Path;
 
-pub use crate::judge::comparison::{
+pub use crate::report::judge::comparison::{
     Comparison, DeliveryMetrics, Delta, LevelComparison, Metrics, Presence,
 };
-pub use crate::judge::fail_if::{check, FailIf, FailIfError, Violation};
-pub use crate::judge::metric::Metric;
+pub use crate::report::judge::fail_if::{check, FailIf, FailIfError, Violation};
+pub use crate::report::judge::metric::Metric;
 
 use crate::kind::Model;
-use crate::run_report::Report;
-use crate::summary::LevelReport;
+use crate::report::document::Report;
+use crate::report::model::LevelReport;
 
 fn run_name(r: &Report) -> String {
     format!(

@@ -5,9 +5,9 @@ use std::fmt::{self, Write};
 use super::format::{
     delta_abs, delta_pct, plain_delta, plain_pct, plain_value, share, share_delta, value,
 };
-use crate::judge::comparison::{Comparison, LevelComparison, Metrics, Presence};
-use crate::judge::fail_if::{FailIf, Violation};
-use crate::judge::metric::Metric;
+use crate::report::judge::comparison::{Comparison, LevelComparison, Metrics, Presence};
+use crate::report::judge::fail_if::{FailIf, Violation};
+use crate::report::judge::metric::Metric;
 
 /// One line of the text table.
 enum Line {

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::run_report::Report;
-use crate::summary::observations::ServerSeries;
+use crate::report::document::Report;
+use crate::report::model::observations::ServerSeries;
 
 /// The figure compared: a counter's delta in the level, else its max.
 fn figure(s: &ServerSeries) -> Option<(&'static str, f64)> {
@@ -60,9 +60,9 @@ pub fn render_server(baseline: &Report, candidate: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::build::level_report;
+    use crate::report::model::observations::ServerLevel;
     use crate::stats::LevelStats;
-    use crate::summary::build::level_report;
-    use crate::summary::observations::ServerLevel;
 
     fn run(delta: f64) -> Report {
         let mut r = crate::report::html::tests::sample();

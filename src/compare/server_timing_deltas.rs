@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use crate::align::align;
-use crate::judge::comparison::StageRow;
+use crate::report::document::Report;
 use crate::report::html::svg::escape;
+use crate::report::judge::comparison::StageRow;
+use crate::report::model::server_timing::ServerTimingReport;
 use crate::report::precision::ms3;
-use crate::run_report::Report;
-use crate::summary::server_timing::ServerTimingReport;
 
 /// The rows of the levels (then TOTAL) both runs have, in the baseline's order, each level's
 /// stages by name; empty when neither run's responses declared a stage.
@@ -160,7 +160,8 @@ mod tests {
     fn run(hub_p50_us: Option<u64>) -> Report {
         let mut r = Report::new_empty(crate::kind::Model::Closed, serde_json::Value::Null, vec![]);
         let stats = crate::stats::LevelStats::default();
-        let mut level = crate::summary::build::level_report("8", Some(8), None, &stats, false);
+        let mut level =
+            crate::report::model::build::level_report("8", Some(8), None, &stats, false);
         if let Some(p50_us) = hub_p50_us {
             level.server_timing.insert(
                 "hub".into(),

@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use super::{compare, Comparison, LevelComparison, Metric, Metrics};
 use crate::kind::TargetKind;
+use crate::report::document::Report;
 use crate::report::precision;
-use crate::run_report::Report;
 
 /// Two paths of one run, level by level.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::render::{render_csv, render_text};
 use super::*;
-use crate::judge::rules::{Bound, Op};
+use crate::report::judge::rules::{Bound, Op};
 
 pub(crate) fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/reports/{name}"))

@@ -16,7 +16,7 @@ pub enum ConfigError {
     Conflict(String),
     /// A `--threshold` or `--slo` rule does not parse (the error names the flag).
     #[error("invalid {0}")]
-    Gate(crate::judge::rules::GateError),
+    Gate(crate::report::judge::rules::GateError),
     /// A secret-bearing flag is wrong; the message never repeats its value.
     #[error("invalid --{field}: {message}")]
     Secret { field: String, message: String },

@@ -4,7 +4,7 @@
 //! Only the conversion of flags lives here, as for every other flag (the CLI is turned into a
 //! validated config in one place, `config/`): each rule is parsed by `judge::rules`, the one
 //! rule language, and what the rules mean, how they are judged and what judging produces are
-//! all in `judge/`. What stays is the flags' own checks (defaults, ranges, which flags need
+//! all in `report/judge/`. What stays is the flags' own checks (defaults, ranges, which flags need
 //! which), so a bad flag is refused before the run starts.
 
 use std::time::Duration;
@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::error::ConfigError;
 use super::parse::{list, opt, positive_duration, rate};
 use crate::cli::RunArgs;
-use crate::judge::rules::{Flag, Gate, Threshold};
+use crate::report::judge::rules::{Flag, Gate, Threshold};
 use crate::shard_contract::ShardSpec;
 
 /// The capacity finder's settings.

@@ -15,8 +15,8 @@ use super::output::OutputConfig;
 use super::target::TargetConfig;
 use super::tls_flags::TlsConfig;
 use crate::engine::{Arrivals, LevelSpec};
-use crate::judge::rules::Threshold;
 use crate::kind::Model;
+use crate::report::judge::rules::Threshold;
 use crate::shard_contract::ShardSpec;
 use crate::workload::WorkloadConfig;
 

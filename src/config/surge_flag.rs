@@ -6,8 +6,8 @@ use super::error::ConfigError;
 use super::parse::opt;
 use crate::cli::RunArgs;
 use crate::engine::LevelSpec;
-use crate::judge::rules::Threshold;
 use crate::kind::Model;
+use crate::report::judge::rules::Threshold;
 use crate::workload::{Surge, WorkloadConfig};
 
 /// The surge, checked against the model, the tenants and the levels.

@@ -14,8 +14,8 @@ use super::own_series::{exposition, LevelFigures, Snapshot};
 use super::remote_write;
 use crate::config::RunConfig;
 use crate::engine::{Control, Live};
-use crate::summary::observations::ExporterReport;
-use crate::summary::LevelReport;
+use crate::report::model::observations::ExporterReport;
+use crate::report::model::LevelReport;
 
 /// What the exporter knows of the run so far.
 #[derive(Debug, Default)]

@@ -2,9 +2,9 @@
 //! threshold, or the capacity finder's first failing level), the server series that changed
 //! most against the level before it (pure: report in, at most three changes out).
 
-use crate::run_report::Report;
-use crate::summary::observations::{KneeChange, KneeSeries};
-use crate::summary::LevelReport;
+use crate::report::document::Report;
+use crate::report::model::observations::{KneeChange, KneeSeries};
+use crate::report::model::LevelReport;
 
 /// How many series are named.
 const TOP: usize = 3;
@@ -88,9 +88,9 @@ fn explain(before: &LevelReport, after: &LevelReport, because: &str) -> Option<K
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::build::level_report;
+    use crate::report::model::observations::{ServerLevel, ServerSeries};
     use crate::stats::LevelStats;
-    use crate::summary::build::level_report;
-    use crate::summary::observations::{ServerLevel, ServerSeries};
 
     fn gauge(name: &str, max: f64) -> ServerSeries {
         ServerSeries {

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use crate::config::RunConfig;
 use crate::engine::Live;
-use crate::summary::observations::{ExporterReport, GeneratorLevel, ServerLevel};
-use crate::summary::LevelReport;
+use crate::report::model::observations::{ExporterReport, GeneratorLevel, ServerLevel};
+use crate::report::model::LevelReport;
 
 pub use exporter::Exporter;
 pub use monitor::GeneratorMonitor;
@@ -54,7 +54,7 @@ impl Observers {
         cfg: &RunConfig,
         live: Arc<Live>,
         control: Option<Arc<crate::engine::Control>>,
-        server_now: Option<tokio::sync::watch::Sender<crate::summary::server_now::ServerNow>>,
+        server_now: Option<tokio::sync::watch::Sender<crate::report::model::server_now::ServerNow>>,
     ) -> anyhow::Result<Self> {
         let monitor = Arc::new(GeneratorMonitor::start());
         let exporter = Exporter::start(cfg, live, monitor.clone(), control)?;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::cpu::{allowance, process_cpu_s};
-use crate::summary::observations::GeneratorLevel;
+use crate::report::model::observations::GeneratorLevel;
 
 /// CPU share at or above which a level is generator-bound.
 pub const CPU_BOUND: f64 = 0.9;

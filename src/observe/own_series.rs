@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::report::model::LevelReport;
 use crate::stats::Counts;
-use crate::summary::LevelReport;
 
 /// One series: its name, its labels (sorted by name), its value.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,7 +14,7 @@ use super::promql::{query_path, read_answer};
 use super::series::LevelSeries;
 use super::server_live::LivePublisher;
 use crate::config::{ObservedUrl, RunConfig};
-use crate::summary::observations::ServerLevel;
+use crate::report::model::observations::ServerLevel;
 
 /// Where one series of samples comes from.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::exposition::{Exposition, Kind};
-use crate::summary::observations::{ServerLevel, ServerSeries, SourceHealth};
+use crate::report::model::observations::{ServerLevel, ServerSeries, SourceHealth};
 
 /// Series charted in the HTML keep their points only when a level has at most this many
 /// (pick them with `--server-metrics-match`): a node exporter's thousand series would make

@@ -7,7 +7,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::exposition::{Exposition, Kind};
-use crate::summary::server_now::{ServerNow, ServerPoint, MAX_LIVE_SERIES};
+use crate::report::model::server_now::{ServerNow, ServerPoint, MAX_LIVE_SERIES};
 
 /// Turns rounds into [`ServerNow`]s and sends them.
 #[derive(Debug)]

@@ -3,11 +3,11 @@
 //! WebSub runs use the header the hub's own performance analysis used; Service Bus runs swap
 //! the HTTP classes for the broker's (README: "CSV columns").
 
-use super::Reporter;
+use super::Format;
 use crate::kind::{Model, TargetKind};
+use crate::report::document::Report;
+use crate::report::model::LevelReport;
 use crate::result::Class;
-use crate::run_report::Report;
-use crate::summary::LevelReport;
 
 /// JMeter's aggregate columns after the first (which names the level: `Concurrency` or `Rate`).
 pub const AGGREGATE_COLUMNS: [&str; 12] = [
@@ -165,7 +165,7 @@ pub fn header(report: &Report) -> Vec<&'static str> {
 
 /// Writes `aggregate.csv`.
 #[derive(Debug, Default)]
-pub struct CsvReporter;
+pub struct CsvFormat;
 
 /// The aggregate columns of one row, formatted as JMeter formats them.
 pub fn aggregate_fields(r: &LevelReport) -> Vec<String> {
@@ -224,7 +224,7 @@ pub fn render_rows(report: &Report) -> anyhow::Result<Vec<u8>> {
     Ok(w.into_inner()?)
 }
 
-impl Reporter for CsvReporter {
+impl Format for CsvFormat {
     fn file_name(&self) -> &'static str {
         "aggregate.csv"
     }

@@ -11,13 +11,13 @@
 //! The last row, `TOTAL`, is the report's total as `aggregate.csv` has it: every count summed
 //! over the levels, the latencies from the levels' merged histogram (not an average of rows).
 
-use super::Reporter;
-use crate::run_report::Report;
-use crate::summary::delivery_report::DeliveryReport;
+use super::Format;
+use crate::report::document::Report;
+use crate::report::model::delivery_report::DeliveryReport;
 
 /// Writes `delivery.csv`.
 #[derive(Debug, Default)]
-pub struct DeliveryCsvReporter;
+pub struct DeliveryCsvFormat;
 
 /// The header row.
 pub const DELIVERY_HEADER: [&str; 18] = [
@@ -83,7 +83,7 @@ pub fn render_delivery_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
     Ok(w.into_inner()?)
 }
 
-impl Reporter for DeliveryCsvReporter {
+impl Format for DeliveryCsvFormat {
     fn file_name(&self) -> &'static str {
         "delivery.csv"
     }
@@ -95,9 +95,9 @@ impl Reporter for DeliveryCsvReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::delivery_report::delivery_report;
     use crate::stats::record;
     use crate::subscriber::DeliveryLevelStats;
-    use crate::summary::delivery_report::delivery_report;
 
     #[test]
     fn one_row_per_level_in_ms() {
@@ -111,7 +111,7 @@ mod tests {
             record(&mut s.e2e_from_start, v);
         }
         let d = delivery_report(&s, 3.0, 5);
-        let mut r = crate::run_report::Report::new_empty(
+        let mut r = crate::report::document::Report::new_empty(
             crate::config::Model::Closed,
             serde_json::Value::Null,
             Vec::new(),
@@ -121,7 +121,7 @@ mod tests {
             "no subscribers, no file"
         );
         let row_json = |label: &str| {
-            let mut l = crate::summary::build::level_report(
+            let mut l = crate::report::model::build::level_report(
                 label,
                 Some(1),
                 None,
@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn total_row_sums_counts_and_takes_percentiles_from_the_merged_histogram() {
-        use crate::summary::delivery_report::LevelDelivery;
+        use crate::report::model::delivery_report::LevelDelivery;
         let level = |delivered: u64, lost: u64, e2e_ms: &[u64], seconds: f64, backlog: u64| {
             let mut s = DeliveryLevelStats::default();
             s.counts.delivered = delivered;
@@ -166,7 +166,7 @@ mod tests {
         total += &a;
         total += &b;
         let with = |label: &str, d: &LevelDelivery| {
-            let mut l = crate::summary::build::level_report(
+            let mut l = crate::report::model::build::level_report(
                 label,
                 None,
                 None,
@@ -176,7 +176,7 @@ mod tests {
             l.delivery = Some(d.into());
             l
         };
-        let mut r = crate::run_report::Report::new_empty(
+        let mut r = crate::report::document::Report::new_empty(
             crate::config::Model::Closed,
             serde_json::Value::Null,
             Vec::new(),

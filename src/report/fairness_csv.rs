@@ -4,13 +4,13 @@
 //! delivered and lost and their latency (`levels[].fairness.delivery`; empty without). A run
 //! appends each level's rows as the level is done; `hubload report` writes the same bytes whole.
 
-use super::Reporter;
-use crate::run_report::Report;
-use crate::summary::LevelReport;
+use super::Format;
+use crate::report::document::Report;
+use crate::report::model::LevelReport;
 
 /// Writes `fairness.csv`.
 #[derive(Debug, Default)]
-pub struct FairnessCsvReporter;
+pub struct FairnessCsvFormat;
 
 const HEAD: [&str; 23] = [
     "Level",
@@ -116,7 +116,7 @@ pub fn render_fairness_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
     Ok(out)
 }
 
-impl Reporter for FairnessCsvReporter {
+impl Format for FairnessCsvFormat {
     fn file_name(&self) -> &'static str {
         FILE_NAME
     }
@@ -133,7 +133,7 @@ mod tests {
 
     /// The html fixture with fairness figures on its first level: a served alone (10 of 10),
     /// b half (5 of 10), p99s 10 and 12 µs.
-    fn sample() -> crate::run_report::Report {
+    fn sample() -> crate::report::document::Report {
         let mut r = crate::report::html::tests::sample();
         let mut a = TopicStats::default();
         let mut b = TopicStats::default();
@@ -179,7 +179,7 @@ mod tests {
                 .starts_with(&format!("{l},a,10,10,0.500000,0.750000,0.666667,")),
             "{csv}"
         );
-        let table = crate::report::table_fairness::render_fairness_table(&r).unwrap();
+        let table = crate::report::table::fairness::render_fairness_table(&r).unwrap();
         assert!(
             table.contains("0.900") && table.contains("1.09x"),
             "{table}"
@@ -222,7 +222,7 @@ mod tests {
                 .ends_with(",25.000,4,2,2,50.000,20,20,20"),
             "{csv}"
         );
-        let table = crate::report::table_fairness::render_fairness_table(&with).unwrap();
+        let table = crate::report::table::fairness::render_fairness_table(&with).unwrap();
         assert!(table.contains("Delivery between tenants"), "{table}");
         assert!(table.contains("b 0.020 ms, a 0.010 ms"), "{table}");
         assert!(table.contains("b 50.00%"), "{table}");
@@ -238,7 +238,7 @@ mod tests {
         let r = crate::report::html::tests::sample();
         let csv = String::from_utf8(super::render_fairness_csv(&r).unwrap()).unwrap();
         assert_eq!(csv.lines().count(), 1);
-        assert!(crate::report::table_fairness::render_fairness_table(&r).is_none());
+        assert!(crate::report::table::fairness::render_fairness_table(&r).is_none());
         assert!(crate::report::html::tenants::section(&r).is_empty());
     }
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::level_lines;
 use crate::fairness::delivery::TenantDelivery;
 use crate::fairness::{Fairness, TenantShare};
-use crate::run_report::Report;
+use crate::report::document::Report;
 
 /// The file's name in the report directory (summary.json's `fairness_file`).
 pub const FILE_NAME: &str = "fairness.jsonl";

@@ -1,33 +1,33 @@
-//! The list of formats a run writes: one `Reporter` per file of this folder.
+//! The list of formats a run writes: one `Format` per file of this folder.
 
-use super::csv::CsvReporter;
-use super::delivery_csv::DeliveryCsvReporter;
-use super::fairness_csv::FairnessCsvReporter;
-use super::hlog::HlogReporter;
-use super::html::HtmlReporter;
-use super::json::JsonReporter;
-use super::latency_csv::LatencyCsvReporter;
-use super::server_csv::ServerCsvReporter;
-use super::table::TableReporter;
-use super::topics_csv::{TenantsCsvReporter, TopicsCsvReporter};
-use super::whatif_csv::WhatIfCsvReporter;
-use super::Reporter;
+use super::csv::CsvFormat;
+use super::delivery_csv::DeliveryCsvFormat;
+use super::fairness_csv::FairnessCsvFormat;
+use super::hlog::HlogFormat;
+use super::html::HtmlFormat;
+use super::json::JsonFormat;
+use super::latency_csv::LatencyCsvFormat;
+use super::server_csv::ServerCsvFormat;
+use super::table::TableFormat;
+use super::topics_csv::{TenantsCsvFormat, TopicsCsvFormat};
+use super::whatif_csv::WhatIfCsvFormat;
+use super::Format;
 
-/// Every reporter a run writes, in the order they are written. A new format is one file
+/// Every format a run writes, in the order they are written. A new format is one file
 /// beside this one and one line here.
-pub fn reporters() -> Vec<Box<dyn Reporter + Send + Sync>> {
+pub fn all() -> Vec<Box<dyn Format + Send + Sync>> {
     vec![
-        Box::new(TableReporter),
-        Box::new(CsvReporter),
-        Box::new(LatencyCsvReporter),
-        Box::new(DeliveryCsvReporter),
-        Box::new(HlogReporter),
-        Box::new(TopicsCsvReporter),
-        Box::new(TenantsCsvReporter),
-        Box::new(FairnessCsvReporter),
-        Box::new(JsonReporter),
-        Box::new(WhatIfCsvReporter),
-        Box::new(ServerCsvReporter),
-        Box::new(HtmlReporter),
+        Box::new(TableFormat),
+        Box::new(CsvFormat),
+        Box::new(LatencyCsvFormat),
+        Box::new(DeliveryCsvFormat),
+        Box::new(HlogFormat),
+        Box::new(TopicsCsvFormat),
+        Box::new(TenantsCsvFormat),
+        Box::new(FairnessCsvFormat),
+        Box::new(JsonFormat),
+        Box::new(WhatIfCsvFormat),
+        Box::new(ServerCsvFormat),
+        Box::new(HtmlFormat),
     ]
 }

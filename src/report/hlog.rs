@@ -15,12 +15,12 @@
 use std::fmt::Write;
 
 use super::jtl::level_tag;
-use super::Reporter;
-use crate::run_report::Report;
+use super::Format;
+use crate::report::document::Report;
 
 /// Writes `latency.hlog`.
 #[derive(Debug, Default)]
-pub struct HlogReporter;
+pub struct HlogFormat;
 
 /// Whether the report holds any histogram to log (summaries before 0.1 have none).
 pub fn has_histograms(report: &Report) -> bool {
@@ -102,7 +102,7 @@ pub fn render_hlog(report: &Report) -> String {
     out
 }
 
-impl Reporter for HlogReporter {
+impl Format for HlogFormat {
     fn file_name(&self) -> &'static str {
         "latency.hlog"
     }
@@ -114,9 +114,9 @@ impl Reporter for HlogReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::build::level_report;
     use crate::result::{Attempt, Outcome};
     use crate::stats::{AttemptTimes, Clock, LevelStats};
-    use crate::summary::build::level_report;
     use std::time::Duration;
 
     fn level(n: u64, us: u64) -> LevelStats {

@@ -5,14 +5,14 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::Reporter;
-use crate::run_report::Report;
+use super::Format;
+use crate::report::document::Report;
 
 /// Writes `summary.json`.
 #[derive(Debug, Default)]
-pub struct JsonReporter;
+pub struct JsonFormat;
 
-impl Reporter for JsonReporter {
+impl Format for JsonFormat {
     fn file_name(&self) -> &'static str {
         "summary.json"
     }

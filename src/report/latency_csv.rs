@@ -6,13 +6,13 @@
 //! `p99.99_us`, `max_us`. Percentiles are nearest-rank from the level's HdrHistogram (1 µs,
 //! 3 significant digits), clamped to the exact max; the TOTAL row ends the file.
 
-use super::Reporter;
-use crate::run_report::Report;
-use crate::summary::LatencyUs;
+use super::Format;
+use crate::report::document::Report;
+use crate::report::model::LatencyUs;
 
 /// Writes `latency.csv`.
 #[derive(Debug, Default)]
-pub struct LatencyCsvReporter;
+pub struct LatencyCsvFormat;
 
 /// The header row.
 pub const LATENCY_HEADER: [&str; 10] = [
@@ -51,7 +51,7 @@ pub fn render_latency_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
     Ok(w.into_inner()?)
 }
 
-impl Reporter for LatencyCsvReporter {
+impl Format for LatencyCsvFormat {
     fn file_name(&self) -> &'static str {
         "latency.csv"
     }
@@ -63,9 +63,9 @@ impl Reporter for LatencyCsvReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::build::level_report;
     use crate::result::{Attempt, Outcome};
     use crate::stats::{AttemptTimes, Clock, LevelStats};
-    use crate::summary::build::level_report;
     use std::time::Duration;
 
     #[test]

@@ -13,7 +13,7 @@ use anyhow::Context;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::run_report::Report;
+use crate::report::document::Report;
 
 /// Start `dir`'s file `name` empty (a directory used by an earlier run keeps none of its
 /// rows); its name, for summary.json's field that names it.
@@ -81,7 +81,7 @@ pub fn row_of<'r>(
     label: &str,
     path: &Path,
     n: usize,
-) -> anyhow::Result<Option<&'r mut crate::summary::LevelReport>> {
+) -> anyhow::Result<Option<&'r mut crate::report::model::LevelReport>> {
     let row = match level {
         Some(i) => report.levels.get_mut(i),
         None => report.total.as_mut(),

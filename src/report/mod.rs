@@ -1,32 +1,35 @@
-//! Reports: the `Reporter` trait (`reporter.rs`) and the list of formats (`formats.rs`), one
-//! writer per format, and the manager that writes them (`writer.rs`). What they render is the
-//! report model, `summary`. This file only declares and re-exports.
+//! The report's one home. `document.rs` is the report: the one serializable document
+//! (summary.json) every format renders. `model/` holds its rows and sections and builds a level's
+//! row from its statistics; `judge/` judges the rows (gates, capacity, what-if) into the verdicts
+//! the document carries. The `Format` trait (`format.rs`) is one rendered file, `formats.rs` lists
+//! them, `writer.rs` writes them atomically; the writers are the other files and folders here
+//! (the table's parts in `table/`, the page's in `html/`). This file only declares and re-exports.
+//!
+//! Inside, data flows one way: writers → `document` → `judge` → `model`.
 
 pub mod csv;
 pub mod delivery_csv;
+pub mod document;
 pub mod fairness_csv;
 pub mod fairness_file;
-mod formats;
+mod format;
+pub mod formats;
 pub mod hlog;
 pub mod html;
 pub mod json;
 pub mod jtl;
+pub mod judge;
 pub mod latency_csv;
 pub mod level_lines;
+pub mod model;
 pub mod observe_notes;
 pub mod precision;
-mod reporter;
 pub mod server_csv;
 pub mod table;
-pub mod table_delivery;
-pub mod table_delivery_stages;
-pub mod table_fairness;
-pub mod table_server_timing;
 pub mod topics_csv;
 pub mod topics_file;
 pub mod whatif_csv;
 pub mod writer;
 
-pub use formats::reporters;
-pub use html::HtmlReporter;
-pub use reporter::Reporter;
+pub use format::Format;
+pub use html::HtmlFormat;

@@ -1,7 +1,7 @@
 //! The lines the table adds below its rows for the observers: the generator-bound mark's
 //! footnote per level, and the knee's correlated server series.
 
-use crate::run_report::Report;
+use crate::report::document::Report;
 
 /// The mark put after a generator-bound level's label.
 pub const BOUND_MARK: &str = "*";
@@ -54,9 +54,9 @@ pub fn notes(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::build::level_report;
+    use crate::report::model::observations::GeneratorLevel;
     use crate::stats::LevelStats;
-    use crate::summary::build::level_report;
-    use crate::summary::observations::GeneratorLevel;
 
     #[test]
     fn only_bound_levels_get_a_footnote() {

@@ -2,7 +2,7 @@
 //!
 //! The terminal table and the HTML use this; `aggregate.csv` keeps JMeter's whole milliseconds.
 
-use crate::summary::LevelReport;
+use crate::report::model::LevelReport;
 
 /// `us` microseconds as milliseconds with three significant digits, never fewer than the
 /// microsecond: below 1 ms three decimals (`0.214`, `0.045`), then `1.23`, `12.3`, and whole

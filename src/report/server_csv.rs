@@ -1,12 +1,12 @@
 //! `server.csv`: one row per level and server series (`--server-metrics`, `--server-query`),
 //! `Level,Source,Series,Labels,Kind,Delta,Rate,Min,Mean,Max,Last`; empty without server series.
 
-use super::Reporter;
-use crate::run_report::Report;
+use super::Format;
+use crate::report::document::Report;
 
 /// Writes `server.csv`.
 #[derive(Debug, Default)]
-pub struct ServerCsvReporter;
+pub struct ServerCsvFormat;
 
 /// The header, as the issue and the docs name it.
 pub const HEADER: [&str; 11] = [
@@ -23,7 +23,7 @@ pub fn figure(x: Option<f64>) -> String {
     }
 }
 
-impl Reporter for ServerCsvReporter {
+impl Format for ServerCsvFormat {
     fn file_name(&self) -> &'static str {
         "server.csv"
     }
@@ -58,14 +58,14 @@ impl Reporter for ServerCsvReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::build::level_report;
+    use crate::report::model::observations::{ServerLevel, ServerSeries};
     use crate::stats::LevelStats;
-    use crate::summary::build::level_report;
-    use crate::summary::observations::{ServerLevel, ServerSeries};
 
     #[test]
     fn one_row_per_level_and_series() {
         let mut r = crate::report::html::tests::sample();
-        assert!(ServerCsvReporter.render(&r).unwrap().is_empty());
+        assert!(ServerCsvFormat.render(&r).unwrap().is_empty());
         let mut l = level_report("50", Some(50), None, &LevelStats::default(), false);
         l.server = Some(ServerLevel {
             sources: Vec::new(),
@@ -92,7 +92,7 @@ mod tests {
             ],
         });
         r.levels = vec![l];
-        let text = String::from_utf8(ServerCsvReporter.render(&r).unwrap()).unwrap();
+        let text = String::from_utf8(ServerCsvFormat.render(&r).unwrap()).unwrap();
         assert_eq!(
             text,
             "Level,Source,Series,Labels,Kind,Delta,Rate,Min,Mean,Max,Last\n\

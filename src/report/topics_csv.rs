@@ -9,20 +9,20 @@
 
 use std::collections::BTreeMap;
 
-use super::Reporter;
+use super::Format;
+use crate::report::document::Report;
+use crate::report::model::{LevelReport, TopicReport};
 use crate::result::Class;
-use crate::run_report::Report;
 use crate::stats::{Counts, TopicStats};
-use crate::summary::{LevelReport, TopicReport};
 use crate::workload::tenant_name;
 
 /// Writes `topics.csv`.
 #[derive(Debug, Default)]
-pub struct TopicsCsvReporter;
+pub struct TopicsCsvFormat;
 
 /// Writes `tenants.csv`.
 #[derive(Debug, Default)]
-pub struct TenantsCsvReporter;
+pub struct TenantsCsvFormat;
 
 /// Back from the report's sparse form to the mergeable statistics.
 pub fn stats_of(t: &TopicReport) -> TopicStats {
@@ -207,7 +207,7 @@ pub fn level_rows(report: &Report, i: usize) -> anyhow::Result<[Vec<u8>; 2]> {
     Ok([render(0, false, report, l)?, render(1, false, report, l)?])
 }
 
-impl Reporter for TopicsCsvReporter {
+impl Format for TopicsCsvFormat {
     fn file_name(&self) -> &'static str {
         "topics.csv"
     }
@@ -216,7 +216,7 @@ impl Reporter for TopicsCsvReporter {
     }
 }
 
-impl Reporter for TenantsCsvReporter {
+impl Format for TenantsCsvFormat {
     fn file_name(&self) -> &'static str {
         "tenants.csv"
     }
@@ -227,9 +227,9 @@ impl Reporter for TenantsCsvReporter {
 
 #[cfg(test)]
 mod tests {
+    use crate::report::model::TopicReport;
     use crate::result::Class;
     use crate::stats::Counts;
-    use crate::summary::TopicReport;
 
     #[test]
     fn an_older_summary_without_topic_statistics_gives_headers_only() {

@@ -12,8 +12,8 @@ use super::html::worst_topics::keep_worst;
 use super::level_lines;
 use super::topics_csv::{headers, level_rows, APPENDED};
 use super::writer::write_atomic_with;
-use crate::run_report::Report;
-use crate::summary::TopicReport;
+use crate::report::document::Report;
+use crate::report::model::TopicReport;
 
 /// The file's name in the report directory (summary.json's `topics_file`).
 pub const FILE_NAME: &str = "topics.jsonl";

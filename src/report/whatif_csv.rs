@@ -1,12 +1,12 @@
 //! `whatif.csv`: the timeout what-if table, one row per level, shares as percentages.
 
-use super::Reporter;
-use crate::judge::verdict::{pct, timeout_label};
-use crate::run_report::Report;
+use super::Format;
+use crate::report::document::Report;
+use crate::report::judge::verdict::{pct, timeout_label};
 
 /// Writes `whatif.csv` (only the header line `Level,Attempts` when the report has no table).
 #[derive(Debug, Default)]
-pub struct WhatIfCsvReporter;
+pub struct WhatIfCsvFormat;
 
 /// Header: `Level,Attempts`, then `Exceed <T>` per timeout, then `Failed events <T>` per
 /// timeout; a column at or above the run's own timeout gets ` (>= run timeout)`.
@@ -39,7 +39,7 @@ pub fn render_what_if_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
     Ok(w.into_inner()?)
 }
 
-impl Reporter for WhatIfCsvReporter {
+impl Format for WhatIfCsvFormat {
     fn file_name(&self) -> &'static str {
         "whatif.csv"
     }
@@ -51,7 +51,7 @@ impl Reporter for WhatIfCsvReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::verdict::{WhatIfRow, WhatIfTable};
+    use crate::report::judge::verdict::{WhatIfRow, WhatIfTable};
 
     fn report(what_if: Option<WhatIfTable>) -> Report {
         let mut r: Report = serde_json::from_value(serde_json::json!({

@@ -1,4 +1,4 @@
-//! Writes every reporter's output into the report directory, atomically (temp file + rename),
+//! Writes every format's output into the report directory, atomically (temp file + rename),
 //! so a reader or a crash never sees half a file. Called after every level.
 
 use std::io::Write;
@@ -7,13 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
 
-use super::Reporter;
-use crate::run_report::Report;
+use super::Format;
+use crate::report::document::Report;
 
-/// The report directory and the reporters that fill it.
+/// The report directory and the formats that fill it.
 pub struct ReportWriter {
     dir: PathBuf,
-    reporters: Vec<Box<dyn Reporter + Send + Sync>>,
+    formats: Vec<Box<dyn Format + Send + Sync>>,
 }
 
 impl std::fmt::Debug for ReportWriter {
@@ -26,15 +26,12 @@ impl std::fmt::Debug for ReportWriter {
 
 impl ReportWriter {
     /// A writer for `dir` (created if missing).
-    pub fn new(
-        dir: &Path,
-        reporters: Vec<Box<dyn Reporter + Send + Sync>>,
-    ) -> anyhow::Result<Self> {
+    pub fn new(dir: &Path, formats: Vec<Box<dyn Format + Send + Sync>>) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create report directory {}", dir.display()))?;
         Ok(ReportWriter {
             dir: dir.to_path_buf(),
-            reporters,
+            formats,
         })
     }
 
@@ -52,7 +49,7 @@ impl ReportWriter {
     }
 
     fn write_each(&self, report: &Report) -> anyhow::Result<()> {
-        for r in &self.reporters {
+        for r in &self.formats {
             let bytes = r
                 .render(report)
                 .with_context(|| format!("rendering {}", r.file_name()))?;

@@ -10,13 +10,13 @@ use super::run_inputs::Shared;
 use crate::config::RunConfig;
 use crate::console::progress;
 use crate::engine::{max_concurrency, run_level, LevelContext, LevelRun, LevelSpec, Load, Slice};
-use crate::judge::find_capacity;
 use crate::observe::LevelObservation;
+use crate::report::judge::find_capacity;
+use crate::report::model::build::level_report;
+use crate::report::model::delivery_report::LevelDelivery;
 use crate::shard::Load as ShardLoad;
 use crate::shard_contract::ShardSlot;
 use crate::stats::{LevelStats, TopicChurnStats};
-use crate::summary::build::level_report;
-use crate::summary::delivery_report::LevelDelivery;
 use crate::targets::Target;
 use crate::topic_server::TopicFetchStats;
 

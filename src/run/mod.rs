@@ -28,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{RunConfig, TargetKind};
 use crate::engine::{Control, LevelSpec, Live};
+use crate::report::document::Report;
 use crate::report::jtl::{channel_writer, JtlNames};
-use crate::run_report::Report;
 use crate::shard::Load as ShardLoad;
 use crate::shard_contract::{ShardSlot, ShardSpec};
 use crate::stats::Clock;

@@ -15,7 +15,7 @@ use super::path::TargetPath;
 use super::record::RunRecord;
 use crate::config::{RunConfig, SbTopics, TargetKind};
 use crate::engine::LevelSpec;
-use crate::summary::{EmulatorTotals, ServiceBusInfo};
+use crate::report::model::{EmulatorTotals, ServiceBusInfo};
 use crate::targets::servicebus::ServiceBusTarget;
 use crate::targets::{PhaseResult, Target};
 use crate::workload::{Topic, Workload};

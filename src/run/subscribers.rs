@@ -14,12 +14,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{DeliveryConfig, RunConfig};
 use crate::engine::OwnTopics;
+use crate::report::model::delivery_report::LevelDelivery;
 use crate::shard_contract::ShardSlot;
 use crate::subscriber::{
     BrokerReceivers, BrokerSettings, ChurnRunner, DeliveryTracker, Fleet, FleetConfig,
     PhaseSettings, SubscriptionPhase,
 };
-use crate::summary::delivery_report::LevelDelivery;
 use crate::workload::{Topic, Workload};
 
 /// Ring slots of the tracker: what can be in flight plus the grace window. A slot reused

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use crate::compare::side_by_side::{render_csv, render_text, side_by_side};
 use crate::config::TargetKind;
+use crate::report::document::Report;
 use crate::report::writer::write_atomic;
-use crate::run_report::Report;
 
 /// Where one path of a run writes its reports: `--out` itself, or `<out>/<kind>/` when the
 /// run has several paths.

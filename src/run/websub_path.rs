@@ -244,23 +244,26 @@ impl TargetPath for WebSubPath<'_> {
 }
 
 /// The load's attempts per address and TLS handshakes, for the report.
-fn hub_host(cfg: &RunConfig, endpoint: &HubEndpoint) -> crate::summary::HubHost {
+fn hub_host(cfg: &RunConfig, endpoint: &HubEndpoint) -> crate::report::model::HubHost {
     let addresses = endpoint
         .addrs
         .iter()
         .zip(endpoint.counters.attempts())
-        .map(|(a, attempts)| crate::summary::AddressAttempts {
+        .map(|(a, attempts)| crate::report::model::AddressAttempts {
             address: a.to_string(),
             attempts,
         })
         .collect();
     let h = endpoint.counters.handshakes();
-    crate::summary::HubHost {
+    crate::report::model::HubHost {
         addresses,
-        tls_handshakes: endpoint.tls.as_ref().map(|_| crate::summary::Handshakes {
-            count: h.count,
-            sum_us: h.sum_us,
-        }),
+        tls_handshakes: endpoint
+            .tls
+            .as_ref()
+            .map(|_| crate::report::model::Handshakes {
+                count: h.count,
+                sum_us: h.sum_us,
+            }),
         tls_insecure: endpoint.tls.is_some() && cfg.tls.insecure,
     }
 }

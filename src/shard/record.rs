@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::artifact::{ShardArtifact, ShardLevel, ShardMeta};
-use crate::summary::delivery_report::SubscriptionReport;
-use crate::summary::ServiceBusInfo;
+use crate::report::model::delivery_report::SubscriptionReport;
+use crate::report::model::ServiceBusInfo;
 use crate::targets::PhaseResult;
 
 /// What a shard knows before its first level: who it is, the run's settings and topics, and

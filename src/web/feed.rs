@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::delivery_feed::{self, DeliveryPrev, DeliverySlot};
 use crate::engine::{Control, Live, Load, Totals};
+use crate::report::model::server_now::ServerNow;
 use crate::stats::{new_histogram, Counts};
-use crate::summary::server_now::ServerNow;
 
 /// Records kept at most (a day of seconds); past it the oldest seconds are dropped, never
 /// the level rows.

@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::feed::Feed;
 use crate::engine::{Control, ControlEvent};
+use crate::report::model::server_now::ServerNow;
 use crate::secret::Secret;
-use crate::summary::server_now::ServerNow;
 
 /// What the handlers share.
 pub struct WebState {

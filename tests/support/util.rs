@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use hubload::run_report::Report;
+use hubload::report::document::Report;
 use hubload::RunOutcome;
 use hubload_hub::{FaultConfig, HubConfig, StatsSnapshot};
 use hubload_servicebus::emulator::{Emulator, EmulatorConfig, EmulatorCounts, EmulatorHandle};
@@ -271,7 +271,7 @@ pub fn bin_child(args: &[&str], cwd: &Path, stderr: std::process::Stdio) -> std:
 }
 
 /// A hubload count by class name from a report row.
-pub fn count(row: &hubload::summary::LevelReport, class: &str) -> u64 {
+pub fn count(row: &hubload::report::model::LevelReport, class: &str) -> u64 {
     let class =
         hubload::result::Class::from_name(class).unwrap_or_else(|| panic!("no class {class}"));
     row.counts.get(class)

@@ -2,10 +2,10 @@
 
 use super::svg::{spans_decades, LineChart, Segment, Separator, Series, StackedBars, XAxis};
 use crate::kind::Model;
+use crate::report::document::Report;
+use crate::report::model::LevelReport;
 use crate::result::Class;
-use crate::run_report::Report;
 use crate::stats::TimelineBucket;
-use crate::summary::LevelReport;
 
 /// A column of the outcome charts and tables: one or more classes under one name.
 #[derive(Debug, Clone, Copy)]

@@ -2,8 +2,8 @@
 //! where in a level's seconds each one happened.
 
 use super::svg::Separator;
-use crate::run_report::Report;
-use crate::summary::LevelReport;
+use crate::report::document::Report;
+use crate::report::model::LevelReport;
 
 /// The marks of `level`'s changes, its second 0 drawn at `offset` on the chart's x axis.
 pub fn marks(report: &Report, level: &LevelReport, offset: f64) -> Vec<Separator> {
@@ -40,12 +40,12 @@ mod tests {
 
     #[test]
     fn a_change_is_marked_at_its_second_of_its_level() {
-        let mut report = crate::run_report::Report::new_empty(
+        let mut report = crate::report::document::Report::new_empty(
             crate::kind::Model::Open,
             serde_json::Value::Null,
             Vec::new(),
         );
-        let mut level = crate::summary::build::level_report(
+        let mut level = crate::report::model::build::level_report(
             "200/s",
             None,
             Some(200.0),

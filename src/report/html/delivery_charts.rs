@@ -7,11 +7,11 @@
 
 use super::charts::{latency_axis_title, level_axis_title, level_prefix};
 use super::svg::{spans_decades, LineChart, Separator, Series, XAxis};
-use crate::run_report::Report;
+use crate::report::document::Report;
+use crate::report::model::delivery_report::DeliveryReport;
+use crate::report::model::latency::LatencyUs;
+use crate::report::model::LevelReport;
 use crate::subscriber::{ChurnSeconds, DeliverySeconds};
-use crate::summary::delivery_report::DeliveryReport;
-use crate::summary::latency::LatencyUs;
-use crate::summary::LevelReport;
 
 /// A level's delivery section, when it delivered anything.
 fn delivered(l: &LevelReport) -> Option<&DeliveryReport> {
@@ -237,11 +237,11 @@ pub fn backlog(report: &Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::json::JsonReporter;
-    use crate::report::Reporter;
+    use crate::report::json::JsonFormat;
+    use crate::report::model::delivery_report::delivery_report;
+    use crate::report::Format;
     use crate::stats::record;
     use crate::subscriber::DeliveryLevelStats;
-    use crate::summary::delivery_report::delivery_report;
     use serde_json::Value;
 
     /// The sample run (5 levels of 30 s) with known deliveries: level `i` delivered with
@@ -265,7 +265,7 @@ mod tests {
 
     /// summary.json as the run writes it, parsed back.
     fn summary(report: &Report) -> Value {
-        serde_json::from_slice(&JsonReporter.render(report).unwrap()).unwrap()
+        serde_json::from_slice(&JsonFormat.render(report).unwrap()).unwrap()
     }
 
     fn u(v: &Value) -> u64 {

@@ -4,9 +4,9 @@ use std::fmt::Write;
 
 use super::markup::{head_cells, table, Cell};
 use super::svg::escape;
-use crate::report::table_delivery::{cells, dead_letter_note, delivery_rows, not_yet_note, HEAD};
-use crate::report::table_delivery_stages::{malformed_note, stage_rows, HEAD as STAGES_HEAD};
-use crate::run_report::Report;
+use crate::report::document::Report;
+use crate::report::table::delivery::{cells, dead_letter_note, delivery_rows, not_yet_note, HEAD};
+use crate::report::table::delivery_stages::{malformed_note, stage_rows, HEAD as STAGES_HEAD};
 
 /// The "Deliveries per level" section (with the `NotYet` note when a level has any), or
 /// nothing for a run without subscribers.
@@ -77,8 +77,8 @@ fn stages(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::delivery_report::delivery_report;
     use crate::subscriber::DeliveryLevelStats;
-    use crate::summary::delivery_report::delivery_report;
 
     /// The sample run with deliveries: level `i` expected 100, delivered `100 - i`, and the
     /// rest lost, or (the last level, as a signal leaves it) not yet delivered.

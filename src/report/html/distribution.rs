@@ -3,7 +3,7 @@
 //! open model), drawn from the HdrHistograms that summary.json carries.
 
 use super::svg::{LineChart, Series, XAxis};
-use crate::run_report::Report;
+use crate::report::document::Report;
 use crate::stats::Histogram;
 
 /// The x axis ends at five nines (99.999%).

@@ -2,7 +2,7 @@
 //! the hub answered it.
 
 use super::markup::{table, Cell};
-use crate::run_report::Report;
+use crate::report::document::Report;
 
 /// The section, or nothing when no level recorded a failure.
 pub(crate) fn section(report: &Report) -> String {

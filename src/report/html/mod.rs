@@ -22,17 +22,17 @@ use self::charts::{level_axis_title, visible_groups};
 use self::markup::{document, fmt_error_pct, kv_table, table, Cell};
 use self::svg::escape;
 use super::precision::{latency_cells, ms3};
-use super::Reporter;
+use super::Format;
 use crate::kind::Model;
+use crate::report::document::Report;
+use crate::report::model::{LevelReport, PhaseReport};
 use crate::result::Class;
-use crate::run_report::Report;
-use crate::summary::{LevelReport, PhaseReport};
 
 /// Writes `report.html`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HtmlReporter;
+pub struct HtmlFormat;
 
-impl Reporter for HtmlReporter {
+impl Format for HtmlFormat {
     fn file_name(&self) -> &'static str {
         "report.html"
     }
@@ -228,7 +228,7 @@ fn outcome_table(report: &Report) -> String {
 }
 
 /// Attempts per address, then the TLS handshakes and whether certificates were checked.
-fn hub_rows(h: &crate::summary::HubHost) -> Vec<(String, String)> {
+fn hub_rows(h: &crate::report::model::HubHost) -> Vec<(String, String)> {
     let mut rows: Vec<(String, String)> = h
         .addresses
         .iter()

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use super::charts::level_prefix;
 use super::markup::kv_table;
 use super::svg::{escape, LineChart, Separator, Series, XAxis};
-use crate::run_report::Report;
+use crate::report::document::Report;
 
 /// At most this many server series get a chart.
 const MAX_CHARTS: usize = 6;
@@ -124,7 +124,7 @@ fn server_charts(report: &Report) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::observations::{
+    use crate::report::model::observations::{
         GeneratorLevel, KneeChange, KneeSeries, ServerLevel, ServerSeries,
     };
 

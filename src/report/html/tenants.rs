@@ -10,8 +10,8 @@ use super::markup::fmt_error_pct;
 use super::svg::escape;
 use crate::fairness::delivery::DeliveryFairness;
 use crate::fairness::Fairness;
+use crate::report::document::Report;
 use crate::report::precision::ms3;
-use crate::run_report::Report;
 
 /// Bars drawn per level at most: the tenants past it are the fastest, named in a note.
 pub const MAX_BARS: usize = 100;

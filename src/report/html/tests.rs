@@ -251,8 +251,8 @@ fn empty_run_renders() {
 }
 
 #[test]
-fn reporter_writes_report_html() {
-    let r = HtmlReporter;
+fn the_html_format_writes_report_html() {
+    let r = HtmlFormat;
     assert_eq!(r.file_name(), "report.html");
     let bytes = r.render(&sample()).unwrap();
     assert!(bytes.starts_with(b"<!DOCTYPE html>"));
@@ -285,7 +285,7 @@ fn distribution_chart_one_line_per_level_dashed_when_corrected() {
     // The fixture predates histograms in summary.json: no distribution chart, no error.
     assert!(!render(&report).contains("chart-distribution"));
     for (i, l) in report.levels.iter_mut().enumerate() {
-        l.histograms = Some(crate::summary::ReportHistograms {
+        l.histograms = Some(crate::report::model::ReportHistograms {
             latency: encoded(1000, i as u64 + 1),
             corrected: None,
             per_second: Default::default(),

@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 
 use super::markup::{head_cells, table, Cell};
+use crate::report::document::Report;
+use crate::report::model::time_split::time_split;
 use crate::report::precision::ms3;
-use crate::run_report::Report;
-use crate::summary::time_split::time_split;
 
 /// The section, or nothing when no response declared a stage.
 pub(crate) fn section(report: &Report) -> String {
@@ -71,13 +71,14 @@ pub(crate) fn section(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::server_timing::ServerTimingReport;
+    use crate::report::model::server_timing::ServerTimingReport;
 
     #[test]
     fn stages_and_rest_with_shares() {
         let mut r = Report::new_empty(crate::kind::Model::Closed, serde_json::Value::Null, vec![]);
         let stats = crate::stats::LevelStats::default();
-        let mut level = crate::summary::build::level_report("8", Some(8), None, &stats, false);
+        let mut level =
+            crate::report::model::build::level_report("8", Some(8), None, &stats, false);
         r.levels.push(level.clone());
         assert_eq!(section(&r), "");
         for (name, p50_us) in [("broker", 2_000), ("hub", 500)] {

@@ -5,9 +5,9 @@ use std::fmt::Write;
 
 use super::markup::{fmt_error_pct, head_cells, table, Cell};
 use super::svg::escape;
+use crate::report::document::Report;
+use crate::report::model::{LevelReport, TopicReport};
 use crate::report::precision::ms3;
-use crate::run_report::Report;
-use crate::summary::{LevelReport, TopicReport};
 
 /// How many topics each ranking shows.
 pub const WORST: usize = 20;

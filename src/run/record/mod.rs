@@ -10,18 +10,18 @@ use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::fairness::design::Design;
 use crate::fairness::isolation::{self, SurgeShape};
 use crate::fairness::{figures, named, tenant_sums};
-use crate::judge::Threshold;
-use crate::judge::{judge, what_if, CapacityResult};
 use crate::kind::{Model, TargetKind};
+use crate::report::document::Report;
 use crate::report::html::worst_topics::keep_worst;
+use crate::report::judge::Threshold;
+use crate::report::judge::{judge, what_if, CapacityResult};
+use crate::report::model::build::level_report;
+use crate::report::model::{LevelReport, PhaseReport, RateCheck};
 use crate::report::topics_csv::{headers, last_level_rows, APPENDED};
 use crate::report::writer::ReportWriter;
 use crate::report::writer::{append_synced, write_atomic};
-use crate::report::{fairness_csv, fairness_file, reporters, topics_file, Reporter};
-use crate::run_report::Report;
+use crate::report::{fairness_csv, fairness_file, formats, topics_file, Format};
 use crate::stats::{LevelStats, TopicStats};
-use crate::summary::build::level_report;
-use crate::summary::{LevelReport, PhaseReport, RateCheck};
 use crate::targets::PhaseResult;
 use crate::workload::{tenant_name, Workload};
 use std::path::Path;
@@ -48,9 +48,9 @@ pub struct RunRecord {
     /// The registration phase as measured (for shard artifacts).
     registration: Option<PhaseResult>,
     /// Every level's deliveries added up, for the TOTAL row (`--subscribers`).
-    delivery_total: Option<crate::summary::delivery_report::LevelDelivery>,
+    delivery_total: Option<crate::report::model::delivery_report::LevelDelivery>,
     /// Each level's deliveries as measured, by level index (for shard artifacts).
-    deliveries: BTreeMap<usize, crate::summary::delivery_report::LevelDelivery>,
+    deliveries: BTreeMap<usize, crate::report::model::delivery_report::LevelDelivery>,
     /// Writes are held back until [`in_one_write`](Self::in_one_write)'s end.
     held: bool,
     /// Levels whose fairness rows are in fairness.jsonl and fairness.csv (the first ones).
@@ -138,7 +138,7 @@ impl RunRecord {
 
     /// Record the hub's addresses in use and its TLS handshakes (WebSub runs).
     /// With one address nothing is counted per address: it carried every attempt.
-    pub fn set_hub_host(&mut self, mut host: crate::summary::HubHost) -> anyhow::Result<()> {
+    pub fn set_hub_host(&mut self, mut host: crate::report::model::HubHost) -> anyhow::Result<()> {
         if let ([only], Some(total)) = (host.addresses.as_mut_slice(), &self.report.total) {
             only.attempts = total.samples;
         }
@@ -181,7 +181,7 @@ impl RunRecord {
     /// The TOTAL row gets every level's deliveries added up; thresholds are judged again.
     pub fn set_last_delivery(
         &mut self,
-        d: &crate::summary::delivery_report::LevelDelivery,
+        d: &crate::report::model::delivery_report::LevelDelivery,
     ) -> anyhow::Result<()> {
         let tenants = &self.report.topic_tenants;
         if let Some(l) = self.report.levels.last_mut() {
@@ -228,7 +228,7 @@ impl RunRecord {
     /// Record how the pushes to Prometheus went.
     pub fn set_exporter(
         &mut self,
-        e: crate::summary::observations::ExporterReport,
+        e: crate::report::model::observations::ExporterReport,
     ) -> anyhow::Result<()> {
         self.report.exporter = Some(e);
         self.write()
@@ -413,7 +413,10 @@ impl RunRecord {
     }
 
     /// Record what the Service Bus sender saw.
-    pub fn set_servicebus(&mut self, info: crate::summary::ServiceBusInfo) -> anyhow::Result<()> {
+    pub fn set_servicebus(
+        &mut self,
+        info: crate::report::model::ServiceBusInfo,
+    ) -> anyhow::Result<()> {
         self.report.servicebus = Some(info);
         self.write()
     }
@@ -502,8 +505,8 @@ impl RunRecord {
 }
 
 /// The reports rewritten whole with every change: all but those a level's rows are appended to.
-fn rewritten() -> Vec<Box<dyn Reporter + Send + Sync>> {
-    let mut all = reporters();
+fn rewritten() -> Vec<Box<dyn Format + Send + Sync>> {
+    let mut all = formats::all();
     all.retain(|r| !APPENDED.contains(&r.file_name()) && r.file_name() != fairness_csv::FILE_NAME);
     all
 }

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{rewritten, start_appended, RowExtra, RunRecord};
-use crate::judge::Threshold;
+use crate::report::document::Report;
+use crate::report::judge::Threshold;
+use crate::report::model::PhaseReport;
 use crate::report::writer::ReportWriter;
 use crate::run::tenant_design::surge_shape;
-use crate::run_report::Report;
 use crate::shard::merge::{MergedEnd, MergedStart};
 use crate::shard::{
     Load as ShardLoad, MergedLevel, ShardEnd, ShardHead, ShardLevel, ShardMeta, ShardOut,
@@ -17,7 +18,6 @@ use crate::shard::{
 };
 use crate::shard_contract::ShardSpec;
 use crate::stats::LevelStats;
-use crate::summary::PhaseReport;
 
 impl RunRecord {
     /// Write the reports of a merged, sharded run into `dir`, starting from what every shard's

@@ -10,10 +10,10 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::kind::{Model, TargetKind};
+use crate::report::model::delivery_report::{LevelDelivery, SubscriptionReport};
+use crate::report::model::ServiceBusInfo;
 use crate::shard_contract::env::{validate_run_id, ShardSpec};
 use crate::stats::{LevelStats, HIST_LOWEST_US, HIST_SIGFIG};
-use crate::summary::delivery_report::{LevelDelivery, SubscriptionReport};
-use crate::summary::ServiceBusInfo;
 use crate::targets::PhaseResult;
 use crate::topic_server::TopicFetchStats;
 

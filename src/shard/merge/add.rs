@@ -3,8 +3,8 @@
 //! adds shards in index order).
 
 use super::super::artifact::Load;
-use crate::summary::delivery_report::{LevelDelivery, SubscriptionReport};
-use crate::summary::ServiceBusInfo;
+use crate::report::model::delivery_report::{LevelDelivery, SubscriptionReport};
+use crate::report::model::ServiceBusInfo;
 use crate::targets::PhaseResult;
 
 /// Add one shard's deliveries of a level to `acc`: counters, per-subscriber counters and both

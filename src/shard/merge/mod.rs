@@ -11,14 +11,14 @@ pub mod stream;
 use super::artifact::ShardArtifact;
 use super::assemble::Keyed;
 use super::record::ShardRecord;
-use crate::summary::delivery_report::SubscriptionReport;
-use crate::summary::ServiceBusInfo;
+use crate::report::model::delivery_report::SubscriptionReport;
+use crate::report::model::ServiceBusInfo;
 use crate::targets::PhaseResult;
 
 pub use add::add_delivery;
 pub use stream::{MergeError, MergedEnd, MergedLevel, MergedStart, StreamMerge};
 
-/// A whole run rebuilt from its shards; what reporters need to write the single-run reports.
+/// A whole run rebuilt from its shards; what the formats need to write the single-run reports.
 #[derive(Debug, Clone)]
 pub struct MergedRun {
     /// The run id.

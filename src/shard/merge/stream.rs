@@ -6,12 +6,12 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::add::{add_delivery, add_load, add_phase, add_servicebus, add_subscriptions, zero_like};
+use crate::report::model::delivery_report::{LevelDelivery, SubscriptionReport};
+use crate::report::model::ServiceBusInfo;
 use crate::shard::artifact::{Load, ShardLevel, ShardMeta};
 use crate::shard::assemble::Keyed;
 use crate::shard::record::{ShardEnd, ShardHead, ShardRecord};
 use crate::stats::LevelStats;
-use crate::summary::delivery_report::{LevelDelivery, SubscriptionReport};
-use crate::summary::ServiceBusInfo;
 use crate::targets::PhaseResult;
 use crate::topic_server::TopicFetchStats;
 

@@ -3,6 +3,7 @@ use super::*;
 use crate::result::Class;
 use std::collections::BTreeMap;
 
+use crate::report::model::delivery_report::LevelDelivery;
 use crate::shard::artifact::{Load, ShardLevel};
 use crate::shard::assemble::from_log_dump;
 use crate::shard::logs::to_log_lines;
@@ -10,7 +11,6 @@ use crate::shard::testutil::{assert_level_eq, empty_artifact, random_events, rec
 use crate::shard_contract::{split_count, ShardSpec};
 use crate::stats::Clock;
 use crate::stats::LevelStats;
-use crate::summary::delivery_report::LevelDelivery;
 use crate::topic_server::TopicFetchStats;
 
 const LEVELS: [(&str, u64, u64); 3] = [("1", 1, 11), ("20", 20, 22), ("50", 50, 33)];
@@ -329,7 +329,7 @@ fn shards_that_do_not_belong_are_named() {
 
 #[test]
 fn service_bus_sections_add_up() {
-    use crate::summary::EmulatorTotals;
+    use crate::report::model::EmulatorTotals;
     let section = |reconnects, puts, busy: u64, accepted: u64, topic: &str| ServiceBusInfo {
         endpoint: "amqp://127.0.0.1:5672".into(),
         topics: "per-topic".into(),

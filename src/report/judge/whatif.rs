@@ -8,7 +8,7 @@
 //!   their timeout (≥ the run's `--timeout`), so they exceed every T below it. For T at or above
 //!   the run's own timeout the share is *not* what that timeout would give (those attempts were
 //!   cut off, we never saw how long they would have taken); such columns are flagged in
-//!   [`WhatIfTable::beyond_run_timeout`](crate::judge::verdict::WhatIfTable::beyond_run_timeout) and marked in every rendering. The table is only
+//!   [`WhatIfTable::beyond_run_timeout`](crate::report::judge::verdict::WhatIfTable::beyond_run_timeout) and marked in every rendering. The table is only
 //!   meaningful for T below the run's timeout.
 //! - **failed-event share**: the expected share of events that fail when each attempt has
 //!   timeout T and the client makes up to R immediate retries (see [`event_failure`] for the
@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-pub use crate::judge::verdict::{WhatIfRow, WhatIfTable};
+pub use crate::report::judge::verdict::{WhatIfRow, WhatIfTable};
 use crate::stats::{Histogram, LevelStats};
 
 /// Attempts in `h` whose whole histogram bucket lies above `t_us`.
@@ -102,7 +102,7 @@ pub fn what_if(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::text::render_what_if;
+    use crate::report::judge::text::render_what_if;
     use crate::result::{Outcome, TimeoutKind};
 
     fn ms(n: u64) -> Duration {
@@ -112,7 +112,7 @@ mod tests {
     /// Statistics from (latency ms, outcome, count) triples.
     fn stats(samples: &[(u64, Outcome, u64)]) -> LevelStats {
         let v: Vec<_> = samples.iter().map(|&(l, o, n)| (ms(l), o, n)).collect();
-        crate::judge::testutil::stats(&v)
+        crate::report::judge::testutil::stats(&v)
     }
 
     #[test]

@@ -2,10 +2,10 @@
 //! level, and which run each level exists in. `fail_if` judges it; `compare` builds and
 //! renders it.
 
-use crate::judge::metric::Metric;
+use crate::report::judge::metric::Metric;
+use crate::report::model::delivery_report::DeliveryReport;
+use crate::report::model::LevelReport;
 use crate::subscriber::DeliveryCounts;
-use crate::summary::delivery_report::DeliveryReport;
-use crate::summary::LevelReport;
 
 /// The compared values of a level's `delivery` section.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -274,15 +274,15 @@ pub struct StageRow {
     pub label: String,
     /// The metric name the server declared (`hub`, `broker`, …).
     pub name: String,
-    pub baseline: Option<crate::summary::server_timing::ServerTimingReport>,
-    pub candidate: Option<crate::summary::server_timing::ServerTimingReport>,
+    pub baseline: Option<crate::report::model::server_timing::ServerTimingReport>,
+    pub candidate: Option<crate::report::model::server_timing::ServerTimingReport>,
 }
 
 impl StageRow {
     /// Candidate − baseline of `p` (µs), when both runs declared the stage.
     pub fn delta_us(
         &self,
-        p: fn(&crate::summary::server_timing::ServerTimingReport) -> u64,
+        p: fn(&crate::report::model::server_timing::ServerTimingReport) -> u64,
     ) -> Option<i64> {
         match (&self.baseline, &self.candidate) {
             (Some(b), Some(c)) => Some(p(c) as i64 - p(b) as i64),

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use crate::align::align;
-use crate::judge::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
-use crate::summary::LevelReport;
+use crate::report::judge::verdict::{pct, timeout_label, CapacityResult, WhatIfTable};
+use crate::report::model::LevelReport;
 
 /// The table as aligned text for the terminal.
 pub fn render_what_if(t: &WhatIfTable) -> String {

@@ -1,6 +1,6 @@
 //! Tests of the refusal of absolute rules whose verdict is known before any measurement.
 
-use crate::judge::rules::{Flag, Gate};
+use crate::report::judge::rules::{Flag, Gate};
 
 /// The error a `--threshold` rule gets, or "" when it parses.
 fn refused(text: &str) -> String {

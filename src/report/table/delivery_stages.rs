@@ -2,9 +2,9 @@
 //! by the hub's `Hub-Timing` (`hub`, `broker`, `queue`) and the `rest` (printed only when a
 //! delivery carried the header).
 
-use super::table_server_timing::stage_row;
+use super::server_timing::stage_row;
 use crate::align::align;
-use crate::run_report::Report;
+use crate::report::document::Report;
 
 /// The block's columns (report.html's stages table has the same).
 pub(crate) const HEAD: [&str; 6] = ["Level", "Stage", "Count", "p50", "p99", "max"];
@@ -65,10 +65,10 @@ pub fn render_delivery_stages_table(report: &Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::delivery_report::delivery_report;
     use crate::result::ServerTimings;
     use crate::subscriber::stages::record_stages;
     use crate::subscriber::DeliveryLevelStats;
-    use crate::summary::delivery_report::delivery_report;
 
     #[test]
     fn one_line_per_stage_in_path_order() {

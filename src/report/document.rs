@@ -1,14 +1,14 @@
-//! The `Report`: the one serializable document every reporter reads (and `summary.json` is):
-//! the run's metadata, its phases and level rows (`summary`) and what judging them produced
+//! The `Report`: the one serializable document every format renders (and `summary.json` is):
+//! the run's metadata, its phases and level rows (`model`) and what judging them produced
 //! (`judge`'s verdicts, what-if table and capacity result). It sits above `judge` because it
 //! holds judge's results, while `judge` reads the rows below it.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::judge::verdict::{CapacityResult, Verdict, WhatIfTable};
 use crate::kind::{Model, TargetKind};
-use crate::summary::{HubHost, LevelReport, PhaseReport, RateCheck, ServiceBusInfo};
+use crate::report::judge::verdict::{CapacityResult, Verdict, WhatIfTable};
+use crate::report::model::{HubHost, LevelReport, PhaseReport, RateCheck, ServiceBusInfo};
 
 /// The layout summary.json is written in (`Report::schema_version`).
 pub const SCHEMA_VERSION: u32 = 3;
@@ -67,10 +67,10 @@ pub struct Report {
     pub deregistration: Option<PhaseReport>,
     /// The subscription phase (`--subscribers`); absent when there were no subscribers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subscription: Option<crate::summary::delivery_report::SubscriptionReport>,
+    pub subscription: Option<crate::report::model::delivery_report::SubscriptionReport>,
     /// The unsubscription phase at the end (`--subscribers`, unless `--no-unsubscribe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unsubscription: Option<crate::summary::delivery_report::SubscriptionReport>,
+    pub unsubscription: Option<crate::report::model::delivery_report::SubscriptionReport>,
     /// One entry per level, in run order.
     pub levels: Vec<LevelReport>,
     /// All levels merged (`TOTAL` row); throughput over the whole span.
@@ -100,10 +100,10 @@ pub struct Report {
     /// At the first level that broke, the server series that changed most against the level
     /// before it (a correlation; absent without server series or without a broken level).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub knee: Option<crate::summary::observations::KneeSeries>,
+    pub knee: Option<crate::report::model::observations::KneeSeries>,
     /// `--prometheus-remote-write`: pushes and push failures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exporter: Option<crate::summary::observations::ExporterReport>,
+    pub exporter: Option<crate::report::model::observations::ExporterReport>,
     /// `--web`: every change asked for through the control API (pause, resume, end_level,
     /// stop, rate, concurrency), with its time and the client's address, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -1,7 +1,7 @@
 //! Judging, in one place: the one gate language of `--threshold`, `--slo` and `--fail-if`
 //! (`metric`, what a rule measures; `rules`, the parser), thresholds (pass/fail), the capacity
 //! finder's SLO, the timeout what-if table, two runs compared (`comparison`) and `--fail-if`
-//! judged on it (`fail_if`), the results as plain data (`verdict`: what `run_report::Report`
+//! judged on it (`fail_if`), the results as plain data (`verdict`: what `document::Report`
 //! stores) and as terminal text (`text`). The flags are converted in `config/judging.rs`.
 
 pub mod capacity;

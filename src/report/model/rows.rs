@@ -1,6 +1,6 @@
 //! The parts of the run's report below judging: a level's row (`LevelReport`) and its
 //! sections, the phases, the hub's host and the Service Bus sender's figures. The whole
-//! document, with the judging results, is `run_report::Report`.
+//! document, with the judging results, is `document::Report`.
 
 pub use super::latency::LatencyUs;
 use std::collections::BTreeMap;

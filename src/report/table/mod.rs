@@ -1,17 +1,25 @@
-//! The terminal table (also saved as `table.txt`): one aligned row per level, then TOTAL.
+//! The terminal table (also saved as `table.txt`): one aligned row per level, then TOTAL, and
+//! the sections below it, one file each here.
+
+pub mod delivery;
+pub mod delivery_stages;
+pub mod fairness;
+pub mod server_timing;
 
 use std::fmt::Write;
 
-use super::csv::{aggregate_fields, class_columns, class_count, ClassColumn, TRAILING_CLASSES};
-use super::precision::latency_cells;
-use super::Reporter;
 use crate::align::align;
+use crate::report::csv::{
+    aggregate_fields, class_columns, class_count, ClassColumn, TRAILING_CLASSES,
+};
+use crate::report::document::Report;
+use crate::report::precision::latency_cells;
+use crate::report::Format;
 use crate::result::Class;
-use crate::run_report::Report;
 
 /// Renders the aligned text table.
 #[derive(Debug, Default)]
-pub struct TableReporter;
+pub struct TableFormat;
 
 const HEAD: &[&str] = &[
     "Level",
@@ -84,7 +92,7 @@ pub fn render_table(report: &Report) -> String {
         );
         // The table is for eyes: fewer decimals than the CSV.
         row[10] = format!("{:.1}", r.throughput);
-        row[0] = super::observe_notes::marked_label(&row[0], r.generator_bound);
+        row[0] = crate::report::observe_notes::marked_label(&row[0], r.generator_bound);
         rows.push(row);
     }
     let mut out = align(&rows);
@@ -100,33 +108,33 @@ pub fn render_table(report: &Report) -> String {
             let _ = writeln!(out, "dropped (generator saturated): {}", t.dropped);
         }
     }
-    out.push_str(&super::observe_notes::notes(report));
+    out.push_str(&crate::report::observe_notes::notes(report));
     if report.partial {
         out.push_str("PARTIAL: the run was interrupted; these are the levels measured so far.\n");
     }
     out
 }
 
-impl Reporter for TableReporter {
+impl Format for TableFormat {
     fn file_name(&self) -> &'static str {
         "table.txt"
     }
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
         let mut t = render_table(report);
         // With subscribers, the second block: what they received.
-        if let Some(d) = super::table_delivery::render_delivery_table(report) {
+        if let Some(d) = delivery::render_delivery_table(report) {
             t.push_str(&d);
         }
         // When the hub carried each publish's stages to its deliveries (Hub-Timing).
-        if let Some(st) = super::table_delivery_stages::render_delivery_stages_table(report) {
+        if let Some(st) = delivery_stages::render_delivery_stages_table(report) {
             t.push_str(&st);
         }
         // When the server declared its stages (Server-Timing), where the time went.
-        if let Some(st) = super::table_server_timing::render_server_timing_table(report) {
+        if let Some(st) = server_timing::render_server_timing_table(report) {
             t.push_str(&st);
         }
         // With two tenants or more, how fairly they were served.
-        if let Some(f) = super::table_fairness::render_fairness_table(report) {
+        if let Some(f) = fairness::render_fairness_table(report) {
             t.push_str(&f);
         }
         Ok(t.into_bytes())
@@ -136,7 +144,7 @@ impl Reporter for TableReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::LevelReport;
+    use crate::report::model::LevelReport;
 
     fn level(label: &str, counts: &[(&str, u64)], p50_us: u64) -> LevelReport {
         let mut l: LevelReport = serde_json::from_value(serde_json::json!({

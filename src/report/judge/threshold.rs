@@ -2,9 +2,9 @@
 //! on TOTAL.
 
 pub use super::rules::{Bound, Metric, Op, Scope, Threshold};
-use crate::judge::verdict::Verdict;
-use crate::summary::delivery_report::DeliveryReport;
-use crate::summary::LevelReport;
+use crate::report::judge::verdict::Verdict;
+use crate::report::model::delivery_report::DeliveryReport;
+use crate::report::model::LevelReport;
 
 /// The measured value `t` compares, from one row, in the bound's unit; NaN (the rule fails)
 /// for a delivery metric on a row without a delivery section, and for a fairness metric on a
@@ -146,9 +146,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::judge::testutil::stats;
+    use crate::report::judge::testutil::stats;
+    use crate::report::model::build::level_report;
     use crate::result::Outcome;
-    use crate::summary::build::level_report;
 
     #[test]
     fn verdicts_in_each_bound_unit() {
@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn delivery_rules_judge_the_delivery_section() {
-        use crate::summary::delivery_report::delivery_report;
+        use crate::report::model::delivery_report::delivery_report;
         let s = stats(&[(Duration::from_millis(10), Outcome::Accepted, 4)]);
         let mut row = level_report("4", Some(4), None, &s, false);
         let judge_row = |text: &str, row: &LevelReport| {
@@ -256,7 +256,7 @@ mod tests {
 
     #[test]
     fn time_to_first_delivery_is_judged_only_with_first_deliveries_after_churn() {
-        use crate::summary::delivery_report::delivery_report;
+        use crate::report::model::delivery_report::delivery_report;
         let s = stats(&[(Duration::from_millis(10), Outcome::Accepted, 2)]);
         let mut row = level_report("1", None, None, &s, false);
         let judge_row = |text: &str, row: &LevelReport| {

@@ -4,7 +4,7 @@ use crate::result::Class;
 use crate::stats::{Histogram, LevelStats, TopicStats};
 
 use super::latency::latency;
-use super::report::{EventSummary, LevelReport, ReportHistograms, TimeoutSplit, TopicReport};
+use super::rows::{EventSummary, LevelReport, ReportHistograms, TimeoutSplit, TopicReport};
 
 /// The interchange encoding of a histogram (see [`ReportHistograms`]).
 fn encode(h: &Histogram) -> String {

@@ -3,10 +3,10 @@
 //! `NotYet` counts deliveries still owed when a signal cut the grace wait short: they are not
 //! `Lost` (the hub was not given its grace), and a note under the block says so when any is.
 
-use super::precision::ms3;
 use crate::align::align;
-use crate::run_report::Report;
-use crate::summary::delivery_report::DeliveryReport;
+use crate::report::document::Report;
+use crate::report::model::delivery_report::DeliveryReport;
+use crate::report::precision::ms3;
 
 /// The block's columns (report.html's delivery table has the same).
 pub(crate) const HEAD: [&str; 17] = [
@@ -136,9 +136,9 @@ pub fn render_delivery_table(report: &Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::delivery_report::DeliveryReport;
+    use crate::report::model::LatencyUs;
     use crate::subscriber::DeliveryCounts;
-    use crate::summary::delivery_report::DeliveryReport;
-    use crate::summary::LatencyUs;
 
     fn delivery(delivered: u64, lost: u64, p99_us: u64) -> DeliveryReport {
         DeliveryReport {
@@ -181,7 +181,8 @@ mod tests {
     fn one_row_per_level_with_deliveries_in_ms() {
         let mut r = Report::new_empty(crate::kind::Model::Closed, serde_json::Value::Null, vec![]);
         let stats = crate::stats::LevelStats::default();
-        let mut level = crate::summary::build::level_report("4", Some(4), None, &stats, false);
+        let mut level =
+            crate::report::model::build::level_report("4", Some(4), None, &stats, false);
         level.delivery = Some(delivery(60, 0, 2500));
         r.levels.push(level.clone());
         level.label = "8".into();
@@ -214,7 +215,8 @@ mod tests {
     fn a_stopped_run_shows_what_was_owed_apart_from_lost() {
         let mut r = Report::new_empty(crate::kind::Model::Closed, serde_json::Value::Null, vec![]);
         let stats = crate::stats::LevelStats::default();
-        let mut level = crate::summary::build::level_report("4", Some(4), None, &stats, false);
+        let mut level =
+            crate::report::model::build::level_report("4", Some(4), None, &stats, false);
         let mut d = delivery(50, 0, 2500);
         d.counts.expected = 60;
         d.counts.not_yet_delivered = 10;
@@ -245,7 +247,7 @@ mod tests {
             ),
         ] {
             let mut level =
-                crate::summary::build::level_report(label, Some(4), None, &stats, false);
+                crate::report::model::build::level_report(label, Some(4), None, &stats, false);
             let mut d = delivery(50, 0, 2500);
             d.counts.dead_lettered = dead;
             d.dead_letter_reasons = reasons.iter().map(|(r, n)| (r.to_string(), *n)).collect();

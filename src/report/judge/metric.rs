@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::summary::LevelReport;
+use crate::report::model::LevelReport;
 
 /// A measured quantity of a level: what a rule judges and what `compare` shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -103,7 +103,7 @@ pub struct DeliveryReport {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stages: BTreeMap<String, ServerTimingReport>,
     /// `Hub-Timing` metrics that could not be read, counted and skipped (absent when 0).
-    #[serde(default, skip_serializing_if = "super::report::is_zero")]
+    #[serde(default, skip_serializing_if = "super::rows::is_zero")]
     pub stages_malformed: u64,
 }
 

@@ -1,11 +1,11 @@
 //! The terminal table's `Server-Timing` block: per level, each stage the server declared and
 //! the rest of the client's median (printed only when a response carried the header).
 
-use super::precision::ms3;
 use crate::align::align;
-use crate::run_report::Report;
-use crate::summary::server_timing::ServerTimingReport;
-use crate::summary::time_split::time_split;
+use crate::report::document::Report;
+use crate::report::model::server_timing::ServerTimingReport;
+use crate::report::model::time_split::time_split;
+use crate::report::precision::ms3;
 
 /// The block's columns.
 const HEAD: [&str; 6] = ["Level", "Stage", "Count", "p50", "p99", "max"];
@@ -65,13 +65,14 @@ pub fn render_server_timing_table(report: &Report) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::server_timing::ServerTimingReport;
+    use crate::report::model::server_timing::ServerTimingReport;
 
     #[test]
     fn one_line_per_stage_and_the_rest() {
         let mut r = Report::new_empty(crate::kind::Model::Closed, serde_json::Value::Null, vec![]);
         let stats = crate::stats::LevelStats::default();
-        let mut level = crate::summary::build::level_report("4", Some(4), None, &stats, false);
+        let mut level =
+            crate::report::model::build::level_report("4", Some(4), None, &stats, false);
         r.levels.push(level.clone());
         assert_eq!(render_server_timing_table(&r), None);
         level.server_timing.insert(

@@ -1,6 +1,6 @@
 //! What judging a run produces, as plain data: threshold verdicts, the timeout what-if table
 //! and the capacity finder's result. `judge` computes them, the run's document
-//! (`run_report::Report`) stores them, `report` renders them; this module imports none of them.
+//! (`document::Report`) stores them, the formats render them; this module imports none of them.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

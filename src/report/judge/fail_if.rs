@@ -15,9 +15,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::judge::comparison::{Comparison, Delta, Metrics};
-use crate::judge::metric::Metric;
-use crate::judge::rules::{Bound, Flag, Gate, GateError};
+use crate::report::judge::comparison::{Comparison, Delta, Metrics};
+use crate::report::judge::metric::Metric;
+use crate::report::judge::rules::{Bound, Flag, Gate, GateError};
 
 /// One `--fail-if` rule: a gate of the one language, parsed for `--fail-if`.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,11 +3,11 @@
 //! with subscribers the same for delivery latency and loss, and with `--surge` each level's
 //! isolation verdict in a sentence.
 
-use super::precision::ms3;
 use crate::align::align;
 use crate::fairness::delivery::TenantDelivery;
 use crate::fairness::TenantShare;
-use crate::run_report::Report;
+use crate::report::document::Report;
+use crate::report::precision::ms3;
 
 /// The block's columns.
 const HEAD: [&str; 8] = [

@@ -40,7 +40,7 @@ pub fn time_split(row: &LevelReport) -> Option<TimeSplit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::server_timing::ServerTimingReport;
+    use crate::report::model::server_timing::ServerTimingReport;
 
     #[test]
     fn stages_and_the_rest_floored_at_zero() {
@@ -50,7 +50,7 @@ mod tests {
             p99_us: p50_us,
             max_us: p50_us,
         };
-        let mut row = crate::summary::build::level_report(
+        let mut row = crate::report::model::build::level_report(
             "1",
             Some(1),
             None,

@@ -22,11 +22,11 @@ use tokio::time::Instant;
 
 use super::threshold::check;
 use super::Threshold;
-use crate::judge::verdict::Verdict;
-use crate::summary::LevelReport;
+use crate::report::judge::verdict::Verdict;
+use crate::report::model::LevelReport;
 
 /// What the capacity finder found, with full rows.
-pub type CapacityResult = crate::judge::verdict::CapacityResult<LevelReport>;
+pub type CapacityResult = crate::report::judge::verdict::CapacityResult<LevelReport>;
 
 /// Judge one probe's row: every bound, plus "at least one attempt".
 fn judge_probe(slo: &[Threshold], row: &LevelReport) -> (bool, Vec<Verdict>) {
@@ -150,16 +150,16 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::text::render_capacity;
+    use crate::report::judge::text::render_capacity;
+    use crate::report::model::build::level_report;
     use crate::result::Outcome;
     use crate::stats::LevelStats;
-    use crate::summary::build::level_report;
     use std::cell::RefCell;
 
     /// A level of 100 accepted attempts that each take `load` ms.
     fn row_for(load: f64) -> LevelReport {
         let lat = Duration::from_secs_f64(load / 1000.0);
-        let s = crate::judge::testutil::stats(&[(lat, Outcome::Accepted, 100)]);
+        let s = crate::report::judge::testutil::stats(&[(lat, Outcome::Accepted, 100)]);
         level_report(&format!("{load}"), None, None, &s, false)
     }
 
@@ -210,7 +210,7 @@ mod tests {
         let probe = |load: f64| async move {
             let mut row = row_for(load);
             row.generator_bound = Some(load >= 64.0);
-            row.generator = Some(crate::summary::observations::GeneratorLevel {
+            row.generator = Some(crate::report::model::observations::GeneratorLevel {
                 bound_because: vec!["CPU 97 % of 0.20 cores (cgroup v1)".into()],
                 ..Default::default()
             });

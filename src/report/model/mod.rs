@@ -1,0 +1,18 @@
+//! The report's model: what a run produced, as `summary.json` holds it (its level rows, the
+//! delivery sections, the phases) and how a level's statistics become a row. Plain data that
+//! `judge` judges and the writers and `compare` read; it writes nothing. The whole document,
+//! with judge's results in it, is `document::Report`.
+
+pub mod build;
+pub mod delivery_report;
+pub mod latency;
+pub mod observations;
+mod rows;
+pub mod server_now;
+pub mod server_timing;
+pub mod time_split;
+
+pub use rows::{
+    AddressAttempts, EmulatorTotals, EventSummary, Handshakes, HubHost, LatencyUs, LevelReport,
+    PhaseReport, RateCheck, ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
+};
