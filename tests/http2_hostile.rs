@@ -61,10 +61,17 @@ async fn run_h2(url: &str, out: &tempfile::TempDir, flags: &[&str]) -> anyhow::R
 async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
     let server = RawH2::start(fault).await;
     let dir = tempfile::tempdir().unwrap();
+    // The well-behaved server is the control: it has no deadline to prove, and on a machine
+    // beside busy loops this in-process server took over 400 ms to answer some of 32 streams.
+    let timeout_ms = if fault == Fault::Answer {
+        10_000
+    } else {
+        TIMEOUT_MS
+    };
     let (c, n, t) = (
         concurrency.to_string(),
         requests.to_string(),
-        format!("{TIMEOUT_MS}ms"),
+        format!("{timeout_ms}ms"),
     );
     let flags = [
         "--register",
@@ -107,7 +114,7 @@ async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
     assert_eq!(got, want, "{why}");
     assert_eq!(count(level, "accepted"), server.answered(), "{why}");
     assert!(
-        level.latency_us.max <= (TIMEOUT_MS + MARGIN_MS) * 1000,
+        level.latency_us.max <= (timeout_ms + MARGIN_MS) * 1000,
         "ended late: {why}"
     );
     // The server read every request that reached it; h2 never opens more streams than
