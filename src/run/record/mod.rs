@@ -10,8 +10,8 @@ use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::fairness::design::Design;
 use crate::fairness::isolation::{self, Isolation, SurgeShape};
 use crate::fairness::{figures, named, tenant_sums};
-use crate::judge::Threshold;
 use crate::judge::{judge, what_if, CapacityResult};
+use crate::judge::{Scope, Threshold};
 use crate::kind::{Model, TargetKind};
 use crate::report::html::worst_topics::keep_worst;
 use crate::report::topics_csv::{headers, last_level_rows, APPENDED};
@@ -209,11 +209,7 @@ impl RunRecord {
                 f.delivery = delivery_fairness::figures(&total.stats, tenants);
             }
         }
-        self.report.verdicts = judge(
-            &self.thresholds,
-            &self.report.levels,
-            self.report.total.as_ref(),
-        );
+        self.report.verdicts = self.judged();
         self.write()
     }
 
@@ -369,11 +365,7 @@ impl RunRecord {
             self.set_designed(&mut total.fairness, one.then_some(0));
         }
         self.report.total = Some(total);
-        self.report.verdicts = judge(
-            &self.thresholds,
-            &self.report.levels,
-            self.report.total.as_ref(),
-        );
+        self.report.verdicts = self.judged();
         let rows = self.report.levels.iter().map(|r| r.label.clone());
         let levels: Vec<(String, &LevelStats)> = rows
             .zip(&self.levels)
@@ -397,6 +389,27 @@ impl RunRecord {
             let design = design.with_surge_from(from);
             design.apply(f, secs, |name| name.strip_prefix("tenant")?.parse().ok());
         }
+    }
+
+    /// The thresholds judged on the rows. With `@levelN`, a per-level `quiet_*` rule judges
+    /// the surged levels only: a level before N has no verdict by design, not for want of
+    /// quiet attempts.
+    fn judged(&self) -> Vec<crate::judge::Verdict> {
+        let (levels, total) = (&self.report.levels, self.report.total.as_ref());
+        let Some(by) = &self.surge_from else {
+            return judge(&self.thresholds, levels, total);
+        };
+        let surged: Vec<LevelReport> = (levels.iter().zip(by))
+            .filter(|(_, from)| from.is_some())
+            .map(|(l, _)| l.clone())
+            .collect();
+        let rows = |t: &Threshold| match t.metric.is_isolation() && t.scope == Scope::EachLevel {
+            true => &surged[..],
+            false => &levels[..],
+        };
+        (self.thresholds.iter())
+            .flat_map(|t| judge(std::slice::from_ref(t), rows(t), total))
+            .collect()
     }
 
     /// The surge as level `index` (0-based) has it, with its number (1-based) under
