@@ -205,7 +205,9 @@ pub struct RunArgs {
     pub distribution: Option<String>,
     /// Open model: tenants that publish K× their share from START in every level, on top of
     /// everyone's load (the noisy neighbour), e.g. tenant0007x10@30s; the seconds before START
-    /// are the baseline the isolation verdict compares with (docs/fairness.md).
+    /// are the baseline the isolation verdict compares with. Or from a level on,
+    /// tenant0007x10@level2: level 2 and every later level run a baseline pass without the
+    /// surge, then the surged pass, each the level's duration (docs/fairness.md).
     #[arg(long, help_heading = "Workload")]
     pub surge: Option<String>,
     /// With --surge and --subscribers: the delivery isolation verdict's noise floor. A change

@@ -43,7 +43,7 @@ pub(crate) const FLAGS: [&str; 22] = [
 
 /// Two deliveries in flight over the whole hub, one per worker at a time: 2 ÷ 25 ms = 80
 /// deliveries/s. The baseline's 40/s fits; the surge's 120/s does not.
-fn hub(order: QueueOrder) -> HubConfig {
+pub(crate) fn hub(order: QueueOrder) -> HubConfig {
     hub_queue(order, 10_000)
 }
 

@@ -46,6 +46,7 @@ mod live_page;
 mod live_panels;
 mod local_limits;
 mod noisy;
+mod noisy_levels;
 mod observe_server;
 mod open_model;
 mod profiles;

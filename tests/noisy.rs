@@ -124,8 +124,13 @@ async fn the_same_surge_with_room_to_spare_leaves_the_quiet_tenants_alone_and_co
         .unwrap();
     assert_eq!(noisy.attempts, 640 - quiet);
     assert!(noisy.attempts >= 320);
-    // Designed shares: ¼ each of the level's own events, and tenant0001 8 × ¼ × ½ (the surge's
-    // half of the level) more: 1.25 of 2 for it, 0.25 of 2 for each other.
+    surge_over_half_a_level(f);
+}
+
+/// Designed shares of 4 tenants with tenant0001 at 9× over half the level: ¼ each of the
+/// level's own events, and tenant0001 8 × ¼ × ½ more: 1.25 of 2 for it, 0.25 of 2 for each
+/// other.
+pub(crate) fn surge_over_half_a_level(f: &hubload::fairness::Fairness) {
     for t in &f.by_tenant {
         let want = if t.tenant == "tenant0001" {
             0.625

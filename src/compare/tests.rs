@@ -281,6 +281,24 @@ fn fairness_and_isolation_rules_judge_the_candidate_s_figures() {
         ["quiet_p99_increase>20%: level 20: candidate 25.000%"]
     );
     assert!(found(&cmp, &["quiet_p99_increase>25%"]).is_empty());
+    // `--surge …@levelN`: a level where neither run has a verdict (before level N) is passed
+    // over, and the levels with one are judged; a candidate missing one the baseline has is
+    // still an error.
+    let mut lv = pair();
+    lv.candidate_name = "b".into();
+    set(&mut lv, "50", cand, quiet, 30.0);
+    set(&mut lv, "50", base, quiet, 5.0);
+    assert_eq!(
+        found(&lv, &["quiet_p99_increase>20%"]),
+        ["quiet_p99_increase>20%: level 50: candidate 30.000% (baseline 5.000%)"]
+    );
+    set(&mut lv, "20", base, quiet, 5.0);
+    let e = check(&lv, &rules(&["quiet_p99_increase>20%"])).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("level 20 of the candidate run (b) has none"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -57,6 +57,7 @@ pub use crate::targets::request::{Dialect, ExtraHeaders};
 use self::parse::opt;
 use crate::cli::RunArgs;
 use crate::shard_contract::ShardSpec;
+use crate::workload::SurgeStart;
 
 /// Resolve flags (already merged with the profile by the parser) into a `RunConfig` for one
 /// process that is not a shard, with an empty environment: [`resolve_for`] with neither.
@@ -76,7 +77,7 @@ pub fn resolve_for(
     let threads = client_flags::threads(opt(&a.threads))?;
     let workload = workload::resolve(a)?;
     let client = client_flags::resolve(a)?;
-    let load = load::resolve(a, client.timeout)?;
+    let mut load = load::resolve(a, client.timeout)?;
     let mut target = target::resolve(a)?;
     target.hub_headers = auth::resolve(a, target.hub_url.as_mut())?;
     let websub = dialect::resolve(a)?;
@@ -84,7 +85,7 @@ pub fn resolve_for(
     let judging = judging::resolve(a, shard.as_ref())?;
     let output = output::resolve(a);
     let topic_churn = topic_churn_flag::resolve(a, &target, &websub)?;
-    let surge = surge_flag::resolve(a, load.model, &load.levels, &workload)?;
+    let surge = surge_flag::resolve(a, load.model, &mut load.levels, &workload)?;
     let slo = judging.capacity.iter().flat_map(|c| &c.slo);
     surge_flag::check_gates(judging.thresholds.iter().chain(slo), surge.as_ref())?;
     let noise_floor = surge_flag::noise_floor(a, surge.as_ref())?;
@@ -127,6 +128,14 @@ pub fn resolve_for(
         cfg.shown["noise_floor"] = humantime::format_duration(cfg.noise_floor)
             .to_string()
             .into();
+    }
+    // `@levelN`: each level's baseline seconds before its surge (null: no surge), which a
+    // merge reads back, as it knows no level's duration.
+    if let Some(s) = (cfg.surge.as_ref()).filter(|s| matches!(s.start, SurgeStart::Level(_))) {
+        let from: Vec<Option<u64>> = (cfg.levels.iter().enumerate())
+            .map(|(i, l)| s.from_in(i, l.stop.duration).map(|d| d.as_secs()))
+            .collect();
+        cfg.shown["surge_from_s"] = serde_json::json!(from);
     }
     if cfg.proxy.0.proxy.is_some() {
         cfg.shown["proxy"] = serde_json::to_value(&cfg.proxy).unwrap_or_default();

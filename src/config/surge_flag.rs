@@ -1,6 +1,7 @@
 //! `--surge` (the noisy neighbour) → a validated `Surge`: open model only, tenants that exist,
 //! levels long enough to hold a baseline and a surge, and no ramp-up (the baseline runs at the
-//! level's full rate).
+//! level's full rate). `@levelN` doubles the surged levels' durations: a baseline pass, then
+//! the surged pass.
 
 use super::error::ConfigError;
 use super::parse::opt;
@@ -8,13 +9,14 @@ use crate::cli::RunArgs;
 use crate::engine::LevelSpec;
 use crate::kind::Model;
 use crate::report::judge::rules::Threshold;
-use crate::workload::{Surge, WorkloadConfig};
+use crate::workload::{Surge, SurgeStart, WorkloadConfig};
 
-/// The surge, checked against the model, the tenants and the levels.
+/// The surge, checked against the model, the tenants and the levels; with `@levelN`, level N
+/// and every later one get twice their duration (their baseline pass, then the surged pass).
 pub(super) fn resolve(
     a: &RunArgs,
     model: Model,
-    levels: &[LevelSpec],
+    levels: &mut [LevelSpec],
     workload: &WorkloadConfig,
 ) -> Result<Option<Surge>, ConfigError> {
     let Some(raw) = opt(&a.surge) else {
@@ -37,17 +39,40 @@ pub(super) fn resolve(
             "every tenant would surge: leave at least one quiet tenant to compare".into(),
         ));
     }
-    for l in levels {
+    for l in levels.iter() {
         let Some(d) = l.stop.duration else {
             return Err(bad(
                 "needs levels with a duration (--duration), not --requests".into(),
             ));
         };
-        if d < s.from + std::time::Duration::from_secs(1) {
+        match s.start {
+            SurgeStart::At(from) if d < from + std::time::Duration::from_secs(1) => {
+                return Err(bad(format!(
+                    "START must leave at least 1s of surge in every level (--duration {})",
+                    humantime::format_duration(d)
+                )));
+            }
+            // The baseline pass and the surged pass split at a whole second of the level.
+            SurgeStart::Level(_) if d.subsec_nanos() != 0 => {
+                return Err(bad(format!(
+                    "@levelN needs levels of whole seconds (--duration {}): the baseline pass and the surged pass meet at a second",
+                    humantime::format_duration(d)
+                )));
+            }
+            _ => {}
+        }
+    }
+    if let SurgeStart::Level(n) = s.start {
+        if n as usize > levels.len() {
             return Err(bad(format!(
-                "START must leave at least 1s of surge in every level (--duration {})",
-                humantime::format_duration(d)
+                "there is no level {n}: the run has {} level(s), numbered from 1",
+                levels.len()
             )));
+        }
+        if a.find_capacity {
+            return Err(bad(
+                "@levelN needs a sweep, not --find-capacity (its probes are not numbered levels): give a time, e.g. @30s".into(),
+            ));
         }
     }
     if levels.iter().any(|l| !l.ramp_up.is_zero()) {
@@ -59,6 +84,11 @@ pub(super) fn resolve(
         return Err(bad(
             "cannot be steered: leave out --web (a paused level would keep surging)".into(),
         ));
+    }
+    if let SurgeStart::Level(n) = s.start {
+        for l in &mut levels[n as usize - 1..] {
+            l.stop.duration = l.stop.duration.map(|d| d * 2);
+        }
     }
     Ok(Some(s))
 }
@@ -169,8 +199,66 @@ mod tests {
                 &["--rate", "5", "--duration", "10s", "--ramp-up", "2s", "--surge", "0x2@4s"],
                 "invalid --surge `0x2@4s`: cannot be combined with --ramp-up",
             ),
+            (
+                &["--rate", "5,10", "--surge", "0x2@level3"],
+                "invalid --surge `0x2@level3`: there is no level 3: the run has 2 level(s), numbered from 1",
+            ),
+            (
+                &["--rate", "5", "--surge", "0x2@level0"],
+                "invalid --surge `0x2@level0`: `level0` is not a level",
+            ),
+            (
+                &["--rate", "5", "--surge", "0x2@leveltwo"],
+                "invalid --surge `0x2@leveltwo`: `leveltwo` is not a level",
+            ),
+            (
+                &["--concurrency", "5,10", "--surge", "0x2@level2"],
+                "invalid --surge `0x2@level2`: needs the open model (--rate)",
+            ),
+            (
+                &["--rate", "5,10", "--requests", "100", "--surge", "0x2@level2"],
+                "invalid --surge `0x2@level2`: needs levels with a duration",
+            ),
+            (
+                &["--rate", "5,10", "--duration", "2500ms", "--surge", "0x2@level2"],
+                "invalid --surge `0x2@level2`: @levelN needs levels of whole seconds (--duration 2s 500ms)",
+            ),
+            (
+                &["--rate", "5,10", "--ramp-up", "1s", "--surge", "0x2@level2"],
+                "invalid --surge `0x2@level2`: cannot be combined with --ramp-up",
+            ),
+            (
+                &["--rate", "5", "--find-capacity", "--slo", "p99<1s", "--surge", "0x2@level1"],
+                "invalid --surge `0x2@level1`: @levelN needs a sweep, not --find-capacity",
+            ),
         ] {
             err(run(argv), want);
         }
+    }
+
+    #[test]
+    fn a_level_start_doubles_that_level_and_the_later_ones() {
+        let c = run(&[
+            "--rate",
+            "5,10,20",
+            "--duration",
+            "3s",
+            "--surge",
+            "0x2@level2",
+        ])
+        .unwrap();
+        let secs: Vec<u64> = (c.levels.iter())
+            .map(|l| l.stop.duration.unwrap().as_secs())
+            .collect();
+        assert_eq!(secs, [3, 6, 6]);
+        assert_eq!(c.shown["surge"], "0x2@level2");
+        assert_eq!(c.shown["surge_from_s"], serde_json::json!([null, 3, 3]));
+        // The time form keeps every level's duration and writes no starts.
+        let t = run(&["--rate", "5,10", "--duration", "3s", "--surge", "0x2@1s"]).unwrap();
+        assert!(t
+            .levels
+            .iter()
+            .all(|l| l.stop.duration.unwrap().as_secs() == 3));
+        assert!(t.shown.get("surge_from_s").is_none());
     }
 }

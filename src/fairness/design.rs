@@ -35,6 +35,16 @@ impl Design {
         w.iter().map(|x| x / sum).collect()
     }
 
+    /// This design in a level whose surge starts `from` seconds into it (`None`: a level
+    /// without a surge, before `@levelN`'s level).
+    pub fn with_surge_from(&self, from: Option<u64>) -> Design {
+        let surge = (self.surge.as_ref()).and_then(|(t, k, _)| Some((t.clone(), *k, from?)));
+        Design {
+            base: self.base.clone(),
+            surge,
+        }
+    }
+
     /// Set every tenant's designed share in `f`; `index` turns a tenant's name into its index.
     pub fn apply(&self, f: &mut Fairness, secs: Option<f64>, index: impl Fn(&str) -> Option<u32>) {
         let shares = self.shares(secs);
@@ -72,5 +82,8 @@ mod tests {
             surge: None,
         };
         assert_eq!(plain.shares(Some(20.0)), [0.75, 0.25]);
+        // A level without the surge (`@levelN`, before level N): the base.
+        assert_eq!(d.with_surge_from(None).shares(Some(20.0)), vec![0.1; 10]);
+        assert_eq!(d.with_surge_from(Some(10)).shares(Some(20.0)), s);
     }
 }

@@ -46,6 +46,10 @@ pub struct Isolation {
     pub factor: f64,
     /// The surge's start, seconds into the level's measured time.
     pub from_s: u64,
+    /// `@levelN`: this level's number (1-based); its baseline is its own first pass without
+    /// the surge (`from_s` seconds), at the same rate as the surged pass after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u32>,
     /// Tenants that did not surge (every other tenant).
     pub quiet_tenants: u32,
     /// The quiet tenants before the surge.
@@ -284,6 +288,7 @@ fn verdict_of(
         surging: shape.surging.clone(),
         factor: shape.factor,
         from_s: shape.from_s,
+        level: None,
         quiet_tenants: shape.quiet_tenants,
         baseline,
         surge,

@@ -11,5 +11,5 @@ pub use body::hyphenated;
 pub use event::{Distribution, Event, Workload, WorkloadConfig};
 pub use identity::MAX_SEQ;
 pub use rng::SplitMix64;
-pub use surge::{is_surge_seq, surge_base, surge_offset, Surge, SurgePicks};
+pub use surge::{is_surge_seq, surge_base, surge_offset, Surge, SurgePicks, SurgeStart};
 pub use topics::{build_topics, tenant_name, Topic, TopicLayout};

@@ -1,5 +1,5 @@
 //! The noisy neighbour (`--surge`): which tenants publish K× their designed share, from when
-//! in each level, and which tenant each extra event goes to. Pure and seeded by nothing: the
+//! (a time in each level, or a level on), and which tenant each extra event goes to. Pure and seeded by nothing: the
 //! extra events are a fixed function of their sequence numbers.
 //!
 //! The surge adds load, it never redistributes it: the level's schedule and every event of
@@ -15,24 +15,48 @@ pub const SURGE_SEQ_BASE: u64 = 1 << 61;
 /// Most extra events a level may number (`k` above).
 const PER_LEVEL: u64 = 1 << 40;
 
-/// `--surge TENANTSxK@FROM`, validated: the tenants (sorted, distinct), K > 1 and the start,
-/// whole seconds after each level's measured start.
+/// `--surge TENANTSxK@START`, validated: the tenants (sorted, distinct), K > 1 and the start.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Surge {
     /// Tenant indices (`tenant0007` is 7), sorted and distinct.
     pub tenants: Vec<u32>,
     /// K: each surging tenant publishes K× its designed share (1 < K ≤ 1000).
     pub factor: f64,
-    /// Into each level's measured time: the baseline before, the surge from here on.
-    pub from: Duration,
+    /// Where the surge starts.
+    pub start: SurgeStart,
+}
+
+/// Where a surge starts, and so where its baseline is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SurgeStart {
+    /// `@30s`: whole seconds into every level's measured time; the seconds before are the
+    /// level's baseline.
+    At(Duration),
+    /// `@level2`: in level N (1-based, as table.txt lists them) and every later one. Each of
+    /// those levels runs twice its duration: a baseline pass without the surge, then the
+    /// surged pass, at the same rate (config doubles the level's duration).
+    Level(u32),
+}
+
+impl Surge {
+    /// Seconds into level `index` (0-based) of `secs` measured seconds (as config resolved
+    /// them) where the surge starts, the baseline being the seconds before; `None` when the
+    /// level has no surge (before `@levelN`'s level, or a level without a duration).
+    pub fn from_in(&self, index: usize, secs: Option<Duration>) -> Option<Duration> {
+        match self.start {
+            SurgeStart::At(d) => Some(d),
+            SurgeStart::Level(n) if index + 1 >= n as usize => secs.map(|d| d / 2),
+            SurgeStart::Level(_) => None,
+        }
+    }
 }
 
 impl FromStr for Surge {
     type Err = String;
     /// `tenant0007x10@30s`, or several tenants `tenant0003,tenant0007x4@1m`; a tenant may be
-    /// given by number (`7x10@30s`).
+    /// given by number (`7x10@30s`); `@level2` starts at a level instead of a time.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let shape = "expected TENANTSxK@START, e.g. tenant0007x10@30s";
+        let shape = "expected TENANTSxK@START, e.g. tenant0007x10@30s or tenant0007x10@level2";
         let (who, from) = s.split_once('@').ok_or(format!("no @START ({shape})"))?;
         let (names, factor) = who
             .rsplit_once(['x', '×'])
@@ -57,6 +81,16 @@ impl FromStr for Surge {
         tenants.sort_unstable();
         tenants.dedup();
         let start = from.trim();
+        if let Some(n) = start.strip_prefix("level") {
+            let n: u32 = n.parse().ok().filter(|n| *n >= 1).ok_or(format!(
+                "`{start}` is not a level: levelN with N a whole number from 1, the first level"
+            ))?;
+            return Ok(Surge {
+                tenants,
+                factor,
+                start: SurgeStart::Level(n),
+            });
+        }
         let from = humantime::parse_duration(start)
             .map_err(|_| format!("START `{start}` is not a duration ({shape})"))?;
         if from.is_zero() || from.subsec_nanos() != 0 {
@@ -67,7 +101,7 @@ impl FromStr for Surge {
         Ok(Surge {
             tenants,
             factor,
-            from,
+            start: SurgeStart::At(from),
         })
     }
 }
@@ -159,10 +193,12 @@ mod tests {
         let s: Surge = "tenant0007x10@30s".parse().unwrap();
         assert_eq!(s.tenants, [7]);
         assert_eq!(s.factor, 10.0);
-        assert_eq!(s.from, Duration::from_secs(30));
+        assert_eq!(s.start, SurgeStart::At(Duration::from_secs(30)));
         let s: Surge = "9, tenant0003,3x2.5@1m".parse().unwrap();
         assert_eq!((s.tenants, s.factor), (vec![3, 9], 2.5));
-        assert_eq!(s.from, Duration::from_secs(60));
+        assert_eq!(s.start, SurgeStart::At(Duration::from_secs(60)));
+        let s: Surge = "7x10@level2".parse().unwrap();
+        assert_eq!(s.start, SurgeStart::Level(2));
         for (bad, why) in [
             ("tenant0007x10", "no @START"),
             ("tenant0007@30s", "no xK"),
@@ -179,10 +215,29 @@ mod tests {
                 "tenant0007x10@0s",
                 "START must be a whole number of seconds",
             ),
+            (
+                "7x10@level0",
+                "`level0` is not a level: levelN with N a whole",
+            ),
+            ("7x10@level", "`level` is not a level"),
+            ("7x10@levelx", "`levelx` is not a level"),
+            ("7x10@level-1", "`level-1` is not a level"),
         ] {
             let e = bad.parse::<Surge>().unwrap_err();
             assert!(e.starts_with(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_level_start_surges_that_level_and_later_ones_after_half_their_time() {
+        let s: Surge = "7x10@level2".parse().unwrap();
+        let d = Some(Duration::from_secs(6));
+        assert_eq!(s.from_in(0, d), None);
+        assert_eq!(s.from_in(1, d), Some(Duration::from_secs(3)));
+        assert_eq!(s.from_in(4, d), Some(Duration::from_secs(3)));
+        assert_eq!(s.from_in(1, None), None);
+        let t: Surge = "7x10@4s".parse().unwrap();
+        assert_eq!(t.from_in(0, d), Some(Duration::from_secs(4)));
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub async fn run_level<T: Target>(
     };
     let mut pacer = None;
     let mut surge_pacer = None;
+    // Where this level's surge starts; `None`: no surge in this level.
+    let surge_from =
+        (ctx.workload.surge()).and_then(|s| s.surge().from_in(index as usize, spec.stop.duration));
     let (driver, workers) = match spec.load {
         Load::Closed { concurrency } => (
             Driver::Closed {
@@ -91,10 +94,10 @@ pub async fn run_level<T: Target>(
         Load::Open { rate, max_inflight } => {
             let (tx, rx) = async_channel::bounded(max_inflight as usize);
             let permits = Arc::new(Semaphore::new(max_inflight as usize));
-            if let Some(s) = ctx.workload.surge() {
+            if let (Some(s), Some(from)) = (ctx.workload.surge(), surge_from) {
                 let p = SurgeParams {
                     rate: rate * s.extra(),
-                    start: measured_start + s.surge().from,
+                    start: measured_start + from,
                     deadline: window.deadline,
                     arrivals: ctx.arrivals,
                     seed: seq_base ^ index ^ 0x5e,
@@ -148,7 +151,7 @@ pub async fn run_level<T: Target>(
     let stripes = stripes(workers, threads, (high_us, corrected_us));
     let topics = ctx.workload.topics().len();
     let mut shared = SharedLevel::new(topics, &ctx.clock, measured_start.into_std(), threads);
-    if ctx.workload.surge().is_some() {
+    if surge_from.is_some() {
         // The quiet tenants' seconds, for the isolation verdict: the level's and the tail of
         // attempts still in flight at its end (in the last second).
         let secs = spec.stop.duration.map_or(1, |d| d.as_secs() as usize + 2);

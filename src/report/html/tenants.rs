@@ -149,9 +149,13 @@ pub fn section(report: &Report) -> String {
         // The surge's verdicts first: the sentences a reader came for.
         for (what, v) in [("", &l.isolation), (" deliveries", &l.delivery_isolation)] {
             if let Some(i) = v {
+                // `@levelN`: the level's number and its baseline, the level's own first pass.
+                let pass = (i.level).map_or(String::new(), |n| {
+                    format!(" (level {n}, against its baseline pass)")
+                });
                 let _ = write!(
                     b,
-                    "<p class=\"isolation\"><strong>Level {}{what}:</strong> {}.</p>",
+                    "<p class=\"isolation\"><strong>Level {}{what}{pass}:</strong> {}.</p>",
                     escape(&l.label),
                     escape(&i.sentence)
                 );

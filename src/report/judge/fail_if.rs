@@ -135,13 +135,16 @@ fn measurable(cmp: &Comparison, rule: &FailIf) -> Result<(), FailIfError> {
 }
 
 /// A figure rule judges the candidate at every level both runs have, and TOTAL (but an
-/// isolation figure, which TOTAL never has): each must have the figure.
+/// isolation figure, which TOTAL never has): each must have the figure, except an isolation
+/// figure at a level where neither run has a verdict (a level before `--surge …@levelN`'s),
+/// as long as some level has one.
 fn figure_rows<'a>(
     cmp: &'a Comparison,
     rule: &FailIf,
 ) -> Result<Vec<(&'a str, Metrics, Metrics)>, FailIfError> {
     let m = rule.gate.metric;
     let mut out = Vec::new();
+    let mut unsurged = None;
     for row in cmp.rows() {
         let (Some(b), Some(c)) = (row.baseline, row.candidate) else {
             continue;
@@ -149,25 +152,37 @@ fn figure_rows<'a>(
         if m.is_isolation() && cmp.total.as_ref() == Some(row) {
             continue;
         }
+        if m.is_isolation() && b.get(m).is_none() && c.get(m).is_none() {
+            unsurged = unsurged.or(Some(row.label.as_str()));
+            continue;
+        }
         if c.get(m).is_none() {
-            let needs = match m.is_isolation() {
-                true if m.is_delivery_isolation() => "a delivery isolation verdict (it needs --surge, --subscribers, and quiet deliveries before and during the surge)",
-                true => "an isolation verdict (it needs --surge, and quiet attempts before and during the surge)",
-                false => "a fairness figure (it needs two tenants with attempts, and goodput)",
-            };
-            return Err(unmeasured(
-                rule,
-                format!(
-                    "{} needs {needs}, and level {} of the candidate run ({}) has none",
-                    m.keyword(),
-                    row.label,
-                    cmp.candidate_name
-                ),
-            ));
+            return Err(missing(cmp, rule, &row.label));
         }
         out.push((row.label.as_str(), b, c));
     }
-    Ok(out)
+    match (out.is_empty(), unsurged) {
+        (true, Some(label)) => Err(missing(cmp, rule, label)),
+        _ => Ok(out),
+    }
+}
+
+/// The error of a figure rule whose figure the candidate's level `label` lacks.
+fn missing(cmp: &Comparison, rule: &FailIf, label: &str) -> FailIfError {
+    let m = rule.gate.metric;
+    let needs = match m.is_isolation() {
+        true if m.is_delivery_isolation() => "a delivery isolation verdict (it needs --surge, --subscribers, and quiet deliveries before and during the surge)",
+        true => "an isolation verdict (it needs --surge, and quiet attempts before and during the surge)",
+        false => "a fairness figure (it needs two tenants with attempts, and goodput)",
+    };
+    unmeasured(
+        rule,
+        format!(
+            "{} needs {needs}, and level {label} of the candidate run ({}) has none",
+            m.keyword(),
+            cmp.candidate_name
+        ),
+    )
 }
 
 /// A rule broken at one level (shown as one line by `compare::render`, with compare's

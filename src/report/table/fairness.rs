@@ -9,6 +9,20 @@ use crate::fairness::TenantShare;
 use crate::report::document::Report;
 use crate::report::precision::ms3;
 
+/// What a verdict line says in brackets after the level's label: `what` (e.g. "deliveries"),
+/// and with `@levelN` the level's number and its baseline ("level 2, against its baseline
+/// pass"); nothing when neither.
+fn tag(i: &crate::fairness::isolation::Isolation, what: Option<&str>) -> String {
+    let level = i
+        .level
+        .map(|n| format!("level {n}, against its baseline pass"));
+    let parts: Vec<String> = what.map(str::to_string).into_iter().chain(level).collect();
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", parts.join(", ")),
+    }
+}
+
 /// The block's columns.
 const HEAD: [&str; 8] = [
     "Level",
@@ -107,9 +121,15 @@ pub fn render_fairness_table(report: &Report) -> Option<String> {
             let publish = l
                 .isolation
                 .as_ref()
-                .map(|i| format!("  {}: {}\n", l.label, i.sentence));
-            let delivery = (l.delivery_isolation.as_ref())
-                .map(|i| format!("  {} (deliveries): {}\n", l.label, i.sentence));
+                .map(|i| format!("  {}{}: {}\n", l.label, tag(i, None), i.sentence));
+            let delivery = (l.delivery_isolation.as_ref()).map(|i| {
+                format!(
+                    "  {}{}: {}\n",
+                    l.label,
+                    tag(i, Some("deliveries")),
+                    i.sentence
+                )
+            });
             publish.into_iter().chain(delivery)
         })
         .collect();

@@ -4,17 +4,17 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use super::tenant_design::{design_of, surge_shape};
+use super::tenant_design::{design_of, surge_shape, surge_starts};
 use crate::config::RunConfig;
 use crate::engine::{LevelRun, LevelSpec, Load};
 use crate::fairness::design::Design;
-use crate::fairness::isolation::{self, SurgeShape};
+use crate::fairness::isolation::{self, Isolation, SurgeShape};
 use crate::fairness::{figures, named, tenant_sums};
 use crate::kind::{Model, TargetKind};
 use crate::report::document::Report;
 use crate::report::html::worst_topics::keep_worst;
-use crate::report::judge::Threshold;
 use crate::report::judge::{judge, what_if, CapacityResult};
+use crate::report::judge::{Scope, Threshold};
 use crate::report::model::build::level_report;
 use crate::report::model::{LevelReport, PhaseReport, RateCheck};
 use crate::report::topics_csv::{headers, last_level_rows, APPENDED};
@@ -59,6 +59,9 @@ pub struct RunRecord {
     ended: bool,
     /// `--surge`: what each level's isolation verdict names.
     surge: Option<SurgeShape>,
+    /// `@levelN`: each level's surge start, s (`None`: a level without the surge); `None`
+    /// for the time form, whose start is every level's.
+    surge_from: Option<Vec<Option<u64>>>,
     /// The tenants' designed shares, and each level's duration (s) they depend on with a
     /// surge; `None` for a merged run.
     design: Option<(Design, Vec<Option<f64>>)>,
@@ -115,6 +118,7 @@ impl RunRecord {
             fairness_lines: 0,
             ended: false,
             surge: surge_shape(cfg.surge.as_ref(), cfg.workload.tenants, cfg.noise_floor),
+            surge_from: surge_starts(cfg.surge.as_ref(), &cfg.levels),
             design: Some(design_of(cfg, workload)),
             shard: None,
             shard_topics: Vec::new(),
@@ -183,17 +187,19 @@ impl RunRecord {
         &mut self,
         d: &crate::report::model::delivery_report::LevelDelivery,
     ) -> anyhow::Result<()> {
+        let level = self.report.levels.len().saturating_sub(1);
+        let surge = self.surge_at(level);
         let tenants = &self.report.topic_tenants;
         if let Some(l) = self.report.levels.last_mut() {
             l.delivery = Some(d.into());
             if let Some(f) = &mut l.fairness {
                 f.delivery = delivery_fairness::figures(&d.stats, tenants);
             }
-            l.delivery_isolation = (self.surge.as_ref()).and_then(|s| {
-                isolation::delivery_verdict(s, &d.stats.quiet_seconds, &d.stats.quiet_lost)
+            l.delivery_isolation = surge.and_then(|(s, n)| {
+                isolation::delivery_verdict(&s, &d.stats.quiet_seconds, &d.stats.quiet_lost)
+                    .map(|v| Isolation { level: n, ..v })
             });
-            self.deliveries
-                .insert(self.report.levels.len() - 1, d.clone());
+            self.deliveries.insert(level, d.clone());
         }
         let total = self.delivery_total.get_or_insert_with(Default::default);
         *total += d;
@@ -203,11 +209,7 @@ impl RunRecord {
                 f.delivery = delivery_fairness::figures(&total.stats, tenants);
             }
         }
-        self.report.verdicts = judge(
-            &self.thresholds,
-            &self.report.levels,
-            self.report.total.as_ref(),
-        );
+        self.report.verdicts = self.judged();
         self.write()
     }
 
@@ -323,10 +325,9 @@ impl RunRecord {
         }
         let level = self.report.levels.len();
         self.set_designed(&mut row.fairness, Some(level));
-        row.isolation = self
-            .surge
-            .as_ref()
-            .and_then(|s| isolation::verdict(s, &stats.quiet_seconds));
+        row.isolation = self.surge_at(level).and_then(|(s, n)| {
+            isolation::verdict(&s, &stats.quiet_seconds).map(|v| Isolation { level: n, ..v })
+        });
         if !extra.paused.is_zero() {
             unpause_rates(&mut row, stats.span_secs(), extra.paused.as_secs_f64());
         }
@@ -364,11 +365,7 @@ impl RunRecord {
             self.set_designed(&mut total.fairness, one.then_some(0));
         }
         self.report.total = Some(total);
-        self.report.verdicts = judge(
-            &self.thresholds,
-            &self.report.levels,
-            self.report.total.as_ref(),
-        );
+        self.report.verdicts = self.judged();
         let rows = self.report.levels.iter().map(|r| r.label.clone());
         let levels: Vec<(String, &LevelStats)> = rows
             .zip(&self.levels)
@@ -388,8 +385,46 @@ impl RunRecord {
     fn set_designed(&self, f: &mut Option<crate::fairness::Fairness>, level: Option<usize>) {
         if let (Some(f), Some((design, secs))) = (f, &self.design) {
             let secs = level.and_then(|i| secs.get(i).or(secs.first()).copied().flatten());
+            let from = level.and_then(|i| self.surge_at(i)).map(|(s, _)| s.from_s);
+            let design = design.with_surge_from(from);
             design.apply(f, secs, |name| name.strip_prefix("tenant")?.parse().ok());
         }
+    }
+
+    /// The thresholds judged on the rows. With `@levelN`, a per-level `quiet_*` rule judges
+    /// the surged levels only: a level before N has no verdict by design, not for want of
+    /// quiet attempts.
+    fn judged(&self) -> Vec<crate::report::judge::Verdict> {
+        let (levels, total) = (&self.report.levels, self.report.total.as_ref());
+        let Some(by) = &self.surge_from else {
+            return judge(&self.thresholds, levels, total);
+        };
+        let surged: Vec<LevelReport> = (levels.iter().zip(by))
+            .filter(|(_, from)| from.is_some())
+            .map(|(l, _)| l.clone())
+            .collect();
+        let rows = |t: &Threshold| match t.metric.is_isolation() && t.scope == Scope::EachLevel {
+            true => &surged[..],
+            false => &levels[..],
+        };
+        (self.thresholds.iter())
+            .flat_map(|t| judge(std::slice::from_ref(t), rows(t), total))
+            .collect()
+    }
+
+    /// The surge as level `index` (0-based) has it, with its number (1-based) under
+    /// `@levelN`; `None` without a surge in that level.
+    fn surge_at(&self, index: usize) -> Option<(SurgeShape, Option<u32>)> {
+        let s = self.surge.as_ref()?;
+        let Some(by) = &self.surge_from else {
+            return Some((s.clone(), None));
+        };
+        let from_s = (*by.get(index)?)?;
+        let shape = SurgeShape {
+            from_s,
+            ..s.clone()
+        };
+        Some((shape, Some(index as u32 + 1)))
     }
 
     /// The row of the level pushed last.

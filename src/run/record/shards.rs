@@ -76,6 +76,10 @@ impl RunRecord {
                     .and_then(|s| humantime::parse_duration(s).ok())
                     .unwrap_or(crate::config::NOISE_FLOOR),
             ),
+            // `@levelN`: each level's surge start, as the shards were given it.
+            surge_from: cfg
+                .get("surge_from_s")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
             design: None,
             shard: None,
             shard_topics: Vec::new(),
