@@ -1,7 +1,7 @@
 //! A load run from a validated `RunConfig`: one loop over the run's target kinds (one, or two
 //! side by side), each set up, its levels run in order, its reports rewritten after every
 //! level and its JTL synced, thresholds judged; then the side-by-side report when there are two.
-//! The one arm that names each kind's path ([`path_kind`]) is here; nothing else matches on it.
+//! The one arm that names each kind's path (`path_kind`) is here; nothing else matches on it.
 
 pub mod embedded;
 mod embedded_emulator;
