@@ -1,5 +1,5 @@
-//! The shape of a run as types: the load model, the target kinds and the Service Bus topic
-//! mapping. Plain data below `config`, `targets`, `run` and `report`; the enums serialise as
+//! The shape of a run as types: the load model, the target kinds (with what each answers
+//! with) and the Service Bus topic mapping. Plain data below `config`, `targets`, `run` and `report`; the enums serialise as
 //! the lower-case words summaries have always held.
 
 use schemars::JsonSchema;
@@ -41,6 +41,26 @@ impl TargetKind {
         match self {
             TargetKind::Websub => "websub",
             TargetKind::Servicebus => "servicebus",
+        }
+    }
+}
+
+/// What a kind's target answers with: the writers choose their class columns by it, so a new
+/// kind that answers as a hub or as a broker does gets its columns without a writer changing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answers {
+    /// HTTP statuses: accepted, denied, 4xx, 502, 503, 504, other 5xx (and 429 when counted).
+    Http,
+    /// A broker's outcomes: accepted, throttled, rejected, unauthorized, not found, too large.
+    Broker,
+}
+
+impl TargetKind {
+    /// What this kind's target answers with.
+    pub fn answers(self) -> Answers {
+        match self {
+            TargetKind::Websub => Answers::Http,
+            TargetKind::Servicebus => Answers::Broker,
         }
     }
 }

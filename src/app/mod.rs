@@ -147,7 +147,7 @@ async fn check(args: &crate::cli::RunArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(format!("{e:#}")),
     };
-    let steps = crate::check::check(&cfg).await;
+    let steps = crate::run::check(&cfg).await;
     for s in &steps {
         println!("{}", s.line());
     }

@@ -24,7 +24,8 @@ use crate::workload::Workload;
 /// At most this many failing topics are listed one per line; the rest are counted.
 const LISTED: usize = 5;
 
-pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
+/// This kind's steps, appended to `steps`; each network step bounded by `bound`.
+pub(crate) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
     let cs = match cfg.sb_connection() {
         Ok(Some(cs)) => cs,
         Ok(None) => {

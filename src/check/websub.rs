@@ -18,7 +18,8 @@ use crate::targets::http::Tls;
 /// Bound on the answer's bytes read to find its status line.
 const HEAD_LIMIT: usize = 8 * 1024;
 
-pub(super) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
+/// This kind's steps, appended to `steps`; each network step bounded by `bound`.
+pub(crate) async fn check(cfg: &RunConfig, bound: Duration, steps: &mut Steps) {
     let Some(url) = &cfg.target.hub_url else {
         steps.push(Step::ok(
             "websub",

@@ -1,13 +1,13 @@
 //! The run banner: what is about to run, printed on stderr before the load (not with `--quiet`).
 //!
-//! A pure function of the validated configuration and the workload, so it is tested exactly.
-//! It never shows a secret: the hub URL's password is redacted, tokens and connection strings
-//! are only said to be set.
+//! A pure function of the validated configuration, the workload and each kind's target line
+//! (which its path writes), so it is tested exactly. It never shows a secret: the hub URL's
+//! password is redacted, tokens and connection strings are only said to be set.
 
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::config::{RunConfig, SbTopics, TargetKind};
+use crate::config::{RunConfig, TargetKind};
 use crate::engine::{Arrivals, LevelSpec, Load};
 use crate::workload::{Distribution, Workload};
 
@@ -22,77 +22,6 @@ fn stop(l: &LevelSpec) -> String {
         (Some(d), None) => dur(d),
         (None, Some(n)) => format!("{n} requests"),
         (None, None) => "until stopped".into(),
-    }
-}
-
-fn target_line(cfg: &RunConfig, kind: TargetKind) -> String {
-    match kind {
-        TargetKind::Websub => {
-            let hub = match &cfg.target.hub_url {
-                Some(u) => {
-                    let mut u = u.clone();
-                    if u.password().is_some() {
-                        let _ = u.set_password(Some("redacted"));
-                    }
-                    u.to_string()
-                }
-                None => "the embedded hub on 127.0.0.1".into(),
-            };
-            // Header names only: every value may be a credential.
-            let names: Vec<&str> = cfg
-                .target
-                .hub_headers
-                .0
-                .iter()
-                .map(|h| h.name.as_str())
-                .collect();
-            let headers = match names.is_empty() {
-                true => String::new(),
-                false => format!(", headers {} (values hidden)", names.join(", ")),
-            };
-            let dialect = match (&cfg.websub.dialect, &cfg.websub.topic_url_prefix) {
-                (crate::config::Dialect::Websub, Some(p)) => {
-                    format!("WebSub thin-ping dialect, topics at {p}<topic>")
-                }
-                (crate::config::Dialect::Websub, None) => "WebSub thin-ping dialect".into(),
-                (crate::config::Dialect::Ballerina, _) => "Ballerina/WSO2 hub dialect".into(),
-            };
-            let register = match cfg.websub.register {
-                true => "",
-                false => ", no registration",
-            };
-            format!("websub ({dialect}{register}) at {hub}{headers}")
-        }
-        TargetKind::Servicebus => {
-            let at = if cfg.target.sb_connection_string.is_some() {
-                "the namespace of the connection string"
-            } else {
-                "the embedded emulator on 127.0.0.1"
-            };
-            let topics = match &cfg.target.sb_topics {
-                SbTopics::PerTopic => "one Service Bus topic per topic".to_string(),
-                SbTopics::Single(t) => format!("every event to topic {t}"),
-            };
-            // The transport and the proxy as the connection will use them (no secret shown).
-            let via = match cfg.sb_connection() {
-                Ok(Some(cs)) => {
-                    let ws = if cs.websockets() {
-                        " over WebSockets"
-                    } else {
-                        ""
-                    };
-                    match &cs.proxy {
-                        Some(p) => format!("{ws}, through HTTP proxy {}", p.shown()),
-                        None => ws.to_string(),
-                    }
-                }
-                _ => String::new(),
-            };
-            format!(
-                "servicebus (AMQP 1.0{via}) at {at}, {} connections, {topics}",
-                cfg.target.sb_connections
-            )
-        }
     }
 }
 
@@ -131,13 +60,18 @@ fn levels_line(cfg: &RunConfig) -> String {
     s
 }
 
-/// The banner, one item a line, ending in a newline.
-pub fn render_banner(cfg: &RunConfig, workload: &Workload) -> String {
+/// The banner, one item a line, ending in a newline; `target_line` says each kind's target
+/// (its path knows what).
+pub fn render_banner(
+    cfg: &RunConfig,
+    workload: &Workload,
+    target_line: impl Fn(TargetKind) -> String,
+) -> String {
     let w = workload.config();
     let mut out = String::new();
     let _ = writeln!(out, "hubload {}", env!("CARGO_PKG_VERSION"));
     for k in &cfg.target.kinds {
-        let _ = writeln!(out, "  target    {}", target_line(cfg, *k));
+        let _ = writeln!(out, "  target    {}", target_line(*k));
     }
     let dist = match w.distribution {
         Distribution::Uniform => "uniform",
@@ -181,9 +115,13 @@ pub fn render_banner(cfg: &RunConfig, workload: &Workload) -> String {
 }
 
 /// Print the banner on stderr unless `--quiet`.
-pub fn print_banner(cfg: &RunConfig, workload: &Workload) {
+pub fn print_banner(
+    cfg: &RunConfig,
+    workload: &Workload,
+    target_line: impl Fn(TargetKind) -> String,
+) {
     if !cfg.output.quiet {
-        crate::console::say!("{}", render_banner(cfg, workload));
+        crate::console::say!("{}", render_banner(cfg, workload, target_line));
     }
 }
 
@@ -197,7 +135,8 @@ mod tests {
         all.extend_from_slice(args);
         let cli = <Cli as clap::Parser>::try_parse_from(&all).unwrap();
         let cfg = crate::config::resolve(&cli.run).unwrap();
-        render_banner(&cfg, &Workload::new(cfg.workload.clone()))
+        let line = |k| crate::run::banner_line(&cfg, k);
+        render_banner(&cfg, &Workload::new(cfg.workload.clone()), line)
     }
 
     #[test]

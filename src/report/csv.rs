@@ -4,7 +4,7 @@
 //! the HTTP classes for the broker's (README: "CSV columns").
 
 use super::Format;
-use crate::kind::{Model, TargetKind};
+use crate::kind::{Answers, Model};
 use crate::report::document::Report;
 use crate::report::model::LevelReport;
 use crate::result::Class;
@@ -108,7 +108,7 @@ pub fn throttled_columns(report: &Report) -> &'static [ClassColumn] {
         .iter()
         .chain(report.total.as_ref())
         .any(|r| THROTTLED_CLASSES.iter().any(|c| class_count(r, c) > 0));
-    if report.target == TargetKind::Websub && counted {
+    if report.target.answers() == Answers::Http && counted {
         THROTTLED_CLASSES
     } else {
         &[]
@@ -136,12 +136,11 @@ pub fn http2_columns(report: &Report) -> &'static [ClassColumn] {
     }
 }
 
-/// The class columns of a report's target.
+/// The class columns of a report's target, by what its kind answers with.
 pub fn class_columns(report: &Report) -> &'static [ClassColumn] {
-    if report.target == TargetKind::Servicebus {
-        SERVICEBUS_CLASSES
-    } else {
-        WEBSUB_CLASSES
+    match report.target.answers() {
+        Answers::Http => WEBSUB_CLASSES,
+        Answers::Broker => SERVICEBUS_CLASSES,
     }
 }
 
@@ -240,7 +239,7 @@ mod tests {
     #[test]
     fn a_websub_run_with_429s_gets_a_throttled_column_and_one_without_keeps_its_header() {
         let mut r = crate::report::html::tests::sample();
-        assert_eq!(r.target, TargetKind::Websub);
+        assert_eq!(r.target, crate::kind::TargetKind::Websub);
         assert!(!header(&r).contains(&"429 Throttled"));
         r.levels[1].counts.add(Class::Throttled, 3);
         let head = header(&r);

@@ -1,11 +1,13 @@
 //! A load run from a validated `RunConfig`: one loop over the run's target kinds (one, or two
 //! side by side), each set up, its levels run in order, its reports rewritten after every
 //! level and its JTL synced, thresholds judged; then the side-by-side report when there are two.
+//! The one arm that names each kind's path (`path_kind`) is here; nothing else matches on it.
 
 pub mod embedded;
 mod embedded_emulator;
 mod levels;
 mod local_limits;
+mod one_path;
 mod own_thread;
 mod path;
 pub mod record;
@@ -19,30 +21,24 @@ mod topic_churn_cycles;
 mod two_paths;
 mod websub_path;
 
-use std::path::Path;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
+use crate::check::{Step, Steps};
 use crate::config::{RunConfig, TargetKind};
 use crate::engine::{Control, LevelSpec, Live};
 use crate::report::document::Report;
-use crate::report::jtl::{channel_writer, JtlNames};
-use crate::shard::Load as ShardLoad;
 use crate::shard_contract::{ShardSlot, ShardSpec};
 use crate::stats::Clock;
 use crate::workload::Workload;
 
-use embedded::HubBroker;
-use levels::{run_levels, shard_part};
-use path::TargetPath;
+use embedded_emulator::EmbeddedEmulator;
+use path::PathKind;
 pub use record::RunRecord;
-use run_inputs::{check_phase, owned_topics, Shared};
-use servicebus_path::ServiceBusPath;
-use two_paths::{jtl_file, report_dir};
-use websub_path::WebSubPath;
+use run_inputs::Shared;
+use two_paths::report_dir;
 
 /// How a run ended, for the exit code.
 #[derive(Debug)]
@@ -57,151 +53,27 @@ pub struct RunOutcome {
     pub config: RunConfig,
 }
 
-/// Run one opened target path into `dir`: JTL, set-up, levels, its section, tear-down, and
-/// (sharded) the shard's stream of records. Every kind goes through here.
-async fn run_path<P: TargetPath>(
-    sh: &Shared<'_>,
-    path: P,
-    dir: &Path,
-    shard: Option<&ShardSpec>,
-) -> anyhow::Result<Report> {
-    let cfg = sh.cfg;
-    let paths = cfg.target.kinds.len();
-    let mut rec = RunRecord::with_dir(cfg, &sh.workload, dir)
-        .with_context(|| format!("cannot prepare the reports in {}", dir.display()))?;
-    if sh.shard.is_sharded() {
-        // Shards do not judge thresholds: only the merged run is judged (`hubload merge`).
-        rec.clear_thresholds();
+/// The path of a kind: the one arm a new kind adds (its target and path files do the rest).
+fn path_kind(kind: TargetKind) -> &'static dyn PathKind {
+    match kind {
+        TargetKind::Websub => &websub_path::WebSub,
+        TargetKind::Servicebus => &servicebus_path::ServiceBus,
     }
-    if let Some(spec) = shard {
-        // Each level's part of the artifact goes out as the level ends (file and stdout).
-        let parts: Vec<ShardLoad> = cfg
-            .levels
-            .iter()
-            .map(|l| shard_part(l, spec.slot()).1)
-            .collect();
-        rec.stream_shard(spec, parts)?;
-    }
-    rec.set_target(P::KIND, path.url());
-    for w in sh.observers.iter().flat_map(|o| &o.warnings) {
-        rec.add_warning(w.clone());
-    }
-    for w in cfg.levels.iter().filter_map(LevelSpec::sparse_rate) {
-        rec.add_warning(w);
-    }
-    let mut writer = None;
-    let mut jtl = None;
-    if let Some(file) = &cfg.output.jtl {
-        let file = jtl_file(file, P::KIND, paths);
-        let names = JtlNames {
-            url: path.jtl_url(),
-            channels: cfg.workload.channels.clone(),
-        };
-        let (tx, handle) = channel_writer(&file, names)
-            .with_context(|| format!("cannot write the JTL file {}", file.display()))?;
-        jtl = Some(tx);
-        writer = Some(handle);
-    }
-    let sh = Shared {
-        jtl,
-        topic_server: path.topic_server(),
-        ..sh.clone()
-    };
-    // Everything that can fail between opening the JTL file and joining its writer, so that
-    // every exit (an error included) joins the writer and its last rows reach the file.
-    let ran: anyhow::Result<()> = async {
-        let mine = owned_topics(&sh.workload, sh.shard);
-        if let Some(prepared) = path.prepare(&mine, &sh.cancel).await {
-            // Recorded first, so a failed registration's counts and reasons are in summary.json.
-            rec.set_registration(&prepared)?;
-            // A phase cut short by the signal is not the hub's failure: the run ends with 130.
-            if !sh.cancel.is_cancelled() {
-                path.refuse_prepared()?;
-                check_phase(&prepared, P::PREPARE, &path.endpoint())?;
-            }
-        }
-        let fleet = subscribers::start_for(
-            cfg,
-            &sh.workload,
-            &sh.cancel,
-            P::KIND,
-            &mine,
-            (path.url(), path.topic_url_prefix()),
-            path.sb_connection(),
-            &mut rec,
-        )
-        .await?;
-        if let (Some(w), Some(f)) = (sh.web, &fleet) {
-            w.watch_delivery(f.live_view());
-        }
-        let churn = match (cfg.topic_churn, path.topic_registry()) {
-            (Some(rate), Some(registry)) => Some(topic_churn_cycles::TopicChurnRun::new(
-                registry,
-                // The shards together churn at the run's rate, each its own topics.
-                rate / f64::from(sh.shard.count.max(1)),
-                &mine,
-                sh.workload.topics().len(),
-                fleet.as_ref().map(|f| f.topic_subscribers()),
-            )),
-            _ => None,
-        };
-        let sh = Shared {
-            // Topic churn stripes too: a shard churns its own topics, so only it can tell a
-            // refusal of theirs inside a window (docs/topic-churn.md).
-            own_topics: subscribers::own_topics(
-                fleet.is_some() || churn.is_some(),
-                &sh.workload,
-                sh.shard,
-                &mine,
-            ),
-            delivery: fleet.as_ref(),
-            topic_churn: churn.as_ref(),
-            ..sh.clone()
-        };
-        let levels = run_levels(&sh, &mut rec, |spec| path.target(spec)).await;
-        path.add_section(&mut rec)?;
-        if let Some(e) = match sh.observers {
-            Some(o) => o.finish().await,
-            None => None,
-        } {
-            rec.set_exporter(e)?;
-        }
-        levels?;
-        if let Some(unsub) = match &fleet {
-            Some(f) => f.finish(&sh.cancel).await,
-            None => None,
-        } {
-            rec.set_unsubscription(&unsub)?;
-        }
-        if let Some(dereg) = path.teardown(&mine, &sh.cancel).await {
-            rec.set_deregistration(&dereg)?;
-        }
-        path.close().await;
-        Ok(())
-    }
-    .await;
-    let interrupted = sh.cancel.is_cancelled();
-    drop(sh);
-    let joined = join_jtl(writer).await;
-    ran?;
-    joined?;
-    // A shard's stream ends with its end record (partial when interrupted).
-    rec.finish(interrupted)
 }
 
-/// Wait for the JTL writer (every sender dropped) to write its last rows and close the file.
-async fn join_jtl(writer: Option<JoinHandle<std::io::Result<u64>>>) -> anyhow::Result<()> {
-    let Some(h) = writer else {
-        return Ok(());
-    };
-    let rows = tokio::task::spawn_blocking(move || h.join())
-        .await
-        .ok()
-        .and_then(|r| r.ok())
-        .transpose()
-        .context("writing the JTL file")?;
-    tracing::info!(rows = rows.unwrap_or(0), "JTL written");
-    Ok(())
+/// What the banner says of a kind after `target    `.
+pub(crate) fn banner_line(cfg: &RunConfig, kind: TargetKind) -> String {
+    path_kind(kind).banner_line(cfg)
+}
+
+/// `hubload check`: every target of `cfg`, in order, each kind its own steps.
+pub async fn check(cfg: &RunConfig) -> Vec<Step> {
+    let bound = crate::check::bound(cfg);
+    let mut steps = Steps(Vec::new());
+    for &kind in &cfg.target.kinds {
+        path_kind(kind).check(cfg, bound, &mut steps).await;
+    }
+    steps.0
 }
 
 /// Run the load described by `cfg`; reports go to `cfg.output.out_dir` after every level.
@@ -250,7 +122,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         }
         _ => None,
     };
-    crate::console::banner::print_banner(cfg, &workload);
+    crate::console::banner::print_banner(cfg, &workload, |k| banner_line(cfg, k));
     if let Some(w) = &web {
         crate::console::say!("hubload: live page and control API at {}", w.url());
     }
@@ -277,37 +149,24 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
     };
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();
-    let mut reports: Vec<(TargetKind, Report)> = Vec::with_capacity(paths);
+    let mut reports = Vec::with_capacity(paths);
     // `--hub-servicebus`: one embedded emulator for the whole run, the embedded hub's broker
     // and the Service Bus path's namespace both.
     let shared_emulator = if cfg.target.hub_servicebus {
-        Some(servicebus_path::start_emulator().await?)
+        Some(EmbeddedEmulator::start().await?)
     } else {
         None
     };
-    let shared_cs = shared_emulator
-        .as_ref()
-        .map(|e| e.connection_string_parsed());
-    let hub_broker = shared_emulator.as_ref().map(|e| HubBroker {
-        cs: e.connection_string_parsed(),
-        admin: e.admin_url(),
-    });
     for &kind in &cfg.target.kinds {
         if cancel.is_cancelled() && !reports.is_empty() {
             break;
         }
         let dir = report_dir(out, kind, paths);
-        let report = match kind {
-            TargetKind::Websub => {
-                let p = WebSubPath::open(cfg, &workload, hub_broker.clone()).await?;
-                run_path(&sh, p, &dir, spec.as_ref()).await?
-            }
-            TargetKind::Servicebus => {
-                let p = ServiceBusPath::open(cfg, &workload, shared_cs.clone()).await?;
-                run_path(&sh, p, &dir, spec.as_ref()).await?
-            }
-        };
-        reports.push((kind, report));
+        let path = path_kind(kind);
+        let report = path
+            .run(&sh, shared_emulator.as_ref(), &dir, spec.as_ref())
+            .await?;
+        reports.push((path.role(), report));
     }
     if let Some(emu) = shared_emulator {
         emu.shutdown().await;

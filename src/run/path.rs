@@ -1,17 +1,53 @@
-//! One target kind of a run: the small interface `run_load`'s one loop drives for every kind
-//! (set up, make the target for a level, add its own section to the record, tear down).
+//! One target kind of a run, behind two traits: [`PathKind`], what is known of a kind from the
+//! configuration alone (its banner line, pre-flight steps, side-by-side role, and how its path
+//! opens), and [`TargetPath`], the kind opened, which `run_path`'s one loop drives.
 
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::TargetKind;
+use crate::check::Steps;
+use crate::config::{DeliveryConfig, RunConfig, TargetKind};
 use crate::engine::LevelSpec;
-use crate::targets::{PhaseResult, Target};
+use crate::report::document::Report;
+use crate::shard_contract::ShardSpec;
+use crate::targets::{PhaseResult, Target, TopicRegistry};
 use crate::topic_server::TopicServer;
 use crate::workload::Topic;
 
+use super::embedded_emulator::EmbeddedEmulator;
 use super::record::RunRecord;
+use super::run_inputs::Shared;
+use super::subscribers::DeliveryRun;
+use super::two_paths::Role;
+
+/// A target kind before it opens: one static value per kind, which `run/mod.rs` maps each
+/// `TargetKind` to (the one arm). Asked once per run, so dynamic dispatch costs nothing here.
+pub(crate) trait PathKind: Sync {
+    /// What the banner says after `target    ` (never a secret).
+    fn banner_line(&self, cfg: &RunConfig) -> String;
+    /// Its steps of `hubload check`, in order; each network step bounded by `bound`.
+    fn check<'a>(
+        &'a self,
+        cfg: &'a RunConfig,
+        bound: Duration,
+        steps: &'a mut Steps,
+    ) -> BoxFuture<'a, ()>;
+    /// Its part in a side-by-side run (`None`: it is not compared with another kind).
+    fn role(&self) -> Option<Role>;
+    /// Open its path and run it into `dir` (through `run_path`). `shared`: the emulator the
+    /// embedded hub and the Service Bus path share (`--hub-servicebus`).
+    fn run<'a>(
+        &'a self,
+        sh: &'a Shared<'a>,
+        shared: Option<&'a EmbeddedEmulator>,
+        dir: &'a Path,
+        shard: Option<&'a ShardSpec>,
+    ) -> BoxFuture<'a, anyhow::Result<Report>>;
+}
 
 /// A target kind, opened (its embedded server or connection up), ready for the levels.
 pub(crate) trait TargetPath {
@@ -30,15 +66,6 @@ pub(crate) trait TargetPath {
     fn jtl_url(&self) -> String {
         self.endpoint()
     }
-    /// What a topic name is prefixed with in `hub.topic`: the websub dialect's topic URL
-    /// prefix, so subscribers name the topic exactly as the publishes do (empty otherwise).
-    fn topic_url_prefix(&self) -> &str {
-        ""
-    }
-    /// The Service Bus connection the path sends on, for broker subscribers (none for WebSub).
-    fn sb_connection(&self) -> Option<hubload_servicebus::ConnectionString> {
-        None
-    }
     /// Register topics / attach links for the topics this shard owns; stops on `cancel`
     /// (`None`: this kind or dialect has no set-up phase, as a thin-ping hub has no
     /// registration).
@@ -47,6 +74,15 @@ pub(crate) trait TargetPath {
     /// configuration does (exit 2), such as a Service Bus topic that does not exist.
     fn refuse_prepared(&self) -> anyhow::Result<()> {
         Ok(())
+    }
+    /// The subscriber fleet that checks delivery (`--subscribers`) for the topics of `mine`,
+    /// not yet subscribed; `None` when the kind has none (by default).
+    async fn fleet(
+        &self,
+        _d: &DeliveryConfig,
+        _mine: &[Topic],
+    ) -> anyhow::Result<Option<DeliveryRun>> {
+        Ok(None)
     }
     /// A fresh target for one level.
     fn target(&self, spec: &LevelSpec) -> Self::Target;
@@ -63,9 +99,9 @@ pub(crate) trait TargetPath {
     fn topic_server(&self) -> Option<Arc<TopicServer>> {
         None
     }
-    /// The client `--topic-churn` deregisters and registers topics with: the registration
-    /// phase's (Ballerina dialect; `None` for kinds without a topic registry).
-    fn topic_registry(&self) -> Option<Arc<crate::targets::websub::WebSubTarget>> {
+    /// What `--topic-churn` deregisters and registers topics through (`None`: the kind, or
+    /// its dialect, keeps no topic registry).
+    fn topic_registry(&self) -> Option<Arc<dyn TopicRegistry>> {
         None
     }
     /// Stop what `open` started (an embedded server).

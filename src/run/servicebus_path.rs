@@ -1,21 +1,31 @@
 //! The Service Bus path of a run: connection string (or the embedded emulator), one shared
 //! sender, the pre-flight `hubload check` would fail on (refused with exit 2 before any
-//! load), topic links attached up front, and the `servicebus` section of the record.
+//! load), topic links attached up front, broker subscribers, and the `servicebus` section of
+//! the record; and the kind's banner line, pre-flight and side-by-side role.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use futures_util::future::BoxFuture;
 use hubload_servicebus::{ConnectionString, SbSender, SenderConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::embedded_emulator::EmbeddedEmulator;
+use super::one_path::run_path;
 use super::own_thread::{self, OwnThread};
-use super::path::TargetPath;
+use super::path::{PathKind, TargetPath};
 use super::record::RunRecord;
-use crate::config::{RunConfig, SbTopics, TargetKind};
+use super::run_inputs::Shared;
+use super::subscribers::DeliveryRun;
+use super::two_paths::Role;
+use crate::check::Steps;
+use crate::config::{DeliveryConfig, RunConfig, SbTopics, TargetKind};
 use crate::engine::LevelSpec;
+use crate::report::document::Report;
 use crate::report::model::{EmulatorTotals, ServiceBusInfo};
+use crate::shard_contract::ShardSpec;
 use crate::targets::servicebus::ServiceBusTarget;
 use crate::targets::{PhaseResult, Target};
 use crate::workload::{Topic, Workload};
@@ -27,12 +37,6 @@ const TOKEN_TTL: Duration = Duration::from_secs(60 * 60);
 /// whatever `--connect-timeout` says (a TLS + AMQP + CBS handshake to Azure takes several RTTs).
 const MIN_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The embedded emulator on 127.0.0.1 with an ephemeral port and its development key, on its
-/// own runtime thread.
-pub(crate) async fn start_emulator() -> anyhow::Result<EmbeddedEmulator> {
-    EmbeddedEmulator::start().await
-}
-
 fn mapping_label(m: &SbTopics) -> String {
     match m {
         SbTopics::PerTopic => "per-topic".into(),
@@ -40,9 +44,74 @@ fn mapping_label(m: &SbTopics) -> String {
     }
 }
 
+/// The Service Bus kind: AMQP 1.0 to a namespace (or the embedded emulator); the broker of a
+/// side-by-side run.
+pub(crate) struct ServiceBus;
+
+impl PathKind for ServiceBus {
+    fn banner_line(&self, cfg: &RunConfig) -> String {
+        let at = if cfg.target.sb_connection_string.is_some() {
+            "the namespace of the connection string"
+        } else {
+            "the embedded emulator on 127.0.0.1"
+        };
+        let topics = match &cfg.target.sb_topics {
+            SbTopics::PerTopic => "one Service Bus topic per topic".to_string(),
+            SbTopics::Single(t) => format!("every event to topic {t}"),
+        };
+        // The transport and the proxy as the connection will use them (no secret shown).
+        let via = match cfg.sb_connection() {
+            Ok(Some(cs)) => {
+                let ws = if cs.websockets() {
+                    " over WebSockets"
+                } else {
+                    ""
+                };
+                match &cs.proxy {
+                    Some(p) => format!("{ws}, through HTTP proxy {}", p.shown()),
+                    None => ws.to_string(),
+                }
+            }
+            _ => String::new(),
+        };
+        format!(
+            "servicebus (AMQP 1.0{via}) at {at}, {} connections, {topics}",
+            cfg.target.sb_connections
+        )
+    }
+
+    fn check<'a>(
+        &'a self,
+        cfg: &'a RunConfig,
+        bound: Duration,
+        steps: &'a mut Steps,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(crate::check::servicebus::check(cfg, bound, steps))
+    }
+
+    fn role(&self) -> Option<Role> {
+        Some(Role::Broker)
+    }
+
+    fn run<'a>(
+        &'a self,
+        sh: &'a Shared<'a>,
+        shared: Option<&'a EmbeddedEmulator>,
+        dir: &'a Path,
+        shard: Option<&'a ShardSpec>,
+    ) -> BoxFuture<'a, anyhow::Result<Report>> {
+        let shared = shared.map(|e| e.connection_string_parsed());
+        Box::pin(async move {
+            let path = ServiceBusPath::open(sh.cfg, &sh.workload, shared).await?;
+            run_path(sh, path, dir, shard).await
+        })
+    }
+}
+
 /// A Service Bus namespace (or the embedded emulator), connected, with one shared sender.
 pub(crate) struct ServiceBusPath<'a> {
     cfg: &'a RunConfig,
+    workload: Arc<Workload>,
     url: url::Url,
     endpoint: String,
     target: ServiceBusTarget,
@@ -73,7 +142,7 @@ impl<'a> ServiceBusPath<'a> {
             // subscribers, which take this connection.
             (None, Some(cs)) => (cfg.sb_connection_for(cs), None),
             (None, None) => {
-                let emu = start_emulator().await?;
+                let emu = EmbeddedEmulator::start().await?;
                 (
                     cfg.sb_connection_for(emu.connection_string_parsed()),
                     Some(emu),
@@ -114,6 +183,7 @@ impl<'a> ServiceBusPath<'a> {
         );
         Ok(ServiceBusPath {
             cfg,
+            workload: workload.clone(),
             url,
             endpoint,
             target,
@@ -181,8 +251,15 @@ impl TargetPath for ServiceBusPath<'_> {
         self.endpoint.clone()
     }
 
-    fn sb_connection(&self) -> Option<ConnectionString> {
-        Some(self.connection.clone())
+    /// Peek-lock receivers on the path's connection.
+    async fn fleet(
+        &self,
+        d: &DeliveryConfig,
+        mine: &[Topic],
+    ) -> anyhow::Result<Option<DeliveryRun>> {
+        let cs = self.connection.clone();
+        let run = DeliveryRun::start_broker(self.cfg, d, &self.workload, mine, cs)?;
+        Ok(Some(run))
     }
 
     async fn prepare(&self, mine: &[Topic], cancel: &CancellationToken) -> Option<PhaseResult> {

@@ -297,31 +297,14 @@ pub(crate) fn own_topics(
     ))
 }
 
-/// The fleet of a path, subscribed and recorded, when the run has subscribers: WebSub
-/// callbacks, or Service Bus receivers (`sb`, the path's connection); `None` otherwise.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn start_for(
-    cfg: &RunConfig,
-    workload: &Arc<Workload>,
+/// A path's fleet (`run`: WebSub callbacks, or Service Bus receivers), subscribed and its
+/// phase recorded; a run none of whose subscriptions `hub_url` verified is refused.
+pub(crate) async fn subscribed(
+    run: DeliveryRun,
     cancel: &CancellationToken,
-    kind: crate::config::TargetKind,
-    mine: &[Topic],
-    (hub_url, topic_prefix): (&url::Url, &str),
-    sb: Option<hubload_servicebus::ConnectionString>,
+    hub_url: &url::Url,
     rec: &mut super::record::RunRecord,
-) -> anyhow::Result<Option<DeliveryRun>> {
-    let Some(d) = &cfg.delivery else {
-        return Ok(None);
-    };
-    let run = match (kind, sb) {
-        (crate::config::TargetKind::Websub, _) => {
-            DeliveryRun::start(cfg, d, workload, mine, (hub_url, topic_prefix)).await?
-        }
-        (crate::config::TargetKind::Servicebus, Some(cs)) => {
-            DeliveryRun::start_broker(cfg, d, workload, mine, cs)?
-        }
-        _ => return Ok(None),
-    };
+) -> anyhow::Result<DeliveryRun> {
     let phase = run.subscribe(cancel).await;
     // Recorded first, so a failed phase's counts and reason are in summary.json.
     rec.set_subscription(&phase)?;
@@ -329,7 +312,7 @@ pub(crate) async fn start_for(
     if !cancel.is_cancelled() {
         DeliveryRun::check(&phase, hub_url)?;
     }
-    Ok(Some(run))
+    Ok(run)
 }
 
 /// With `--surge`, mark the subscribers of the quiet tenants' topics (every tenant's but the

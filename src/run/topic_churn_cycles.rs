@@ -15,7 +15,7 @@ use crate::engine::PublishObserver;
 use crate::result::Outcome;
 use crate::stats::TopicChurnStats;
 use crate::subscriber::TopicSubscribers;
-use crate::targets::websub::WebSubTarget;
+use crate::targets::TopicRegistry;
 use crate::workload::Topic;
 
 /// How long a churned topic stays deregistered before its re-registration is sent, so that
@@ -90,7 +90,7 @@ impl PublishObserver for ChurnObserver {
 
 /// What every cycle of the run shares.
 struct Ctx {
-    registry: Arc<WebSubTarget>,
+    registry: Arc<dyn TopicRegistry>,
     topics: Vec<Topic>,
     windows: Arc<Windows>,
     subscribers: Option<TopicSubscribers>,
@@ -115,7 +115,7 @@ impl TopicChurnRun {
     /// (the registration phase's client); `all_topics` is the workload's topic count. With a
     /// fleet, the churned topics' subscribers subscribe again after each re-registration.
     pub(crate) fn new(
-        registry: Arc<WebSubTarget>,
+        registry: Arc<dyn TopicRegistry>,
         rate: f64,
         mine: &[Topic],
         all_topics: usize,
@@ -204,9 +204,9 @@ async fn cycle(ctx: Arc<Ctx>, k: usize) {
         .as_ref()
         .map_or_else(Vec::new, |s| s.take_out(t));
     let w = ctx.windows.open(t);
-    let out = ctx.registry.topic_request("deregister", &topic.name).await;
+    let out = ctx.registry.topic_request(false, &topic.name).await;
     tokio::time::sleep(DWELL).await;
-    let back = ctx.registry.topic_request("register", &topic.name).await;
+    let back = ctx.registry.topic_request(true, &topic.name).await;
     // Registered again whether this request did it or the hub already had it (409).
     let registered = matches!(back, Outcome::Accepted | Outcome::Http4xx(409));
     if registered {

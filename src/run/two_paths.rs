@@ -1,6 +1,6 @@
 //! The shape of a two-path run (`--target websub,servicebus`): each path's report directory
-//! (`<out>/websub/`, `<out>/servicebus/`) and JTL file (`<stem>.websub.jtl`, …), and the
-//! side-by-side report written at `<out>/` once both paths have run.
+//! (`<out>/websub/`, `<out>/servicebus/`) and JTL file (`<stem>.websub.jtl`, …), each kind's
+//! role, and the side-by-side report written at `<out>/` once both paths have run.
 
 use std::path::{Path, PathBuf};
 
@@ -32,14 +32,25 @@ pub(crate) fn jtl_file(jtl: &Path, kind: TargetKind, paths: usize) -> PathBuf {
     jtl.with_file_name(name)
 }
 
-/// Write (and, unless quiet, print) the side-by-side report of the hub and broker paths.
+/// A kind's part in a side-by-side run: the side-by-side report reads the hub's figures
+/// against those of the broker beneath it (the hub's overhead is their difference).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The layer measured: a hub in front of a broker.
+    Hub,
+    /// The broker alone, the baseline.
+    Broker,
+}
+
+/// Write (and, unless quiet, print) the side-by-side report of the hub and broker paths
+/// (each path's report with its kind's role; nothing when the run has not both).
 pub(crate) fn write(
     out: &Path,
-    reports: &[(TargetKind, Report)],
+    reports: &[(Option<Role>, Report)],
     quiet: bool,
 ) -> anyhow::Result<()> {
-    let find = |k: TargetKind| reports.iter().find(|(kind, _)| *kind == k).map(|(_, r)| r);
-    if let (Some(hub), Some(broker)) = (find(TargetKind::Websub), find(TargetKind::Servicebus)) {
+    let find = |k: Role| reports.iter().find(|(r, _)| *r == Some(k)).map(|(_, r)| r);
+    if let (Some(hub), Some(broker)) = (find(Role::Hub), find(Role::Broker)) {
         let s = side_by_side(hub, broker);
         write_atomic(&out.join("side-by-side.csv"), &render_csv(&s)?)?;
         let text = render_text(&s);

@@ -1,22 +1,104 @@
-//! The WebSub path: a hub URL (or the embedded hub), topics registered up front, one HTTP
-//! target per level, topics deregistered at the end when asked.
+//! The WebSub path: a hub URL (or the embedded hub), topics registered up front, callback
+//! subscribers, one HTTP target per level, topics deregistered at the end when asked; and
+//! the kind's banner line, pre-flight and side-by-side role.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::embedded::{EmbeddedHub, HubBroker};
+use super::embedded_emulator::EmbeddedEmulator;
 use super::levels::pool_size;
-use super::path::TargetPath;
+use super::one_path::run_path;
+use super::path::{PathKind, TargetPath};
 use super::record::RunRecord;
-use crate::config::{Dialect, HttpVersion, RunConfig, TargetKind};
+use super::run_inputs::Shared;
+use super::subscribers::DeliveryRun;
+use super::two_paths::Role;
+use crate::check::Steps;
+use crate::config::{DeliveryConfig, Dialect, HttpVersion, RunConfig, TargetKind};
 use crate::engine::LevelSpec;
+use crate::report::document::Report;
+use crate::shard_contract::ShardSpec;
 use crate::targets::h2::{negotiate, Alpn};
 use crate::targets::websub::{HubEndpoint, HubWire, WebSubClient, WebSubTarget};
-use crate::targets::{PhaseResult, Target};
+use crate::targets::{PhaseResult, Target, TopicRegistry};
 use crate::topic_server::TopicServer;
 use crate::workload::{Topic, Workload};
+
+/// The WebSub kind: a hub over HTTP/1.1 or HTTP/2; the hub of a side-by-side run.
+pub(crate) struct WebSub;
+
+impl PathKind for WebSub {
+    fn banner_line(&self, cfg: &RunConfig) -> String {
+        let hub = match &cfg.target.hub_url {
+            Some(u) => {
+                let mut u = u.clone();
+                if u.password().is_some() {
+                    let _ = u.set_password(Some("redacted"));
+                }
+                u.to_string()
+            }
+            None => "the embedded hub on 127.0.0.1".into(),
+        };
+        // Header names only: every value may be a credential.
+        let names: Vec<&str> = cfg
+            .target
+            .hub_headers
+            .0
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect();
+        let headers = match names.is_empty() {
+            true => String::new(),
+            false => format!(", headers {} (values hidden)", names.join(", ")),
+        };
+        let dialect = match (&cfg.websub.dialect, &cfg.websub.topic_url_prefix) {
+            (Dialect::Websub, Some(p)) => format!("WebSub thin-ping dialect, topics at {p}<topic>"),
+            (Dialect::Websub, None) => "WebSub thin-ping dialect".into(),
+            (Dialect::Ballerina, _) => "Ballerina/WSO2 hub dialect".into(),
+        };
+        let register = match cfg.websub.register {
+            true => "",
+            false => ", no registration",
+        };
+        format!("websub ({dialect}{register}) at {hub}{headers}")
+    }
+
+    fn check<'a>(
+        &'a self,
+        cfg: &'a RunConfig,
+        bound: Duration,
+        steps: &'a mut Steps,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(crate::check::websub::check(cfg, bound, steps))
+    }
+
+    fn role(&self) -> Option<Role> {
+        Some(Role::Hub)
+    }
+
+    fn run<'a>(
+        &'a self,
+        sh: &'a Shared<'a>,
+        shared: Option<&'a EmbeddedEmulator>,
+        dir: &'a Path,
+        shard: Option<&'a ShardSpec>,
+    ) -> BoxFuture<'a, anyhow::Result<Report>> {
+        // `--hub-servicebus`: the embedded hub in broker mode on the shared emulator.
+        let broker = shared.map(|e| HubBroker {
+            cs: e.connection_string_parsed(),
+            admin: e.admin_url(),
+        });
+        Box::pin(async move {
+            let path = WebSubPath::open(sh.cfg, &sh.workload, broker).await?;
+            run_path(sh, path, dir, shard).await
+        })
+    }
+}
 
 /// A hub, resolved, with the registration client ready.
 pub(crate) struct WebSubPath<'a> {
@@ -176,6 +258,14 @@ impl<'a> WebSubPath<'a> {
     }
 }
 
+impl WebSubPath<'_> {
+    /// What a topic name is prefixed with in `hub.topic`: the websub dialect's topic URL
+    /// prefix, so subscribers name the topic exactly as the publishes do (empty otherwise).
+    fn topic_url_prefix(&self) -> &str {
+        self.topics.as_ref().map_or("", |t| t.prefix())
+    }
+}
+
 impl TargetPath for WebSubPath<'_> {
     type Target = WebSubTarget;
     const KIND: TargetKind = TargetKind::Websub;
@@ -187,10 +277,6 @@ impl TargetPath for WebSubPath<'_> {
 
     fn endpoint(&self) -> String {
         self.url.to_string()
-    }
-
-    fn topic_url_prefix(&self) -> &str {
-        self.topics.as_ref().map_or("", |t| t.prefix())
     }
 
     fn jtl_url(&self) -> String {
@@ -211,6 +297,18 @@ impl TargetPath for WebSubPath<'_> {
 
     fn topic_server(&self) -> Option<Arc<TopicServer>> {
         self.topics.clone()
+    }
+
+    /// Callback subscribers, each subscribed to `<topic_url_prefix><name>`, the `hub.topic`
+    /// the publishes name.
+    async fn fleet(
+        &self,
+        d: &DeliveryConfig,
+        mine: &[Topic],
+    ) -> anyhow::Result<Option<DeliveryRun>> {
+        let prefix = self.topic_url_prefix();
+        let run = DeliveryRun::start(self.cfg, d, self.workload, mine, (&self.url, prefix)).await?;
+        Ok(Some(run))
     }
 
     fn add_section(&self, rec: &mut RunRecord) -> anyhow::Result<()> {
@@ -235,9 +333,11 @@ impl TargetPath for WebSubPath<'_> {
         }
     }
 
-    fn topic_registry(&self) -> Option<Arc<WebSubTarget>> {
+    /// The registration phase's client (Ballerina dialect, registration on).
+    fn topic_registry(&self) -> Option<Arc<dyn TopicRegistry>> {
+        let registry: Arc<dyn TopicRegistry> = self.phase.clone();
         (self.cfg.websub.register && self.cfg.websub.dialect == Dialect::Ballerina)
-            .then(|| self.phase.clone())
+            .then_some(registry)
     }
 
     async fn close(self) {}

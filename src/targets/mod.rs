@@ -16,9 +16,10 @@ pub mod websub;
 
 use std::future::Future;
 
+use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::result::{Attempt, Class};
+use crate::result::{Attempt, Class, Outcome};
 use crate::stats::{Counts, Reasons};
 use crate::workload::{Event, Topic};
 
@@ -50,6 +51,14 @@ impl PhaseResult {
     pub fn failed(&self) -> u64 {
         self.topics - self.ok()
     }
+}
+
+/// A kind whose server keeps a topic registry: one topic deregistered or registered again at a
+/// time (`--topic-churn`). Boxed, since churn asks through the path: a few requests a second,
+/// never the publish path.
+pub trait TopicRegistry: Send + Sync {
+    /// Deregister (`register` false) or register `topic` once; the outcome as classified.
+    fn topic_request<'a>(&'a self, register: bool, topic: &'a str) -> BoxFuture<'a, Outcome>;
 }
 
 /// A protocol hubload can load. Implementations are cheap to share (`&self` everywhere) and

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use futures_util::future::Either;
+use futures_util::future::{BoxFuture, Either};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -20,7 +20,7 @@ use super::lanes::run_lanes;
 use super::reason::{explain, hub_reason};
 use super::request::{Dialect, ExtraHeaders, HubTarget, RequestShape};
 use super::transport::Transport;
-use super::{PhaseResult, Target};
+use super::{PhaseResult, Target, TopicRegistry};
 use crate::result::{Attempt, Class, OtherReason, Outcome};
 use crate::topic_server::TopicServer;
 use crate::workload::{Event, Topic, Workload};
@@ -170,13 +170,6 @@ impl WebSubTarget {
     /// The connections publishes go through.
     pub fn transport(&self) -> &Transport {
         &self.pool
-    }
-
-    /// One register or deregister request for `topic` (`mode`), exactly as the set-up phase
-    /// sends it: the outcome (a 409 to a register is `Http4xx(409)`). `--topic-churn` uses it.
-    pub async fn topic_request(&self, mode: &str, topic: &str) -> Outcome {
-        let req = self.shape.phase_request(mode, topic);
-        self.exchange(&req).await.0.outcome
     }
 
     /// One exchange; the response too when there was one.
@@ -471,6 +464,18 @@ impl WebSubTarget {
 thread_local! {
     /// Where publishes render event bodies (see [`WebSubTarget::with_body`]).
     static BODY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A register or deregister request exactly as the set-up phase sends it (a 409 to a register
+/// is `Http4xx(409)`).
+impl TopicRegistry for WebSubTarget {
+    fn topic_request<'a>(&'a self, register: bool, topic: &'a str) -> BoxFuture<'a, Outcome> {
+        let mode = if register { "register" } else { "deregister" };
+        Box::pin(async move {
+            let req = self.shape.phase_request(mode, topic);
+            self.exchange(&req).await.0.outcome
+        })
+    }
 }
 
 impl Target for WebSubTarget {
