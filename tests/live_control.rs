@@ -197,7 +197,7 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
         report.control[1].at_unix_ms,
         report.control[2].at_unix_ms,
     );
-    let starts = starts(&jtl);
+    let starts = starts(jtl);
     // The JTL's ms are truncated: an attempt started just before the pause shows its ms.
     let inside: Vec<_> = starts
         .iter()
@@ -284,7 +284,7 @@ async fn a_rate_change_gives_the_new_rate_from_then_on() {
         ]
     );
     let (change, end) = (report.control[0].at_unix_ms, report.control[1].at_unix_ms);
-    let first_level: Vec<u64> = starts(&jtl).into_iter().filter(|&t| t <= end).collect();
+    let first_level: Vec<u64> = starts(jtl).into_iter().filter(|&t| t <= end).collect();
     let first = first_level[0];
     // Whole windows a second away from the edges: [first + 1 s, change) and [change + 1 s, end).
     let rate_in = |from: u64, to: u64| {
@@ -476,7 +476,7 @@ async fn a_lower_concurrency_leaves_only_that_many_workers_sending() {
     assert_eq!(report.control[0].value, Some(2.0));
     let change = report.control[0].at_unix_ms;
     let workers = |keep: &dyn Fn(u64) -> bool| {
-        let mut w: Vec<String> = jtl_rows(&jtl)
+        let mut w: Vec<String> = jtl_rows(jtl)
             .iter()
             .filter(|r| keep(r[0].parse().unwrap()))
             .map(|r| r[5].rsplit(' ').next().unwrap().to_string())
