@@ -79,7 +79,7 @@ for round in $(seq "$ROUNDS"); do
     measure "hubload h1.1 c100" run_hubload 1.1 "$H1" 100 0
 done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-# hubload against h2load in the same round, and the check (issue 26): at 10x10, req/s at
+# hubload against h2load in the same round, and the check: at 10x10, req/s at
 # least 0.95x h2load's and CPU per request no higher than h2load's. The row's last seven
 # fields are the numbers; the label is what comes before them.
 echo "# hubload / h2load in the same round (goal at 10x10: req/s >= 0.95x and CPU per request <= 1.00x)"

@@ -28,7 +28,7 @@
 #   HUBLOAD_BIN, HUB_BIN  binaries to run instead of building
 #   SOAK_OUT=DIR      keep samples.csv, the run's reports and the JTL in DIR
 # "Task count": /proc gives threads, not tokio tasks; the tasks are on the /metrics endpoint
-# when the build serves one (--metrics-listen, from issue 25), and the script passes that flag
+# when the build serves one (--metrics-listen), and the script passes that flag
 # only when `hubload --help` lists it. The verdict is bench/soak-judge.py's, which can be run
 # again on a kept samples.csv.
 set -euo pipefail
@@ -83,7 +83,7 @@ if "$HUBLOAD_BIN" --help | grep -q -- '--metrics-listen'; then
   EXTRA+=(--metrics-listen 127.0.0.1:0)
   echo "# --metrics-listen on"
 else
-  echo "# --metrics-listen: not in this build (issue 25), left off"
+  echo "# --metrics-listen: not in this build, left off"
 fi
 "$HUBLOAD_BIN" --quiet --hub-url "$HUB/hub" --tenants "$TENANTS" --rate "$RATE" \
   --duration "${DURATION}s" --subscribers "$SUBS" --jtl "$OUT/run.jtl" --out "$OUT/report" \

@@ -384,7 +384,7 @@ pub struct RunArgs {
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
 
-    // ---- observe (issue 25)
+    // ---- observe
     /// A Prometheus text-format page to scrape at every level's start and end and in between,
     /// e.g. the hub's /metrics or a node exporter (repeatable). Credentials in it are never shown.
     #[arg(long, value_name = "URL", help_heading = "Observe")]

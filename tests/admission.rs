@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use hubload_hub::{HubConfig, StatsSnapshot, TenantLimit};
 
-use crate::util::{count, Scenario};
+use crate::util::{count, line, Scenario};
 
 /// The attempts' timeout of the deadline test, and how far past it an event may end.
 const TIMEOUT_MS: u64 = 500;
@@ -105,16 +105,9 @@ async fn the_limited_tenant_alone_pays_in_the_fairness_figures() {
     const BURST: u32 = 150;
     let sc = limited("1/s", BURST).await;
     let out = sc
-        .run(&[
-            "--tenants",
-            "4",
-            "--distribution",
-            "zipf",
-            "--concurrency",
-            "4",
-            "--requests",
-            "400",
-        ])
+        .run(&line(
+            "--tenants 4 --distribution zipf --concurrency 4 --requests 400",
+        ))
         .await;
     let s = sc.hub.stats().await;
     let by_hub = tenants(&s);

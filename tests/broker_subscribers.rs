@@ -6,29 +6,17 @@
 use hubload_servicebus::emulator::store::EntityProps;
 use hubload_servicebus::emulator::EmulatorConfig;
 
-use crate::util::{count, Scenario};
+use crate::util::{count, line, Scenario, SMALL_RUN};
 
-const RUN: [&str; 14] = [
-    "--tenants",
-    "2",
-    "--sps",
-    "2",
-    "--users",
-    "3",
-    "--concurrency",
-    "2,4",
-    "--requests",
-    "60",
-    "--target",
-    "servicebus",
-    "--subscribers",
-    "2",
-];
+/// The small run with 2 broker subscribers per topic.
+fn run_flags() -> Vec<&'static str> {
+    [line(SMALL_RUN), line("--target servicebus --subscribers 2")].concat()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_accepted_send_is_received_once_by_each_subscription_and_completed() {
     let sc = Scenario::servicebus(EmulatorConfig::default()).await;
-    let o = sc.run(&RUN).await;
+    let o = sc.run(&run_flags()).await;
     let r = &o.report;
     let topics = r.topics.len() as u64;
     let p = r.subscription.as_ref().expect("a subscription section");
@@ -93,7 +81,7 @@ async fn every_accepted_send_is_received_once_by_each_subscription_and_completed
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_service_bus_topic_is_refused_with_subscribers() {
     let sc = Scenario::servicebus(EmulatorConfig::default()).await;
-    let mut flags = RUN.to_vec();
+    let mut flags = run_flags();
     flags.extend(["--sb-topics", "single:all"]);
     let err = sc.try_run(&flags).await.unwrap_err();
     assert!(
@@ -108,7 +96,7 @@ async fn a_single_service_bus_topic_is_refused_with_subscribers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_answer_abandons_and_the_broker_delivers_again() {
     let sc = Scenario::servicebus(EmulatorConfig::default()).await;
-    let mut flags = RUN.to_vec();
+    let mut flags = run_flags();
     flags.extend(["--subscriber-fail-every", "5"]);
     let o = sc.run(&flags).await;
     let (mut errors, mut redeliveries, mut accepted_all) = (0, 0, 0);
@@ -161,7 +149,7 @@ async fn messages_over_max_delivery_count_are_dead_lettered_not_lost() {
         ..EmulatorConfig::default()
     };
     let sc = Scenario::servicebus(cfg).await;
-    let mut flags = RUN.to_vec();
+    let mut flags = run_flags();
     flags.extend(["--subscriber-fail-fraction", "0.5"]);
     let o = sc.run(&flags).await;
     let (mut dead_all, mut errors, mut redeliveries, mut delivered_all) = (0, 0, 0, 0);

@@ -12,7 +12,7 @@ use hubload_servicebus::emulator::tier::Tier;
 use hubload_servicebus::emulator::{config_file, EmulatorConfig, DEV_KEY, DEV_KEY_NAME};
 use hubload_servicebus::sas::sas_token;
 
-use crate::check::{check_env, heads, sb};
+use crate::check::{check_env, heads, sb, steps};
 use crate::util::{bin, Scenario};
 
 /// `hubload check` with `cs` and `flags`; its lines, with nothing secret in its output.
@@ -145,7 +145,7 @@ async fn a_policy_without_listen_is_named_when_subscribers_need_it() {
     let (out, lines) = check(&sc, &cs, &[]).await;
     assert_eq!(
         heads(&lines),
-        ["ok dns", "ok tcp", "ok cbs", "ok topics", "ok size"],
+        steps("ok dns, ok tcp, ok cbs, ok topics, ok size"),
         "{lines:?}"
     );
     assert_eq!(out.status.code(), Some(0));
@@ -154,15 +154,7 @@ async fn a_policy_without_listen_is_named_when_subscribers_need_it() {
     let (out, lines) = check(&sc, &cs, &subs).await;
     assert_eq!(
         heads(&lines),
-        [
-            "ok dns",
-            "ok tcp",
-            "ok cbs",
-            "ok topics",
-            "ok size",
-            "FAIL listen",
-            "FAIL listen"
-        ],
+        steps("ok dns, ok tcp, ok cbs, ok topics, ok size, FAIL listen, FAIL listen"),
         "{lines:?}"
     );
     assert!(
@@ -192,7 +184,7 @@ async fn a_policy_without_send_is_named_per_topic() {
     let (out, lines) = check(&sc, &cs, &["--sb-topics", "single:orders"]).await;
     assert_eq!(
         heads(&lines),
-        ["ok dns", "ok tcp", "ok cbs", "FAIL topic"],
+        steps("ok dns, ok tcp, ok cbs, FAIL topic"),
         "{lines:?}"
     );
     assert!(
@@ -214,14 +206,7 @@ async fn the_connection_strings_own_token_is_named_with_its_expiry() {
     let (out, lines) = check(&sc, &cs, &[]).await;
     assert_eq!(
         heads(&lines),
-        [
-            "ok token",
-            "ok dns",
-            "ok tcp",
-            "ok cbs",
-            "ok topics",
-            "ok size"
-        ],
+        steps("ok token, ok dns, ok tcp, ok cbs, ok topics, ok size"),
         "{lines:?}"
     );
     assert!(
@@ -239,7 +224,7 @@ async fn the_connection_strings_own_token_is_named_with_its_expiry() {
     let (out, lines) = check(&sc, &cs, &[]).await;
     assert_eq!(
         heads(&lines),
-        ["FAIL token", "skip cbs", "skip topics"],
+        steps("FAIL token, skip cbs, skip topics"),
         "{lines:?}"
     );
     assert!(
@@ -282,14 +267,7 @@ async fn a_missing_subscription_in_strict_mode_is_named() {
     let (out, lines) = check(&sc, &cs, &["--topics", "1", "--subscribers", "2"]).await;
     assert_eq!(
         heads(&lines),
-        [
-            "ok dns",
-            "ok tcp",
-            "ok cbs",
-            "ok topics",
-            "ok size",
-            "FAIL listen"
-        ],
+        steps("ok dns, ok tcp, ok cbs, ok topics, ok size, FAIL listen"),
         "{lines:?}"
     );
     assert!(
@@ -313,7 +291,7 @@ async fn bodies_over_the_tiers_message_size_are_named() {
     let (out, lines) = check(&sc, &cs, &["--payload-bytes", "300000"]).await;
     assert_eq!(
         heads(&lines),
-        ["ok dns", "ok tcp", "ok cbs", "ok topics", "FAIL size"],
+        steps("ok dns, ok tcp, ok cbs, ok topics, FAIL size"),
         "{lines:?}"
     );
     assert!(

@@ -5,34 +5,18 @@
 use hubload_hub::HubConfig;
 
 use crate::delivery::sum;
-use crate::util::{settled, Scenario};
+use crate::util::{Scenario, SMALL_WORKLOAD};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn churning_subscribers_lose_nothing_owed_and_the_hub_agrees() {
     let sc = Scenario::start_with(HubConfig::default()).await;
-    let o = sc
-        .run(&[
-            "--tenants",
-            "2",
-            "--sps",
-            "2",
-            "--users",
-            "3",
-            "--subscribers",
-            "3",
-            "--subscriber-churn",
-            "20",
-            "--rate",
-            "150,300",
-            "--duration",
-            "2s",
-            "--threshold",
-            "time_to_first_delivery_p99<60s",
-            "--threshold",
-            "lost=0",
-        ])
+    let (o, hub) = sc
+        .run_settled(&format!(
+            "{SMALL_WORKLOAD} --subscribers 3 --subscriber-churn 20 --rate 150,300 \
+             --duration 2s --threshold time_to_first_delivery_p99<60s --threshold \
+             lost=0"
+        ))
         .await;
-    let hub = settled(&sc.hub).await;
     let r = &o.report;
     assert_eq!(r.levels.len(), 2);
     let mut resubscribed = 0;

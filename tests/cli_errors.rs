@@ -2,7 +2,7 @@
 
 use std::process::Output;
 
-use crate::util::{assert_exit, bin, bin_env, SERIAL};
+use crate::util::{assert_exit, bin, bin_env, line, SERIAL};
 
 /// Exit 2, one stderr line containing `needle`, no panic, nothing on stdout.
 fn assert_one_line_exit_2(out: &Output, args: &[&str], needle: &str) {
@@ -109,7 +109,7 @@ fn bad_combinations_are_one_line_and_exit_2() {
     }
 }
 
-/// Values that parse but that no one can mean (issue 31): refused like any bad value, before
+/// Values that parse but that no one can mean: refused like any bad value, before
 /// any load, the line naming the flag and saying why.
 #[test]
 fn inputs_that_cannot_be_meant_are_one_line_and_exit_2() {
@@ -170,16 +170,7 @@ fn inputs_that_cannot_be_meant_are_one_line_and_exit_2() {
 fn a_rate_sparser_than_its_level_is_a_warning() {
     let _turn = SERIAL.blocking_lock();
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "--rate",
-        "0.0000001",
-        "--duration",
-        "1s",
-        "--tenants",
-        "1",
-        "--out",
-        "r",
-    ];
+    let args = line("--rate 0.0000001 --duration 1s --tenants 1 --out r");
     let out = bin(&args, dir.path());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_exit(&out, 0);

@@ -8,8 +8,7 @@ use hubload::report::document::Report;
 use hubload::report::model::LevelReport;
 use hubload_hub::HubConfig;
 
-use crate::delivery::RUN;
-use crate::util::{assert_exit, bin, read_summary, Scenario};
+use crate::util::{assert_exit, bin, line, read_summary, Scenario, SMALL_RUN};
 
 /// The delivery tests' workload, with a short grace and a slow subscriber.
 const EXTRA: [&str; 4] = ["--delivery-grace", "1s", "--subscriber-latency", "20ms"];
@@ -17,7 +16,7 @@ const EXTRA: [&str; 4] = ["--delivery-grace", "1s", "--subscriber-latency", "20m
 /// A run with one subscriber per topic against `cfg`'s hub: its report directory.
 async fn run(cfg: HubConfig, subscribers: bool) -> Scenario {
     let sc = Scenario::start_with(cfg).await;
-    let mut flags = [&RUN[..], &EXTRA].concat();
+    let mut flags = [line(SMALL_RUN), EXTRA.to_vec()].concat();
     if subscribers {
         flags.extend(["--subscribers", "1"]);
     }

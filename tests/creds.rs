@@ -7,7 +7,7 @@ use std::process::Output;
 
 use base64::Engine as _;
 
-use crate::capture::{Capture, Reply, ACCEPTED, WEBSUB_HUB_400};
+use crate::support::capture::{Capture, Reply, ACCEPTED, WEBSUB_HUB_400};
 use crate::util::bin;
 
 const TOPIC: &str = "hubload.shared.schema.WSO2.v1.event";

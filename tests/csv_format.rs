@@ -3,7 +3,7 @@
 
 use hubload_hub::FaultConfig;
 
-use crate::util::Scenario;
+use crate::util::{line, Scenario};
 
 const HEADER: &str = "Concurrency,# Samples,Average,Median,90% Line,95% Line,99% Line,Min,Max,Error %,Throughput,Received KB/sec,Sent KB/sec,Accepted,Denied,4xx,502,503,504,Other 5xx,Timeouts,Connection errors,TLS errors,Client errors,Cancelled,Other";
 
@@ -17,14 +17,7 @@ async fn header_formats_and_total_row() {
     .await;
     let (hub, out) = (&sc.hub, &sc.dir);
     let o = sc
-        .run(&[
-            "--tenants",
-            "4",
-            "--concurrency",
-            "1,5,10",
-            "--requests",
-            "150",
-        ])
+        .run(&line("--tenants 4 --concurrency 1,5,10 --requests 150"))
         .await;
     let text = std::fs::read_to_string(out.path().join("aggregate.csv")).unwrap();
     let mut lines = text.lines();

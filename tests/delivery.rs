@@ -6,24 +6,10 @@
 use hubload::report::document::Report;
 use hubload_hub::HubConfig;
 
-use crate::util::{count, settled, Scenario};
-
-/// The small delivery workload (120 publishes over two levels); other delivery tests extend it.
-pub(crate) const RUN: [&str; 10] = [
-    "--tenants",
-    "2",
-    "--sps",
-    "2",
-    "--users",
-    "3",
-    "--concurrency",
-    "2,4",
-    "--requests",
-    "60",
-];
+use crate::util::{assert_no_delivery_fault, count, line, settled, Scenario, SMALL_RUN};
 
 fn flags<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut v: Vec<&str> = RUN.to_vec();
+    let mut v = line(SMALL_RUN);
     v.extend_from_slice(extra);
     v
 }
@@ -68,20 +54,7 @@ async fn exactly_once(per_topic: usize) {
             l.label
         );
         assert_eq!(c.expected, c.delivered);
-        assert_eq!(
-            (
-                c.lost,
-                c.duplicates,
-                c.redeliveries,
-                c.bad_signature,
-                c.body_mismatch,
-                c.unexpected,
-                c.late
-            ),
-            (0, 0, 0, 0, 0, 0, 0),
-            "level {}: {c:?}",
-            l.label
-        );
+        assert_no_delivery_fault(c, &format!("level {}", l.label));
         assert_eq!(c.out_of_order, 0, "one delivery in flight keeps the order");
         assert_eq!(c.received, c.delivered);
         assert!(d.e2e_us.max > 0, "every delivery has an e2e sample");
@@ -151,7 +124,7 @@ async fn three_subscribers_per_topic_receive_every_accepted_publish_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_without_subscribers_has_no_delivery_section() {
     let sc = Scenario::start_with(HubConfig::default()).await;
-    let o = sc.run(&RUN).await;
+    let o = sc.run(&line(SMALL_RUN)).await;
     assert!(o.report.subscription.is_none());
     assert!(o.report.levels.iter().all(|l| l.delivery.is_none()));
     assert!(!sc.dir.path().join("delivery.csv").exists());
@@ -165,12 +138,7 @@ async fn failing_subscribers_see_the_hubs_retries_as_redeliveries() {
     })
     .await;
     let o = sc
-        .run(&flags(&[
-            "--subscribers",
-            "1",
-            "--subscriber-fail-every",
-            "3",
-        ]))
+        .run(&flags(&line("--subscribers 1 --subscriber-fail-every 3")))
         .await;
     let hub = settled(&sc.hub).await;
     let r = &o.report;
@@ -193,16 +161,9 @@ async fn queue_overflow_drops_are_lost_exactly_and_fail_lost_zero() {
     })
     .await;
     let o = sc
-        .run(&flags(&[
-            "--subscribers",
-            "1",
-            "--subscriber-latency",
-            "20ms",
-            "--delivery-grace",
-            "2s",
-            "--threshold",
-            "lost=0",
-        ]))
+        .run(&flags(&line(
+            "--subscribers 1 --subscriber-latency 20ms --delivery-grace 2s --threshold lost=0",
+        )))
         .await;
     let hub = settled(&sc.hub).await;
     let r = &o.report;

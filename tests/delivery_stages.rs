@@ -8,8 +8,8 @@ use hubload::report::model::LevelReport;
 use hubload_hub::{Broker, FaultConfig, HubConfig};
 use hubload_servicebus::emulator::EmulatorConfig;
 
-use crate::delivery::{sum, RUN};
-use crate::util::{count, settled, Scenario};
+use crate::delivery::sum;
+use crate::util::{count, line, settled, Scenario, SMALL_RUN};
 
 /// Every stage of `l`'s deliveries: one sample per delivery, none above the end-to-end
 /// latency at any quantile the report gives (a stage is part of each delivery's end-to-end,
@@ -50,7 +50,7 @@ async fn the_in_memory_hubs_deliveries_carry_the_publishs_stages() {
         ..HubConfig::default()
     })
     .await;
-    let mut flags = RUN.to_vec();
+    let mut flags = line(SMALL_RUN);
     flags.extend(["--subscribers", "2"]);
     let o = sc.run(&flags).await;
     let hub = settled(&sc.hub).await;
@@ -100,7 +100,7 @@ async fn the_broker_backed_hubs_deliveries_carry_the_sends_own_timing() {
         .await
         .unwrap();
     assert!(sc.hub.state.set_broker(broker));
-    let mut flags = RUN.to_vec();
+    let mut flags = line(SMALL_RUN);
     flags.extend(["--target", "websub", "--subscribers", "1"]);
     let o = sc.run(&flags).await;
     let r = &o.report;

@@ -72,7 +72,7 @@ async fn thin_pings_reconcile_with_the_hub() {
 
 #[test]
 fn thin_pings_on_the_wire_and_a_202_html_answer_is_accepted() {
-    use crate::capture::{summary, Capture, Reply};
+    use crate::support::capture::{summary, Capture, Reply};
     // flask-websub's answer to a publish.
     let cap = Capture::start(Reply {
         status: "202 ACCEPTED",

@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hubload_hub::FaultConfig;
@@ -37,28 +36,7 @@ fn start(nginx: &Path, dir: &Path, upstream: &str) -> Nginx {
            server {{\n    listen 127.0.0.1:{port};\n    location / {{ limit_req zone=tenants burst=5 nodelay; \
              proxy_pass http://hub; proxy_http_version 1.1; proxy_set_header Connection \"\"; }}\n  }}\n}}\n"
     );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let child = Command::new(nginx)
-        .args(["-p", &d.to_string(), "-c", &format!("{d}/nginx.conf")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let n = Nginx {
-        child,
-        port,
-        dir: dir.to_path_buf(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "nginx did not listen: {}",
-            std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    n
+    Nginx::spawn(nginx, dir, &conf, &[port])
 }
 
 /// nginx's publishes per (tenant, status), once it has logged `want` of them (polled for at

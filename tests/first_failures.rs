@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use hubload_hub::FaultConfig;
 
-use crate::capture::{summary, Capture, WEBSUB_HUB_400};
+use crate::support::capture::{summary, Capture, WEBSUB_HUB_400};
 use crate::util::{bin, count, hub_with, run};
 
 const TOPIC: &str = "hubload.shared.schema.WSO2.v1.event";

@@ -359,7 +359,7 @@ async fn a_header_block_cut_anywhere_into_headers_and_continuation_decodes_the_s
 /// for the others.
 #[tokio::test]
 async fn a_body_given_after_the_connection_failed_is_refused_with_the_connections_error() {
-    use crate::h2_raw::{Fault, RawH2};
+    use crate::support::h2_raw::{Fault, RawH2};
     let server = RawH2::start(Fault::OversizedFrame).await;
     let addr: std::net::SocketAddr = server.url["http://".len()..]
         .trim_end_matches("/hub")

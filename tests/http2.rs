@@ -1,21 +1,19 @@
 //! HTTP/2 against a server we did not write: nginx with `http2` in front of the reference
-//! hub, over h2c (prior knowledge, a plain listener) and over TLS from a throw-away CA (ALPN
-//! `h2`). Every request nginx logs (`$server_protocol $status`) is `HTTP/2.0`, and the
-//! counts equal hubload's and the hub's exactly: registration, publishes, deregistration.
-//! nginx's own `http2_max_concurrent_streams` drives refused streams and its
-//! `keepalive_requests` drives GOAWAY; neither is logged, both are retried (RFC 9113 §8.7).
+//! hub, over h2c (prior knowledge) and over TLS from a throw-away CA (ALPN `h2`). Every request
+//! nginx logs is `HTTP/2.0`, and the counts equal hubload's and the hub's exactly. nginx's
+//! `http2_max_concurrent_streams` drives refused streams and its `keepalive_requests` GOAWAY;
+//! neither is logged, both are retried (RFC 9113 §8.7).
 //!
 //! Needs `nginx` (with http_v2, as Debian's nginx-light) and `openssl` on PATH (`.ci/run`
 //! installs them); without them the tests fail when `CI` is set, and otherwise skip loudly.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hubload_hub::FaultConfig;
 
 use crate::https::{make_certs, Nginx};
-use crate::util::{assert_exit, bin, count, free_port, hub_with, run, tool, TestHub};
+use crate::util::{assert_exit, bin, count, free_port, hub_with, line, run, tool, TestHub};
 
 /// One nginx `server` block: what follows `listen 127.0.0.1:PORT` and its other settings.
 pub(crate) struct Server {
@@ -48,29 +46,7 @@ fn start(nginx: &Path, dir: &Path, upstream: &str, servers: &[Server]) -> (Nginx
            uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
            upstream hub {{ server {upstream}; keepalive 64; }}\n{blocks}}}\n"
     );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let child = Command::new(nginx)
-        .args(["-p", &d.to_string(), "-c", &format!("{d}/nginx.conf")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let n = Nginx {
-        child,
-        port: ports[0],
-        dir: dir.to_path_buf(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    for port in &ports {
-        while std::net::TcpStream::connect(("127.0.0.1", *port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "nginx did not listen: {}",
-                std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
+    let n = Nginx::spawn(nginx, dir, &conf, &ports);
     (n, ports)
 }
 
@@ -102,6 +78,18 @@ pub(crate) async fn setup(
     Some((hub, n, ports, dir))
 }
 
+/// The hub behind one nginx h2c listener (prior knowledge) with `settings`, and the hub's URL
+/// through it; `None` when a tool is missing.
+async fn h2c(settings: &'static str) -> Option<(TestHub, Nginx, tempfile::TempDir, String)> {
+    let servers = [Server {
+        listen: "http2",
+        settings,
+    }];
+    let (hub, nginx, _, dir) = setup(&servers).await?;
+    let url = format!("http://127.0.0.1:{}/hub", nginx.port);
+    Some((hub, nginx, dir, url))
+}
+
 /// hubload over HTTP/2 at `url`, reports in `out`, 20 topics (5 tenants × 4 channels), and
 /// `flags`.
 async fn run_h2(url: &str, out: &Path, flags: &[&str]) -> hubload::RunOutcome {
@@ -113,32 +101,15 @@ async fn run_h2(url: &str, out: &Path, flags: &[&str]) -> hubload::RunOutcome {
 }
 
 /// 5 tenants × 4 channels = 20 topics; two levels of 300 publishes.
-const LOAD: &[&str] = &[
-    "--tenants",
-    "5",
-    "--sps",
-    "2",
-    "--users",
-    "3",
-    "--concurrency",
-    "4,16",
-    "--requests",
-    "300",
-    "--http-version",
-    "2",
-    "--pool-per-host",
-    "2",
-    "--h2-streams",
-    "8",
-    "--deregister",
-];
+const LOAD: &str = "--tenants 5 --sps 2 --users 3 --concurrency 4,16 --requests 300 \
+                    --http-version 2 --pool-per-host 2 --h2-streams 8 --deregister";
 
 /// Registration, 600 publishes and deregistration over HTTP/2 at `url`: hubload, the hub and
 /// nginx's log agree exactly, and nginx logged every request as HTTP/2.0.
 async fn reconciles(url: &str, extra: &[&str], hub: &TestHub, dir: &Path) {
     let out = dir.join("out");
     let mut args = vec!["--hub-url", url, "--out", out.to_str().unwrap()];
-    args.extend_from_slice(LOAD);
+    args.extend(line(LOAD));
     args.extend_from_slice(extra);
     let o = run(&args).await;
     let r = &o.report;
@@ -159,14 +130,9 @@ async fn reconciles(url: &str, extra: &[&str], hub: &TestHub, dir: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2c_with_prior_knowledge_reconciles_with_nginx_and_the_hub() {
-    let servers = [Server {
-        listen: "http2",
-        settings: "keepalive_requests 100000;",
-    }];
-    let Some((hub, nginx, _, dir)) = setup(&servers).await else {
+    let Some((hub, _nginx, dir, url)) = h2c("keepalive_requests 100000;").await else {
         return;
     };
-    let url = format!("http://127.0.0.1:{}/hub", nginx.port);
     reconciles(&url, &[], &hub, dir.path()).await;
 }
 
@@ -280,20 +246,10 @@ async fn nginx_max_concurrent_streams_refuses_streams_that_are_retried_and_never
     let out = dir.path().join("out");
     // 64 streams at once on one connection, before nginx's SETTINGS (2) arrive: nginx
     // refuses those past its limit. One registration at a time stays under it.
-    let args = [
-        "--pool-per-host",
-        "1",
-        "--h2-streams",
-        "64",
-        "--concurrency",
-        "64",
-        "--requests",
-        "640",
-        "--register-concurrency",
-        "1",
-        "--retries",
-        "3",
-    ];
+    let args = line(
+        "--pool-per-host 1 --h2-streams 64 --concurrency 64 --requests 640 \
+         --register-concurrency 1 --retries 3",
+    );
     let o = run_h2(&url, &out, &args).await;
     let total = o.report.total.as_ref().unwrap();
     let refused = count(total, "refused_stream");
@@ -310,27 +266,12 @@ async fn nginx_max_concurrent_streams_refuses_streams_that_are_retried_and_never
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nginx_keepalive_requests_ends_connections_with_goaway_and_goaway_streams_are_retried() {
-    let servers = [Server {
-        listen: "http2",
-        settings: "keepalive_requests 50;",
-    }];
-    let Some((hub, nginx, _, dir)) = setup(&servers).await else {
+    let Some((hub, _nginx, dir, url)) = h2c("keepalive_requests 50;").await else {
         return;
     };
-    let url = format!("http://127.0.0.1:{}/hub", nginx.port);
     let out = dir.path().join("out");
-    let args = [
-        "--pool-per-host",
-        "2",
-        "--h2-streams",
-        "16",
-        "--concurrency",
-        "32",
-        "--requests",
-        "1000",
-        "--retries",
-        "5",
-    ];
+    let args =
+        line("--pool-per-host 2 --h2-streams 16 --concurrency 32 --requests 1000 --retries 5");
     let o = run_h2(&url, &out, &args).await;
     let total = o.report.total.as_ref().unwrap();
     let goaway = count(total, "goaway");
@@ -349,23 +290,11 @@ async fn nginx_keepalive_requests_ends_connections_with_goaway_and_goaway_stream
 async fn the_subscriber_fleet_subscribes_and_unsubscribes_over_h2c() {
     // nginx's plain `http2` listener speaks h2c with prior knowledge only: an HTTP/1.1
     // subscription request there would fail, so every subscription that succeeds went over h2.
-    let servers = [Server {
-        listen: "http2",
-        settings: "keepalive_requests 100000;",
-    }];
-    let Some((hub, nginx, _, dir)) = setup(&servers).await else {
+    let Some((hub, _nginx, dir, url)) = h2c("keepalive_requests 100000;").await else {
         return;
     };
-    let url = format!("http://127.0.0.1:{}/hub", nginx.port);
     let out = dir.path().join("out");
-    let args = [
-        "--concurrency",
-        "4",
-        "--requests",
-        "100",
-        "--subscribers",
-        "1",
-    ];
+    let args = line("--concurrency 4 --requests 100 --subscribers 1");
     let o = run_h2(&url, &out, &args).await;
     let r = &o.report;
     let p = r.subscription.as_ref().expect("a subscription section");

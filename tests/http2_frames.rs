@@ -1,4 +1,4 @@
-//! HTTP/2 against a server that misbehaves on purpose (`h2_server.rs`, the `h2` crate's server
+//! HTTP/2 against a server that misbehaves on purpose (`support/h2_server.rs`, the `h2` crate's server
 //! side): a stream window that never opens is a response timeout with reason `flow_control`,
 //! a reset with a code is `stream_reset` with that code, and credentials arrive as HTTP/2
 //! fields (lowercase names, no connection-specific ones). Counts equal the server's exactly.
@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 
-use crate::h2_server::{Behaviour, H2Server};
+use crate::support::h2_server::{Behaviour, H2Server};
 use crate::util::{count, run};
 
 /// A run over h2c at `url`: one shared topic, `n` publishes, 4 at once on one connection,

@@ -1,11 +1,11 @@
-//! HTTP/2 against servers that break the protocol on purpose (`h2_raw.rs`), one way each: every
+//! HTTP/2 against servers that break the protocol on purpose (`support/h2_raw.rs`), one way each: every
 //! attempt ends in the class and reason that name the fault, within its timeout + 120 ms, at
 //! concurrency 1 and 16, and hubload's counts equal the server's (heads it read, streams it
 //! answered or refused). The family is listed in docs/deadlines.md.
 
 use std::time::Duration;
 
-use crate::h2_raw::{Fault, RawH2};
+use crate::support::h2_raw::{Fault, RawH2};
 use crate::util::{count, read_summary, try_run};
 
 /// The attempts' timeout in these tests.

@@ -12,13 +12,45 @@ use std::time::{Duration, Instant};
 
 use hubload_hub::FaultConfig;
 
-use crate::util::{bin, count, free_port, hub_with, run, tool, TestHub};
+use crate::util::{bin, count, free_port, hub_with, line, run, tool, TestHub};
 
 /// A one-process nginx terminating TLS on 127.0.0.1 and proxying to `upstream`; killed on drop.
 pub(crate) struct Nginx {
     pub(crate) child: Child,
     pub(crate) port: u16,
     pub(crate) dir: PathBuf,
+}
+
+impl Nginx {
+    /// nginx with `conf` written to `dir/nginx.conf` (its prefix), once it listens on every one
+    /// of `ports` (bounded wait); `port` is the first.
+    pub(crate) fn spawn(nginx: &Path, dir: &Path, conf: &str, ports: &[u16]) -> Nginx {
+        let d = dir.display();
+        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+        let child = Command::new(nginx)
+            .args(["-p", &d.to_string(), "-c", &format!("{d}/nginx.conf")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let n = Nginx {
+            child,
+            port: ports[0],
+            dir: dir.to_path_buf(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for port in ports {
+            while std::net::TcpStream::connect(("127.0.0.1", *port)).is_err() {
+                assert!(
+                    Instant::now() < deadline,
+                    "nginx did not listen: {}",
+                    std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        n
+    }
 }
 
 impl Drop for Nginx {
@@ -112,28 +144,7 @@ fn start_nginx(nginx: &Path, dir: &Path, upstream: &str) -> Nginx {
              keepalive_requests 100000;\n\
              location / {{ proxy_pass http://hub; proxy_http_version 1.1; proxy_set_header Connection \"\"; }}\n  }}\n}}\n"
     );
-    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let child = Command::new(nginx)
-        .args(["-p", &d.to_string(), "-c", &format!("{d}/nginx.conf")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let n = Nginx {
-        child,
-        port,
-        dir: dir.to_path_buf(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "nginx did not listen: {}",
-            std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    n
+    Nginx::spawn(nginx, dir, &conf, &[port])
 }
 
 /// The hub, nginx in front of it, and the CA file; `None` when a tool is missing.
@@ -152,18 +163,7 @@ async fn setup() -> Option<(TestHub, Nginx, tempfile::TempDir)> {
     Some((hub, n, dir))
 }
 
-const LOAD: &[&str] = &[
-    "--tenants",
-    "5",
-    "--sps",
-    "2",
-    "--users",
-    "3",
-    "--concurrency",
-    "4,16",
-    "--requests",
-    "300",
-];
+const LOAD: &str = "--tenants 5 --sps 2 --users 3 --concurrency 4,16 --requests 300";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_with_ca_cert_reconciles_exactly_with_the_hub() {
@@ -181,7 +181,7 @@ async fn https_with_ca_cert_reconciles_exactly_with_the_hub() {
         "--out",
         out.to_str().unwrap(),
     ];
-    args.extend_from_slice(LOAD);
+    args.extend(line(LOAD));
     let o = run(&args).await;
     let r = &o.report;
     let total = r.total.as_ref().unwrap();
@@ -219,7 +219,7 @@ async fn https_without_the_ca_is_tls_error_unknown_issuer_for_every_attempt() {
     let out = dir.path().join("out");
     let url = format!("https://localhost:{}/hub", nginx.port);
     let mut args = vec!["--hub-url", &url, "--out", out.to_str().unwrap()];
-    args.extend_from_slice(LOAD);
+    args.extend(line(LOAD));
     let o = bin(&args, dir.path());
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
@@ -253,7 +253,7 @@ async fn https_insecure_works_and_the_reports_say_so() {
         "--out",
         out.to_str().unwrap(),
     ];
-    args.extend_from_slice(LOAD);
+    args.extend(line(LOAD));
     let o = bin(&args, dir.path());
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");

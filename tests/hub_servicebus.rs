@@ -7,7 +7,7 @@
 use hubload_hub::Broker;
 use hubload_servicebus::emulator::EmulatorConfig;
 
-use crate::util::{count, Scenario};
+use crate::util::{count, line, Scenario, SMALL_RUN};
 
 /// A hub and an emulator, the hub in broker mode on the emulator.
 async fn broker_scenario() -> Scenario {
@@ -18,19 +18,6 @@ async fn broker_scenario() -> Scenario {
     assert!(sc.hub.state.set_broker(broker));
     sc
 }
-
-const RUN: [&str; 10] = [
-    "--tenants",
-    "2",
-    "--sps",
-    "2",
-    "--users",
-    "3",
-    "--concurrency",
-    "2,4",
-    "--requests",
-    "60",
-];
 
 /// The hub's stats once its broker counts stop moving toward `completes` (bounded wait).
 async fn broker_settled(sc: &Scenario, completes: u64) -> hubload_hub::StatsSnapshot {
@@ -73,7 +60,7 @@ macro_rules! hub_latency_covers_its_broker_time {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_accepted_publish_is_sent_once_and_delivered_once() {
     let sc = broker_scenario().await;
-    let mut flags = RUN.to_vec();
+    let mut flags = line(SMALL_RUN);
     flags.extend(["--target", "websub", "--subscribers", "1"]);
     let o = sc.run(&flags).await;
     let r = &o.report;
@@ -159,7 +146,7 @@ async fn every_accepted_publish_is_sent_once_and_delivered_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn side_by_side_counts_both_paths_at_every_level() {
     let sc = broker_scenario().await;
-    let mut flags = RUN.to_vec();
+    let mut flags = line(SMALL_RUN);
     flags.extend(["--target", "websub,servicebus"]);
     let o = sc.run(&flags).await;
     assert!(!o.thresholds_failed);
@@ -190,7 +177,7 @@ async fn side_by_side_counts_both_paths_at_every_level() {
 async fn hub_servicebus_runs_the_embedded_hub_on_the_embedded_emulator() {
     // The scenario's own hub and emulator must see nothing: the run brings its own.
     let sc = Scenario::servicebus(EmulatorConfig::default()).await;
-    let mut flags = RUN.to_vec();
+    let mut flags = line(SMALL_RUN);
     flags.extend(["--hub-servicebus", "--subscribers", "1"]);
     let o = sc.run_embedded(&flags).await;
     for l in &o.report.levels {
@@ -211,7 +198,7 @@ async fn hub_servicebus_runs_the_embedded_hub_on_the_embedded_emulator() {
     // Side by side on the one embedded emulator. Every hub publish waits for its broker send,
     // so its latency is at least the broker time its `Server-Timing` reports, and so is each
     // percentile; which path is faster is a benchmark (bench/hub-vs-broker.sh), not a test.
-    let mut flags = RUN.to_vec();
+    let mut flags = line(SMALL_RUN);
     flags.extend(["--hub-servicebus", "--target", "websub,servicebus"]);
     sc.run_embedded(&flags).await;
     let hub = sc.summary("websub");
@@ -234,21 +221,10 @@ async fn hub_servicebus_runs_the_embedded_hub_on_the_embedded_emulator() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn side_by_side_counts_every_send_up_to_32_in_flight() {
     let sc = Scenario::servicebus(EmulatorConfig::default()).await;
-    let flags = [
-        "--tenants",
-        "2",
-        "--sps",
-        "2",
-        "--users",
-        "3",
-        "--concurrency",
-        "1,8,32",
-        "--requests",
-        "600",
-        "--hub-servicebus",
-        "--target",
-        "websub,servicebus",
-    ];
+    let flags = line(
+        "--tenants 2 --sps 2 --users 3 --concurrency 1,8,32 --requests 600 \
+         --hub-servicebus --target websub,servicebus",
+    );
     sc.run_embedded(&flags).await;
     let hub = sc.summary("websub");
     let sb = sc.summary("servicebus");

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{free_port, jtl_rows, read_summary, Scenario};
+use crate::util::{free_port, jtl_rows, line, read_summary, Scenario};
 use hubload_hub::FaultConfig;
 
 /// The control API of a run at `base` (`http://127.0.0.1:PORT`).
@@ -91,6 +91,36 @@ pub(crate) fn one_topic<'a>(rest: &[&'a str]) -> Vec<&'a str> {
     f
 }
 
+/// A steered run's set-up: a hub with given faults, `--web` on a free port with its API
+/// client, and the JTL's path in the scenario's directory.
+struct Steered {
+    sc: Scenario,
+    web: String,
+    jtl: std::path::PathBuf,
+    api: Api,
+}
+
+impl Steered {
+    async fn start(faults: FaultConfig) -> Self {
+        let sc = Scenario::start(faults).await;
+        let port = free_port();
+        let jtl = sc.dir.path().join("run.jtl");
+        Steered {
+            sc,
+            web: format!("127.0.0.1:{port}"),
+            jtl,
+            api: Api::new(port, None),
+        }
+    }
+
+    /// One topic ([`one_topic`]) with the `load` flags, the JTL and `--web`.
+    fn flags<'a>(&'a self, load: &'a str) -> Vec<&'a str> {
+        let mut rest = line(load);
+        rest.extend(["--jtl", self.jtl.to_str().unwrap(), "--web", &self.web]);
+        one_topic(&rest)
+    }
+}
+
 /// The real binary against `sc`'s hub, one topic, reports into `out`, `--web web`, `rest`.
 pub(crate) fn spawn_bin(
     sc: &Scenario,
@@ -118,13 +148,10 @@ pub(crate) fn spawn_bin(
 /// and its row holds every attempt up to then and none after (the hub's own count agrees).
 #[tokio::test]
 async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
-    let sc = Scenario::start(FaultConfig::default()).await;
-    let port = free_port();
-    let web = format!("127.0.0.1:{port}");
-    let jtl = sc.dir.path().join("run.jtl");
+    let st = Steered::start(FaultConfig::default()).await;
+    let (sc, jtl, api) = (&st.sc, &st.jtl, &st.api);
     let metrics_port = free_port();
     let metrics = format!("127.0.0.1:{metrics_port}");
-    let api = Api::new(port, None);
     let steer = async {
         api.wait_level(0, 1).await;
         assert_eq!(api.post("pause", None).await, 200);
@@ -153,22 +180,8 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
         api.wait_level(0, 5).await;
         assert_eq!(api.post("end_level", None).await, 200);
     };
-    let flags = [
-        "--tenants",
-        "1",
-        "--channels",
-        "login",
-        "--concurrency",
-        "4",
-        "--duration",
-        "60s",
-        "--jtl",
-        jtl.to_str().unwrap(),
-        "--web",
-        &web,
-        "--metrics-listen",
-        &metrics,
-    ];
+    let mut flags = st.flags("--concurrency 4 --duration 60s");
+    flags.extend(["--metrics-listen", &metrics]);
     let run = sc.run(&flags);
     let (outcome, ()) = tokio::join!(run, steer);
     assert!(!outcome.interrupted);
@@ -184,7 +197,7 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
         report.control[1].at_unix_ms,
         report.control[2].at_unix_ms,
     );
-    let starts = starts(&jtl);
+    let starts = starts(jtl);
     // The JTL's ms are truncated: an attempt started just before the pause shows its ms.
     let inside: Vec<_> = starts
         .iter()
@@ -232,11 +245,8 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
 /// on each side of the change come at 200/s and 400/s, within 3 %.
 #[tokio::test]
 async fn a_rate_change_gives_the_new_rate_from_then_on() {
-    let sc = Scenario::start(FaultConfig::default()).await;
-    let port = free_port();
-    let web = format!("127.0.0.1:{port}");
-    let jtl = sc.dir.path().join("run.jtl");
-    let api = Api::new(port, None);
+    let st = Steered::start(FaultConfig::default()).await;
+    let (sc, jtl, api) = (&st.sc, &st.jtl, &st.api);
     let steer = async {
         api.wait_level(0, 4).await;
         assert_eq!(
@@ -255,22 +265,7 @@ async fn a_rate_change_gives_the_new_rate_from_then_on() {
         api.wait_level(1, 0).await;
         assert_eq!(api.post("end_level", None).await, 200);
     };
-    let flags = [
-        "--tenants",
-        "1",
-        "--channels",
-        "login",
-        "--rate",
-        "200,400",
-        "--duration",
-        "60s",
-        "--max-inflight",
-        "200",
-        "--jtl",
-        jtl.to_str().unwrap(),
-        "--web",
-        &web,
-    ];
+    let flags = st.flags("--rate 200,400 --duration 60s --max-inflight 200");
     let run = sc.run(&flags);
     let (outcome, ()) = tokio::join!(run, steer);
     assert!(!outcome.interrupted);
@@ -289,7 +284,7 @@ async fn a_rate_change_gives_the_new_rate_from_then_on() {
         ]
     );
     let (change, end) = (report.control[0].at_unix_ms, report.control[1].at_unix_ms);
-    let first_level: Vec<u64> = starts(&jtl).into_iter().filter(|&t| t <= end).collect();
+    let first_level: Vec<u64> = starts(jtl).into_iter().filter(|&t| t <= end).collect();
     let first = first_level[0];
     // Whole windows a second away from the edges: [first + 1 s, change) and [change + 1 s, end).
     let rate_in = |from: u64, to: u64| {
@@ -462,11 +457,8 @@ fn a_non_loopback_web_without_a_token_is_refused() {
 /// change only workers 1 and 2 start attempts (JTL `threadName`), before it all four did.
 #[tokio::test]
 async fn a_lower_concurrency_leaves_only_that_many_workers_sending() {
-    let sc = Scenario::start(FaultConfig::default()).await;
-    let port = free_port();
-    let web = format!("127.0.0.1:{port}");
-    let jtl = sc.dir.path().join("run.jtl");
-    let api = Api::new(port, None);
+    let st = Steered::start(FaultConfig::default()).await;
+    let (sc, jtl, api) = (&st.sc, &st.jtl, &st.api);
     let steer = async {
         api.wait_level(0, 2).await;
         assert_eq!(api.post("load", Some(r#"{"concurrency": 5}"#)).await, 422);
@@ -475,20 +467,7 @@ async fn a_lower_concurrency_leaves_only_that_many_workers_sending() {
         api.wait_level(0, 4).await;
         assert_eq!(api.post("end_level", None).await, 200);
     };
-    let flags = [
-        "--tenants",
-        "1",
-        "--channels",
-        "login",
-        "--concurrency",
-        "4",
-        "--duration",
-        "60s",
-        "--jtl",
-        jtl.to_str().unwrap(),
-        "--web",
-        &web,
-    ];
+    let flags = st.flags("--concurrency 4 --duration 60s");
     let run = sc.run(&flags);
     let (outcome, ()) = tokio::join!(run, steer);
     assert!(!outcome.interrupted);
@@ -497,7 +476,7 @@ async fn a_lower_concurrency_leaves_only_that_many_workers_sending() {
     assert_eq!(report.control[0].value, Some(2.0));
     let change = report.control[0].at_unix_ms;
     let workers = |keep: &dyn Fn(u64) -> bool| {
-        let mut w: Vec<String> = jtl_rows(&jtl)
+        let mut w: Vec<String> = jtl_rows(jtl)
             .iter()
             .filter(|r| keep(r[0].parse().unwrap()))
             .map(|r| r[5].rsplit(' ').next().unwrap().to_string())

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::live_control::{one_topic, spawn_bin, Api};
-use crate::util::{free_port, Scenario};
+use crate::util::{free_port, line, Scenario};
 use hubload_hub::FaultConfig;
 
 /// How long the first test lingers.
@@ -128,14 +128,7 @@ async fn a_run_stopped_while_it_runs_does_not_linger() {
         let port = free_port();
         let web = format!("127.0.0.1:{port}");
         let out = sc.dir.path().join(how);
-        let rest = [
-            "--concurrency",
-            "2",
-            "--duration",
-            "60s",
-            "--web-linger",
-            "60s",
-        ];
+        let rest = line("--concurrency 2 --duration 60s --web-linger 60s");
         let mut child = spawn_bin(&sc, &out, &web, &rest);
         let api = Api::new(port, None);
         api.wait_level(0, 1).await;

@@ -1,4 +1,4 @@
-//! hubload against the real things (issue 25): a real Prometheus 2.x with its remote-write
+//! hubload against the real things: a real Prometheus 2.x with its remote-write
 //! receiver, a real node exporter, and the reference hub. Each test starts its own instances
 //! on free ports; without the tools the tests print a skip line, or fail when `CI` is set.
 

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use hubload_hub::{FaultConfig, StatsSnapshot};
 
-use crate::util::{count, hub_with, run, Scenario};
+use hubload::RunOutcome;
+
+use crate::util::{count, hub_with, line, run, Scenario};
 
 /// The hub counts an abandoned request when it notices the client left; give it a moment.
 async fn settled_stats(sc: &Scenario, publishes: u64) -> StatsSnapshot {
@@ -18,25 +20,28 @@ async fn settled_stats(sc: &Scenario, publishes: u64) -> StatsSnapshot {
     sc.hub_stats().await
 }
 
+/// A hub with `faults`, one run of `flags` against it, and the hub's counts once it has seen
+/// `publishes`.
+async fn faulted_run(
+    faults: FaultConfig,
+    flags: &str,
+    publishes: u64,
+) -> (Scenario, RunOutcome, StatsSnapshot) {
+    let sc = Scenario::start(faults).await;
+    let o = sc.run(&line(flags)).await;
+    let s = settled_stats(&sc, publishes).await;
+    (sc, o, s)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_per_level_reconcile_exactly_with_the_hub() {
-    let sc = Scenario::start(FaultConfig::default()).await;
+    let (sc, o, s) = faulted_run(
+        FaultConfig::default(),
+        "--tenants 20 --sps 3 --users 5 --concurrency 1,8,32 --requests 300",
+        900,
+    )
+    .await;
     let out = &sc.dir;
-    let o = sc
-        .run(&[
-            "--tenants",
-            "20",
-            "--sps",
-            "3",
-            "--users",
-            "5",
-            "--concurrency",
-            "1,8,32",
-            "--requests",
-            "300",
-        ])
-        .await;
-    let s = settled_stats(&sc, 900).await;
     let r = &o.report;
     assert_eq!(r.levels.len(), 3);
     let on_disk = sc.summary("");
@@ -82,20 +87,12 @@ async fn a_fault_schedule_reconciles_class_by_class() {
         fail_503_every: Some(7),
         ..FaultConfig::default()
     };
-    let sc = Scenario::start(faults).await;
-    let o = sc
-        .run(&[
-            "--tenants",
-            "5",
-            "--topics",
-            "shared",
-            "--concurrency",
-            "4,16",
-            "--requests",
-            "350",
-        ])
-        .await;
-    let s = settled_stats(&sc, 700).await;
+    let (_sc, o, s) = faulted_run(
+        faults,
+        "--tenants 5 --topics shared --concurrency 4,16 --requests 350",
+        700,
+    )
+    .await;
     let t = o.report.total.as_ref().unwrap();
     assert_eq!(t.samples, 700);
     assert_eq!(s.publish.total(), 700);
@@ -119,22 +116,12 @@ async fn resets_reconcile_with_the_hub() {
         reset_every: Some(9),
         ..FaultConfig::default()
     };
-    let sc = Scenario::start(faults).await;
-    let o = sc
-        .run(&[
-            "--tenants",
-            "3",
-            "--topics",
-            "shared",
-            "--concurrency",
-            "4",
-            "--requests",
-            "300",
-            "--register-concurrency",
-            "1",
-        ])
-        .await;
-    let s = settled_stats(&sc, 300).await;
+    let (_sc, o, s) = faulted_run(
+        faults,
+        "--tenants 3 --topics shared --concurrency 4 --requests 300 --register-concurrency 1",
+        300,
+    )
+    .await;
     let t = o.report.total.as_ref().unwrap();
     assert_eq!(s.publish.total(), 300, "{:?}", s.publish);
     assert_eq!(
@@ -151,20 +138,12 @@ async fn response_timeouts_equal_the_hubs_abandoned_requests() {
         broker_latency_ms: 400,
         ..FaultConfig::default()
     };
-    let sc = Scenario::start(faults).await;
-    let o = sc
-        .run(&[
-            "--tenants",
-            "2",
-            "--concurrency",
-            "5",
-            "--requests",
-            "40",
-            "--timeout",
-            "100ms",
-        ])
-        .await;
-    let s = settled_stats(&sc, 40).await;
+    let (_sc, o, s) = faulted_run(
+        faults,
+        "--tenants 2 --concurrency 5 --requests 40 --timeout 100ms",
+        40,
+    )
+    .await;
     let t = o.report.total.as_ref().unwrap();
     assert_eq!(t.timeouts.response, 40);
     assert_eq!(s.publish.abandoned, 40, "{:?}", s.publish);
@@ -178,22 +157,12 @@ async fn retries_count_attempts_and_events_like_the_hub() {
         fail_503_every: Some(3),
         ..FaultConfig::default()
     };
-    let sc = Scenario::start(faults).await;
-    let o = sc
-        .run(&[
-            "--tenants",
-            "2",
-            "--topics",
-            "shared",
-            "--concurrency",
-            "1",
-            "--requests",
-            "100",
-            "--retries",
-            "2",
-        ])
-        .await;
-    let s = settled_stats(&sc, 100).await;
+    let (_sc, o, s) = faulted_run(
+        faults,
+        "--tenants 2 --topics shared --concurrency 1 --requests 100 --retries 2",
+        100,
+    )
+    .await;
     let t = o.report.total.as_ref().unwrap();
     assert_eq!(t.events.total, 100);
     assert_eq!(t.events.failed, 0);

@@ -4,7 +4,7 @@
 use hubload::report::document::Report;
 use hubload_hub::FaultConfig;
 
-use crate::util::Scenario;
+use crate::util::{line, Scenario};
 
 fn committed_schema() -> serde_json::Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/summary.schema.json");
@@ -36,19 +36,9 @@ async fn real_summary_json_validates_against_the_committed_schema() {
     })
     .await;
     let (hub, out) = (&sc.hub, &sc.dir);
-    sc.run(&[
-        "--tenants",
-        "3",
-        "--concurrency",
-        "2,4",
-        "--requests",
-        "40",
-        "--retries",
-        "1",
-        "--threshold",
-        "p99<5s",
-        "--deregister",
-    ])
+    sc.run(&line(
+        "--tenants 3 --concurrency 2,4 --requests 40 --retries 1 --threshold p99<5s --deregister",
+    ))
     .await;
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap())

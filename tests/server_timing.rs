@@ -7,7 +7,7 @@ use std::time::Duration;
 use hubload_hub::FaultConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::util::{count, run, Scenario};
+use crate::util::{count, line, run, Scenario};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hub_and_broker_counts_equal_accepted_per_level() {
@@ -19,14 +19,7 @@ async fn hub_and_broker_counts_equal_accepted_per_level() {
     })
     .await;
     let o = sc
-        .run(&[
-            "--tenants",
-            "4",
-            "--concurrency",
-            "2,6",
-            "--requests",
-            "120",
-        ])
+        .run(&line("--tenants 4 --concurrency 2,6 --requests 120"))
         .await;
     let s = sc.hub_stats().await;
     let mut answered = 0;
@@ -155,14 +148,7 @@ async fn malformed_metrics_are_counted_and_skipped() {
 async fn hub_count_equals_accepted_exactly() {
     let sc = Scenario::start(FaultConfig::default()).await;
     let o = sc
-        .run(&[
-            "--tenants",
-            "3",
-            "--concurrency",
-            "1,4",
-            "--requests",
-            "200",
-        ])
+        .run(&line("--tenants 3 --concurrency 1,4 --requests 200"))
         .await;
     let s = sc.hub_stats().await;
     for l in &o.report.levels {
@@ -224,20 +210,10 @@ async fn read_from_h2_responses_one_per_accepted_publish() {
     })
     .await;
     let o = sc
-        .run(&[
-            "--tenants",
-            "3",
-            "--concurrency",
-            "1,6",
-            "--requests",
-            "150",
-            "--http-version",
-            "2",
-            "--pool-per-host",
-            "2",
-            "--h2-streams",
-            "3",
-        ])
+        .run(&line(
+            "--tenants 3 --concurrency 1,6 --requests 150 --http-version 2 \
+             --pool-per-host 2 --h2-streams 3",
+        ))
         .await;
     for l in &o.report.levels {
         assert_eq!(count(l, "accepted"), 150, "level {}", l.label);

@@ -8,7 +8,7 @@ use hubload::report::document::Report;
 use hubload_servicebus::emulator::EmulatorConfig;
 use hubload_servicebus::ConnectionString;
 
-use crate::util::{self, count, Scenario};
+use crate::util::{self, count, line, Scenario};
 
 const WORKLOAD: &[&str] = &["--tenants", "20", "--sps", "3", "--users", "5"];
 
@@ -44,16 +44,9 @@ async fn sends_reconcile_exactly_with_the_emulator_per_topic() {
     let sc = servicebus().await;
     let cs = sc.connection_string();
     let o = sc
-        .run(&args(&[
-            "--target",
-            "servicebus",
-            "--sb-connections",
-            "2",
-            "--requests",
-            "300",
-            "--concurrency",
-            "1,8",
-        ]))
+        .run(&args(&line(
+            "--target servicebus --sb-connections 2 --requests 300 --concurrency 1,8",
+        )))
         .await;
     let r = &o.report;
     assert_eq!(r.target.as_str(), "servicebus");
@@ -163,16 +156,9 @@ async fn injected_throttling_is_counted_exactly() {
     })
     .await;
     let o = sc
-        .run(&args(&[
-            "--target",
-            "servicebus",
-            "--requests",
-            "300",
-            "--concurrency",
-            "1,8",
-            "--retries",
-            "0",
-        ]))
+        .run(&args(&line(
+            "--target servicebus --requests 300 --concurrency 1,8 --retries 0",
+        )))
         .await;
     let total = o.report.total.as_ref().unwrap();
     let c = sc.emulator_counts();
@@ -193,16 +179,9 @@ async fn injected_throttling_is_counted_exactly() {
 async fn a_single_topic_gets_everything() {
     let sc = servicebus().await;
     let o = sc
-        .run(&args(&[
-            "--target",
-            "servicebus",
-            "--sb-topics",
-            "single:events",
-            "--requests",
-            "300",
-            "--concurrency",
-            "1,8",
-        ]))
+        .run(&args(&line(
+            "--target servicebus --sb-topics single:events --requests 300 --concurrency 1,8",
+        )))
         .await;
     let c = sc.emulator_counts();
     assert_eq!(
@@ -233,20 +212,10 @@ async fn dropped_links_are_reattached_and_counted() {
         }
         false
     };
-    let flags = args(&[
-        "--target",
-        "servicebus",
-        "--sb-connections",
-        "1",
-        "--sb-topics",
-        "single:events",
-        "--requests",
-        "2000",
-        "--concurrency",
-        "4",
-        "--retries",
-        "0",
-    ]);
+    let flags = args(&line(
+        "--target servicebus --sb-connections 1 --sb-topics single:events \
+         --requests 2000 --concurrency 4 --retries 0",
+    ));
     let (dropped, o) = tokio::join!(dropper, sc.run(&flags));
     assert!(dropped, "the links were never dropped");
     let total = o.report.total.as_ref().unwrap();
@@ -270,14 +239,9 @@ fn side_rows(out: &Path) -> Vec<Vec<String>> {
 async fn side_by_side_with_the_embedded_hub_and_emulator() {
     let sc = servicebus().await;
     let o = sc
-        .run_embedded(&args(&[
-            "--target",
-            "websub,servicebus",
-            "--requests",
-            "200",
-            "--concurrency",
-            "1,4",
-        ]))
+        .run_embedded(&args(&line(
+            "--target websub,servicebus --requests 200 --concurrency 1,4",
+        )))
         .await;
     assert!(!o.thresholds_failed);
     let out = sc.dir.path();

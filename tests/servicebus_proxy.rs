@@ -9,7 +9,7 @@
 
 use hubload_servicebus::emulator::{EmulatorConfig, DEV_KEY};
 
-use crate::check::{check_env, heads, sb};
+use crate::check::{check_env, heads, sb, steps};
 use crate::creds::{assert_nowhere, full_run};
 use crate::proxy_common::Tinyproxy;
 use crate::util::Scenario;
@@ -109,17 +109,7 @@ async fn check_shows_the_proxy_the_tunnel_and_the_bypass() {
     let (out, lines) = check_env(args.clone(), d, &[("HTTPS_PROXY", tp.url())]).await;
     assert_eq!(
         heads(&lines),
-        [
-            "ok proxy",
-            "ok dns",
-            "ok tcp",
-            "ok connect",
-            "ok tls",
-            "ok websocket",
-            "ok cbs",
-            "ok topics",
-            "ok size"
-        ],
+        steps("ok proxy, ok dns, ok tcp, ok connect, ok tls, ok websocket, ok cbs, ok topics, ok size"),
         "{lines:?}"
     );
     assert!(
@@ -144,16 +134,7 @@ async fn check_shows_the_proxy_the_tunnel_and_the_bypass() {
     let (out, lines) = check_env(args, d, &env).await;
     assert_eq!(
         heads(&lines),
-        [
-            "ok proxy",
-            "ok dns",
-            "ok tcp",
-            "ok tls",
-            "ok websocket",
-            "ok cbs",
-            "ok topics",
-            "ok size"
-        ],
+        steps("ok proxy, ok dns, ok tcp, ok tls, ok websocket, ok cbs, ok topics, ok size"),
         "{lines:?}"
     );
     assert!(
@@ -183,14 +164,7 @@ async fn check_names_a_407_and_never_shows_the_password() {
     let (out, lines) = check_env(args.clone(), d, &[("https_proxy", tp.url())]).await;
     assert_eq!(
         heads(&lines),
-        [
-            "ok proxy",
-            "ok dns",
-            "ok tcp",
-            "FAIL connect",
-            "skip cbs",
-            "skip topics"
-        ],
+        steps("ok proxy, ok dns, ok tcp, FAIL connect, skip cbs, skip topics"),
         "{lines:?}"
     );
     assert!(

@@ -6,7 +6,7 @@
 use hubload_hub::HubConfig;
 
 use crate::delivery::sum;
-use crate::util::{count, settled, Scenario};
+use crate::util::{count, Scenario, SMALL_WORKLOAD};
 
 /// Sum of a per-level topic churn counter.
 fn churn_sum(
@@ -22,25 +22,11 @@ fn churn_sum(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_in_a_window_are_expected_and_the_hub_counts_the_same() {
     let sc = Scenario::start_with(HubConfig::default()).await;
-    let o = sc
-        .run(&[
-            "--tenants",
-            "2",
-            "--sps",
-            "2",
-            "--users",
-            "3",
-            "--topic-churn",
-            "10",
-            "--rate",
-            "200,400",
-            "--duration",
-            "2s",
-            "--threshold",
-            "errors=0",
-        ])
+    let (o, hub) = sc
+        .run_settled(&format!(
+            "{SMALL_WORKLOAD} --topic-churn 10 --rate 200,400 --duration 2s --threshold errors=0"
+        ))
         .await;
-    let hub = settled(&sc.hub).await;
     let r = &o.report;
     assert_eq!(r.levels.len(), 2);
     for l in &r.levels {
@@ -90,25 +76,11 @@ async fn refusals_in_a_window_are_expected_and_the_hub_counts_the_same() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribers_of_churned_topics_come_back_and_delivery_reconciles() {
     let sc = Scenario::start_with(HubConfig::default()).await;
-    let o = sc
-        .run(&[
-            "--tenants",
-            "2",
-            "--sps",
-            "2",
-            "--users",
-            "3",
-            "--subscribers",
-            "2",
-            "--topic-churn",
-            "10",
-            "--rate",
-            "200",
-            "--duration",
-            "2s",
-        ])
+    let (o, hub) = sc
+        .run_settled(&format!(
+            "{SMALL_WORKLOAD} --subscribers 2 --topic-churn 10 --rate 200 --duration 2s"
+        ))
         .await;
-    let hub = settled(&sc.hub).await;
     let r = &o.report;
     let l = &r.levels[0];
     let tc = l.topic_churn.as_ref().expect("a topic_churn section");

@@ -4,16 +4,15 @@
 //! names the proxy; a proxy refusing the tunnel is `conn_refused.proxy` with its status in
 //! every JTL row, and stops the registration with one line; a proxy that never answers ends
 //! every attempt at its connect timeout; `hubload check` shows the route and the tunnel.
-//! The proxy's password appears in nothing hubload writes or prints.
-//!
-//! Needs `openssl` and `tinyproxy` on PATH (`.ci/run` installs them).
+//! The proxy's password appears in nothing hubload writes or prints. Needs `openssl` and
+//! `tinyproxy` on PATH (`.ci/run` installs them).
 
 use std::path::Path;
 use std::process::Output;
 
 use base64::Engine;
 
-use crate::check::heads;
+use crate::check::{heads, steps};
 use crate::creds::{assert_nowhere, full_run_env};
 use crate::proxy_common::Tinyproxy;
 use crate::support::tls_hub::TlsHub;
@@ -316,14 +315,7 @@ async fn check_shows_the_route_and_the_tunnel_through_the_proxy() {
     let (out, lines) = crate::check::check_env(args.clone(), dir.path(), &env).await;
     assert_eq!(
         heads(&lines),
-        [
-            "ok proxy",
-            "ok dns",
-            "ok tcp",
-            "ok connect",
-            "ok tls",
-            "ok hub"
-        ],
+        steps("ok proxy, ok dns, ok tcp, ok connect, ok tls, ok hub"),
         "{lines:?}"
     );
     assert_eq!(out.status.code(), Some(0));

@@ -2,14 +2,9 @@
 //!
 //! Pure functions and state machines over bytes, no I/O: each caller does its own reads and
 //! writes (and keeps its own deadlines), so every split of the input can be tested here.
-//!
-//! - [`request`]: a request head a server reads, with its body's framing and every limit;
-//! - [`answer`]: the answers a server writes;
-//! - [`chunked`]: the `Transfer-Encoding: chunked` decoder, any split of the input;
-//! - [`response`]: a response head a client reads (a fast scan, else `httparse`), and a memo of
-//!   the last head for servers whose heads repeat;
-//! - [`proxy`]: which HTTP proxy a connection goes through (curl's variables and `NO_PROXY`),
-//!   and the CONNECT exchange's bytes.
+//! [`request`]: a request head a server reads; [`answer`]: what a server writes; [`chunked`]:
+//! the chunked decoder; [`response`]: a response head a client reads; [`proxy`]: which proxy
+//! a connection goes through, and the CONNECT exchange.
 
 pub mod answer;
 pub mod chunked;

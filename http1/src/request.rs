@@ -1,12 +1,11 @@
-//! Request heads a server reads: one head from the start of a buffer, with its body's framing and every limit.
+//! Request heads a server reads: one head from the start of a buffer, with its body's framing
+//! and every limit. Pure functions over bytes; the servers' connection loop does the I/O.
 //!
-//! Pure functions over bytes, so every split of the input can be tested; the servers'
-//! connection loop does the I/O. What is taken (docs/http1-codec.md):
-//! HTTP/1.1 and 1.0, keep-alive (1.1 unless `Connection: close`, 1.0 only with
-//! `Connection: keep-alive`), bodies framed by `Content-Length` or `Transfer-Encoding:
-//! chunked`, `Expect: 100-continue`, pipelined requests. Refused: a head past [`MAX_HEAD`]
-//! or [`MAX_HEADERS`] fields (431), a malformed head, conflicting or invalid lengths, both
-//! framings at once (400), a transfer coding other than `chunked` (501).
+//! Taken (docs/http1-codec.md): HTTP/1.1 and 1.0, keep-alive (1.1 unless `Connection: close`,
+//! 1.0 only with `Connection: keep-alive`), `Content-Length` or chunked bodies, `Expect:
+//! 100-continue`, pipelined requests. Refused: a head past [`MAX_HEAD`] or [`MAX_HEADERS`]
+//! fields (431), a malformed head, conflicting or invalid lengths, both framings at once
+//! (400), a transfer coding other than `chunked` (501).
 
 use std::mem::MaybeUninit;
 use std::ops::Range;

@@ -1,12 +1,10 @@
 //! The per-tenant admission limit (`--tenant-rate-limit`): one token bucket per tenant,
 //! refused publishes answered 429 with `Retry-After`, counted per tenant.
 //!
-//! The tenant is the topic's first dot-separated part (`tenant0007` of
-//! `tenant0007.<org>.schema.WSO2.v1.event.login`), as hubload names its topics. Each bucket
-//! is a GCRA (generic cell rate algorithm: a token bucket kept as one "theoretical arrival
-//! time"), so a tenant costs one small entry. The map holds at most `max_tenants` tenants;
-//! once it is full, every further tenant shares one bucket, [`OVERFLOW`], so memory stays
-//! bounded whatever topics clients send and those tenants are still limited (together).
+//! The tenant is the topic's first dot-separated part, as hubload names its topics. Each
+//! bucket is a GCRA (a token bucket kept as one "theoretical arrival time"), so a tenant costs
+//! one small entry. The map holds at most `max_tenants`; past that every further tenant shares
+//! one bucket, [`OVERFLOW`], so memory stays bounded whatever topics clients send.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,14 +1,10 @@
 //! The deliveries one worker holds and their retry schedule: which are due for an attempt,
 //! and what each attempt's answer makes of them (final, or a retry after its backoff).
 //!
-//! A worker takes a batch of deliveries from its subscription's queue and works it until
-//! every one has ended, then takes the next. Each round sends the due deliveries, oldest
-//! first, at most as many as the connection takes in one write. A failed attempt n (a
-//! status other than 2xx and 410, a timeout or a connection error) makes its delivery due
-//! again `backoff(n)` after that answer was known, until the policy's attempts are used up;
-//! a request the callback did not process (written after an answer that closed the
-//! connection) is due again at once and has used no attempt. So each delivery's attempts
-//! and waits are those it would get if it were sent alone.
+//! Each round sends the due deliveries, oldest first, as many as the connection takes in one
+//! write. A failed attempt n is due again `backoff(n)` after its answer, until the policy's
+//! attempts are used; a request the callback did not process is due again at once and uses no
+//! attempt. So each delivery's attempts and waits are those it would get alone.
 
 use tokio::time::Instant;
 

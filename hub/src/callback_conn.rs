@@ -2,24 +2,10 @@
 //! one or several POSTs (pipelined, RFC 9112 §9.3.2) in one vectored write, read their
 //! answers' statuses in order, discard the bodies, keep the socket for the next write.
 //!
-//! No pool and no connection task: the worker owns the socket, so a write of N deliveries
-//! costs one write system call, usually one read, and no cross-task wake-up. The response
-//! framing follows RFC 9112 §6.3: 1xx answers are skipped; 204 and 304 have no body;
-//! `Transfer-Encoding: chunked` is decoded (and discarded); else `Content-Length`; else the
-//! body runs to the end of the connection, which is then not reused. A connection the
-//! callback closed while idle is noticed before the next write (without a system call when
-//! the socket had no event), and replaced.
-//!
-//! What each request of a write comes to ([`Answer`]), the rule the retries rely on:
-//! - answered: its status is the attempt's outcome, final for that attempt;
-//! - written after a request whose answer closed the connection (`Connection: close`,
-//!   HTTP/1.0, a body to the connection's end): [`Answer::Unsent`], not processed by the
-//!   callback (RFC 9112 §9.6), so not an attempt;
-//! - written and unanswered when the connection fails or times out:
-//!   [`Answer::Failed`], each one failed attempt, exactly as a lone unanswered request.
-//!
-//! Only a connection that has already answered and stayed open takes more than one request
-//! per write ([`Conn::room`]).
+//! Each request of a write comes to an [`Answer`]: answered; [`Answer::Unsent`] when written
+//! after an answer that closed the connection (not an attempt); [`Answer::Failed`] when the
+//! connection failed or timed out first. Only a connection that has answered and stayed open
+//! takes more than one request per write ([`Conn::room`]); docs/hub.md has the rules.
 
 use std::io;
 use std::net::SocketAddr;

@@ -1,19 +1,11 @@
 //! The hub-wide delivery limit (`--delivery-workers N`): at most N deliveries in flight over
 //! every subscription, handed out from one bounded hub-wide queue in FIFO or fair order.
 //!
-//! Without it (the default) each subscription's queue feeds its own workers and nothing is
-//! shared, so one tenant's surge cannot delay another's deliveries. With it, a real hub's shape:
-//! fan-out puts each delivery in the hub-wide queue (up to `--delivery-queue-size`; beyond,
-//! it is dropped and counted as `dropped_hub_queue_full`), and one dispatcher takes a
-//! delivery whenever fewer than N are in flight and hands it, holding one of the N permits,
-//! to its subscription's workers. The permit goes back when the delivery ends (delivered,
-//! failed after its retries, or dropped), so retry waits hold it too. The order:
-//! - **FIFO**: one queue, arrival order; a surge's backlog delays every tenant behind it.
-//! - **fair**: one queue per tenant (the topic's first dot-separated part, as the admission
-//!   limit reads it) and a round robin over the tenants with anything queued, so a tenant's
-//!   next delivery waits for at most one of every other tenant's.
-//!
-//! One short-held lock guards the queue: hub-wide order needs one place that decides.
+//! Fan-out puts each delivery in the queue (beyond `--delivery-queue-size` it is dropped as
+//! `dropped_hub_queue_full`); one dispatcher hands it, holding one of N permits until it ends,
+//! to its subscription's workers. Fair order is a round robin over tenants (the topic's first
+//! dot-separated part). One short-held lock guards the queue: hub-wide order needs one place
+//! that decides (docs/hub.md).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};

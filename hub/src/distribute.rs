@@ -1,24 +1,11 @@
 //! Content distribution (WebSub §7): the delivery workers of each subscription.
 //!
-//! The publish path only `try_send`s into each subscriber's queue (`topic.rs`), so a slow or
-//! dead subscriber never blocks publishers or other subscribers. Each subscription has a pool
-//! of up to `--delivery-concurrency` workers taking deliveries from its queue in FIFO order:
-//! it starts with one, and a worker that takes a delivery while no other worker is waiting
-//! starts one more (up to the limit), so one spare worker is ready whenever deliveries are
-//! in flight and a subscriber that keeps up costs few tasks and connections. Each worker owns
-//! one keep-alive connection to an `http://` callback (`callback_conn.rs`; `https://`
-//! callbacks share the hub's pooled TLS client) and takes, with the delivery it waited for,
-//! whatever else is waiting, up to `--delivery-pipeline`: that batch goes out pipelined, in
-//! one write, and the worker reads the answers in order (`batch.rs` holds each delivery's
-//! retry schedule). So up to concurrency × pipeline deliveries are in flight per subscriber
-//! and they can complete out of order (concurrency 1 and pipeline 1 keep strict order, also
-//! across retries; concurrency 1 alone keeps publish order until a delivery is retried).
-//! Every offered delivery ends in exactly one of delivered, failed (after the last retry, or
-//! a 410) or dropped (queue full, over its byte budget, or the subscription ended first);
-//! until then it is counted as pending. An attempt is counted when it is written, and taken
-//! back if the callback did not process it (written after an answer that closed the
-//! connection: it goes again at once); an unanswered request on a connection that failed or
-//! timed out is a failed attempt, like a lone one.
+//! The publish path only `try_send`s into each subscriber's queue (`topic.rs`), so a slow
+//! subscriber never blocks publishers or other subscribers. Each subscription grows a pool of
+//! up to `--delivery-concurrency` workers, one spare while deliveries are in flight; each owns
+//! a connection (`callback_conn.rs`) and sends up to `--delivery-pipeline` deliveries per write
+//! (`batch.rs`: their retries). Every offered delivery ends delivered, failed or dropped, and
+//! is pending until then (docs/hub.md).
 
 use std::io::Write;
 use std::sync::atomic::{

@@ -1,25 +1,9 @@
-//! Where a publish's time went, as the hub declares it: `Server-Timing` on every publish
-//! answer, and the same stages carried on to each delivery in `Hub-Timing`.
+//! Where a publish's time went, as the hub declares it: `Server-Timing` (`broker`, `hub`) on
+//! every publish answer, and the same stages carried on to each delivery in `Hub-Timing`
+//! (`hub`, `broker`, `queue`, `accepted;t=`).
 //!
-//! Two metrics, in milliseconds with microsecond precision (W3C Server Timing):
-//! - `broker`: the time spent waiting for the broker behind the hub. The in-memory hub has no
-//!   broker; its fault-injected broker latency (`broker_latency_ms`, the stand-in for the
-//!   synchronous broker round trip) is reported as `broker`, and the metric is left out when
-//!   that latency is zero.
-//! - `hub`: the rest of the time from the request's arrival in the handler to its answer
-//!   (parsing, accounting, injected proxy delays, the publish itself).
-//!
-//! The client's latency is then `broker + hub + the rest` (network, queueing, the client).
-//!
-//! Each delivery POST carries the publish's stages, so the subscriber can split its
-//! end-to-end latency, in Server-Timing's syntax (durations in ms, µs precision):
-//! `Hub-Timing: hub;dur=0.043, broker;dur=2.071, queue;dur=0.512, accepted;t=1764892800123456`
-//! - `hub`, `broker`: the publish's own stages up to its acceptance (`broker` left out when
-//!   zero, as on the answer);
-//! - `queue`: from the acceptance to this delivery attempt's request being written (queued at
-//!   the hub, or at the broker and the hub's receive loop);
-//! - `accepted;t=`: the hub's wall clock at the acceptance, µs since the Unix epoch, for a
-//!   subscriber on another host that wants to place the stages in time.
+//! Durations are in ms with µs precision (W3C Server Timing); `broker` is left out when zero.
+//! docs/server-timing.md defines each metric.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

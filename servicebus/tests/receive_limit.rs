@@ -1,12 +1,11 @@
-//! Azure's quota of concurrent receive requests per entity, over real AMQP against the
-//! emulator on 127.0.0.1:0. A receiver link holds one request while it has credit
-//! outstanding (a pending receive); exactly the limit is served, and the receive request one
-//! over it is rejected: the link is detached with `amqp:resource-limit-exceeded`, which the
-//! receiver returns as its error. A topic's subscriptions and their dead-letter sub-queues
-//! are summed; another entity has its own count; a detach frees a place. The limit is
-//! configured small here (6) so that a debug test opens few connections; the default,
-//! Azure's 5,000, is checked at 5,000 and 5,001 by the namespace's own test
-//! (`namespace::tests::azure_limits`).
+//! Azure's quota of concurrent receive requests per entity, over real AMQP against the emulator on
+//! 127.0.0.1:0. A receiver link holds one request while it has credit outstanding (a pending
+//! receive); exactly the limit is served, and the receive request one over it is rejected: the link
+//! is detached with `amqp:resource-limit-exceeded`, which the receiver returns as its error. A
+//! topic's subscriptions and their dead-letter sub-queues are summed; another entity has its own
+//! count; a detach frees a place. The limit is configured small here (6) so that a debug test opens
+//! few connections; the default, Azure's 5,000, is checked at 5,000 and 5,001 by the namespace's
+//! own test (`namespace::tests::azure_limits`).
 
 mod sdk_common;
 

@@ -1,9 +1,8 @@
-//! Microsoft's own Service Bus SDKs, unmodified, over AMQP over WebSockets against the
-//! emulator's WebSocket port (TLS from a throw-away CA): Python with
-//! `TransportType.AmqpOverWebsocket`, JS with `webSocketOptions` (the `ws` package). Each
-//! sends singles, batches and lists, receives them all in peek-lock and completes them; every
-//! figure is reconciled with the emulator's own. The SDKs reach only the WebSocket port: the
-//! address they are given is that port's.
+//! Microsoft's own Service Bus SDKs, unmodified, over AMQP over WebSockets against the emulator's
+//! WebSocket port (TLS from a throw-away CA): Python with `TransportType.AmqpOverWebsocket`, JS
+//! with `webSocketOptions` (the `ws` package). Each sends singles, batches and lists, receives them
+//! all in peek-lock and completes them; every figure is reconciled with the emulator's own. The
+//! SDKs reach only the WebSocket port: the address they are given is that port's.
 //!
 //! Setup as in sdk.rs (`.ci/run`: the venv with websocket-client, `npm ci` with `ws`), and
 //! `openssl` on PATH.

@@ -206,7 +206,7 @@ async fn too_large_and_timeout_are_classified() {
     let r = sender.send("t", msg(b"{}", "slow")).await;
     let took = started.elapsed();
     assert_eq!(r.outcome, SendOutcome::Timeout);
-    // The attempt ends at its timeout (issue 31), not at the 400 ms settlement.
+    // The attempt ends at its timeout, not at the 400 ms settlement.
     assert!(
         took >= Duration::from_millis(100) && took <= Duration::from_millis(150),
         "{took:?}"

@@ -3,10 +3,8 @@
 //! `TransportType=AmqpWebSockets`) the WebSocket upgrade, then the SAS token over CBS, then
 //! every topic the run would send to (it exists and the policy may send to it), the largest
 //! body against the broker's message size, and the subscriptions broker subscribers would
-//! receive from (`subscriptions.rs`).
-//!
-//! AMQP does not reveal the broker's clock, so a token's expiry is checked against this
-//! machine's clock: a clock far off shows as a refused token.
+//! receive from (`subscriptions.rs`). AMQP does not reveal the broker's clock, so a token's
+//! expiry is checked against this machine's: a clock far off shows as a refused token.
 
 use std::collections::BTreeSet;
 use std::time::Duration;

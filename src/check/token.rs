@@ -89,7 +89,7 @@ fn span(d: Duration) -> String {
 mod tests {
     use super::*;
     use crate::check::Status;
-    use crate::config::testutil::args;
+    use crate::config::test_flags::args;
 
     const KEY: &str = "c2VjcmV0LWtleS1ub3QtcmVhbA==";
     /// 2026-12-07T09:00:00Z.

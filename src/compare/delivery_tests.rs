@@ -1,12 +1,11 @@
 //! `compare` of two real runs with subscribers, checked against the summaries' own numbers.
 //!
-//! The fixtures are summaries written by real runs (`--tenants 2 --sps 2 --users 3
-//! --concurrency 2,4 --requests 60 --subscribers 1 --subscriber-latency 20ms`):
-//! `delivery-baseline.json` against the embedded hub (every delivery made), and
-//! `delivery-stopped.json` against `hubload hub --queue-size 1 --delivery-concurrency 1` (which
-//! drops deliveries) with `--delivery-grace 4s`, stopped by SIGINT during level 4's grace: level
-//! 2 has lost deliveries, level 4 only not-yet-delivered ones. Every expectation below is read
-//! from the JSON directly (serde_json, not the code under test).
+//! The fixtures are summaries of real runs (`--tenants 2 --sps 2 --users 3 --concurrency 2,4
+//! --requests 60 --subscribers 1 --subscriber-latency 20ms`): `delivery-baseline.json` against
+//! the embedded hub, `delivery-stopped.json` against `hubload hub --queue-size 1
+//! --delivery-concurrency 1` with `--delivery-grace 4s`, stopped by SIGINT in level 4's grace
+//! (level 2 lost deliveries, level 4 only not-yet-delivered ones). Every expectation below is
+//! read from the JSON directly (serde_json, not the code under test).
 
 use serde_json::Value;
 

@@ -1,12 +1,11 @@
 //! `hubload compare`: match two runs level by level and compute the deltas people gate on.
 //!
-//! Levels are matched by label ("200", "500/s", "TOTAL"). Latencies come from the µs
-//! summaries (`latency_us`), so sub-millisecond changes are not lost to JMeter's integer ms.
-//! Deltas are candidate − baseline; the relative delta is that over the baseline, in %. When
-//! both runs had `--subscribers`, each level's delivery section is compared too (its counts,
-//! end-to-end latency, delivered rate and backlog).
-//! The data lives in `judge::comparison` (with the `--fail-if` rules that judge it, in
-//! `judge::fail_if`), number formats in `format`, renderers in [`render`] and [`html_page`].
+//! Levels are matched by label ("200", "500/s", "TOTAL"); latencies come from the µs summaries
+//! (`latency_us`), so sub-millisecond changes are not lost to JMeter's integer ms. Deltas are
+//! candidate − baseline, relative ones in % of the baseline; with `--subscribers` on both,
+//! each level's delivery section is compared too. The data lives in `judge::comparison` (its
+//! rules in `judge::fail_if`), number formats in `format`, renderers in [`render`] and
+//! [`html_page`].
 
 mod format;
 pub mod html_page;

@@ -199,7 +199,7 @@ pub(super) fn redact_url_text(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::*;
 
     fn shown(h: &ExtraHeaders) -> Vec<(String, String)> {

@@ -95,7 +95,7 @@ pub fn threads(raw: Option<&str>) -> Result<Option<usize>, ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::*;
 
     /// (timeout, connect timeout, pool timeout, per host, retries).

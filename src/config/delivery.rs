@@ -216,7 +216,7 @@ pub(super) fn resolve(a: &RunArgs) -> Result<Option<DeliveryConfig>, ConfigError
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::*;
 
     fn on(extra: &[&str]) -> DeliveryConfig {

@@ -107,7 +107,7 @@ pub(super) fn resolve(a: &RunArgs) -> Result<WebSubConfig, ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::*;
 
     #[test]

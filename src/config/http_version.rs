@@ -98,7 +98,7 @@ pub(super) fn resolve(a: &RunArgs) -> Result<HttpConfig, ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::*;
 
     #[test]

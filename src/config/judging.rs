@@ -99,7 +99,7 @@ pub(super) fn resolve(a: &RunArgs, shard: Option<&ShardSpec>) -> Result<Judging,
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::*;
 
     fn shards(count: u32) -> ShardSpec {

@@ -139,7 +139,7 @@ pub(super) fn resolve(a: &RunArgs, timeout: Duration) -> Result<LoadPlan, Config
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::*;
 
     const T: Duration = Duration::from_secs(5);

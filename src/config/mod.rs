@@ -23,7 +23,7 @@ mod serialize;
 mod surge_flag;
 mod target;
 #[cfg(test)]
-pub(crate) mod testutil;
+pub(crate) mod test_flags;
 pub mod tls_flags;
 mod topic_churn_flag;
 mod web;

@@ -71,7 +71,7 @@ pub struct RunConfig {
     /// `--noise-floor`: the delivery isolation verdict's noise floor (docs/fairness.md).
     #[serde(skip)]
     pub noise_floor: std::time::Duration,
-    /// Server metrics, PromQL queries, remote write and the /metrics listener (issue 25).
+    /// Server metrics, PromQL queries, remote write and the /metrics listener.
     #[serde(skip)]
     pub observe: super::observe::ObserveConfig,
     /// The settings as given (profile + flags), for reports; secrets redacted.

@@ -227,7 +227,7 @@ fn metric_name(n: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::*;
 
     #[test]

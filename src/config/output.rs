@@ -34,7 +34,7 @@ pub(super) fn resolve(a: &RunArgs) -> OutputConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::args;
+    use super::super::test_flags::args;
     use super::*;
 
     #[test]

@@ -65,7 +65,7 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::testutil::args;
+    use crate::config::test_flags::args;
 
     #[test]
     fn the_flag_overrides_the_environment_and_nothing_shows_the_password() {

@@ -31,7 +31,7 @@ impl RunConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::super::{resolve, resolve_for};
 
     const CS: &str = "Endpoint=sb://ns.example/;SharedAccessKeyName=k;SharedAccessKey=a2V5";

@@ -133,7 +133,7 @@ pub(super) fn check_gates<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::super::{resolve, RunConfig};
 
     fn run(argv: &[&str]) -> Result<RunConfig, super::ConfigError> {

@@ -193,7 +193,7 @@ pub(super) fn register_concurrency(a: &RunArgs) -> Result<u32, ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::*;
 
     #[test]

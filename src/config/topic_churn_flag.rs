@@ -48,7 +48,7 @@ pub(super) fn resolve(
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{args, err};
+    use super::super::test_flags::{args, err};
     use super::*;
 
     fn run(v: &[&str]) -> Result<Option<f64>, ConfigError> {

@@ -1,13 +1,10 @@
 //! Where hubload's messages go: stderr, or stdout in a shard, so that a shard's log is one
 //! ordered stream.
 //!
-//! A container runtime copies a process's stdout and stderr into the log through separate
-//! readers, and neither waits for the other: a stderr line written before a stdout line can
-//! reach the log after it, or inside it, cut at the stdout reader's read boundary. That is
-//! harmless for a table and fatal for a `HUBLOAD-SHARD` line. So a shard sends its messages
-//! (the banner, progress, warnings, log events) to stdout as well; one stream keeps its
-//! order. Each message is one `write` of a whole line, so concurrent messages do not mix.
-//! Errors that end the run stay on stderr: no artifact line follows them.
+//! Why: a container runtime copies stdout and stderr into the log through separate readers,
+//! so a stderr line can land inside a `HUBLOAD-SHARD` line. Each message is one `write` of a
+//! whole line, so concurrent messages do not mix. Errors that end the run stay on stderr: no
+//! artifact line follows them.
 
 pub mod banner;
 pub mod progress;

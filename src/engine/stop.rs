@@ -1,13 +1,10 @@
 //! A worker's view of the run's stop: a flag read without a lock before and during every
 //! attempt, set by the cancellation token's own wake-up.
 //!
-//! `CancellationToken::is_cancelled` takes the token's lock, and a pending
-//! `cancelled()` future takes the lock of its `Notify` each time it is polled, so watching
-//! the stop the obvious way (a check per attempt, a `select!` over every attempt) costs two
-//! or three lock round trips per attempt. Here the worker's waiter is polled once, with a
-//! waker of our own that raises a flag before waking the task; from then on the stop is that
-//! flag. `cancel()` wakes every waiter before it returns, so the flag is up as soon as the
-//! token is cancelled. The waiter is polled again only when the task's waker changes.
+//! Why: `CancellationToken::is_cancelled` and a polled `cancelled()` future each take a lock,
+//! two or three per attempt. Here the waiter is polled once, with a waker of our own that
+//! raises the flag before waking the task; `cancel()` wakes every waiter before it returns,
+//! so the flag is up as soon as the token is cancelled.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,13 +1,10 @@
 //! The isolation verdict of a surge (`--surge`): the quiet tenants' p99 and error % before
 //! the surge (the baseline) and during it, with 95 % confidence intervals from a bootstrap
 //! over seconds (on delivery: their delivery p99 and loss %, read against a noise band).
-//! Pure: the input is the level's quiet seconds, each counts and a compact histogram, which
-//! merge with `+=`.
 //!
-//! Seconds are the unit resampled: latency is correlated in time (a queue that builds up
-//! slows every attempt of the next moments, whoever's), so attempts are not independent but
-//! seconds nearly are; tenants would be too few to resample with the handful a run has.
-//! Percentile intervals from [`RESAMPLES`] resamples with a fixed seed, so a report is
+//! Pure: the input is the level's quiet seconds (counts and a compact histogram, which merge
+//! with `+=`). Seconds are resampled because attempts close in time are correlated and
+//! seconds nearly are not; [`RESAMPLES`] resamples with a fixed seed keep a report
 //! reproducible (docs/fairness.md).
 
 use schemars::JsonSchema;

@@ -3,13 +3,7 @@
 //!
 //! Pure and exact: the input is the per-topic statistics rolled up per tenant, which merge with
 //! `+=`, and shards own whole tenants, so a merged run's figures equal one process's.
-//! Definitions (docs/fairness.md):
-//! - offered share: the tenant's attempts ÷ all tenants' attempts;
-//! - achieved share: the tenant's good attempts (no error class) ÷ all good attempts;
-//! - Jain's index over xᵢ = achieved shareᵢ ÷ offered shareᵢ: (Σx)² ÷ (n·Σx²), 1.0 when every
-//!   tenant got the share it asked for, 1/n when one tenant got everything;
-//! - p99 spread: the largest tenant p99 ÷ the median tenant p99;
-//! - error spread: the largest tenant error % minus the median tenant error %, in points.
+//! docs/fairness.md defines each figure.
 
 use std::collections::BTreeMap;
 

@@ -1,15 +1,8 @@
 //! `delivery.csv`: one row per level of what the subscribers received, then TOTAL (`--subscribers` runs only).
 //!
-//! Columns: `Level`, `Delivered`, `Lost`, `Duplicates`, `Redeliveries`, `Out of order`,
-//! `Bad signature`, `Body mismatch`, then the end-to-end latency (publish start → delivery
-//! received) in ms: `E2E Average`, `Median`, `90%`, `95%`, `99%`, `Max`; then
-//! `Delivered/sec` and `Backlog at level end` (the columns), then `Not yet delivered`:
-//! deliveries still owed when a signal cut the grace wait short, which are not counted in
-//! `Lost` (0 in a run that was not interrupted), then `Dead-lettered`: broker subscribers'
-//! events read from their subscriptions' dead-letter sub-queues, not counted in `Lost` (0 for
-//! WebSub subscribers). A run without subscribers writes no file.
-//! The last row, `TOTAL`, is the report's total as `aggregate.csv` has it: every count summed
-//! over the levels, the latencies from the levels' merged histogram (not an average of rows).
+//! Counts (delivered, lost, duplicates, …), end-to-end latency in ms, rate, backlog, not yet
+//! delivered and dead-lettered; TOTAL sums the counts and reads the latencies from the levels'
+//! merged histogram. A run without subscribers writes no file. docs/reports.md lists the columns.
 
 use super::Format;
 use crate::report::document::Report;

@@ -1,16 +1,9 @@
 //! `latency.hlog`: the levels' latency histograms as an HdrHistogram interval log (format
 //! version 1.3), readable by HistogramLogAnalyzer, hdr-plot and the HdrHistogram libraries.
 //!
-//! One tagged interval per level: `Tag=c200` (closed model) or `Tag=r500` (open model), and in
-//! the open model a second one, `Tag=r500-corrected`, for the latency from the intended start.
-//! Values are µs; `Interval_Max` is in ms (µs / 1000, the convention that the value unit is a
-//! thousandth of the logged max's); timestamps are seconds since `#[StartTime]`, the first
-//! level's first attempt. The histograms are those of `summary.json` (`levels[].histograms`),
-//! so `hubload report` rewrites the same log.
-//!
-//! Then, per level, one interval per second with attempts, tagged `c200-per-second` (and
-//! `r500-corrected-per-second`): a tag is a series to HistogramLogAnalyzer and the libraries'
-//! log processors, and the second is the interval's timestamp (docs/reports.md).
+//! One tagged interval per level (`c200`, `r500`, `r500-corrected`), then one per second with
+//! attempts (`…-per-second`). The histograms are summary.json's, so `hubload report` rewrites
+//! the same log; docs/reports.md gives tags, units and timestamps.
 
 use std::fmt::Write;
 

@@ -1,15 +1,9 @@
 //! The `Server-Timing` metrics one response declared (W3C Server Timing), read from header values.
 //!
-//! A value is a comma-separated list of metrics, each a name with optional parameters
-//! (`hub;dur=0.4;desc="accept"`); several headers concatenate. Only metrics with a `dur`
-//! (milliseconds, decimal) are kept; unknown parameters are ignored. A metric that cannot be
-//! read (no name, a name that is no token, a `dur` that is no non-negative number) is counted
-//! as malformed and skipped: a bad header never fails an attempt.
-//!
-//! The metrics travel inside [`Attempt`](super::Attempt), which is `Copy` and copied on the
-//! hot path, so they are kept inline: at most [`MOST`] per response, each a small id for its
-//! name (names are interned process-wide, at most [`MOST_NAMES`]; later names are skipped
-//! and counted in `unnamed`).
+//! Only metrics with a `dur` (ms) are kept; one that cannot be read is counted as malformed and
+//! skipped, so a bad header never fails an attempt. The metrics ride inside the `Copy`
+//! [`Attempt`](super::Attempt), so they are kept inline: at most [`MOST`] per response, names
+//! interned process-wide (at most [`MOST_NAMES`]; later ones counted in `unnamed`).
 
 use std::sync::Mutex;
 

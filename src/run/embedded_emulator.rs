@@ -1,12 +1,11 @@
-//! Starts the embedded Service Bus emulator on 127.0.0.1 with an ephemeral port, on its own
-//! runtime thread, so the broker does not queue behind the load generator's tasks (the
-//! embedded hub has its own thread for the same reason).
+//! Starts the embedded Service Bus emulator on 127.0.0.1 with an ephemeral port, on its own runtime
+//! thread, so the broker does not queue behind the load generator's tasks (the embedded hub has its
+//! own thread for the same reason).
 //!
-//! On the generator's runtime, the broker path's sends, their AMQP engines and every
-//! emulator task shared two workers, while the hub path's sends ran on the hub's thread:
-//! the broker path queued behind more tasks than the hub path's broker stage did: at 32 in
-//! flight its p95 was several times its median, and once its median came out above the
-//! hub's (docs/hub-servicebus.md).
+//! On the generator's runtime, the broker path's sends, their AMQP engines and every emulator task
+//! shared two workers, while the hub path's sends ran on the hub's thread: the broker path queued
+//! behind more tasks than the hub path's broker stage did: at 32 in flight its p95 was several
+//! times its median, and once its median came out above the hub's (docs/hub-servicebus.md).
 
 use std::ops::Deref;
 

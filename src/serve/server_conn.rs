@@ -1,14 +1,10 @@
-//! One connection of hubload's own servers: requests read, answered and written back, each within its deadline; keep-alive and pipelining.
+//! One connection of hubload's own servers: requests read, answered and written back, each
+//! within its deadline; keep-alive and pipelining.
 //!
-//! The loop reads straight into its own buffer (the codec, `hubload-http1`, parses the head;
-//! no HTTP framework, no header map, no body channel), so a request allocates nothing here.
-//! A Content-Length body is handed over where it was read; a chunked one is decoded into a
-//! per-connection buffer. Answers to pipelined requests are written together, once no
-//! further request is waiting in the buffer.
-//!
-//! Deadlines (docs/deadlines.md, "hubload's own servers"): waiting for a request's first byte
-//! is bounded by the idle deadline; from that byte, reading the head and body and writing
-//! the answer are bounded by the exchange deadline. At either the connection is closed.
+//! The loop reads into its own buffer and the codec (`hubload-http1`) parses the head, so a
+//! request allocates nothing here; a chunked body is decoded into a per-connection buffer.
+//! Pipelined answers are written together. The idle and exchange deadlines close the
+//! connection (docs/deadlines.md, "hubload's own servers").
 
 use std::time::Duration;
 

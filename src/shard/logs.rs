@@ -1,18 +1,9 @@
 //! A shard's records as stdout lines, so `kubectl logs -l job-name=… --tail=-1` (or
 //! `kubectl logs -f`) collects a run: the line codec, and the version 1 lines' reassembly.
 //!
-//! Line format (version 2): `HUBLOAD-SHARD v2 <run_id> <index>/<count> <section> <part>/<parts>
-//! <chunk>`, where `<section>` is `head`, `level-<n>` or `end` (one [`ShardRecord`] each) and
-//! the section's chunks, concatenated in part order, are base64 of its zlib-compressed compact
-//! JSON. A shard prints a section as soon as it has it: the head before the first level, each
-//! level as it ends, the end last. Version 1 lines carried one whole artifact as sections
-//! without a name; they are still read.
-//!
-//! A line must reach the merged log whole. The container runtime copies stdout and stderr
-//! through separate readers into one log, and a stderr message can land inside a stdout line.
-//! So a shard prints its messages on stdout too ([`crate::console`]), and each line is under
-//! `PIPE_BUF` (4096 bytes) and one `write(2)`, which a pipe delivers whole. Anything before
-//! the tag on a line (`[pod/…/hubload] ` from `kubectl logs --prefix`, timestamps) is ignored.
+//! Each `HUBLOAD-SHARD v2 …` line carries a chunk of one [`ShardRecord`] (base64 of zlib
+//! compact JSON), is under `PIPE_BUF` and written in one `write(2)`, so it reaches the merged
+//! log whole; anything before the tag is ignored. docs/shards.md gives the format.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -415,8 +406,8 @@ pub fn reassemble_v1(
 pub(crate) mod tests {
     use super::*;
     use crate::shard::artifact::{Load, ShardLevel};
-    use crate::shard::testutil::empty_artifact;
-    use crate::shard::testutil::random_level;
+    use crate::shard::fixtures::empty_artifact;
+    use crate::shard::fixtures::random_level;
     use crate::shard_contract::ShardSpec;
 
     /// An artifact with `levels` levels of 2,000 random events each.

@@ -2,23 +2,20 @@
 //! any input, and the exact, streaming merge of a run's shards. What a shard is (its slot,
 //! the environment contract) is `shard_contract`.
 //!
-//! A shard runs its slice of the workload ([`crate::shard_contract`]) and writes its results
-//! as a stream of [`ShardRecord`]s: a head before the first level, one record per level as
-//! it ends, an end. They are appended to `shard-<i>-of-<n>.jsonl` in its output directory and
-//! printed as `HUBLOAD-SHARD` lines ([`logs`]). `hubload merge` reads the files or a
-//! `kubectl logs` dump ([`assemble`], [`files`]) and merges level by level
-//! ([`merge::stream`]) into one run whose reports equal a single process's. Shards never
-//! judge thresholds: only the merged run is judged.
+//! A shard writes a stream of [`ShardRecord`]s (head, one per level, end) to its file and as
+//! `HUBLOAD-SHARD` lines ([`logs`]); `hubload merge` reassembles them ([`assemble`], [`files`])
+//! and merges level by level ([`merge::stream`]) into reports equal to one process's. Only the
+//! merged run is judged (docs/shards.md).
 
 pub mod artifact;
 pub mod assemble;
 pub mod files;
+#[cfg(test)]
+mod fixtures;
 pub mod follow;
 pub mod logs;
 pub mod merge;
 pub mod record;
-#[cfg(test)]
-mod testutil;
 
 pub use artifact::{ArtifactError, HistLayout, Load, ShardArtifact, ShardLevel, ShardMeta};
 pub use assemble::{from_log_dump, Input, Keyed};

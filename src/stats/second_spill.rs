@@ -2,19 +2,10 @@
 //! unnamed temporary file, so the level's memory stays flat however long it runs
 //! (docs/soak.md).
 //!
-//! Each closed second is appended to the file once (its 32 B timeline bucket, then the raw
-//! and corrected histograms' V2+DEFLATE base64 strings, back to back); memory keeps only an
-//! index entry per second (16 B, 58 KB an hour). A second closed again (a straggler folded
-//! after its second was written) is read back, added, and appended anew; its old bytes stay
-//! in the file unread. [`finish`] reads the file back into [`SecondHistograms`] and the
-//! timeline, the same values the in-memory lists gave, for the report.
-//!
-//! The file is made at the first closed second in the system's temporary directory
-//! (`TMPDIR`) and removed by the system when it closes (it has no name). When it cannot be
-//! made or written (no writable temporary directory, a full disk), the seconds stay in memory
-//! as before: the report is the same, only the memory grows with the level's length.
-//!
-//! [`finish`]: SecondSpill::finish
+//! Each closed second is appended once; memory keeps a 16 B index entry per second, and a
+//! second closed again is read back, added and appended anew. [`SecondSpill::finish`] reads
+//! the file back into the same values in-memory lists give. When no temporary file can be
+//! made or written, the seconds stay in memory: the report is the same.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

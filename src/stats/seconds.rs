@@ -1,20 +1,11 @@
 //! Per-second state of a level (the `latency.hlog` per-second intervals and the `timeline`):
 //! recorded by every worker through a few shared slots, kept encoded once a second closes.
 //!
-//! Layout: the level's own HdrHistogram layout (1 µs, 3 significant digits), so the seconds of
-//! a level add up exactly to its histogram and shards add second by second. Second `s` holds
-//! the attempts that *ended* in `[origin + s, origin + s + 1)`, `origin` being the level's
-//! measured start: the seconds of `timeline`, whose buckets are kept here too, one per second
-//! for the whole level (not one per recording stripe), folded and spilled with the histograms.
-//!
-//! Memory, bounded by the number of seconds and never by the request count:
-//! - while a level runs, at most [`OPEN_SECONDS`] full histograms per slot (slots: one per
-//!   runtime thread, at most 8) plus [`GRACE`] + 1 being folded, each up to ~100 KB for
-//!   latencies up to seconds (about 1 MB on 2 threads, raw and corrected);
-//! - every closed second as its V2+DEFLATE base64 string, 0.2–8 KB (measured in the tests below;
-//!   docs/reports.md), and its 32 B timeline bucket, kept in a temporary file while the level
-//!   runs ([`SecondSpill`]): memory holds 16 B per second, and the list is read back once, at
-//!   the level's end.
+//! Second `s` holds the attempts that *ended* in `[origin + s, origin + s + 1)` from the
+//! level's measured start, in the level's own histogram layout, so seconds add up exactly to
+//! the level and shards add second by second. Memory is bounded by the seconds, never by the
+//! request count: at most [`OPEN_SECONDS`] open histograms per slot plus [`GRACE`] + 1 being
+//! folded; closed seconds go to a [`SecondSpill`] (docs/reports.md, docs/soak.md).
 
 use std::sync::Mutex;
 use std::time::Instant;

@@ -1,16 +1,10 @@
 //! Per-topic statistics: outcome counts and a compact, mergeable latency histogram per topic.
 //!
-//! The histogram layout has 200 buckets: values below 16 µs exactly, then 8 buckets per power
-//! of two up to 2²⁷ µs (134 s); larger values land in the last bucket (the exact max is kept
-//! beside it). A bucket spans at most 1/8 of its lower bound, so a percentile read as the
-//! bucket's highest value is at most 12.5% above the true one. Merging is `+=` on every bucket:
-//! shards, stripes and levels add exactly.
-//!
-//! While a level runs, every worker records into one shared [`TopicTable`]: the layout dense,
-//! in atomics (one table per level, not one per recording stripe), 16-bit buckets whose rare
-//! wraps are carried aside, [`TopicTable::bytes`] of its topic count (624 B a topic, 62 MB for
-//! 100,000 topics). A finished level's topics are [`TopicStats`], which hold the non-empty
-//! buckets only (248 B a topic and 8 B a bucket used).
+//! 200 buckets: below 16 µs exact, then 8 per power of two up to 2²⁷ µs, so a percentile is
+//! at most 12.5 % above the true one; merging is `+=` on every bucket. While a level runs,
+//! workers record into one shared [`TopicTable`] of atomics ([`TopicTable::bytes`] a topic
+//! count); a finished level's topics are [`TopicStats`], the non-empty buckets only
+//! (README.md, "Per-topic statistics").
 
 use std::collections::BTreeMap;
 use std::ops::AddAssign;

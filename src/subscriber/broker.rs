@@ -2,12 +2,10 @@
 //! a peek-lock receiver on subscription `hubload-<i>` of its topic, and every message it gets
 //! is checked and counted exactly like a WebSub delivery (`server::deliver`).
 //!
-//! The answer the behaviour knobs give becomes the settlement: 2xx completes, 500 abandons
-//! (the broker delivers the message again, as a hub retries), 410 dead-letters. A message the
-//! broker delivers again after it was acknowledged (its lock ran out before the completion
-//! reached the broker) is counted a redelivery, not a duplicate: the broker said so with its
-//! delivery count. What the broker (or a 410) moved to a subscription's dead-letter
-//! sub-queue is read there and counted `dead_lettered`, not lost (broker_dlq.rs).
+//! The behaviour knobs' answer is the settlement: 2xx completes, 500 abandons, 410
+//! dead-letters. A message delivered again after it was acknowledged is a redelivery (the
+//! broker's delivery count says so), not a duplicate; dead-lettered ones are read from the
+//! dead-letter sub-queue and counted, not lost (`broker_dlq.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;

@@ -4,9 +4,8 @@
 //! subscriber dead-lettered (a 410 answer) is counted `dead_lettered`, with its
 //! `DeadLetterReason`, instead of lost.
 //!
-//! Each message read is counted once (`SubState::dead_lettered`) and completed, which removes
-//! it from the sub-queue: the subscriptions are hubload's own, and a message left there would
-//! be read again, and counted late, by the next run.
+//! Each message read is counted once (`SubState::dead_lettered`) and completed, so the next run
+//! on these (hubload's own) subscriptions does not read it again and count it late.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;

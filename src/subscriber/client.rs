@@ -186,7 +186,7 @@ mod tests {
         url::Url::parse(&url).unwrap()
     }
 
-    /// A subscription request ends at its timeout whatever the hub sends (issue 31).
+    /// A subscription request ends at its timeout whatever the hub sends.
     #[tokio::test]
     async fn a_trickling_hub_is_cut_off_at_the_timeout() {
         let timeout = Duration::from_millis(300);

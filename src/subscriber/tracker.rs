@@ -1,15 +1,10 @@
 //! What the publisher tells the fleet: which events were sent and accepted, and when.
 //!
 //! Hot-path cheap and lock-free: a ring indexed by `seq` holds the send and accepted instants
-//! (sized by what can be in flight plus the grace window), and two atomic bitmaps hold which
-//! sequence numbers of the level were published and accepted. A slot is overwritten by the
-//! sequence number `capacity` later; a reader then sees a different `seq` and falls back to
-//! the send time carried in the body. A surge's extra events, numbered in a space of their
-//! own, are tracked in the upper half of the level's span, with a ring of their own.
-//!
-//! Once the fleet has said how many subscribers listen to each topic ([`DeliveryTracker::count_owed`]),
-//! each accepted answer also adds the deliveries it owes to the second it was read in: one
-//! relaxed atomic add, the level's `expected` per-second series.
+//! (a reader that finds a later `seq` in the slot falls back to the send time in the body), and
+//! two atomic bitmaps hold which of the level's sequence numbers were published and accepted;
+//! a surge's events use the upper half of the span. Once [`DeliveryTracker::count_owed`] is
+//! known, each accepted answer adds its owed deliveries to its second: the `expected` series.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;

@@ -306,6 +306,6 @@ fn fetch(sh: &Shared, asked: &Asked, out: &mut Vec<u8>, persist: Persist) {
 }
 
 #[cfg(test)]
-mod deadline_tests;
+mod misbehaving_fetcher_tests;
 #[cfg(test)]
 mod slow_reader_tcp_tests;

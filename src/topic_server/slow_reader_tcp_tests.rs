@@ -1,23 +1,16 @@
-//! The topic server's exchange deadline against clients that never read their answer, over real TCP on 127.0.0.1, at 1 and 16 connections, while a good client still gets every fetch.
+//! The topic server's exchange deadline against clients that never read their answer, over
+//! real TCP on 127.0.0.1, at 1 and 16 connections, while a good client still gets every fetch.
 //!
-//! The kernel lets a sender queue megabytes on a connection (the send buffer autotunes up to
-//! `tcp_wmem`'s 4 MB; loopback segments are 64 KB), so an answer that a reader never takes is
-//! usually already "written" when the server lets go of it. The slow client here keeps the
-//! connection small from its side, before it connects: the smallest receive buffer the kernel
-//! allows (2,304 B: a small window) and a 536-byte maximum segment (IPv4's default), which it
-//! announces. The server's send buffer then stays near its initial size (it grows only when
-//! the congestion window, not the receiver's window, limits the sender): about 38 KB of
-//! answer fits in both buffers, measured on this machine (85 KB with a 4 KB buffer and
-//! 1,000-byte segments; 4.3 MB with neither), so a 128 KB event cannot be written and the
-//! write waits until the deadline. (Not larger: the events are made while the server's
-//! thread waits, and 16 large ones at once take a debug build past the 50 ms margin.)
+//! The slow client shrinks the connection from its side before connecting (the smallest
+//! receive buffer, a 536-byte segment), so a 128 KB event cannot all be written and the
+//! server's write waits until the deadline (docs/deadlines.md explains the sizes).
 
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpSocket;
 
-use super::deadline_tests::{serve_with_a_good_client, workload, LIMITS};
+use super::misbehaving_fetcher_tests::{serve_with_a_good_client, workload, LIMITS};
 use crate::serve::misbehave_tests::{assert_on_time, settled};
 use crate::serve::ServerCounts;
 

@@ -1,4 +1,4 @@
-//! Test plumbing for tests/subscriber.rs: a one-shot HTTP client, hubs to subscribe to, signing.
+//! Test plumbing for the subscriber tests (`mod.rs`): a one-shot HTTP client, hubs to subscribe to, signing.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

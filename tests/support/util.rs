@@ -46,6 +46,17 @@ pub async fn run(args: &[&str]) -> RunOutcome {
         .unwrap_or_else(|e| panic!("run {args:?} failed: {e:#}"))
 }
 
+/// Flags written on one line, split at white space (for flags whose values have none).
+pub fn line(flags: &str) -> Vec<&str> {
+    flags.split_whitespace().collect()
+}
+
+/// The small workload many tests load: 2 tenants × 2 SPs × 3 users (8 topics).
+pub const SMALL_WORKLOAD: &str = "--tenants 2 --sps 2 --users 3";
+
+/// [`SMALL_WORKLOAD`] in two levels: 60 requests at concurrency 2, then 60 at 4.
+pub const SMALL_RUN: &str = "--tenants 2 --sps 2 --users 3 --concurrency 2,4 --requests 60";
+
 /// One integration scenario: a reference hub with given faults (and, for a Service Bus target,
 /// the emulator), a report directory, runs with given flags against them, and what each side
 /// counted.
@@ -134,6 +145,13 @@ impl Scenario {
     pub async fn run(&self, flags: &[&str]) -> RunOutcome {
         let target = self.target_args();
         run(&self.args(&target, flags)).await
+    }
+
+    /// [`Scenario::run`] with its flags on one line ([`line`]), then the hub's counts once no
+    /// delivery is pending ([`settled`]).
+    pub async fn run_settled(&self, flags: &str) -> (RunOutcome, StatsSnapshot) {
+        let o = self.run(&line(flags)).await;
+        (o, settled(&self.hub).await)
     }
 
     /// [`Scenario::run`], keeping the error.
@@ -324,4 +342,22 @@ pub fn tool(name: &str, tests: &str) -> Option<std::path::PathBuf> {
         eprintln!("!!!!!!!! SKIPPED: {name} is not installed; {tests} did not run !!!!!!!!");
     }
     found
+}
+
+/// Nothing went wrong with a level's deliveries: no loss, duplicate, redelivery, bad signature,
+/// body mismatch, unexpected or late delivery. `at` names the level (or run) in the message.
+pub fn assert_no_delivery_fault(c: &hubload::subscriber::DeliveryCounts, at: &str) {
+    assert_eq!(
+        (
+            c.lost,
+            c.duplicates,
+            c.redeliveries,
+            c.bad_signature,
+            c.body_mismatch,
+            c.unexpected,
+            c.late
+        ),
+        (0, 0, 0, 0, 0, 0, 0),
+        "{at}: {c:?}"
+    );
 }

@@ -2,15 +2,9 @@
 //! them to the callback, several at once, and hand each message back with its outcome; the
 //! loop settles it (the receiver is the loop's alone).
 //!
-//! As the in-memory hub's workers do (`distribute.rs`): up to `--delivery-concurrency`
-//! workers, started one at a time (a worker that takes a message while no other is waiting
-//! starts one more), each on its own keep-alive connection to an `http://` callback
-//! (`callback_conn.rs`), writing up to `--delivery-pipeline` POSTs at once, pipelined, and
-//! reading the answers in order; an `https://` callback gets one POST per worker at a time
-//! over the hub's pooled TLS client. A POST written after an answer that closed the
-//! connection was not processed by the callback: it is written again at once, on a new
-//! connection, and is not an attempt. Messages complete in any order. [`Delivery`] is what
-//! a subscription's loop and workers need from the hub.
+//! Workers, connections and pipelining are the in-memory hub's (`distribute.rs`,
+//! `callback_conn.rs`); an `https://` callback gets one POST per worker at a time. Messages
+//! complete in any order. [`Delivery`] is what a subscription's loop and workers need.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};

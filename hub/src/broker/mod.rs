@@ -2,13 +2,8 @@
 //! WebSub topic is a Service Bus topic, each subscriber a subscription with a peek-lock
 //! receive loop, and a publish is answered after the broker's send settles.
 //!
-//! - `publish`: the send, the answer map, `Server-Timing: broker`;
-//! - `subscription`: a subscriber's receive loop, settling each message by its outcome;
-//! - `deliver`: the loop's delivery workers (several POSTs in flight per subscription);
-//! - `admin`: entity management (create a topic, delete a subscription or a topic);
-//! - `timings`: each accepted publish's stages, for its deliveries' `Hub-Timing`;
-//! - `stats`: the broker's counts in `/stats` and `/metrics`.
-//!
+//! Parts: `publish` (send, answer, `Server-Timing: broker`), `subscription` (the receive loop),
+//! `deliver` (its workers), `admin` (entities), `timings` (`Hub-Timing` stages), `stats`.
 //! docs/hub-servicebus.md describes the mode.
 
 pub(crate) mod admin;

@@ -1,13 +1,10 @@
 //! One WebSub subscriber in broker mode: a Service Bus subscription and its receive loop.
-//! The loop receives up to the workers' limit of messages ahead (`deliver.rs` POSTs them to
-//! the callback, several at once) and settles each one by its own outcome as it comes back:
-//! completed on 2xx, dead-lettered on 410 (which also ends the subscription) or once the
-//! broker has delivered it as often as the hub's retry limit allows, and abandoned otherwise
-//! (the broker delivers it again). The loop never stops silently: a lost link is re-attached
-//! by the receive client and counted as a restart; a failed receive is counted and retried;
-//! a lease that runs out, a 410 and a subscription deleted at the broker each end it,
-//! counted. Each delivery carries its publish's `Hub-Timing` when this hub sent it
-//! (`timings.rs`).
+//!
+//! The loop receives up to the workers' limit ahead (`deliver.rs` POSTs them) and settles each
+//! by its outcome: completed on 2xx, dead-lettered on 410 (ending the subscription) or past
+//! the retry limit, abandoned otherwise. It never stops silently: re-attaches count as
+//! restarts, failed receives are counted and retried, and each ending is counted.
+//! Deliveries carry their publish's `Hub-Timing` when this hub sent it (`timings.rs`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;

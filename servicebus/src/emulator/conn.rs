@@ -2,12 +2,10 @@
 //! (`$cbs`, an entity's `$management`, a queue or topic to send to, a queue or subscription
 //! to receive from), refusing unknown entities and Azure's limits at attach.
 //!
-//! Authorisation is per connection, as in Azure: a transfer is accepted only if this
-//! connection holds an unexpired token for the link's entity. Without one, the emulator
-//! *rejects the delivery* with `amqp:unauthorized-access` (Azure detaches the link instead;
-//! the sender classifies both as unauthorized), which keeps the per-send accounting exact.
-//! A link whose right the key's policy lacks (Send, Listen) is refused at attach, as Azure
-//! refuses it.
+//! Authorisation is per connection, as in Azure: a transfer without an unexpired token for its
+//! entity is *rejected* with `amqp:unauthorized-access` (Azure detaches; the sender classes
+//! both as unauthorized), keeping per-send accounting exact. A link whose right the key's
+//! policy lacks is refused at attach.
 
 use std::sync::Arc;
 

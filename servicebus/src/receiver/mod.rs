@@ -1,13 +1,10 @@
 //! [`SbReceiver`]: the shared Service Bus receive client: one subscription
 //! (`<topic>/Subscriptions/<name>`) in peek-lock mode, on its own AMQP connection.
 //!
-//! It connects like [`crate::SbSender`] (connection string, SAS put-token over CBS, TLS for
-//! Azure, plain AMQP for the emulator), attaches a receiver link with
-//! `rcv-settle-mode = second` (peek-lock) and the configured credit, and hands out
-//! [`Received`] messages to settle: complete, abandon or dead-letter. A lost link or
-//! connection is detected on the next call, which re-attaches (and reconnects) within its own
-//! deadline; each recovery counts as a restart. Every call is bounded by a deadline, and
-//! every failure is a [`ReceiveError`] value. docs/servicebus-receiver.md describes the API.
+//! It connects like [`crate::SbSender`], attaches with `rcv-settle-mode = second` and the
+//! configured credit, and hands out [`Received`] messages to complete, abandon or dead-letter.
+//! A lost link or connection is re-attached on the next call, within its deadline, and counted
+//! as a restart; every failure is a [`ReceiveError`] (docs/servicebus-receiver.md).
 
 mod message;
 mod settle;

@@ -1,14 +1,10 @@
 //! `--jtl FILE`: one row per attempt in JMeter's default CSV (JTL) format, streamed to disk.
 //!
-//! The file is readable by `jmeter -g file.jtl -o dir`: the header is JMeter's default
-//! (docs/protocol.md §4), HTTP results carry their status and reason phrase, and transport failures
-//! use JMeter's own convention (`Non HTTP response code: <exception class>`) with the Java
-//! exception JMeter's Apache HttpClient sampler would have reported for the same failure.
-//!
-//! Rows go to disk through a `BufWriter` as they come; nothing of the run is kept in memory.
-//! The engine hands out plain attempt records into a bounded queue; [`channel_writer`]'s thread
-//! turns each into a row here, and makes the file durable at every sync (each level's end, a
-//! stop), so a killed run leaves every row of its finished levels and at most one partial line.
+//! Readable by `jmeter -g file.jtl -o dir` (docs/protocol.md §4): JMeter's header, status and
+//! reason phrase, and for transport failures JMeter's own `Non HTTP response code` with the
+//! Java exception its sampler would have reported. [`channel_writer`]'s thread writes rows as
+//! attempts arrive through a bounded queue and syncs at every level end and stop, so a killed
+//! run keeps its finished levels' rows.
 
 use std::fs::File;
 use std::io::{self, BufWriter};

@@ -2,18 +2,8 @@
 //! geometrically and then bisecting, within a time budget. Knows nothing about HTTP: a probe
 //! function runs one level at a given load and returns its row.
 //!
-//! The search:
-//! 1. Probe `start`, `2·start`, `4·start`, … (capped at `max`) until a level breaks the SLO or
-//!    `max` passes.
-//! 2. Bisect between the last level that passed and the first that failed until the gap is at
-//!    most `max(1, 5% of the passing level)`; with `integer` (concurrency) every probe is a whole
-//!    number, so the search also ends when the two are adjacent.
-//! 3. Before every probe after the first, check the budget: a probe starts only when the time
-//!    used so far plus the longest probe seen fits in it. Otherwise the search stops and says so.
-//!
-//! A level passes when every SLO bound holds on its row (the bounds' `total:` scope is ignored:
-//! each probe is judged on its own) and it measured at least one attempt: an empty level (e.g.
-//! a probe cut short by Ctrl-C) proves nothing and counts as a failure.
+//! The search, the stopping rule and what counts as passing (every SLO bound on the probe's
+//! own row, at least one attempt measured) are in docs/gates.md, "The capacity finder".
 
 use std::future::Future;
 use std::time::Duration;
@@ -159,7 +149,7 @@ mod tests {
     /// A level of 100 accepted attempts that each take `load` ms.
     fn row_for(load: f64) -> LevelReport {
         let lat = Duration::from_secs_f64(load / 1000.0);
-        let s = crate::report::judge::testutil::stats(&[(lat, Outcome::Accepted, 100)]);
+        let s = crate::report::judge::known_latencies::stats(&[(lat, Outcome::Accepted, 100)]);
         level_report(&format!("{load}"), None, None, &s, false)
     }
 

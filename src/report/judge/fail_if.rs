@@ -1,16 +1,10 @@
 //! `--fail-if` rules (parsed by `judge::rules`, the one gate language) judged on a
 //! comparison: find the levels whose delta, or whose candidate figure, breaks them.
 //!
-//! A delta rule fails when the delta is strictly beyond its bound: `%` is relative to the
-//! baseline for latencies, throughput and the delivered rate, and **percentage points** for
-//! errors (`errors>+1%` fails when the error rate grows from 0.5 % to more than 1.5 %) and for
-//! the delivery counts, whose share of the expected deliveries is compared (`lost>+0.1%`);
-//! `ms`, `/s` and a bare count (`lost>0`: more lost than the baseline) are absolute deltas.
-//! A rule on a fairness or isolation figure (`tenant_fairness<0.95`, `quiet_p99_increase>20%`)
-//! fails where the candidate's figure meets it, read as `--threshold` reads it.
-//! Every level both runs have is checked, and TOTAL. A delivery rule needs both runs to have
-//! deliveries (`--subscribers`), a figure rule the candidate to have the figure: otherwise
-//! checking is an error naming the rule and the run.
+//! Every level both runs have is checked, and TOTAL. A delta fails when strictly beyond its
+//! bound (`%` relative, or percentage points for errors and delivery counts); a fairness or
+//! isolation rule is read on the candidate as `--threshold` reads it. A rule that needs what
+//! a run lacks is an error naming the rule and the run (docs/gates.md).
 
 use std::fmt;
 use std::str::FromStr;

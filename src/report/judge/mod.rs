@@ -7,10 +7,10 @@
 pub mod capacity;
 pub mod comparison;
 pub mod fail_if;
+#[cfg(test)]
+mod known_latencies;
 pub mod metric;
 pub mod rules;
-#[cfg(test)]
-mod testutil;
 pub mod text;
 pub mod threshold;
 pub mod verdict;

@@ -146,7 +146,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::report::judge::testutil::stats;
+    use crate::report::judge::known_latencies::stats;
     use crate::report::model::build::level_report;
     use crate::result::Outcome;
 

@@ -1,22 +1,10 @@
 //! The timeout what-if table: from a run with a long client timeout, the share of attempts that
-//! would have exceeded each shorter timeout, read off the latency histograms.
+//! would have exceeded each shorter timeout T, and the expected share of failed events with
+//! retries ([`event_failure`]), read off the latency histograms.
 //!
-//! Two numbers per level and candidate timeout T:
-//!
-//! - **exceed share**: attempts whose raw latency (actual start → end, the `latency` histogram)
-//!   was above T, over all attempts. Attempts that already timed out in the run are recorded at
-//!   their timeout (≥ the run's `--timeout`), so they exceed every T below it. For T at or above
-//!   the run's own timeout the share is *not* what that timeout would give (those attempts were
-//!   cut off, we never saw how long they would have taken); such columns are flagged in
-//!   [`WhatIfTable::beyond_run_timeout`](crate::report::judge::verdict::WhatIfTable::beyond_run_timeout) and marked in every rendering. The table is only
-//!   meaningful for T below the run's timeout.
-//! - **failed-event share**: the expected share of events that fail when each attempt has
-//!   timeout T and the client makes up to R immediate retries (see [`event_failure`] for the
-//!   model).
-//!
-//! Resolution: histograms keep 3 significant digits, so an attempt whose latency lies in the same
-//! bucket as T (within 0.1% of T) is ambiguous; it counts as exceeding T only when its whole
-//! bucket lies above T.
+//! Columns at or above the run's own timeout are flagged (its timed-out attempts were cut
+//! off); an attempt in T's own histogram bucket exceeds T only when its whole bucket lies
+//! above T (docs/gates.md, "Timeout what-if").
 
 use std::time::Duration;
 
@@ -112,7 +100,7 @@ mod tests {
     /// Statistics from (latency ms, outcome, count) triples.
     fn stats(samples: &[(u64, Outcome, u64)]) -> LevelStats {
         let v: Vec<_> = samples.iter().map(|&(l, o, n)| (ms(l), o, n)).collect();
-        crate::report::judge::testutil::stats(&v)
+        crate::report::judge::known_latencies::stats(&v)
     }
 
     #[test]

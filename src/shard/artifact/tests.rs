@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::result::{Class, Reason};
-use crate::shard::testutil::{assert_level_eq, empty_artifact, random_level};
+use crate::shard::fixtures::{assert_level_eq, empty_artifact, random_level};
 use crate::stats::{to_base64, Histogram, TOPIC_BUCKETS};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;

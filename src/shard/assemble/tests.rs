@@ -1,9 +1,9 @@
 //! Tests of reassembly: interleaved shards among noise, repeats, truncation, version 1 lines,
 //! record files and whole artifacts.
 use super::*;
+use crate::shard::fixtures::assert_level_eq;
 use crate::shard::logs::tests::artifact;
 use crate::shard::logs::{pack, to_log_lines, CHUNK_CHARS};
-use crate::shard::testutil::assert_level_eq;
 
 #[test]
 fn reassembles_among_noise_and_prefixes() {

@@ -273,6 +273,6 @@ pub(super) fn deliver(
 }
 
 #[cfg(test)]
-mod deadline_tests;
+mod misbehaving_sender_tests;
 #[cfg(test)]
 mod tests;

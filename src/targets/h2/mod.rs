@@ -2,29 +2,10 @@
 //! carrying up to `--h2-streams` streams at once, over h2c (prior knowledge) or TLS with
 //! ALPN `h2`. Framing, HPACK and flow control are the `h2` crate's.
 //!
-//! The model, beside HTTP/1.1's (`targets/http`):
-//! - at most `conns × streams` exchanges in flight, through a semaphore (a wait past
-//!   `--pool-timeout` is [`TimeoutKind::PoolWait`]); each takes the connection with the
-//!   fewest streams in flight, so no connection carries more than `streams`. The server's
-//!   `SETTINGS_MAX_CONCURRENT_STREAMS` caps it further: h2 holds a stream back until one
-//!   ends (also a pool wait when it lasts past the deadline);
-//! - connections open on first use, one at a time per slot, and are replaced when they can
-//!   take no new stream (after a GOAWAY or an error). A request that no connection took
-//!   (nothing of it was sent) goes once more on a fresh connection;
-//! - once a stream is sent it is never resent here: a refused stream or one above a GOAWAY's
-//!   last-stream-id is its own class, which the engine's `--retries` may retry (RFC 9113
-//!   §8.7; [`crate::result::Class::is_retryable`]);
-//! - the deadline bounds the whole attempt. At the deadline, a stream h2 never opened (the
-//!   server's stream limit) is a pool wait, and one whose body the window held back a response
-//!   timeout with reason `flow_control` (`held`); a stream given up is reset (CANCEL) by h2
-//!   as it is dropped;
-//! - a response is held to HTTP/1.1's limits while h2 decodes it (`connect.rs`), and a failure
-//!   h2 raised is classed with its reason (`failure.rs`).
-//!
-//! Requests come rendered as HTTP/1.1 (`message.rs` converts them), so both dialects,
-//! registration and credentials send the same fields on either version. Bytes are counted as
-//! the message's fields and body would be in HTTP/1.1 (the request as rendered; the response's
-//! fields `name: value\r\n` and its DATA), not as compressed frames.
+//! The model, beside HTTP/1.1's, is docs/http2.md: a semaphore of `conns × streams`, the
+//! connection with the fewest streams in flight, a sent stream never resent here, one deadline
+//! over the whole attempt. Requests come rendered as HTTP/1.1 (`message.rs`), and bytes are
+//! counted as HTTP/1.1 would send them, not as compressed frames.
 
 mod alpn;
 mod connect;

@@ -1,13 +1,10 @@
 //! The connection's I/O as h2 should see it: the same stream, reporting no vectored writes, so
 //! h2 batches small DATA frames into its write buffer instead of writing each one on its own.
 //!
-//! Why: h2's frame writer sends a DATA payload of 256 bytes or more "chained" (by reference,
-//! in a vectored write) when the I/O says it writes vectors well, and it takes no further frame
-//! until that payload is written, so every publish with a body of 256 bytes or more cost one
-//! `writev` of its own (0.82 per request at 1 connection × 100 streams, against h2load's 0.10).
-//! Without vectored writes h2 copies payloads under 1,024 bytes into its 16 KiB buffer, and the
-//! frames of every stream ready at once leave in one write. The vendored h2 (vendor/h2/PATCHED.md)
-//! also copies a larger payload when it fits in the buffer; one that does not is still chained.
+//! With vectored writes, h2 sends a DATA payload of 256 bytes or more by reference and takes
+//! no further frame until it is written: one `writev` per publish. Without, h2 copies payloads
+//! under 1,024 bytes (the vendored h2, vendor/h2/PATCHED.md: any that fits) into its 16 KiB
+//! buffer, and the frames of every ready stream leave in one write (bench/README.md).
 
 use std::io;
 use std::pin::Pin;

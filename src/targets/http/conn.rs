@@ -492,7 +492,7 @@ fn whole_response(
 /// The exchange polled just before may have spent the task's whole cooperative budget: a peer
 /// whose bytes never stop (an endless run of `100 Continue` heads, say) makes every read ready
 /// until the budget is gone, and a timer polled without budget is always pending, so the
-/// deadline was never seen while the flood lasted (20 s past a 1 s timeout, issue 31). As
+/// deadline was never seen while the flood lasted (20 s past a 1 s timeout). As
 /// `tokio::time::timeout` does, the timer is then polled outside the budget. While budget
 /// remains (every exchange that waits on its socket), this costs one thread-local read.
 pub(crate) fn poll_deadline(

@@ -3,10 +3,9 @@
 //! one read) is a few small fields polled in place; everything else is handed to the general
 //! path, boxed, where it stands.
 //!
-//! Why by hand: as nested `async fn`s (pool → deadline → connection → read), every layer kept
-//! its own copy of its arguments and its own resume point, and a request touched each of
-//! them: a cache line per 64 bytes of state, cold again by the time its connection's next
-//! response came (docs/http-client.md, "The exchange's state").
+//! Why by hand: nested `async fn`s each keep their own copy of their arguments and resume
+//! point, state that is cold again by the time the connection's next response comes
+//! (docs/http-client.md, "The exchange's state").
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,53 +1,20 @@
-//! A lean HTTP/1.1 client for the publish hot path: one connection pool per host, capped
-//! with a wait timeout, sending pre-rendered requests over owned keep-alive connections.
+//! A lean HTTP/1.1 client for the publish hot path: one connection pool per host, capped at
+//! `max_conns` with a pool-wait timeout, sending pre-rendered requests over owned keep-alive
+//! connections (heads read by the codec crate, `hubload-http1`; TLS by rustls).
 //!
-//! Why not reqwest or hyper: on the 543-byte publish POST, reqwest reached 0.3–0.4× of wrk
-//! and hyper's pooled client 0.55×, while a hand-written client (its heads read by the codec crate,
-//! `hubload-http1`) reached wrk (DESIGN.md "Client"). Neither has a per-host cap with a wait timeout.
-//!
-//! The model (issue 2 §5):
-//! - at most `max_conns` exchanges (and so connections) per host, through a semaphore;
-//!   a task that cannot get a permit within `pool_timeout` (or before its deadline) fails
-//!   with [`TimeoutKind::PoolWait`];
-//! - idle connections are kept for reuse (keep-alive), most recently used first, and
-//!   closed once idle longer than the idle timeout (default [`DEFAULT_IDLE_TIMEOUT`]), before
-//!   a server, proxy or load balancer drops them silently. The idle time counts from when
-//!   the connection's last exchange took it to when the next one would (the caller's start,
-//!   or the end of its pool wait: clock reads the pool already has, so it makes none per
-//!   exchange): at least the true idle time, less the µs between that clock read and the
-//!   take, so a connection is closed early rather than late;
-//! - a connect beyond `connect_timeout` fails with [`TimeoutKind::Connect`]; a response not
-//!   complete by the deadline fails with [`TimeoutKind::Response`] and its connection is
-//!   dropped, never reused;
-//! - **stale connections:** an idle connection is checked with a non-blocking peek before
-//!   reuse; one the server closed, reset or wrote to while idle is dropped unused. If writing
-//!   the request to a reused connection still fails, nothing reached the server and the
-//!   request is sent once more on a fresh connection. Once the request is written, a POST is
-//!   **never** resent (Go's net/http rule for non-idempotent requests): the server may have
-//!   processed it, and every attempt hubload counts must be one request the hub saw. A reset
-//!   or EOF after writing is classified, so resets injected by a proxy are counted exactly.
-//!   The engine's `--retries` are separate and visible.
-//! - `https://` hosts: [`HttpPool::with_tls`] with a [`Tls`] (rustls, ring, webpki roots plus
-//!   given roots, or no verification); the handshake follows the TCP connect and has its own
-//!   bound (`tls_timeout`, a [`TimeoutKind::Connect`] when it runs out); a refused handshake
-//!   is [`crate::result::Outcome::TlsError`] with its reason. Handshakes are counted and timed per pool.
-//! - **several addresses:** a pool may be given every address its host resolved to; new
-//!   connections go to them in turn, and one that refuses is skipped for the next (as Go's
-//!   dialer falls back). Attempts are counted per address when there is more than one.
-//!
-//! Responses: `Content-Length`, `Transfer-Encoding: chunked` (extensions and trailers),
-//! bodies delimited by close, HTTP/1.0 (keep-alive only when asked for), `Connection:
-//! close`, no body for 1xx/204/304/HEAD, and 1xx interim responses skipped (up to five: a sixth
-//! is `other.unexpected_1xx`); any split of the bytes across reads. `TCP_NODELAY` on every socket.
+//! The model (docs/http-client.md): every phase (pool wait, connect, TLS, response) ends at
+//! its deadline as its own [`TimeoutKind`]; an idle connection is peeked before reuse and
+//! closed past the idle timeout; a POST is never resent once written, so every counted
+//! attempt is one request the hub saw; new connections go to a host's addresses in turn.
 
 #[cfg(test)]
 mod addrs_tests;
 mod conn;
 #[cfg(test)]
-mod deadline_tests;
-#[cfg(test)]
 mod determinism_tests;
 mod exchange;
+#[cfg(test)]
+mod exchange_deadline_tests;
 mod head_retry_after;
 mod head_server_timing;
 #[cfg(test)]

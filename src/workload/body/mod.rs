@@ -2,11 +2,8 @@
 //!
 //! A login event is about 550 B and a registration event about 1 KB, like the real publisher's.
 //! Every string written here comes from our own generator or from validated channel names
-//! (`[A-Za-z0-9_-]`), so no JSON escaping is needed.
-//!
-//! Most bodies are not written piece by piece here but copied from a template of their
-//! (tenant, channel, variant) with the few varying fields written over (`template.rs`); this
-//! renderer makes those templates, and every body that has none.
+//! (`[A-Za-z0-9_-]`), so no JSON escaping is needed. This renderer makes the templates most
+//! bodies are copied from (`template/`), and every body that has none.
 
 mod digits;
 pub(super) mod ids;

@@ -3,11 +3,9 @@
 //! against one metric type (`judge::metric`) into one `Gate`. Plain data: `threshold` judges
 //! absolute bounds on a run's rows, `fail_if` a comparison of two runs.
 //!
-//! Grammar: `[total:]METRIC OP VALUE`, spaces allowed around the parts, metric names in any
-//! case (docs/gates.md). An absolute bound (`--threshold`, `--slo`, and `--fail-if` on the
-//! candidate's fairness and isolation figures) is a value in the metric's unit; a delta
-//! (`--fail-if` on the other compared metrics) is a signed number and a unit. Under
-//! `--fail-if` a rule states the failure (ops `<`, `>`), and there is no `total:`.
+//! Grammar `[total:]METRIC OP VALUE` (docs/gates.md): an absolute bound is a value in the
+//! metric's unit; a `--fail-if` delta is a signed number and a unit, states the failure (`<`,
+//! `>`) and has no `total:`.
 
 use std::fmt;
 use std::str::FromStr;

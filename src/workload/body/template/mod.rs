@@ -2,13 +2,10 @@
 //! varying fields (holes) at fixed offsets, so an event's body is one copy and a few
 //! over-writes instead of ~25 pieces.
 //!
-//! A template is made by the renderer itself (`render_marked`, which says where each hole
-//! starts), so the layout is written down once. Each hole has a fixed width only for some
-//! values: `sent_us` of exactly 16 digits (any wall clock from 2001 to 2286), application
-//! numbers below 1,000, and in a registration body a user number of the template's digit
-//! count (`Given{u}` and `Family{u}` are not padded). Any other event has no template and is
-//! rendered piece by piece, as is every event of a workload whose templates would not fit
-//! [`TEMPLATE_BYTES`].
+//! The renderer itself makes a template (`render_marked` says where each hole starts), so the
+//! layout is written once. Holes have fixed widths only for some values (a 16-digit `sent_us`,
+//! application numbers below 1,000, a user number of the template's digit count); any other
+//! event, or a workload past [`TEMPLATE_BYTES`], is rendered piece by piece.
 
 use super::digits::{digits16, digits8, TEN16};
 use super::{render_marked, BodyFields, Hole, Marks};

@@ -20,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 mod support;
 use support::{now_us, request, sign, stand_in_hub, Hub};
 
+use crate::util::assert_no_delivery_fault;
+
 const SECRET: &str = "fleet-test-secret";
 
 fn workload() -> Arc<Workload> {
@@ -144,19 +146,7 @@ async fn delivers_exactly_once(per_topic: usize) {
         (want, want, want),
         "{c:?}"
     );
-    assert_eq!(
-        (
-            c.lost,
-            c.duplicates,
-            c.redeliveries,
-            c.bad_signature,
-            c.body_mismatch,
-            c.unexpected,
-            c.late
-        ),
-        (0, 0, 0, 0, 0, 0, 0),
-        "{c:?}"
-    );
+    assert_no_delivery_fault(&c, "the fleet");
     assert_eq!(stats.e2e_from_start.len(), want);
     assert_eq!(
         stats.e2e_from_accepted.len() + c.before_accepted,
