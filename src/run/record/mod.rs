@@ -18,6 +18,7 @@ use crate::report::topics_csv::{headers, last_level_rows, APPENDED};
 use crate::report::writer::ReportWriter;
 use crate::report::writer::{append_synced, write_atomic};
 use crate::report::{fairness_csv, fairness_file, reporters, topics_file, Reporter};
+use crate::report::{subscribers_file, topic_names};
 use crate::run_report::Report;
 use crate::stats::{LevelStats, TopicStats};
 use crate::summary::build::level_report;
@@ -452,8 +453,9 @@ impl RunRecord {
     }
 
     /// Append the fairness rows of the levels pushed since the last write, with all that was
-    /// attached to them in between, to fairness.jsonl and fairness.csv, synced before the
-    /// summary.json that lists them; once the run is over, TOTAL's to fairness.jsonl.
+    /// attached to them in between, to fairness.jsonl and fairness.csv, and their subscribers'
+    /// counts to subscribers.jsonl, synced before the summary.json that lists them; once the
+    /// run is over, TOTAL's to fairness.jsonl and subscribers.jsonl.
     fn append_fairness(&mut self) -> anyhow::Result<()> {
         let dir = self.writer.dir();
         for (i, row) in self
@@ -470,16 +472,19 @@ impl RunRecord {
                     &fairness_csv::level_rows(row)?,
                 )?;
             }
+            if let Some(d) = &row.delivery {
+                subscribers_file::append(dir, Some(i), &row.label, &d.per_subscriber)?;
+            }
         }
         self.fairness_lines = self.report.levels.len();
-        if let Some((row, f)) = self
-            .report
-            .total
-            .as_ref()
-            .and_then(|t| Some((t, t.fairness.as_ref()?)))
-            .filter(|_| self.ended)
-        {
-            fairness_file::append(dir, None, &row.label, f)?;
+        let Some(total) = self.report.total.as_ref().filter(|_| self.ended) else {
+            return Ok(());
+        };
+        if let Some(f) = &total.fairness {
+            fairness_file::append(dir, None, &total.label, f)?;
+        }
+        if let Some(d) = &total.delivery {
+            subscribers_file::append(dir, None, &total.label, &d.per_subscriber)?;
         }
         Ok(())
     }
@@ -508,12 +513,14 @@ fn rewritten() -> Vec<Box<dyn Reporter + Send + Sync>> {
     all
 }
 
-/// Start the files each level's rows are appended to: `topics.jsonl` and `fairness.jsonl`
-/// empty (named in `report`), topics.csv, tenants.csv and fairness.csv with their headers. A
+/// Write `topic-names.jsonl` and start the files each level's rows are appended to:
+/// `topics.jsonl`, `fairness.jsonl` and `subscribers.jsonl` empty (all named in `report`), topics.csv, tenants.csv and fairness.csv with their headers. A
 /// reused directory keeps none of an earlier run's rows.
 fn start_appended(report: &mut Report, dir: &Path) -> anyhow::Result<()> {
+    report.topic_names_file = Some(topic_names::create(dir, report)?);
     report.topics_file = Some(topics_file::create(dir)?);
     report.fairness_file = Some(fairness_file::create(dir)?);
+    report.subscribers_file = Some(subscribers_file::create(dir)?);
     for (name, head) in APPENDED.iter().zip(headers(report)?) {
         write_atomic(&dir.join(name), &head)?;
     }
