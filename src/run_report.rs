@@ -3,8 +3,10 @@
 //! (`judge`'s verdicts, what-if table and capacity result). It sits above `judge` because it
 //! holds judge's results, while `judge` reads the rows below it.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::judge::verdict::{CapacityResult, Verdict, WhatIfTable};
 use crate::kind::{Model, TargetKind};
@@ -45,10 +47,17 @@ pub struct Report {
     pub partial: bool,
     /// The resolved run configuration, secrets redacted.
     pub config: serde_json::Value,
-    /// Topic names, indexed as the per-topic rows' `topic`: in memory, read from
-    /// `topic_names_file`; inline only in summaries before `schema_version` 4, never written.
-    #[serde(default, skip_serializing_if = "crate::summary::never_written")]
-    pub topics: Vec<String>,
+    /// Topic names, indexed as the per-topic rows' `topic`: in memory (a run's shared with its
+    /// workload), read from `topic_names_file`; inline only in summaries before
+    /// `schema_version` 4, never written.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::summary::never_written",
+        serialize_with = "names_out",
+        deserialize_with = "names_in"
+    )]
+    #[schemars(with = "Vec<String>")]
+    pub topics: Vec<Arc<str>>,
     /// The file beside this one that names every topic (`topic-names.jsonl`: line `i` is topic
     /// `i`, `{"topic": name, "tenant": number or null}`), written once before the first level;
     /// absent in summaries before `schema_version` 4, which hold `topics` and
@@ -130,7 +139,7 @@ pub struct Report {
 impl Report {
     /// A report with no phases or levels yet: a WebSub run in progress (`partial`), by this
     /// hubload version.
-    pub fn new_empty(model: Model, config: serde_json::Value, topics: Vec<String>) -> Self {
+    pub fn new_empty(model: Model, config: serde_json::Value, topics: Vec<Arc<str>>) -> Self {
         Report {
             tool: "hubload".into(),
             schema_version: SCHEMA_VERSION,
@@ -166,4 +175,15 @@ impl Report {
             control: Vec::new(),
         }
     }
+}
+
+/// `Report::topics` as older summaries hold them: a list of strings.
+fn names_in<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Arc<str>>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    Ok(names.into_iter().map(Arc::from).collect())
+}
+
+/// `Report::topics` as a list of strings (never called: the field is not written).
+fn names_out<S: Serializer>(names: &[Arc<str>], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(names.iter().map(|n| &**n))
 }

@@ -288,7 +288,7 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
     for (i, name) in single.topics.iter().enumerate() {
         assert_eq!(
             single_attempts.get(i).copied().unwrap_or(0),
-            single_hub_stats.topics[name].published,
+            single_hub_stats.topics[&**name].published,
             "{name}"
         );
     }

@@ -161,7 +161,7 @@ async fn stop_during(
     flags: &[&str],
     mode: &str,
     n: usize,
-) -> (serde_json::Value, Vec<String>) {
+) -> (serde_json::Value, Vec<std::sync::Arc<str>>) {
     let _serial = crate::util::SERIAL.lock().await;
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();

@@ -94,7 +94,7 @@ async fn summary_json_does_not_grow_with_the_topics() {
         .iter()
         .map(|t| {
             let name = &names[t["topic"].as_u64().unwrap() as usize];
-            (name.clone(), t["attempts"].as_u64().unwrap())
+            (name.to_string(), t["attempts"].as_u64().unwrap())
         })
         .collect();
     let theirs: BTreeMap<String, u64> = hub
@@ -196,7 +196,7 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
     // never came (once seen in CI: 311 published, 310 accepted). Those are counted
     // `cancelled`, so the hub's count lies between the accepted and accepted + cancelled.
     for ((name, n), c) in r.topics.iter().zip(&accepted).zip(&cancelled) {
-        let theirs = stats.topics.get(name).map_or(0, |t| t.published);
+        let theirs = stats.topics.get(&**name).map_or(0, |t| t.published);
         assert!(
             *n <= theirs && theirs <= n + c,
             "topic {name}: hub {theirs}, accepted {n}, cancelled {c}"

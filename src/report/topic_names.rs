@@ -43,7 +43,7 @@ pub fn create(dir: &Path, report: &Report) -> anyhow::Result<String> {
     write_atomic_with(&dir.join(FILE_NAME), |out| {
         for (i, topic) in report.topics.iter().enumerate() {
             let line = TopicLine {
-                topic: topic.as_str(),
+                topic: &**topic,
                 tenant: report.topic_tenants.get(i).copied(),
             };
             serde_json::to_writer(&mut *out, &line)?;
@@ -69,7 +69,7 @@ pub fn attach(report: &mut Report, summary: &Path) -> anyhow::Result<()> {
         let line = line.with_context(|| format!("cannot read {}", path.display()))?;
         let t: TopicLine<String> = serde_json::from_str(&line)
             .with_context(|| format!("{} line {} is not a topic's name", path.display(), n + 1))?;
-        topics.push(t.topic);
+        topics.push(t.topic.into());
         if let Some(tenant) = t.tenant {
             tenants.push(tenant);
         }

@@ -85,11 +85,8 @@ impl RunRecord {
         workload: &Workload,
         dir: &std::path::Path,
     ) -> anyhow::Result<Self> {
-        let topics = workload
-            .topics()
-            .iter()
-            .map(|t| t.name.to_string())
-            .collect();
+        // Shared with the workload: 100,000 names are 12 MB.
+        let topics = workload.topics().iter().map(|t| t.name.clone()).collect();
         let mut report = Report::new_empty(cfg.model, cfg.shown.clone(), topics);
         report.topic_tenants = workload.topics().iter().map(|t| t.tenant).collect();
         report.started_at = now_rfc3339();
@@ -336,9 +333,12 @@ impl RunRecord {
         // A level's topics leave memory once its rows are in the files; TOTAL keeps its
         // tenants' sums (`total_tenants`), not its topics: no file has TOTAL's topic rows.
         // A shard keeps them until its level record is written (`shard_level_done`).
+        // Freed before the reports are rewritten: 25 MB at 100,000 topics.
         let topics = std::mem::take(&mut stats.topics);
         if self.shard.is_some() {
             self.shard_topics = topics;
+        } else {
+            drop(topics);
         }
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
