@@ -78,8 +78,8 @@ pub struct Report {
     /// The file beside this one that holds every subscriber's delivery counts
     /// (`subscribers.jsonl`: one JSON line per level with deliveries, `{"level": index into
     /// levels, "label", "subscribers": {key: counts}}`, appended as each level ends, and TOTAL's,
-    /// `"level": null`, when the run ends); absent in summaries with inline
-    /// `levels[].delivery.per_subscriber`.
+    /// `"level": null`, when the run ends); absent without deliveries, and in summaries with
+    /// inline `levels[].delivery.per_subscriber`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subscribers_file: Option<String>,
     /// The tenant of each topic, indexed as `topics` (`None` for a topic shared by tenants): in

@@ -438,10 +438,8 @@ fn version_1_artifacts_merge_into_the_reports_their_build_wrote() {
         got_meta.remove("fairness_file"),
         Some("fairness.jsonl".into())
     );
-    assert_eq!(
-        got_meta.remove("subscribers_file"),
-        Some("subscribers.jsonl".into())
-    );
+    // No subscribers: no subscribers.jsonl.
+    assert_eq!(got_meta.get("subscribers_file"), None);
     assert_eq!(
         got_meta.remove("topic_names_file"),
         Some("topic-names.jsonl".into())

@@ -458,6 +458,16 @@ impl RunRecord {
     /// run is over, TOTAL's to fairness.jsonl and subscribers.jsonl.
     fn append_fairness(&mut self) -> anyhow::Result<()> {
         let dir = self.writer.dir();
+        // subscribers.jsonl only in a run with deliveries, started with the first of them.
+        let report = &self.report;
+        let delivered = report
+            .levels
+            .iter()
+            .chain(&report.total)
+            .any(|r| r.delivery.is_some());
+        if delivered && report.subscribers_file.is_none() {
+            self.report.subscribers_file = Some(subscribers_file::create(dir)?);
+        }
         for (i, row) in self
             .report
             .levels
@@ -514,13 +524,12 @@ fn rewritten() -> Vec<Box<dyn Reporter + Send + Sync>> {
 }
 
 /// Write `topic-names.jsonl` and start the files each level's rows are appended to:
-/// `topics.jsonl`, `fairness.jsonl` and `subscribers.jsonl` empty (all named in `report`), topics.csv, tenants.csv and fairness.csv with their headers. A
+/// `topics.jsonl` and `fairness.jsonl` empty (all named in `report`), topics.csv, tenants.csv and fairness.csv with their headers. A
 /// reused directory keeps none of an earlier run's rows.
 fn start_appended(report: &mut Report, dir: &Path) -> anyhow::Result<()> {
     report.topic_names_file = Some(topic_names::create(dir, report)?);
     report.topics_file = Some(topics_file::create(dir)?);
     report.fairness_file = Some(fairness_file::create(dir)?);
-    report.subscribers_file = Some(subscribers_file::create(dir)?);
     for (name, head) in APPENDED.iter().zip(headers(report)?) {
         write_atomic(&dir.join(name), &head)?;
     }
