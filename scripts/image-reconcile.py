@@ -32,13 +32,22 @@ def delta(after, before, mode):
     return {k: a[k] - b.get(k, 0) for k in a}
 
 
+def topic_names(s, summary):
+    """The topics' names: one line per topic in the names file beside summary.json (schema 4),
+    or inline in a summary from before that file."""
+    if "topic_names_file" not in s:
+        return s["topics"]
+    with open(os.path.join(os.path.dirname(summary), s["topic_names_file"]), encoding="utf-8") as f:
+        return [json.loads(line)["topic"] for line in f]
+
+
 def topic_attempts(s, summary):
     """Attempts per topic index over the run: each listed level's rows in the topics file beside
     summary.json added up (a last line without its newline was cut short: skipped), or the
     TOTAL row's inline counts in a summary from before that file."""
     if "topics_file" not in s:
         return s["total"]["topic_attempts"]
-    out = [0] * len(s["topics"])
+    out = [0] * len(topic_names(s, summary))
     with open(os.path.join(os.path.dirname(summary), s["topics_file"]), encoding="utf-8") as f:
         for line in f:
             if not line.endswith("\n"):
@@ -105,13 +114,14 @@ def main():
 
     faulted = sum(pub[k] for k in ("fault_502", "fault_503", "fault_reset", "abandoned"))
     attempts = topic_attempts(s, args.summary)
-    ours = [attempts[i] if i < len(attempts) else 0 for i in range(len(s["topics"]))]
+    names = topic_names(s, args.summary)
+    ours = [attempts[i] if i < len(attempts) else 0 for i in range(len(names))]
     if faulted == 0:
-        for name, n in zip(s["topics"], ours):
+        for name, n in zip(names, ours):
             same(f"topic {name} publishes", n, topic_delta(name))
     else:
         same("publishes that reached the hub's logic, over all topics", sum(ours) - faulted,
-             sum(topic_delta(name) for name in s["topics"]))
+             sum(topic_delta(name) for name in names))
 
     if bad:
         for b in bad:
@@ -121,7 +131,7 @@ def main():
     print(
         f"{args.what}: {len(levels)} levels, {total['samples']} publishes ({shown}) = the hub's /stats; "
         f"registration {reg['accepted']} accepted + {reg['already_registered']} already registered = the hub's; "
-        f"{len(s['topics'])} topics match"
+        f"{len(names)} topics match"
     )
     return 0
 

@@ -131,11 +131,11 @@ fn thin_pings_on_the_wire_and_a_202_html_answer_is_accepted() {
     let json = summary(&dir.path().join("r"));
     assert_eq!(json["levels"][0]["counts"]["accepted"], 30);
     // Per topic, what the server received equals what hubload counted.
-    let names = json["topics"].as_array().unwrap();
-    let attempts = crate::util::read_summary(&dir.path().join("r")).levels[0].topic_attempts();
+    let read = crate::util::read_summary(&dir.path().join("r"));
+    let (names, attempts) = (&read.topics, read.levels[0].topic_attempts());
     assert_eq!((names.len(), attempts.len()), (2, 2));
     for (name, n) in names.iter().zip(attempts) {
-        let url = format!("http://topics.ns.svc:9100/t/{}", name.as_str().unwrap());
+        let url = format!("http://topics.ns.svc:9100/t/{name}");
         assert_eq!(per_topic.get(&url).copied(), Some(n), "{url}");
     }
     assert_eq!(per_topic.values().sum::<u64>(), 30);

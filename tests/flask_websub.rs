@@ -329,7 +329,12 @@ async fn flask_websub_fetches_every_topic_and_delivers_every_ping_signed() {
     run(&args).await;
     let summary = read_summary(&out);
     assert_eq!(
-        summary.topics, names,
+        summary
+            .topics
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>(),
+        names,
         "the test subscribed to hubload's topics"
     );
 

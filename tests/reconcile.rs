@@ -71,7 +71,7 @@ async fn requests_per_level_reconcile_exactly_with_the_hub() {
     assert_eq!(attempts.iter().sum::<u64>(), total.samples);
     for (i, name) in r.topics.iter().enumerate() {
         let ours = attempts.get(i).copied().unwrap_or(0);
-        let theirs = s.topics.get(name).map_or(0, |t| t.published);
+        let theirs = s.topics.get(&**name).map_or(0, |t| t.published);
         assert_eq!(ours, theirs, "topic {name}");
     }
     // The files were written.

@@ -310,7 +310,7 @@ async fn two_websub_shards_merge_their_topic_server_fetches_to_the_hubs() {
     let hubs: Vec<u64> = merged
         .topics
         .iter()
-        .map(|name| fetched.get(name).copied().unwrap_or(0))
+        .map(|name| fetched.get(&**name).copied().unwrap_or(0))
         .collect();
     assert_eq!(by_topic, hubs);
 }

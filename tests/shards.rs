@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use hubload_hub::FaultConfig;
 
-use crate::util::{assert_exit, count, hub_with, read_summary, run};
+use crate::util::{assert_exit, count, hub_with, jsonl_lines, read_summary, run};
 
 const ARGS: &[&str] = &[
     "--tenants",
@@ -288,7 +288,7 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
     for (i, name) in single.topics.iter().enumerate() {
         assert_eq!(
             single_attempts.get(i).copied().unwrap_or(0),
-            single_hub_stats.topics[name].published,
+            single_hub_stats.topics[&**name].published,
             "{name}"
         );
     }
@@ -430,13 +430,26 @@ fn version_1_artifacts_merge_into_the_reports_their_build_wrote() {
     let mut got = read(&out.join("summary.json"));
     // That build wrote each level's topics inline; this one writes them to topics.jsonl, the
     // same rows value for value, and says so (the attempts per topic are the rows' attempts).
+    // The topics' names and tenants likewise, to topic-names.jsonl.
     let got_meta = got.as_object_mut().unwrap();
-    assert_eq!(got_meta.remove("schema_version"), Some(3.into()));
+    assert_eq!(got_meta.remove("schema_version"), Some(4.into()));
     assert_eq!(got_meta.remove("topics_file"), Some("topics.jsonl".into()));
     assert_eq!(
         got_meta.remove("fairness_file"),
         Some("fairness.jsonl".into())
     );
+    // No subscribers: no subscribers.jsonl.
+    assert_eq!(got_meta.get("subscribers_file"), None);
+    assert_eq!(
+        got_meta.remove("topic_names_file"),
+        Some("topic-names.jsonl".into())
+    );
+    let want_meta = want.as_object_mut().unwrap();
+    let named = jsonl_lines(&out, "topic-names.jsonl");
+    let names: Vec<_> = named.iter().map(|t| t["topic"].clone()).collect();
+    let tenants: Vec<_> = named.iter().map(|t| t["tenant"].clone()).collect();
+    assert_eq!(want_meta.remove("topics"), Some(names.into()));
+    assert_eq!(want_meta.remove("topic_tenants"), Some(tenants.into()));
     let lines = std::fs::read_to_string(out.join("topics.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = lines
         .lines()

@@ -154,8 +154,14 @@ fn summary(dir: &Path) -> serde_json::Value {
 }
 
 /// Signal once `n` requests of `mode` arrived; check the exit (130 within 2 s) and that the
-/// hub saw exactly those `n` (none after the signal). Returns the written summary.
-async fn stop_during(hub: &StallingHub, flags: &[&str], mode: &str, n: usize) -> serde_json::Value {
+/// hub saw exactly those `n` (none after the signal). Returns the written summary, and the
+/// topics' names its `topic_names_file` holds.
+async fn stop_during(
+    hub: &StallingHub,
+    flags: &[&str],
+    mode: &str,
+    n: usize,
+) -> (serde_json::Value, Vec<std::sync::Arc<str>>) {
     let _serial = crate::util::SERIAL.lock().await;
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().to_str().unwrap();
@@ -178,7 +184,7 @@ async fn stop_during(hub: &StallingHub, flags: &[&str], mode: &str, n: usize) ->
     assert!(arrivals.iter().all(|t| *t < signalled));
     let s = summary(out.path());
     assert_eq!(s["partial"], true);
-    s
+    (s, crate::util::read_summary(out.path()).topics)
 }
 
 /// 200 topics, 4 registrations at a time; the first 10 answered, the next 4 held.
@@ -197,8 +203,8 @@ async fn sigterm_during_registration_stops_at_once() {
         "--requests",
         "10",
     ];
-    let s = stop_during(&hub, &flags, "register", 14).await;
-    assert_eq!(s["topics"].as_array().unwrap().len(), 200);
+    let (s, topics) = stop_during(&hub, &flags, "register", 14).await;
+    assert_eq!(topics.len(), 200);
     let reg = &s["registration"];
     assert_eq!(reg["counts"]["accepted"], 10, "{reg}");
     assert_eq!(reg["counts"]["cancelled"], 4, "{reg}");
@@ -212,7 +218,7 @@ async fn sigterm_during_registration_stops_at_once() {
 async fn sigterm_during_a_level_counts_in_flight_attempts_as_cancelled() {
     let hub = StallingHub::start(&[("publish", 20)]).await;
     let flags = ["--tenants", "3", "--concurrency", "4", "--duration", "60s"];
-    let s = stop_during(&hub, &flags, "publish", 24).await;
+    let (s, _) = stop_during(&hub, &flags, "publish", 24).await;
     let level = &s["levels"][0];
     let counts = level["counts"].as_object().unwrap();
     assert_eq!(counts["accepted"], 20, "{level}");
@@ -237,7 +243,7 @@ async fn sigterm_during_deregistration_stops_at_once() {
         "--register-concurrency",
         "3",
     ];
-    let s = stop_during(&hub, &flags, "deregister", 8).await;
+    let (s, _) = stop_during(&hub, &flags, "deregister", 8).await;
     assert_eq!(s["levels"][0]["counts"]["accepted"], 10);
     let dereg = &s["deregistration"];
     assert_eq!(dereg["counts"]["accepted"], 5, "{dereg}");

@@ -61,12 +61,14 @@ pub fn summary_text(r: &Report) -> String {
 }
 
 /// `hubload report SUMMARY`: write the reports again from a summary.json (and the rows of
-/// its `topics_file` and `fairness_file` beside it).
+/// the files it names beside it).
 pub fn report(summary: &Path, out: Option<&Path>) -> anyhow::Result<u8> {
     // Every level's topic rows would not fit in bounded memory at 100,000 topics: topics.csv
     // and tenants.csv are written from topics.jsonl a level at a time, then the rest.
     let mut r = crate::report::json::read(summary)?;
+    crate::report::topic_names::attach(&mut r, summary)?;
     crate::report::fairness_file::attach(&mut r, summary)?;
+    crate::report::subscribers_file::attach(&mut r, summary)?;
     let dir = match out {
         Some(d) => d.to_path_buf(),
         None if summary.is_dir() => summary.to_path_buf(),

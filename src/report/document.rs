@@ -3,15 +3,17 @@
 //! (`judge`'s verdicts, what-if table and capacity result). It sits above `judge` because it
 //! holds judge's results, while `judge` reads the rows below it.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::kind::{Model, TargetKind};
 use crate::report::judge::verdict::{CapacityResult, Verdict, WhatIfTable};
 use crate::report::model::{HubHost, LevelReport, PhaseReport, RateCheck, ServiceBusInfo};
 
 /// The layout summary.json is written in (`Report::schema_version`).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Summaries written before `schema_version` existed.
 fn layout_1() -> u32 {
@@ -23,8 +25,9 @@ fn layout_1() -> u32 {
 pub struct Report {
     /// Always "hubload".
     pub tool: String,
-    /// This document's layout: 3 since every tenant's fairness row lives in `fairness_file`,
-    /// 2 since each level's per-topic rows live in `topics_file`, 1 (absent) before, when both
+    /// This document's layout: 4 since the topics' names and tenants live in
+    /// `topic_names_file` and every subscriber's counts in `subscribers_file`, 3 since every
+    /// tenant's fairness row lives in `fairness_file`, 2 since each level's per-topic rows live in `topics_file`, 1 (absent) before, when both
     /// were inline (`levels[].topics`, `levels[].fairness.by_tenant`).
     #[serde(default = "layout_1")]
     pub schema_version: u32,
@@ -44,8 +47,23 @@ pub struct Report {
     pub partial: bool,
     /// The resolved run configuration, secrets redacted.
     pub config: serde_json::Value,
-    /// Topic names, indexed as the per-topic rows' `topic`.
-    pub topics: Vec<String>,
+    /// Topic names, indexed as the per-topic rows' `topic`: in memory (a run's shared with its
+    /// workload), read from `topic_names_file`; inline only in summaries before
+    /// `schema_version` 4, never written.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::report::model::never_written",
+        serialize_with = "names_out",
+        deserialize_with = "names_in"
+    )]
+    #[schemars(with = "Vec<String>")]
+    pub topics: Vec<Arc<str>>,
+    /// The file beside this one that names every topic (`topic-names.jsonl`: line `i` is topic
+    /// `i`, `{"topic": name, "tenant": number or null}`), written once before the first level;
+    /// absent in summaries before `schema_version` 4, which hold `topics` and
+    /// `topic_tenants` inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_names_file: Option<String>,
     /// The file beside this one that holds each level's per-topic rows (`topics.jsonl`: one
     /// JSON line per level, `{"level": index into levels, "label", "topics": [rows]}`),
     /// appended as each level ends; absent in summaries with inline `levels[].topics`.
@@ -57,9 +75,17 @@ pub struct Report {
     /// in summaries with inline `levels[].fairness.by_tenant`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness_file: Option<String>,
-    /// The tenant of each topic, indexed as `topics` (`null` for a topic shared by tenants);
-    /// empty in summaries written before it existed and in merged runs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The file beside this one that holds every subscriber's delivery counts
+    /// (`subscribers.jsonl`: one JSON line per level with deliveries, `{"level": index into
+    /// levels, "label", "subscribers": {key: counts}}`, appended as each level ends, and TOTAL's,
+    /// `"level": null`, when the run ends); absent without deliveries, and in summaries with
+    /// inline `levels[].delivery.per_subscriber`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscribers_file: Option<String>,
+    /// The tenant of each topic, indexed as `topics` (`None` for a topic shared by tenants): in
+    /// memory, read from `topic_names_file`; inline only in summaries before `schema_version` 4
+    /// (empty in those before it existed), never written.
+    #[serde(default, skip_serializing_if = "crate::report::model::never_written")]
     pub topic_tenants: Vec<Option<u32>>,
     /// The topic registration phase.
     pub registration: Option<PhaseReport>,
@@ -113,7 +139,7 @@ pub struct Report {
 impl Report {
     /// A report with no phases or levels yet: a WebSub run in progress (`partial`), by this
     /// hubload version.
-    pub fn new_empty(model: Model, config: serde_json::Value, topics: Vec<String>) -> Self {
+    pub fn new_empty(model: Model, config: serde_json::Value, topics: Vec<Arc<str>>) -> Self {
         Report {
             tool: "hubload".into(),
             schema_version: SCHEMA_VERSION,
@@ -126,8 +152,10 @@ impl Report {
             partial: true,
             config,
             topics,
+            topic_names_file: None,
             topics_file: None,
             fairness_file: None,
+            subscribers_file: None,
             topic_tenants: Vec::new(),
             registration: None,
             deregistration: None,
@@ -147,4 +175,15 @@ impl Report {
             control: Vec::new(),
         }
     }
+}
+
+/// `Report::topics` as older summaries hold them: a list of strings.
+fn names_in<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Arc<str>>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    Ok(names.into_iter().map(Arc::from).collect())
+}
+
+/// `Report::topics` as a list of strings (never called: the field is not written).
+fn names_out<S: Serializer>(names: &[Arc<str>], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(names.iter().map(|n| &**n))
 }

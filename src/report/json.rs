@@ -37,10 +37,12 @@ pub fn read(path: &Path) -> anyhow::Result<Report> {
 }
 
 /// The report of `summary` (a summary.json or its directory) with its rows from the files
-/// beside it: each level's topics (`topics_file`) and tenants' fairness rows
-/// (`fairness_file`).
+/// beside it: the topics' names (`topic_names_file`), each level's topics (`topics_file`),
+/// tenants' fairness rows (`fairness_file`) and subscribers' counts (`subscribers_file`).
 pub fn read_whole(summary: &Path) -> anyhow::Result<Report> {
     let mut report = read(summary)?;
+    super::topic_names::attach(&mut report, summary)?;
+    super::subscribers_file::attach(&mut report, summary)?;
     super::topics_file::attach(&mut report, summary)?;
     super::fairness_file::attach(&mut report, summary)?;
     Ok(report)

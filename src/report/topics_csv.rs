@@ -128,7 +128,7 @@ fn topic_rows(
     for (i, s) in level_topics(report, l) {
         w.write_field(&l.label)?;
         match report.topics.get(i) {
-            Some(name) => w.write_field(name)?,
+            Some(name) => w.write_field(name.as_bytes())?,
             None => w.write_field(i.to_string())?,
         }
         w.write_field(tenant_of(report, i))?;

@@ -208,7 +208,8 @@ pub async fn settled(hub: &TestHub) -> StatsSnapshot {
     }
 }
 
-/// `dir/summary.json`, parsed, with its rows from `topics.jsonl` and `fairness.jsonl`.
+/// `dir/summary.json`, parsed, with what the files beside it hold (topic-names.jsonl,
+/// topics.jsonl, fairness.jsonl, subscribers.jsonl).
 pub fn read_summary(dir: &Path) -> Report {
     hubload::report::json::read_whole(dir).unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()))
 }

@@ -53,7 +53,7 @@ fn ranking(report: &Report, topics: &[&TopicReport]) -> String {
             let name = report
                 .topics
                 .get(t.topic)
-                .cloned()
+                .map(|n| n.to_string())
                 .unwrap_or_else(|| t.topic.to_string());
             vec![
                 Cell::text(name),

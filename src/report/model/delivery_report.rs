@@ -80,8 +80,10 @@ pub struct DeliveryReport {
     /// broker behind a hub was away (docs/delivery.md).
     #[serde(default)]
     pub longest_gap_us: u64,
-    /// Per subscriber, keyed `<topic index>/<subscriber index>`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Per subscriber, keyed `<topic index>/<subscriber index>`: in memory, and in
+    /// `Report::subscribers_file`; inline only in summaries before `schema_version` 4, never
+    /// written.
+    #[serde(default, skip_serializing_if = "crate::report::model::never_written")]
     pub per_subscriber: BTreeMap<String, DeliveryCounts>,
     /// The two histograms, for exact merging and redrawing.
     #[serde(default, skip_serializing_if = "Option::is_none")]

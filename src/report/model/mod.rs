@@ -12,6 +12,12 @@ pub mod server_now;
 pub mod server_timing;
 pub mod time_split;
 
+/// For fields read from older summaries but never written (`skip_serializing_if`: the schema
+/// then lists them as optional, where `skip_serializing` would make them required).
+pub fn never_written<T>(_: &T) -> bool {
+    true
+}
+
 pub use rows::{
     AddressAttempts, EmulatorTotals, EventSummary, Handshakes, HubHost, LatencyUs, LevelReport,
     PhaseReport, RateCheck, ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,

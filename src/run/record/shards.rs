@@ -32,7 +32,8 @@ impl RunRecord {
                 .and_then(|v| v.as_str())
                 .and_then(|s| humantime::parse_duration(s).ok())
         };
-        let mut report = Report::new_empty(m.meta.model, cfg.clone(), m.topics.clone());
+        let names = m.topics.iter().map(|t| t.as_str().into()).collect();
+        let mut report = Report::new_empty(m.meta.model, cfg.clone(), names);
         report.target = m.meta.target;
         report.target_url = m.meta.target_url.clone();
         report.started_at = m.meta.started_at.clone();
@@ -157,7 +158,7 @@ impl RunRecord {
         let head = ShardRecord::Head(Box::new(ShardHead {
             meta,
             config: self.report.config.clone(),
-            topics: self.report.topics.clone(),
+            topics: self.report.topics.iter().map(|t| t.to_string()).collect(),
             registration: self.registration.clone(),
             topic_tenants: self.report.topic_tenants.clone(),
             subscription: self.report.subscription.clone(),
