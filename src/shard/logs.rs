@@ -2,10 +2,10 @@
 //! `kubectl logs -f`) collects a run: the line codec, and the version 1 lines' reassembly.
 //!
 //! Line format (version 2): `HUBLOAD-SHARD v2 <run_id> <index>/<count> <section> <part>/<parts>
-//! <chunk>`, where `<section>` is `head`, `level-<n>` or `end` (one [`ShardRecord`] each) and
-//! the section's chunks, concatenated in part order, are base64 of its zlib-compressed compact
-//! JSON. A shard prints a section as soon as it has it: the head before the first level, each
-//! level as it ends, the end last. Version 1 lines carried one whole artifact as sections
+//! <chunk>`, where `<section>` is `head`, `level-<n>`, `second-<unix>` or `end` (one
+//! [`ShardRecord`] each) and the section's chunks, concatenated in part order, are base64 of
+//! its zlib-compressed compact JSON. A shard prints a section as soon as it has it: the head
+//! before the first level, each level as it ends, a second once a second, the end last. Version 1 lines carried one whole artifact as sections
 //! without a name; they are still read.
 //!
 //! A line must reach the merged log whole. The container runtime copies stdout and stderr
@@ -225,7 +225,7 @@ pub struct TagLine<'a> {
     pub index: u32,
     /// Shard count.
     pub count: u32,
-    /// `head`, `level-<n>` or `end` (version 2).
+    /// `head`, `level-<n>`, `second-<unix>` or `end` (version 2).
     pub section: &'a str,
     /// 1-based part number.
     pub part: u32,
@@ -281,9 +281,12 @@ pub fn parse_line(line: usize, raw: &str) -> Result<Option<TagLine<'_>>, LogErro
             "{parts} parts is over the limit of {MAX_PARTS}"
         )));
     }
-    if !v1 && section != "head" && section != "end" && level_number(section).is_none() {
+    let second = section
+        .strip_prefix("second-")
+        .is_some_and(|n| n.parse::<u64>().is_ok());
+    if !v1 && section != "head" && section != "end" && !second && level_number(section).is_none() {
         return Err(bad(&format!(
-            "unknown section {section:?} (expected head, level-<n> or end)"
+            "unknown section {section:?} (expected head, level-<n>, second-<unix> or end)"
         )));
     }
     Ok(Some(TagLine {

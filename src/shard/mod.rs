@@ -4,11 +4,12 @@
 //!
 //! A shard runs its slice of the workload ([`crate::shard_contract`]) and writes its results
 //! as a stream of [`ShardRecord`]s: a head before the first level, one record per level as
-//! it ends, an end. They are appended to `shard-<i>-of-<n>.jsonl` in its output directory and
-//! printed as `HUBLOAD-SHARD` lines ([`logs`]). `hubload merge` reads the files or a
-//! `kubectl logs` dump ([`assemble`], [`files`]) and merges level by level
-//! ([`merge::stream`]) into one run whose reports equal a single process's. Shards never
-//! judge thresholds: only the merged run is judged.
+//! it ends, one per second of load (for `merge --follow`'s live page), an end. They are
+//! appended to `shard-<i>-of-<n>.jsonl` in its output directory and printed as
+//! `HUBLOAD-SHARD` lines ([`logs`]). `hubload merge` reads the files or a `kubectl logs` dump
+//! ([`assemble`], [`files`]) and merges level by level ([`merge::stream`]) into one run whose
+//! reports equal a single process's. Shards never judge thresholds: only the merged run is
+//! judged.
 
 pub mod artifact;
 pub mod assemble;
@@ -25,4 +26,4 @@ pub use assemble::{from_log_dump, Input, Keyed};
 pub use files::{read_records, ShardOut};
 pub use logs::{print_log_lines, to_log_lines, LogError};
 pub use merge::{merge, MergeError, MergedLevel, MergedRun};
-pub use record::{ShardEnd, ShardHead, ShardRecord};
+pub use record::{ShardEnd, ShardHead, ShardRecord, ShardSecond};

@@ -10,6 +10,7 @@ use crate::judge::Threshold;
 use crate::report::writer::ReportWriter;
 use crate::run::tenant_design::surge_shape;
 use crate::run_report::Report;
+use crate::shard::files::SecondsOut;
 use crate::shard::merge::{MergedEnd, MergedStart};
 use crate::shard::{
     Load as ShardLoad, MergedLevel, ShardEnd, ShardHead, ShardLevel, ShardMeta, ShardOut,
@@ -132,6 +133,13 @@ impl RunRecord {
     pub fn stream_shard(&mut self, spec: &ShardSpec, parts: Vec<ShardLoad>) -> anyhow::Result<()> {
         self.shard = Some(ShardOut::create(self.dir(), spec, parts)?);
         Ok(())
+    }
+
+    /// A shard's head, now (before its load), and the writer of its seconds; `None` when
+    /// this run is not a shard.
+    pub(crate) fn shard_seconds(&mut self) -> anyhow::Result<Option<SecondsOut>> {
+        self.shard_head()?;
+        Ok(self.shard.as_ref().map(ShardOut::seconds))
     }
 
     /// A shard's head, once: before its first level, or at its end.
