@@ -65,6 +65,10 @@ pub enum Command {
         /// shard's stream has ended (or on Ctrl-C, with what came).
         #[arg(long)]
         follow: bool,
+        /// With --follow: when no input has grown for this long, name the shards that did not
+        /// end, write what every shard had (marked partial) and exit 4 [default: 5m].
+        #[arg(long, value_name = "DURATION")]
+        stall_timeout: Option<String>,
         /// With --follow: serve the merge's live page and `/v1/status` here (as a run's
         /// --web; it steers no shard).
         #[arg(long, value_name = "ADDR")]

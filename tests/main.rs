@@ -26,6 +26,7 @@ mod fairness_nginx;
 mod first_failures;
 mod flask_websub;
 mod flask_websub_fleet;
+mod follow_stall;
 mod gates;
 mod generator_bound;
 mod h2_vendored;

@@ -51,7 +51,7 @@ fn start_shard(dir: &Path, i: u32, hub: &str, start_at: &str) -> Child {
 }
 
 /// Wait (bounded) for `child` to exit; its exit code.
-fn wait_exit(child: &mut Child, within: Duration) -> i32 {
+pub(crate) fn wait_exit(child: &mut Child, within: Duration) -> i32 {
     let deadline = Instant::now() + within;
     loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -98,21 +98,13 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
         .map(|i| start_shard(&d, i, &hub.url, &start_at))
         .collect();
     let followed = d.join("followed");
-    let mut merge = hubload_command()
-        .args(["merge", "--follow"])
-        .args([d.join("s0.log"), d.join("s1.log")])
-        .args(["--web", "127.0.0.1:0", "--out"])
-        .arg(&followed)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let rows = Arc::new(Mutex::new(Vec::<String>::new()));
-    let errs = Arc::new(Mutex::new(Vec::<String>::new()));
-    let readers = [
-        lines_into(merge.stdout.take().unwrap(), rows.clone()),
-        lines_into(merge.stderr.take().unwrap(), errs.clone()),
-    ];
+    let (mut merge, rows, errs, readers) = spawn_lines(
+        hubload_command()
+            .args(["merge", "--follow"])
+            .args([d.join("s0.log"), d.join("s1.log")])
+            .args(["--web", "127.0.0.1:0", "--out"])
+            .arg(&followed),
+    );
 
     // Level "2" (the first) is merged, shown by the page's API and printed, while both
     // shards still have levels "4" and "6" (2 s each) to run.
@@ -133,23 +125,35 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let status = loop {
-        let body = http
-            .get(format!("{url}v1/status"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-        let merged = &v["data"]["attributes"]["merge"];
-        if merged["levels_merged"].as_u64() >= Some(1) {
-            break merged.clone();
-        }
-        assert!(Instant::now() < deadline, "level 2 never merged: {v}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    // The page's whole stream, read from now until its `end`.
+    let port: u16 = url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let stream = tokio::spawn(async move {
+        crate::live_panels::stream(&crate::live_control::Api::new(port, None)).await
+    });
+    // A merged second with attempts in it, on the page's status, while both shards run.
+    let second = until_status(&http, &url, deadline, "no merged second", |a| {
+        let s = &a["second"];
+        (s["ended"].as_u64() > Some(0)).then(|| s.clone())
+    })
+    .await;
+    for (i, s) in shards.iter_mut().enumerate() {
+        assert!(
+            s.try_wait().unwrap().is_none(),
+            "shard {i} had ended before a second was merged: {second}"
+        );
+    }
+    assert_eq!(second["shards"], 2, "{second}");
+    let status = until_status(&http, &url, deadline, "level 2 never merged", |a| {
+        let merged = &a["merge"];
+        (merged["levels_merged"].as_u64() >= Some(1)).then(|| merged.clone())
+    })
+    .await;
     for (i, s) in shards.iter_mut().enumerate() {
         assert!(
             s.try_wait().unwrap().is_none(),
@@ -196,6 +200,39 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     assert_same_reports(&followed, &plain);
     let f = read_summary(&followed);
     assert!(!f.partial);
+
+    // The second seen live is the sum of the two shards' own records of that wall-clock second.
+    let at = second["at"].as_u64().unwrap();
+    let mut own = std::collections::BTreeMap::<String, u64>::new();
+    for i in 0..2 {
+        let file = d.join(format!("shard{i}/shard-{i}-of-2.jsonl"));
+        for rec in seconds_of(&file).iter().filter(|r| r["at"] == at) {
+            for (class, n) in rec["by_class"].as_object().unwrap() {
+                *own.entry(class.clone()).or_default() += n.as_u64().unwrap();
+            }
+        }
+    }
+    let live: std::collections::BTreeMap<String, u64> =
+        serde_json::from_value(second["by_class"].clone()).unwrap();
+    assert_eq!(live, own, "second {at}");
+    // The page's seconds, all of them, add up to the merged run's counts.
+    let events = tokio::time::timeout(Duration::from_secs(30), stream)
+        .await
+        .expect("the page's stream ends with the merge")
+        .unwrap();
+    let mut summed = hubload::stats::Counts::default();
+    let mut seconds = 0;
+    for (kind, data) in &events {
+        if kind == "second" {
+            seconds += 1;
+            let m: std::collections::BTreeMap<String, u64> =
+                serde_json::from_value(data["by_class"].clone()).unwrap();
+            summed += &hubload::stats::Counts::from_map(&m).unwrap();
+        }
+    }
+    assert!(seconds >= 6, "3 levels of 2 s: {seconds} seconds");
+    assert_eq!(events.last().map(|e| e.0.as_str()), Some("end"));
+    assert_eq!(summed, f.total.as_ref().unwrap().counts);
     let level2 = &f.levels[0];
     let classes: Vec<String> = hubload::result::Class::ALL
         .iter()
@@ -224,6 +261,7 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     assert_eq!(count(t, "http_503"), s.publish.fault_503);
     assert_eq!(count(t, "denied"), s.publish.denied);
     assert!(t.samples > 0 && s.publish.fault_503 > 0);
+    assert_eq!(summed.total(), s.publish.total(), "the seconds and the hub");
 
     // The same lines interleaved on one stdin, as `kubectl logs -f -l …` gives them.
     let logs: Vec<Vec<String>> = (0..2)
@@ -275,6 +313,64 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     assert_eq!(c.levels.len(), 1);
     assert_eq!(c.levels[0].samples, level2.samples);
     assert_eq!(c.levels[0].counts, level2.counts);
+}
+
+/// The `second` records of a shard's `.jsonl` file.
+fn seconds_of(file: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter_map(|v| v.get("second").cloned())
+        .collect()
+}
+
+/// Lines collected as they come.
+type Lines = Arc<Mutex<Vec<String>>>;
+
+/// Start `cmd`, its stdout's and stderr's lines collected as they come (the readers end with
+/// the process).
+pub(crate) fn spawn_lines(
+    cmd: &mut std::process::Command,
+) -> (Child, Lines, Lines, [std::thread::JoinHandle<()>; 2]) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (rows, errs) = (Lines::default(), Lines::default());
+    let readers = [
+        lines_into(child.stdout.take().unwrap(), rows.clone()),
+        lines_into(child.stderr.take().unwrap(), errs.clone()),
+    ];
+    (child, rows, errs, readers)
+}
+
+/// Poll the page's `/v1/status` until `pick` finds what it wants in its attributes (failing
+/// with `what` at `deadline`).
+async fn until_status(
+    http: &reqwest::Client,
+    url: &str,
+    deadline: Instant,
+    what: &str,
+    pick: impl Fn(&serde_json::Value) -> Option<serde_json::Value>,
+) -> serde_json::Value {
+    loop {
+        let body = http
+            .get(format!("{url}v1/status"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        if let Some(got) = pick(&v["data"]["attributes"]) {
+            return got;
+        }
+        assert!(Instant::now() < deadline, "{what}: {v}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Collect `from`'s lines into `into` as they come.
@@ -356,6 +452,7 @@ async fn an_interrupted_shard_ends_its_stream_marked_partial() {
             v.as_object().unwrap().keys().next().unwrap().clone()
         })
         .collect();
+    let kinds: Vec<&String> = kinds.iter().filter(|k| *k != "second").collect();
     assert_eq!(kinds, ["head", "level", "end"]);
     let end: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(end["end"]["partial"], true);
@@ -375,10 +472,19 @@ async fn an_interrupted_shard_ends_its_stream_marked_partial() {
     assert_eq!(got.levels.len(), 1);
     let (g, o) = (got.total.unwrap(), own.total.unwrap());
     assert_eq!((g.samples, &g.counts), (o.samples, &o.counts));
+    // Its seconds, the last cut by the signal, add up to its counts.
+    let mut summed = hubload::stats::Counts::default();
+    for rec in seconds_of(&out.join("shard-0-of-1.jsonl")) {
+        let m: std::collections::BTreeMap<String, u64> =
+            serde_json::from_value(rec["by_class"].clone()).unwrap();
+        summed += &hubload::stats::Counts::from_map(&m).unwrap();
+    }
+    assert_eq!(summed, o.counts);
 }
 
 /// Bad merge input is one line naming what is wrong, exit 2: a line of another version, stdin
-/// without `--follow`, `--web` without `--follow`, a line over the limit.
+/// without `--follow`, `--web` without `--follow`, a bad `--stall-timeout` or one without
+/// `--follow`, a line over the limit.
 #[test]
 fn bad_merge_input_is_one_line_exit_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -386,7 +492,7 @@ fn bad_merge_input_is_one_line_exit_2() {
     std::fs::write(&v3, "x\nHUBLOAD-SHARD v3 r 0/1 head 1/1 AAAA\n").unwrap();
     let long = dir.path().join("long.log");
     std::fs::write(&long, format!("start\n{}\n", "y".repeat(70_000))).unwrap();
-    let cases: [(&[&str], String); 4] = [
+    let cases: [(&[&str], String); 6] = [
         (
             &["merge", v3.to_str().unwrap()],
             format!(
@@ -401,6 +507,14 @@ fn bad_merge_input_is_one_line_exit_2() {
         (
             &["merge", "x", "--web", "127.0.0.1:0"],
             "hubload: error: --web needs --follow: a plain merge has no run to watch\n".into(),
+        ),
+        (
+            &["merge", "x", "--follow", "--stall-timeout", "soon"],
+            "hubload: error: invalid --stall-timeout `soon`: is not a duration (use e.g. 300ms, 5s, 1m30s)\n".into(),
+        ),
+        (
+            &["merge", "x", "--stall-timeout", "1s"],
+            "hubload: error: --stall-timeout needs --follow: a plain merge reads whole inputs\n".into(),
         ),
         (
             &["merge", long.to_str().unwrap()],

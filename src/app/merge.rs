@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::WebConfig;
 use crate::report::judge::Threshold;
@@ -20,17 +20,31 @@ use crate::web::WebServer;
 use super::exit::{EXIT_INTERRUPTED, EXIT_MISSING_SHARDS, EXIT_THRESHOLDS};
 use super::subcommands::summary_text;
 
+/// `--follow` and its stall bound, as given.
+#[derive(Debug)]
+pub struct Follow {
+    /// `--follow`.
+    pub on: bool,
+    /// `--stall-timeout`.
+    pub stall_timeout: Option<String>,
+}
+
 /// `hubload merge INPUTS…`, whole inputs or (`follow`) inputs that grow.
 pub async fn merge(
     inputs: Vec<PathBuf>,
     out: Option<PathBuf>,
     thresholds: &[String],
-    follow: bool,
+    follow: Follow,
     web: &crate::cli::RunArgs,
 ) -> anyhow::Result<u8> {
-    if web.web.is_some() && !follow {
+    if web.web.is_some() && !follow.on {
         anyhow::bail!("--web needs --follow: a plain merge has no run to watch");
     }
+    if follow.stall_timeout.is_some() && !follow.on {
+        anyhow::bail!("--stall-timeout needs --follow: a plain merge reads whole inputs");
+    }
+    let stall = crate::config::stall_timeout(follow.stall_timeout.as_deref())?;
+    let follow = follow.on;
     let web = crate::config::resolve_web(web)?;
     let thresholds = thresholds
         .iter()
@@ -46,19 +60,17 @@ pub async fn merge(
     }
     let stop = Arc::new(AtomicBool::new(false));
     if follow {
+        // The first Ctrl-C or SIGTERM ends the follow with what has come (exit 130, as a
+        // run's); the second exits at once.
         let stop = stop.clone();
-        tokio::spawn(async move {
-            // The first Ctrl-C ends the follow with what has come; the second exits.
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.store(true, Ordering::Release);
-            }
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(i32::from(EXIT_INTERRUPTED));
-            }
-        });
+        crate::run::signals::on_first(move || stop.store(true, Ordering::Release));
     }
     let mut m = Merging {
-        merge: StreamMerge::default(),
+        merge: if follow {
+            StreamMerge::with_seconds()
+        } else {
+            StreamMerge::default()
+        },
         rec: None,
         out,
         thresholds,
@@ -69,7 +81,7 @@ pub async fn merge(
     };
     tokio::task::spawn_blocking(move || {
         if follow {
-            m.follow(&inputs, &stop)
+            m.follow(&inputs, &stop, stall)
         } else {
             crate::shard::files::read_records(&inputs, |k| m.push(k))?;
             m.finish(true, 0)
@@ -125,6 +137,11 @@ impl Merging {
             return Ok(());
         };
         let web = self.web.as_ref().and_then(|(_, w)| w.as_ref());
+        for s in self.merge.take_seconds(false) {
+            if let Some(w) = web {
+                w.second(&s);
+            }
+        }
         while let Some(l) = self.merge.next_level() {
             rec.push_merged_level(&l)?;
             let Some(row) = rec.last_level() else {
@@ -149,11 +166,18 @@ impl Merging {
         Ok(())
     }
 
-    /// Follow `inputs` until every shard's stream has ended, every input has ended, or `stop`.
-    fn follow(mut self, inputs: &[PathBuf], stop: &Arc<AtomicBool>) -> anyhow::Result<u8> {
+    /// Follow `inputs` until every shard's stream has ended, every input has ended, no input
+    /// has grown for `stall`, or `stop`.
+    fn follow(
+        mut self,
+        inputs: &[PathBuf],
+        stop: &Arc<AtomicBool>,
+        stall: Duration,
+    ) -> anyhow::Result<u8> {
         let rx = follow(inputs, stop);
         let mut open = inputs.len();
         let mut left = Vec::new();
+        let mut grew = Instant::now();
         let interrupted = loop {
             if stop.load(Ordering::Acquire) {
                 break true;
@@ -161,7 +185,18 @@ impl Merging {
             if self.merge.all_ended() {
                 break false;
             }
-            match rx.recv_timeout(Duration::from_millis(200)) {
+            if grew.elapsed() >= stall {
+                eprintln!(
+                    "hubload: error: no input has grown for {} (--stall-timeout)",
+                    humantime::format_duration(stall)
+                );
+                break false;
+            }
+            let event = rx.recv_timeout(Duration::from_millis(100));
+            if matches!(event, Ok(Event::Records(..) | Event::Ended(..))) {
+                grew = Instant::now();
+            }
+            match event {
                 Ok(Event::Records(_, records)) => {
                     for k in records {
                         self.push(k)?;
@@ -182,12 +217,22 @@ impl Merging {
                     return Err(e);
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break false,
+                // The readers stop when `stop` is set: that is the follow interrupted.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    break stop.load(Ordering::Acquire)
+                }
             }
         };
         // The readers stop with the follow (one blocked on stdin ends with the process).
         stop.store(true, Ordering::Release);
         let complete = self.merge.all_ended();
+        // What every shard sent of its seconds, complete or not, before the page's end.
+        let web = self.web.as_ref().and_then(|(_, w)| w.as_ref());
+        for s in self.merge.take_seconds(true) {
+            if let Some(w) = web {
+                w.second(&s);
+            }
+        }
         if !complete {
             for e in &left {
                 eprintln!("hubload: error: {e}");

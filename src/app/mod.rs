@@ -128,6 +128,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
             out,
             threshold,
             follow,
+            stall_timeout,
             web,
             web_token_file,
         }) => {
@@ -135,6 +136,10 @@ async fn dispatch(cli: Cli) -> ExitCode {
                 web,
                 web_token_file,
                 ..Default::default()
+            };
+            let follow = merge::Follow {
+                on: follow,
+                stall_timeout,
             };
             done(merge::merge(inputs, out, &threshold, follow, &web).await)
         }

@@ -50,6 +50,16 @@ pub fn resolve_web(a: &crate::cli::RunArgs) -> Result<Option<WebConfig>, ConfigE
     web::resolve(a)
 }
 
+/// `merge --follow`'s default stall bound: how long no shard's stream may grow.
+pub const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// `merge --stall-timeout`: a positive duration ([`STALL_TIMEOUT`] when not given).
+pub fn stall_timeout(raw: Option<&str>) -> Result<std::time::Duration, ConfigError> {
+    raw.map_or(Ok(STALL_TIMEOUT), |v| {
+        parse::positive_duration("stall-timeout", v)
+    })
+}
+
 pub use crate::kind::{Model, SbTopics, TargetKind};
 pub use crate::secret::Secret;
 pub use crate::targets::request::{Dialect, ExtraHeaders};

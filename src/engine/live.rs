@@ -21,6 +21,31 @@ pub struct Totals {
     pub corrected: hdrhistogram::Histogram<u64>,
 }
 
+/// One level's stripes (see [`Live::level`]).
+#[derive(Clone)]
+pub struct LiveLevel(Arc<[StripeCell]>);
+
+impl std::fmt::Debug for LiveLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveLevel").finish_non_exhaustive()
+    }
+}
+
+impl LiveLevel {
+    /// The same level's stripes as `other`'s.
+    pub fn is(&self, other: &LiveLevel) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Counts, latency and corrected latency of this level so far (µs).
+    pub fn totals(&self) -> Totals {
+        let live = Live {
+            stripes: Mutex::new(Some(self.0.clone())),
+        };
+        live.totals()
+    }
+}
+
 /// The stripes of the level in progress (or of the last one), shared with the display.
 #[derive(Default)]
 pub struct Live {
@@ -80,6 +105,12 @@ impl Live {
             latency,
             corrected,
         }
+    }
+
+    /// The level being watched now: a handle that keeps reading that level's stripes after
+    /// the next level is watched (a shard's seconds take a level's last part from it).
+    pub fn level(&self) -> Option<LiveLevel> {
+        self.current().map(LiveLevel)
     }
 
     /// Every stripe's counts and latency histogram, added up.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::local_limits;
 use super::record::RunRecord;
 use super::run_inputs::Shared;
+use super::shard_seconds::ShardSeconds;
 use crate::config::RunConfig;
 use crate::console::progress;
 use crate::engine::{max_concurrency, run_level, LevelContext, LevelRun, LevelSpec, Load, Slice};
@@ -313,17 +314,31 @@ pub(crate) async fn run_levels<T: Target>(
     if let Some(cap) = &sh.cfg.capacity {
         return find(sh, rec, &make, cap).await;
     }
+    // A shard's head goes out before its load, and its seconds from the load's start.
+    let seconds = rec.shard_seconds()?;
     if let Some(at) = sh.start_at {
         // Every shard registered its topics; now all start the measured load together.
         crate::shard_contract::wait_for_start(at, START_GRACE).await?;
     }
+    let seconds = seconds.map(|out| ShardSeconds::start(out, sh.live.clone()));
     for (i, spec) in sh.cfg.levels.iter().enumerate() {
         if sh.cancel.is_cancelled() {
             break;
         }
         let (part, _) = shard_part(spec, sh.shard);
         let label = spec.load.label();
+        if let Some(s) = &seconds {
+            s.begin_level(
+                i,
+                &label,
+                offered(part.load),
+                matches!(spec.load, Load::Open { .. }),
+            );
+        }
         let run = run_spec(sh, &make, &engine_part(sh, spec, &part), i, &label).await;
+        if let Some(s) = &seconds {
+            s.end_level();
+        }
         if let Some(w) = local_limits::warn_client_errors(&spec.load.label(), &run.0.stats) {
             rec.add_warning(w);
         }
@@ -334,7 +349,18 @@ pub(crate) async fn run_levels<T: Target>(
         }
         live_hooks(sh, rec)?;
     }
+    if let Some(s) = seconds {
+        s.finish();
+    }
     Ok(())
+}
+
+/// This shard's part of a level's load, as its seconds show it: a rate or a concurrency.
+fn offered(load: Load) -> f64 {
+    match load {
+        Load::Closed { concurrency } => f64::from(concurrency),
+        Load::Open { rate, .. } => rate,
+    }
 }
 
 /// The capacity finder: each probe is one level, recorded like any other.

@@ -14,6 +14,7 @@ pub mod record;
 mod run_inputs;
 mod serve_topics;
 mod servicebus_path;
+mod shard_seconds;
 pub mod signals;
 mod subscribers;
 mod tenant_design;

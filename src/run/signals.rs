@@ -40,6 +40,21 @@ pub fn install(token: CancellationToken) {
     });
 }
 
+/// Call `first` on the first SIGINT/SIGTERM and exit 130 on the second: a process that stops
+/// its own way (`merge --follow` writes what came) with a run's signals and exit code.
+pub fn on_first(first: impl FnOnce() + Send + 'static) {
+    let Some(mut signals) = Signals::new() else {
+        tracing::warn!("cannot watch SIGINT/SIGTERM");
+        return;
+    };
+    tokio::spawn(async move {
+        signals.next().await;
+        first();
+        signals.next().await;
+        exit_interrupted();
+    });
+}
+
 /// What the first SIGINT does, and the control API's stop: cancel `token` (no new request
 /// starts, the reports of what was measured are written, marked partial) and exit 130 if the
 /// run is still stopping [`STOP_GRACE`] later. Only the first call does anything.

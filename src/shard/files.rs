@@ -6,13 +6,14 @@ use std::collections::{BTreeSet, VecDeque};
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 
 use super::artifact::Load;
 use super::assemble::{Input, Keyed, MAX_LOG_LINE};
 use super::logs::{parse_line, print_log_lines, record_lines, ShardKey};
-use super::record::ShardRecord;
+use super::record::{ShardRecord, ShardSecond};
 use crate::report::writer::append_synced;
 use crate::shard_contract::ShardSpec;
 
@@ -28,6 +29,50 @@ pub struct ShardOut {
     levels: usize,
     head: bool,
     ended: bool,
+    /// Held while a record is written, so the seconds' writer ([`SecondsOut`]) and this one
+    /// never interleave within the file.
+    lock: Arc<Mutex<()>>,
+}
+
+/// Where a shard's seconds go: the same file and stdout as its other records.
+#[derive(Debug, Clone)]
+pub struct SecondsOut {
+    path: PathBuf,
+    key: (String, u32, u32),
+    lock: Arc<Mutex<()>>,
+}
+
+impl SecondsOut {
+    /// Append `s` to the file, then print it.
+    pub fn write(&self, s: ShardSecond) -> anyhow::Result<()> {
+        emit(
+            &self.path,
+            &self.key,
+            0,
+            &ShardRecord::Second(Box::new(s)),
+            &self.lock,
+        )
+    }
+}
+
+/// Append `rec` to `path` (synced), then print it as `HUBLOAD-SHARD` lines, under `lock`.
+fn emit(
+    path: &Path,
+    (run_id, index, count): &(String, u32, u32),
+    level: usize,
+    rec: &ShardRecord,
+    lock: &Mutex<()>,
+) -> anyhow::Result<()> {
+    let mut line = rec.to_json_line();
+    line.push('\n');
+    let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+    append_synced(path, line.as_bytes())?;
+    print_log_lines(&record_lines(
+        (run_id, *index, *count),
+        &rec.section(level),
+        rec,
+    ));
+    Ok(())
 }
 
 impl ShardOut {
@@ -45,6 +90,7 @@ impl ShardOut {
             levels: 0,
             head: false,
             ended: false,
+            lock: Arc::default(),
         })
     }
 
@@ -78,21 +124,23 @@ impl ShardOut {
         self.levels
     }
 
+    /// A writer of this stream's seconds, for a task beside the run's.
+    pub fn seconds(&self) -> SecondsOut {
+        SecondsOut {
+            path: self.path.clone(),
+            key: self.key.clone(),
+            lock: self.lock.clone(),
+        }
+    }
+
     /// Append `rec` to the file, then print it.
     pub fn write(&mut self, rec: &ShardRecord) -> anyhow::Result<()> {
-        let mut line = rec.to_json_line();
-        line.push('\n');
-        append_synced(&self.path, line.as_bytes())?;
-        let (run_id, index, count) = &self.key;
-        print_log_lines(&record_lines(
-            (run_id, *index, *count),
-            &rec.section(self.levels),
-            rec,
-        ));
+        emit(&self.path, &self.key, self.levels, rec, &self.lock)?;
         match rec {
             ShardRecord::Head(_) => self.head = true,
             ShardRecord::Level(_) => self.levels += 1,
             ShardRecord::End(_) => self.ended = true,
+            ShardRecord::Second(_) => {}
         }
         Ok(())
     }

@@ -1,9 +1,10 @@
 //! A shard's records as stdout lines, so `kubectl logs -l job-name=… --tail=-1` (or
 //! `kubectl logs -f`) collects a run: the line codec, and the version 1 lines' reassembly.
 //!
-//! Each `HUBLOAD-SHARD v2 …` line carries a chunk of one [`ShardRecord`] (base64 of zlib
-//! compact JSON), is under `PIPE_BUF` and written in one `write(2)`, so it reaches the merged
-//! log whole; anything before the tag is ignored. docs/shards.md gives the format.
+//! Each `HUBLOAD-SHARD v2 …` line carries a chunk of one [`ShardRecord`] (`head`, `level-<n>`,
+//! `second-<unix>` or `end`; base64 of zlib compact JSON), is under `PIPE_BUF` and written in
+//! one `write(2)`, so it reaches the merged log whole; anything before the tag is ignored.
+//! docs/shards.md gives the format.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -216,7 +217,7 @@ pub struct TagLine<'a> {
     pub index: u32,
     /// Shard count.
     pub count: u32,
-    /// `head`, `level-<n>` or `end` (version 2).
+    /// `head`, `level-<n>`, `second-<unix>` or `end` (version 2).
     pub section: &'a str,
     /// 1-based part number.
     pub part: u32,
@@ -272,9 +273,12 @@ pub fn parse_line(line: usize, raw: &str) -> Result<Option<TagLine<'_>>, LogErro
             "{parts} parts is over the limit of {MAX_PARTS}"
         )));
     }
-    if !v1 && section != "head" && section != "end" && level_number(section).is_none() {
+    let second = section
+        .strip_prefix("second-")
+        .is_some_and(|n| n.parse::<u64>().is_ok());
+    if !v1 && section != "head" && section != "end" && !second && level_number(section).is_none() {
         return Err(bad(&format!(
-            "unknown section {section:?} (expected head, level-<n> or end)"
+            "unknown section {section:?} (expected head, level-<n>, second-<unix> or end)"
         )));
     }
     Ok(Some(TagLine {

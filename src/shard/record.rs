@@ -1,6 +1,9 @@
 //! A shard's artifact as a stream of records: its head before the first level, one record per
-//! level as the level ends, and its end. A reader can merge level N as soon as every shard has
-//! written it; the records of a finished shard hold exactly what its whole artifact holds.
+//! level as the level ends, one per second of load, and its end. A reader can merge level N as
+//! soon as every shard has written it; the records of a finished shard hold exactly what its
+//! whole artifact holds (the seconds only add a live view of the same counts).
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +51,43 @@ pub struct ShardEnd {
     pub unsubscription: Option<SubscriptionReport>,
 }
 
+/// One second of a shard's load, as its live page would show it: what ended in the wall-clock
+/// second `at` (Unix seconds, `[at, at+1)`), so `merge --follow` adds the shards' seconds up
+/// by wall clock (a Job's shards start together). The seconds add up to the levels' counts;
+/// the level records, not these, are what a merge's reports are made of.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ShardSecond {
+    /// The wall-clock second, Unix seconds.
+    pub at: u64,
+    /// The level running at the second's end (0-based), if any yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u32>,
+    /// That level's label (the whole level's load, as its row names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// This shard's part of that level's load: its rate (open model) or concurrency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<f64>,
+    /// Attempts that ended in the second, by class (classes with none left out).
+    #[serde(default)]
+    pub by_class: BTreeMap<String, u64>,
+    /// Their latency histogram (µs, HdrHistogram V2+DEFLATE base64; empty when none ended).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub latency: String,
+    /// Their latency from the intended start (open model; empty otherwise).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub corrected: String,
+    /// Attempts in flight at the second's end.
+    #[serde(default)]
+    pub inflight: u64,
+    /// The shard's CPU over the second, as a share of the cores it may use (%).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pct: Option<f64>,
+    /// That share is at or above the generator-bound share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_bound: Option<bool>,
+}
+
 /// One record of a shard's stream: one line of its `.jsonl` file, one section of its
 /// `HUBLOAD-SHARD` lines.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,17 +97,20 @@ pub enum ShardRecord {
     Head(Box<ShardHead>),
     /// One per level, in run order.
     Level(Box<ShardLevel>),
+    /// At most one a second, between the head and the end (absent from older streams).
+    Second(Box<ShardSecond>),
     /// Last, once: the stream is complete.
     End(Box<ShardEnd>),
 }
 
 impl ShardRecord {
     /// The section name of this record on a `HUBLOAD-SHARD` line: `head`, `level-<n>` (`n`
-    /// the 0-based level number, which the record does not carry) or `end`.
+    /// the 0-based level number, which the record does not carry), `second-<at>` or `end`.
     pub fn section(&self, level: usize) -> String {
         match self {
             ShardRecord::Head(_) => "head".into(),
             ShardRecord::Level(_) => format!("level-{level}"),
+            ShardRecord::Second(s) => format!("second-{}", s.at),
             ShardRecord::End(_) => "end".into(),
         }
     }

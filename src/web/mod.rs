@@ -41,6 +41,8 @@ pub struct WebServer {
     state: Arc<WebState>,
     /// The address it listens on (the port resolved).
     pub addr: SocketAddr,
+    /// The server's task, done once its connections have closed after `shutdown`.
+    served: tokio::task::JoinHandle<()>,
     sampler: tokio::task::JoinHandle<()>,
     /// Asks the sampler for its last record.
     last_second: CancellationToken,
@@ -86,10 +88,11 @@ impl WebServer {
         let delivery = sources.delivery.clone();
         let last_second = CancellationToken::new();
         let sampler = tokio::spawn(feed::sample(feed, sources, started, last_second.clone()));
-        serve(listener, state.clone(), shutdown.clone());
+        let served = serve(listener, state.clone(), shutdown.clone());
         Ok(WebServer {
             state,
             addr,
+            served,
             sampler,
             last_second,
             delivery,
@@ -130,11 +133,12 @@ impl WebServer {
             server: None,
             merge: Some(std::sync::Mutex::new(Value::Null)),
         });
-        serve(listener, state.clone(), shutdown.clone());
+        let served = serve(listener, state.clone(), shutdown.clone());
         Ok(WebServer {
             state,
             addr,
-            // A merge has no seconds of its own to sample.
+            served,
+            // A merge samples nothing: its seconds are the shards' ([`second`](Self::second)).
             sampler: tokio::spawn(async {}),
             last_second: CancellationToken::new(),
             delivery: DeliverySlot::default(),
@@ -147,6 +151,12 @@ impl WebServer {
         if let Some(m) = &self.state.merge {
             *m.lock().unwrap_or_else(|e| e.into_inner()) = v;
         }
+    }
+
+    /// `merge --follow`: a merged second (the shards' seconds added up), as a `second` record.
+    pub fn second(&self, s: &impl serde::Serialize) {
+        let v = serde_json::to_value(s).unwrap_or(Value::Null);
+        self.state.feed.push("second", &v);
     }
 
     /// The run's subscriber fleet (one per target path), read every second from now on.
@@ -209,17 +219,29 @@ impl WebServer {
             }
         }
         self.shutdown.cancel();
+        if self.state.merge.is_some() {
+            // A merge exits as soon as this returns: its open pages get their `end` first
+            // (their streams end with it), within a bound.
+            let _ = tokio::time::timeout(MERGE_DRAIN, &mut self.served).await;
+        }
     }
 }
 
+/// How long a merge's page server may take to hand its open streams their `end`.
+const MERGE_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Serve `state`'s routes on `listener` until `shutdown`.
-fn serve(listener: tokio::net::TcpListener, state: Arc<WebState>, shutdown: CancellationToken) {
+fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<WebState>,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move {
         let _ = axum::serve(listener, app)
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
             .await;
-    });
+    })
 }
 
 /// The routes.

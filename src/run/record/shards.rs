@@ -11,6 +11,7 @@ use crate::report::judge::Threshold;
 use crate::report::model::PhaseReport;
 use crate::report::writer::ReportWriter;
 use crate::run::tenant_design::surge_shape;
+use crate::shard::files::SecondsOut;
 use crate::shard::merge::{MergedEnd, MergedStart};
 use crate::shard::{
     Load as ShardLoad, MergedLevel, ShardEnd, ShardHead, ShardLevel, ShardMeta, ShardOut,
@@ -137,6 +138,13 @@ impl RunRecord {
     pub fn stream_shard(&mut self, spec: &ShardSpec, parts: Vec<ShardLoad>) -> anyhow::Result<()> {
         self.shard = Some(ShardOut::create(self.dir(), spec, parts)?);
         Ok(())
+    }
+
+    /// A shard's head, now (before its load), and the writer of its seconds; `None` when
+    /// this run is not a shard.
+    pub(crate) fn shard_seconds(&mut self) -> anyhow::Result<Option<SecondsOut>> {
+        self.shard_head()?;
+        Ok(self.shard.as_ref().map(ShardOut::seconds))
     }
 
     /// A shard's head, once: before its first level, or at its end.

@@ -238,6 +238,7 @@ impl LineAssembler {
             }
             (ShardRecord::Level(_), s) => head && level_number(s) == Some(level),
             (ShardRecord::End(_), "end") => head,
+            (ShardRecord::Second(r), s) => head && s == format!("second-{}", r.at),
             _ => false,
         };
         if !fits || ended {
@@ -257,6 +258,7 @@ impl LineAssembler {
             ShardRecord::Level(_) => progress.levels += 1,
             ShardRecord::End(_) => progress.ended = true,
             ShardRecord::Head(_) => progress.head = true,
+            ShardRecord::Second(_) => {}
         }
         self.done.insert((key.clone(), section), hashes);
         Ok(Some(Keyed { key, level, record }))
@@ -336,7 +338,7 @@ impl JsonlShard {
         match record {
             ShardRecord::Level(_) => self.progress.levels += 1,
             ShardRecord::End(_) => self.progress.ended = true,
-            ShardRecord::Head(_) => {}
+            ShardRecord::Head(_) | ShardRecord::Second(_) => {}
         }
         Ok(Some(Keyed { key, level, record }))
     }
@@ -387,6 +389,7 @@ pub fn from_log_dump(text: &str) -> Result<Vec<ShardArtifact>, LogError> {
                     a.set_end(*e);
                 }
             }
+            ShardRecord::Second(_) => {}
         }
     }
     Ok(shards.into_values().collect())

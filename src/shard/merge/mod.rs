@@ -6,6 +6,7 @@
 //! have recorded; nothing is averaged. Thresholds are judged by the caller on the result only.
 
 mod add;
+pub mod seconds;
 pub mod stream;
 
 use super::artifact::ShardArtifact;

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::add::{add_delivery, add_load, add_phase, add_servicebus, add_subscriptions, zero_like};
+use super::seconds::{MergedSecond, SecondsMerge};
 use crate::report::model::delivery_report::{LevelDelivery, SubscriptionReport};
 use crate::report::model::ServiceBusInfo;
 use crate::shard::artifact::{Load, ShardLevel, ShardMeta};
@@ -133,9 +134,30 @@ pub struct StreamMerge {
     ends: BTreeMap<u32, ShardEnd>,
     /// Shards whose head came (including after the start was taken).
     seen: Vec<u32>,
+    /// Following: the shards' seconds, added up for the live page (a plain merge drops them).
+    seconds: Option<SecondsMerge>,
+    /// The merged run's start, Unix seconds, once taken.
+    start_unix: Option<u64>,
 }
 
 impl StreamMerge {
+    /// A merge that also adds the shards' seconds up ([`take_seconds`](Self::take_seconds)).
+    pub fn with_seconds() -> Self {
+        StreamMerge {
+            seconds: Some(SecondsMerge::default()),
+            ..StreamMerge::default()
+        }
+    }
+
+    /// The merged seconds every shard has passed (with `all`, every second held), once the
+    /// start has been taken.
+    pub fn take_seconds(&mut self, all: bool) -> Vec<MergedSecond> {
+        match (self.count(), self.start_unix, &mut self.seconds) {
+            (Some(count), Some(start), Some(s)) => s.take(count, start, all),
+            _ => Vec::new(),
+        }
+    }
+
     /// The run's shard count, once a head has said it.
     pub fn count(&self) -> Option<u32> {
         self.first.as_ref().map(|(_, m)| m.shard_count)
@@ -197,7 +219,16 @@ impl StreamMerge {
         match k.record {
             ShardRecord::Head(h) => self.head(index, *h),
             ShardRecord::Level(l) => self.level(index, k.level, *l),
+            ShardRecord::Second(s) => match &mut self.seconds {
+                Some(m) => m
+                    .push(index, *s)
+                    .map_err(|reason| MergeError::Stream { index, reason }),
+                None => Ok(()),
+            },
             ShardRecord::End(e) => {
+                if let Some(m) = &mut self.seconds {
+                    m.end(index);
+                }
                 let got = self.labels.get(&index).map_or(0, Vec::len);
                 if e.levels as usize != got {
                     return Err(MergeError::Stream {
@@ -341,6 +372,10 @@ impl StreamMerge {
         let mut meta = h0.meta;
         meta.shard_index = 0;
         meta.started_at = started_at.unwrap_or_default();
+        self.start_unix = humantime::parse_rfc3339_weak(&meta.started_at)
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs());
         Some(MergedStart {
             shard_count: count,
             meta,
