@@ -1,6 +1,5 @@
 //! Scale-out as shards: the per-shard records (file and stdout lines), their reassembly from
-//! any input, and the exact, streaming merge of a run's shards. What a shard is (its slot,
-//! the environment contract) is `shard_contract`.
+//! any input, and the exact, streaming merge of a run's shards (what a shard is: `shard_contract`).
 //!
 //! A shard writes a stream of [`ShardRecord`]s (head, one per level, one per second of load
 //! for `merge --follow`'s live page, end) to its file and as `HUBLOAD-SHARD` lines ([`logs`]);
