@@ -215,18 +215,17 @@ async fn a_dropped_receive_link_is_reattached_and_the_gap_is_reported() {
         (accepted, 0, 0),
         "{c:?}"
     );
-    let s = stores(&emu.counts());
-    assert_eq!(
-        (s.enqueued, s.completed, s.active, emu.counts().accepted),
-        (accepted, accepted, 0, accepted)
-    );
     // Every message received was settled once: completed, or its completion was in flight
     // when the links dropped (a settle failure; on a quiet machine there is none, beside busy
-    // loops one was seen). Such a message comes back to the re-attached link and is completed
-    // then, so the broker redelivered at least that many (also any still on the wire).
-    assert_eq!(b.completes, accepted, "{b:?}");
+    // loops one was seen now and then). Such a message either came back to the re-attached
+    // link and was completed, or is still locked (its 60 s lock outlives the run). The broker
+    // agrees: what it completed is what the hub completed, and the rest is locked.
+    let s = stores(&emu.counts());
+    assert_eq!((s.enqueued, emu.counts().accepted), (accepted, accepted));
+    assert_eq!(s.completed, b.completes, "{b:?} {s:?}");
+    assert_eq!(s.completed + s.active, accepted, "{b:?} {s:?}");
     assert_eq!(b.receives, b.completes + b.settle_failures, "{b:?}");
-    assert!(s.redelivered >= b.settle_failures, "{b:?} {s:?}");
+    assert!(s.active <= b.settle_failures, "{b:?} {s:?}");
     // The longest gap is reported: the run's spacing (125 ms) plus the publishes refused
     // while the sender re-attached; well under a second, where a broker restart's is above
     // its whole outage.
