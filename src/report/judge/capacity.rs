@@ -194,6 +194,66 @@ mod tests {
         (r, seen)
     }
 
+    /// `--slo` speaks the one gate language, fairness included: a hub that stays fast but
+    /// starves one of 4 tenants from 12 on is judged on Jain's index, not only on latency.
+    #[tokio::test(start_paused = true)]
+    async fn the_slo_judges_tenant_fairness_as_a_threshold_does() {
+        let probe = |load: f64| async move {
+            let mut row = row_for(1.0);
+            row.label = format!("{load}");
+            row.fairness = Some(crate::fairness::Fairness {
+                tenants: 4,
+                jain_index: Some(if load < 12.0 { 1.0 } else { 0.75 }),
+                p99_spread: None,
+                median_p99_us: 1_000,
+                error_spread_pp: 0.0,
+                median_error_pct: 0.0,
+                worst_p99: Vec::new(),
+                worst_errors: Vec::new(),
+                by_tenant: Vec::new(),
+                delivery: None,
+            });
+            row
+        };
+        let r = find_capacity(
+            probe,
+            1.0,
+            64.0,
+            &slo("p99<300ms,tenant_fairness>0.95"),
+            Duration::from_secs(3600),
+            true,
+        )
+        .await;
+        // Doubling to 16 (the first unfair probe), then bisecting 8..16.
+        assert_eq!(
+            r.probes,
+            [
+                (1.0, true),
+                (2.0, true),
+                (4.0, true),
+                (8.0, true),
+                (16.0, false),
+                (12.0, false),
+                (10.0, true),
+                (11.0, true)
+            ]
+        );
+        assert_eq!(r.best.as_ref().unwrap().label, "11");
+        let (row, verdicts) = r.first_fail.as_ref().unwrap();
+        assert_eq!(row.label, "12");
+        let judged: Vec<(&str, bool, &str)> = verdicts
+            .iter()
+            .map(|v| (v.threshold.as_str(), v.passed, v.actual.as_str()))
+            .collect();
+        assert_eq!(
+            judged,
+            [
+                ("p99<300ms", true, "1.000ms"),
+                ("tenant_fairness>0.95", false, "0.750")
+            ]
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_generator_bound_level_is_neither_best_nor_knee() {
         // Latency = load (ms) as in `fake`, but from 64 on hubload's CPU ran out.
