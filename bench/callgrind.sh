@@ -12,7 +12,8 @@
 #   - whole: every instruction of the process, every thread (start-up and exit cancel out);
 #   - worker_loop: inside the workers' task (the request, its stats, its event): every
 #     per-request cost of the worker and none of the per-second ones;
-#   - per_level: the run's own task (`run::run_path`): registration, the level's edges and the
+#   - per_level: the run's own task (the WebSub kind's `PathKind::run`, which opens the path and
+#     drives `run::one_path::run_path`): registration, the level's edges and the
 #     reports written when a level ends. That work is per level, not per request, but it
 #     grows with the level's seconds (the per-second timeline), which callgrind stretches
 #     about 100x, and more on a loaded machine: over six runs of one build it moved 684-994
@@ -34,6 +35,6 @@ per_request() {
     n=$((nb - na))
     whole=$((($(total_ir "$b") - $(total_ir "$a")) / n))
     loop=$((($(fn_ir "$b" 'hubload::engine::worker::worker_loop::{{closure}}') - $(fn_ir "$a" 'hubload::engine::worker::worker_loop::{{closure}}')) / n))
-    per_level=$((($(fn_ir "$b" 'hubload::run::run_path::{{closure}}') - $(fn_ir "$a" 'hubload::run::run_path::{{closure}}')) / n))
+    per_level=$((($(fn_ir "$b" '<hubload::run::websub_path::WebSub as hubload::run::path::PathKind>::run::{{closure}}') - $(fn_ir "$a" '<hubload::run::websub_path::WebSub as hubload::run::path::PathKind>::run::{{closure}}')) / n))
     echo "$name whole $whole worker_loop $loop per_level $per_level whole_less_per_level $((whole - per_level))"
 }
