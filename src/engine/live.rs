@@ -21,6 +21,17 @@ pub struct Totals {
     pub corrected: hdrhistogram::Histogram<u64>,
 }
 
+impl Totals {
+    /// Nothing ended yet: no count, empty histograms.
+    pub fn empty() -> Self {
+        Totals {
+            counts: Counts::default(),
+            latency: new_histogram(),
+            corrected: new_histogram(),
+        }
+    }
+}
+
 /// One level's stripes (see [`Live::level`]).
 #[derive(Clone)]
 pub struct LiveLevel(Arc<[StripeCell]>);

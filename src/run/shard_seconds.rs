@@ -13,7 +13,7 @@ use crate::observe::monitor::CPU_BOUND;
 use crate::result::Class;
 use crate::shard::files::SecondsOut;
 use crate::shard::ShardSecond;
-use crate::stats::{new_histogram, to_base64, Counts, Histogram};
+use crate::stats::{grown_since, new_histogram, to_base64, Counts, Histogram};
 
 /// What ended since the last record, and where the level's totals stood when last read.
 struct State {
@@ -32,23 +32,6 @@ struct State {
     last_at: u64,
 }
 
-fn zero() -> Totals {
-    Totals {
-        counts: Counts::default(),
-        latency: new_histogram(),
-        corrected: new_histogram(),
-    }
-}
-
-/// `now - before` of a histogram that only grew.
-fn grown(now: &Histogram, before: &Histogram) -> Histogram {
-    let mut d = now.clone();
-    if d.subtract(before).is_err() {
-        d = now.clone();
-    }
-    d
-}
-
 impl State {
     /// Add what ended since the last read; a level that was replaced gives its last part
     /// first (its stripes are final once the next level is watched).
@@ -58,7 +41,7 @@ impl State {
             if !old.is(new) {
                 let old = old.clone();
                 self.take(&old);
-                self.seen = zero();
+                self.seen = Totals::empty();
                 self.level = None;
             }
         }
@@ -77,10 +60,12 @@ impl State {
                 .add(c, t.counts.get(c).saturating_sub(self.seen.counts.get(c)));
         }
         // One layout everywhere, so adding cannot fail on bounds.
-        let _ = self.latency.add(grown(&t.latency, &self.seen.latency));
+        let _ = self
+            .latency
+            .add(grown_since(&t.latency, &self.seen.latency));
         let _ = self
             .corrected
-            .add(grown(&t.corrected, &self.seen.corrected));
+            .add(grown_since(&t.corrected, &self.seen.corrected));
         self.seen = t;
     }
 
@@ -146,7 +131,7 @@ impl ShardSeconds {
         let state = Arc::new(Mutex::new(State {
             live,
             level: None,
-            seen: zero(),
+            seen: Totals::empty(),
             counts: Counts::default(),
             latency: new_histogram(),
             corrected: new_histogram(),

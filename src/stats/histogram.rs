@@ -50,6 +50,17 @@ pub fn record(h: &mut Histogram, us: u64) {
     }
 }
 
+/// What `now` gained since `before`, for a histogram that only grows: `now - before`, or `now`
+/// whole when `before` holds a value `now` lacks (the histogram was started again, as a live
+/// total is at a new level). Used once a second, so it subtracts in place.
+pub fn grown_since(now: &Histogram, before: &Histogram) -> Histogram {
+    let mut d = now.clone();
+    if d.subtract(before).is_err() {
+        d = now.clone();
+    }
+    d
+}
+
 /// `a` less `b`, where every value recorded in `b` was recorded in `a` too: what recording the
 /// remaining values directly gives. Rebuilt rather than subtracted in place, so its size is
 /// the one direct recording gives and `==` (which compares sizes) holds. The engine records

@@ -18,8 +18,8 @@ mod topic_churn;
 pub use clock::Clock;
 pub use counts::{Counts, Reasons};
 pub use histogram::{
-    difference, from_base64, histogram_up_to, new_histogram, record, to_base64, Histogram,
-    HIST_LOWEST_US, HIST_SIGFIG,
+    difference, from_base64, grown_since, histogram_up_to, new_histogram, record, to_base64,
+    Histogram, HIST_LOWEST_US, HIST_SIGFIG,
 };
 pub use level::{LevelStats, TimelineBucket, LATE_SEND};
 pub use second_list::SecondHistograms;

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::delivery_feed::{self, DeliveryPrev, DeliverySlot};
 use crate::engine::{Control, Live, Load, Totals};
 use crate::report::model::server_now::ServerNow;
-use crate::stats::{new_histogram, Counts};
+use crate::stats::{grown_since, new_histogram};
 
 /// Records kept at most (a day of seconds); past it the oldest seconds are dropped, never
 /// the level rows.
@@ -162,18 +162,6 @@ pub async fn sample(feed: Arc<Feed>, mut src: Sources, start: Instant, last: Can
     }
 }
 
-/// `now - before` of a histogram that only grew (a new level's, if it did not).
-fn delta(
-    now: &hdrhistogram::Histogram<u64>,
-    before: &hdrhistogram::Histogram<u64>,
-) -> hdrhistogram::Histogram<u64> {
-    let mut d = now.clone();
-    if d.subtract(before).is_err() {
-        d = now.clone();
-    }
-    d
-}
-
 /// Quantile `x` of `h` in ms, or null when it is empty.
 fn ms(h: &hdrhistogram::Histogram<u64>, x: f64) -> Value {
     match h.len() {
@@ -190,11 +178,7 @@ fn second(src: &mut Sources, start: Instant, prev: &mut Prev) -> Value {
     let index = level.as_ref().map(|(l, _)| l.index);
     let totals = match index {
         Some(_) => live.totals(),
-        None => Totals {
-            counts: Counts::default(),
-            latency: new_histogram(),
-            corrected: new_histogram(),
-        },
+        None => Totals::empty(),
     };
     let counts = totals.counts.to_map();
     if index != prev.level {
@@ -211,12 +195,12 @@ fn second(src: &mut Sources, start: Instant, prev: &mut Prev) -> Value {
             by_class.insert(k.clone(), d);
         }
     }
-    let lat = delta(&totals.latency, &prev.hist);
+    let lat = grown_since(&totals.latency, &prev.hist);
     let open = matches!(
         level.as_ref().map(|(l, _)| l.offered),
         Some(Load::Open { .. })
     );
-    let cor = delta(&totals.corrected, &prev.corrected);
+    let cor = grown_since(&totals.corrected, &prev.corrected);
     let secs = now
         .saturating_duration_since(prev.at)
         .as_secs_f64()
