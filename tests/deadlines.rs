@@ -13,10 +13,51 @@ use tokio::net::{TcpSocket, TcpStream};
 
 /// The attempts' timeout in these tests (short, so the suite stays fast).
 const TIMEOUT_MS: u64 = 400;
-/// How far past its timeout an attempt may end: the timer's wake-up on a busy machine.
+/// How far past its timeout an attempt may end: the timer's wake-up on a busy machine, plus
+/// however late this machine woke a sleeping thread during the same run ([`Lateness`]).
 const MARGIN_MS: u64 = 120;
 /// The pause between two trickled bytes.
 const DRIP: Duration = Duration::from_millis(20);
+
+/// How late this machine wakes a sleeping thread, watched for as long as it lives: a thread
+/// that sleeps 5 ms at a time and keeps the worst overshoot. A deadline is judged against its
+/// timeout plus [`MARGIN_MS`] plus that: on a machine so busy that any thread wakes 100 ms late,
+/// hubload's timers do too, and that is the machine, not a deadline missed. A deadline broken
+/// by hubload (a peer holding an attempt past its timeout) is late by far more than the
+/// machine's wake-ups, and still fails.
+pub struct Lateness {
+    worst_us: Arc<AtomicU64>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Lateness {
+    pub fn watch() -> Lateness {
+        let worst_us = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (worst, done) = (worst_us.clone(), stop.clone());
+        std::thread::spawn(move || {
+            const NAP: Duration = Duration::from_millis(5);
+            while !done.load(Ordering::Relaxed) {
+                let before = Instant::now();
+                std::thread::sleep(NAP);
+                let over = before.elapsed().saturating_sub(NAP);
+                worst.fetch_max(over.as_micros() as u64, Ordering::Relaxed);
+            }
+        });
+        Lateness { worst_us, stop }
+    }
+
+    /// The worst overshoot so far.
+    pub fn worst(&self) -> Duration {
+        Duration::from_micros(self.worst_us.load(Ordering::Relaxed))
+    }
+}
+
+impl Drop for Lateness {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
 
 /// One way of misbehaving; each server does it to every request it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,6 +263,8 @@ pub struct Ended {
     pub max_us: u64,
     pub span_s: f64,
     pub heads: u64,
+    /// The machine's worst wake-up lateness during the run ([`Lateness`]).
+    pub late_us: u64,
 }
 
 /// `requests` publishes at `concurrency` to a fresh `kind` server (no registration), each
@@ -229,6 +272,7 @@ pub struct Ended {
 pub async fn publish_to(kind: Hostile, concurrency: u64, requests: u64) -> Ended {
     let server = HostileServer::start(kind).await;
     let dir = tempfile::tempdir().unwrap();
+    let lateness = Lateness::watch();
     let (c, n, t) = (
         concurrency.to_string(),
         requests.to_string(),
@@ -270,6 +314,7 @@ pub async fn publish_to(kind: Hostile, concurrency: u64, requests: u64) -> Ended
         max_us: level.latency_us.max,
         span_s: level.span_s,
         heads: server.heads(),
+        late_us: lateness.worst().as_micros() as u64,
     }
 }
 
@@ -285,8 +330,9 @@ fn assert_on_time(kind: Hostile, concurrency: u64, requests: u64, e: &Ended) {
         assert_eq!(e.timeouts, requests, "{why}");
         assert!(e.min_us >= TIMEOUT_MS * 1000, "ended early: {why}");
     }
+    let margin_us = MARGIN_MS * 1000 + e.late_us;
     assert!(
-        e.max_us <= (TIMEOUT_MS + MARGIN_MS) * 1000,
+        e.max_us <= TIMEOUT_MS * 1000 + margin_us,
         "ended late: {why}"
     );
     // The level: its rounds of attempts, each within its bound, plus the workers' staggered
@@ -294,7 +340,7 @@ fn assert_on_time(kind: Hostile, concurrency: u64, requests: u64, e: &Ended) {
     // renders sixteen 2 MB requests on a loaded machine).
     const STAGGER_S: f64 = 0.1;
     let rounds = requests.div_ceil(concurrency) as f64;
-    let bound = rounds * (TIMEOUT_MS + MARGIN_MS) as f64 / 1000.0 + STAGGER_S;
+    let bound = rounds * (TIMEOUT_MS * 1000 + margin_us) as f64 / 1e6 + STAGGER_S;
     assert!(
         e.span_s <= bound,
         "level took {} s > {bound} s: {why}",
@@ -315,8 +361,8 @@ async fn every_kind_at(concurrency: u64, requests: u64) {
         let e = publish_to(kind, concurrency, requests).await;
         // The figures docs/deadlines.md records (`--nocapture`).
         eprintln!(
-            "{kind:?} c={concurrency}: {} attempts, {} timeouts, {} unexpected_1xx, min {} µs, max {} µs, span {:.3} s, server heads {}",
-            e.attempts, e.timeouts, e.refused_1xx, e.min_us, e.max_us, e.span_s, e.heads
+            "{kind:?} c={concurrency}: {} attempts, {} timeouts, {} unexpected_1xx, min {} µs, max {} µs, span {:.3} s, server heads {}, machine wake-up late {} µs",
+            e.attempts, e.timeouts, e.refused_1xx, e.min_us, e.max_us, e.span_s, e.heads, e.late_us
         );
         assert_on_time(kind, concurrency, requests, &e);
     }
@@ -340,6 +386,7 @@ async fn registration_ends_at_its_timeout_under_a_trickled_head() {
     const PHASE_TIMEOUT: Duration = Duration::from_secs(5);
     let server = HostileServer::start(Hostile::TrickledHead).await;
     let dir = tempfile::tempdir().unwrap();
+    let lateness = Lateness::watch();
     let t = format!("{TIMEOUT_MS}ms");
     let args = [
         "--hub-url",
@@ -361,8 +408,12 @@ async fn registration_ends_at_its_timeout_under_a_trickled_head() {
     // each connection closed by hubload one timeout after its request (timed by the server).
     assert_eq!(server.heads(), 4);
     let lived = server.lifetimes_of(4).await;
-    let late = PHASE_TIMEOUT + Duration::from_millis(MARGIN_MS);
-    assert!(lived.iter().all(|t| *t <= late), "{lived:?}");
+    let late = PHASE_TIMEOUT + Duration::from_millis(MARGIN_MS) + lateness.worst();
+    assert!(
+        lived.iter().all(|t| *t <= late),
+        "{lived:?}, machine's worst wake-up {:?}",
+        lateness.worst()
+    );
     // Not before either (less the few µs between the client's start and the server's read).
     let early = PHASE_TIMEOUT - Duration::from_millis(5);
     assert!(lived.iter().all(|t| *t >= early), "{lived:?}");

@@ -337,7 +337,18 @@ async fn proxy_conn(client: TcpStream, upstream: Upstream, mut rx: watch::Receiv
                 let until = Instant::now() + Duration::from_secs(5);
                 while Instant::now() < until {
                     if client_w.write_all(&empties).await.is_err() {
-                        break 'conn;
+                        // The client gave up on the connection. What it sent before it did
+                        // still reaches the broker, as it would through a real network: the
+                        // forwarder reads on to the client's close (bounded), not cut off.
+                        drop(client_w);
+                        let mut to_broker = to_broker;
+                        if tokio::time::timeout(Duration::from_secs(5), &mut to_broker)
+                            .await
+                            .is_err()
+                        {
+                            to_broker.abort();
+                        }
+                        return;
                     }
                 }
             }
