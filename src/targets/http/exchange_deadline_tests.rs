@@ -1,5 +1,6 @@
-//! Tests that an exchange ends at its deadline whatever the server sends: bytes that never
-//! stop coming (each read ready at once) and interim responses that never end.
+//! Tests that an exchange ends at its deadline whatever the server sends (bytes that never
+//! stop coming, each read ready at once; interim responses that never end) and whichever task
+//! polls its connection's timer.
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
