@@ -17,6 +17,11 @@
 #                 per request, the cost that grows with the connection count while Ir does not;
 #                 LL_BYTES=65536 shrinks the simulated last level so its misses count the lines
 #                 touched once per connection round, the ones the kernel evicts between requests)
+#        BRANCH=1 (callgrind's branch simulation too: also prints every simulated event per
+#                 request, mispredicted conditional (Bcm) and indirect (Bim) branches among them)
+#        ATOMICS=1 (also prints the atomic read-modify-write instructions per request, in all and
+#                 by function: bench/atomics-per-request.py; each is one instruction to callgrind
+#                 but tens of cycles to the processor)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/hubload}
@@ -55,15 +60,29 @@ CG=(--tool=callgrind)
 # LL: the 2 MiB second-level cache of the 2-core VM the figures were taken on (callgrind would
 # take its 480 MiB L3, which nothing here misses).
 if [[ ${CACHE:-} == 1 ]]; then CG+=(--cache-sim=yes --LL=${LL_BYTES:-2097152},16,64); fi
+if [[ ${BRANCH:-} == 1 ]]; then CG+=(--branch-sim=yes); fi
+if [[ ${ATOMICS:-} == 1 ]]; then CG+=(--dump-instr=yes); fi
 # With CACHE=1: "D1 LL", the data reads and writes that missed the first-level and the
 # last-level cache (the events are Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw).
 misses() { awk '/^summary:|^totals:/ { print $6 + $7, $9 + $10; exit }' "$1"; }
+# Every simulated event's total, as "NAME=COUNT" words in the file's order.
+events() { awk '/^events:/ { for (i = 2; i <= NF; i++) n[i] = $i } /^summary:|^totals:/ { for (i = 2; i <= NF; i++) printf "%s=%s ", n[i], $i; exit }' "$1"; }
 per_req() { # NAME FILE_A FILE_B REQUESTS_A REQUESTS_B: the cache misses of one more request
-    [[ ${CACHE:-} == 1 ]] || return 0
-    local a b
-    read -r -a a <<<"$(misses "$2")"
-    read -r -a b <<<"$(misses "$3")"
-    echo "$1: D1 misses per request $(( (b[0] - a[0]) / ($5 - $4) )), LL misses per request $(( (b[1] - a[1]) / ($5 - $4) ))"
+    if [[ ${CACHE:-} == 1 ]]; then
+        local a b
+        read -r -a a <<<"$(misses "$2")"
+        read -r -a b <<<"$(misses "$3")"
+        echo "$1: D1 misses per request $(( (b[0] - a[0]) / ($5 - $4) )), LL misses per request $(( (b[1] - a[1]) / ($5 - $4) ))"
+    fi
+    if [[ ${BRANCH:-} == 1 ]]; then
+        # Per request, one decimal: the misses are a few per request.
+        paste -d' ' <(events "$2" | tr ' ' '\n') <(events "$3" | tr ' ' '\n') |
+            awk -v n=$(($5 - $4)) -v who="$1" -F'[= ]' 'NF == 4 { printf "%s %s %.1f", (NR == 1 ? who ":" : ""), $1, ($4 - $2) / n } END { print "" }'
+    fi
+    if [[ ${ATOMICS:-} == 1 ]]; then
+        echo "$1:"
+        python3 "$ROOT/bench/atomics-per-request.py" "$2" "$3" "$4" "$5"
+    fi
 }
 ir() {
     local out=$WORK/callgrind.$1

@@ -99,7 +99,7 @@ pub(crate) struct Conn {
     /// The timer of the exchange in progress, kept from one exchange to the next (a new timer
     /// per exchange is a registration in the runtime's timer wheel and a removal from it),
     /// and moved lazily: see [`exchange_by`](Self::exchange_by).
-    timer: Option<Pin<Box<Sleep>>>,
+    timer: DeadlineTimer,
     /// The part of the request in progress the socket did not take at once (usually empty),
     /// and how much of it has been written since.
     unsent: Vec<u8>,
@@ -123,7 +123,7 @@ impl Conn {
             pos: 0,
             reused: false,
             addr,
-            timer: None,
+            timer: DeadlineTimer::default(),
             unsent: Vec::new(),
             sent: 0,
         }
@@ -154,7 +154,7 @@ impl Conn {
         resp: &mut Response,
     ) -> Option<Result<bool, Failure>> {
         // The timer is out of the connection while the exchange borrows it, and put back after.
-        let mut timer = self.timer.take();
+        let mut timer = std::mem::take(&mut self.timer);
         let out = {
             let mut exchange = pin!(self.finish(from, resp));
             // As `tokio::time::timeout_at`: the exchange first, then the deadline.
@@ -162,7 +162,7 @@ impl Conn {
                 if let Poll::Ready(r) = exchange.as_mut().poll(cx) {
                     return Poll::Ready(Some(r));
                 }
-                poll_deadline(&mut timer, cx, deadline).map(|()| None)
+                timer.poll(cx, deadline).map(|()| None)
             })
             .await
         };
@@ -173,7 +173,7 @@ impl Conn {
     /// Whether `deadline` has passed, from inside a future polled with `cx` (which is woken
     /// then); the connection's timer is made on the first use and kept for the next exchange.
     pub(crate) fn poll_deadline(&mut self, cx: &mut Context<'_>, deadline: Instant) -> Poll<()> {
-        poll_deadline(&mut self.timer, cx, deadline)
+        self.timer.poll(cx, deadline)
     }
 
     /// Tests: bytes the scripted peer has not handed over yet.
@@ -479,6 +479,45 @@ fn whole_response(
     resp.status = head.status;
     // Bytes beyond the response were never asked for: the stream is out of step.
     Some(head.keep_alive && head.status != 101 && pos + used == bytes.len())
+}
+
+/// A connection's deadline timer ([`poll_deadline`]), and which task it wakes.
+///
+/// Polling a timer registers the task's waker with it: two atomic read-modify-writes in the
+/// runtime's timer (its waker slot's lock and unlock), each worth tens of plain instructions.
+/// A connection is usually taken again by the task that just gave it back (the pool's idle
+/// stack is last in, first out), so the timer is usually registered already, for this task,
+/// at a deadline no later than this exchange's: then polling it again changes nothing, and
+/// is skipped. It is polled as before whenever the task differs, the deadline would move
+/// earlier, or the timer has fired (its wake-up is then due to this exchange).
+#[derive(Debug, Default)]
+pub(crate) struct DeadlineTimer {
+    sleep: Option<Pin<Box<Sleep>>>,
+    /// The waker (its data and vtable addresses) the timer holds since its last poll, which
+    /// left it pending; `None` when that is not known.
+    armed: Option<(usize, usize)>,
+}
+
+impl DeadlineTimer {
+    /// [`poll_deadline`] on this timer, skipped when it would change nothing (see above).
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>, deadline: Instant) -> Poll<()> {
+        let task = waker_id(cx.waker());
+        if let (Some(sleep), Some(armed)) = (&self.sleep, self.armed) {
+            // The timer holds a clone of that waker, which keeps its task (and so the
+            // addresses) alive: equal addresses are this task's waker.
+            if armed == task && sleep.deadline() <= deadline && !sleep.is_elapsed() {
+                return Poll::Pending;
+            }
+        }
+        let polled = poll_deadline(&mut self.sleep, cx, deadline);
+        self.armed = polled.is_pending().then_some(task);
+        polled
+    }
+}
+
+/// A waker's identity, as [`std::task::Waker::will_wake`] compares them.
+fn waker_id(w: &std::task::Waker) -> (usize, usize) {
+    (w.data() as usize, std::ptr::from_ref(w.vtable()) as usize)
 }
 
 /// [`Conn::poll_deadline`] on a timer kept in `timer` (made on first use).

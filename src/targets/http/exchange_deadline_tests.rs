@@ -1,5 +1,6 @@
-//! Tests that an exchange ends at its deadline whatever the server sends: bytes that never
-//! stop coming (each read ready at once) and interim responses that never end.
+//! Tests that an exchange ends at its deadline whatever the server sends (bytes that never
+//! stop coming, each read ready at once; interim responses that never end) and whichever task
+//! polls its connection's timer.
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -137,4 +138,66 @@ async fn five_interim_responses_are_skipped_and_a_sixth_is_refused() {
             "trickled: {trickled}"
         );
     }
+}
+
+/// A connection's deadline timer (`conn::DeadlineTimer`) skips a poll that would change
+/// nothing. Taken over by another task, it must be polled for that task: the second task is
+/// woken at its own deadline, though the first task's poll left the timer pending for it.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_timer_taken_over_by_another_task_wakes_that_task() {
+    use std::sync::{Arc, Mutex};
+    use std::task::Poll;
+
+    let timer = Arc::new(Mutex::new(super::conn::DeadlineTimer::default()));
+    let start = Instant::now();
+    let (first, second) = (
+        start + Duration::from_secs(1),
+        start + Duration::from_secs(2),
+    );
+    let t = timer.clone();
+    // The first task registers the timer for its deadline, then ends.
+    tokio::spawn(std::future::poll_fn(move |cx| {
+        assert!(t.lock().unwrap().poll(cx, first).is_pending());
+        Poll::Ready(())
+    }))
+    .await
+    .unwrap();
+    // The second task, with a later deadline: woken when the first deadline passes, then at
+    // its own (a missed wake-up would leave it pending until the guard below).
+    let t = timer.clone();
+    let waited = tokio::spawn(tokio::time::timeout(
+        Duration::from_secs(10),
+        std::future::poll_fn(move |cx| t.lock().unwrap().poll(cx, second)),
+    ))
+    .await
+    .unwrap();
+    assert!(waited.is_ok(), "the second task was never woken");
+    assert_eq!(Instant::now(), second);
+}
+
+/// The same task polling again with a later deadline (the skipped poll), then with one
+/// earlier than the timer's: the timer moves back at once, and the wait ends at that deadline.
+#[tokio::test(start_paused = true)]
+async fn a_skipped_deadline_poll_still_ends_at_an_earlier_deadline() {
+    use std::task::Poll;
+
+    let mut timer = super::conn::DeadlineTimer::default();
+    let start = Instant::now();
+    let deadlines = [3, 5, 2].map(|s| start + Duration::from_secs(s));
+    let mut polls = 0;
+    std::future::poll_fn(|cx| {
+        // 3 s, then 5 s (woken at once in between, as by a socket), then 2 s until it is over.
+        let at = deadlines[polls.min(2)];
+        polls += 1;
+        match timer.poll(cx, at) {
+            Poll::Ready(()) => Poll::Ready(()),
+            Poll::Pending if polls < 3 => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await;
+    assert_eq!(Instant::now(), start + Duration::from_secs(2));
 }
