@@ -82,7 +82,7 @@ async fn run_pinned(hub: &TestHub, used: &str, refused: &str) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
     let total = r.total.as_ref().unwrap();
-    assert_eq!(total.samples, 300);
+    assert_eq!(total.derived.samples, 300);
     assert_eq!(count(total, "accepted"), 300);
     assert_eq!((s.publish.accepted, s.publish.total()), (300, 300));
     // 3 tenants × 4 channels registered, through the same pinned address.
