@@ -4,8 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::rows::LevelReport;
-use crate::stats::{from_base64, Counts, Reasons, SecondHistograms, TimelineBucket};
+use super::derived::Derived;
+use crate::stats::{from_base64, Counts, LevelStats, Reasons, SecondHistograms, TimelineBucket};
 
 /// A level's HdrHistograms as rows before `schema_version` 5 held them: the HdrHistogram
 /// interchange encoding (V2, DEFLATE, base64), µs.
@@ -45,32 +45,20 @@ pub struct LevelV4 {
     server_timing_malformed: Option<u64>,
 }
 
-impl Serialize for LevelReport {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        LevelReport::serialize(self, s)
+impl LevelV4 {
+    /// Whether the row was written before `schema_version` 5: every such row has `counts`,
+    /// none after.
+    pub fn is_present(&self) -> bool {
+        self.counts.is_some()
     }
-}
 
-impl<'de> Deserialize<'de> for LevelReport {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut row = LevelReport::deserialize(d)?;
-        // Every row before `schema_version` 5 has `counts`; none after.
-        if row.v4.counts.is_some() {
-            row.read_v4().map_err(serde::de::Error::custom)?;
-        }
-        Ok(row)
-    }
-}
-
-impl LevelReport {
-    /// Rebuild `stats` from what a row before `schema_version` 5 held: its counters, its
-    /// histograms and timeline, and what its derived figures give back exactly (events,
-    /// status codes, the exact sum, min and max, the last end). It held no accepted or
-    /// event histograms, late sends or `Server-Timing` histograms; its derived figures
-    /// stay as written, so every format renders it as before.
-    fn read_v4(&mut self) -> Result<(), String> {
-        let v4 = std::mem::take(&mut self.v4);
-        let (d, s) = (&self.derived, &mut self.stats);
+    /// Rebuild `s` from what the row held: its counters, its histograms and timeline, and
+    /// what its derived figures `d` give back exactly (events, status codes, the exact sum,
+    /// min and max, the last end). It held no accepted or event histograms, late sends or
+    /// `Server-Timing` histograms; its derived figures stay as written, so every format
+    /// renders it as before.
+    pub fn into_stats(self, d: &Derived, s: &mut LevelStats) -> Result<(), String> {
+        let v4 = self;
         s.counts = v4.counts.unwrap_or_default();
         s.reasons = v4.reasons.unwrap_or_default();
         s.dropped = v4.dropped.unwrap_or(0);

@@ -288,3 +288,21 @@ impl LevelReport {
 pub(super) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
+
+impl Serialize for LevelReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        LevelReport::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for LevelReport {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut row = LevelReport::deserialize(d)?;
+        if row.v4.is_present() {
+            let v4 = std::mem::take(&mut row.v4);
+            v4.into_stats(&row.derived, &mut row.stats)
+                .map_err(serde::de::Error::custom)?;
+        }
+        Ok(row)
+    }
+}
