@@ -54,7 +54,7 @@ async fn thin_pings_reconcile_with_the_hub() {
     let total = o.report.total.as_ref().unwrap();
     assert_eq!(count(total, "accepted"), 40);
     let reg = o.report.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted), (1, 1));
+    assert_eq!((reg.result.topics, reg.accepted), (1, 1));
     // Registered now, `never` publishes without registering again.
     let o = websub_run(&hub, "never", out.path()).await;
     assert_eq!(count(o.report.total.as_ref().unwrap(), "accepted"), 40);

@@ -119,9 +119,9 @@ async fn reconciles(url: &str, extra: &[&str], hub: &TestHub, dir: &Path) {
         (600, 600)
     );
     let reg = r.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted), (20, 20));
+    assert_eq!((reg.result.topics, reg.accepted), (20, 20));
     let dereg = r.deregistration.as_ref().unwrap();
-    assert_eq!((dereg.topics, dereg.accepted), (20, 20));
+    assert_eq!((dereg.result.topics, dereg.accepted), (20, 20));
     let s = hub.stats().await;
     assert_eq!(
         (s.register.accepted, s.publish.accepted, s.publish.total()),
@@ -343,9 +343,9 @@ async fn the_default_embedded_run_speaks_h2c_to_the_reference_hub() {
     assert_eq!(count(r.total.as_ref().unwrap(), "accepted"), 200);
     let topics = r.topics.len() as u64;
     let reg = r.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted), (topics, topics));
+    assert_eq!((reg.result.topics, reg.accepted), (topics, topics));
     let dereg = r.deregistration.as_ref().unwrap();
-    assert_eq!((dereg.topics, dereg.accepted), (topics, topics));
+    assert_eq!((dereg.result.topics, dereg.accepted), (topics, topics));
     // An HTTP/2 run's aggregate.csv has the HTTP/2 class columns.
     let csv = std::fs::read_to_string(out.join("aggregate.csv")).unwrap();
     let header = csv.lines().next().unwrap();

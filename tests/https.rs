@@ -193,7 +193,7 @@ async fn https_with_ca_cert_reconciles_exactly_with_the_hub() {
     assert_eq!(s.publish.total(), 600);
     let reg = r.registration.as_ref().unwrap();
     // 5 tenants × 4 channels.
-    assert_eq!((reg.topics, reg.accepted), (20, 20));
+    assert_eq!((reg.result.topics, reg.accepted), (20, 20));
     assert_eq!(s.register.accepted, 20);
     // nginx logged every request that reached it: registrations plus publishes.
     assert_eq!(nginx.requests(), 620);

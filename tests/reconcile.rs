@@ -67,7 +67,7 @@ async fn requests_per_level_reconcile_exactly_with_the_hub() {
     assert_eq!(s.publish.total(), 900);
     // 20 tenants × 4 channels, registered once each.
     let reg = r.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted, reg.failed), (80, 80, 0));
+    assert_eq!((reg.result.topics, reg.accepted, reg.failed), (80, 80, 0));
     assert_eq!(s.register.accepted, 80);
     // Per topic, hubload's attempts equal the hub's published count.
     let attempts = crate::util::attempts_by_topic(&on_disk);

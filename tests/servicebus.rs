@@ -62,7 +62,7 @@ async fn sends_reconcile_exactly_with_the_emulator_per_topic() {
     assert_eq!(attempts_per_topic(&sc.summary("")), c.accepted_per_topic);
     // 20 tenants × 4 channels, each attached before the load.
     let reg = r.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted, reg.failed), (80, 80, 0));
+    assert_eq!((reg.result.topics, reg.accepted, reg.failed), (80, 80, 0));
     let sb = r.servicebus.as_ref().unwrap();
     assert_eq!((sb.connections, sb.reconnects), (2, 0));
     assert_eq!(c.connections, 2);
@@ -190,7 +190,7 @@ async fn a_single_topic_gets_everything() {
     );
     assert_eq!(count(o.report.total.as_ref().unwrap(), "accepted"), 600);
     let reg = o.report.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted), (1, 1));
+    assert_eq!((reg.result.topics, reg.accepted), (1, 1));
     assert_eq!(
         o.report.servicebus.as_ref().unwrap().topics,
         "single:events"

@@ -264,21 +264,24 @@ fn hub_rows(h: &crate::report::model::HubHost) -> Vec<(String, String)> {
 
 fn phase_rows(p: &PhaseReport) -> Vec<(String, String)> {
     let mut rows = vec![
-        ("Topics".to_string(), p.topics.to_string()),
+        ("Topics".to_string(), p.result.topics.to_string()),
         ("Accepted".to_string(), p.accepted.to_string()),
         (
             "Already registered (409)".to_string(),
-            p.already_registered.to_string(),
+            p.result.already_registered.to_string(),
         ),
         ("Failed".to_string(), p.failed.to_string()),
-        ("Duration".to_string(), format!("{:.2} s", p.duration_s)),
+        (
+            "Duration".to_string(),
+            format!("{:.2} s", p.result.duration_s),
+        ),
     ];
-    for (class, n) in &p.counts.to_map() {
+    for (class, n) in &p.result.counts.to_map() {
         if *n > 0 && class != Class::Accepted.name() {
             rows.push((format!("Class {class}"), n.to_string()));
         }
     }
-    if let Some(e) = &p.first_error {
+    if let Some(e) = &p.result.first_error {
         rows.push(("First error".to_string(), e.clone()));
     }
     rows

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::derived::Derived;
 use crate::result::Class;
-use crate::stats::{Counts, LevelStats, Reasons};
+use crate::stats::{Counts, LevelStats};
 use crate::targets::PhaseResult;
 
 /// A WebSub run's view of the hub's host (`target` = "websub").
@@ -93,39 +93,25 @@ pub struct RateCheck {
     pub below_target: bool,
 }
 
-/// The outcome of a registration or deregistration phase.
+/// The outcome of a registration or deregistration phase: the phase as the target recorded
+/// it and shard artifacts carry it, and what is read off it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PhaseReport {
-    /// Topics attempted.
-    pub topics: u64,
-    /// Accepted.
+    /// Topics, per-class counts and reasons, already registered, duration, first error.
+    #[serde(flatten)]
+    pub result: PhaseResult,
+    /// Accepted (from `counts`).
     pub accepted: u64,
-    /// Register only: answered 409, already registered (fine).
-    pub already_registered: u64,
-    /// Failed (anything else).
+    /// Failed: anything but accepted or already registered.
     pub failed: u64,
-    /// Per-class counts.
-    pub counts: Counts,
-    /// Per `class.reason` (`tls_error.unknown_issuer`, ...), only reasons seen.
-    #[serde(default)]
-    pub reasons: Reasons,
-    /// Seconds.
-    pub duration_s: f64,
-    /// The first failure seen, if any.
-    pub first_error: Option<String>,
 }
 
 impl From<&PhaseResult> for PhaseReport {
     fn from(p: &PhaseResult) -> Self {
         PhaseReport {
-            topics: p.topics,
+            result: p.clone(),
             accepted: p.counts.get(Class::Accepted),
-            already_registered: p.already_registered,
             failed: p.failed(),
-            counts: p.counts,
-            reasons: p.reasons,
-            duration_s: p.duration_s,
-            first_error: p.first_error.clone(),
         }
     }
 }
