@@ -103,7 +103,7 @@ done
 wait "$LOAD" || { cat "$WORK/run.log" >&2; exit 1; }
 read -r CONNECTED OVER ACCEPTED < <(counts | python3 -c \
   'import json,sys; c=json.load(sys.stdin); print(c["connections"], c["over_limit"], c["accepted"])')
-SENT=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(sum(l["counts"].get("accepted",0) for l in s["levels"]))' "$WORK/run/summary.json")
+SENT=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(sum(l["stats"]["counts"].get("accepted",0) for l in s["levels"]))' "$WORK/run/summary.json")
 echo "connections accepted: $CONNECTED (over the limit: $OVER); open file descriptors at the peak: $PEAK_FDS; peak RSS ${PEAK_KB} kB"
 echo "messages: hubload counted $SENT accepted, the emulator $ACCEPTED"
 [ "$SENT" = "$ACCEPTED" ] || { echo "MISMATCH between hubload and the emulator" >&2; exit 1; }

@@ -54,7 +54,8 @@ gap_s() {
     python3 - "$1" <<'PY'
 import json, sys
 levels = json.load(open(sys.argv[1]))["levels"]
-gaps = [(b["first_start_us"] - (a["first_start_us"] + a["span_s"] * 1e6)) / 1e6
+first = lambda l: l["stats"]["first_start_us"]
+gaps = [(first(b) - (first(a) + a["span_s"] * 1e6)) / 1e6
         for a, b in zip(levels, levels[1:])]
 print("%.2f" % max(gaps) if gaps else "-")
 PY

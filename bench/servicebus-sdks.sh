@@ -122,7 +122,7 @@ hub() { # name conc connections
   read -r sends secs cpu < <(python3 -c '
 import json,sys
 l = json.load(open(sys.argv[1]))["levels"][0]
-print(l["counts"]["accepted"], l["span_s"], l["generator"]["cpu_s"])' "$WORK/hl-$conc-$conns/summary.json")
+print(l["stats"]["counts"]["accepted"], l["span_s"], l["generator"]["cpu_s"])' "$WORK/hl-$conc-$conns/summary.json")
   [ $((a1 - a0)) = "$sends" ] ||
     { echo "MISMATCH $name c=$conc: emulator +$((a1 - a0)), hubload $sends" >&2; exit 1; }
   row "$name" "$conc" "$sends" "$secs" "$cpu" "$t0" "$t1"

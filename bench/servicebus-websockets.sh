@@ -84,7 +84,7 @@ import json, sys
 summary, timef, mode, emu_acc, ticks, tick = sys.argv[1:]
 s = json.load(open(summary))
 l = s["levels"][0]
-acc = l["counts"].get("accepted", 0)
+acc = l["stats"]["counts"].get("accepted", 0)
 u, sy = (float(x) for x in open(timef).read().split()[-2:])
 cpu_us = (u + sy) * 1e6
 lat = l["latency_us"]

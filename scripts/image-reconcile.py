@@ -84,7 +84,8 @@ def main():
     if args.requests is not None:
         for lv in levels:
             same(f"level {lv['label']} events", lv["events"]["total"], args.requests)
-    counts = total["counts"]
+    # schema_version 5 holds the counts in the row's statistics, earlier ones beside them.
+    counts = total.get("stats", total)["counts"]
     pub = delta(after, before, "publish")
     same("publish requests (samples)", total["samples"], sum(pub.values()))
     for cls, n in sorted(counts.items()):

@@ -64,7 +64,7 @@ async fn retries_wait_for_retry_after_over_http1_and_http2() {
         assert_eq!(tenants(&s)["tenant0000"], (4, 3, 0), "{version}");
         assert_eq!(count(level, "throttled"), s.publish.throttled, "{version}");
         assert_eq!(count(level, "accepted"), s.publish.accepted, "{version}");
-        let e = &level.events;
+        let e = &level.derived.events;
         assert_eq!((e.total, e.failed, e.retries), (4, 0, 3), "{version}");
     }
 }
@@ -80,19 +80,23 @@ async fn a_retry_after_past_the_deadline_ends_the_event_without_waiting() {
     let level = &out.report.levels[0];
     // One admitted, three refused once each: no retry was sent.
     assert_eq!((s.publish.accepted, s.publish.throttled), (1, 3));
-    assert_eq!(level.samples, 4);
-    let e = &level.events;
+    assert_eq!(level.derived.samples, 4);
+    let e = &level.derived.events;
     assert_eq!((e.total, e.failed, e.retries), (4, 3, 0));
     assert_eq!(count(level, "throttled"), 3);
     // The next events came within the first 429's minute: the hub saw them early.
     assert_eq!(tenants(&s)["tenant0000"], (1, 3, 2));
     // Every attempt, and so every event, ended within its timeout.
     let bound_us = (TIMEOUT_MS + MARGIN_MS) * 1000;
-    assert!(level.latency_us.max <= bound_us, "{:?}", level.latency_us);
     assert!(
-        level.span_s <= e.total as f64 * (TIMEOUT_MS + MARGIN_MS) as f64 / 1000.0,
+        level.derived.latency_us.max <= bound_us,
+        "{:?}",
+        level.derived.latency_us
+    );
+    assert!(
+        level.derived.span_s <= e.total as f64 * (TIMEOUT_MS + MARGIN_MS) as f64 / 1000.0,
         "{}",
-        level.span_s
+        level.derived.span_s
     );
 }
 

@@ -102,7 +102,12 @@ async fn sigterm_writes_partial_reports_and_exits_130() {
     // former and may have answered some of the latter.
     let level = &report.levels[0];
     let (accepted, cancelled) = (count(level, "accepted"), count(level, "cancelled"));
-    assert_eq!(accepted + cancelled, level.samples, "{:?}", level.counts);
+    assert_eq!(
+        accepted + cancelled,
+        level.derived.samples,
+        "{:?}",
+        level.stats.counts
+    );
     assert!(cancelled <= 2, "{cancelled} cancelled");
     assert!(
         accepted + 2 >= seen,
@@ -279,10 +284,10 @@ fn after_kill_9_the_jtl_holds_every_row_of_every_listed_level() {
         *per_level.entry(tag).or_default() += 1;
     }
     for l in &report.levels {
-        assert_eq!(l.samples, 4000, "level {}", l.label);
+        assert_eq!(l.derived.samples, 4000, "level {}", l.label);
         assert_eq!(
             per_level[&format!("c{}", l.label)],
-            l.samples,
+            l.derived.samples,
             "level {}",
             l.label
         );

@@ -136,7 +136,7 @@ async fn the_broker_restarts_publishes_get_503_and_deliveries_resume() {
     });
     let l = &o.report.levels[0];
     let accepted = count(l, "accepted");
-    let refused = l.status_codes.get("503").copied().unwrap_or(0);
+    let refused = l.derived.status_codes.get("503").copied().unwrap_or(0);
     let d = l.delivery.as_ref().unwrap();
     let (c, was, now) = (&d.counts, old.counts(), new.counts());
     let b = settled(&sc, c.delivered).await;
@@ -146,7 +146,7 @@ async fn the_broker_restarts_publishes_get_503_and_deliveries_resume() {
     assert!(
         refused > 0,
         "no publish fell in the outage: {:?}",
-        l.status_codes
+        l.derived.status_codes
     );
     assert_eq!(b.sends.connection, refused, "{b:?}");
     assert_eq!(b.sends.accepted, accepted);
@@ -206,8 +206,8 @@ async fn a_dropped_receive_link_is_reattached_and_the_gap_is_reported() {
     // Every link detached once, the hub's sender link too: publishes in the moment it took to
     // re-attach were answered 503, each a failed send. Each receive loop re-attached once,
     // and nothing accepted was lost or delivered twice.
-    let refused = l.status_codes.get("503").copied().unwrap_or(0);
-    assert_eq!(b.sends.connection, refused, "{:?}", l.status_codes);
+    let refused = l.derived.status_codes.get("503").copied().unwrap_or(0);
+    assert_eq!(b.sends.connection, refused, "{:?}", l.derived.status_codes);
     assert_eq!(b.sends.accepted, accepted);
     assert_eq!(b.receive_restarts, topics, "{b:?}");
     assert_eq!(
@@ -248,7 +248,7 @@ async fn a_throttling_broker_shows_as_503s_in_the_run_and_nothing_accepted_is_lo
     let o = sc.run(&RUN).await;
     let l = &o.report.levels[0];
     let accepted = count(l, "accepted");
-    let refused = l.status_codes.get("503").copied().unwrap_or(0);
+    let refused = l.derived.status_codes.get("503").copied().unwrap_or(0);
     let c = &l.delivery.as_ref().unwrap().counts;
     let b = settled(&sc, c.delivered).await;
     let e = emu.counts();
@@ -297,7 +297,7 @@ async fn a_topic_deleted_under_the_run_ends_its_loop_and_later_publishes_get_502
     });
     let l = &o.report.levels[0];
     let accepted = count(l, "accepted");
-    let refused = l.status_codes.get("502").copied().unwrap_or(0);
+    let refused = l.derived.status_codes.get("502").copied().unwrap_or(0);
     let c = &l.delivery.as_ref().unwrap().counts;
     let b = settled(&sc, c.delivered).await;
     // Everything accepted before the delete was delivered (it came at a quiet moment); every

@@ -178,7 +178,7 @@ fn a_rate_sparser_than_its_level_is_a_warning() {
     assert_eq!(err.matches(warning).count(), 1, "{err}");
     let summary = crate::util::read_summary(&dir.path().join("r"));
     assert_eq!(summary.warnings, vec![warning.to_string()]);
-    assert_eq!(summary.levels[0].samples, 1);
+    assert_eq!(summary.levels[0].derived.samples, 1);
 }
 
 /// `hubload ARGS` with the shard variables `env`: exit 2, one line containing `needle`, and

@@ -66,10 +66,13 @@ async fn header_formats_and_total_row() {
     }
     // Throughput over the whole span: first start of level 1 to the last end of level 3.
     let t = o.report.total.as_ref().unwrap();
-    let want = t.samples as f64 / t.span_s;
+    let want = t.derived.samples as f64 / t.derived.span_s;
     assert!((total[0][10].parse::<f64>().unwrap() - want).abs() < 0.001 * want);
-    let span_sum: f64 = o.report.levels.iter().map(|l| l.span_s).sum();
-    assert!(t.span_s >= span_sum, "TOTAL's span covers every level");
+    let span_sum: f64 = o.report.levels.iter().map(|l| l.derived.span_s).sum();
+    assert!(
+        t.derived.span_s >= span_sum,
+        "TOTAL's span covers every level"
+    );
     // And the 502/503 columns equal the hub's own counts.
     let s = hub.stats().await;
     assert_eq!(total[0][16].parse::<u64>().unwrap(), s.publish.fault_502);

@@ -305,14 +305,15 @@ pub async fn publish_to(kind: Hostile, concurrency: u64, requests: u64) -> Ended
     let s = crate::util::read_summary(dir.path());
     let level = &s.levels[0];
     Ended {
-        attempts: level.samples,
-        timeouts: level.timeouts.response,
+        attempts: level.derived.samples,
+        timeouts: level.derived.timeouts.response,
         refused_1xx: level
+            .stats
             .reasons
             .get(Reason::from_name("other.unexpected_1xx").unwrap()),
-        min_us: level.latency_us.min,
-        max_us: level.latency_us.max,
-        span_s: level.span_s,
+        min_us: level.derived.latency_us.min,
+        max_us: level.derived.latency_us.max,
+        span_s: level.derived.span_s,
         heads: server.heads(),
         late_us: lateness.worst().as_micros() as u64,
     }

@@ -41,7 +41,7 @@ async fn thin_pings_reconcile_with_the_hub() {
     // Never registered: the hub knows no such topic and denies every thin ping.
     let o = websub_run(&hub, "never", out.path()).await;
     let total = o.report.total.as_ref().unwrap();
-    assert_eq!(total.samples, 40);
+    assert_eq!(total.derived.samples, 40);
     assert_eq!(count(total, "denied"), 40);
     assert!(o.report.registration.is_none());
     let s = hub.stats().await;
@@ -54,7 +54,7 @@ async fn thin_pings_reconcile_with_the_hub() {
     let total = o.report.total.as_ref().unwrap();
     assert_eq!(count(total, "accepted"), 40);
     let reg = o.report.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted), (1, 1));
+    assert_eq!((reg.result.topics, reg.accepted), (1, 1));
     // Registered now, `never` publishes without registering again.
     let o = websub_run(&hub, "never", out.path()).await;
     assert_eq!(count(o.report.total.as_ref().unwrap(), "accepted"), 40);
@@ -129,7 +129,7 @@ fn thin_pings_on_the_wire_and_a_202_html_answer_is_accepted() {
         *per_topic.entry(pairs[1].1.clone()).or_default() += 1;
     }
     let json = summary(&dir.path().join("r"));
-    assert_eq!(json["levels"][0]["counts"]["accepted"], 30);
+    assert_eq!(json["levels"][0]["stats"]["counts"]["accepted"], 30);
     // Per topic, what the server received equals what hubload counted.
     let read = crate::util::read_summary(&dir.path().join("r"));
     let (names, attempts) = (&read.topics, read.levels[0].topic_attempts());

@@ -43,7 +43,7 @@ async fn run_with(tenants: u32, flags: &[&str], out: &Path) -> (usize, hubload_h
     run(&args).await;
     let mut s: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(s["schema_version"], 4);
+    assert_eq!(s["schema_version"], 5);
     assert_eq!(s["fairness_file"], "fairness.jsonl");
     for row in s["levels"].as_array().unwrap().iter().chain([&s["total"]]) {
         let f = &row["fairness"];

@@ -94,7 +94,7 @@ async fn per_tenant_503s_equal_nginx_limit_req_log_per_tenant() {
     let l = &r.levels[0];
     let f = l.fairness.as_ref().expect("4 tenants: figures");
     assert_eq!(f.tenants, 4);
-    let log = logged_publishes(dir.path(), l.samples);
+    let log = logged_publishes(dir.path(), l.derived.samples);
     let got = |t: &str, status: u16| log.get(&(t.to_string(), status)).copied().unwrap_or(0);
     assert_eq!(log.values().sum::<u64>(), 600, "{log:?}");
     // Only 200s and nginx's own 503s: every attempt is one or the other.

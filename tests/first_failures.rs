@@ -102,7 +102,7 @@ fn a_400_with_a_reason_is_shown_with_the_dialect_hint() {
     assert_eq!(cap.requests().len(), 10);
     let json = summary(&dir.path().join("r"));
     let level = &json["levels"][0];
-    assert_eq!(level["counts"]["http_4xx"], 10);
+    assert_eq!(level["stats"]["counts"]["http_4xx"], 10);
     assert_eq!(
         level["first_failures"],
         serde_json::json!({

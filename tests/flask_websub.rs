@@ -343,11 +343,11 @@ async fn flask_websub_fetches_every_topic_and_delivers_every_ping_signed() {
     let mut accepted = vec![0u64; names.len()];
     for l in &summary.levels {
         assert_eq!(
-            l.counts.get(Class::Accepted),
+            l.stats.counts.get(Class::Accepted),
             REQUESTS,
             "{}: {:?}\n{}",
             l.label,
-            l.counts,
+            l.stats.counts,
             hub.log()
         );
         let ts = l

@@ -156,7 +156,7 @@ async fn hubload_subscribers_reconcile_with_flask_websub_deliveries() {
     let mut accepted_per_topic = vec![0u64; topics];
     let mut received = 0;
     for l in &summary.levels {
-        assert_eq!(l.counts.get(Class::Accepted), REQUESTS, "{}", l.label);
+        assert_eq!(l.stats.counts.get(Class::Accepted), REQUESTS, "{}", l.label);
         let d = l.delivery.as_ref().expect("a delivery section");
         let c = &d.counts;
         assert_no_delivery_fault(c, &l.label);

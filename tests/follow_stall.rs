@@ -81,7 +81,7 @@ async fn a_follow_of_a_shard_that_never_ends_stops_on_sigterm_or_its_stall_bound
     assert!(t.partial);
     assert_eq!(t.levels.len(), 1);
     let own = read_summary(&dir.path().join("shard0"));
-    assert_eq!(t.levels[0].counts, own.levels[0].counts);
+    assert_eq!(t.levels[0].stats.counts, own.levels[0].stats.counts);
 
     let stalled = dir.path().join("stalled");
     let started = Instant::now();
@@ -107,5 +107,5 @@ async fn a_follow_of_a_shard_that_never_ends_stops_on_sigterm_or_its_stall_bound
     let s = read_summary(&stalled);
     assert!(s.partial);
     assert_eq!(s.levels.len(), 1);
-    assert_eq!(s.levels[0].counts, own.levels[0].counts);
+    assert_eq!(s.levels[0].stats.counts, own.levels[0].stats.counts);
 }

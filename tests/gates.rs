@@ -65,12 +65,12 @@ async fn a_hub_slowed_for_one_tenant_fails_the_fairness_gate_with_exit_1() {
             // Every attempt of the slowed tenant timed out; so did nothing else.
             "tenant0002" => {
                 assert_eq!(t.good, 0);
-                assert_eq!(t.attempts, level.timeouts.response, "{level:?}");
+                assert_eq!(t.attempts, level.derived.timeouts.response, "{level:?}");
             }
             other => assert_eq!((t.good, t.attempts), (hub[other], hub[other]), "{other}"),
         }
     }
-    assert_eq!(level.samples, 80);
+    assert_eq!(level.derived.samples, 80);
     // Jain's index over good ÷ attempts, from the hub's accepted counts: (1 + 1 + 0 + 1)² ÷
     // (4 × 3) = 0.75.
     let x: Vec<f64> = f

@@ -23,9 +23,9 @@ fn per_second_intervals_add_up_to_the_level(
         assert_eq!(ps[k], whole[k], "{tag}-per-second {k}: {ps} vs {whole}");
     }
     assert_eq!(ps["count"], l["samples"], "{tag}");
-    let origin = l["histograms"]["per_second"]["origin_us"].as_u64().unwrap();
-    let first = l["first_start_us"].as_u64().unwrap();
-    let seconds: Vec<(u64, u64)> = l["timeline"]
+    let origin = l["stats"]["seconds"]["origin_us"].as_u64().unwrap();
+    let first = l["stats"]["first_start_us"].as_u64().unwrap();
+    let seconds: Vec<(u64, u64)> = l["stats"]["timeline"]
         .as_array()
         .unwrap()
         .iter()

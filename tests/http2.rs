@@ -114,11 +114,14 @@ async fn reconciles(url: &str, extra: &[&str], hub: &TestHub, dir: &Path) {
     let o = run(&args).await;
     let r = &o.report;
     let total = r.total.as_ref().unwrap();
-    assert_eq!((total.samples, count(total, "accepted")), (600, 600));
+    assert_eq!(
+        (total.derived.samples, count(total, "accepted")),
+        (600, 600)
+    );
     let reg = r.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted), (20, 20));
+    assert_eq!((reg.result.topics, reg.accepted), (20, 20));
     let dereg = r.deregistration.as_ref().unwrap();
-    assert_eq!((dereg.topics, dereg.accepted), (20, 20));
+    assert_eq!((dereg.result.topics, dereg.accepted), (20, 20));
     let s = hub.stats().await;
     assert_eq!(
         (s.register.accepted, s.publish.accepted, s.publish.total()),
@@ -255,10 +258,10 @@ async fn nginx_max_concurrent_streams_refuses_streams_that_are_retried_and_never
     let refused = count(total, "refused_stream");
     assert!(refused > 0, "nginx refused no stream");
     assert_eq!(count(total, "accepted"), 640);
-    assert_eq!(total.samples, 640 + refused);
-    assert_eq!(total.events.total, 640);
-    assert_eq!(total.events.succeeded, 640);
-    assert_eq!(total.events.retries, refused);
+    assert_eq!(total.derived.samples, 640 + refused);
+    assert_eq!(total.derived.events.total, 640);
+    assert_eq!(total.derived.events.succeeded, 640);
+    assert_eq!(total.derived.events.retries, refused);
     assert_eq!(hub.stats().await.publish.accepted, 640);
     // Refused streams were never processed, so never logged.
     assert_eq!(logged(dir.path()), [("HTTP/2.0 200".to_string(), 660)]);
@@ -279,9 +282,9 @@ async fn nginx_keepalive_requests_ends_connections_with_goaway_and_goaway_stream
     // with streams in flight past its last.
     assert!(goaway > 0, "no stream was above a GOAWAY's last id");
     assert_eq!(count(total, "accepted"), 1000);
-    assert_eq!(total.samples, 1000 + goaway);
-    assert_eq!(total.events.succeeded, 1000);
-    assert_eq!(total.events.retries, goaway);
+    assert_eq!(total.derived.samples, 1000 + goaway);
+    assert_eq!(total.derived.events.succeeded, 1000);
+    assert_eq!(total.derived.events.retries, goaway);
     assert_eq!(hub.stats().await.publish.accepted, 1000);
     assert_eq!(logged(dir.path()), [("HTTP/2.0 200".to_string(), 1020)]);
 }
@@ -340,9 +343,9 @@ async fn the_default_embedded_run_speaks_h2c_to_the_reference_hub() {
     assert_eq!(count(r.total.as_ref().unwrap(), "accepted"), 200);
     let topics = r.topics.len() as u64;
     let reg = r.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted), (topics, topics));
+    assert_eq!((reg.result.topics, reg.accepted), (topics, topics));
     let dereg = r.deregistration.as_ref().unwrap();
-    assert_eq!((dereg.topics, dereg.accepted), (topics, topics));
+    assert_eq!((dereg.result.topics, dereg.accepted), (topics, topics));
     // An HTTP/2 run's aggregate.csv has the HTTP/2 class columns.
     let csv = std::fs::read_to_string(out.join("aggregate.csv")).unwrap();
     let header = csv.lines().next().unwrap();

@@ -31,12 +31,20 @@ async fn a_window_that_never_opens_is_a_response_timeout_for_flow_control() {
     let o = run_h2(&server.url, "12", &["--timeout", "300ms"]).await;
     assert_eq!(o.report.registration.as_ref().unwrap().accepted, 1);
     let total = o.report.total.as_ref().unwrap();
-    assert_eq!(total.samples, 12);
+    assert_eq!(total.derived.samples, 12);
     assert_eq!(count(total, "timeout_response"), 12);
     // Every attempt ended at its deadline: 3 rounds of 4 at once, 300 ms each.
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert!(total.latency_us.min >= 295_000, "{}", total.latency_us.min);
-    assert!(total.latency_us.max < 1_300_000, "{}", total.latency_us.max);
+    assert!(
+        total.derived.latency_us.min >= 295_000,
+        "{}",
+        total.derived.latency_us.min
+    );
+    assert!(
+        total.derived.latency_us.max < 1_300_000,
+        "{}",
+        total.derived.latency_us.max
+    );
     // The server saw the registration (on a pool of its own) and each publish's fields.
     let seen = server.seen();
     assert_eq!(seen.len(), 13);
@@ -51,7 +59,7 @@ async fn a_window_that_never_opens_is_a_response_timeout_for_flow_control() {
     // left: `flow_control`, exactly as many as the server received no body for.
     let bodies = publishes.iter().filter(|s| s.body > 0).count() as u64;
     assert!(bodies <= 4, "{bodies} bodies arrived after the first round");
-    let reasons = total.reasons.to_map();
+    let reasons = total.stats.reasons.to_map();
     let flow = reasons.get("timeout_response.flow_control").copied();
     assert_eq!(flow, Some(12 - bodies), "{reasons:?}");
     assert_eq!(reasons.len(), 1, "{reasons:?}");
@@ -70,9 +78,9 @@ async fn a_reset_is_stream_reset_with_its_code_as_the_reason() {
         let server = H2Server::start(Behaviour::Reset(code)).await;
         let o = run_h2(&server.url, &n.to_string(), &["--register", "never"]).await;
         let total = o.report.total.as_ref().unwrap();
-        assert_eq!(total.samples, n, "{reason}");
+        assert_eq!(total.derived.samples, n, "{reason}");
         assert_eq!(count(total, "stream_reset"), n, "{reason}");
-        let reasons = total.reasons.to_map();
+        let reasons = total.stats.reasons.to_map();
         assert_eq!(reasons[reason], n, "{reasons:?}");
         assert_eq!(reasons.len(), 1, "{reasons:?}");
         assert_eq!(server.seen().len() as u64, n, "{reason}");

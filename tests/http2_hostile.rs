@@ -96,12 +96,12 @@ async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
     let level = &s.levels[0];
     let why = format!(
         "{fault:?} at concurrency {concurrency}: counts {:?}, reasons {:?}, max {} µs",
-        level.counts.nonzero_map(),
-        level.reasons,
-        level.latency_us.max
+        level.stats.counts.nonzero_map(),
+        level.stats.reasons,
+        level.derived.latency_us.max
     );
     eprintln!("{why}");
-    assert_eq!(level.samples, requests, "{why}");
+    assert_eq!(level.derived.samples, requests, "{why}");
     let (class, reason) = expected(fault);
     let refused = count(level, "refused_stream");
     assert_eq!(refused, server.refused(), "{why}");
@@ -109,12 +109,12 @@ async fn publish_to(fault: Fault, concurrency: u64, requests: u64) {
     // Every failure names its fault, a stream that raced h2's teardown of the connection too
     // (vendor/h2/PATCHED.md): no reason but the expected one.
     let want: Vec<(&str, u64)> = reason.map(|r| (r, requests)).into_iter().collect();
-    let reasons = level.reasons.to_map();
+    let reasons = level.stats.reasons.to_map();
     let got: Vec<(&str, u64)> = reasons.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     assert_eq!(got, want, "{why}");
     assert_eq!(count(level, "accepted"), server.answered(), "{why}");
     assert!(
-        level.latency_us.max <= (timeout_ms + MARGIN_MS) * 1000,
+        level.derived.latency_us.max <= (timeout_ms + MARGIN_MS) * 1000,
         "ended late: {why}"
     );
     // The server read every request that reached it; h2 never opens more streams than
@@ -163,10 +163,15 @@ async fn a_body_held_by_the_socket_not_the_window_is_a_plain_response_timeout() 
         .await
         .expect("the run succeeds");
     let level = &read_summary(dir.path()).levels[0];
-    assert_eq!(count(level, "timeout_response"), 2, "{:?}", level.counts);
-    assert!(level.reasons.is_empty(), "{:?}", level.reasons);
-    assert!(level.latency_us.min >= TIMEOUT_MS * 1000);
-    assert!(level.latency_us.max <= (TIMEOUT_MS + MARGIN_MS) * 1000);
+    assert_eq!(
+        count(level, "timeout_response"),
+        2,
+        "{:?}",
+        level.stats.counts
+    );
+    assert!(level.stats.reasons.is_empty(), "{:?}", level.stats.reasons);
+    assert!(level.derived.latency_us.min >= TIMEOUT_MS * 1000);
+    assert!(level.derived.latency_us.max <= (TIMEOUT_MS + MARGIN_MS) * 1000);
 }
 
 /// Registration goes through the same client: against each server whose fault has a reason,
@@ -270,12 +275,12 @@ async fn memory_stays_bounded_whatever_the_server_sends() {
         let s = read_summary(dir.path());
         let (class, _) = expected(fault);
         let level = &s.levels[0];
-        let seen = level.counts.nonzero_map();
+        let seen = level.stats.counts.nonzero_map();
         assert_eq!(
             count(level, class),
             200,
             "{fault:?}: {seen:?} {:?}",
-            level.reasons
+            level.stats.reasons
         );
         // None answered; and the server read at most one head per attempt (not exactly: a
         // stream sent as the client closes a connection it failed may never be read).

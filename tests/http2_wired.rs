@@ -51,7 +51,7 @@ async fn websub_thin_pings_over_h2_reconcile_with_the_hub() {
     ];
     let o = run(&with(&args, H2)).await;
     let total = o.report.total.as_ref().unwrap();
-    assert_eq!((total.samples, count(total, "accepted")), (90, 90));
+    assert_eq!((total.derived.samples, count(total, "accepted")), (90, 90));
     let s = hub.stats().await;
     assert_eq!((s.publish.accepted, s.publish.total()), (90, 90));
     assert_eq!(s.register.accepted, 1);
@@ -100,7 +100,7 @@ async fn resolve_to_two_addresses_spreads_connections_and_counts_each() {
     let o = run(&with(&args, H2)).await;
     let total = o.report.total.as_ref().unwrap();
     // Unregistered, every publish is denied: still one answered request each.
-    assert_eq!((total.samples, count(total, "denied")), (400, 400));
+    assert_eq!((total.derived.samples, count(total, "denied")), (400, 400));
     let host = o.report.hub.as_ref().unwrap();
     let mut per_address = Vec::new();
     for hub in &hubs {
@@ -147,7 +147,7 @@ async fn the_jtl_has_one_row_per_h2_attempt() {
     let o = run(&with(&args, H2)).await;
     let rows = jtl_rows(&jtl);
     let total = o.report.total.as_ref().unwrap();
-    assert_eq!(rows.len() as u64, total.samples);
+    assert_eq!(rows.len() as u64, total.derived.samples);
     assert_eq!(rows.len(), 120);
     // Column 3 is the status: the rows' 503s and 200s are the hub's own counts.
     let status = |code: &str| rows.iter().filter(|r| &r[3] == code).count() as u64;
@@ -179,7 +179,7 @@ async fn two_h2_shards_merge_to_the_hubs_counts() {
     let t = merged.total.as_ref().unwrap();
     let s = hub.stats().await;
     // Each shard sends its share of each level's 200 publishes.
-    assert_eq!((t.samples, count(t, "accepted")), (400, 400));
+    assert_eq!((t.derived.samples, count(t, "accepted")), (400, 400));
     assert_eq!((s.publish.accepted, s.publish.total()), (400, 400));
 }
 
@@ -205,11 +205,11 @@ async fn the_open_model_over_h2_counts_every_scheduled_send() {
     let level = &o.report.levels[0];
     let check = &o.report.rate_checks[0];
     assert_eq!(check.scheduled, 400);
-    assert_eq!(level.events.total + level.dropped, 400);
-    assert_eq!(count(level, "accepted"), level.samples);
+    assert_eq!(level.derived.events.total + level.stats.dropped, 400);
+    assert_eq!(count(level, "accepted"), level.derived.samples);
     let s = hub.stats().await;
-    assert_eq!(s.publish.accepted, level.samples);
-    assert!(level.corrected_latency_us.is_some());
+    assert_eq!(s.publish.accepted, level.derived.samples);
+    assert!(level.derived.corrected_latency_us.is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -239,7 +239,7 @@ async fn insecure_skips_verification_over_h2_and_nginx_logs_every_request_as_htt
     ];
     let o = run(&with(&args, H2)).await;
     let total = o.report.total.as_ref().unwrap();
-    assert_eq!((total.samples, count(total, "accepted")), (50, 50));
+    assert_eq!((total.derived.samples, count(total, "accepted")), (50, 50));
     assert_eq!(hub.stats().await.publish.accepted, 50);
     // 1 registration and 50 publishes, all over HTTP/2.
     assert_eq!(logged(dir.path()), [("HTTP/2.0 200".to_string(), 51)]);

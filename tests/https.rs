@@ -186,14 +186,14 @@ async fn https_with_ca_cert_reconciles_exactly_with_the_hub() {
     let r = &o.report;
     let total = r.total.as_ref().unwrap();
     let s = hub.stats().await;
-    assert_eq!(total.samples, 600);
+    assert_eq!(total.derived.samples, 600);
     assert_eq!(count(total, "accepted"), 600);
     assert_eq!(count(total, "tls_error"), 0);
     assert_eq!(s.publish.accepted, 600);
     assert_eq!(s.publish.total(), 600);
     let reg = r.registration.as_ref().unwrap();
     // 5 tenants × 4 channels.
-    assert_eq!((reg.topics, reg.accepted), (20, 20));
+    assert_eq!((reg.result.topics, reg.accepted), (20, 20));
     assert_eq!(s.register.accepted, 20);
     // nginx logged every request that reached it: registrations plus publishes.
     assert_eq!(nginx.requests(), 620);
@@ -262,7 +262,7 @@ async fn https_insecure_works_and_the_reports_say_so() {
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["config"]["tls"]["insecure"], true);
     assert_eq!(summary["hub"]["tls_insecure"], true);
-    assert_eq!(summary["total"]["counts"]["accepted"], 600);
+    assert_eq!(summary["total"]["stats"]["counts"]["accepted"], 600);
     assert_eq!(hub.stats().await.publish.accepted, 600);
     assert_eq!(nginx.requests(), 620);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();

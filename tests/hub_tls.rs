@@ -38,10 +38,13 @@ async fn the_reference_hub_serves_h2_over_tls() {
     ])
     .await;
     let total = o.report.total.as_ref().unwrap();
-    assert_eq!((total.samples, count(total, "accepted")), (300, 300));
+    assert_eq!(
+        (total.derived.samples, count(total, "accepted")),
+        (300, 300)
+    );
     let topics = o.report.topics.len() as u64;
     let reg = o.report.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted), (topics, topics));
+    assert_eq!((reg.result.topics, reg.accepted), (topics, topics));
     let s = hub.state.stats();
     assert_eq!((s.publish.accepted, s.publish.total()), (300, 300));
     assert_eq!(s.register.accepted, topics);

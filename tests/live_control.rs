@@ -210,7 +210,7 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
         "an attempt started after the end"
     );
     let row = &report.levels[0];
-    assert_eq!(row.samples, starts.len() as u64);
+    assert_eq!(row.derived.samples, starts.len() as u64);
     let paused = row.paused_s.expect("the row notes the pause");
     let asked = (resume - pause) as f64 / 1000.0;
     assert!(
@@ -220,14 +220,14 @@ async fn a_pause_starts_nothing_and_an_ended_level_keeps_its_true_row() {
     // TOTAL leaves the pause out too: its attempts over its span less the levels' pauses.
     let total = report.total.as_ref().expect("a TOTAL row");
     assert_eq!(total.paused_s, Some(paused));
-    assert_eq!(total.samples, row.samples);
-    let want = total.samples as f64 / (total.span_s - paused);
+    assert_eq!(total.derived.samples, row.derived.samples);
+    let want = total.derived.samples as f64 / (total.derived.span_s - paused);
     assert!(
-        (total.throughput - want).abs() <= want * 1e-9,
+        (total.derived.throughput - want).abs() <= want * 1e-9,
         "TOTAL {} req/s, {} attempts over {} s less {paused} s paused is {want}",
-        total.throughput,
-        total.samples,
-        total.span_s
+        total.derived.throughput,
+        total.derived.samples,
+        total.derived.span_s
     );
     let hub = crate::util::settled(&sc.hub).await;
     assert_eq!(hub.publish.accepted, crate::util::count(row, "accepted"));

@@ -112,7 +112,7 @@ async fn a_stop_ends_the_linger_sooner() {
         ended.saturating_duration_since(stop) < Duration::from_secs(5),
         "the linger went on after the stop"
     );
-    assert!(outcome.report.levels[0].samples == 100);
+    assert!(outcome.report.levels[0].derived.samples == 100);
     let report = crate::util::read_summary(sc.dir.path());
     assert!(report.control.is_empty(), "{:?}", report.control);
 }

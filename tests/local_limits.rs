@@ -60,11 +60,11 @@ async fn out_of_descriptors_is_client_error_and_reconciles() {
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("summary.json")).unwrap()).unwrap();
     let total = &summary["total"];
-    let n = |k: &str| total["counts"][k].as_u64().unwrap();
+    let n = |k: &str| total["stats"]["counts"][k].as_u64().unwrap();
     let client = n("client_error");
     assert!(client > 0, "no descriptor ran out: {total}");
     assert_eq!(
-        total["reasons"]["client_error.too_many_open_files"].as_u64(),
+        total["stats"]["reasons"]["client_error.too_many_open_files"].as_u64(),
         Some(client)
     );
     assert_eq!(n("accepted") + client, 2000, "{total}");
@@ -97,7 +97,7 @@ fn under_ulimit(
 
 /// Every class column of a row, summed.
 fn class_sum(row: &serde_json::Value) -> u64 {
-    row["counts"]
+    row["stats"]["counts"]
         .as_object()
         .unwrap()
         .values()
@@ -129,10 +129,10 @@ async fn a_low_descriptor_limit_drops_sends_rather_than_failing_them() {
         "{stderr}"
     );
     let total = &s["total"];
-    let n = |k: &str| total["counts"][k].as_u64().unwrap();
+    let n = |k: &str| total["stats"]["counts"][k].as_u64().unwrap();
     assert_eq!(n("client_error"), 0, "{total}");
     assert_eq!(n("other"), 0, "{total}");
-    let dropped = total["dropped"].as_u64().unwrap();
+    let dropped = total["stats"]["dropped"].as_u64().unwrap();
     assert!(dropped > 0, "{total}");
     let check = &s["rate_checks"][0];
     assert_eq!(
@@ -173,13 +173,13 @@ async fn a_rate_beyond_the_machine_is_dropped_not_blamed_on_the_hub() {
     let s: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("summary.json")).unwrap()).unwrap();
     let total = &s["total"];
-    let n = |k: &str| total["counts"][k].as_u64().unwrap();
+    let n = |k: &str| total["stats"]["counts"][k].as_u64().unwrap();
     assert_eq!(n("other"), 0, "{total}");
     assert_eq!(class_sum(total), total["samples"].as_u64().unwrap());
     let check = &s["rate_checks"][0];
     assert_eq!(check["scheduled"].as_u64().unwrap(), 320_000, "{check}");
     assert_eq!(
-        total["events"]["total"].as_u64().unwrap() + total["dropped"].as_u64().unwrap(),
+        total["events"]["total"].as_u64().unwrap() + total["stats"]["dropped"].as_u64().unwrap(),
         320_000,
         "{total}"
     );

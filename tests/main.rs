@@ -54,6 +54,7 @@ mod prometheus;
 mod proxy_common;
 mod reconcile;
 mod report_faults;
+mod report_v4;
 mod resolve;
 mod schema;
 mod server_timing;

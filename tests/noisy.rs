@@ -98,7 +98,7 @@ async fn the_same_surge_with_room_to_spare_leaves_the_quiet_tenants_alone_and_co
     assert_eq!((v.baseline.errors, v.surge.errors), (0, 0));
     // Exact counts: 40/s for 8 s is 320 scheduled sends, the surge 80/s for 4 s 320 more, and
     // the hub's publishes per tenant are hubload's attempts per tenant.
-    assert_eq!(level.dropped, 0);
+    assert_eq!(level.stats.dropped, 0);
     let f = level.fairness.as_ref().unwrap();
     let hub = hub_published(&sc.hub.stats().await.topics);
     let total: u64 = f.by_tenant.iter().map(|t| t.attempts).sum();

@@ -90,7 +90,7 @@ async fn a_surge_from_level_2_is_judged_against_level_2_s_own_baseline_pass() {
         let f = l.fairness.as_ref().unwrap();
         f.by_tenant.iter().map(|t| t.attempts).sum()
     };
-    assert_eq!((one.dropped, two.dropped), (0, 0));
+    assert_eq!((one.stats.dropped, two.stats.dropped), (0, 0));
     assert_eq!((attempts(one), attempts(two)), (60, 480));
     // Per tenant, the run's attempts over both levels are the hub's publishes.
     let hub = hub_published(&sc.hub.stats().await.topics);

@@ -75,7 +75,12 @@ async fn hub_counter_deltas_equal_hubloads_classes_per_level() {
             .filter(|r| r[3].starts_with("{mode=\"publish\","))
             .map(|r| r[5].parse::<u64>().unwrap())
             .sum();
-        assert_eq!((answered, l.samples), (400, 400), "level {}", l.label);
+        assert_eq!(
+            (answered, l.derived.samples),
+            (400, 400),
+            "level {}",
+            l.label
+        );
         seen_502 += failed;
         // The match kept only the hub's answers and in-flight gauge.
         let names: std::collections::BTreeSet<_> = rows

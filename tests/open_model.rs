@@ -196,15 +196,19 @@ async fn open_model_sees_the_stall_in_corrected_latency() {
     )
     .await;
     let level = &report.levels[0];
-    let corrected = level.corrected_latency_us.as_ref().expect("open model");
-    let raw = &level.latency_us;
+    let corrected = level
+        .derived
+        .corrected_latency_us
+        .as_ref()
+        .expect("open model");
+    let raw = &level.derived.latency_us;
     eprintln!("raw {raw:?}\ncorrected {corrected:?}");
-    assert_eq!(level.samples, 600, "k·5 ms < 3 s for k = 0..599");
+    assert_eq!(level.derived.samples, 600, "k·5 ms < 3 s for k = 0..599");
     // The server also saw the warm-up publishes: 200 scheduled, fewer if some were dropped.
-    let warm = hub.count("publish") - level.samples;
+    let warm = hub.count("publish") - level.derived.samples;
     assert!(warm <= 200, "warm-up publishes {warm}");
     assert_eq!(hub.count("register"), 1);
-    assert_eq!(level.dropped, 0);
+    assert_eq!(level.stats.dropped, 0);
     let held = hub.held.load(Ordering::Relaxed);
     assert!((180..=220).contains(&held), "held by the stall: {held}");
     // The stall is in the corrected tail…
@@ -242,17 +246,25 @@ async fn closed_model_hides_the_stall() {
     .await;
     let report = run(&url, &["--concurrency", "1", "--duration", "3s"]).await;
     let level = &report.levels[0];
-    assert_eq!(hub.count("publish"), level.samples);
+    assert_eq!(hub.count("publish"), level.derived.samples);
     assert_eq!(hub.held.load(Ordering::Relaxed), 1);
     eprintln!(
         "closed: {} samples, p99 {} ms, max {} ms",
-        level.samples, level.p99_ms, level.max_ms
+        level.derived.samples, level.derived.p99_ms, level.derived.max_ms
     );
     // Enough samples that the one stalled request lies beyond the p99 (needs > 100).
-    assert!(level.samples > 200, "{}", level.samples);
-    assert!(level.p99_ms < 100, "closed p99 {} ms", level.p99_ms);
-    assert!(level.max_ms >= 900, "closed max {} ms", level.max_ms);
-    assert!(level.corrected_latency_us.is_none());
+    assert!(level.derived.samples > 200, "{}", level.derived.samples);
+    assert!(
+        level.derived.p99_ms < 100,
+        "closed p99 {} ms",
+        level.derived.p99_ms
+    );
+    assert!(
+        level.derived.max_ms >= 900,
+        "closed max {} ms",
+        level.derived.max_ms
+    );
+    assert!(level.derived.corrected_latency_us.is_none());
 }
 
 /// A fast hub: the achieved rate is within 5% of the target, nothing dropped.
@@ -284,7 +296,7 @@ async fn achieved_rate_matches_the_target_on_a_fast_hub() {
     // (warm-up drops are not counted anywhere).
     let warm = hub.count("publish") - 1000;
     assert!(warm <= 500, "warm-up publishes {warm}");
-    assert_eq!(report.levels[0].samples, 1000);
+    assert_eq!(report.levels[0].derived.samples, 1000);
     eprintln!("achieved {}/s", check.achieved);
     let off = (check.achieved - 500.0).abs() / 500.0;
     assert!(off < 0.05, "achieved {} /s", check.achieved);
@@ -293,9 +305,9 @@ async fn achieved_rate_matches_the_target_on_a_fast_hub() {
     // by construction. The pacing itself shows in when the attempts ran: the throughput over
     // first start → last end, and the attempts finishing in each second of the level.
     let level = &report.levels[0];
-    let thr_off = (level.throughput - 500.0).abs() / 500.0;
-    assert!(thr_off < 0.05, "throughput {} /s", level.throughput);
-    for (sec, b) in level.timeline.iter().take(2).enumerate() {
+    let thr_off = (level.derived.throughput - 500.0).abs() / 500.0;
+    assert!(thr_off < 0.05, "throughput {} /s", level.derived.throughput);
+    for (sec, b) in level.stats.timeline.iter().take(2).enumerate() {
         assert!((475..=525).contains(&b.count), "second {sec}: {}", b.count);
     }
 }
@@ -321,20 +333,20 @@ async fn drops_are_counted_exactly_when_the_generator_saturates() {
     .await;
     let level = &report.levels[0];
     let check = &report.rate_checks[0];
-    let sent = level.events.total;
+    let sent = level.derived.events.total;
     eprintln!(
         "sent {sent}, dropped {}, achieved {}/s",
-        level.dropped, check.achieved
+        level.stats.dropped, check.achieved
     );
     assert_eq!(check.scheduled, 100);
-    assert_eq!(sent + level.dropped, check.scheduled);
+    assert_eq!(sent + level.stats.dropped, check.scheduled);
     assert_eq!(hub.count("publish"), sent);
-    assert_eq!(sent, level.samples);
-    assert_eq!(level.dropped, check.dropped);
+    assert_eq!(sent, level.derived.samples);
+    assert_eq!(level.stats.dropped, check.dropped);
     assert!(
-        (75..=92).contains(&level.dropped),
+        (75..=92).contains(&level.stats.dropped),
         "dropped {}",
-        level.dropped
+        level.stats.dropped
     );
     assert!(check.below_target);
 }
@@ -345,7 +357,7 @@ async fn closed_model_request_count_reconciles() {
     let (url, hub) = start_hub(Script::default()).await;
     let report = run(&url, &["--requests", "500", "--concurrency", "8"]).await;
     assert_eq!(hub.count("publish"), 500);
-    assert_eq!(report.levels[0].samples, 500);
-    assert_eq!(report.levels[0].counts.get(Class::Accepted), 500);
+    assert_eq!(report.levels[0].derived.samples, 500);
+    assert_eq!(report.levels[0].stats.counts.get(Class::Accepted), 500);
     assert_eq!(hub.count("register"), 1);
 }

@@ -406,9 +406,9 @@ async fn shards_pushed_series_add_up_to_the_merged_run_and_the_hub() {
     assert!(per_shard.iter().all(|(_, n)| *n > 0.0), "{per_shard:?}");
     let all: f64 = per_shard.iter().map(|(_, n)| n).sum();
     let t = merged.total.as_ref().unwrap();
-    assert_eq!(all, t.samples as f64);
+    assert_eq!(all, t.derived.samples as f64);
     let s = hub.stats().await;
-    assert_eq!(s.publish.total(), t.samples);
+    assert_eq!(s.publish.total(), t.derived.samples);
     assert_eq!(
         want.iter().map(|(_, n)| n).sum::<f64>(),
         s.publish.accepted as f64

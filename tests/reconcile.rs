@@ -46,7 +46,10 @@ async fn requests_per_level_reconcile_exactly_with_the_hub() {
     assert_eq!(r.levels.len(), 3);
     let on_disk = sc.summary("");
     let samples = |r: &hubload::report::document::Report| {
-        r.levels.iter().map(|l| l.samples).collect::<Vec<_>>()
+        r.levels
+            .iter()
+            .map(|l| l.derived.samples)
+            .collect::<Vec<_>>()
     };
     assert_eq!(
         samples(&on_disk),
@@ -54,21 +57,21 @@ async fn requests_per_level_reconcile_exactly_with_the_hub() {
         "summary.json is the returned report"
     );
     for l in &r.levels {
-        assert_eq!(l.samples, 300, "level {}", l.label);
-        assert_eq!(l.events.total, 300);
+        assert_eq!(l.derived.samples, 300, "level {}", l.label);
+        assert_eq!(l.derived.events.total, 300);
     }
     let total = r.total.as_ref().unwrap();
-    assert_eq!(total.samples, 900);
+    assert_eq!(total.derived.samples, 900);
     assert_eq!(count(total, "accepted"), 900);
     assert_eq!(s.publish.accepted, 900);
     assert_eq!(s.publish.total(), 900);
     // 20 tenants × 4 channels, registered once each.
     let reg = r.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted, reg.failed), (80, 80, 0));
+    assert_eq!((reg.result.topics, reg.accepted, reg.failed), (80, 80, 0));
     assert_eq!(s.register.accepted, 80);
     // Per topic, hubload's attempts equal the hub's published count.
     let attempts = crate::util::attempts_by_topic(&on_disk);
-    assert_eq!(attempts.iter().sum::<u64>(), total.samples);
+    assert_eq!(attempts.iter().sum::<u64>(), total.derived.samples);
     for (i, name) in r.topics.iter().enumerate() {
         let ours = attempts.get(i).copied().unwrap_or(0);
         let theirs = s.topics.get(&**name).map_or(0, |t| t.published);
@@ -94,7 +97,7 @@ async fn a_fault_schedule_reconciles_class_by_class() {
     )
     .await;
     let t = o.report.total.as_ref().unwrap();
-    assert_eq!(t.samples, 700);
+    assert_eq!(t.derived.samples, 700);
     assert_eq!(s.publish.total(), 700);
     assert_eq!(count(t, "accepted"), s.publish.accepted);
     assert_eq!(count(t, "http_502"), s.publish.fault_502);
@@ -107,7 +110,7 @@ async fn a_fault_schedule_reconciles_class_by_class() {
     );
     // Error % counts everything that was not accepted.
     let want = (700 - s.publish.accepted) as f64 * 100.0 / 700.0;
-    assert!((t.error_pct - want).abs() < 1e-9);
+    assert!((t.derived.error_pct - want).abs() < 1e-9);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,7 +148,7 @@ async fn response_timeouts_equal_the_hubs_abandoned_requests() {
     )
     .await;
     let t = o.report.total.as_ref().unwrap();
-    assert_eq!(t.timeouts.response, 40);
+    assert_eq!(t.derived.timeouts.response, 40);
     assert_eq!(s.publish.abandoned, 40, "{:?}", s.publish);
     assert_eq!(s.publish.accepted, 0);
 }
@@ -164,11 +167,11 @@ async fn retries_count_attempts_and_events_like_the_hub() {
     )
     .await;
     let t = o.report.total.as_ref().unwrap();
-    assert_eq!(t.events.total, 100);
-    assert_eq!(t.events.failed, 0);
-    assert_eq!(t.samples, s.publish.total());
+    assert_eq!(t.derived.events.total, 100);
+    assert_eq!(t.derived.events.failed, 0);
+    assert_eq!(t.derived.samples, s.publish.total());
     assert_eq!(count(t, "http_503"), s.publish.fault_503);
-    assert_eq!(t.events.retries, s.publish.fault_503);
+    assert_eq!(t.derived.events.retries, s.publish.fault_503);
     assert_eq!(count(t, "accepted"), 100);
 }
 
@@ -185,11 +188,11 @@ async fn a_fixed_50ms_delay_gives_a_median_of_50_to_52ms() {
         .await;
     let l = &o.report.levels[0];
     assert!(
-        (50..=52).contains(&l.median_ms),
+        (50..=52).contains(&l.derived.median_ms),
         "median {} ms",
-        l.median_ms
+        l.derived.median_ms
     );
-    assert!(l.min_ms >= 50);
+    assert!(l.derived.min_ms >= 50);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,11 +233,14 @@ async fn a_hub_that_dies_mid_run_is_classified_and_reported() {
     let o = run.await.unwrap();
     let t = o.report.total.as_ref().unwrap();
     assert!(count(t, "accepted") > 0);
-    let failures = t.samples - count(t, "accepted");
+    let failures = t.derived.samples - count(t, "accepted");
     assert!(failures > 0, "the dead hub produced no failures");
     assert_eq!(
         failures,
-        t.connection_errors + t.timeouts.connect + t.timeouts.response + t.timeouts.pool_wait
+        t.derived.connection_errors
+            + t.derived.timeouts.connect
+            + t.derived.timeouts.response
+            + t.derived.timeouts.pool_wait
     );
     assert!(!o.report.partial);
     assert!(out.path().join("aggregate.csv").is_file());

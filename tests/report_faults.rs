@@ -118,7 +118,7 @@ fn sigterm_while_the_reports_are_written(signals: usize) {
     assert_complete(&out);
     assert!(!writing(&out), "a temporary file was left");
     let summary = crate::util::read_summary(&out);
-    assert_eq!(summary.levels[0].samples, REQUESTS as u64);
+    assert_eq!(summary.levels[0].derived.samples, REQUESTS as u64);
     assert_eq!(lines(&jtl), REQUESTS + 1);
 }
 

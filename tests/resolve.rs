@@ -82,12 +82,12 @@ async fn run_pinned(hub: &TestHub, used: &str, refused: &str) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
     let total = r.total.as_ref().unwrap();
-    assert_eq!(total.samples, 300);
+    assert_eq!(total.derived.samples, 300);
     assert_eq!(count(total, "accepted"), 300);
     assert_eq!((s.publish.accepted, s.publish.total()), (300, 300));
     // 3 tenants × 4 channels registered, through the same pinned address.
     let reg = r.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted), (12, 12));
+    assert_eq!((reg.result.topics, reg.accepted), (12, 12));
     assert_eq!(s.register.accepted, 12);
     // The subscription requests (12 subscribes, 12 unsubscribes) went the same way, and each
     // publish was delivered once.

@@ -30,23 +30,34 @@ async fn hub_and_broker_counts_equal_accepted_per_level() {
         let ok = count(l, "accepted") + count(l, "denied");
         answered += ok;
         assert!(count(l, "http_503") > 0, "level {}", l.label);
-        assert_eq!(l.server_timing["hub"].count, ok, "level {}", l.label);
-        assert_eq!(l.server_timing["broker"].count, ok, "level {}", l.label);
-        assert_eq!(l.server_timing.len(), 2, "level {}", l.label);
-        assert_eq!(l.server_timing_malformed, 0);
-        let broker = &l.server_timing["broker"];
+        assert_eq!(
+            l.derived.server_timing["hub"].count, ok,
+            "level {}",
+            l.label
+        );
+        assert_eq!(
+            l.derived.server_timing["broker"].count, ok,
+            "level {}",
+            l.label
+        );
+        assert_eq!(l.derived.server_timing.len(), 2, "level {}", l.label);
+        assert_eq!(l.stats.server_timing.malformed, 0);
+        let broker = &l.derived.server_timing["broker"];
         assert!(broker.p50_us >= 2_000, "{broker:?}");
         // The declared stages fit inside what the client measured.
-        assert!(broker.p50_us + l.server_timing["hub"].p50_us <= l.accepted_latency_us.p50 + 50);
+        assert!(
+            broker.p50_us + l.derived.server_timing["hub"].p50_us
+                <= l.derived.accepted_latency_us.p50 + 50
+        );
     }
     assert_eq!(answered, s.publish.accepted + s.publish.denied);
     let total = o.report.total.as_ref().unwrap();
-    assert_eq!(total.server_timing["hub"].count, answered);
+    assert_eq!(total.derived.server_timing["hub"].count, answered);
     // summary.json carries it as written.
     let on_disk = sc.summary("");
     assert_eq!(
-        on_disk.levels[0].server_timing,
-        o.report.levels[0].server_timing
+        on_disk.levels[0].derived.server_timing,
+        o.report.levels[0].derived.server_timing
     );
 }
 
@@ -135,10 +146,10 @@ async fn malformed_metrics_are_counted_and_skipped() {
     server.abort();
     for l in &o.report.levels {
         assert_eq!(count(l, "accepted"), 50, "level {}", l.label);
-        assert_eq!(l.server_timing["edge"].count, 50);
-        assert_eq!(l.server_timing["edge"].p50_us, 500);
-        assert!(!l.server_timing.contains_key("origin"));
-        assert_eq!(l.server_timing_malformed, 50, "level {}", l.label);
+        assert_eq!(l.derived.server_timing["edge"].count, 50);
+        assert_eq!(l.derived.server_timing["edge"].p50_us, 500);
+        assert!(!l.derived.server_timing.contains_key("origin"));
+        assert_eq!(l.stats.server_timing.malformed, 50, "level {}", l.label);
     }
 }
 
@@ -153,8 +164,12 @@ async fn hub_count_equals_accepted_exactly() {
     let s = sc.hub_stats().await;
     for l in &o.report.levels {
         assert_eq!(count(l, "accepted"), 200, "level {}", l.label);
-        assert_eq!(l.server_timing["hub"].count, 200, "level {}", l.label);
-        assert!(!l.server_timing.contains_key("broker"));
+        assert_eq!(
+            l.derived.server_timing["hub"].count, 200,
+            "level {}",
+            l.label
+        );
+        assert!(!l.derived.server_timing.contains_key("broker"));
     }
     assert_eq!(s.publish.accepted, 400);
     // The table's block: one `hub` line per level and TOTAL, with the exact counts.
@@ -217,10 +232,18 @@ async fn read_from_h2_responses_one_per_accepted_publish() {
         .await;
     for l in &o.report.levels {
         assert_eq!(count(l, "accepted"), 150, "level {}", l.label);
-        assert_eq!(l.server_timing["hub"].count, 150, "level {}", l.label);
-        assert_eq!(l.server_timing["broker"].count, 150, "level {}", l.label);
-        assert_eq!(l.server_timing_malformed, 0);
-        assert!(l.server_timing["broker"].p50_us >= 1_000);
+        assert_eq!(
+            l.derived.server_timing["hub"].count, 150,
+            "level {}",
+            l.label
+        );
+        assert_eq!(
+            l.derived.server_timing["broker"].count, 150,
+            "level {}",
+            l.label
+        );
+        assert_eq!(l.stats.server_timing.malformed, 0);
+        assert!(l.derived.server_timing["broker"].p50_us >= 1_000);
     }
     assert_eq!(o.config.http.h2_streams, 3);
     assert_eq!(sc.hub_stats().await.publish.accepted, 300);
@@ -270,6 +293,7 @@ async fn compare_carries_the_stages_of_two_runs() {
                 .chain(r.total.as_ref())
                 .find(|l| l.label == *label)
                 .unwrap()
+                .derived
                 .server_timing
                 .clone()
         };

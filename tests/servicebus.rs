@@ -53,7 +53,7 @@ async fn sends_reconcile_exactly_with_the_emulator_per_topic() {
     assert_eq!(r.target_url, format!("amqp://{}", sc.emulator().addr()));
     assert_eq!(r.levels.len(), 2);
     for l in &r.levels {
-        assert_eq!(l.samples, 300, "level {}", l.label);
+        assert_eq!(l.derived.samples, 300, "level {}", l.label);
         assert_eq!(count(l, "accepted"), 300, "level {}", l.label);
     }
     let c = sc.emulator_counts();
@@ -62,7 +62,7 @@ async fn sends_reconcile_exactly_with_the_emulator_per_topic() {
     assert_eq!(attempts_per_topic(&sc.summary("")), c.accepted_per_topic);
     // 20 tenants × 4 channels, each attached before the load.
     let reg = r.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted, reg.failed), (80, 80, 0));
+    assert_eq!((reg.result.topics, reg.accepted, reg.failed), (80, 80, 0));
     let sb = r.servicebus.as_ref().unwrap();
     assert_eq!((sb.connections, sb.reconnects), (2, 0));
     assert_eq!(c.connections, 2);
@@ -162,7 +162,7 @@ async fn injected_throttling_is_counted_exactly() {
         .await;
     let total = o.report.total.as_ref().unwrap();
     let c = sc.emulator_counts();
-    assert_eq!(total.samples, 600);
+    assert_eq!(total.derived.samples, 600);
     // Every 7th transfer is throttled: 600 transfers → 85.
     assert_eq!(c.throttled, 85);
     assert_eq!(count(total, "throttled"), c.throttled);
@@ -190,7 +190,7 @@ async fn a_single_topic_gets_everything() {
     );
     assert_eq!(count(o.report.total.as_ref().unwrap(), "accepted"), 600);
     let reg = o.report.registration.as_ref().unwrap();
-    assert_eq!((reg.topics, reg.accepted), (1, 1));
+    assert_eq!((reg.result.topics, reg.accepted), (1, 1));
     assert_eq!(
         o.report.servicebus.as_ref().unwrap().topics,
         "single:events"
@@ -220,7 +220,7 @@ async fn dropped_links_are_reattached_and_counted() {
     assert!(dropped, "the links were never dropped");
     let total = o.report.total.as_ref().unwrap();
     let c = sc.emulator_counts();
-    assert_eq!(total.samples, 2000);
+    assert_eq!(total.derived.samples, 2000);
     assert_eq!(count(total, "accepted"), c.accepted);
     // Sends in flight when the link went are connection errors; nothing else fails.
     assert_eq!(c.accepted + count(total, "conn_closed"), 2000);
@@ -340,10 +340,10 @@ async fn side_by_side_reconciles_both_servers_and_fails_on_either_path() {
     assert_eq!(hub_rows.len() as u64, s.publish.total());
     assert_eq!(
         hub_rows.len() as u64,
-        hub_report.total.as_ref().unwrap().samples
+        hub_report.total.as_ref().unwrap().derived.samples
     );
     assert_eq!(sb_rows.len() as u64, c.accepted + c.throttled);
-    assert_eq!(sb_rows.len() as u64, sb_total.samples);
+    assert_eq!(sb_rows.len() as u64, sb_total.derived.samples);
     let ok = |rows: &[csv::StringRecord]| rows.iter().filter(|r| &r[7] == "true").count() as u64;
     assert_eq!(
         (ok(&hub_rows), ok(&sb_rows)),

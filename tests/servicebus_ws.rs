@@ -64,7 +64,7 @@ async fn a_run_over_websockets_reconciles_with_the_emulator() {
         .await;
     let r = &o.report;
     assert_eq!(r.target_url, format!("amqps://localhost:{port}"));
-    assert_eq!(r.levels[0].samples, 200);
+    assert_eq!(r.levels[0].derived.samples, 200);
     assert_eq!(count(&r.levels[0], "accepted"), 200);
     let c = sc.emulator_counts();
     assert_eq!((c.accepted, c.connections), (200, 2));

@@ -124,5 +124,5 @@ async fn two_shards_with_topic_churn_merge_to_the_sum_and_to_the_hubs_counts() {
     assert_eq!(stats.deregister.accepted, m.deregistered);
     let initial = merged.registration.as_ref().unwrap().accepted;
     assert_eq!(stats.register.accepted, initial + m.reregistered);
-    assert_eq!(l.error_pct, 0.0);
+    assert_eq!(l.derived.error_pct, 0.0);
 }

@@ -232,22 +232,22 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     }
     assert!(seconds >= 6, "3 levels of 2 s: {seconds} seconds");
     assert_eq!(events.last().map(|e| e.0.as_str()), Some("end"));
-    assert_eq!(summed, f.total.as_ref().unwrap().counts);
+    assert_eq!(summed, f.total.as_ref().unwrap().stats.counts);
     let level2 = &f.levels[0];
     let classes: Vec<String> = hubload::result::Class::ALL
         .iter()
-        .filter(|c| level2.counts.get(**c) > 0)
-        .map(|c| format!("{} {}", c.name(), level2.counts.get(*c)))
+        .filter(|c| level2.stats.counts.get(**c) > 0)
+        .map(|c| format!("{} {}", c.name(), level2.stats.counts.get(*c)))
         .collect();
     assert_eq!(
         first,
         format!(
             "merged level 2 (2 shards): {} attempts, {:.1}/s, p50 {} ms, p99 {} ms, errors {:.2} % [{}]",
-            level2.samples,
-            level2.throughput,
-            level2.median_ms,
-            level2.p99_ms,
-            level2.error_pct,
+            level2.derived.samples,
+            level2.derived.throughput,
+            level2.derived.median_ms,
+            level2.derived.p99_ms,
+            level2.derived.error_pct,
             classes.join(", "),
         ),
         "the printed row is the level's row in summary.json"
@@ -256,11 +256,11 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     // ... and the hub's own counts.
     let s = hub.stats().await;
     let t = f.total.as_ref().unwrap();
-    assert_eq!(t.samples, s.publish.total());
+    assert_eq!(t.derived.samples, s.publish.total());
     assert_eq!(count(t, "accepted"), s.publish.accepted);
     assert_eq!(count(t, "http_503"), s.publish.fault_503);
     assert_eq!(count(t, "denied"), s.publish.denied);
-    assert!(t.samples > 0 && s.publish.fault_503 > 0);
+    assert!(t.derived.samples > 0 && s.publish.fault_503 > 0);
     assert_eq!(summed.total(), s.publish.total(), "the seconds and the hub");
 
     // The same lines interleaved on one stdin, as `kubectl logs -f -l …` gives them.
@@ -311,8 +311,8 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     let c = read_summary(&cut_dir);
     assert!(c.partial);
     assert_eq!(c.levels.len(), 1);
-    assert_eq!(c.levels[0].samples, level2.samples);
-    assert_eq!(c.levels[0].counts, level2.counts);
+    assert_eq!(c.levels[0].derived.samples, level2.derived.samples);
+    assert_eq!(c.levels[0].stats.counts, level2.stats.counts);
 }
 
 /// The `second` records of a shard's `.jsonl` file.
@@ -471,7 +471,10 @@ async fn an_interrupted_shard_ends_its_stream_marked_partial() {
     assert!(got.partial);
     assert_eq!(got.levels.len(), 1);
     let (g, o) = (got.total.unwrap(), own.total.unwrap());
-    assert_eq!((g.samples, &g.counts), (o.samples, &o.counts));
+    assert_eq!(
+        (g.derived.samples, &g.stats.counts),
+        (o.derived.samples, &o.stats.counts)
+    );
     // Its seconds, the last cut by the signal, add up to its counts.
     let mut summed = hubload::stats::Counts::default();
     for rec in seconds_of(&out.join("shard-0-of-1.jsonl")) {
@@ -479,7 +482,7 @@ async fn an_interrupted_shard_ends_its_stream_marked_partial() {
             serde_json::from_value(rec["by_class"].clone()).unwrap();
         summed += &hubload::stats::Counts::from_map(&m).unwrap();
     }
-    assert_eq!(summed, o.counts);
+    assert_eq!(summed, o.stats.counts);
 }
 
 /// Bad merge input is one line naming what is wrong, exit 2: a line of another version, stdin

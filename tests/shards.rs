@@ -128,17 +128,17 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
     // 1. The merge equals the hub's own counts.
     let s = hub.stats().await;
     let t = merged.total.as_ref().unwrap();
-    assert_eq!(t.samples, 480);
+    assert_eq!(t.derived.samples, 480);
     assert_eq!(s.publish.total(), 480);
     assert_eq!(count(t, "accepted"), s.publish.accepted);
     assert_eq!(count(t, "http_503"), s.publish.fault_503);
     // Server-Timing merges across shards: one `hub` per answer of the hub's publish handler.
     assert_eq!(
-        t.server_timing["hub"].count,
+        t.derived.server_timing["hub"].count,
         s.publish.accepted + s.publish.denied
     );
     assert_eq!(
-        merged.registration.as_ref().unwrap().topics,
+        merged.registration.as_ref().unwrap().result.topics,
         36,
         "every topic registered once, by its owner"
     );
@@ -158,7 +158,7 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
         .map(|i| read_summary(&dir.path().join(format!("shard{i}"))))
         .collect();
     let per_second = |l: &hubload::report::model::LevelReport| -> Vec<u64> {
-        let ps = &l.histograms.as_ref().unwrap().per_second;
+        let ps = &l.stats.seconds;
         ps.latency
             .iter()
             .map(|b| match b.as_str() {
@@ -176,9 +176,14 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
             }
         }
         assert_eq!(got, want, "level {}", l.label);
-        let timeline: Vec<u64> = l.timeline.iter().map(|b| b.count).collect();
+        let timeline: Vec<u64> = l.stats.timeline.iter().map(|b| b.count).collect();
         assert_eq!(got, timeline, "level {}", l.label);
-        assert_eq!(got.iter().sum::<u64>(), l.samples, "level {}", l.label);
+        assert_eq!(
+            got.iter().sum::<u64>(),
+            l.derived.samples,
+            "level {}",
+            l.label
+        );
     }
 
     // 2. The merge equals one process running the same workload: the same events, so the same
@@ -197,12 +202,12 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
     // Read back: a run's own report keeps only a few topic rows per level in memory.
     let single = read_summary(out.path());
     let st = single.total.as_ref().unwrap();
-    assert_eq!(st.samples, t.samples);
+    assert_eq!(st.derived.samples, t.derived.samples);
     for (a, b) in single.levels.iter().zip(&merged.levels) {
-        assert_eq!(a.samples, b.samples);
+        assert_eq!(a.derived.samples, b.derived.samples);
         assert_eq!(a.topic_attempts(), b.topic_attempts(), "level {}", a.label);
         assert_eq!(
-            a.bytes_sent, b.bytes_sent,
+            a.stats.bytes_sent, b.stats.bytes_sent,
             "level {}: the same events, byte for byte",
             a.label
         );
@@ -350,7 +355,7 @@ async fn two_service_bus_shards_merge_their_section_to_the_emulators_counts() {
     let c = emu.counts();
     let t = merged.total.as_ref().unwrap();
     assert_eq!(merged.target.as_str(), "servicebus");
-    assert_eq!(t.samples, 480);
+    assert_eq!(t.derived.samples, 480);
     assert_eq!(c.accepted + c.throttled, 480);
     assert_eq!(count(t, "accepted"), c.accepted);
     assert_eq!(count(t, "throttled"), c.throttled);
@@ -377,7 +382,7 @@ async fn two_service_bus_shards_merge_their_section_to_the_emulators_counts() {
     );
     assert_eq!(sb.emulator, None, "an external emulator is not reported");
     // Every topic was attached once, by the shard owning its tenant.
-    assert_eq!(merged.registration.as_ref().unwrap().topics, 36);
+    assert_eq!(merged.registration.as_ref().unwrap().result.topics, 36);
     emu.shutdown().await;
 }
 
@@ -432,7 +437,7 @@ fn version_1_artifacts_merge_into_the_reports_their_build_wrote() {
     // same rows value for value, and says so (the attempts per topic are the rows' attempts).
     // The topics' names and tenants likewise, to topic-names.jsonl.
     let got_meta = got.as_object_mut().unwrap();
-    assert_eq!(got_meta.remove("schema_version"), Some(4.into()));
+    assert_eq!(got_meta.remove("schema_version"), Some(5.into()));
     assert_eq!(got_meta.remove("topics_file"), Some("topics.jsonl".into()));
     assert_eq!(
         got_meta.remove("fairness_file"),
@@ -479,6 +484,47 @@ fn version_1_artifacts_merge_into_the_reports_their_build_wrote() {
             .unwrap()
             .remove(field)
             .unwrap();
+    }
+    // Schema 5: each row holds its statistics (`stats`) where that build wrote copies of
+    // some of them beside the figures derived from them.
+    fn row(v: &mut serde_json::Value, i: usize) -> &mut serde_json::Map<String, serde_json::Value> {
+        let n = v["levels"].as_array().unwrap().len();
+        let r = if i < n {
+            &mut v["levels"][i]
+        } else {
+            &mut v["total"]
+        };
+        r.as_object_mut().unwrap()
+    }
+    for i in 0..=want["levels"].as_array().unwrap().len() {
+        let stats = row(&mut got, i).remove("stats").unwrap();
+        let w = row(&mut want, i);
+        for field in [
+            "counts",
+            "dropped",
+            "first_start_us",
+            "bytes_sent",
+            "bytes_received",
+            "timeline",
+        ] {
+            assert_eq!(w.remove(field).as_ref(), stats.get(field), "{field}");
+        }
+        let reasons = stats
+            .get("reasons")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({}));
+        assert_eq!(w.remove("reasons"), Some(reasons));
+        let h = w.remove("histograms").unwrap();
+        assert_eq!(h["latency"], stats["latency"]);
+        assert_eq!(h.get("per_second"), stats.get("seconds"));
+    }
+    // Schema 5: a phase is written as the target recorded it, its reasons only when any.
+    for phase in ["registration", "deregistration"] {
+        if let Some(p) = want[phase].as_object_mut() {
+            if p.get("reasons") == Some(&serde_json::json!({})) {
+                p.remove("reasons");
+            }
+        }
     }
     let mut figures = 0;
     for row in got["levels"].as_array_mut().unwrap() {

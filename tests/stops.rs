@@ -220,7 +220,7 @@ async fn sigterm_during_a_level_counts_in_flight_attempts_as_cancelled() {
     let flags = ["--tenants", "3", "--concurrency", "4", "--duration", "60s"];
     let (s, _) = stop_during(&hub, &flags, "publish", 24).await;
     let level = &s["levels"][0];
-    let counts = level["counts"].as_object().unwrap();
+    let counts = level["stats"]["counts"].as_object().unwrap();
     assert_eq!(counts["accepted"], 20, "{level}");
     assert_eq!(counts["cancelled"], 4, "{level}");
     let sum: u64 = counts.values().map(|v| v.as_u64().unwrap()).sum();
@@ -244,7 +244,7 @@ async fn sigterm_during_deregistration_stops_at_once() {
         "3",
     ];
     let (s, _) = stop_during(&hub, &flags, "deregister", 8).await;
-    assert_eq!(s["levels"][0]["counts"]["accepted"], 10);
+    assert_eq!(s["levels"][0]["stats"]["counts"]["accepted"], 10);
     let dereg = &s["deregistration"];
     assert_eq!(dereg["counts"]["accepted"], 5, "{dereg}");
     assert_eq!(dereg["counts"]["cancelled"], 3, "{dereg}");

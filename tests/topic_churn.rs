@@ -31,7 +31,7 @@ async fn refusals_in_a_window_are_expected_and_the_hub_counts_the_same() {
     assert_eq!(r.levels.len(), 2);
     for l in &r.levels {
         let tc = l.topic_churn.as_ref().expect("a topic_churn section");
-        eprintln!("{}: {tc:?} counts {:?}", l.label, l.counts);
+        eprintln!("{}: {tc:?} counts {:?}", l.label, l.stats.counts);
         assert!(tc.cycles > 0 && tc.failed == 0, "{}: {tc:?}", l.label);
         assert_eq!(tc.cycles, tc.deregistered, "{tc:?}");
         assert_eq!(tc.cycles, tc.reregistered, "{tc:?}");
@@ -41,10 +41,13 @@ async fn refusals_in_a_window_are_expected_and_the_hub_counts_the_same() {
             count(l, "denied") + count(l, "http_4xx"),
             0,
             "{:?}",
-            l.counts
+            l.stats.counts
         );
-        assert_eq!(l.error_pct, 0.0, "{}", l.label);
-        assert_eq!(l.samples, count(l, "accepted") + tc.expected_refusals);
+        assert_eq!(l.derived.error_pct, 0.0, "{}", l.label);
+        assert_eq!(
+            l.derived.samples,
+            count(l, "accepted") + tc.expected_refusals
+        );
         // No first failure of a class the level did not count.
         assert!(l.first_failures.is_empty(), "{:?}", l.first_failures);
     }
@@ -64,7 +67,7 @@ async fn refusals_in_a_window_are_expected_and_the_hub_counts_the_same() {
     assert!(r.verdicts.iter().all(|v| v.passed), "{:?}", r.verdicts);
     let total = r.total.as_ref().unwrap();
     assert_eq!(count(total, "expected_refusal"), refused);
-    assert_eq!(total.error_pct, 0.0);
+    assert_eq!(total.derived.error_pct, 0.0);
     // The class is a column of aggregate.csv.
     let csv = std::fs::read_to_string(sc.dir.path().join("aggregate.csv")).unwrap();
     assert!(

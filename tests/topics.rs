@@ -75,7 +75,10 @@ async fn per_tenant_channel_topics_sum_to_the_aggregate_row_and_the_hubs_counts(
         assert_eq!(sum("accepted"), num(agg, "Accepted"), "level {level}");
         assert_eq!(sum("http_503"), num(agg, "503"), "level {level}");
         // Every class of summary.json, exactly.
-        for (class, n) in summary["levels"][li]["counts"].as_object().unwrap() {
+        for (class, n) in summary["levels"][li]["stats"]["counts"]
+            .as_object()
+            .unwrap()
+        {
             assert_eq!(
                 sum(class),
                 n.as_u64().unwrap(),

@@ -47,12 +47,15 @@ async fn run_over(topics: u32, out: &Path) -> (usize, hubload_hub::StatsSnapshot
     .await;
     let mut s = summary_value(out);
     assert_eq!(read_summary(out).topics.len(), topics as usize);
-    assert_eq!(s["schema_version"], 4);
+    assert_eq!(s["schema_version"], 5);
     assert_eq!(s["topics_file"], "topics.jsonl");
     assert_eq!(s["topic_names_file"], "topic-names.jsonl");
     // No per-topic row or count in any level, nor in TOTAL.
     for row in s["levels"].as_array().unwrap().iter().chain([&s["total"]]) {
         assert!(row.get("topics").is_none() && row.get("topic_attempts").is_none());
+        let stats = &row["stats"];
+        assert!(stats.get("topics").is_none() && stats.get("topic_attempts").is_none());
+        assert!(stats["counts"]["accepted"].as_u64().unwrap() > 0);
     }
     for row in s["levels"].as_array_mut().unwrap() {
         row.as_object_mut().unwrap().remove("fairness").unwrap();
@@ -181,10 +184,16 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
         );
         // The level the signal cut short may have ended before any answer came.
         let cut = r.levels.len() == 3 && i == 2;
-        assert!(cut || l.samples > 0, "level {}", l.label);
+        assert!(cut || l.derived.samples > 0, "level {}", l.label);
         for c in Class::ALL {
             let by_topic: u64 = l.topics.iter().map(|t| t.counts.get(c)).sum();
-            assert_eq!(by_topic, l.counts.get(c), "level {} {}", l.label, c.name());
+            assert_eq!(
+                by_topic,
+                l.stats.counts.get(c),
+                "level {} {}",
+                l.label,
+                c.name()
+            );
         }
         for t in &l.topics {
             accepted[t.topic] += t.counts.get(Class::Accepted);
@@ -216,7 +225,7 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
         let f = r.levels[i].fairness.as_ref().unwrap();
         assert_eq!(f.by_tenant.len(), f.tenants, "level {i}");
         let attempts: u64 = f.by_tenant.iter().map(|t| t.attempts).sum();
-        assert_eq!(attempts, r.levels[i].counts.total(), "level {i}");
+        assert_eq!(attempts, r.levels[i].stats.counts.total(), "level {i}");
     }
     // topics.csv, tenants.csv and fairness.csv, appended level by level, are what `hubload
     // report` writes whole from summary.json and its files: every level listed, one row per

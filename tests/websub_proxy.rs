@@ -101,8 +101,8 @@ async fn an_https_hub_through_tinyproxy_reconciles_with_the_hub_and_the_proxy_lo
         let total = report.total.as_ref().unwrap();
         assert_eq!(
             (
-                total.samples,
-                total.counts.get(hubload::result::Class::Accepted)
+                total.derived.samples,
+                total.stats.counts.get(hubload::result::Class::Accepted)
             ),
             (240, 240),
             "HTTP/{version}"
@@ -233,9 +233,15 @@ async fn a_proxy_refusing_the_tunnel_is_counted_conn_refused_proxy_with_its_stat
     let out = run_env(dir.path(), &never, &env).await;
     let report = read_summary(&dir.path().join("out"));
     let total = report.total.as_ref().unwrap();
-    let refused = total.counts.get(hubload::result::Class::ConnRefused);
-    assert_eq!((total.samples, refused), (20, 20), "{out:?}");
-    assert_eq!(total.reasons.get(hubload::result::Reason::ProxyRefused), 20);
+    let refused = total.stats.counts.get(hubload::result::Class::ConnRefused);
+    assert_eq!((total.derived.samples, refused), (20, 20), "{out:?}");
+    assert_eq!(
+        total
+            .stats
+            .reasons
+            .get(hubload::result::Reason::ProxyRefused),
+        20
+    );
     let codes: Vec<String> = jtl_rows(&dir.path().join("run.jtl"))
         .iter()
         .map(|r| r[3].to_string())
@@ -286,8 +292,11 @@ async fn a_proxy_that_never_answers_ends_each_attempt_at_the_connect_timeout() {
     let out = run_env(dir.path(), &args, &[]).await;
     let report = read_summary(&dir.path().join("out"));
     let total = report.total.as_ref().unwrap();
-    let timed_out = total.counts.get(hubload::result::Class::TimeoutConnect);
-    assert_eq!((total.samples, timed_out), (6, 6), "{out:?}");
+    let timed_out = total
+        .stats
+        .counts
+        .get(hubload::result::Class::TimeoutConnect);
+    assert_eq!((total.derived.samples, timed_out), (6, 6), "{out:?}");
     for r in jtl_rows(&dir.path().join("run.jtl")) {
         let elapsed: u64 = r[1].parse().unwrap();
         assert!(

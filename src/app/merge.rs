@@ -301,17 +301,17 @@ impl Merging {
 fn row_line(row: &LevelReport, shards: u32) -> String {
     let classes: Vec<String> = Class::ALL
         .iter()
-        .filter(|c| row.counts.get(**c) > 0)
-        .map(|c| format!("{} {}", c.name(), row.counts.get(*c)))
+        .filter(|c| row.stats.counts.get(**c) > 0)
+        .map(|c| format!("{} {}", c.name(), row.stats.counts.get(*c)))
         .collect();
     format!(
         "merged level {} ({shards} shards): {} attempts, {:.1}/s, p50 {} ms, p99 {} ms, errors {:.2} % [{}]",
         row.label,
-        row.samples,
-        row.throughput,
-        row.median_ms,
-        row.p99_ms,
-        row.error_pct,
+        row.derived.samples,
+        row.derived.throughput,
+        row.derived.median_ms,
+        row.derived.p99_ms,
+        row.derived.error_pct,
         classes.join(", ")
     )
 }

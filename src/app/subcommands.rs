@@ -24,7 +24,7 @@ pub fn summary_text(r: &Report) -> String {
         out.push_str(&d);
     }
     if let Some(w) = &r.what_if {
-        if !w.rows.is_empty() && r.levels.iter().any(|l| l.samples > 0) {
+        if !w.rows.is_empty() && r.levels.iter().any(|l| l.derived.samples > 0) {
             out.push('\n');
             out.push_str(&render_what_if(w));
         }

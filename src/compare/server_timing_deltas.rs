@@ -19,7 +19,7 @@ pub fn stage_rows(baseline: &Report, candidate: &Report) -> Vec<StageRow> {
         r.levels
             .iter()
             .chain(r.total.as_ref())
-            .map(|l| (l.label.clone(), l.server_timing.clone()))
+            .map(|l| (l.label.clone(), l.derived.server_timing.clone()))
             .collect::<Vec<_>>()
     };
     let (b_rows, c_rows) = (levels(baseline), levels(candidate));
@@ -163,7 +163,7 @@ mod tests {
         let mut level =
             crate::report::model::build::level_report("8", Some(8), None, &stats, false);
         if let Some(p50_us) = hub_p50_us {
-            level.server_timing.insert(
+            level.derived.server_timing.insert(
                 "hub".into(),
                 ServerTimingReport {
                     count: 3,

@@ -317,8 +317,8 @@ mod tests {
     fn sub_millisecond_overhead_is_kept() {
         let mut hub = fixture("compare-baseline.json");
         let broker = fixture("compare-baseline.json");
-        hub.levels[1].latency_us.mean += 250.0;
-        hub.levels[1].latency_us.p99 += 1_440;
+        hub.levels[1].derived.latency_us.mean += 250.0;
+        hub.levels[1].derived.latency_us.p99 += 1_440;
         let s = side_by_side(&hub, &broker);
         let row = s.rows().find(|r| r.label == "20").unwrap();
         assert_eq!(overhead(row, Metric::Avg), Some(0.25));

@@ -29,9 +29,9 @@ pub struct LevelFigures {
 impl LevelFigures {
     /// A finished level's figures, from its row (the numbers aggregate.csv shows).
     pub fn of_row(l: &LevelReport) -> Self {
-        let lat = &l.latency_us;
+        let lat = &l.derived.latency_us;
         LevelFigures {
-            counts: l.counts,
+            counts: l.stats.counts,
             quantiles_us: [lat.p50, lat.p90, lat.p99, lat.max],
             deliveries: l.delivery.as_ref().map(|d| {
                 let c = &d.counts;

@@ -170,33 +170,34 @@ pub struct CsvFormat;
 pub fn aggregate_fields(r: &LevelReport) -> Vec<String> {
     vec![
         r.label.clone(),
-        r.samples.to_string(),
-        r.average_ms.to_string(),
-        r.median_ms.to_string(),
-        r.p90_ms.to_string(),
-        r.p95_ms.to_string(),
-        r.p99_ms.to_string(),
-        r.min_ms.to_string(),
-        r.max_ms.to_string(),
-        format!("{:.3}%", r.error_pct),
-        format!("{:.5}", r.throughput),
-        format!("{:.2}", r.received_kb_per_sec),
-        format!("{:.2}", r.sent_kb_per_sec),
+        r.derived.samples.to_string(),
+        r.derived.average_ms.to_string(),
+        r.derived.median_ms.to_string(),
+        r.derived.p90_ms.to_string(),
+        r.derived.p95_ms.to_string(),
+        r.derived.p99_ms.to_string(),
+        r.derived.min_ms.to_string(),
+        r.derived.max_ms.to_string(),
+        format!("{:.3}%", r.derived.error_pct),
+        format!("{:.5}", r.derived.throughput),
+        format!("{:.2}", r.derived.received_kb_per_sec),
+        format!("{:.2}", r.derived.sent_kb_per_sec),
     ]
 }
 
 /// The count of one class column in a row.
 pub fn class_count(r: &LevelReport, c: &ClassColumn) -> u64 {
-    r.counts.get(c.0)
+    r.stats.counts.get(c.0)
 }
 
 fn class_fields(r: &LevelReport, classes: &[ClassColumn], h2: &[ClassColumn]) -> Vec<String> {
-    let timeouts = r.timeouts.connect + r.timeouts.pool_wait + r.timeouts.response;
+    let timeouts =
+        r.derived.timeouts.connect + r.derived.timeouts.pool_wait + r.derived.timeouts.response;
     let count = |c| class_count(r, c);
     classes
         .iter()
         .map(count)
-        .chain([timeouts, r.connection_errors])
+        .chain([timeouts, r.derived.connection_errors])
         .chain(h2.iter().map(count))
         .chain(TRAILING_CLASSES.iter().map(count))
         .map(|n| n.to_string())
@@ -241,7 +242,7 @@ mod tests {
         let mut r = crate::report::html::tests::sample();
         assert_eq!(r.target, crate::kind::TargetKind::Websub);
         assert!(!header(&r).contains(&"429 Throttled"));
-        r.levels[1].counts.add(Class::Throttled, 3);
+        r.levels[1].stats.counts.add(Class::Throttled, 3);
         let head = header(&r);
         let at = head.iter().position(|h| *h == "429 Throttled").unwrap();
         assert_eq!(head[at - 1], "Other 5xx", "beside the target's classes");

@@ -13,7 +13,7 @@ use crate::report::judge::verdict::{CapacityResult, Verdict, WhatIfTable};
 use crate::report::model::{HubHost, LevelReport, PhaseReport, RateCheck, ServiceBusInfo};
 
 /// The layout summary.json is written in (`Report::schema_version`).
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Summaries written before `schema_version` existed.
 fn layout_1() -> u32 {
@@ -25,7 +25,8 @@ fn layout_1() -> u32 {
 pub struct Report {
     /// Always "hubload".
     pub tool: String,
-    /// This document's layout: 4 since the topics' names and tenants live in
+    /// This document's layout: 5 since each level holds its statistics as they are
+    /// (`levels[].stats`) beside the figures derived from them, 4 since the topics' names and tenants live in
     /// `topic_names_file` and every subscriber's counts in `subscribers_file`, 3 since every
     /// tenant's fairness row lives in `fairness_file`, 2 since each level's per-topic rows live in `topics_file`, 1 (absent) before, when both
     /// were inline (`levels[].topics`, `levels[].fairness.by_tenant`).

@@ -17,7 +17,14 @@ pub struct HlogFormat;
 
 /// Whether the report holds any histogram to log (summaries before 0.1 have none).
 pub fn has_histograms(report: &Report) -> bool {
-    report.levels.iter().any(|l| l.histograms.is_some())
+    report.levels.iter().any(|l| !l.stats.latency.is_empty())
+}
+
+/// The interchange encoding of `h`, an interval's payload.
+fn encoded(h: &crate::stats::Histogram) -> String {
+    // Serializing into memory fails only for a histogram too large for the V2 header;
+    // hubload's (1 µs to at most u64::MAX, 3 digits) is never that.
+    crate::stats::to_base64(h).expect("hubload histograms serialize")
 }
 
 /// Render the interval log.
@@ -25,7 +32,7 @@ pub fn render_hlog(report: &Report) -> String {
     let base_us = report
         .levels
         .iter()
-        .filter_map(|l| l.first_start_us)
+        .filter_map(|l| l.stats.first_start_us)
         .min()
         .unwrap_or(0);
     let base_s = base_us as f64 / 1e6;
@@ -42,11 +49,15 @@ pub fn render_hlog(report: &Report) -> String {
     let _ = writeln!(out, "#[BaseTime: {base_s:.3} (seconds since epoch)]");
     out.push_str("\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n");
     for l in &report.levels {
-        let (Some(h), Some(start)) = (&l.histograms, l.first_start_us) else {
+        let Some(start) = l
+            .stats
+            .first_start_us
+            .filter(|_| !l.stats.latency.is_empty())
+        else {
             continue;
         };
         let tag = level_tag(l.concurrency, l.rate);
-        let end = start + (l.span_s * 1e6).round() as u64;
+        let end = start + (l.derived.span_s * 1e6).round() as u64;
         let mut line = |tag: &str, (from, to): (u64, u64), max_us: u64, payload: &str| {
             let _ = writeln!(
                 out,
@@ -56,11 +67,27 @@ pub fn render_hlog(report: &Report) -> String {
                 max_us as f64 / 1000.0
             );
         };
-        line(&tag, (start, end), l.latency_us.max, &h.latency);
-        if let (Some(c), Some(cl)) = (&h.corrected, &l.corrected_latency_us) {
-            line(&format!("{tag}-corrected"), (start, end), cl.max, c);
+        line(
+            &tag,
+            (start, end),
+            l.derived.latency_us.max,
+            &encoded(&l.stats.latency),
+        );
+        let corrected = &l.stats.corrected;
+        if let Some(cl) = l
+            .derived
+            .corrected_latency_us
+            .as_ref()
+            .filter(|_| !corrected.is_empty())
+        {
+            line(
+                &format!("{tag}-corrected"),
+                (start, end),
+                cl.max,
+                &encoded(corrected),
+            );
         }
-        let ps = &h.per_second;
+        let ps = &l.stats.seconds;
         let Some(origin) = ps.origin_us else {
             continue;
         };
@@ -81,6 +108,7 @@ pub fn render_hlog(report: &Report) -> String {
             );
             // The timeline's exact max of the second, else the histogram's.
             let max = l
+                .stats
                 .timeline
                 .get(s)
                 .map(|b| b.max_us)

@@ -43,9 +43,14 @@ pub fn render_latency_csv(report: &Report) -> anyhow::Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(LATENCY_HEADER)?;
     for l in report.levels.iter().chain(report.total.as_ref()) {
-        w.write_record(row(&l.label, "publish", l.samples, &l.latency_us))?;
-        if let Some(c) = &l.corrected_latency_us {
-            w.write_record(row(&l.label, "corrected", l.samples, c))?;
+        w.write_record(row(
+            &l.label,
+            "publish",
+            l.derived.samples,
+            &l.derived.latency_us,
+        ))?;
+        if let Some(c) = &l.derived.corrected_latency_us {
+            w.write_record(row(&l.label, "corrected", l.derived.samples, c))?;
         }
     }
     Ok(w.into_inner()?)

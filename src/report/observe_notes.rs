@@ -28,7 +28,7 @@ pub fn notes(report: &Report) -> String {
                 "{}: {n} of {} sends started {} ms or more after their intended time \
                  (their latency counts from the intended time)\n",
                 l.label,
-                l.events.total,
+                l.derived.events.total,
                 crate::stats::LATE_SEND.as_millis()
             ));
         }

@@ -24,7 +24,7 @@ pub fn ms3(us: f64) -> String {
 
 /// Average, median, p90, p95, p99, min and max of a row, each as [`ms3`].
 pub fn latency_cells(r: &LevelReport) -> [String; 7] {
-    let l = &r.latency_us;
+    let l = &r.derived.latency_us;
     [
         ms3(l.mean),
         ms3(l.p50 as f64),

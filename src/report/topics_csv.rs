@@ -75,7 +75,7 @@ fn level_topics<'a>(
     rows.reverse();
     rows.dedup_by_key(|t| t.topic);
     let len = match rows.first() {
-        None if l.samples > 0 => 0,
+        None if l.derived.samples > 0 => 0,
         last => report.topics.len().max(last.map_or(0, |t| t.topic + 1)),
     };
     let mut rows = rows.into_iter().rev().peekable();
@@ -237,7 +237,7 @@ mod tests {
         assert!(r
             .levels
             .iter()
-            .all(|l| l.topics.is_empty() && l.samples > 0));
+            .all(|l| l.topics.is_empty() && l.derived.samples > 0));
         let csv = String::from_utf8(super::render_topics_csv(&r).unwrap()).unwrap();
         assert_eq!(csv.lines().count(), 1, "{csv}");
         let csv = String::from_utf8(super::render_tenants_csv(&r).unwrap()).unwrap();

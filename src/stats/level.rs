@@ -84,20 +84,25 @@ impl AddAssign<&TimelineBucket> for TimelineBucket {
 ///
 /// It serializes itself (a shard artifact's `levels[].stats`): counters as they are, classes
 /// and reasons by name, histograms in the HdrHistogram interchange encoding
-/// ([`hist_serde`](super::hist_serde)), topics sparsely; reading it back is exact.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// ([`hist_serde`](super::hist_serde)), topics sparsely; reading it back is exact. A level
+/// of summary.json holds it too (`levels[].stats`), without its per-topic vectors.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LevelStats {
     /// Latency of every attempt, actual start → end, µs.
     #[serde(with = "super::hist_serde")]
+    #[schemars(with = "String")]
     pub latency: Histogram,
     /// Latency of every attempt from its *intended* start (open model; equals `latency` in the closed model), µs.
     #[serde(with = "super::hist_serde")]
+    #[schemars(with = "String")]
     pub corrected: Histogram,
     /// Latency of accepted attempts only, µs.
     #[serde(with = "super::hist_serde")]
+    #[schemars(with = "String")]
     pub accepted_latency: Histogram,
     /// Latency of whole events (first attempt's start → last attempt's end, retries included), µs.
     #[serde(with = "super::hist_serde")]
+    #[schemars(with = "String")]
     pub event_latency: Histogram,
     /// Attempts per outcome class.
     pub counts: Counts,
@@ -133,11 +138,14 @@ pub struct LevelStats {
     /// Latest attempt end, µs since the Unix epoch.
     pub last_end_us: Option<u64>,
     /// Attempts per topic index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topic_attempts: Vec<u64>,
     /// Accepted attempts per topic index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topic_accepted: Vec<u64>,
     /// Outcome counts and a compact latency histogram per topic index (grown on first use).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<serde_json::Value>")]
     pub topics: Vec<TopicStats>,
     /// One bucket per second since the level started (in the engine, kept once per level by
     /// its [`SharedLevel`](super::SharedLevel), not by the stripes).
@@ -152,10 +160,12 @@ pub struct LevelStats {
     pub seconds: SecondHistograms,
     /// What the responses declared in `Server-Timing`, per metric name.
     #[serde(default, skip_serializing_if = "ServerTimingStats::is_empty")]
+    #[schemars(with = "Option<serde_json::Value>")]
     pub server_timing: ServerTimingStats,
     /// `--surge`: the quiet tenants' attempts per second since the level started (counts and
     /// a compact histogram each; empty without a surge), for the isolation verdict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<serde_json::Value>")]
     pub quiet_seconds: Vec<TopicStats>,
 }
 
@@ -300,6 +310,24 @@ impl LevelStats {
     /// Record a scheduled send that was skipped because the generator was saturated.
     pub fn record_drop(&mut self) {
         self.dropped += 1;
+    }
+
+    /// Set the per-topic statistics and the attempt and accepted counts read from them.
+    pub fn set_topics(&mut self, topics: Vec<TopicStats>) {
+        self.topic_attempts = topics.iter().map(|t| t.counts.total()).collect();
+        self.topic_accepted = topics
+            .iter()
+            .map(|t| t.counts.get(Class::Accepted))
+            .collect();
+        self.topics = topics;
+    }
+
+    /// Take the per-topic statistics out, leaving the level's own (the per-topic vectors
+    /// empty): what summary.json holds of a level, whose topics live in `topics.jsonl`.
+    pub fn take_topics(&mut self) -> Vec<TopicStats> {
+        self.topic_attempts = Vec::new();
+        self.topic_accepted = Vec::new();
+        std::mem::take(&mut self.topics)
     }
 
     /// Span from the first start to the last end, in seconds (0 when nothing was recorded).

@@ -76,13 +76,7 @@ impl SharedLevel {
     /// histograms, the per-second histograms, the timeline and the `Server-Timing`
     /// durations. Call once the workers are done.
     pub fn finish(&self, stats: &mut LevelStats) {
-        stats.topics = self.topics.snapshot();
-        stats.topic_attempts = stats.topics.iter().map(|t| t.counts.total()).collect();
-        stats.topic_accepted = stats
-            .topics
-            .iter()
-            .map(|t| t.counts.get(Class::Accepted))
-            .collect();
+        stats.set_topics(self.topics.snapshot());
         (stats.seconds, stats.timeline) = self.seconds.finish();
         if let Some(q) = &self.quiet {
             stats.quiet_seconds = q.seconds.snapshot();

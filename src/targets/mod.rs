@@ -25,7 +25,7 @@ use crate::workload::{Event, Topic};
 
 /// Outcome of a phase that touches every topic once (registration, deregistration); a
 /// shard artifact's `registration` as it serializes itself.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PhaseResult {
     /// Topics attempted.
     pub topics: u64,

@@ -293,7 +293,7 @@ pub fn bin_child(args: &[&str], cwd: &Path, stderr: std::process::Stdio) -> std:
 pub fn count(row: &hubload::report::model::LevelReport, class: &str) -> u64 {
     let class =
         hubload::result::Class::from_name(class).unwrap_or_else(|| panic!("no class {class}"));
-    row.counts.get(class)
+    row.stats.counts.get(class)
 }
 
 /// The process exited with `code`; its stderr is the failure message otherwise.

@@ -81,7 +81,10 @@ const fn group(
 impl ClassGroup {
     /// This group's count in one level (missing keys count as zero).
     pub fn count(&self, level: &LevelReport) -> u64 {
-        self.classes.iter().map(|c| level.counts.get(*c)).sum()
+        self.classes
+            .iter()
+            .map(|c| level.stats.counts.get(*c))
+            .sum()
     }
 }
 
@@ -131,29 +134,29 @@ pub fn latency(report: &Report) -> String {
     let mut max = line(
         "max",
         "#9a9a9a",
-        per_level(report, |l| ms(l.latency_us.max)),
+        per_level(report, |l| ms(l.derived.latency_us.max)),
     );
     max.dashed = true;
     let mut series = vec![
         line(
             "median",
             "#2e9d5b",
-            per_level(report, |l| ms(l.latency_us.p50)),
+            per_level(report, |l| ms(l.derived.latency_us.p50)),
         ),
         line(
             "p90",
             "#1f77b4",
-            per_level(report, |l| ms(l.latency_us.p90)),
+            per_level(report, |l| ms(l.derived.latency_us.p90)),
         ),
         line(
             "p95",
             "#f2a33a",
-            per_level(report, |l| ms(l.latency_us.p95)),
+            per_level(report, |l| ms(l.derived.latency_us.p95)),
         ),
         line(
             "p99",
             "#d62728",
-            per_level(report, |l| ms(l.latency_us.p99)),
+            per_level(report, |l| ms(l.derived.latency_us.p99)),
         ),
         max,
     ];
@@ -161,14 +164,15 @@ pub fn latency(report: &Report) -> String {
     if report
         .levels
         .iter()
-        .any(|l| l.corrected_latency_us.is_some())
+        .any(|l| l.derived.corrected_latency_us.is_some())
     {
         let points = report
             .levels
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                l.corrected_latency_us
+                l.derived
+                    .corrected_latency_us
                     .as_ref()
                     .map(|c| (i as f64, ms(c.p99)))
             })
@@ -196,10 +200,10 @@ pub fn latency(report: &Report) -> String {
 /// Throughput (attempts/s) and its accepted part against the level.
 pub fn throughput(report: &Report) -> String {
     let accepted = |l: &LevelReport| {
-        if l.samples == 0 {
+        if l.derived.samples == 0 {
             0.0
         } else {
-            l.throughput * GROUPS[0].count(l) as f64 / l.samples as f64
+            l.derived.throughput * GROUPS[0].count(l) as f64 / l.derived.samples as f64
         }
     };
     LineChart {
@@ -213,7 +217,7 @@ pub fn throughput(report: &Report) -> String {
             line(
                 "all attempts",
                 "#1f77b4",
-                per_level(report, |l| l.throughput),
+                per_level(report, |l| l.derived.throughput),
             ),
             line("accepted", "#2e9d5b", per_level(report, accepted)),
         ],
@@ -268,7 +272,7 @@ const MAX_TIMELINE_POINTS: usize = 900;
 /// Latency over the whole run: mean and max per second, the levels laid end to end
 /// with a separator where each level begins. Seconds without completions are gaps.
 pub fn timeline(report: &Report) -> String {
-    let total: usize = report.levels.iter().map(|l| l.timeline.len()).sum();
+    let total: usize = report.levels.iter().map(|l| l.stats.timeline.len()).sum();
     let width = total.div_ceil(MAX_TIMELINE_POINTS).max(1);
     let mut mean = Vec::new();
     let mut max = Vec::new();
@@ -281,7 +285,7 @@ pub fn timeline(report: &Report) -> String {
         });
         // `--web`: where the control API paused, resumed or changed the load.
         separators.extend(super::control_marks::marks(report, l, offset as f64));
-        for (i, chunk) in l.timeline.chunks(width).enumerate() {
+        for (i, chunk) in l.stats.timeline.chunks(width).enumerate() {
             let b = merge(chunk);
             // The point sits in the middle of the seconds it covers.
             let x = (offset + i * width) as f64 + chunk.len() as f64 / 2.0;
@@ -293,7 +297,7 @@ pub fn timeline(report: &Report) -> String {
                 max.push(Some((x, b.max_us as f64 / 1000.0)));
             }
         }
-        offset += l.timeline.len();
+        offset += l.stats.timeline.len();
         // Never join a line across a level boundary.
         mean.push(None);
         max.push(None);

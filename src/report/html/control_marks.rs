@@ -7,15 +7,11 @@ use crate::report::model::LevelReport;
 
 /// The marks of `level`'s changes, its second 0 drawn at `offset` on the chart's x axis.
 pub fn marks(report: &Report, level: &LevelReport, offset: f64) -> Vec<Separator> {
-    let origin_us = level
-        .histograms
-        .as_ref()
-        .and_then(|h| h.per_second.origin_us)
-        .or(level.first_start_us);
+    let origin_us = level.stats.seconds.origin_us.or(level.stats.first_start_us);
     let Some(origin_us) = origin_us else {
         return Vec::new();
     };
-    let span = level.timeline.len() as f64;
+    let span = level.stats.timeline.len() as f64;
     report
         .control
         .iter()
@@ -52,8 +48,8 @@ mod tests {
             &Default::default(),
             true,
         );
-        level.first_start_us = Some(1_000_000_000);
-        level.timeline = vec![Default::default(); 10];
+        level.stats.first_start_us = Some(1_000_000_000);
+        level.stats.timeline = vec![Default::default(); 10];
         let event = |action: &str, ms: u64, label: &str| ControlEvent {
             at: String::new(),
             at_unix_ms: ms,

@@ -67,7 +67,9 @@ pub fn latency_series(report: &Report) -> Vec<Series> {
         let mut p = series(
             format!("publish {name}"),
             color,
-            publish.map(|(i, l)| at(i, pick(&l.latency_us))).collect(),
+            publish
+                .map(|(i, l)| at(i, pick(&l.derived.latency_us)))
+                .collect(),
         );
         p.markers = true;
         let mut d = series(
@@ -136,7 +138,12 @@ pub struct BacklogData {
 pub fn backlog_data(report: &Report) -> Option<BacklogData> {
     report.levels.iter().find_map(per_second)?;
     let empty = DeliverySeconds::default();
-    let span = |l: &LevelReport| l.timeline.len().max(per_second(l).map_or(0, |s| s.len()));
+    let span = |l: &LevelReport| {
+        l.stats
+            .timeline
+            .len()
+            .max(per_second(l).map_or(0, |s| s.len()))
+    };
     let seconds: usize = report.levels.iter().map(span).sum();
     let width = seconds.div_ceil(MAX_POINTS).max(1);
     let mut d = BacklogData {
@@ -352,7 +359,9 @@ mod tests {
             let ps = &l["delivery"]["per_second"];
             let owed: Vec<u64> = ps["expected"].as_array().unwrap().iter().map(u).collect();
             let got: Vec<u64> = ps["delivered"].as_array().unwrap().iter().map(u).collect();
-            let span = owed.len().max(l["timeline"].as_array().unwrap().len());
+            let span = owed
+                .len()
+                .max(l["stats"]["timeline"].as_array().unwrap().len());
             let (mut sum_owed, mut sum_got) = (0u64, 0u64);
             for s in 0..span {
                 let x = (offset + s) as f64 + 0.5;

@@ -40,30 +40,28 @@ pub fn distribution_points(h: &Histogram, max_us: Option<u64>) -> Vec<Option<(f6
     pts
 }
 
-fn decoded(which: Option<&String>) -> Option<Histogram> {
-    which.and_then(|b64| crate::stats::from_base64(b64).ok())
-}
-
 /// The chart, or `None` when no level carries a histogram (summaries from older versions).
 pub fn distribution(report: &Report) -> Option<String> {
     let mut series = Vec::new();
     for (i, l) in report.levels.iter().enumerate() {
-        let Some(h) = &l.histograms else { continue };
-        let color = PALETTE[i % PALETTE.len()];
-        if let Some(raw) = decoded(Some(&h.latency)) {
-            series.push(Series {
-                name: l.label.clone(),
-                color,
-                points: distribution_points(&raw, Some(l.latency_us.max)),
-                markers: false,
-                dashed: false,
-            });
+        let raw = &l.stats.latency;
+        if raw.is_empty() {
+            continue;
         }
-        if let Some(c) = decoded(h.corrected.as_ref()) {
+        let color = PALETTE[i % PALETTE.len()];
+        series.push(Series {
+            name: l.label.clone(),
+            color,
+            points: distribution_points(raw, Some(l.derived.latency_us.max)),
+            markers: false,
+            dashed: false,
+        });
+        let c = &l.stats.corrected;
+        if l.derived.corrected_latency_us.is_some() && !c.is_empty() {
             series.push(Series {
                 name: format!("{} from intended start", l.label),
                 color,
-                points: distribution_points(&c, None),
+                points: distribution_points(c, None),
                 markers: false,
                 dashed: true,
             });

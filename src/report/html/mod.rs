@@ -130,11 +130,17 @@ fn wide(svg: Option<String>) -> String {
 
 fn cards(b: &mut String, report: &Report, t: &LevelReport) {
     let cards = [
-        ("Attempts", t.samples.to_string()),
-        ("Error %", fmt_error_pct(t.error_pct)),
-        ("Throughput", format!("{:.1}/s", t.throughput)),
-        ("Median", format!("{} ms", ms3(t.latency_us.p50 as f64))),
-        ("p99", format!("{} ms", ms3(t.latency_us.p99 as f64))),
+        ("Attempts", t.derived.samples.to_string()),
+        ("Error %", fmt_error_pct(t.derived.error_pct)),
+        ("Throughput", format!("{:.1}/s", t.derived.throughput)),
+        (
+            "Median",
+            format!("{} ms", ms3(t.derived.latency_us.p50 as f64)),
+        ),
+        (
+            "p99",
+            format!("{} ms", ms3(t.derived.latency_us.p99 as f64)),
+        ),
         ("Levels", report.levels.len().to_string()),
     ];
     b.push_str("<div class=\"cards\">");
@@ -167,14 +173,17 @@ fn aggregate_table(report: &Report) -> String {
     let rows: Vec<Vec<Cell>> = rows_with_total(report)
         .into_iter()
         .map(|l| {
-            let mut row = vec![Cell::text(&l.label), Cell::num(l.samples.to_string())];
+            let mut row = vec![
+                Cell::text(&l.label),
+                Cell::num(l.derived.samples.to_string()),
+            ];
             // Three significant digits (ms) where aggregate.csv has whole milliseconds.
             row.extend(latency_cells(l).map(Cell::num));
             row.extend([
-                Cell::num(fmt_error_pct(l.error_pct)),
-                Cell::num(format!("{:.1}", l.throughput)),
-                Cell::num(format!("{:.2}", l.received_kb_per_sec)),
-                Cell::num(format!("{:.2}", l.sent_kb_per_sec)),
+                Cell::num(fmt_error_pct(l.derived.error_pct)),
+                Cell::num(format!("{:.1}", l.derived.throughput)),
+                Cell::num(format!("{:.2}", l.derived.received_kb_per_sec)),
+                Cell::num(format!("{:.2}", l.derived.sent_kb_per_sec)),
             ]);
             row
         })
@@ -183,7 +192,7 @@ fn aggregate_table(report: &Report) -> String {
 }
 
 fn count(l: &LevelReport, c: Class) -> u64 {
-    l.counts.get(c)
+    l.stats.counts.get(c)
 }
 
 /// Class counts per level, with the timeout and connection-error splits and events.
@@ -204,7 +213,10 @@ fn outcome_table(report: &Report) -> String {
     let rows: Vec<Vec<Cell>> = rows_with_total(report)
         .into_iter()
         .map(|l| {
-            let mut row = vec![Cell::text(&l.label), Cell::num(l.samples.to_string())];
+            let mut row = vec![
+                Cell::text(&l.label),
+                Cell::num(l.derived.samples.to_string()),
+            ];
             row.extend(groups.iter().map(|g| Cell::num(g.count(l).to_string())));
             row.push(Cell::num(format!(
                 "{} / {} / {}",
@@ -218,9 +230,9 @@ fn outcome_table(report: &Report) -> String {
                 count(l, Class::ConnReset),
                 count(l, Class::ConnClosed)
             )));
-            row.push(Cell::num(l.events.total.to_string()));
-            row.push(Cell::num(l.events.failed.to_string()));
-            row.push(Cell::num(l.events.retries.to_string()));
+            row.push(Cell::num(l.derived.events.total.to_string()));
+            row.push(Cell::num(l.derived.events.failed.to_string()));
+            row.push(Cell::num(l.derived.events.retries.to_string()));
             row
         })
         .collect();
@@ -252,21 +264,24 @@ fn hub_rows(h: &crate::report::model::HubHost) -> Vec<(String, String)> {
 
 fn phase_rows(p: &PhaseReport) -> Vec<(String, String)> {
     let mut rows = vec![
-        ("Topics".to_string(), p.topics.to_string()),
+        ("Topics".to_string(), p.result.topics.to_string()),
         ("Accepted".to_string(), p.accepted.to_string()),
         (
             "Already registered (409)".to_string(),
-            p.already_registered.to_string(),
+            p.result.already_registered.to_string(),
         ),
         ("Failed".to_string(), p.failed.to_string()),
-        ("Duration".to_string(), format!("{:.2} s", p.duration_s)),
+        (
+            "Duration".to_string(),
+            format!("{:.2} s", p.result.duration_s),
+        ),
     ];
-    for (class, n) in &p.counts.to_map() {
+    for (class, n) in &p.result.counts.to_map() {
         if *n > 0 && class != Class::Accepted.name() {
             rows.push((format!("Class {class}"), n.to_string()));
         }
     }
-    if let Some(e) = &p.first_error {
+    if let Some(e) = &p.result.first_error {
         rows.push(("First error".to_string(), e.clone()));
     }
     rows

@@ -94,7 +94,7 @@ fn server_charts(report: &Report) -> Vec<String> {
                     }
                 }
                 points.push(None);
-                offset += l.timeline.len() as f64;
+                offset += l.stats.timeline.len() as f64;
             }
             LineChart {
                 id: format!("chart-server-{i}"),

@@ -61,7 +61,7 @@ fn sample_report_has_every_chart() {
     for l in &report.levels {
         let mut groups: Vec<&str> = Class::ALL
             .iter()
-            .filter(|c| l.counts.get(**c) > 0)
+            .filter(|c| l.stats.counts.get(**c) > 0)
             .map(|c| group_of(c.name()))
             .collect();
         groups.sort_unstable();
@@ -125,7 +125,7 @@ fn tables_have_a_row_per_level_and_total() {
     ));
     // Error % the JMeter way.
     let total = report.total.as_ref().unwrap();
-    assert!(html.contains(&format!(">{:.3}%<", total.error_pct)));
+    assert!(html.contains(&format!(">{:.3}%<", total.derived.error_pct)));
 }
 
 #[test]
@@ -206,7 +206,7 @@ fn hostile_text_is_escaped_and_nothing_is_loaded() {
 fn service_bus_classes_appear_when_counted() {
     let mut report = sample();
     assert!(!render(&report).contains(">Throttled<"));
-    report.levels[4].counts.add(Class::Throttled, 12);
+    report.levels[4].stats.counts.add(Class::Throttled, 12);
     let html = render(&report);
     let doc = parse(&html);
     let legend: Vec<&str> = by_id(&doc, "chart-outcomes")
@@ -225,9 +225,9 @@ fn open_model_adds_the_corrected_p99() {
     report.model = crate::kind::Model::Open;
     for (i, l) in report.levels.iter_mut().enumerate() {
         l.label = format!("{}/s", (i + 1) * 100);
-        let mut c = l.latency_us.clone();
+        let mut c = l.derived.latency_us.clone();
         c.p99 *= 3;
-        l.corrected_latency_us = Some(c);
+        l.derived.corrected_latency_us = Some(c);
     }
     let html = render(&report);
     let doc = parse(&html);
@@ -270,13 +270,13 @@ fn write_sample_html() {
     println!("{}", path.display());
 }
 
-/// A histogram of `n` values 1..=n µs times `scale`, in the interchange encoding.
-fn encoded(n: u64, scale: u64) -> String {
+/// A histogram of `n` values 1..=n µs times `scale`.
+fn histogram(n: u64, scale: u64) -> crate::stats::Histogram {
     let mut h = crate::stats::new_histogram();
     for v in 1..=n {
         crate::stats::record(&mut h, v * scale);
     }
-    crate::stats::to_base64(&h).unwrap()
+    h
 }
 
 #[test]
@@ -285,11 +285,7 @@ fn distribution_chart_one_line_per_level_dashed_when_corrected() {
     // The fixture predates histograms in summary.json: no distribution chart, no error.
     assert!(!render(&report).contains("chart-distribution"));
     for (i, l) in report.levels.iter_mut().enumerate() {
-        l.histograms = Some(crate::report::model::ReportHistograms {
-            latency: encoded(1000, i as u64 + 1),
-            corrected: None,
-            per_second: Default::default(),
-        });
+        l.stats.latency = histogram(1000, i as u64 + 1);
     }
     let html = render(&report);
     let doc = parse(&html);
@@ -312,8 +308,8 @@ fn distribution_chart_one_line_per_level_dashed_when_corrected() {
     }
     // Open model: a dashed line per level for the latency from the intended start.
     for l in &mut report.levels {
-        let h = l.histograms.as_mut().unwrap();
-        h.corrected = Some(encoded(1000, 7));
+        l.stats.corrected = histogram(1000, 7);
+        l.derived.corrected_latency_us = Some(l.derived.latency_us.clone());
     }
     let html = render(&report);
     let doc = parse(&html);

@@ -82,7 +82,7 @@ mod tests {
         r.levels.push(level.clone());
         assert_eq!(section(&r), "");
         for (name, p50_us) in [("broker", 2_000), ("hub", 500)] {
-            level.server_timing.insert(
+            level.derived.server_timing.insert(
                 name.into(),
                 ServerTimingReport {
                     count: 5,
@@ -92,7 +92,7 @@ mod tests {
                 },
             );
         }
-        level.accepted_latency_us.p50 = 5_000;
+        level.derived.accepted_latency_us.p50 = 5_000;
         r.levels[0] = level;
         let html = section(&r);
         assert!(html.contains("<h2>Where the time went</h2>"), "{html}");

@@ -21,7 +21,7 @@ pub type CapacityResult = crate::report::judge::verdict::CapacityResult<LevelRep
 /// Judge one probe's row: every bound, plus "at least one attempt".
 fn judge_probe(slo: &[Threshold], row: &LevelReport) -> (bool, Vec<Verdict>) {
     let mut verdicts: Vec<Verdict> = slo.iter().map(|t| check(t, row)).collect();
-    if row.samples == 0 {
+    if row.derived.samples == 0 {
         verdicts.push(Verdict {
             threshold: "samples>0".into(),
             level: row.label.clone(),

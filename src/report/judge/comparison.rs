@@ -105,13 +105,13 @@ impl Metrics {
     pub fn from_level(l: &LevelReport) -> Self {
         let ms = |us: u64| us as f64 / 1000.0;
         Metrics {
-            average_ms: l.latency_us.mean / 1000.0,
-            median_ms: ms(l.latency_us.p50),
-            p95_ms: ms(l.latency_us.p95),
-            p99_ms: ms(l.latency_us.p99),
-            error_pct: l.error_pct,
-            throughput: l.throughput,
-            samples: l.samples,
+            average_ms: l.derived.latency_us.mean / 1000.0,
+            median_ms: ms(l.derived.latency_us.p50),
+            p95_ms: ms(l.derived.latency_us.p95),
+            p99_ms: ms(l.derived.latency_us.p99),
+            error_pct: l.derived.error_pct,
+            throughput: l.derived.throughput,
+            samples: l.derived.samples,
             delivery: l.delivery.as_ref().map(DeliveryMetrics::from_report),
             tenant_fairness: Metric::TenantFairness.figure(l),
             tenant_p99_spread: Metric::TenantP99Spread.figure(l),

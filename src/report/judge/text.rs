@@ -65,7 +65,7 @@ pub fn render_capacity(r: &CapacityResult<LevelReport>) -> String {
             let _ = writeln!(
                 out,
                 "highest level meeting the SLO: {}  ({} samples, p99 {} ms, errors {:.3}%, {:.1}/s)",
-                b.label, b.samples, b.p99_ms, b.error_pct, b.throughput
+                b.label, b.derived.samples, b.derived.p99_ms, b.derived.error_pct, b.derived.throughput
             );
         }
         None => out.push_str("no level met the SLO (the first probe already broke it)\n"),

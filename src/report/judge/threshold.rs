@@ -21,23 +21,29 @@ pub fn actual(t: &Threshold, row: &LevelReport) -> f64 {
     }
     let ms = |us: u64| us as f64 / 1000.0;
     let share = |n: u64| match t.bound {
-        Bound::Percent(_) if row.samples == 0 => 0.0,
-        Bound::Percent(_) => n as f64 * 100.0 / row.samples as f64,
+        Bound::Percent(_) if row.derived.samples == 0 => 0.0,
+        Bound::Percent(_) => n as f64 * 100.0 / row.derived.samples as f64,
         _ => n as f64,
     };
     match t.metric {
-        Metric::Avg => row.latency_us.mean / 1000.0,
-        Metric::P(50) => ms(row.latency_us.p50),
-        Metric::P(90) => ms(row.latency_us.p90),
-        Metric::P(95) => ms(row.latency_us.p95),
-        Metric::P(99) => ms(row.latency_us.p99),
-        Metric::P(_) => ms(row.latency_us.p999),
-        Metric::Max => ms(row.latency_us.max),
-        Metric::Errors => share(row.samples.saturating_sub(not_errors(&row.counts))),
-        Metric::Timeouts => {
-            share(row.timeouts.connect + row.timeouts.pool_wait + row.timeouts.response)
-        }
-        Metric::Rate => row.throughput,
+        Metric::Avg => row.derived.latency_us.mean / 1000.0,
+        Metric::P(50) => ms(row.derived.latency_us.p50),
+        Metric::P(90) => ms(row.derived.latency_us.p90),
+        Metric::P(95) => ms(row.derived.latency_us.p95),
+        Metric::P(99) => ms(row.derived.latency_us.p99),
+        Metric::P(_) => ms(row.derived.latency_us.p999),
+        Metric::Max => ms(row.derived.latency_us.max),
+        Metric::Errors => share(
+            row.derived
+                .samples
+                .saturating_sub(not_errors(&row.stats.counts)),
+        ),
+        Metric::Timeouts => share(
+            row.derived.timeouts.connect
+                + row.derived.timeouts.pool_wait
+                + row.derived.timeouts.response,
+        ),
+        Metric::Rate => row.derived.throughput,
         _ => unreachable!("delivery metrics are judged above"),
     }
 }

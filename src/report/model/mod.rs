@@ -5,7 +5,9 @@
 
 pub mod build;
 pub mod delivery_report;
+pub mod derived;
 pub mod latency;
+mod level_v4;
 pub mod observations;
 mod rows;
 pub mod server_now;
@@ -18,7 +20,9 @@ pub fn never_written<T>(_: &T) -> bool {
     true
 }
 
+pub use derived::{Derived, EventSummary, TimeoutSplit};
+pub use level_v4::ReportHistograms;
 pub use rows::{
-    AddressAttempts, EmulatorTotals, EventSummary, Handshakes, HubHost, LatencyUs, LevelReport,
-    PhaseReport, RateCheck, ReportHistograms, ServiceBusInfo, TimeoutSplit, TopicReport,
+    AddressAttempts, EmulatorTotals, Handshakes, HubHost, LatencyUs, LevelReport, PhaseReport,
+    RateCheck, ServiceBusInfo, TopicReport,
 };

@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::derived::Derived;
 use crate::result::Class;
-use crate::stats::{Counts, Reasons, SecondHistograms, TimelineBucket};
+use crate::stats::{Counts, LevelStats};
 use crate::targets::PhaseResult;
 
 /// A WebSub run's view of the hub's host (`target` = "websub").
@@ -92,39 +93,25 @@ pub struct RateCheck {
     pub below_target: bool,
 }
 
-/// The outcome of a registration or deregistration phase.
+/// The outcome of a registration or deregistration phase: the phase as the target recorded
+/// it and shard artifacts carry it, and what is read off it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PhaseReport {
-    /// Topics attempted.
-    pub topics: u64,
-    /// Accepted.
+    /// Topics, per-class counts and reasons, already registered, duration, first error.
+    #[serde(flatten)]
+    pub result: PhaseResult,
+    /// Accepted (from `counts`).
     pub accepted: u64,
-    /// Register only: answered 409, already registered (fine).
-    pub already_registered: u64,
-    /// Failed (anything else).
+    /// Failed: anything but accepted or already registered.
     pub failed: u64,
-    /// Per-class counts.
-    pub counts: Counts,
-    /// Per `class.reason` (`tls_error.unknown_issuer`, ...), only reasons seen.
-    #[serde(default)]
-    pub reasons: Reasons,
-    /// Seconds.
-    pub duration_s: f64,
-    /// The first failure seen, if any.
-    pub first_error: Option<String>,
 }
 
 impl From<&PhaseResult> for PhaseReport {
     fn from(p: &PhaseResult) -> Self {
         PhaseReport {
-            topics: p.topics,
+            result: p.clone(),
             accepted: p.counts.get(Class::Accepted),
-            already_registered: p.already_registered,
             failed: p.failed(),
-            counts: p.counts,
-            reasons: p.reasons,
-            duration_s: p.duration_s,
-            first_error: p.first_error.clone(),
         }
     }
 }
@@ -191,42 +178,10 @@ mod sparse_buckets {
     }
 }
 
-/// A level's HdrHistograms in the HdrHistogram interchange encoding: V2, DEFLATE-compressed,
-/// standard base64 (the payload of an interval log line; it begins `HISTF`). Values in µs;
-/// layout: lowest 1 µs, 3 significant digits.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ReportHistograms {
-    /// Latency of every attempt, actual start → end.
-    pub latency: String,
-    /// Latency from the intended start (open model only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub corrected: Option<String>,
-    /// The same histograms per second of the level (the `latency.hlog` per-second intervals;
-    /// absent from summaries written before them).
-    #[serde(default, skip_serializing_if = "SecondHistograms::is_empty")]
-    pub per_second: SecondHistograms,
-}
-
-/// Client-side timeouts by the deadline they hit.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct TimeoutSplit {
-    pub connect: u64,
-    pub pool_wait: u64,
-    pub response: u64,
-}
-
-/// Events (one or more attempts each, with retries) as opposed to attempts.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct EventSummary {
-    pub total: u64,
-    pub succeeded: u64,
-    pub failed: u64,
-    /// Attempts beyond the first.
-    pub retries: u64,
-}
-
-/// One row of the aggregate table, plus what the JSON adds.
+/// One row of the aggregate table, plus what the JSON adds. Read through
+/// `level_v4.rs` when written before `schema_version` 5.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(remote = "Self")]
 pub struct LevelReport {
     /// Row label: the concurrency ("200"), the rate ("500/s"), or "TOTAL".
     pub label: String,
@@ -234,56 +189,20 @@ pub struct LevelReport {
     pub concurrency: Option<u64>,
     /// Target rate, events per second (open model).
     pub rate: Option<f64>,
-    /// Attempts (JMeter "# Samples").
-    pub samples: u64,
-    /// Mean latency, ms, truncated (JMeter "Average").
-    pub average_ms: u64,
-    pub median_ms: u64,
-    pub p90_ms: u64,
-    pub p95_ms: u64,
-    pub p99_ms: u64,
-    pub min_ms: u64,
-    pub max_ms: u64,
-    /// Attempts not accepted, percent.
-    pub error_pct: f64,
-    /// Attempts per second over first start → last end, less any time paused (`paused_s`).
-    pub throughput: f64,
-    /// KB (1024 B) per second received.
-    pub received_kb_per_sec: f64,
-    /// KB (1024 B) per second sent.
-    pub sent_kb_per_sec: f64,
-    /// Attempts per outcome class (every class present).
-    pub counts: Counts,
-    /// Attempts per `class.reason` for the classes that carry one (`other`, `tls_error`,
-    /// `client_error`, `stream_reset`, `protocol_error`, `goaway`, Service Bus's
-    /// `conn_closed.session_ended` and `.link_detached` and `conn_refused.proxy`, and
-    /// `timeout_response.flow_control`); only reasons seen.
+    /// What the row shows, read off `stats` ([`Derived::of`]): written beside them, read back
+    /// as written.
+    #[serde(flatten)]
+    pub derived: Derived,
+    /// The level's statistics as the workers recorded them and shard artifacts hold them,
+    /// less the per-topic vectors (those rows live in `Report::topics_file`). Rows before
+    /// `schema_version` 5 held copies of some of them instead (`counts`, `timeline`,
+    /// `histograms`, …): `stats` is rebuilt from those (`level_v4.rs`).
     #[serde(default)]
-    pub reasons: Reasons,
-    /// Timeouts split by kind.
-    pub timeouts: TimeoutSplit,
-    /// Connection errors (refused + reset + closed).
-    pub connection_errors: u64,
-    /// Attempts per non-2xx HTTP status.
-    pub status_codes: BTreeMap<String, u64>,
-    pub events: EventSummary,
-    /// Open model: sends skipped because `--max-inflight` was reached.
-    pub dropped: u64,
-    /// First start → last end, seconds.
-    pub span_s: f64,
-    /// Earliest attempt start, µs since the Unix epoch (absent from older summaries).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_start_us: Option<u64>,
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    /// Latency of all attempts from their actual start (raw), µs.
-    pub latency_us: LatencyUs,
-    /// Latency from the intended start (coordinated-omission corrected), µs. Open model only.
-    pub corrected_latency_us: Option<LatencyUs>,
-    /// Latency of accepted attempts, µs.
-    pub accepted_latency_us: LatencyUs,
-    /// Per-second buckets since the level started.
-    pub timeline: Vec<TimelineBucket>,
+    pub stats: LevelStats,
+    /// What a row before `schema_version` 5 held of `stats`; read, never written.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub(super) v4: super::level_v4::LevelV4,
     /// Per topic that saw an attempt: counts, p50/p99/max and the compact histogram. Held in
     /// memory and written to `Report::topics_file` as the level ends, never into summary.json;
     /// read from summaries written before that file (`schema_version` 1).
@@ -295,10 +214,6 @@ pub struct LevelReport {
     #[serde(skip)]
     #[schemars(skip)]
     pub topics_with_attempts: Option<usize>,
-    /// The level's latency histograms, so `hubload report` can redraw the distribution and
-    /// rewrite `latency.hlog` (absent from summaries written before they were added).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub histograms: Option<ReportHistograms>,
     /// The first failure of each class in this level (class name → status and the hub's
     /// reason, as one line). Absent from summaries written before it existed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -329,13 +244,6 @@ pub struct LevelReport {
     /// latencies say more about the generator than about the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_bound: Option<bool>,
-    /// What the responses declared in `Server-Timing`, per metric name (absent when no
-    /// response carried the header).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub server_timing: BTreeMap<String, super::server_timing::ServerTimingReport>,
-    /// `Server-Timing` metrics that could not be read, counted and skipped (absent when 0).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub server_timing_malformed: u64,
     /// Fairness between tenants (docs/fairness.md): shares, Jain's index, spreads, the worst
     /// tenants (TOTAL: over the whole run). Absent with fewer than two tenants with attempts
     /// and from older summaries.
@@ -365,4 +273,22 @@ impl LevelReport {
 /// For `skip_serializing_if`: a zero count is left out.
 pub(super) fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+impl Serialize for LevelReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        LevelReport::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for LevelReport {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut row = LevelReport::deserialize(d)?;
+        if row.v4.is_present() {
+            let v4 = std::mem::take(&mut row.v4);
+            v4.into_stats(&row.derived, &mut row.stats)
+                .map_err(serde::de::Error::custom)?;
+        }
+        Ok(row)
+    }
 }

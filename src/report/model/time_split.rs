@@ -20,16 +20,17 @@ pub struct TimeSplit {
 
 /// The split of one level row; `None` when no response declared a stage.
 pub fn time_split(row: &LevelReport) -> Option<TimeSplit> {
-    if row.server_timing.is_empty() {
+    if row.derived.server_timing.is_empty() {
         return None;
     }
     let stages: Vec<(String, u64)> = row
+        .derived
         .server_timing
         .iter()
         .map(|(n, r)| (n.clone(), r.p50_us))
         .collect();
     let declared: u64 = stages.iter().map(|(_, us)| us).sum();
-    let client = row.accepted_latency_us.p50;
+    let client = row.derived.accepted_latency_us.p50;
     Some(TimeSplit {
         stages,
         client_p50_us: client,
@@ -58,16 +59,18 @@ mod tests {
             false,
         );
         assert_eq!(time_split(&row), None);
-        row.server_timing.insert("broker".into(), stage(500));
-        row.server_timing.insert("hub".into(), stage(2_000));
-        row.accepted_latency_us.p50 = 60_000;
+        row.derived
+            .server_timing
+            .insert("broker".into(), stage(500));
+        row.derived.server_timing.insert("hub".into(), stage(2_000));
+        row.derived.accepted_latency_us.p50 = 60_000;
         let split = time_split(&row).unwrap();
         assert_eq!(
             split.stages,
             [("broker".to_string(), 500), ("hub".to_string(), 2_000)]
         );
         assert_eq!(split.rest_us, 57_500);
-        row.accepted_latency_us.p50 = 100;
+        row.derived.accepted_latency_us.p50 = 100;
         assert_eq!(time_split(&row).unwrap().rest_us, 0);
     }
 }

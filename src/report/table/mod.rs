@@ -51,7 +51,7 @@ fn extra_classes(report: &Report) -> Vec<Class> {
                 .levels
                 .iter()
                 .chain(report.total.as_ref())
-                .any(|r| r.counts.get(*c) > 0)
+                .any(|r| r.stats.counts.get(*c) > 0)
         })
         .collect()
 }
@@ -80,10 +80,10 @@ pub fn render_table(report: &Report) -> String {
         row.splice(2..9, latency_cells(r));
         row.extend(classes.iter().map(|c| class_count(r, c).to_string()));
         row.extend([
-            r.timeouts.connect.to_string(),
-            r.timeouts.pool_wait.to_string(),
-            r.timeouts.response.to_string(),
-            r.connection_errors.to_string(),
+            r.derived.timeouts.connect.to_string(),
+            r.derived.timeouts.pool_wait.to_string(),
+            r.derived.timeouts.response.to_string(),
+            r.derived.connection_errors.to_string(),
         ]);
         row.extend(
             TRAILING_CLASSES
@@ -91,21 +91,24 @@ pub fn render_table(report: &Report) -> String {
                 .map(|c| class_count(r, c).to_string()),
         );
         // The table is for eyes: fewer decimals than the CSV.
-        row[10] = format!("{:.1}", r.throughput);
+        row[10] = format!("{:.1}", r.derived.throughput);
         row[0] = crate::report::observe_notes::marked_label(&row[0], r.generator_bound);
         rows.push(row);
     }
     let mut out = align(&rows);
     if let Some(t) = &report.total {
-        if t.events.retries > 0 {
+        if t.derived.events.retries > 0 {
             let _ = writeln!(
                 out,
                 "events: {} total, {} succeeded, {} failed after retries ({} retries)",
-                t.events.total, t.events.succeeded, t.events.failed, t.events.retries
+                t.derived.events.total,
+                t.derived.events.succeeded,
+                t.derived.events.failed,
+                t.derived.events.retries
             );
         }
-        if t.dropped > 0 {
-            let _ = writeln!(out, "dropped (generator saturated): {}", t.dropped);
+        if t.stats.dropped > 0 {
+            let _ = writeln!(out, "dropped (generator saturated): {}", t.stats.dropped);
         }
     }
     out.push_str(&crate::report::observe_notes::notes(report));
@@ -164,10 +167,10 @@ mod tests {
             "topic_attempts": [], "timeline": []
         }))
         .unwrap();
-        l.latency_us.p50 = p50_us;
+        l.derived.latency_us.p50 = p50_us;
         for (k, v) in counts {
-            l.counts.add(Class::from_name(k).unwrap(), *v);
-            l.samples += v;
+            l.stats.counts.add(Class::from_name(k).unwrap(), *v);
+            l.derived.samples += v;
         }
         l
     }

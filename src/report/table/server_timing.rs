@@ -30,12 +30,12 @@ pub fn render_server_timing_table(report: &Report) -> Option<String> {
         malformed += if row.label == "TOTAL" {
             0
         } else {
-            row.server_timing_malformed
+            row.stats.server_timing.malformed
         };
         let Some(split) = time_split(row) else {
             continue;
         };
-        for (name, r) in &row.server_timing {
+        for (name, r) in &row.derived.server_timing {
             grid.push(stage_row(&row.label, name, r).into());
         }
         grid.push(vec![
@@ -75,7 +75,7 @@ mod tests {
             crate::report::model::build::level_report("4", Some(4), None, &stats, false);
         r.levels.push(level.clone());
         assert_eq!(render_server_timing_table(&r), None);
-        level.server_timing.insert(
+        level.derived.server_timing.insert(
             "hub".into(),
             ServerTimingReport {
                 count: 10,
@@ -84,8 +84,8 @@ mod tests {
                 max_us: 3_000,
             },
         );
-        level.accepted_latency_us.p50 = 900;
-        level.server_timing_malformed = 3;
+        level.derived.accepted_latency_us.p50 = 900;
+        level.stats.server_timing.malformed = 3;
         r.levels[0] = level;
         let t = render_server_timing_table(&r).unwrap();
         let lines: Vec<&str> = t.lines().collect();

@@ -15,7 +15,7 @@ use crate::report::document::Report;
 use crate::report::html::worst_topics::keep_worst;
 use crate::report::judge::{judge, what_if, CapacityResult};
 use crate::report::judge::{Scope, Threshold};
-use crate::report::model::build::level_report;
+use crate::report::model::build::{level_report, level_row, topic_rows};
 use crate::report::model::{LevelReport, PhaseReport, RateCheck};
 use crate::report::topics_csv::{headers, last_level_rows, APPENDED};
 use crate::report::writer::ReportWriter;
@@ -34,9 +34,6 @@ mod shards;
 #[derive(Debug)]
 pub struct RunRecord {
     report: Report,
-    /// Each level's statistics as measured, in the order of `report.levels` (for the what-if
-    /// table and shard artifacts), less their per-topic statistics, which topics.jsonl keeps.
-    levels: Vec<LevelStats>,
     /// Every level's statistics added (seconds and topics apart), the TOTAL row's.
     total: LevelStats,
     /// Every level's per-tenant statistics added, by tenant number: TOTAL's fairness.
@@ -101,7 +98,6 @@ impl RunRecord {
         writer.write_all(&report)?;
         Ok(RunRecord {
             report,
-            levels: Vec::new(),
             total: LevelStats::default(),
             total_tenants: BTreeMap::new(),
             writer,
@@ -142,7 +138,7 @@ impl RunRecord {
     /// With one address nothing is counted per address: it carried every attempt.
     pub fn set_hub_host(&mut self, mut host: crate::report::model::HubHost) -> anyhow::Result<()> {
         if let ([only], Some(total)) = (host.addresses.as_mut_slice(), &self.report.total) {
-            only.attempts = total.samples;
+            only.attempts = total.derived.samples;
         }
         self.report.hub = Some(host);
         self.write()
@@ -309,11 +305,13 @@ impl RunRecord {
         extra: RowExtra,
     ) -> anyhow::Result<()> {
         let mut stats = stats;
-        let mut row = level_report(label, concurrency, rate, &stats, rate.is_some());
+        let topics = stats.take_topics();
+        let mut row = level_row(label, concurrency, rate, stats, rate.is_some());
+        row.topics = topic_rows(&topics);
         row.first_failures = extra.first_failures;
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
-        let tenants = tenant_sums(stats.topics.iter().enumerate(), &self.report.topic_tenants);
+        let tenants = tenant_sums(topics.iter().enumerate(), &self.report.topic_tenants);
         row.fairness = figures(&named(
             tenants.iter().map(|(t, s)| (*t, s.clone())),
             tenant_name,
@@ -324,10 +322,10 @@ impl RunRecord {
         let level = self.report.levels.len();
         self.set_designed(&mut row.fairness, Some(level));
         row.isolation = self.surge_at(level).and_then(|(s, n)| {
-            isolation::verdict(&s, &stats.quiet_seconds).map(|v| Isolation { level: n, ..v })
+            isolation::verdict(&s, &row.stats.quiet_seconds).map(|v| Isolation { level: n, ..v })
         });
         if !extra.paused.is_zero() {
-            unpause_rates(&mut row, stats.span_secs(), extra.paused.as_secs_f64());
+            unpause_rates(&mut row, extra.paused.as_secs_f64());
         }
         // On disk before the summary.json that lists the level: nothing measured is lost.
         topics_file::append(self.dir(), self.report.levels.len(), label, &row.topics)?;
@@ -335,13 +333,12 @@ impl RunRecord {
         // tenants' sums (`total_tenants`), not its topics: no file has TOTAL's topic rows.
         // A shard keeps them until its level record is written (`shard_level_done`).
         // Freed before the reports are rewritten: 25 MB at 100,000 topics.
-        let topics = std::mem::take(&mut stats.topics);
         if self.shard.is_some() {
             self.shard_topics = topics;
         } else {
             drop(topics);
         }
-        self.total.add_all_but_seconds(&stats);
+        self.total.add_all_but_seconds(&row.stats);
         self.report.levels.push(row);
         for (name, rows) in APPENDED.iter().zip(last_level_rows(&self.report)?) {
             append_synced(&self.dir().join(name), &rows)?;
@@ -349,7 +346,6 @@ impl RunRecord {
         if let Some(l) = self.report.levels.last_mut() {
             keep_worst(l);
         }
-        self.levels.push(stats);
         let open_run = self.report.model == Model::Open;
         let mut total = level_report("TOTAL", None, None, &self.total, open_run);
         let sums = self.total_tenants.iter().map(|(t, s)| (*t, s.clone()));
@@ -357,7 +353,7 @@ impl RunRecord {
         // The levels' time paused (`--web`) is left out of TOTAL's rates as of theirs.
         let paused: f64 = self.report.levels.iter().filter_map(|l| l.paused_s).sum();
         if paused > 0.0 {
-            unpause_rates(&mut total, self.total.span_secs(), paused);
+            unpause_rates(&mut total, paused);
         }
         // TOTAL's design is one level's: the base shares, or with a surge a single level's.
         let one = self.report.levels.len() == 1;
@@ -367,9 +363,9 @@ impl RunRecord {
         }
         self.report.total = Some(total);
         self.report.verdicts = self.judged();
-        let rows = self.report.levels.iter().map(|r| r.label.clone());
+        let rows = self.report.levels.iter();
         let levels: Vec<(String, &LevelStats)> = rows
-            .zip(&self.levels)
+            .map(|r| (r.label.clone(), &r.stats))
             .chain([("TOTAL".to_string(), &self.total)])
             .collect();
         self.report.what_if = Some(what_if(
@@ -588,13 +584,7 @@ struct RowExtra {
 }
 
 /// A row's rates over its span less the time it was paused (`--web`), and that time noted.
-fn unpause_rates(row: &mut LevelReport, span: f64, paused: f64) {
+fn unpause_rates(row: &mut LevelReport, paused: f64) {
     row.paused_s = Some((paused * 1000.0).round() / 1000.0);
-    let active = span - paused;
-    if span > 0.0 && active > 0.0 {
-        let k = span / active;
-        row.throughput *= k;
-        row.received_kb_per_sec *= k;
-        row.sent_kb_per_sec *= k;
-    }
+    row.derived.unpause(paused);
 }

@@ -45,7 +45,6 @@ impl RunRecord {
         start_appended(&mut report, dir)?;
         let mut rec = RunRecord {
             report,
-            levels: Vec::new(),
             total: LevelStats::default(),
             total_tenants: BTreeMap::new(),
             writer,
@@ -190,13 +189,11 @@ impl RunRecord {
         let topics = std::mem::take(&mut self.shard_topics);
         // The capacity search's probes past the configured levels have no part: as before
         // the stream, a shard's levels are the configured ones.
-        let (Some(row), Some(stats), Some(load)) =
-            (self.report.levels.get(i), self.levels.get(i), part)
-        else {
+        let (Some(row), Some(load)) = (self.report.levels.get(i), part) else {
             return Ok(());
         };
-        let mut stats = stats.clone();
-        stats.topics = topics;
+        let mut stats = row.stats.clone();
+        stats.set_topics(topics);
         let mut l = ShardLevel::new(&row.label, load, stats);
         l.first_failures.clone_from(&row.first_failures);
         l.topic_server.clone_from(&row.topic_server);
