@@ -65,8 +65,12 @@ impl Default for SecondPart {
 impl SecondPart {
     /// Empty both, keeping their size (a second's histograms, reused, do not grow again).
     pub fn reset(&mut self) {
-        self.latency.reset();
-        self.corrected.reset();
+        // Zeroing is a pass over every count: skip it where nothing was recorded.
+        for h in [&mut self.latency, &mut self.corrected] {
+            if !h.is_empty() {
+                h.reset();
+            }
+        }
     }
 
     /// Add `other`'s values (same layout, so it cannot fail on bounds).

@@ -172,13 +172,13 @@ pub async fn sample(feed: Arc<Feed>, mut src: Sources, start: Instant, last: Can
     }
 }
 
-/// p50 and p99 of `h` in ms (one pass), or nulls when it is empty.
+/// p50 and p99 of `h` in ms, or nulls when it is empty: two of hdrhistogram's scans that sum
+/// eight counts at a time, cheaper than its one pass (`value_at_quantiles`) an index at a time.
 fn p50_p99_ms(h: &Histogram) -> [Option<f64>; 2] {
     if h.is_empty() {
         return [None, None];
     }
-    let mut q = h.value_at_quantiles([0.5, 0.99]).map(|v| v as f64 / 1000.0);
-    [q.next(), q.next()]
+    [0.5, 0.99].map(|q| Some(h.value_at_quantile(q) as f64 / 1000.0))
 }
 
 /// The record of the second that just ended, as JSON text.
