@@ -17,6 +17,8 @@
 # callgrind); PANELS=1 gives both variants the inputs of the page's
 # server-metrics and delivery panels: --server-metrics on the hub's /metrics and 2 of
 # hubload's own subscribers (their cost is in both variants; the ratio is still the page's).
+# KEEP=DIR keeps each run's callgrind file there (IR=1), to see where the page's
+# instructions go (`callgrind_annotate --inclusive=yes`; bench/README.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/hubload}
@@ -82,6 +84,7 @@ run() { # variant, round
         valgrind --tool=callgrind --callgrind-out-file="$out.cg" "$BIN" --threads 1 "${args[@]}" \
             >/dev/null 2>&1
         total_ir "$out.cg" >"$out.ir"
+        [[ -n ${KEEP:-} ]] && mkdir -p "$KEEP" && cp "$out.cg" "$KEEP/$1-$2.cg"
     else
         python3 "$WORK/rusage.py" "$out.time" "$BIN" "${args[@]}" >/dev/null 2>&1
     fi

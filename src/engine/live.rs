@@ -4,8 +4,10 @@
 //! counts and latency histogram, so the figures are exact and current, and the per-attempt
 //! path carries no live delta, no fourth histogram and no periodic flush.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub use super::stripe::SecondPart;
 use super::stripe::{Stripe, StripeCell};
 use crate::stats::{new_histogram, Counts};
 
@@ -52,6 +54,7 @@ impl LiveLevel {
     pub fn totals(&self) -> Totals {
         let live = Live {
             stripes: Mutex::new(Some(self.0.clone())),
+            seconds: AtomicBool::new(false),
         };
         live.totals()
     }
@@ -61,6 +64,9 @@ impl LiveLevel {
 #[derive(Default)]
 pub struct Live {
     stripes: Mutex<Option<Arc<[StripeCell]>>>,
+    /// A live page samples the levels: their stripes keep the part of a second since the
+    /// last [`take_second`](Self::take_second).
+    seconds: AtomicBool,
 }
 
 impl std::fmt::Debug for Live {
@@ -72,7 +78,56 @@ impl std::fmt::Debug for Live {
 impl Live {
     /// Show `stripes` (a new level) from now on; the previous level is forgotten.
     pub(crate) fn watch(&self, stripes: Arc<[StripeCell]>) {
-        *self.stripes.lock().unwrap_or_else(|e| e.into_inner()) = Some(stripes);
+        let mut g = self.stripes.lock().unwrap_or_else(|e| e.into_inner());
+        if self.seconds.load(Ordering::Acquire) {
+            keep_seconds(&stripes);
+        }
+        *g = Some(stripes);
+    }
+
+    /// From now on every level's stripes keep the part of a second the live page's sampler
+    /// takes ([`take_second`](Self::take_second)): two more histogram records per attempt,
+    /// and only with a page.
+    pub fn keep_seconds(&self) {
+        let g = self.stripes.lock().unwrap_or_else(|e| e.into_inner());
+        self.seconds.store(true, Ordering::Release);
+        if let Some(s) = g.as_ref() {
+            keep_seconds(s);
+        }
+    }
+
+    /// The level's counts so far and its attempts in flight, and in `part` what ended since
+    /// the last call (the whole level at its first; empty without
+    /// [`keep_seconds`](Self::keep_seconds)). Each stripe's histograms are swapped for
+    /// empty ones under the lock its counts are read under, so the counts' growth and `part`
+    /// are of the same attempts, and a level's parts add up to its histograms exactly.
+    /// `spare` is scratch of the same kind, kept by the caller so nothing is allocated a
+    /// second once the histograms have grown to the level's latencies.
+    pub fn take_second(&self, part: &mut SecondPart, spare: &mut SecondPart) -> (Counts, u64) {
+        part.reset();
+        let mut counts = Counts::default();
+        let mut inflight = 0;
+        let mut first = true;
+        for s in self.current().iter().flat_map(|s| s.iter()) {
+            let started = s.started();
+            let mut g = s.lock();
+            counts += &g.stats.counts;
+            inflight += started.saturating_sub(g.stats.counts.total());
+            let Some(mine) = g.second.as_mut() else {
+                continue;
+            };
+            if first {
+                // The first stripe's part becomes `part` whole, without a copy.
+                std::mem::swap(mine, part);
+                first = false;
+            } else {
+                spare.reset();
+                std::mem::swap(mine, spare);
+                drop(g);
+                part.add(spare);
+            }
+        }
+        (counts, inflight)
     }
 
     /// Counts so far and the latency quantiles 0.5, 0.9, 0.99 and 1 so far (µs): what the
@@ -150,5 +205,81 @@ impl Live {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+}
+
+/// Start keeping each stripe's part of a second (a stripe that keeps one already goes on).
+fn keep_seconds(stripes: &[StripeCell]) {
+    for s in stripes {
+        let mut g = s.lock();
+        if g.second.is_none() {
+            g.second = Some(SecondPart::default());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{Attempt, Class, Outcome};
+    use crate::stats::AttemptSpan;
+
+    /// Attempts recorded into three stripes between takes, some taken before any page kept
+    /// seconds: the parts taken add up to the level's histograms exactly, each part holds
+    /// exactly the attempts its counts grew by, and the in-flight count is started − ended.
+    #[test]
+    fn the_seconds_taken_add_up_to_the_level() {
+        let live = Live::default();
+        live.keep_seconds();
+        let stripes = super::super::stripe::stripes(3, 2, (1_000_000, 1_000_000));
+        live.watch(stripes.clone());
+        let (mut part, mut spare) = (SecondPart::default(), SecondPart::default());
+        let (mut sum, mut prev) = (SecondPart::default(), Counts::default());
+        let mut rng = hubload_rng::SplitMix64::for_event(3, 0);
+        for second in 0..6u64 {
+            let n = 50 * second;
+            for i in 0..n {
+                let us = 1 + rng.below(3_000_000);
+                let span = AttemptSpan {
+                    us,
+                    corrected_us: Some(us + rng.below(1_000)),
+                    start_unix_us: 0,
+                    end_unix_us: us,
+                    sec: second as usize,
+                };
+                let outcome = match i % 5 {
+                    0 => Outcome::Http503,
+                    _ => Outcome::Accepted,
+                };
+                let a = Attempt {
+                    outcome,
+                    ..Attempt::CANCELLED
+                };
+                let s = &stripes[(i % 3) as usize];
+                s.start();
+                s.lock().record_attempt(&span, &a, true);
+            }
+            // Two started, not ended.
+            stripes[0].start();
+            stripes[2].start();
+            let (counts, inflight) = live.take_second(&mut part, &mut spare);
+            assert_eq!(counts.total() - prev.total(), n, "second {second}");
+            assert_eq!(part.latency.len(), n);
+            assert_eq!(part.corrected.len(), n);
+            assert_eq!(inflight, 2 * (second + 1));
+            assert_eq!(
+                counts.get(Class::Http503) - prev.get(Class::Http503),
+                n.div_ceil(5)
+            );
+            sum.add(&part);
+            prev = counts;
+        }
+        let level = super::super::stripe::merged(&stripes);
+        assert_eq!(sum.latency, level.latency);
+        assert_eq!(sum.corrected, level.corrected);
+        assert_eq!(level.latency.len(), 50 * 15);
+        // Nothing more ended: an empty part.
+        live.take_second(&mut part, &mut spare);
+        assert!(part.latency.is_empty() && part.corrected.is_empty());
     }
 }

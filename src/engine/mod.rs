@@ -22,7 +22,7 @@ pub use context::{LevelContext, Slice};
 pub use control::{max_concurrency, Control, ControlEvent, LevelNow, Refused};
 pub use driver::Seqs;
 pub use level_run::{run_level, LevelRun};
-pub use live::{Live, LiveLevel, Totals};
+pub use live::{Live, LiveLevel, SecondPart, Totals};
 pub use observer::PublishObserver;
 pub use own_topics::OwnTopics;
 pub use pacer::{Arrivals, Schedule};

@@ -36,6 +36,48 @@ pub(crate) struct Stripe {
     not_whole: Histogram,
     /// Latency of the events that are not one attempt alone.
     multi: Histogram,
+    /// The attempts recorded since the live page's sampler last took them ([`Live`]'s
+    /// `take_second`); `None` without a page, and then nothing more is recorded.
+    ///
+    /// [`Live`]: super::Live
+    pub second: Option<SecondPart>,
+}
+
+/// What ended in one stretch of time (the live page's second): latency and corrected latency,
+/// µs, in the one layout, so the stretches of a level add up to its histograms exactly.
+#[derive(Debug, Clone)]
+pub struct SecondPart {
+    /// Latency from the actual start.
+    pub latency: Histogram,
+    /// Latency from the intended start (open model; empty in the closed model).
+    pub corrected: Histogram,
+}
+
+impl Default for SecondPart {
+    fn default() -> Self {
+        SecondPart {
+            latency: new_histogram(),
+            corrected: new_histogram(),
+        }
+    }
+}
+
+impl SecondPart {
+    /// Empty both, keeping their size (a second's histograms, reused, do not grow again).
+    pub fn reset(&mut self) {
+        // Zeroing is a pass over every count: skip it where nothing was recorded.
+        for h in [&mut self.latency, &mut self.corrected] {
+            if !h.is_empty() {
+                h.reset();
+            }
+        }
+    }
+
+    /// Add `other`'s values (same layout, so it cannot fail on bounds).
+    pub fn add(&mut self, other: &SecondPart) {
+        let _ = self.latency.add(&other.latency);
+        let _ = self.corrected.add(&other.corrected);
+    }
 }
 
 impl Stripe {
@@ -57,6 +99,7 @@ impl Stripe {
             failed: new_histogram(),
             not_whole: new_histogram(),
             multi: new_histogram(),
+            second: None,
         }
     }
 
@@ -64,6 +107,12 @@ impl Stripe {
     /// it (the event is then recorded with `whole_event` too, and its latency is this one's).
     pub fn record_attempt(&mut self, span: &AttemptSpan, a: &Attempt, whole_event: bool) {
         self.stats.record_span_striped(span, a);
+        if let Some(p) = &mut self.second {
+            record(&mut p.latency, span.us);
+            if let Some(c) = span.corrected_us {
+                record(&mut p.corrected, c);
+            }
+        }
         if a.outcome.class() != crate::result::Class::Accepted {
             record(&mut self.failed, span.us);
         }

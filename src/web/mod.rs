@@ -8,6 +8,7 @@ mod api;
 mod auth;
 mod delivery_feed;
 mod feed;
+mod json_out;
 mod page;
 mod state;
 
