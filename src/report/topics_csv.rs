@@ -87,9 +87,10 @@ fn level_topics<'a>(
     })
 }
 
-fn tenant_of(report: &Report, topic: usize) -> String {
-    match report.topic_tenants.get(topic) {
-        Some(Some(t)) => tenant_name(*t),
+/// A topic's tenant as `topic_tenants` has it (`None`: beyond the list) → its name.
+fn name_of(tenant: Option<Option<u32>>) -> String {
+    match tenant {
+        Some(Some(t)) => tenant_name(t),
         Some(None) => "shared".into(),
         None => String::new(),
     }
@@ -125,13 +126,19 @@ fn topic_rows(
     // levels) from one set of zero fields: a level's rows cost little beyond their bytes.
     let none = TopicStats::default();
     let zero = stat_fields(&none);
+    // A tenant's topics are next to each other: its name is made once for them.
+    let mut tenant = (None, String::new());
     for (i, s) in level_topics(report, l) {
         w.write_field(&l.label)?;
         match report.topics.get(i) {
             Some(name) => w.write_field(name.as_bytes())?,
             None => w.write_field(i.to_string())?,
         }
-        w.write_field(tenant_of(report, i))?;
+        let t = report.topic_tenants.get(i).copied();
+        if tenant.0 != Some(t) {
+            tenant = (Some(t), name_of(t));
+        }
+        w.write_field(&tenant.1)?;
         let fields = (s != none).then(|| stat_fields(&s));
         for f in fields.as_ref().unwrap_or(&zero) {
             w.write_field(f)?;
@@ -147,12 +154,19 @@ fn tenant_rows(
     report: &Report,
     l: &LevelReport,
 ) -> anyhow::Result<()> {
-    let mut by_tenant: BTreeMap<String, (u64, TopicStats)> = BTreeMap::new();
+    // Summed by tenant number, then named once per tenant (in the names' order).
+    let mut by_number: BTreeMap<Option<Option<u32>>, (u64, TopicStats)> = BTreeMap::new();
     for (i, s) in level_topics(report, l) {
-        let e = by_tenant.entry(tenant_of(report, i)).or_default();
+        let e = by_number
+            .entry(report.topic_tenants.get(i).copied())
+            .or_default();
         e.0 += 1;
         e.1 += &s;
     }
+    let by_tenant: BTreeMap<String, (u64, TopicStats)> = by_number
+        .into_iter()
+        .map(|(t, sums)| (name_of(t), sums))
+        .collect();
     for (tenant, (topics, s)) in by_tenant {
         let mut row = vec![l.label.clone(), tenant, topics.to_string()];
         row.extend(stat_fields(&s));

@@ -43,6 +43,7 @@ fn ctx(mock: MockTarget, retries: u32, shard: ShardSlot) -> Arc<LevelContext<Moc
         observer: None,
         own_topics: None,
         control: None,
+        spare_table: Default::default(),
     })
 }
 
@@ -388,6 +389,7 @@ async fn open_model_counts_the_sends_that_started_late() {
         observer: None,
         own_topics: None,
         control: None,
+        spare_table: Default::default(),
     });
     let spec = LevelSpec {
         load: Load::Open {
