@@ -100,7 +100,10 @@ fn name_of(tenant: Option<Option<u32>>) -> String {
 /// (`hubload report` writes them whole).
 pub const APPENDED: [&str; 2] = ["topics.csv", "tenants.csv"];
 
-type Rows = fn(&mut csv::Writer<Vec<u8>>, &Report, &LevelReport) -> anyhow::Result<()>;
+/// Where rows go: a buffer, or straight to the file they are appended to.
+type Out<'a> = csv::Writer<&'a mut dyn std::io::Write>;
+
+type Rows = fn(&mut Out<'_>, &Report, &LevelReport) -> anyhow::Result<()>;
 
 /// Each file's header and how one level's rows are written, in the order of [`APPENDED`].
 fn files() -> [(Vec<String>, Rows); 2] {
@@ -118,7 +121,7 @@ fn files() -> [(Vec<String>, Rows); 2] {
 
 /// One row per topic of the run (zeros for a topic without attempts).
 fn topic_rows(
-    w: &mut csv::Writer<Vec<u8>>,
+    w: &mut Out<'_>,
     report: &Report,
     l: &LevelReport,
 ) -> anyhow::Result<()> {
@@ -150,7 +153,7 @@ fn topic_rows(
 
 /// One row per tenant: the sum of its topics (histograms added).
 fn tenant_rows(
-    w: &mut csv::Writer<Vec<u8>>,
+    w: &mut Out<'_>,
     report: &Report,
     l: &LevelReport,
 ) -> anyhow::Result<()> {
@@ -182,15 +185,28 @@ fn render(
     report: &Report,
     levels: &[LevelReport],
 ) -> anyhow::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    write(file, head, report, levels, &mut buf)?;
+    Ok(buf)
+}
+
+/// [`render`] into `out`, a few KB at a time.
+fn write(
+    file: usize,
+    head: bool,
+    report: &Report,
+    levels: &[LevelReport],
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
     let (names, rows) = &files()[file];
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut w = csv::Writer::from_writer(out);
     if head {
         w.write_record(names)?;
     }
     for l in levels {
         rows(&mut w, report, l)?;
     }
-    Ok(w.into_inner()?)
+    Ok(w.flush()?)
 }
 
 /// Render `topics.csv`.
@@ -208,17 +224,17 @@ pub fn headers(report: &Report) -> anyhow::Result<[Vec<u8>; 2]> {
     Ok([render(0, true, report, &[])?, render(1, true, report, &[])?])
 }
 
-/// The rows of `report`'s last level in each [`APPENDED`] file, without the header: what a
-/// run appends as the level ends.
-pub fn last_level_rows(report: &Report) -> anyhow::Result<[Vec<u8>; 2]> {
-    let last = report.levels.len().saturating_sub(1);
-    level_rows(report, last)
-}
-
-/// The rows of level `i` of `report` in each [`APPENDED`] file, without the header.
-pub fn level_rows(report: &Report, i: usize) -> anyhow::Result<[Vec<u8>; 2]> {
+/// The rows of level `i` of `report` in [`APPENDED`] file number `file`, without the header,
+/// written into `out` as they are made (a level's topics.csv rows are 16 MB at 100,000
+/// topics): what a run appends as the level ends.
+pub fn write_level_rows(
+    report: &Report,
+    i: usize,
+    file: usize,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
     let l = report.levels.get(i..=i).unwrap_or_default();
-    Ok([render(0, false, report, l)?, render(1, false, report, l)?])
+    write(file, false, report, l, out)
 }
 
 impl Format for TopicsCsvFormat {

@@ -17,9 +17,9 @@ use crate::report::judge::{judge, what_if, CapacityResult};
 use crate::report::judge::{Scope, Threshold};
 use crate::report::model::build::level_report;
 use crate::report::model::{LevelReport, PhaseReport, RateCheck};
-use crate::report::topics_csv::{headers, last_level_rows, APPENDED};
+use crate::report::topics_csv::{headers, write_level_rows, APPENDED};
 use crate::report::writer::ReportWriter;
-use crate::report::writer::{append_synced, write_atomic};
+use crate::report::writer::{append_synced, append_synced_with, write_atomic};
 use crate::report::{fairness_csv, fairness_file, formats, topics_file, Format};
 use crate::report::{subscribers_file, topic_names};
 use crate::stats::{LevelStats, TopicStats};
@@ -343,8 +343,12 @@ impl RunRecord {
         }
         self.total.add_all_but_seconds(&stats);
         self.report.levels.push(row);
-        for (name, rows) in APPENDED.iter().zip(last_level_rows(&self.report)?) {
-            append_synced(&self.dir().join(name), &rows)?;
+        let last = self.report.levels.len() - 1;
+        for (k, name) in APPENDED.iter().enumerate() {
+            let report = &self.report;
+            append_synced_with(&self.dir().join(name), |out| {
+                write_level_rows(report, last, k, out)
+            })?;
         }
         if let Some(l) = self.report.levels.last_mut() {
             keep_worst(l);
