@@ -120,11 +120,7 @@ fn files() -> [(Vec<String>, Rows); 2] {
 }
 
 /// One row per topic of the run (zeros for a topic without attempts).
-fn topic_rows(
-    w: &mut Out<'_>,
-    report: &Report,
-    l: &LevelReport,
-) -> anyhow::Result<()> {
+fn topic_rows(w: &mut Out<'_>, report: &Report, l: &LevelReport) -> anyhow::Result<()> {
     // Field by field, and a topic without attempts (most of them, at 100,000 topics and short
     // levels) from one set of zero fields: a level's rows cost little beyond their bytes.
     let none = TopicStats::default();
@@ -152,11 +148,7 @@ fn topic_rows(
 }
 
 /// One row per tenant: the sum of its topics (histograms added).
-fn tenant_rows(
-    w: &mut Out<'_>,
-    report: &Report,
-    l: &LevelReport,
-) -> anyhow::Result<()> {
+fn tenant_rows(w: &mut Out<'_>, report: &Report, l: &LevelReport) -> anyhow::Result<()> {
     // Summed by tenant number, then named once per tenant (in the names' order).
     let mut by_number: BTreeMap<Option<Option<u32>>, (u64, TopicStats)> = BTreeMap::new();
     for (i, s) in level_topics(report, l) {
