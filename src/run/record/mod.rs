@@ -314,13 +314,11 @@ impl RunRecord {
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
         let tenants = tenant_sums(stats.topics.iter().enumerate(), &self.report.topic_tenants);
-        row.fairness = figures(&named(
-            tenants.iter().map(|(t, s)| (*t, s.clone())),
-            tenant_name,
-        ));
-        for (t, s) in tenants {
-            *self.total_tenants.entry(t).or_default() += &s;
+        for (t, s) in &tenants {
+            *self.total_tenants.entry(*t).or_default() += s;
         }
+        // Named as they are, not copied: 25,000 tenants' sums at 100,000 topics.
+        row.fairness = figures(&named(tenants, tenant_name));
         let level = self.report.levels.len();
         self.set_designed(&mut row.fairness, Some(level));
         row.isolation = self.surge_at(level).and_then(|(s, n)| {
