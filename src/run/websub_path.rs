@@ -112,8 +112,6 @@ pub(crate) struct WebSubPath<'a> {
     topics: Option<Arc<TopicServer>>,
     /// The HTTP version hub requests speak.
     wire: HubWire,
-    /// The first level's publish heads, the next levels' too (27 MB at 100,000 topics).
-    heads: std::sync::OnceLock<Arc<[Vec<u8>]>>,
     _embedded: Option<EmbeddedHub>,
 }
 
@@ -255,7 +253,6 @@ impl<'a> WebSubPath<'a> {
             phase,
             topics,
             wire,
-            heads: Default::default(),
             _embedded: embedded,
         })
     }
@@ -321,10 +318,8 @@ impl TargetPath for WebSubPath<'_> {
     fn target(&self, spec: &LevelSpec) -> WebSubTarget {
         let prefix = self.topics.as_ref().map_or("", |t| t.prefix());
         let c = client(self.cfg, pool_size(self.cfg, spec), prefix, self.wire);
-        let heads = self.heads.get().cloned();
-        let t = WebSubTarget::reusing(self.endpoint.clone(), self.workload.topics(), &c, heads)
+        let t = WebSubTarget::new(self.endpoint.clone(), self.workload.topics(), &c)
             .with_workload(self.workload.clone());
-        let _ = self.heads.set(t.publish_heads());
         match &self.topics {
             Some(ts) => t.with_topic_server(ts.clone()),
             None => t,

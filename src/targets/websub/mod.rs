@@ -69,8 +69,8 @@ pub struct WebSubTarget {
     pool: Transport,
     timeout: Duration,
     /// Per topic: the Ballerina publish request up to (not including) the `activityid`
-    /// value, or the complete websub thin ping (shared by a run's levels).
-    publish_heads: Arc<[Vec<u8>]>,
+    /// value, or the complete websub thin ping.
+    publish_heads: Vec<Vec<u8>>,
     shape: RequestShape,
     phase_concurrency: usize,
     /// The first failure of each class among the publishes.
@@ -87,17 +87,6 @@ pub struct WebSubTarget {
 impl WebSubTarget {
     /// A target for `topics` at `hub`.
     pub fn new(hub: HubEndpoint, topics: &[Topic], client: &WebSubClient) -> Self {
-        Self::reusing(hub, topics, client, None)
-    }
-
-    /// [`new`](Self::new), taking `heads` (an earlier level's [`publish_heads`](Self::publish_heads)
-    /// for the same hub, topics and client) instead of making one per topic again.
-    pub fn reusing(
-        hub: HubEndpoint,
-        topics: &[Topic],
-        client: &WebSubClient,
-        heads: Option<Arc<[Vec<u8>]>>,
-    ) -> Self {
         let pool = match client.wire {
             HubWire::Http1 => {
                 let mut pool = HttpPool::with_addrs(
@@ -141,16 +130,13 @@ impl WebSubTarget {
             topic_url_prefix: client.topic_url_prefix.clone(),
             headers: client.headers.clone(),
         };
-        let publish_heads = match heads {
-            Some(h) if h.len() == topics.len() => h,
-            _ => topics
-                .iter()
-                .map(|topic| match shape.dialect {
-                    Dialect::Ballerina => shape.publish_head(&topic.name),
-                    Dialect::Websub => shape.thin_ping(&topic.name),
-                })
-                .collect(),
-        };
+        let publish_heads = topics
+            .iter()
+            .map(|topic| match shape.dialect {
+                Dialect::Ballerina => shape.publish_head(&topic.name),
+                Dialect::Websub => shape.thin_ping(&topic.name),
+            })
+            .collect::<Vec<_>>();
         let h2 = match &pool {
             Transport::Http2(p) => Some(H2Publishes::new(p, shape.dialect, &publish_heads)),
             Transport::Http1(_) => None,
@@ -179,11 +165,6 @@ impl WebSubTarget {
     pub fn with_topic_server(mut self, server: Arc<TopicServer>) -> Self {
         self.topic_server = Some(server);
         self
-    }
-
-    /// Each topic's publish request up to its event (see [`reusing`](Self::reusing)).
-    pub fn publish_heads(&self) -> Arc<[Vec<u8>]> {
-        self.publish_heads.clone()
     }
 
     /// The connections publishes go through.
