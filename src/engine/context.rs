@@ -52,8 +52,6 @@ pub struct LevelContext<T> {
     pub own_topics: Option<super::own_topics::OwnTopics>,
     /// `--web`: the run's steering (pause, end the level, change the load); `None` without.
     pub control: Option<Arc<super::control::Control>>,
-    /// The per-topic table one level leaves zeroed for the next.
-    pub spare_table: crate::stats::SpareTable,
 }
 
 /// Which share of every level's sequence numbers this process sends: every `count`-th, from

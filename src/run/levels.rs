@@ -157,7 +157,6 @@ async fn run_spec<T: Target>(
         observer: observer(sh),
         own_topics: sh.own_topics.clone(),
         control: sh.control.clone(),
-        spare_table: sh.spare_table.clone(),
     });
     let bar = progress::LevelProgress::start(
         progress::enabled(sh.cfg.output.quiet),

@@ -147,7 +147,6 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         observers: Some(&observers),
         control,
         web: web.as_ref(),
-        spare_table: Default::default(),
     };
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();

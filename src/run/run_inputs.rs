@@ -39,8 +39,6 @@ pub(crate) struct Shared<'a> {
     pub control: Option<Arc<crate::engine::Control>>,
     /// `--web`: the live page, told of every level's row.
     pub web: Option<&'a crate::web::WebServer>,
-    /// The per-topic table each level leaves zeroed for the next.
-    pub spare_table: crate::stats::SpareTable,
 }
 
 /// Check a set-up phase (registering topics, attaching links): refuse a run that could not set

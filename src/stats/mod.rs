@@ -27,5 +27,5 @@ pub use seconds::SecondsRecorder;
 pub use server_timing_hist::ServerTimingStats;
 pub use shared::SharedLevel;
 pub use times::{AttemptNs, AttemptSpan, AttemptTimes, Stamp};
-pub use topic::{bucket_high, bucket_of, SpareTable, TopicStats, TopicTable, TOPIC_BUCKETS};
+pub use topic::{bucket_high, bucket_of, TopicStats, TopicTable, TOPIC_BUCKETS};
 pub use topic_churn::TopicChurnStats;

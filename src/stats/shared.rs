@@ -26,12 +26,11 @@ struct Quiet {
 }
 
 impl SharedLevel {
-    /// Recorders for a level whose per-topic statistics go to `topics` (zeroed) and whose
-    /// measured time starts at `level_start`, recorded into by workers on `threads` runtime
-    /// threads.
-    pub fn new(topics: TopicTable, clock: &Clock, level_start: Instant, threads: usize) -> Self {
+    /// Recorders for a level of `topics` topics whose measured time starts at `level_start`,
+    /// recorded into by workers on `threads` runtime threads.
+    pub fn new(topics: usize, clock: &Clock, level_start: Instant, threads: usize) -> Self {
         SharedLevel {
-            topics,
+            topics: TopicTable::new(topics),
             seconds: SecondsRecorder::new(clock, level_start, SecondsRecorder::slots_for(threads)),
             quiet: None,
         }
@@ -75,10 +74,9 @@ impl SharedLevel {
 
     /// Put what was recorded into `stats` (the stripes' merge): per-topic counts and
     /// histograms, the per-second histograms, the timeline and the `Server-Timing`
-    /// durations. Call once the workers are done: the per-topic table is left zeroed
-    /// ([`into_table`](Self::into_table)).
+    /// durations. Call once the workers are done.
     pub fn finish(&self, stats: &mut LevelStats) {
-        stats.topics = self.topics.take();
+        stats.topics = self.topics.snapshot();
         stats.topic_attempts = stats.topics.iter().map(|t| t.counts.total()).collect();
         stats.topic_accepted = stats
             .topics
@@ -90,10 +88,5 @@ impl SharedLevel {
             stats.quiet_seconds = q.seconds.snapshot();
         }
         stats.server_timing += &self.seconds.take_server_timing();
-    }
-
-    /// The per-topic table, zeroed once [`finish`](Self::finish) has read it: the next level's.
-    pub fn into_table(self) -> TopicTable {
-        self.topics
     }
 }

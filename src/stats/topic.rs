@@ -292,18 +292,7 @@ impl TopicTable {
     /// `u32::MAX` saturates, as [`TopicStats`] does). A topic without attempts has no bucket
     /// to read: its 200 are skipped.
     pub fn snapshot(&self) -> Vec<TopicStats> {
-        self.read(false)
-    }
-
-    /// [`snapshot`](Self::snapshot), leaving the table zeroed for another level: each cell
-    /// read non-zero is set back to 0, so the reset costs the cells used, not the table.
-    /// Call once no worker records into it.
-    pub fn take(&self) -> Vec<TopicStats> {
-        self.read(true)
-    }
-
-    fn read(&self, reset: bool) -> Vec<TopicStats> {
-        let mut carries = self.carries.lock().unwrap_or_else(|e| e.into_inner());
+        let carries = self.carries.lock().unwrap_or_else(|e| e.into_inner());
         let mut out: Vec<TopicStats> = self
             .topics
             .iter()
@@ -312,26 +301,17 @@ impl TopicTable {
                 let mut s = TopicStats::default();
                 for (a, b) in s.counts.0.iter_mut().zip(&t.counts) {
                     *a = b.load(Relaxed);
-                    if reset && *a > 0 {
-                        b.store(0, Relaxed);
-                    }
                 }
                 // Every attempt counts a class before its bucket.
                 if s.counts.total() == 0 {
                     return s;
                 }
                 s.max_us = t.max_us.load(Relaxed);
-                if reset {
-                    t.max_us.store(0, Relaxed);
-                }
                 // Bucket order, non-zero only: the sparse form's invariant.
                 for (i, b) in t.buckets.iter().enumerate() {
                     let carried = carries.get(&(topic, i)).copied().unwrap_or(0);
                     let c = u64::from(b.load(Relaxed)) + carried;
                     if c > 0 {
-                        if reset {
-                            b.store(0, Relaxed);
-                        }
                         s.buckets
                             .push((i as u8, u32::try_from(c).unwrap_or(u32::MAX)));
                     }
@@ -339,44 +319,10 @@ impl TopicTable {
                 s
             })
             .collect();
-        if reset {
-            carries.clear();
-        }
         while out.last().is_some_and(|t| t.counts.total() == 0) {
             out.pop();
         }
         out
-    }
-
-    /// Topics the table has room for.
-    pub fn len(&self) -> usize {
-        self.topics.len()
-    }
-
-    /// True for a table of no topics.
-    pub fn is_empty(&self) -> bool {
-        self.topics.is_empty()
-    }
-}
-
-/// A zeroed [`TopicTable`] kept from one level to the next of a run: 624 B a topic not
-/// allocated, written and freed again per level (62 MB at 100,000 topics).
-#[derive(Debug, Clone, Default)]
-pub struct SpareTable(std::sync::Arc<Mutex<Option<TopicTable>>>);
-
-impl SpareTable {
-    /// The kept table when it has `topics` topics, else a new one.
-    pub fn take(&self, topics: usize) -> TopicTable {
-        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match kept {
-            Some(t) if t.len() == topics => t,
-            _ => TopicTable::new(topics),
-        }
-    }
-
-    /// Keep `table` for the next level; it must be zeroed ([`TopicTable::take`] read it).
-    pub fn put(&self, table: TopicTable) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(table);
     }
 }
 
@@ -489,36 +435,6 @@ mod tests {
         let got = table.snapshot();
         assert_eq!(got[1].bucket(bucket_of(1_000)), 300_000);
         assert_eq!(got, plain);
-    }
-
-    #[test]
-    fn a_taken_table_is_zeroed_for_the_next_level_carries_and_max_included() {
-        // Level 1: 70,000 attempts in one bucket of topic 2 (one carry) and a slow one on
-        // topic 0. `take` reads them as `snapshot` does and leaves nothing behind.
-        let spare = SpareTable::default();
-        let table = spare.take(4);
-        for _ in 0..70_000 {
-            table.record(2, Class::Accepted, 1_000);
-        }
-        table.record(0, Class::ALL[1], 9_000_000);
-        let mut first = vec![TopicStats::default(); 3];
-        for _ in 0..70_000 {
-            first[2].record(Class::Accepted, 1_000);
-        }
-        first[0].record(Class::ALL[1], 9_000_000);
-        assert_eq!(table.snapshot(), first);
-        assert_eq!(table.take(), first);
-        assert_eq!(table.snapshot(), Vec::<TopicStats>::new());
-        // Level 2 on the kept table: only its own attempts, no max or carry of level 1's.
-        spare.put(table);
-        let table = spare.take(4);
-        table.record(1, Class::Accepted, 50);
-        let mut second = vec![TopicStats::default(); 2];
-        second[1].record(Class::Accepted, 50);
-        assert_eq!(table.take(), second);
-        // A level of another size gets a table of its size.
-        spare.put(table);
-        assert_eq!(spare.take(6).len(), 6);
     }
 
     #[test]

@@ -150,8 +150,7 @@ pub async fn run_level<T: Target>(
     let corrected_us = if ctx.open_model { high_us } else { 0 };
     let stripes = stripes(workers, threads, (high_us, corrected_us));
     let topics = ctx.workload.topics().len();
-    let table = ctx.spare_table.take(topics);
-    let mut shared = SharedLevel::new(table, &ctx.clock, measured_start.into_std(), threads);
+    let mut shared = SharedLevel::new(topics, &ctx.clock, measured_start.into_std(), threads);
     if surge_from.is_some() {
         // The quiet tenants' seconds, for the isolation verdict: the level's and the tail of
         // attempts still in flight at its end (in the last second).
@@ -197,10 +196,6 @@ pub async fn run_level<T: Target>(
     }
     stats += &merged(&stripes);
     shared.finish(&mut stats);
-    // Every worker is done: the table is the level's alone, zeroed, and the next one's.
-    if let Ok(shared) = Arc::try_unwrap(shared) {
-        ctx.spare_table.put(shared.into_table());
-    }
     LevelRun {
         stats,
         scheduled,

@@ -43,7 +43,6 @@ fn ctx(mock: MockTarget, retries: u32, shard: ShardSlot) -> Arc<LevelContext<Moc
         observer: None,
         own_topics: None,
         control: None,
-        spare_table: Default::default(),
     })
 }
 
@@ -389,7 +388,6 @@ async fn open_model_counts_the_sends_that_started_late() {
         observer: None,
         own_topics: None,
         control: None,
-        spare_table: Default::default(),
     });
     let spec = LevelSpec {
         load: Load::Open {
