@@ -111,10 +111,12 @@ async fn summary_json_does_not_grow_with_the_topics() {
     assert!(ours.len() > 1000, "{} topics with attempts", ours.len());
 }
 
-/// SIGINT once summary.json lists two of three levels: at every moment the run wrote,
+/// SIGINT once summary.json lists two of three levels, at 4,000 topics (1,000 tenants × 4
+/// channels; most topics without an attempt in a level): at every moment the run wrote,
 /// topics.jsonl had a line for each level summary.json listed; after the signal both list the
-/// same levels, each level's topic rows add up to its row's counts, and all of them to the
-/// hub's own per-topic counts.
+/// same levels, each level's topic rows add up to its row's counts (so no level's table kept
+/// an earlier level's attempts), all of them to the hub's own per-topic counts, and the
+/// appended topics.csv and tenants.csv are what `hubload report` writes from them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_after_two_levels_loses_no_levels_topics() {
     let _turn = SERIAL.lock().await;
@@ -126,7 +128,7 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
             "--hub-url",
             &hub.url,
             "--tenants",
-            "25",
+            "1000",
             "--plan",
             "1,1s;2,1s;3,60s",
             "--out",
@@ -234,10 +236,12 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
         .iter()
         .map(|f| std::fs::read_to_string(out.join(f)).unwrap())
         .collect();
+    assert_eq!(r.topics.len(), 4_000);
     assert_eq!(
         appended[0].lines().count(),
         1 + r.levels.len() * r.topics.len()
     );
+    assert_eq!(appended[1].lines().count(), 1 + r.levels.len() * 1_000);
     let o = bin(&["report", "summary.json"], &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for (f, a) in ["topics.csv", "tenants.csv", "fairness.csv"]

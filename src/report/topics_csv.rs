@@ -87,9 +87,10 @@ fn level_topics<'a>(
     })
 }
 
-fn tenant_of(report: &Report, topic: usize) -> String {
-    match report.topic_tenants.get(topic) {
-        Some(Some(t)) => tenant_name(*t),
+/// A topic's tenant as `topic_tenants` has it (`None`: beyond the list) → its name.
+fn name_of(tenant: Option<Option<u32>>) -> String {
+    match tenant {
+        Some(Some(t)) => tenant_name(t),
         Some(None) => "shared".into(),
         None => String::new(),
     }
@@ -99,7 +100,10 @@ fn tenant_of(report: &Report, topic: usize) -> String {
 /// (`hubload report` writes them whole).
 pub const APPENDED: [&str; 2] = ["topics.csv", "tenants.csv"];
 
-type Rows = fn(&mut csv::Writer<Vec<u8>>, &Report, &LevelReport) -> anyhow::Result<()>;
+/// Where rows go: a buffer, or straight to the file they are appended to.
+type Out<'a> = csv::Writer<&'a mut dyn std::io::Write>;
+
+type Rows = fn(&mut Out<'_>, &Report, &LevelReport) -> anyhow::Result<()>;
 
 /// Each file's header and how one level's rows are written, in the order of [`APPENDED`].
 fn files() -> [(Vec<String>, Rows); 2] {
@@ -116,22 +120,24 @@ fn files() -> [(Vec<String>, Rows); 2] {
 }
 
 /// One row per topic of the run (zeros for a topic without attempts).
-fn topic_rows(
-    w: &mut csv::Writer<Vec<u8>>,
-    report: &Report,
-    l: &LevelReport,
-) -> anyhow::Result<()> {
+fn topic_rows(w: &mut Out<'_>, report: &Report, l: &LevelReport) -> anyhow::Result<()> {
     // Field by field, and a topic without attempts (most of them, at 100,000 topics and short
     // levels) from one set of zero fields: a level's rows cost little beyond their bytes.
     let none = TopicStats::default();
     let zero = stat_fields(&none);
+    // A tenant's topics are next to each other: its name is made once for them.
+    let mut tenant = (None, String::new());
     for (i, s) in level_topics(report, l) {
         w.write_field(&l.label)?;
         match report.topics.get(i) {
             Some(name) => w.write_field(name.as_bytes())?,
             None => w.write_field(i.to_string())?,
         }
-        w.write_field(tenant_of(report, i))?;
+        let t = report.topic_tenants.get(i).copied();
+        if tenant.0 != Some(t) {
+            tenant = (Some(t), name_of(t));
+        }
+        w.write_field(&tenant.1)?;
         let fields = (s != none).then(|| stat_fields(&s));
         for f in fields.as_ref().unwrap_or(&zero) {
             w.write_field(f)?;
@@ -142,17 +148,20 @@ fn topic_rows(
 }
 
 /// One row per tenant: the sum of its topics (histograms added).
-fn tenant_rows(
-    w: &mut csv::Writer<Vec<u8>>,
-    report: &Report,
-    l: &LevelReport,
-) -> anyhow::Result<()> {
-    let mut by_tenant: BTreeMap<String, (u64, TopicStats)> = BTreeMap::new();
+fn tenant_rows(w: &mut Out<'_>, report: &Report, l: &LevelReport) -> anyhow::Result<()> {
+    // Summed by tenant number, then named once per tenant (in the names' order).
+    let mut by_number: BTreeMap<Option<Option<u32>>, (u64, TopicStats)> = BTreeMap::new();
     for (i, s) in level_topics(report, l) {
-        let e = by_tenant.entry(tenant_of(report, i)).or_default();
+        let e = by_number
+            .entry(report.topic_tenants.get(i).copied())
+            .or_default();
         e.0 += 1;
         e.1 += &s;
     }
+    let by_tenant: BTreeMap<String, (u64, TopicStats)> = by_number
+        .into_iter()
+        .map(|(t, sums)| (name_of(t), sums))
+        .collect();
     for (tenant, (topics, s)) in by_tenant {
         let mut row = vec![l.label.clone(), tenant, topics.to_string()];
         row.extend(stat_fields(&s));
@@ -168,15 +177,28 @@ fn render(
     report: &Report,
     levels: &[LevelReport],
 ) -> anyhow::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    write(file, head, report, levels, &mut buf)?;
+    Ok(buf)
+}
+
+/// [`render`] into `out`, a few KB at a time.
+fn write(
+    file: usize,
+    head: bool,
+    report: &Report,
+    levels: &[LevelReport],
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
     let (names, rows) = &files()[file];
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut w = csv::Writer::from_writer(out);
     if head {
         w.write_record(names)?;
     }
     for l in levels {
         rows(&mut w, report, l)?;
     }
-    Ok(w.into_inner()?)
+    Ok(w.flush()?)
 }
 
 /// Render `topics.csv`.
@@ -194,17 +216,17 @@ pub fn headers(report: &Report) -> anyhow::Result<[Vec<u8>; 2]> {
     Ok([render(0, true, report, &[])?, render(1, true, report, &[])?])
 }
 
-/// The rows of `report`'s last level in each [`APPENDED`] file, without the header: what a
-/// run appends as the level ends.
-pub fn last_level_rows(report: &Report) -> anyhow::Result<[Vec<u8>; 2]> {
-    let last = report.levels.len().saturating_sub(1);
-    level_rows(report, last)
-}
-
-/// The rows of level `i` of `report` in each [`APPENDED`] file, without the header.
-pub fn level_rows(report: &Report, i: usize) -> anyhow::Result<[Vec<u8>; 2]> {
+/// The rows of level `i` of `report` in [`APPENDED`] file number `file`, without the header,
+/// written into `out` as they are made (a level's topics.csv rows are 16 MB at 100,000
+/// topics): what a run appends as the level ends.
+pub fn write_level_rows(
+    report: &Report,
+    i: usize,
+    file: usize,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
     let l = report.levels.get(i..=i).unwrap_or_default();
-    Ok([render(0, false, report, l)?, render(1, false, report, l)?])
+    write(file, false, report, l, out)
 }
 
 impl Format for TopicsCsvFormat {

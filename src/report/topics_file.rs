@@ -10,7 +10,7 @@ use std::io::Write;
 
 use super::html::worst_topics::keep_worst;
 use super::level_lines;
-use super::topics_csv::{headers, level_rows, APPENDED};
+use super::topics_csv::{headers, write_level_rows, APPENDED};
 use super::writer::write_atomic_with;
 use crate::report::document::Report;
 use crate::report::model::TopicReport;
@@ -72,7 +72,7 @@ pub fn write_appended(report: &mut Report, summary: &Path, dir: &Path) -> anyhow
                     return Ok(());
                 }
                 report.levels[l.level].topics = l.topics;
-                out.write_all(&level_rows(report, l.level)?[k])?;
+                write_level_rows(report, l.level, k, out)?;
                 keep_worst(&mut report.levels[l.level]);
                 Ok(())
             })

@@ -82,13 +82,21 @@ pub fn wait_for_writes(limit: std::time::Duration) -> bool {
 /// Append `bytes` to `path` (created if missing) in one write, and sync it: after a crash the
 /// file ends with them whole or cut short, never with them in pieces between other writes.
 pub fn append_synced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    append_synced_with(path, |f| Ok(f.write_all(bytes)?))
+}
+
+/// [`append_synced`] of what `write` writes, as it writes it (rows too many to hold first).
+pub fn append_synced_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .open(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    f.write_all(bytes)
-        .and_then(|()| f.sync_data())
+    write(&mut f)
+        .and_then(|()| Ok(f.sync_data()?))
         .with_context(|| format!("cannot write {}", path.display()))
 }
 

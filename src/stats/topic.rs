@@ -289,7 +289,8 @@ impl TopicTable {
     }
 
     /// The table as plain [`TopicStats`], up to the last topic with an attempt (a bucket past
-    /// `u32::MAX` saturates, as [`TopicStats`] does).
+    /// `u32::MAX` saturates, as [`TopicStats`] does). A topic without attempts has no bucket
+    /// to read: its 200 are skipped.
     pub fn snapshot(&self) -> Vec<TopicStats> {
         let carries = self.carries.lock().unwrap_or_else(|e| e.into_inner());
         let mut out: Vec<TopicStats> = self
@@ -297,13 +298,15 @@ impl TopicTable {
             .iter()
             .enumerate()
             .map(|(topic, t)| {
-                let mut s = TopicStats {
-                    max_us: t.max_us.load(Relaxed),
-                    ..TopicStats::default()
-                };
+                let mut s = TopicStats::default();
                 for (a, b) in s.counts.0.iter_mut().zip(&t.counts) {
                     *a = b.load(Relaxed);
                 }
+                // Every attempt counts a class before its bucket.
+                if s.counts.total() == 0 {
+                    return s;
+                }
+                s.max_us = t.max_us.load(Relaxed);
                 // Bucket order, non-zero only: the sparse form's invariant.
                 for (i, b) in t.buckets.iter().enumerate() {
                     let carried = carries.get(&(topic, i)).copied().unwrap_or(0);
