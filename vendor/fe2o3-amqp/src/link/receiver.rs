@@ -737,7 +737,11 @@ impl ReceiverDisposer {
         }
 
         let prev = self.processed.fetch_add(1, Ordering::Release);
-        self.refresh_credit_if_needed(prev + 1).await
+        // hubload patch (PATCHED.md): the disposition is out. A credit refresh that finds the
+        // session stopped does not unsend it, so it is not this disposition's error (the
+        // link's next receive sees the session's end).
+        let _ = self.refresh_credit_if_needed(prev + 1).await;
+        Ok(())
     }
 
     async fn refresh_credit_if_needed(&self, processed: u32) -> Result<(), DispositionError> {
