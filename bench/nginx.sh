@@ -11,6 +11,8 @@
 #   the body accepts TCP connections (5 s at most).
 # free_port
 #   prints a free TCP port on 127.0.0.1.
+# hub_start BIN LOG
+#   a standalone `BIN hub` on a free 127.0.0.1 port, its output to LOG; sets PORT and HUB_PID.
 # tls_cert DIR
 #   a throw-away CA (DIR/ca.pem) and a leaf for localhost and 127.0.0.1 signed by it
 #   (DIR/leaf.pem, DIR/leaf.key), P-256, valid 2 days, made with openssl.
@@ -84,6 +86,18 @@ capture_publish() {
 cpu_us() { awk -v t="$TCK" '{print int(($14 + $15) * 1000000 / t)}' "/proc/$1/stat"; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# hub_start BIN LOG: a standalone reference hub (`BIN hub`) on a free 127.0.0.1 port, its output
+# to LOG; sets PORT and HUB_PID and waits (5 s at most) until it accepts TCP connections.
+hub_start() {
+    PORT=$(free_port)
+    "$1" hub --listen "127.0.0.1:$PORT" >"$2" 2>&1 &
+    HUB_PID=$!
+    for _ in $(seq 100); do
+        (echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
+        sleep 0.05
+    done
+}
 
 # shellcheck disable=SC2034 # used by the scripts that source this file
 HUB_ACCEPT='location /hub {

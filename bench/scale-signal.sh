@@ -29,14 +29,8 @@ cleanup() {
 }
 trap cleanup EXIT
 # shellcheck source=bench/nginx.sh
-source "$ROOT/bench/nginx.sh" # free_port
-PORT=$(free_port)
-"$BIN" hub --listen "127.0.0.1:$PORT" >"$WORK/hub.log" 2>&1 &
-HUB_PID=$!
-for _ in $(seq 100); do
-    (echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
-    sleep 0.05
-done
+source "$ROOT/bench/nginx.sh" # hub_start
+hub_start "$BIN" "$WORK/hub.log"
 out=$WORK/run
 c=$CONCURRENCY
 plan="$c,$DURATION;$((c + 10)),$DURATION;$((c + 20)),600s"

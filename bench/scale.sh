@@ -33,14 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 # shellcheck source=bench/nginx.sh
-source "$ROOT/bench/nginx.sh" # free_port
-PORT=$(free_port)
-"$BIN" hub --listen "127.0.0.1:$PORT" >"$WORK/hub.log" 2>&1 &
-HUB_PID=$!
-for _ in $(seq 100); do
-    (echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
-    sleep 0.05
-done
+source "$ROOT/bench/nginx.sh" # hub_start
+hub_start "$BIN" "$WORK/hub.log"
 LEVEL_LIST=$(seq -s, "$CONCURRENCY" "$CONCURRENCY" $((CONCURRENCY * LEVELS)))
 
 # peak RSS (MB) and wall time (s) from a /usr/bin/time -v log
