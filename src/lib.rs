@@ -25,6 +25,11 @@ pub mod topic_server;
 pub mod web;
 pub mod workload;
 
+/// The deadline tests' bound (`tests/support/lateness.rs`), shared with the unit tests.
+#[cfg(test)]
+#[path = "../tests/support/lateness.rs"]
+pub(crate) mod test_lateness;
+
 pub use run::RunOutcome;
 
 /// Run a load test from parsed run arguments, as `hubload [FLAGS]` does but printing nothing:

@@ -11,53 +11,12 @@ use hubload::result::Reason;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
+use crate::support::lateness::{Lateness, MARGIN};
+
 /// The attempts' timeout in these tests (short, so the suite stays fast).
 const TIMEOUT_MS: u64 = 400;
-/// How far past its timeout an attempt may end: the timer's wake-up on a busy machine, plus
-/// however late this machine woke a sleeping thread during the same run ([`Lateness`]).
-const MARGIN_MS: u64 = 120;
 /// The pause between two trickled bytes.
 const DRIP: Duration = Duration::from_millis(20);
-
-/// How late this machine wakes a sleeping thread, watched for as long as it lives: a thread
-/// that sleeps 5 ms at a time and keeps the worst overshoot. A deadline is judged against its
-/// timeout plus [`MARGIN_MS`] plus that: on a machine so busy that any thread wakes 100 ms late,
-/// hubload's timers do too, and that is the machine, not a deadline missed. A deadline broken
-/// by hubload (a peer holding an attempt past its timeout) is late by far more than the
-/// machine's wake-ups, and still fails.
-pub struct Lateness {
-    worst_us: Arc<AtomicU64>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Lateness {
-    pub fn watch() -> Lateness {
-        let worst_us = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (worst, done) = (worst_us.clone(), stop.clone());
-        std::thread::spawn(move || {
-            const NAP: Duration = Duration::from_millis(5);
-            while !done.load(Ordering::Relaxed) {
-                let before = Instant::now();
-                std::thread::sleep(NAP);
-                let over = before.elapsed().saturating_sub(NAP);
-                worst.fetch_max(over.as_micros() as u64, Ordering::Relaxed);
-            }
-        });
-        Lateness { worst_us, stop }
-    }
-
-    /// The worst overshoot so far.
-    pub fn worst(&self) -> Duration {
-        Duration::from_micros(self.worst_us.load(Ordering::Relaxed))
-    }
-}
-
-impl Drop for Lateness {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
 
 /// One way of misbehaving; each server does it to every request it reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,7 +290,7 @@ fn assert_on_time(kind: Hostile, concurrency: u64, requests: u64, e: &Ended) {
         assert_eq!(e.timeouts, requests, "{why}");
         assert!(e.min_us >= TIMEOUT_MS * 1000, "ended early: {why}");
     }
-    let margin_us = MARGIN_MS * 1000 + e.late_us;
+    let margin_us = MARGIN.as_micros() as u64 + e.late_us;
     assert!(
         e.max_us <= TIMEOUT_MS * 1000 + margin_us,
         "ended late: {why}"
@@ -409,7 +368,7 @@ async fn registration_ends_at_its_timeout_under_a_trickled_head() {
     // each connection closed by hubload one timeout after its request (timed by the server).
     assert_eq!(server.heads(), 4);
     let lived = server.lifetimes_of(4).await;
-    let late = PHASE_TIMEOUT + Duration::from_millis(MARGIN_MS) + lateness.worst();
+    let late = lateness.bound(PHASE_TIMEOUT);
     assert!(
         lived.iter().all(|t| *t <= late),
         "{lived:?}, machine's worst wake-up {:?}",

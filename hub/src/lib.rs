@@ -34,6 +34,10 @@ mod sign;
 mod state;
 mod stats;
 mod subscribe;
+/// The deadline tests' bound (`tests/support/lateness.rs`), shared with the unit tests.
+#[cfg(test)]
+#[path = "../../tests/support/lateness.rs"]
+mod test_lateness;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tls;

@@ -11,6 +11,9 @@ mod emulator_cli;
 mod faults;
 mod framing;
 mod hostile;
+// The deadline tests' bound, shared with hubload's tests.
+#[path = "../../tests/support/lateness.rs"]
+mod lateness;
 mod limits;
 mod memory;
 mod oneshot;

@@ -8,6 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::{TopicServer, TopicServerConfig};
 use crate::serve::misbehave_tests::{assert_on_time, many, settled, slow_readers, Misbehaviour};
 use crate::serve::{End, ServerCounts, ServerDeadlines};
+use crate::test_lateness::Lateness;
 use crate::workload::{Distribution, TopicLayout, Workload, WorkloadConfig};
 
 pub(super) const LIMITS: ServerDeadlines = ServerDeadlines {
@@ -85,6 +86,7 @@ pub(super) async fn serve_with_a_good_client(
 async fn every_wait_ends_at_its_deadline_and_fetches_still_count() {
     let w = workload(EVENT_BYTES);
     for n in [1, 16] {
+        let lateness = Lateness::watch();
         const GOOD: u64 = 40;
         let (ts, other, good) = serve_with_a_good_client(&w, EVENT_BYTES, GOOD).await;
         let addr = ts.local_addr();
@@ -94,9 +96,14 @@ async fn every_wait_ends_at_its_deadline_and_fetches_still_count() {
             "x".repeat(100)
         );
         let took = many(addr, Misbehaviour::NeverSends, n, b"", 0).await;
-        assert_on_time(&took, LIMITS.idle, &format!("never sends, {n}"));
+        assert_on_time(&took, LIMITS.idle, &lateness, &format!("never sends, {n}"));
         let took = many(addr, Misbehaviour::TrickledHead, n, head.as_bytes(), 0).await;
-        assert_on_time(&took, LIMITS.exchange, &format!("trickled head, {n}"));
+        assert_on_time(
+            &took,
+            LIMITS.exchange,
+            &lateness,
+            &format!("trickled head, {n}"),
+        );
         let body_at = with_body.len() - 100;
         let took = many(
             addr,
@@ -106,11 +113,21 @@ async fn every_wait_ends_at_its_deadline_and_fetches_still_count() {
             body_at,
         )
         .await;
-        assert_on_time(&took, LIMITS.exchange, &format!("trickled body, {n}"));
+        assert_on_time(
+            &took,
+            LIMITS.exchange,
+            &lateness,
+            &format!("trickled body, {n}"),
+        );
         // A fetch of a 64 kB event, its answer read slowly.
         let ended = slow_readers(ts.shared.clone(), LIMITS, n, head.as_bytes()).await;
         let took: Vec<_> = ended.iter().map(|(t, _, read)| (*t, *read)).collect();
-        assert_on_time(&took, LIMITS.exchange, &format!("slow reader, {n}"));
+        assert_on_time(
+            &took,
+            LIMITS.exchange,
+            &lateness,
+            &format!("slow reader, {n}"),
+        );
         assert!(
             ended
                 .iter()

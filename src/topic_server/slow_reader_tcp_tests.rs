@@ -13,6 +13,7 @@ use tokio::net::TcpSocket;
 use super::misbehaving_fetcher_tests::{serve_with_a_good_client, workload, LIMITS};
 use crate::serve::misbehave_tests::{assert_on_time, settled};
 use crate::serve::ServerCounts;
+use crate::test_lateness::Lateness;
 
 /// Events of 128 KB: over three times what a slow reader's connection holds.
 const EVENT_BYTES: usize = 128 * 1024;
@@ -41,6 +42,7 @@ async fn never_reads(addr: std::net::SocketAddr, request: &[u8]) -> (Duration, s
 async fn a_reader_that_never_reads_is_reset_at_the_exchange_deadline_over_tcp() {
     let w = workload(EVENT_BYTES);
     for n in [1usize, 16] {
+        let lateness = Lateness::watch();
         // A hub that behaves fetches topic 0 while the slow readers wait; they ask for topic 1.
         const GOOD: u64 = 20;
         let (ts, path1, good) = serve_with_a_good_client(&w, EVENT_BYTES, GOOD).await;
@@ -60,7 +62,12 @@ async fn a_reader_that_never_reads_is_reset_at_the_exchange_deadline_over_tcp() 
             assert!(matches!(e.kind(), ConnectionReset | BrokenPipe), "{n}: {e}");
             took.push((t, 0));
         }
-        assert_on_time(&took, LIMITS.exchange, &format!("never reads, {n}, TCP"));
+        assert_on_time(
+            &took,
+            LIMITS.exchange,
+            &lateness,
+            &format!("never reads, {n}, TCP"),
+        );
         assert_eq!(
             good.await.unwrap(),
             GOOD,

@@ -8,6 +8,7 @@ use super::tests::{event, fleet_with, post};
 use crate::serve::misbehave_tests::{assert_on_time, many, settled, slow_readers, Misbehaviour};
 use crate::serve::{End, ServerCounts, ServerDeadlines};
 use crate::subscriber::fleet_shared::Intent;
+use crate::test_lateness::Lateness;
 
 const LIMITS: ServerDeadlines = ServerDeadlines {
     idle: Duration::from_millis(250),
@@ -18,6 +19,7 @@ const LIMITS: ServerDeadlines = ServerDeadlines {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_wait_ends_at_its_deadline_and_deliveries_still_count() {
     for n in [1, 16] {
+        let lateness = Lateness::watch();
         let (fleet, w) = fleet_with(LIMITS).await;
         let addr = fleet.local_addr();
         // A hub that behaves: deliveries 20 ms apart, all along, each on its own connection
@@ -41,11 +43,21 @@ async fn every_wait_ends_at_its_deadline_and_deliveries_still_count() {
         let delivery = post("", &event(&fleet, &w, GOOD));
         let body_at = delivery.len() - event(&fleet, &w, GOOD).len();
         let took = many(addr, Misbehaviour::NeverSends, n, b"", 0).await;
-        assert_on_time(&took, LIMITS.idle, &format!("never sends, {n}"));
+        assert_on_time(&took, LIMITS.idle, &lateness, &format!("never sends, {n}"));
         let took = many(addr, Misbehaviour::TrickledHead, n, &delivery, 0).await;
-        assert_on_time(&took, LIMITS.exchange, &format!("trickled head, {n}"));
+        assert_on_time(
+            &took,
+            LIMITS.exchange,
+            &lateness,
+            &format!("trickled head, {n}"),
+        );
         let took = many(addr, Misbehaviour::TrickledBody, n, &delivery, body_at).await;
-        assert_on_time(&took, LIMITS.exchange, &format!("trickled body, {n}"));
+        assert_on_time(
+            &took,
+            LIMITS.exchange,
+            &lateness,
+            &format!("trickled body, {n}"),
+        );
         // A verification echoing an 8 kB challenge, its answer read slowly.
         fleet.shared.subs[0].set_intent(Intent::Subscribing);
         let verify = format!(
@@ -54,7 +66,12 @@ async fn every_wait_ends_at_its_deadline_and_deliveries_still_count() {
         );
         let ended = slow_readers(fleet.shared.clone(), LIMITS, n, verify.as_bytes()).await;
         let took: Vec<_> = ended.iter().map(|(t, _, read)| (*t, *read)).collect();
-        assert_on_time(&took, LIMITS.exchange, &format!("slow reader, {n}"));
+        assert_on_time(
+            &took,
+            LIMITS.exchange,
+            &lateness,
+            &format!("slow reader, {n}"),
+        );
         assert!(
             ended
                 .iter()
