@@ -374,7 +374,13 @@ async fn registration_ends_at_its_timeout_under_a_trickled_head() {
         "{lived:?}, machine's worst wake-up {:?}",
         lateness.worst()
     );
-    // Not before either (less the few µs between the client's start and the server's read).
-    let early = PHASE_TIMEOUT - Duration::from_millis(5);
-    assert!(lived.iter().all(|t| *t >= early), "{lived:?}");
+    // Not before either, less the time between the client's start and the server's read of
+    // the head: a few µs, and as late as the machine wakes the server's task (seen: 7.7 ms
+    // beside busy loops).
+    let early = PHASE_TIMEOUT - Duration::from_millis(5) - lateness.worst();
+    assert!(
+        lived.iter().all(|t| *t >= early),
+        "{lived:?}, machine's worst wake-up {:?}",
+        lateness.worst()
+    );
 }
