@@ -115,19 +115,22 @@ struct Taken {
     after_confirmed: Vec<String>,
 }
 
-/// Receive and complete until `done` holds (30 s at most), calling `midway` once when `at`
-/// messages are completed. No receive may fail: a loss is recovered inside it.
+/// Receive and complete until `done` holds, calling `midway` once when `at` messages are
+/// completed; `Err` with what was taken if 30 s pass first. No receive may fail: a loss is
+/// recovered inside it.
 async fn take(
     rx: &mut SbReceiver,
     done: impl Fn(&Taken) -> bool,
     at: usize,
     midway: impl FnOnce(),
-) -> Taken {
+) -> Result<Taken, Taken> {
     let mut t = Taken::default();
     let mut midway = Some(midway);
     let until = Instant::now() + Duration::from_secs(30);
     while !done(&t) {
-        assert!(Instant::now() < until, "30 s and only {t:?}");
+        if Instant::now() >= until {
+            return Err(t);
+        }
         if t.completed.len() == at {
             if let Some(f) = midway.take() {
                 f();
@@ -159,7 +162,7 @@ async fn take(
             Err(e) => panic!("completing {id}: {e}"),
         }
     }
-    t
+    Ok(t)
 }
 
 /// The subscription's completed count.
@@ -202,7 +205,9 @@ async fn a_session_the_broker_ends_is_recovered_and_every_message_completed_once
     let all: BTreeSet<String> = (0..N).map(|i| format!("jti-{i}")).collect();
     let all_done =
         |t: &Taken| completed(&emu) == N as u64 && t.completed.union(&t.unconfirmed).count() == N;
-    let t = take(&mut rx, all_done, 15, || proxy.fault(Fault::EndSession)).await;
+    let t = take(&mut rx, all_done, 15, || proxy.fault(Fault::EndSession))
+        .await
+        .unwrap_or_else(|t| panic!("30 s and only {t:?}; broker {:?}", emu.counts()));
     let tried: BTreeSet<String> = t.completed.union(&t.unconfirmed).cloned().collect();
     assert_eq!(tried, all, "{t:?}");
     // No message whose completion was confirmed came again.
@@ -269,7 +274,9 @@ async fn transfers_beyond_the_receivers_credit_end_the_session_and_buffer_no_mor
     assert_eq!(rx.restarts(), 1);
     // The new link serves: each message received and completed once.
     send_all(&emu, 0..10).await;
-    let t = take(&mut rx, |t| t.completed.len() == 10, usize::MAX, || {}).await;
+    let t = take(&mut rx, |t| t.completed.len() == 10, usize::MAX, || {})
+        .await
+        .unwrap_or_else(|t| panic!("30 s and only {t:?}; broker {:?}", emu.counts()));
     let counts = (
         t.completed.len(),
         t.lost.len() + t.unconfirmed.len(),

@@ -1515,7 +1515,10 @@ where
             .await?; // cancel safe
 
         let prev = self.processed.fetch_add(1, Ordering::Release);
-        self.update_credit_if_auto(prev + 1).await?; // cancel safe
+        // hubload patch (PATCHED.md): the disposition is out. A credit refresh that finds the
+        // session stopped does not unsend it, so it is not this disposition's error (the
+        // link's next receive sees the session's end).
+        let _ = self.update_credit_if_auto(prev + 1).await; // cancel safe
         Ok(())
     }
 
@@ -1533,7 +1536,8 @@ where
             .await?; // cancel safe
 
         let prev = self.processed.fetch_add(total, Ordering::Release);
-        self.update_credit_if_auto(prev + total).await?; // cancel safe
+        // hubload patch (PATCHED.md): as in `dispose`, the dispositions are out.
+        let _ = self.update_credit_if_auto(prev + total).await; // cancel safe
         Ok(())
     }
 
