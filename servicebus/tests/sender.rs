@@ -357,10 +357,11 @@ async fn short_lived_tokens_are_refreshed() {
 
 #[tokio::test]
 async fn connect_failures_are_clear_and_classified() {
-    // Nothing listening: refused.
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    drop(l);
+    // Nothing listening: refused. The port is bound and never listened on, and held, so no
+    // other test's server can take it meanwhile.
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = held.local_addr().unwrap().port();
     let cs = ConnectionString::new("127.0.0.1", Some(port), "n", "c2VjcmV0", true);
     let err = SbSender::connect(config(cs, 1)).await.unwrap_err();
     assert!(matches!(err, SbError::Connect { .. }), "{err:?}");

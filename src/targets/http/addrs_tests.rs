@@ -50,10 +50,13 @@ fn cfg(max_conns: usize) -> PoolConfig {
 }
 
 /// An address on 127.0.0.1 where nothing listens.
-async fn refusing() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap()
-    // dropped: the port now refuses
+/// A port that refuses connections: bound and never listened on, and held while the socket
+/// lives, so no server of another test can take the port meanwhile (a port freed by closing
+/// a listener was handed to the next test's listener once, beside busy loops).
+fn refusing() -> (SocketAddr, tokio::net::TcpSocket) {
+    let s = tokio::net::TcpSocket::new_v4().unwrap();
+    s.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    (s.local_addr().unwrap(), s)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,7 +91,7 @@ async fn two_listeners_behind_one_host_share_the_load() {
 
 #[tokio::test]
 async fn an_address_that_refuses_is_skipped() {
-    let dead = refusing().await;
+    let (dead, _held) = refusing();
     let (live, served) = counting_server("127.0.0.1").await;
     let pool = HttpPool::with_addrs(vec![dead, live], cfg(1));
     for _ in 0..10 {
@@ -113,12 +116,12 @@ async fn resolving_keeps_only_the_addresses_that_accept() {
 #[tokio::test]
 async fn the_start_probe_drops_refusing_addresses_unless_all_refuse() {
     use crate::targets::websub::accepting;
-    let dead = refusing().await;
+    let (dead, _held) = refusing();
     let (live, _) = counting_server("127.0.0.1").await;
     let limit = Duration::from_secs(2);
     assert_eq!(accepting(vec![dead, live], limit).await, vec![live]);
     assert_eq!(accepting(vec![live, dead], limit).await, vec![live]);
     // None accepts: all are kept, so the run counts the refusals instead of not starting.
-    let dead2 = refusing().await;
+    let (dead2, _held2) = refusing();
     assert_eq!(accepting(vec![dead, dead2], limit).await, vec![dead, dead2]);
 }
