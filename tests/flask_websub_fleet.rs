@@ -163,7 +163,7 @@ async fn hubload_subscribers_reconcile_with_flask_websub_deliveries() {
         assert_eq!(c.delivered, REQUESTS * PER_TOPIC as u64, "{}", l.label);
         let mut level_accepted = vec![0u64; topics];
         for t in &l.topics {
-            level_accepted[t.topic] = t.counts.get(Class::Accepted);
+            level_accepted[t.topic] = t.stats.counts.get(Class::Accepted);
         }
         for (key, sc) in &d.per_subscriber {
             let topic: usize = key.split('/').next().unwrap().parse().unwrap();

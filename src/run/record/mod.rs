@@ -15,8 +15,8 @@ use crate::report::document::Report;
 use crate::report::html::worst_topics::keep_worst;
 use crate::report::judge::{judge, what_if, CapacityResult};
 use crate::report::judge::{Scope, Threshold};
-use crate::report::model::build::{level_report, level_row, topic_rows};
-use crate::report::model::{LevelReport, PhaseReport, RateCheck};
+use crate::report::model::build::{level_report, level_row};
+use crate::report::model::{LevelReport, PhaseReport, RateCheck, TopicReport};
 use crate::report::topics_csv::{headers, write_level_rows, APPENDED};
 use crate::report::writer::ReportWriter;
 use crate::report::writer::{append_synced, append_synced_with, write_atomic};
@@ -65,8 +65,8 @@ pub struct RunRecord {
     design: Option<(Design, Vec<Option<f64>>)>,
     /// A shard's stream of records, written as levels end (`None` unsharded).
     shard: Option<crate::shard::ShardOut>,
-    /// The last level's topics, dense, until a shard's level record takes them.
-    shard_topics: Vec<TopicStats>,
+    /// The last level's topic rows, until a shard's level record takes them.
+    shard_topics: Vec<TopicReport>,
 }
 
 fn now_rfc3339() -> String {
@@ -304,14 +304,12 @@ impl RunRecord {
         stats: LevelStats,
         extra: RowExtra,
     ) -> anyhow::Result<()> {
-        let mut stats = stats;
-        let topics = stats.take_topics();
         let mut row = level_row(label, concurrency, rate, stats, rate.is_some());
-        row.topics = topic_rows(&topics);
         row.first_failures = extra.first_failures;
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
-        let tenants = tenant_sums(topics.iter().enumerate(), &self.report.topic_tenants);
+        let by_topic = row.topics.iter().map(|t| (t.topic, &t.stats));
+        let tenants = tenant_sums(by_topic, &self.report.topic_tenants);
         for (t, s) in &tenants {
             *self.total_tenants.entry(*t).or_default() += s;
         }
@@ -327,15 +325,6 @@ impl RunRecord {
         }
         // On disk before the summary.json that lists the level: nothing measured is lost.
         topics_file::append(self.dir(), self.report.levels.len(), label, &row.topics)?;
-        // A level's topics leave memory once its rows are in the files; TOTAL keeps its
-        // tenants' sums (`total_tenants`), not its topics: no file has TOTAL's topic rows.
-        // A shard keeps them until its level record is written (`shard_level_done`).
-        // Freed before the reports are rewritten: 25 MB at 100,000 topics.
-        if self.shard.is_some() {
-            self.shard_topics = topics;
-        } else {
-            drop(topics);
-        }
         self.total.add_all_but_seconds(&row.stats);
         self.report.levels.push(row);
         let last = self.report.levels.len() - 1;
@@ -345,8 +334,15 @@ impl RunRecord {
                 write_level_rows(report, last, k, out)
             })?;
         }
+        // A level's topics leave memory once its rows are in the files, but for the worst
+        // (report.html); TOTAL keeps its tenants' sums (`total_tenants`), not its topics: no
+        // file has TOTAL's topic rows. A shard keeps them until its level record is written
+        // (`shard_level_done`). Freed before the reports are rewritten: 25 MB at 100,000 topics.
         if let Some(l) = self.report.levels.last_mut() {
-            keep_worst(l);
+            let all = keep_worst(l);
+            if self.shard.is_some() {
+                self.shard_topics = all;
+            }
         }
         let open_run = self.report.model == Model::Open;
         let mut total = level_report("TOTAL", None, None, &self.total, open_run);
