@@ -47,7 +47,7 @@ pub struct RunRecord {
     registration: Option<PhaseResult>,
     /// Every level's deliveries added up, for the TOTAL row (`--subscribers`).
     delivery_total: Option<crate::report::model::delivery_report::LevelDelivery>,
-    /// Each level's deliveries as measured, by level index (for shard artifacts).
+    /// A shard's deliveries as measured, by level index, until its level record takes them.
     deliveries: BTreeMap<usize, crate::report::model::delivery_report::LevelDelivery>,
     /// Writes are held back until [`in_one_write`](Self::in_one_write)'s end.
     held: bool,
@@ -193,7 +193,9 @@ impl RunRecord {
                 isolation::delivery_verdict(&s, &d.stats.quiet_seconds, &d.stats.quiet_lost)
                     .map(|v| Isolation { level: n, ..v })
             });
-            self.deliveries.insert(level, d.clone());
+            if self.shard.is_some() {
+                self.deliveries.insert(level, d.clone());
+            }
         }
         let total = self.delivery_total.get_or_insert_with(Default::default);
         *total += d;

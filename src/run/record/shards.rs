@@ -198,7 +198,7 @@ impl RunRecord {
         l.first_failures.clone_from(&row.first_failures);
         l.topic_server.clone_from(&row.topic_server);
         l.topic_churn.clone_from(&row.topic_churn);
-        l.delivery = self.deliveries.get(&i).cloned();
+        l.delivery = self.deliveries.remove(&i);
         let rec = ShardRecord::Level(Box::new(l));
         match &mut self.shard {
             Some(s) => s.write(&rec),
