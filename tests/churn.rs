@@ -25,16 +25,20 @@ async fn churning_subscribers_lose_nothing_owed_and_the_hub_agrees() {
         let c = &d.counts;
         let ch = d.churn.as_ref().expect("a churn section");
         eprintln!("{}: {ch:?}\n  counts: {c:?}", l.label);
-        assert!(ch.resubscribed > 0, "{}: {ch:?}", l.label);
-        assert_eq!(ch.unsubscribed, ch.resubscribed, "{}: {ch:?}", l.label);
-        assert_eq!(ch.failed, 0, "{}: {ch:?}", l.label);
+        assert!(ch.stats.resubscribed > 0, "{}: {ch:?}", l.label);
+        assert_eq!(
+            ch.stats.unsubscribed, ch.stats.resubscribed,
+            "{}: {ch:?}",
+            l.label
+        );
+        assert_eq!(ch.stats.failed, 0, "{}: {ch:?}", l.label);
         assert!(
-            ch.time_to_first_delivery_us.p99 > 0 && ch.subscribe_latency_us.p99 > 0,
+            ch.derived.time_to_first_delivery_us.p99 > 0 && ch.derived.subscribe_latency_us.p99 > 0,
             "{}: {ch:?}",
             l.label
         );
         assert!(
-            ch.time_to_first_delivery_us.p99 <= ch.time_to_first_delivery_us.max,
+            ch.derived.time_to_first_delivery_us.p99 <= ch.derived.time_to_first_delivery_us.max,
             "{ch:?}"
         );
         // Nothing owed to an active subscription is lost or duplicated; nothing foreign.
@@ -52,7 +56,7 @@ async fn churning_subscribers_lose_nothing_owed_and_the_hub_agrees() {
             l.label,
             hub.distribution
         );
-        resubscribed += ch.resubscribed;
+        resubscribed += ch.stats.resubscribed;
     }
     // The hub's own counts: every delivery it made (2xx) is one hubload received, and every
     // POST hubload received is one the hub counted delivered.
@@ -80,23 +84,27 @@ async fn churning_subscribers_lose_nothing_owed_and_the_hub_agrees() {
         ttfd.actual,
         format!(
             "{:.3}ms",
-            churn0.time_to_first_delivery_us.p99 as f64 / 1000.0
+            churn0.derived.time_to_first_delivery_us.p99 as f64 / 1000.0
         )
     );
     // Per second, the churn events add up to the level's counts; report.html draws them on
     // the delivery timeline.
     for l in &r.levels {
         let ch = l.delivery.as_ref().unwrap().churn.as_ref().unwrap();
-        let ps = ch.per_second.as_ref().expect("churn per second");
+        let ps = &ch.stats.per_second;
+        assert!(!ps.is_empty(), "churn per second");
         let total = |v: &[u64]| v.iter().sum::<u64>();
         assert_eq!(
             (total(&ps.unsubscribed), total(&ps.resubscribed)),
-            (ch.unsubscribed, ch.resubscribed)
+            (ch.stats.unsubscribed, ch.stats.resubscribed)
         );
     }
     let html = std::fs::read_to_string(sc.dir.path().join("report.html")).unwrap();
     assert!(html.contains("re-subscribed/s (churn)"));
     // The TOTAL row carries the churn of both levels.
     let total = r.total.as_ref().unwrap().delivery.as_ref().unwrap();
-    assert_eq!(total.churn.as_ref().unwrap().resubscribed, resubscribed);
+    assert_eq!(
+        total.churn.as_ref().unwrap().stats.resubscribed,
+        resubscribed
+    );
 }

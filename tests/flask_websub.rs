@@ -356,7 +356,7 @@ async fn flask_websub_fetches_every_topic_and_delivers_every_ping_signed() {
             .expect("a websub level has a topic_server section");
         let mut level_accepted = vec![0u64; names.len()];
         for t in &l.topics {
-            level_accepted[t.topic] = t.counts.get(Class::Accepted);
+            level_accepted[t.topic] = t.stats.counts.get(Class::Accepted);
         }
         let mut fetched = ts.by_topic.clone();
         fetched.resize(names.len(), 0);

@@ -34,7 +34,7 @@ async fn hub_untouched(sc: &Scenario) {
 fn attempts_per_topic(r: &Report) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for t in r.levels.iter().flat_map(|l| &l.topics) {
-        *out.entry(r.topics[t.topic].to_string()).or_default() += t.attempts;
+        *out.entry(r.topics[t.topic].to_string()).or_default() += t.stats.counts.total();
     }
     out
 }

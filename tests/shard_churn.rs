@@ -57,18 +57,30 @@ async fn two_shards_with_subscriber_churn_merge_to_the_sum_and_to_the_hubs_count
     let m = churn(&merged);
     eprintln!("merged {m:?}\nshards {parts:?}");
     // Each shard churned its own subscribers (10 a second each).
-    assert!(parts.iter().all(|p| p.resubscribed > 0), "{parts:?}");
+    assert!(parts.iter().all(|p| p.stats.resubscribed > 0), "{parts:?}");
     let add = |f: fn(&hubload::report::model::delivery_report::ChurnReport) -> u64| {
         parts.iter().map(f).sum::<u64>()
     };
-    assert_eq!(m.unsubscribed, add(|c| c.unsubscribed));
-    assert_eq!(m.resubscribed, add(|c| c.resubscribed));
-    assert_eq!(m.failed, add(|c| c.failed));
-    assert_eq!(m.skipped, add(|c| c.skipped));
-    assert_eq!(m.after_unsubscribe, add(|c| c.after_unsubscribe));
-    assert_eq!(m.ambiguous, add(|c| c.ambiguous));
-    assert_eq!(m.first_deliveries, add(|c| c.first_deliveries));
-    assert_eq!(m.failed, 0, "{m:?}");
+    assert_eq!(m.stats.unsubscribed, add(|c| c.stats.unsubscribed));
+    assert_eq!(m.stats.resubscribed, add(|c| c.stats.resubscribed));
+    assert_eq!(m.stats.failed, add(|c| c.stats.failed));
+    assert_eq!(m.stats.skipped, add(|c| c.stats.skipped));
+    assert_eq!(
+        m.stats.after_unsubscribe,
+        add(|c| c.stats.after_unsubscribe)
+    );
+    assert_eq!(m.stats.ambiguous, add(|c| c.stats.ambiguous));
+    assert_eq!(
+        m.derived.first_deliveries,
+        add(|c| c.derived.first_deliveries)
+    );
+    // The histograms themselves are in summary.json and add exactly.
+    let samples = |c: &hubload::report::model::delivery_report::ChurnReport| {
+        c.stats.time_to_first_delivery.len()
+    };
+    assert_eq!(samples(&m), add(samples));
+    assert_eq!(samples(&m), m.derived.first_deliveries);
+    assert_eq!(m.stats.failed, 0, "{m:?}");
     // The merged delivery is the hub's: every delivery it made, one hubload received.
     let c = &merged.levels[0].delivery.as_ref().unwrap().counts;
     assert_eq!(

@@ -42,7 +42,7 @@ fn from_union(shards: &[Report], levels: std::ops::Range<usize>) -> Option<Fairn
         let rows = r.levels[levels.clone()]
             .iter()
             .flat_map(|l| &l.topics)
-            .map(|t| (t.topic, hubload::report::topics_csv::stats_of(t)));
+            .map(|t| (t.topic, &t.stats));
         for (tenant, s) in per_tenant(rows, &r.topic_tenants, hubload::workload::tenant_name) {
             *union.entry(tenant).or_default() += &s;
         }

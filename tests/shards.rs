@@ -250,11 +250,11 @@ async fn three_shards_merge_to_the_hubs_counts_and_to_a_single_run() {
                     if owner.as_deref() != Some(t.tenant.as_str()) {
                         continue;
                     }
-                    n += topic.attempts;
-                    good += topic.counts.get(hubload::result::Class::Accepted);
-                    max = max.max(topic.max_us);
-                    for (b, c) in &topic.buckets {
-                        buckets[*b] += u64::from(*c);
+                    n += topic.stats.counts.total();
+                    good += topic.stats.counts.get(hubload::result::Class::Accepted);
+                    max = max.max(topic.stats.max_us);
+                    for (b, c) in topic.stats.nonempty_buckets() {
+                        buckets[b] += u64::from(c);
                     }
                 }
             }

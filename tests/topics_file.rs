@@ -188,7 +188,7 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
         let cut = r.levels.len() == 3 && i == 2;
         assert!(cut || l.derived.samples > 0, "level {}", l.label);
         for c in Class::ALL {
-            let by_topic: u64 = l.topics.iter().map(|t| t.counts.get(c)).sum();
+            let by_topic: u64 = l.topics.iter().map(|t| t.stats.counts.get(c)).sum();
             assert_eq!(
                 by_topic,
                 l.stats.counts.get(c),
@@ -198,8 +198,8 @@ async fn a_signal_after_two_levels_loses_no_levels_topics() {
             );
         }
         for t in &l.topics {
-            accepted[t.topic] += t.counts.get(Class::Accepted);
-            cancelled[t.topic] += t.counts.get(Class::Cancelled);
+            accepted[t.topic] += t.stats.counts.get(Class::Accepted);
+            cancelled[t.topic] += t.stats.counts.get(Class::Cancelled);
         }
     }
     let stats = hub.stats().await;

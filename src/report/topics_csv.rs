@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use super::Format;
 use crate::report::document::Report;
-use crate::report::model::{LevelReport, TopicReport};
+use crate::report::model::{LevelReport, TopicFigures, TopicReport};
 use crate::result::Class;
-use crate::stats::{Counts, TopicStats};
+use crate::stats::TopicStats;
 use crate::workload::tenant_name;
 
 /// Writes `topics.csv`.
@@ -23,16 +23,6 @@ pub struct TopicsCsvFormat;
 /// Writes `tenants.csv`.
 #[derive(Debug, Default)]
 pub struct TenantsCsvFormat;
-
-/// Back from the report's sparse form to the mergeable statistics.
-pub fn stats_of(t: &TopicReport) -> TopicStats {
-    // A bucket beyond the layout (a hand-edited file) is left out, so nothing fails here.
-    let inside = t
-        .buckets
-        .iter()
-        .filter(|(i, _)| *i < crate::stats::TOPIC_BUCKETS);
-    TopicStats::from_parts(t.counts, t.max_us, inside.copied()).expect("buckets inside the layout")
-}
 
 fn header(first: &[&str]) -> Vec<String> {
     first
@@ -44,20 +34,14 @@ fn header(first: &[&str]) -> Vec<String> {
 }
 
 fn stat_fields(s: &TopicStats) -> Vec<String> {
-    let c: &Counts = &s.counts;
-    let n = c.total();
-    let err = if n == 0 {
-        0.0
-    } else {
-        c.sum_where(Class::is_error) as f64 * 100.0 / n as f64
-    };
-    std::iter::once(n.to_string())
-        .chain(Class::ALL.iter().map(|k| c.get(*k).to_string()))
+    let f = TopicFigures::of(s);
+    std::iter::once(f.attempts.to_string())
+        .chain(Class::ALL.iter().map(|k| s.counts.get(*k).to_string()))
         .chain([
-            format!("{err:.3}%"),
-            s.quantile(0.50).to_string(),
-            s.quantile(0.99).to_string(),
-            s.max_us.to_string(),
+            format!("{:.3}%", f.error_pct),
+            f.p50_us.to_string(),
+            f.p99_us.to_string(),
+            f.max_us.to_string(),
         ])
         .collect()
 }
@@ -68,7 +52,8 @@ fn stat_fields(s: &TopicStats) -> Vec<String> {
 fn level_topics<'a>(
     report: &Report,
     l: &'a LevelReport,
-) -> impl Iterator<Item = (usize, TopicStats)> + 'a {
+    none: &'a TopicStats,
+) -> impl Iterator<Item = (usize, &'a TopicStats)> + 'a {
     let mut rows: Vec<&TopicReport> = l.topics.iter().collect();
     // Rows are in topic order as written; a topic named twice keeps its last row.
     rows.sort_by_key(|t| t.topic);
@@ -79,12 +64,7 @@ fn level_topics<'a>(
         last => report.topics.len().max(last.map_or(0, |t| t.topic + 1)),
     };
     let mut rows = rows.into_iter().rev().peekable();
-    (0..len).map(move |i| {
-        let s = rows
-            .next_if(|t| t.topic == i)
-            .map_or_else(TopicStats::default, stats_of);
-        (i, s)
-    })
+    (0..len).map(move |i| (i, rows.next_if(|t| t.topic == i).map_or(none, |t| &t.stats)))
 }
 
 /// A topic's tenant as `topic_tenants` has it (`None`: beyond the list) → its name.
@@ -127,7 +107,7 @@ fn topic_rows(w: &mut Out<'_>, report: &Report, l: &LevelReport) -> anyhow::Resu
     let zero = stat_fields(&none);
     // A tenant's topics are next to each other: its name is made once for them.
     let mut tenant = (None, String::new());
-    for (i, s) in level_topics(report, l) {
+    for (i, s) in level_topics(report, l, &none) {
         w.write_field(&l.label)?;
         match report.topics.get(i) {
             Some(name) => w.write_field(name.as_bytes())?,
@@ -138,7 +118,7 @@ fn topic_rows(w: &mut Out<'_>, report: &Report, l: &LevelReport) -> anyhow::Resu
             tenant = (Some(t), name_of(t));
         }
         w.write_field(&tenant.1)?;
-        let fields = (s != none).then(|| stat_fields(&s));
+        let fields = (*s != none).then(|| stat_fields(s));
         for f in fields.as_ref().unwrap_or(&zero) {
             w.write_field(f)?;
         }
@@ -151,12 +131,13 @@ fn topic_rows(w: &mut Out<'_>, report: &Report, l: &LevelReport) -> anyhow::Resu
 fn tenant_rows(w: &mut Out<'_>, report: &Report, l: &LevelReport) -> anyhow::Result<()> {
     // Summed by tenant number, then named once per tenant (in the names' order).
     let mut by_number: BTreeMap<Option<Option<u32>>, (u64, TopicStats)> = BTreeMap::new();
-    for (i, s) in level_topics(report, l) {
+    let none = TopicStats::default();
+    for (i, s) in level_topics(report, l, &none) {
         let e = by_number
             .entry(report.topic_tenants.get(i).copied())
             .or_default();
         e.0 += 1;
-        e.1 += &s;
+        e.1 += s;
     }
     let by_tenant: BTreeMap<String, (u64, TopicStats)> = by_number
         .into_iter()
@@ -249,10 +230,6 @@ impl Format for TenantsCsvFormat {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::model::TopicReport;
-    use crate::result::Class;
-    use crate::stats::Counts;
-
     #[test]
     fn an_older_summary_without_topic_statistics_gives_headers_only() {
         let r = crate::report::html::tests::sample();
@@ -264,30 +241,5 @@ mod tests {
         assert_eq!(csv.lines().count(), 1, "{csv}");
         let csv = String::from_utf8(super::render_tenants_csv(&r).unwrap()).unwrap();
         assert_eq!(csv.lines().count(), 1, "{csv}");
-    }
-
-    #[test]
-    fn buckets_round_trip_through_summary_json_as_one_string() {
-        let t = TopicReport {
-            topic: 3,
-            attempts: 52,
-            counts: {
-                let mut c = Counts::default();
-                c.add(Class::Accepted, 52);
-                c
-            },
-            p50_us: 10,
-            p99_us: 600,
-            max_us: 601,
-            buckets: vec![(3, 12), (17, 40)],
-        };
-        let j = serde_json::to_value(&t).unwrap();
-        assert_eq!(j["buckets"], "3:12 17:40");
-        let back: TopicReport = serde_json::from_value(j.clone()).unwrap();
-        assert_eq!(back, t);
-        let mut bad = j;
-        bad["buckets"] = "3-12".into();
-        let e = serde_json::from_value::<TopicReport>(bad).unwrap_err();
-        assert!(e.to_string().contains("\"3-12\" is not INDEX:COUNT"), "{e}");
     }
 }

@@ -14,6 +14,7 @@ mod soak_leak;
 mod times;
 mod topic;
 mod topic_churn;
+pub mod topic_serde;
 
 pub use clock::Clock;
 pub use counts::{Counts, Reasons};

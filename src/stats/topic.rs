@@ -11,8 +11,6 @@ use std::ops::AddAssign;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-
 use super::Counts;
 use crate::result::Class;
 
@@ -44,10 +42,9 @@ pub fn bucket_high(i: usize) -> u64 {
 /// One topic in one level (or added over levels). The histogram is held sparsely: the
 /// non-empty buckets only, as `(bucket, count)` in bucket order, so a topic costs 248 bytes
 /// plus 8 per bucket it uses (a topic with a few attempts: a few buckets), not the 800 B of
-/// the full layout; reading and adding are exact as on the dense layout. Serialized the same way:
-/// the non-zero class counts and `[bucket, count]` for every non-empty bucket.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(into = "SparseTopic", try_from = "SparseTopic")]
+/// the full layout; reading and adding are exact as on the dense layout. Serialized the same way
+/// (`topic_serde.rs`): the non-zero class counts, the non-empty buckets and the max.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopicStats {
     /// Attempts per outcome class.
     pub counts: Counts,
@@ -153,39 +150,6 @@ impl TopicStats {
             }
         }
         self.max_us
-    }
-
-    /// `(bucket, count)` for every non-empty bucket, in order.
-    pub fn sparse_buckets(&self) -> Vec<(usize, u32)> {
-        self.nonempty_buckets().collect()
-    }
-}
-
-/// How a [`TopicStats`] is written: what it holds, sparsely.
-#[derive(Serialize, Deserialize)]
-struct SparseTopic {
-    /// Attempts per class name (non-zero classes only).
-    counts: std::collections::BTreeMap<String, u64>,
-    /// `[bucket, count]` for every non-empty bucket of the layout.
-    buckets: Vec<(usize, u32)>,
-    /// Exact largest latency, µs.
-    max_us: u64,
-}
-
-impl From<TopicStats> for SparseTopic {
-    fn from(t: TopicStats) -> Self {
-        SparseTopic {
-            counts: t.counts.nonzero_map(),
-            buckets: t.sparse_buckets(),
-            max_us: t.max_us,
-        }
-    }
-}
-
-impl TryFrom<SparseTopic> for TopicStats {
-    type Error = String;
-    fn try_from(a: SparseTopic) -> Result<Self, String> {
-        TopicStats::from_parts(Counts::from_map(&a.counts)?, a.max_us, a.buckets)
     }
 }
 
@@ -342,7 +306,7 @@ mod tests {
             t.record(Class::Accepted, us);
         }
         assert_eq!(t.buckets.capacity() * 8, 32, "{:?}", t.buckets);
-        assert_eq!(t.sparse_buckets().len(), 2);
+        assert_eq!(t.nonempty_buckets().collect::<Vec<_>>().len(), 2);
     }
 
     #[test]
@@ -362,11 +326,11 @@ mod tests {
             assert_eq!(u64::from(whole.bucket(i)), *want, "bucket {i}");
         }
         let used = dense.iter().filter(|c| **c > 0).count();
-        assert_eq!(whole.sparse_buckets().len(), used);
+        assert_eq!(whole.nonempty_buckets().collect::<Vec<_>>().len(), used);
         a += &b;
         assert_eq!(a, whole);
         // Read back from parts in any order, a repeated bucket keeping its last count.
-        let mut parts = whole.sparse_buckets();
+        let mut parts = whole.nonempty_buckets().collect::<Vec<_>>();
         parts.reverse();
         parts.push((parts[0].0, 0));
         parts.push((199, 0));

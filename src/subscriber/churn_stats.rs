@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::{new_histogram, Histogram};
 
-/// One level's subscription churn. Serialized whole into shard artifacts; adds with `+=`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One level's subscription churn. Serialized whole into shard artifacts and into a level's
+/// `delivery.churn` in summary.json; adds with `+=`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct ChurnStats {
     /// Unsubscribe requests the hub verified.
@@ -26,12 +27,15 @@ pub struct ChurnStats {
     pub ambiguous: u64,
     /// Subscribe request sent → the hub's verification received, µs.
     #[serde(with = "crate::stats::hist_serde")]
+    #[schemars(with = "String")]
     pub subscribe_latency: Histogram,
     /// Re-verification → the subscriber's first acknowledged delivery after it, µs.
     #[serde(with = "crate::stats::hist_serde")]
+    #[schemars(with = "String")]
     pub time_to_first_delivery: Histogram,
     /// Verified unsubscribes and re-subscriptions per second since the level's measured start
-    /// (the churn events on the delivery timeline).
+    /// (the churn events on the delivery timeline); absent when none (TOTAL).
+    #[serde(skip_serializing_if = "ChurnSeconds::is_empty")]
     pub per_second: ChurnSeconds,
 }
 

@@ -28,7 +28,8 @@ fn churn_seconds(l: &LevelReport) -> Option<&ChurnSeconds> {
     l.delivery
         .as_ref()
         .and_then(|d| d.churn.as_ref())
-        .and_then(|c| c.per_second.as_ref())
+        .map(|c| &c.stats.per_second)
+        .filter(|s| !s.is_empty())
 }
 
 /// A percentile's name, colour, and where it is in a `LatencyUs`.

@@ -6,50 +6,61 @@ use std::fmt::Write;
 use super::markup::{fmt_error_pct, head_cells, table, Cell};
 use super::svg::escape;
 use crate::report::document::Report;
-use crate::report::model::{LevelReport, TopicReport};
+use crate::report::model::{LevelReport, TopicFigures, TopicReport};
 use crate::report::precision::ms3;
 
 /// How many topics each ranking shows.
 pub const WORST: usize = 20;
 
-fn error_pct(t: &TopicReport) -> f64 {
-    if t.attempts == 0 {
-        return 0.0;
-    }
-    let not_errors = t.counts.sum_where(|c| !c.is_error());
-    t.attempts.saturating_sub(not_errors) as f64 * 100.0 / t.attempts as f64
-}
-
-/// The `n` worst topics of a level by `key` (descending; ties by topic index).
-pub fn worst(l: &LevelReport, key: impl Fn(&TopicReport) -> f64, n: usize) -> Vec<&TopicReport> {
-    let mut v: Vec<&TopicReport> = l.topics.iter().filter(|t| t.attempts > 0).collect();
-    v.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.topic.cmp(&b.topic)));
+/// The `n` worst topics of a level by `key` of their figures (descending; ties by topic index).
+pub fn worst(
+    l: &LevelReport,
+    key: impl Fn(&TopicFigures) -> f64,
+    n: usize,
+) -> Vec<(&TopicReport, TopicFigures)> {
+    let mut v: Vec<(&TopicReport, TopicFigures)> = (l.topics.iter())
+        .map(|t| (t, t.figures()))
+        .filter(|(_, f)| f.attempts > 0)
+        .collect();
+    v.sort_by(|(a, fa), (b, fb)| key(fb).total_cmp(&key(fa)).then(a.topic.cmp(&b.topic)));
     v.truncate(n);
     v
 }
 
+fn by_p99(f: &TopicFigures) -> f64 {
+    f.p99_us as f64
+}
+
+fn by_errors(f: &TopicFigures) -> f64 {
+    f.error_pct
+}
+
 /// Keep of `l`'s topics only those a ranking shows, noting how many had an attempt: what a run
-/// holds of a level whose rows are in topics.jsonl. The rankings read the same.
-pub fn keep_worst(l: &mut LevelReport) {
-    let mut keep: Vec<usize> = worst(l, |t| t.p99_us as f64, WORST)
-        .into_iter()
-        .chain(worst(l, error_pct, WORST))
-        .map(|t| t.topic)
+/// holds of a level whose rows are in topics.jsonl. The rankings read the same. Returns every
+/// row the level held, moved out.
+pub fn keep_worst(l: &mut LevelReport) -> Vec<TopicReport> {
+    let mut keep: Vec<usize> = (worst(l, by_p99, WORST).into_iter())
+        .chain(worst(l, by_errors, WORST))
+        .map(|(t, _)| t.topic)
         .collect();
     keep.sort_unstable();
     keep.dedup();
-    let attempted = l.topics.iter().filter(|t| t.attempts > 0).count();
+    let attempted = l.topics.iter().filter(|t| !t.stats.is_empty()).count();
     l.topics_with_attempts = Some(l.topics_with_attempts.unwrap_or(attempted));
-    l.topics.retain(|t| keep.binary_search(&t.topic).is_ok());
-    l.topics.shrink_to_fit();
+    let all = std::mem::take(&mut l.topics);
+    l.topics = (all.iter())
+        .filter(|t| keep.binary_search(&t.topic).is_ok())
+        .cloned()
+        .collect();
+    all
 }
 
-fn ranking(report: &Report, topics: &[&TopicReport]) -> String {
+fn ranking(report: &Report, topics: &[(&TopicReport, TopicFigures)]) -> String {
     let head = ["Topic", "Attempts", "Error %", "p50 ms", "p99 ms", "Max ms"];
     let head = head_cells(&head);
     let rows: Vec<Vec<Cell>> = topics
         .iter()
-        .map(|t| {
+        .map(|(t, f)| {
             let name = report
                 .topics
                 .get(t.topic)
@@ -57,11 +68,11 @@ fn ranking(report: &Report, topics: &[&TopicReport]) -> String {
                 .unwrap_or_else(|| t.topic.to_string());
             vec![
                 Cell::text(name),
-                Cell::num(t.attempts.to_string()),
-                Cell::num(fmt_error_pct(error_pct(t))),
-                Cell::num(ms3(t.p50_us as f64)),
-                Cell::num(ms3(t.p99_us as f64)),
-                Cell::num(ms3(t.max_us as f64)),
+                Cell::num(f.attempts.to_string()),
+                Cell::num(fmt_error_pct(f.error_pct)),
+                Cell::num(ms3(f.p50_us as f64)),
+                Cell::num(ms3(f.p99_us as f64)),
+                Cell::num(ms3(f.max_us as f64)),
             ]
         })
         .collect();
@@ -80,9 +91,9 @@ pub fn worst_topics(report: &Report) -> String {
             "<details><summary>Level {} ({} topics)</summary><div class=\"cols\"><section><h3>By p99</h3>{}</section><section><h3>By error %</h3>{}</section></div></details>",
             escape(&l.label),
             l.topics_with_attempts
-                .unwrap_or_else(|| l.topics.iter().filter(|t| t.attempts > 0).count()),
-            ranking(report, &worst(l, |t| t.p99_us as f64, WORST)),
-            ranking(report, &worst(l, error_pct, WORST)),
+                .unwrap_or_else(|| l.topics.iter().filter(|t| !t.stats.is_empty()).count()),
+            ranking(report, &worst(l, by_p99, WORST)),
+            ranking(report, &worst(l, by_errors, WORST)),
         );
     }
     b
@@ -92,22 +103,19 @@ pub fn worst_topics(report: &Report) -> String {
 mod tests {
     use super::*;
     use crate::result::Class;
-    use crate::stats::Counts;
+    use crate::stats::TopicStats;
 
-    fn topic(i: usize, attempts: u64, accepted: u64, p99: u64) -> TopicReport {
-        TopicReport {
-            topic: i,
-            attempts,
-            counts: {
-                let mut c = Counts::default();
-                c.add(Class::Accepted, accepted);
-                c
-            },
-            p50_us: p99 / 2,
-            p99_us: p99,
-            max_us: p99,
-            buckets: vec![],
+    /// Topic `i` with `attempts` attempts, `accepted` of them (at most) accepted and the rest 503s,
+    /// every one taking `us` µs (so its p99 and max are `us`).
+    fn topic(i: usize, attempts: u64, accepted: u64, us: u64) -> TopicReport {
+        let mut stats = TopicStats::default();
+        for _ in 0..accepted.min(attempts) {
+            stats.record(Class::Accepted, us);
         }
+        for _ in accepted..attempts {
+            stats.record(Class::Http503, us);
+        }
+        TopicReport { topic: i, stats }
     }
 
     #[test]
@@ -125,12 +133,17 @@ mod tests {
                 )
             })
             .collect();
-        let by_p99: Vec<usize> = worst(l, |t| t.p99_us as f64, WORST)
-            .iter()
-            .map(|t| t.topic)
+        let by_p99: Vec<usize> = (worst(l, by_p99, WORST).iter())
+            .map(|(t, f)| {
+                assert_eq!(f.p99_us, 1000 * (t.topic as u64 + 1));
+                t.topic
+            })
             .collect();
         assert_eq!(by_p99, (9..29).rev().collect::<Vec<_>>());
-        let by_err: Vec<usize> = worst(l, error_pct, WORST).iter().map(|t| t.topic).collect();
+        let by_err: Vec<usize> = worst(l, by_errors, WORST)
+            .iter()
+            .map(|(t, _)| t.topic)
+            .collect();
         assert_eq!(by_err, (0..20).collect::<Vec<_>>());
         let html = worst_topics(&r);
         assert_eq!(html.matches("<tbody>").count(), 2);
@@ -157,7 +170,7 @@ mod tests {
         r.levels[0].topics.push(topic(300, 0, 0, 0));
         let whole = worst_topics(&r);
         assert!(whole.contains("(300 topics)"), "{whole}");
-        keep_worst(&mut r.levels[0]);
+        assert_eq!(keep_worst(&mut r.levels[0]).len(), 301);
         assert!(r.levels[0].topics.len() <= 2 * WORST);
         assert!(r.levels[0].topics.len() > WORST);
         assert_eq!(r.levels[0].topics_with_attempts, Some(300));

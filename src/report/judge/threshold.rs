@@ -82,8 +82,8 @@ fn delivery_actual(t: &Threshold, d: &DeliveryReport) -> f64 {
         Metric::TimeToFirstDeliveryP99 => d
             .churn
             .as_ref()
-            .filter(|c| c.first_deliveries > 0)
-            .map_or(f64::NAN, |c| ms(c.time_to_first_delivery_us.p99)),
+            .filter(|c| c.derived.first_deliveries > 0)
+            .map_or(f64::NAN, |c| ms(c.derived.time_to_first_delivery_us.p99)),
         _ => unreachable!("not a delivery metric"),
     }
 }

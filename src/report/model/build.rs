@@ -1,32 +1,10 @@
 //! Turns `LevelStats` into a `LevelReport` row: the statistics, their derived figures and the topics' rows.
 
-use crate::stats::{LevelStats, TopicStats};
+use crate::stats::LevelStats;
 
 use super::derived::Derived;
-use super::rows::{LevelReport, TopicReport};
-
-/// One topic's row: counts, percentiles and the sparse histogram.
-pub fn topic_report(topic: usize, t: &TopicStats) -> TopicReport {
-    TopicReport {
-        topic,
-        attempts: t.counts.total(),
-        counts: t.counts,
-        p50_us: t.quantile(0.50),
-        p99_us: t.quantile(0.99),
-        max_us: t.max_us,
-        buckets: t.sparse_buckets(),
-    }
-}
-
-/// The rows of the topics that saw an attempt.
-pub fn topic_rows(topics: &[TopicStats]) -> Vec<TopicReport> {
-    topics
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| !t.is_empty())
-        .map(|(i, t)| topic_report(i, t))
-        .collect()
-}
+use super::rows::LevelReport;
+use super::topic_row::TopicReport;
 
 /// Build one row. `concurrency`/`rate` describe the level; `open` adds corrected latency.
 /// The row holds `s` without its per-topic vectors, and the rows of its topics.
@@ -56,7 +34,7 @@ pub fn level_row(
         derived: Derived::of(&stats, open),
         stats,
         v4: Default::default(),
-        topics: topic_rows(&topics),
+        topics: TopicReport::rows(topics),
         topics_with_attempts: None,
         first_failures: Default::default(),
         topic_server: None,

@@ -109,46 +109,47 @@ pub struct DeliveryReport {
     pub stages_malformed: u64,
 }
 
-/// A level's subscription churn (docs/delivery.md, "Subscription churn").
+/// A level's subscription churn (docs/delivery.md, "Subscription churn"): the statistics as
+/// the subscribers recorded them and shard artifacts carry them, and the figures read off them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChurnReport {
-    /// Unsubscribe requests the hub verified.
-    pub unsubscribed: u64,
-    /// Re-subscriptions the hub verified.
-    pub resubscribed: u64,
-    /// Cycles with a request refused or not verified in time.
-    pub failed: u64,
-    /// Cycles not started: every eligible subscriber was already in one.
-    pub skipped: u64,
-    /// Deliveries received after an unsubscribe was verified, before the re-subscription was.
-    pub after_unsubscribe: u64,
-    /// Events accepted in a subscriber's churn gap that it never got: not owed, not lost.
-    pub ambiguous: u64,
+    /// Verified unsubscribes and re-subscriptions, failed and skipped cycles, deliveries after
+    /// an unsubscribe, ambiguous events, the two latency histograms and the churn per second.
+    #[serde(flatten)]
+    pub stats: ChurnStats,
+    /// What is read off `stats` ([`ChurnFigures::of`]): written beside them, read back as
+    /// written (summaries before the histograms were written have only these).
+    #[serde(flatten)]
+    pub derived: ChurnFigures,
+}
+
+/// What a churn section shows beside its statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ChurnFigures {
     /// Subscribe request → the hub's verification, µs.
     pub subscribe_latency_us: LatencyUs,
     /// Re-verification → first delivery acknowledged after it, µs.
     pub time_to_first_delivery_us: LatencyUs,
     /// Re-subscriptions that got a first delivery (the samples of the line above).
     pub first_deliveries: u64,
-    /// Verified unsubscribes and re-subscriptions per second since the level's measured start
-    /// (the delivery timeline's churn events); absent in TOTAL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub per_second: Option<ChurnSeconds>,
+}
+
+impl ChurnFigures {
+    /// The figures of `c`.
+    pub fn of(c: &ChurnStats) -> Self {
+        ChurnFigures {
+            subscribe_latency_us: latency(&c.subscribe_latency, None),
+            time_to_first_delivery_us: latency(&c.time_to_first_delivery, None),
+            first_deliveries: c.time_to_first_delivery.len(),
+        }
+    }
 }
 
 impl From<&ChurnStats> for ChurnReport {
     fn from(c: &ChurnStats) -> Self {
         ChurnReport {
-            unsubscribed: c.unsubscribed,
-            resubscribed: c.resubscribed,
-            failed: c.failed,
-            skipped: c.skipped,
-            after_unsubscribe: c.after_unsubscribe,
-            ambiguous: c.ambiguous,
-            subscribe_latency_us: latency(&c.subscribe_latency, None),
-            time_to_first_delivery_us: latency(&c.time_to_first_delivery, None),
-            first_deliveries: c.time_to_first_delivery.len(),
-            per_second: (!c.per_second.is_empty()).then(|| c.per_second.clone()),
+            stats: c.clone(),
+            derived: ChurnFigures::of(c),
         }
     }
 }
@@ -244,5 +245,45 @@ mod tests {
             crate::stats::from_base64(&h.from_start).unwrap(),
             s.e2e_from_start
         );
+    }
+
+    #[test]
+    fn churn_is_written_as_its_stats_with_the_figures_and_read_from_a_summary_without_them() {
+        let mut c = ChurnStats {
+            unsubscribed: 5,
+            resubscribed: 4,
+            failed: 1,
+            ..ChurnStats::default()
+        };
+        for v in [2_000, 4_000, 9_000] {
+            record(&mut c.time_to_first_delivery, v);
+        }
+        record(&mut c.subscribe_latency, 700);
+        ChurnSeconds::bump(&mut c.per_second.resubscribed, 2, 4);
+        let r = ChurnReport::from(&c);
+        assert_eq!(r.derived.first_deliveries, 3);
+        let mut j = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            (&j["resubscribed"], &j["first_deliveries"]),
+            (&4.into(), &3.into())
+        );
+        assert!(j["time_to_first_delivery"]
+            .as_str()
+            .unwrap()
+            .starts_with("HISTF"));
+        assert_eq!(serde_json::from_value::<ChurnReport>(j.clone()).unwrap(), r);
+        // A summary before the histograms were written: the counts and the figures as written.
+        let m = j.as_object_mut().unwrap();
+        m.remove("time_to_first_delivery");
+        m.remove("subscribe_latency");
+        let old: ChurnReport = serde_json::from_value(j).unwrap();
+        assert_eq!(old.derived, r.derived);
+        assert_eq!((old.stats.unsubscribed, old.stats.failed), (5, 1));
+        assert_eq!(old.stats.per_second, c.per_second);
+        assert_eq!(old.stats.time_to_first_delivery.len(), 0);
+        // Without churn events (TOTAL) there is no per_second.
+        c.per_second = ChurnSeconds::default();
+        let total = serde_json::to_value(ChurnReport::from(&c)).unwrap();
+        assert!(total.get("per_second").is_none(), "{total}");
     }
 }

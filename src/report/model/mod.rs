@@ -13,6 +13,7 @@ mod rows;
 pub mod server_now;
 pub mod server_timing;
 pub mod time_split;
+mod topic_row;
 
 /// For fields read from older summaries but never written (`skip_serializing_if`: the schema
 /// then lists them as optional, where `skip_serializing` would make them required).
@@ -24,5 +25,6 @@ pub use derived::{Derived, EventSummary, TimeoutSplit};
 pub use level_v4::ReportHistograms;
 pub use rows::{
     AddressAttempts, EmulatorTotals, Handshakes, HubHost, LatencyUs, LevelReport, PhaseReport,
-    RateCheck, ServiceBusInfo, TopicReport,
+    RateCheck, ServiceBusInfo,
 };
+pub use topic_row::{TopicFigures, TopicReport};

@@ -9,8 +9,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::derived::Derived;
+use super::topic_row::TopicReport;
 use crate::result::Class;
-use crate::stats::{Counts, LevelStats};
+use crate::stats::LevelStats;
 use crate::targets::PhaseResult;
 
 /// A WebSub run's view of the hub's host (`target` = "websub").
@@ -116,93 +117,6 @@ impl From<&PhaseResult> for PhaseReport {
     }
 }
 
-/// One topic in one level (a row of `topics.jsonl`; `levels[].topics[]` in older summaries).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct TopicReport {
-    /// Index into `Report::topics`.
-    pub topic: usize,
-    /// Attempts.
-    pub attempts: u64,
-    /// Attempts per class name (non-zero classes only).
-    #[serde(with = "nonzero_counts")]
-    #[schemars(with = "BTreeMap<String, u64>")]
-    pub counts: Counts,
-    /// Nearest-rank percentiles from the topic's compact histogram (≤ 12.5% high), µs.
-    pub p50_us: u64,
-    pub p99_us: u64,
-    /// Exact largest latency, µs.
-    pub max_us: u64,
-    /// Every non-empty bucket of the 200-bucket layout (README: "Per-topic statistics") as
-    /// `bucket:count` pairs separated by spaces (`"3:12 17:40"`), so tenants roll up exactly.
-    #[serde(with = "sparse_buckets")]
-    #[schemars(with = "String")]
-    pub buckets: Vec<(usize, u32)>,
-}
-
-/// A topic's counts as a map of its non-zero classes (a missing class counts 0).
-mod nonzero_counts {
-    use std::sync::OnceLock;
-
-    use serde::ser::SerializeMap;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    use crate::result::Class;
-    use crate::stats::Counts;
-
-    /// As [`Counts::nonzero_map`] writes them (in the names' order), without building the
-    /// map: 100,000 topics a level.
-    pub fn serialize<S: Serializer>(c: &Counts, s: S) -> Result<S::Ok, S::Error> {
-        static BY_NAME: OnceLock<Vec<Class>> = OnceLock::new();
-        let by_name = BY_NAME.get_or_init(|| {
-            let mut all = Class::ALL.to_vec();
-            all.sort_by_key(|k| k.name());
-            all
-        });
-        let mut m = s.serialize_map(None)?;
-        for k in by_name {
-            match c.get(*k) {
-                0 => {}
-                n => m.serialize_entry(k.name(), &n)?,
-            }
-        }
-        m.end()
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Counts, D::Error> {
-        Counts::deserialize(d)
-    }
-}
-
-/// `[(bucket, count)]` ⇄ `"bucket:count bucket:count"`: one short string per topic keeps
-/// summary.json small (a pretty-printed array would take a line per number).
-mod sparse_buckets {
-    use std::fmt::Write;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &[(usize, u32)], s: S) -> Result<S::Ok, S::Error> {
-        let mut text = String::with_capacity(v.len() * 8);
-        for (k, (i, c)) in v.iter().enumerate() {
-            let sep = if k == 0 { "" } else { " " };
-            let _ = write!(text, "{sep}{i}:{c}");
-        }
-        s.serialize_str(&text)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(usize, u32)>, D::Error> {
-        let text = String::deserialize(d)?;
-        text.split_whitespace()
-            .map(|pair| {
-                pair.split_once(':')
-                    .and_then(|(i, c)| Some((i.parse().ok()?, c.parse().ok()?)))
-                    .ok_or_else(|| {
-                        serde::de::Error::custom(format!("bucket pair {pair:?} is not INDEX:COUNT"))
-                    })
-            })
-            .collect()
-    }
-}
-
 /// One row of the aggregate table, plus what the JSON adds. Read through
 /// `level_v4.rs` when written before `schema_version` 5.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -232,7 +146,7 @@ pub struct LevelReport {
     /// memory and written to `Report::topics_file` as the level ends, never into summary.json;
     /// read from summaries written before that file (`schema_version` 1).
     #[serde(default, skip_serializing)]
-    #[schemars(with = "Option<Vec<TopicReport>>")]
+    #[schemars(with = "Option<Vec<super::topic_row::TopicRowSchema>>")]
     pub topics: Vec<TopicReport>,
     /// Topics with an attempt, when `topics` holds only the worst of them: a run in progress
     /// keeps those (for report.html) once every row is in `topics_file`. Never serialized.
@@ -289,7 +203,7 @@ impl LevelReport {
     pub fn topic_attempts(&self) -> Vec<u64> {
         let mut v = vec![0; self.topics.last().map_or(0, |t| t.topic + 1)];
         for t in &self.topics {
-            v[t.topic] = t.attempts;
+            v[t.topic] = t.stats.counts.total();
         }
         v
     }

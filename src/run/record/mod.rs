@@ -15,8 +15,8 @@ use crate::report::document::Report;
 use crate::report::html::worst_topics::keep_worst;
 use crate::report::judge::{judge, what_if, CapacityResult};
 use crate::report::judge::{Scope, Threshold};
-use crate::report::model::build::{level_report, level_row, topic_rows};
-use crate::report::model::{LevelReport, PhaseReport, RateCheck};
+use crate::report::model::build::{level_report, level_row};
+use crate::report::model::{LevelReport, PhaseReport, RateCheck, TopicReport};
 use crate::report::topics_csv::{headers, write_level_rows, APPENDED};
 use crate::report::writer::ReportWriter;
 use crate::report::writer::{append_synced, append_synced_with, write_atomic};
@@ -47,7 +47,7 @@ pub struct RunRecord {
     registration: Option<PhaseResult>,
     /// Every level's deliveries added up, for the TOTAL row (`--subscribers`).
     delivery_total: Option<crate::report::model::delivery_report::LevelDelivery>,
-    /// Each level's deliveries as measured, by level index (for shard artifacts).
+    /// A shard's deliveries as measured, by level index, until its level record takes them.
     deliveries: BTreeMap<usize, crate::report::model::delivery_report::LevelDelivery>,
     /// Writes are held back until [`in_one_write`](Self::in_one_write)'s end.
     held: bool,
@@ -65,8 +65,8 @@ pub struct RunRecord {
     design: Option<(Design, Vec<Option<f64>>)>,
     /// A shard's stream of records, written as levels end (`None` unsharded).
     shard: Option<crate::shard::ShardOut>,
-    /// The last level's topics, dense, until a shard's level record takes them.
-    shard_topics: Vec<TopicStats>,
+    /// The last level's topic rows, until a shard's level record takes them.
+    shard_topics: Vec<TopicReport>,
 }
 
 fn now_rfc3339() -> String {
@@ -193,7 +193,9 @@ impl RunRecord {
                 isolation::delivery_verdict(&s, &d.stats.quiet_seconds, &d.stats.quiet_lost)
                     .map(|v| Isolation { level: n, ..v })
             });
-            self.deliveries.insert(level, d.clone());
+            if self.shard.is_some() {
+                self.deliveries.insert(level, d.clone());
+            }
         }
         let total = self.delivery_total.get_or_insert_with(Default::default);
         *total += d;
@@ -304,14 +306,12 @@ impl RunRecord {
         stats: LevelStats,
         extra: RowExtra,
     ) -> anyhow::Result<()> {
-        let mut stats = stats;
-        let topics = stats.take_topics();
         let mut row = level_row(label, concurrency, rate, stats, rate.is_some());
-        row.topics = topic_rows(&topics);
         row.first_failures = extra.first_failures;
         row.topic_server = extra.topic_server;
         row.topic_churn = extra.topic_churn;
-        let tenants = tenant_sums(topics.iter().enumerate(), &self.report.topic_tenants);
+        let by_topic = row.topics.iter().map(|t| (t.topic, &t.stats));
+        let tenants = tenant_sums(by_topic, &self.report.topic_tenants);
         for (t, s) in &tenants {
             *self.total_tenants.entry(*t).or_default() += s;
         }
@@ -327,15 +327,6 @@ impl RunRecord {
         }
         // On disk before the summary.json that lists the level: nothing measured is lost.
         topics_file::append(self.dir(), self.report.levels.len(), label, &row.topics)?;
-        // A level's topics leave memory once its rows are in the files; TOTAL keeps its
-        // tenants' sums (`total_tenants`), not its topics: no file has TOTAL's topic rows.
-        // A shard keeps them until its level record is written (`shard_level_done`).
-        // Freed before the reports are rewritten: 25 MB at 100,000 topics.
-        if self.shard.is_some() {
-            self.shard_topics = topics;
-        } else {
-            drop(topics);
-        }
         self.total.add_all_but_seconds(&row.stats);
         self.report.levels.push(row);
         let last = self.report.levels.len() - 1;
@@ -345,8 +336,15 @@ impl RunRecord {
                 write_level_rows(report, last, k, out)
             })?;
         }
+        // A level's topics leave memory once its rows are in the files, but for the worst
+        // (report.html); TOTAL keeps its tenants' sums (`total_tenants`), not its topics: no
+        // file has TOTAL's topic rows. A shard keeps them until its level record is written
+        // (`shard_level_done`). Freed before the reports are rewritten: 25 MB at 100,000 topics.
         if let Some(l) = self.report.levels.last_mut() {
-            keep_worst(l);
+            let all = keep_worst(l);
+            if self.shard.is_some() {
+                self.shard_topics = all;
+            }
         }
         let open_run = self.report.model == Model::Open;
         let mut total = level_report("TOTAL", None, None, &self.total, open_run);

@@ -193,12 +193,12 @@ impl RunRecord {
             return Ok(());
         };
         let mut stats = row.stats.clone();
-        stats.set_topics(topics);
+        stats.set_topics(dense(topics));
         let mut l = ShardLevel::new(&row.label, load, stats);
         l.first_failures.clone_from(&row.first_failures);
         l.topic_server.clone_from(&row.topic_server);
         l.topic_churn.clone_from(&row.topic_churn);
-        l.delivery = self.deliveries.get(&i).cloned();
+        l.delivery = self.deliveries.remove(&i);
         let rec = ShardRecord::Level(Box::new(l));
         match &mut self.shard {
             Some(s) => s.write(&rec),
@@ -227,4 +227,14 @@ impl RunRecord {
             _ => Ok(()),
         }
     }
+}
+
+/// Topic rows (in topic order, each topic once) as statistics indexed by topic, moved.
+fn dense(rows: Vec<crate::report::model::TopicReport>) -> Vec<crate::stats::TopicStats> {
+    let mut v = Vec::new();
+    v.resize_with(rows.last().map_or(0, |t| t.topic + 1), Default::default);
+    for t in rows {
+        v[t.topic] = t.stats;
+    }
+    v
 }
