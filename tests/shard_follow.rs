@@ -201,14 +201,20 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     let f = read_summary(&followed);
     assert!(!f.partial);
 
-    // The second seen live is the sum of the two shards' own records of that wall-clock second.
+    // The second seen live is the sum of the two shards' own records of that wall-clock second
+    // and level (a record carries the last parts of the levels that ended in it apart).
     let at = second["at"].as_u64().unwrap();
     let mut own = std::collections::BTreeMap::<String, u64>::new();
     for i in 0..2 {
         let file = d.join(format!("shard{i}/shard-{i}-of-2.jsonl"));
         for rec in seconds_of(&file).iter().filter(|r| r["at"] == at) {
-            for (class, n) in rec["by_class"].as_object().unwrap() {
-                *own.entry(class.clone()).or_default() += n.as_u64().unwrap();
+            for part in parts(rec) {
+                if part["level"] != second["level"] {
+                    continue;
+                }
+                for (class, n) in part["by_class"].as_object().unwrap() {
+                    *own.entry(class.clone()).or_default() += n.as_u64().unwrap();
+                }
             }
         }
     }
@@ -233,6 +239,18 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     assert!(seconds >= 6, "3 levels of 2 s: {seconds} seconds");
     assert_eq!(events.last().map(|e| e.0.as_str()), Some("end"));
     assert_eq!(summed, f.total.as_ref().unwrap().stats.counts);
+    // ... and each level's, class by class, to its merged row.
+    let page: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|(k, _)| k == "second")
+        .map(|(_, v)| v)
+        .collect();
+    let by_level = crate::live_panels::per_level(&page);
+    assert_eq!(by_level.len(), f.levels.len(), "{by_level:?}");
+    for (i, l) in f.levels.iter().enumerate() {
+        assert_eq!(by_level[&(i as u64)], l.stats.counts, "level {}", l.label);
+        assert_eq!(by_level[&(i as u64)].total(), l.derived.samples);
+    }
     let level2 = &f.levels[0];
     let classes: Vec<String> = hubload::result::Class::ALL
         .iter()
@@ -323,6 +341,11 @@ fn seconds_of(file: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter_map(|v| v.get("second").cloned())
         .collect()
+}
+
+/// A shard's second record and the last parts of the levels that ended in it.
+fn parts(rec: &serde_json::Value) -> impl Iterator<Item = &serde_json::Value> {
+    std::iter::once(rec).chain(rec["ended"].as_array().into_iter().flatten())
 }
 
 /// Lines collected as they come.
@@ -475,11 +498,13 @@ async fn an_interrupted_shard_ends_its_stream_marked_partial() {
         (g.derived.samples, &g.stats.counts),
         (o.derived.samples, &o.stats.counts)
     );
-    // Its seconds, the last cut by the signal, add up to its counts.
+    // Its seconds, the last cut by the signal, add up to its counts (the cut level's last part
+    // in the record after its end).
     let mut summed = hubload::stats::Counts::default();
-    for rec in seconds_of(&out.join("shard-0-of-1.jsonl")) {
+    let seconds = seconds_of(&out.join("shard-0-of-1.jsonl"));
+    for part in seconds.iter().flat_map(parts) {
         let m: std::collections::BTreeMap<String, u64> =
-            serde_json::from_value(rec["by_class"].clone()).unwrap();
+            serde_json::from_value(part["by_class"].clone()).unwrap();
         summed += &hubload::stats::Counts::from_map(&m).unwrap();
     }
     assert_eq!(summed, o.stats.counts);

@@ -180,6 +180,9 @@ async fn run_spec<T: Target>(
         c.begin_level(i, label, spec.load);
     }
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+    if let Some(w) = sh.web {
+        w.level_ended();
+    }
     if let Some(c) = &sh.control {
         run.paused = c.end_level();
     }

@@ -1,7 +1,7 @@
 //! A shard's seconds: at each wall-clock second, what ended in the second just gone (the
 //! difference of the engine's live totals, as the live page takes it), written to the shard's
-//! stream for `merge --follow`'s page. A level's last part is taken as it ends, so a shard's
-//! seconds add up to its levels' counts.
+//! stream for `merge --follow`'s page. A level's last part is taken as it ends and goes apart
+//! in the next record, so a shard's seconds of each level add up to that level's counts.
 
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -30,6 +30,8 @@ struct State {
     cpu: (Option<f64>, Instant),
     cores: f64,
     last_at: u64,
+    /// The last parts of the levels that ended since the last record.
+    ended: Vec<ShardSecond>,
 }
 
 impl State {
@@ -69,11 +71,9 @@ impl State {
         self.seen = t;
     }
 
-    /// The record of wall-clock second `at` (or later, never before the last).
-    fn record(&mut self, at: u64) -> ShardSecond {
-        self.fold();
-        let at = at.max(self.last_at);
-        self.last_at = at;
+    /// What ended since the last record (or level end), as a record of the level running
+    /// (its `at`, `inflight` and CPU left for the caller).
+    fn part(&mut self) -> ShardSecond {
         let (counts, latency, corrected) = (
             std::mem::take(&mut self.counts),
             std::mem::replace(&mut self.latency, new_histogram()),
@@ -84,6 +84,30 @@ impl State {
             true => String::new(),
             false => to_base64(h).unwrap_or_default(),
         };
+        ShardSecond {
+            level: self.running.as_ref().map(|r| r.0),
+            label: self.running.as_ref().map(|r| r.1.clone()),
+            offered: self.running.as_ref().map(|r| r.2),
+            by_class: counts.nonzero_map(),
+            latency: b64(&latency),
+            corrected: if open { b64(&corrected) } else { String::new() },
+            ..ShardSecond::default()
+        }
+    }
+
+    /// The level running has ended: its last part is kept apart, for the next record.
+    fn end_level(&mut self) {
+        self.fold();
+        let part = self.part();
+        self.ended.push(part);
+        self.running = None;
+    }
+
+    /// The record of wall-clock second `at` (or later, never before the last).
+    fn record(&mut self, at: u64) -> ShardSecond {
+        self.fold();
+        let at = at.max(self.last_at);
+        self.last_at = at;
         let now = (process_cpu_s(), Instant::now());
         let share = match (now.0, self.cpu.0) {
             (Some(a), Some(b)) if self.cores > 0.0 => {
@@ -93,21 +117,20 @@ impl State {
             _ => None,
         };
         self.cpu = now;
+        let mut ended = std::mem::take(&mut self.ended);
+        for e in &mut ended {
+            e.at = at;
+        }
         ShardSecond {
             at,
-            level: self.running.as_ref().map(|r| r.0),
-            label: self.running.as_ref().map(|r| r.1.clone()),
-            offered: self.running.as_ref().map(|r| r.2),
-            by_class: counts.nonzero_map(),
-            latency: b64(&latency),
-            corrected: if open { b64(&corrected) } else { String::new() },
-            inflight: if self.level.is_some() {
-                self.live.inflight()
-            } else {
-                0
+            inflight: match (&self.level, &self.running) {
+                (Some(_), Some(_)) => self.live.inflight(),
+                _ => 0,
             },
             cpu_pct: share.map(|r| (r * 1000.0).round() / 10.0),
             generator_bound: share.map(|r| r >= CPU_BOUND),
+            ended,
+            ..self.part()
         }
     }
 }
@@ -139,6 +162,7 @@ impl ShardSeconds {
             cpu: (process_cpu_s(), Instant::now()),
             cores: allowance().0,
             last_at: 0,
+            ended: Vec::new(),
         }));
         let (tx, rx) = channel();
         let st = state.clone();
@@ -177,9 +201,13 @@ impl ShardSeconds {
         s.running = Some((index as u32, label.to_string(), offered, open));
     }
 
-    /// The level that ran has ended: take its last part now (its stripes are final).
+    /// The level that ran has ended: take its last part now (its stripes are final), to go
+    /// apart in the next record, so each level's seconds add up to its counts.
     pub fn end_level(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).fold();
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .end_level();
     }
 
     /// Write the part of a second since the last record and stop.

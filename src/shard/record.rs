@@ -86,6 +86,11 @@ pub struct ShardSecond {
     /// That share is at or above the generator-bound share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_bound: Option<bool>,
+    /// The last parts of the levels that ended in the second (since the record before), each
+    /// with its own `level`, `label`, `offered`, `by_class` and histograms; the fields above
+    /// are then of the level running at the second's end (none between levels).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ended: Vec<ShardSecond>,
 }
 
 /// One record of a shard's stream: one line of its `.jsonl` file, one section of its
