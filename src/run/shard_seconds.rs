@@ -7,13 +7,35 @@ use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::engine::{Live, LiveLevel, Totals};
+use crate::engine::{Control, Live, LiveLevel, Totals};
 use crate::observe::cpu::{allowance, process_cpu_s};
 use crate::observe::monitor::CPU_BOUND;
+use crate::report::model::server_now::ServerNow;
 use crate::result::Class;
 use crate::shard::files::SecondsOut;
-use crate::shard::ShardSecond;
+use crate::shard::{ShardDelivery, ShardSecond};
 use crate::stats::{grown_since, new_histogram, to_base64, Counts, Histogram};
+use crate::subscriber::DeliveryView;
+use crate::web::{take_delivery, DeliveryPrev, DeliverySlot};
+
+/// What a shard's seconds show beside its attempts, as a run's live page does.
+#[derive(Debug, Default)]
+pub(crate) struct Panels {
+    /// `--web`: the shard's steering (its paused marks).
+    pub control: Option<Arc<Control>>,
+    /// `--subscribers`: the fleet's deliveries.
+    pub delivery: Option<DeliveryView>,
+    /// Shard 0 with scraping: the scrape rounds.
+    pub server: Option<tokio::sync::watch::Receiver<ServerNow>>,
+}
+
+/// `h` as base64, or empty when nothing is in it.
+fn b64(h: &Histogram) -> String {
+    match h.is_empty() {
+        true => String::new(),
+        false => to_base64(h).unwrap_or_default(),
+    }
+}
 
 /// What ended since the last record, and where the level's totals stood when last read.
 struct State {
@@ -32,6 +54,10 @@ struct State {
     last_at: u64,
     /// The last parts of the levels that ended since the last record.
     ended: Vec<ShardSecond>,
+    control: Option<Arc<Control>>,
+    /// The fleet's view and what was read of it.
+    delivery: Option<(DeliverySlot, DeliveryPrev)>,
+    server: Option<tokio::sync::watch::Receiver<ServerNow>>,
 }
 
 impl State {
@@ -80,10 +106,6 @@ impl State {
             std::mem::replace(&mut self.corrected, new_histogram()),
         );
         let open = self.running.as_ref().is_some_and(|r| r.3);
-        let b64 = |h: &Histogram| match h.is_empty() {
-            true => String::new(),
-            false => to_base64(h).unwrap_or_default(),
-        };
         ShardSecond {
             level: self.running.as_ref().map(|r| r.0),
             label: self.running.as_ref().map(|r| r.1.clone()),
@@ -121,6 +143,21 @@ impl State {
         for e in &mut ended {
             e.at = at;
         }
+        let delivery = self.delivery.as_mut().and_then(|(slot, prev)| {
+            take_delivery(slot, prev).map(|d| ShardDelivery {
+                delivered: d.delivered,
+                owed: d.owed,
+                backlog: d.backlog,
+                e2e: b64(&d.e2e_us),
+            })
+        });
+        // A round not written yet; none when none came in the second.
+        let server = match self.server.as_mut() {
+            Some(rx) if rx.has_changed().unwrap_or(false) => {
+                serde_json::to_value(&*rx.borrow_and_update()).ok()
+            }
+            _ => None,
+        };
         ShardSecond {
             at,
             inflight: match (&self.level, &self.running) {
@@ -130,6 +167,9 @@ impl State {
             cpu_pct: share.map(|r| (r * 1000.0).round() / 10.0),
             generator_bound: share.map(|r| r >= CPU_BOUND),
             ended,
+            paused: self.control.as_ref().map(|c| c.is_paused()),
+            delivery,
+            server,
             ..self.part()
         }
     }
@@ -163,6 +203,9 @@ impl ShardSeconds {
             cores: allowance().0,
             last_at: 0,
             ended: Vec::new(),
+            control: None,
+            delivery: None,
+            server: None,
         }));
         let (tx, rx) = channel();
         let st = state.clone();
@@ -193,6 +236,21 @@ impl ShardSeconds {
             stop: Some(tx),
             thread,
         }
+    }
+
+    /// Show `panels` in the records from now on.
+    pub fn with_panels(self, panels: Panels) -> Self {
+        {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.control = panels.control;
+            s.delivery = panels.delivery.map(|v| {
+                let slot = DeliverySlot::default();
+                slot.set(v);
+                (slot, DeliveryPrev::default())
+            });
+            s.server = panels.server;
+        }
+        self
     }
 
     /// Level `index` (`label`, this shard's `offered` load) begins.

@@ -1,8 +1,9 @@
-//! The live page's stream: one `second` record a second (the difference of the engine's live
-//! totals, the same counts and histograms the level's row is made of), a `level` record as each
-//! level's row is written, a `control` record per change and an `end` record. Every record is
-//! kept, so a page opened halfway gets the whole run first (about 300 B a second, 600 B with
-//! subscribers, and up to 3 KB more a scrape round of 24 server series).
+//! The live page's stream: one `second` record a second and one of each level's last part as
+//! it ends (the difference of the engine's live totals, the same counts and histograms the
+//! level's row is made of), a `level` record as each level's row is written, a `control`
+//! record per change and an `end` record. Every record is kept, so a page opened halfway gets
+//! the whole run first (about 300 B a second, 600 B with subscribers, and up to 3 KB more a
+//! scrape round of 24 server series).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -33,7 +33,7 @@ use crate::config::{RunConfig, WebConfig};
 use feed::Feed;
 use state::WebState;
 
-pub use delivery_feed::DeliverySlot;
+pub use delivery_feed::{take as take_delivery, DeliveryPrev, DeliverySlot};
 pub use feed::{offered, CpuGauge, Sources};
 
 /// The running server.

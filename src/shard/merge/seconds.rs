@@ -5,9 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::shard::record::ShardSecond;
 use crate::stats::{from_base64, new_histogram, Histogram};
+use crate::subscriber::DeliveryPart;
 
 /// Seconds held at most while waiting for a slow shard (an hour of seconds); past it the
 /// oldest is handed on with what came.
@@ -51,6 +53,14 @@ pub struct MergedSecond {
     pub cpu_pct: Option<f64>,
     /// Some shard was generator-bound in the second.
     pub generator_bound: Option<bool>,
+    /// Some shard was paused through its `--web` control at the second's end (null when no
+    /// shard serves a page).
+    pub paused: Option<bool>,
+    /// The shards' deliveries of the second added up, as a run's page shows them (null
+    /// without subscribers; on the second's last record only).
+    pub delivery: Option<Value>,
+    /// Shard 0's scrape round of the second (null when none came; on the last record only).
+    pub server: Option<Value>,
 }
 
 /// One level's part of a second being added up.
@@ -87,6 +97,10 @@ struct Acc {
     levels: BTreeMap<Option<u32>, LevelAcc>,
     cpu_pct: Option<f64>,
     generator_bound: Option<bool>,
+    paused: Option<bool>,
+    /// Delivered, owed, backlog and the deliveries' end-to-end latency (µs).
+    delivery: Option<(u64, u64, u64, Histogram)>,
+    server: Option<Value>,
 }
 
 impl Acc {
@@ -122,6 +136,9 @@ pub struct SecondsMerge {
     ended: BTreeSet<u32>,
     /// Seconds up to here have been handed on.
     done: Option<u64>,
+    /// Deliveries and deliveries owed in the seconds handed on.
+    delivered_total: u64,
+    owed_total: u64,
 }
 
 /// `h` decoded, or why not.
@@ -155,7 +172,24 @@ impl SecondsMerge {
         if let Some(b) = s.generator_bound {
             a.generator_bound = Some(a.generator_bound.unwrap_or(false) || b);
         }
+        if let Some(p) = s.paused {
+            a.paused = Some(a.paused.unwrap_or(false) || p);
+        }
         let mut s = s;
+        if let Some(d) = s.delivery.take() {
+            let e2e = hist(s.at, &d.e2e)?;
+            let (delivered, owed, backlog, h) =
+                a.delivery.get_or_insert_with(|| (0, 0, 0, new_histogram()));
+            *delivered += d.delivered;
+            *owed += d.owed;
+            *backlog += d.backlog;
+            if let Some(e) = e2e {
+                let _ = h.add(e);
+            }
+        }
+        if index == 0 {
+            a.server = s.server.take().or(a.server.take());
+        }
         for e in std::mem::take(&mut s.ended) {
             a.add(e)?;
         }
@@ -185,7 +219,16 @@ impl SecondsMerge {
                 break;
             };
             self.done = Some(at);
-            out.extend(finish(at, start, a));
+            if let Some(d) = &a.delivery {
+                self.delivered_total += d.0;
+                self.owed_total += d.1;
+            }
+            out.extend(finish(
+                at,
+                start,
+                a,
+                (self.delivered_total, self.owed_total),
+            ));
         }
         out
     }
@@ -197,12 +240,14 @@ fn ms(h: &Histogram, q: f64) -> Option<f64> {
 }
 
 /// The merged records of second `at`: one per level with a part in it, in level order (a
-/// level that ended in the second before the one that began).
-fn finish(at: u64, start: u64, a: Acc) -> Vec<MergedSecond> {
+/// level that ended in the second before the one that began); the last carries the second's
+/// deliveries (`totals`: the run's so far, delivered and owed) and scrape round.
+fn finish(at: u64, start: u64, a: Acc, totals: (u64, u64)) -> Vec<MergedSecond> {
     let shards = a.shards.len();
     // A record of no level (between levels) only when no level had a part in the second.
     let levels = a.levels.len();
-    a.levels
+    let mut out: Vec<MergedSecond> = a
+        .levels
         .into_iter()
         .filter(|(level, l)| level.is_some() || levels == 1 || !l.by_class.is_empty())
         .map(|(level, l)| {
@@ -231,9 +276,25 @@ fn finish(at: u64, start: u64, a: Acc) -> Vec<MergedSecond> {
                 inflight: l.inflight,
                 cpu_pct: a.cpu_pct,
                 generator_bound: a.generator_bound,
+                paused: a.paused,
+                delivery: None,
+                server: None,
             }
         })
-        .collect()
+        .collect();
+    if let Some(last) = out.last_mut() {
+        last.delivery = a.delivery.map(|(delivered, owed, backlog, e2e_us)| {
+            let part = DeliveryPart {
+                delivered,
+                owed,
+                backlog,
+                e2e_us,
+            };
+            part.shown(totals)
+        });
+        last.server = a.server;
+    }
+    out
 }
 
 #[cfg(test)]
