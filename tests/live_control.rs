@@ -541,3 +541,25 @@ async fn a_higher_concurrency_starts_that_many_workers_within_the_sweep() {
         .sum();
     assert_eq!(hub.publish.accepted, accepted);
 }
+
+/// A closed sweep with a page, steered by nobody: each level starts the run's highest
+/// concurrency of workers and holds those above its own, and at the level's deadline the held
+/// ones end with it, so the run goes through every level and ends (bounded here, as a hang
+/// would never end) with the hub's count and no control change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_sweep_with_a_page_ends_each_level_at_its_deadline() {
+    let sc = Scenario::start(FaultConfig::default()).await;
+    let web = format!("127.0.0.1:{}", free_port());
+    let flags = one_topic(&["--concurrency", "1,2", "--duration", "1s", "--web", &web]);
+    let o = tokio::time::timeout(Duration::from_secs(600), sc.run(&flags))
+        .await
+        .expect("the sweep never ended");
+    assert!(!o.interrupted);
+    let r = &o.report;
+    let labels: Vec<&str> = r.levels.iter().map(|l| l.label.as_str()).collect();
+    assert_eq!(labels, ["1", "2"]);
+    assert!(r.control.is_empty());
+    let samples: u64 = r.levels.iter().map(|l| l.derived.samples).sum();
+    assert!(r.levels.iter().all(|l| l.derived.samples > 0));
+    assert_eq!(samples, sc.hub_stats().await.publish.total());
+}

@@ -1,10 +1,14 @@
 //! The live page's server-metrics and delivery panels in a real run against the reference
 //! hub, its `/metrics` scraped and hubload's own subscribers listening: every scraped value the
 //! stream carries is one the scraper took for summary.json, and the stream's per-second
-//! deliveries add up to summary.json's (and the hub's) counts, as its run totals do.
+//! deliveries add up to summary.json's (and the hub's) counts, as its run totals do; and each
+//! level's seconds add up to its row, class by class, its last part included.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use hubload::result::Class;
+use hubload::stats::Counts;
 use serde_json::Value;
 
 use crate::delivery::sum;
@@ -42,6 +46,25 @@ pub(crate) async fn stream(api: &Api) -> Vec<(String, Value)> {
             ))
         })
         .collect()
+}
+
+/// Once the run serving on `port` (with `--web-linger`) has finished: its whole stream and its
+/// last status; then the stop that ends its linger.
+async fn after_the_run(api: &Api, port: u16) -> (Vec<(String, Value)>, Value) {
+    // In-process runs take turns (util::SERIAL): the server answers once this one's began.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the run never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    crate::live_linger::finished(api).await;
+    let records = stream(api).await;
+    let status = api.status().await;
+    assert_eq!(api.post("stop", None).await, 200);
+    (records, status)
 }
 
 /// The followed series' value in a `server` round, if it has it.
@@ -82,24 +105,7 @@ async fn the_stream_carries_the_scraped_values_and_deliveries_that_add_up_to_the
         "--web-linger",
         "60s",
     ];
-    let look = async {
-        // In-process runs take turns (util::SERIAL): the server answers once this one's began.
-        let deadline = Instant::now() + Duration::from_secs(600);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "the run never started");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        crate::live_linger::finished(&api).await;
-        let records = stream(&api).await;
-        let status = api.status().await;
-        // Ends the linger.
-        assert_eq!(api.post("stop", None).await, 200);
-        (records, status)
-    };
-    let (o, (records, status)) = tokio::join!(sc.run(&flags), look);
+    let (o, (records, status)) = tokio::join!(sc.run(&flags), after_the_run(&api, port));
     let r = &o.report;
     let hub = settled(&sc.hub).await;
     let seconds: Vec<&Value> = records
@@ -169,5 +175,74 @@ async fn the_stream_carries_the_scraped_values_and_deliveries_that_add_up_to_the
     assert_eq!(
         taken.last().copied(),
         Some(hub.distribution.published as f64)
+    );
+}
+
+/// Each level's `second` records, by class, added up (`level` is the record's level index).
+pub(crate) fn per_level(seconds: &[&Value]) -> BTreeMap<u64, Counts> {
+    let mut by_level = BTreeMap::<u64, Counts>::new();
+    for s in seconds {
+        let Some(level) = s["level"].as_u64() else {
+            assert!(
+                s["by_class"].as_object().is_none_or(|m| m.is_empty()),
+                "attempts outside a level: {s}"
+            );
+            continue;
+        };
+        let m: BTreeMap<String, u64> = serde_json::from_value(s["by_class"].clone()).unwrap();
+        *by_level.entry(level).or_default() += &Counts::from_map(&m).unwrap();
+    }
+    by_level
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_levels_seconds_add_up_to_its_row_class_by_class() {
+    let sc = Scenario::start(FaultConfig {
+        fail_503_every: Some(7),
+        ..FaultConfig::default()
+    })
+    .await;
+    let port = free_port();
+    let web = format!("127.0.0.1:{port}");
+    let api = Api::new(port, None);
+    let flags = [
+        "--rate",
+        "60,120,90",
+        "--duration",
+        "1500ms",
+        "--web",
+        &web,
+        "--web-linger",
+        "60s",
+    ];
+    let (o, (records, _)) = tokio::join!(sc.run(&flags), after_the_run(&api, port));
+    let r = &o.report;
+    let seconds: Vec<&Value> = records
+        .iter()
+        .filter(|(k, _)| k == "second")
+        .map(|(_, v)| v)
+        .collect();
+    let by_level = per_level(&seconds);
+    assert_eq!(by_level.len(), 3, "{by_level:?}");
+    for (i, l) in r.levels.iter().enumerate() {
+        let summed = by_level[&(i as u64)];
+        assert_eq!(summed, l.stats.counts, "level {}", l.label);
+        assert_eq!(summed.total(), l.derived.samples, "level {}", l.label);
+        assert!(
+            summed.get(Class::Http503) > 0 && summed.get(Class::Accepted) > 0,
+            "level {}: {summed:?}",
+            l.label
+        );
+    }
+    // ... and the hub's own count of what it was sent.
+    let hub = settled(&sc.hub).await;
+    let total: u64 = by_level.values().map(Counts::total).sum();
+    assert_eq!(total, hub.publish.total());
+    assert_eq!(
+        by_level
+            .values()
+            .map(|c| c.get(Class::Http503))
+            .sum::<u64>(),
+        hub.publish.fault_503
     );
 }

@@ -65,6 +65,7 @@ mod shard_churn;
 mod shard_delivery;
 mod shard_fairness;
 mod shard_follow;
+mod shard_follow_panels;
 mod shards;
 mod stops;
 mod subscriber;

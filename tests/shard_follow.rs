@@ -17,6 +17,18 @@ use crate::util::{assert_exit, count, hub_with, hubload_command, read_summary};
 /// Start shard `i` of 2 of run `follow-test`, its stdout (the `HUBLOAD-SHARD` lines and its
 /// messages) appended to `dir/s<i>.log`, its reports in `dir/shard<i>`.
 fn start_shard(dir: &Path, i: u32, hub: &str, start_at: &str) -> Child {
+    let load = ["--concurrency", "2,4,6", "--duration", "2s"];
+    start_shard_with(dir, i, hub, start_at, &load)
+}
+
+/// [`start_shard`] with `load` (the levels, and any other flags).
+pub(crate) fn start_shard_with(
+    dir: &Path,
+    i: u32,
+    hub: &str,
+    start_at: &str,
+    load: &[&str],
+) -> Child {
     let log = std::fs::File::create(dir.join(format!("s{i}.log"))).unwrap();
     let out = dir.join(format!("shard{i}"));
     hubload_command()
@@ -29,16 +41,13 @@ fn start_shard(dir: &Path, i: u32, hub: &str, start_at: &str) -> Child {
             "4",
             "--seed",
             "11",
-            "--concurrency",
-            "2,4,6",
-            "--duration",
-            "2s",
             "--quiet",
             "--hub-url",
             hub,
             "--out",
             out.to_str().unwrap(),
         ])
+        .args(load)
         .env("JOB_COMPLETION_INDEX", i.to_string())
         .env("HUBLOAD_SHARD_COUNT", "2")
         .env("HUBLOAD_RUN_ID", "follow-test")
@@ -109,33 +118,8 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     // Level "2" (the first) is merged, shown by the page's API and printed, while both
     // shards still have levels "4" and "6" (2 s each) to run.
     let deadline = Instant::now() + Duration::from_secs(30);
-    let url = loop {
-        let line = errs.lock().unwrap().iter().find_map(|l| {
-            l.strip_prefix("hubload: the merge's live page is at ")
-                .map(str::to_string)
-        });
-        if let Some(u) = line {
-            break u;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no page: {:?}",
-            errs.lock().unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (url, stream) = merge_page(&errs, deadline).await;
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    // The page's whole stream, read from now until its `end`.
-    let port: u16 = url
-        .trim_end_matches('/')
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let stream = tokio::spawn(async move {
-        crate::live_panels::stream(&crate::live_control::Api::new(port, None)).await
-    });
     // A merged second with attempts in it, on the page's status, while both shards run.
     let second = until_status(&http, &url, deadline, "no merged second", |a| {
         let s = &a["second"];
@@ -201,14 +185,20 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     let f = read_summary(&followed);
     assert!(!f.partial);
 
-    // The second seen live is the sum of the two shards' own records of that wall-clock second.
+    // The second seen live is the sum of the two shards' own records of that wall-clock second
+    // and level (a record carries the last parts of the levels that ended in it apart).
     let at = second["at"].as_u64().unwrap();
     let mut own = std::collections::BTreeMap::<String, u64>::new();
     for i in 0..2 {
         let file = d.join(format!("shard{i}/shard-{i}-of-2.jsonl"));
         for rec in seconds_of(&file).iter().filter(|r| r["at"] == at) {
-            for (class, n) in rec["by_class"].as_object().unwrap() {
-                *own.entry(class.clone()).or_default() += n.as_u64().unwrap();
+            for part in parts(rec) {
+                if part["level"] != second["level"] {
+                    continue;
+                }
+                for (class, n) in part["by_class"].as_object().unwrap() {
+                    *own.entry(class.clone()).or_default() += n.as_u64().unwrap();
+                }
             }
         }
     }
@@ -233,6 +223,18 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
     assert!(seconds >= 6, "3 levels of 2 s: {seconds} seconds");
     assert_eq!(events.last().map(|e| e.0.as_str()), Some("end"));
     assert_eq!(summed, f.total.as_ref().unwrap().stats.counts);
+    // ... and each level's, class by class, to its merged row.
+    let page: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|(k, _)| k == "second")
+        .map(|(_, v)| v)
+        .collect();
+    let by_level = crate::live_panels::per_level(&page);
+    assert_eq!(by_level.len(), f.levels.len(), "{by_level:?}");
+    for (i, l) in f.levels.iter().enumerate() {
+        assert_eq!(by_level[&(i as u64)], l.stats.counts, "level {}", l.label);
+        assert_eq!(by_level[&(i as u64)].total(), l.derived.samples);
+    }
     let level2 = &f.levels[0];
     let classes: Vec<String> = hubload::result::Class::ALL
         .iter()
@@ -316,13 +318,55 @@ async fn follow_merges_each_level_while_the_shards_run_and_ends_as_a_plain_merge
 }
 
 /// The `second` records of a shard's `.jsonl` file.
-fn seconds_of(file: &Path) -> Vec<serde_json::Value> {
+pub(crate) fn seconds_of(file: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(file)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter_map(|v| v.get("second").cloned())
         .collect()
+}
+
+/// A shard's second record and the last parts of the levels that ended in it.
+pub(crate) fn parts(rec: &serde_json::Value) -> impl Iterator<Item = &serde_json::Value> {
+    std::iter::once(rec).chain(rec["ended"].as_array().into_iter().flatten())
+}
+
+/// The merge's page URL, from its message on stderr (`errs`, waited for until `deadline`), and
+/// the page's whole stream, read from now until its `end`.
+pub(crate) async fn merge_page(
+    errs: &Lines,
+    deadline: Instant,
+) -> (
+    String,
+    tokio::task::JoinHandle<Vec<(String, serde_json::Value)>>,
+) {
+    let url = loop {
+        let line = errs.lock().unwrap().iter().find_map(|l| {
+            l.strip_prefix("hubload: the merge's live page is at ")
+                .map(str::to_string)
+        });
+        if let Some(u) = line {
+            break u;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no page: {:?}",
+            errs.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let port: u16 = url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let stream = tokio::spawn(async move {
+        crate::live_panels::stream(&crate::live_control::Api::new(port, None)).await
+    });
+    (url, stream)
 }
 
 /// Lines collected as they come.
@@ -348,7 +392,7 @@ pub(crate) fn spawn_lines(
 
 /// Poll the page's `/v1/status` until `pick` finds what it wants in its attributes (failing
 /// with `what` at `deadline`).
-async fn until_status(
+pub(crate) async fn until_status(
     http: &reqwest::Client,
     url: &str,
     deadline: Instant,
@@ -475,11 +519,13 @@ async fn an_interrupted_shard_ends_its_stream_marked_partial() {
         (g.derived.samples, &g.stats.counts),
         (o.derived.samples, &o.stats.counts)
     );
-    // Its seconds, the last cut by the signal, add up to its counts.
+    // Its seconds, the last cut by the signal, add up to its counts (the cut level's last part
+    // in the record after its end).
     let mut summed = hubload::stats::Counts::default();
-    for rec in seconds_of(&out.join("shard-0-of-1.jsonl")) {
+    let seconds = seconds_of(&out.join("shard-0-of-1.jsonl"));
+    for part in seconds.iter().flat_map(parts) {
         let m: std::collections::BTreeMap<String, u64> =
-            serde_json::from_value(rec["by_class"].clone()).unwrap();
+            serde_json::from_value(part["by_class"].clone()).unwrap();
         summed += &hubload::stats::Counts::from_map(&m).unwrap();
     }
     assert_eq!(summed, o.stats.counts);

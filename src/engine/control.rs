@@ -307,6 +307,15 @@ impl Control {
         Ok(e)
     }
 
+    /// The level ran its course (its deadline passed, or its requests ran out): every worker
+    /// still held (paused, or above the concurrency now) ends; no change is recorded.
+    pub(crate) fn level_over(&self) {
+        if self.state.load(Ordering::Acquire) & END_LEVEL == 0 {
+            self.state.fetch_or(END_LEVEL | STEERED, Ordering::AcqRel);
+            self.bump();
+        }
+    }
+
     /// Record a stop; the caller then stops the run as the first SIGINT does. `None` when
     /// the run is already stopping.
     pub fn stop(&self, client: &str) -> Option<ControlEvent> {
@@ -481,6 +490,27 @@ mod tests {
         assert_eq!(c.end_level(), Duration::from_secs(2));
         let actions: Vec<_> = c.events().into_iter().map(|e| e.action).collect();
         assert_eq!(actions, ["pause", "resume"]);
+    }
+
+    /// A level that ran its course ends the workers held above a level's concurrency (a sweep
+    /// with a page starts the run's highest), records nothing, and leaves the next level be.
+    #[tokio::test(start_paused = true)]
+    async fn a_level_over_ends_the_held_workers_and_records_nothing() {
+        let c = std::sync::Arc::new(Control::new(CancellationToken::new(), 0.0));
+        c.inner().max_concurrency = 2;
+        c.begin_level(0, "1", Load::Closed { concurrency: 1 });
+        let held = tokio::spawn({
+            let c = c.clone();
+            async move { c.steer(Some(1)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!held.is_finished());
+        c.level_over();
+        assert_eq!(held.await.unwrap(), Steer::End);
+        assert!(c.events().is_empty());
+        c.end_level();
+        c.begin_level(1, "2", Load::Closed { concurrency: 2 });
+        assert!(matches!(c.steer(Some(1)).await, Steer::Go { .. }));
     }
 
     #[tokio::test(start_paused = true)]

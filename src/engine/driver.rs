@@ -150,10 +150,13 @@ impl Driver {
                     });
                 }
                 if window.deadline.is_some_and(|d| now >= d) {
-                    return None;
+                    return level_over(control);
                 }
+                let Some(seq) = seqs.next_kept(issued, own.as_ref()) else {
+                    return level_over(control);
+                };
                 Some(Ticket {
-                    seq: seqs.next_kept(issued, own.as_ref())?,
+                    seq,
                     intended: now,
                     measured: true,
                     _permit: None,
@@ -162,6 +165,16 @@ impl Driver {
             Driver::Open { rx } => rx.recv().await.ok(),
         }
     }
+}
+
+/// A closed level is over for the worker that saw its deadline pass (or its requests run
+/// out): with `--web`, the workers held above the concurrency now wait for a change, not for
+/// the deadline, so they are told to end too. Once per worker at the level's end.
+fn level_over(control: &Option<Arc<Control>>) -> Option<Ticket> {
+    if let Some(c) = control {
+        c.level_over();
+    }
+    None
 }
 
 /// Open-model settings for the pacer.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::local_limits;
 use super::record::RunRecord;
 use super::run_inputs::Shared;
-use super::shard_seconds::ShardSeconds;
+use super::shard_seconds::{Panels, ShardSeconds};
 use crate::config::RunConfig;
 use crate::console::progress;
 use crate::engine::{max_concurrency, run_level, LevelContext, LevelRun, LevelSpec, Load, Slice};
@@ -180,6 +180,9 @@ async fn run_spec<T: Target>(
         c.begin_level(i, label, spec.load);
     }
     let mut run = run_level(ctx, spec, i as u64, seq_base(spec, i)).await;
+    if let Some(w) = sh.web {
+        w.level_ended();
+    }
     if let Some(c) = &sh.control {
         run.paused = c.end_level();
     }
@@ -320,7 +323,13 @@ pub(crate) async fn run_levels<T: Target>(
         // Every shard registered its topics; now all start the measured load together.
         crate::shard_contract::wait_for_start(at, START_GRACE).await?;
     }
-    let seconds = seconds.map(|out| ShardSeconds::start(out, sh.live.clone()));
+    let seconds = seconds.map(|out| {
+        ShardSeconds::start(out, sh.live.clone()).with_panels(Panels {
+            control: sh.control.clone(),
+            delivery: sh.delivery.map(|d| d.live_view()),
+            server: sh.server_now.clone(),
+        })
+    });
     for (i, spec) in sh.cfg.levels.iter().enumerate() {
         if sh.cancel.is_cancelled() {
             break;

@@ -94,9 +94,11 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         .web
         .as_ref()
         .map(|_| Arc::new(Control::for_levels(cancel.clone(), &cfg.levels)));
-    // `--web` with scraping: every round goes down this channel to the page.
-    let (server_tx, server_rx) = match (&cfg.web, cfg.observe.scrapes()) {
-        (Some(_), true) => {
+    // `--web` with scraping: every round goes down this channel to the page; shard 0 writes
+    // them in its seconds, for the merge's page.
+    let shard0 = spec.is_some() && slot.index == 0;
+    let (server_tx, server_rx) = match (cfg.web.is_some() || shard0, cfg.observe.scrapes()) {
+        (true, true) => {
             let (tx, rx) = tokio::sync::watch::channel(Default::default());
             (Some(tx), Some(rx))
         }
@@ -116,7 +118,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
                     cores: crate::observe::cpu::allowance().0,
                     bound: crate::observe::monitor::CPU_BOUND,
                 }),
-                server: server_rx,
+                server: server_rx.clone(),
                 delivery: Default::default(),
             };
             Some(crate::web::WebServer::start(w, cfg, sources, on_stop).await?)
@@ -147,6 +149,7 @@ pub async fn run_load(cfg: &RunConfig, cancel: CancellationToken) -> anyhow::Res
         observers: Some(&observers),
         control,
         web: web.as_ref(),
+        server_now: server_rx.filter(|_| shard0),
     };
     let out = &cfg.output.out_dir;
     let paths = cfg.target.kinds.len();

@@ -7,6 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::RunConfig;
 use crate::engine::{AttemptSender, Live};
+use crate::report::model::server_now::ServerNow;
 use crate::shard_contract::ShardSlot;
 use crate::stats::Clock;
 use crate::targets::PhaseResult;
@@ -39,6 +40,8 @@ pub(crate) struct Shared<'a> {
     pub control: Option<Arc<crate::engine::Control>>,
     /// `--web`: the live page, told of every level's row.
     pub web: Option<&'a crate::web::WebServer>,
+    /// Shard 0's scrape rounds, for its seconds (`merge --follow`'s page).
+    pub server_now: Option<tokio::sync::watch::Receiver<ServerNow>>,
 }
 
 /// Check a set-up phase (registering topics, attaching links): refuse a run that could not set

@@ -22,4 +22,4 @@ pub use assemble::{from_log_dump, Input, Keyed};
 pub use files::{read_records, ShardOut};
 pub use logs::{print_log_lines, to_log_lines, LogError};
 pub use merge::{merge, MergeError, MergedLevel, MergedRun};
-pub use record::{ShardEnd, ShardHead, ShardRecord, ShardSecond};
+pub use record::{ShardDelivery, ShardEnd, ShardHead, ShardRecord, ShardSecond};

@@ -86,6 +86,38 @@ pub struct ShardSecond {
     /// That share is at or above the generator-bound share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_bound: Option<bool>,
+    /// The last parts of the levels that ended in the second (since the record before), each
+    /// with its own `level`, `label`, `offered`, `by_class` and histograms; the fields above
+    /// are then of the level running at the second's end (none between levels).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ended: Vec<ShardSecond>,
+    /// The shard was paused through its `--web` control at the second's end (absent
+    /// without `--web`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<bool>,
+    /// What the shard's subscribers received in the second (`--subscribers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<ShardDelivery>,
+    /// Shard 0 only: the scrape round that came in the second (`--server-metrics`,
+    /// `--server-query`), as the live page's `server` shows it. Every shard scrapes the same
+    /// server, so one shard's rounds are the server's figures; adding them would count the
+    /// server once per shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<serde_json::Value>,
+}
+
+/// A shard's deliveries of one second, as the live page's `delivery` is made of.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ShardDelivery {
+    /// Deliveries received in the second.
+    pub delivered: u64,
+    /// Deliveries owed in the second (each accepted publish times its topic's listeners).
+    pub owed: u64,
+    /// Owed − delivered in the open level so far.
+    pub backlog: u64,
+    /// Their end-to-end latency (µs, HdrHistogram V2+DEFLATE base64; empty when none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub e2e: String,
 }
 
 /// One record of a shard's stream: one line of its `.jsonl` file, one section of its

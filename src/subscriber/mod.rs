@@ -36,7 +36,7 @@ pub use churned_topics::TopicSubscribers;
 pub use fleet::{Fleet, FleetConfig};
 pub use fleet_shared::Intent;
 pub use live_levels::{DeliveryNow, DeliveryRead};
-pub use live_view::DeliveryView;
+pub use live_view::{DeliveryPart, DeliveryView};
 pub use receive::{check, signature_ok, Check, SignatureKey};
 pub use stats::{DeliveryCounts, DeliveryLevelStats, DeliverySeconds};
 pub use subscribe::{PhaseSettings, SubscriptionPhase};

@@ -5,10 +5,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::stats::{new_histogram, Histogram};
-use crate::subscriber::DeliveryView;
+use crate::subscriber::{DeliveryPart, DeliveryView};
 
 /// Where the run puts its fleet's view once the fleet exists (one per target path), numbered
 /// so the reader knows a new fleet from the old.
@@ -54,11 +54,9 @@ impl Default for DeliveryPrev {
     }
 }
 
-/// The second's `delivery` figures (null before any fleet).
-pub fn second(slot: &DeliverySlot, prev: &mut DeliveryPrev) -> Value {
-    let Some((fleet, view)) = slot.get() else {
-        return Value::Null;
-    };
+/// What the fleet's levels delivered and owed since the last read (`None` before any fleet).
+pub fn take(slot: &DeliverySlot, prev: &mut DeliveryPrev) -> Option<DeliveryPart> {
+    let (fleet, view) = slot.get()?;
     if prev.fleet != Some(fleet) {
         // A new fleet (the next target path): its levels count from its first.
         prev.fleet = Some(fleet);
@@ -93,17 +91,18 @@ pub fn second(slot: &DeliverySlot, prev: &mut DeliveryPrev) -> Value {
     }
     prev.delivered_total += delivered;
     prev.owed_total += owed;
-    let ms = |q: f64| match e2e.len() {
-        0 => Value::Null,
-        _ => json!(e2e.value_at_quantile(q) as f64 / 1000.0),
-    };
-    json!({
-        "delivered": delivered,
-        "owed": owed,
-        "backlog": backlog,
-        "p50_ms": ms(0.5),
-        "p99_ms": ms(0.99),
-        "delivered_total": prev.delivered_total,
-        "owed_total": prev.owed_total,
+    Some(DeliveryPart {
+        delivered,
+        owed,
+        backlog,
+        e2e_us: e2e,
     })
+}
+
+/// The second's `delivery` figures (null before any fleet).
+pub fn second(slot: &DeliverySlot, prev: &mut DeliveryPrev) -> Value {
+    match take(slot, prev) {
+        Some(part) => part.shown((prev.delivered_total, prev.owed_total)),
+        None => Value::Null,
+    }
 }

@@ -1,8 +1,9 @@
-//! The live page's stream: one `second` record a second (the difference of the engine's live
-//! totals, the same counts and histograms the level's row is made of), a `level` record as each
-//! level's row is written, a `control` record per change and an `end` record. Every record is
-//! kept, so a page opened halfway gets the whole run first (about 300 B a second, 600 B with
-//! subscribers, and up to 3 KB more a scrape round of 24 server series).
+//! The live page's stream: one `second` record a second and one of each level's last part as
+//! it ends (the difference of the engine's live totals, the same counts and histograms the
+//! level's row is made of), a `level` record as each level's row is written, a `control`
+//! record per change and an `end` record. Every record is kept, so a page opened halfway gets
+//! the whole run first (about 300 B a second, 600 B with subscribers, and up to 3 KB more a
+//! scrape round of 24 server series).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::delivery_feed::{self, DeliveryPrev, DeliverySlot};
 use super::json_out::JsonObject;
-use crate::engine::{Control, Live, Load, SecondPart};
+use crate::engine::{Control, Live, LiveLevel, Load, SecondPart};
 use crate::report::model::server_now::ServerNow;
 use crate::result::Class;
 use crate::stats::{Counts, Histogram};
@@ -124,6 +125,24 @@ struct Prev {
     cpu_s: Option<f64>,
     at: Instant,
     delivery: DeliveryPrev,
+    /// The stripes of the level whose last part was taken: nothing more is read of them (the
+    /// next level may be begun before its own stripes are watched).
+    ended: Option<LiveLevel>,
+}
+
+impl Prev {
+    fn new(cpu_s: Option<f64>, at: Instant) -> Self {
+        Prev {
+            level: None,
+            counts: Counts::default(),
+            part: SecondPart::default(),
+            spare: SecondPart::default(),
+            cpu_s,
+            at,
+            delivery: DeliveryPrev::default(),
+            ended: None,
+        }
+    }
 }
 
 /// What the sampler reads: the engine's live totals, the control, the generator's CPU, the
@@ -142,30 +161,61 @@ pub struct Sources {
     pub delivery: DeliverySlot,
 }
 
-/// Every second from `start` until `last` is cancelled: one `second` record; then one more,
-/// of the part of a second since the last one, so the seconds' deliveries add up to the run's.
-pub async fn sample(feed: Arc<Feed>, mut src: Sources, start: Instant, last: CancellationToken) {
+/// What the sampler reads and what it remembers, shared by its ticks and the run's level ends.
+#[derive(Debug)]
+pub struct Sampler {
+    src: Sources,
+    prev: Prev,
+    start: Instant,
+}
+
+impl Sampler {
+    /// A sampler of `src` for a run that started at `start`.
+    pub fn new(src: Sources, start: Instant) -> Self {
+        src.live.keep_seconds();
+        let cpu_s = src.cpu.and_then(|c| (c.read)());
+        Sampler {
+            src,
+            prev: Prev::new(cpu_s, start),
+            start,
+        }
+    }
+
+    /// The record of the time since the last one, as JSON text.
+    fn second(&mut self) -> String {
+        second(&mut self.src, self.start, &mut self.prev)
+    }
+
+    /// The level running has ended and its stripes are final: the record of its last part
+    /// (the time since the last record), so a level's seconds add up to its row.
+    pub fn level_ended(&mut self, feed: &Feed) {
+        feed.push_str("second", self.second());
+        self.prev.ended = self.src.live.level();
+    }
+}
+
+/// Lock `s`, whatever a panicking holder left.
+pub fn lock(s: &Mutex<Sampler>) -> std::sync::MutexGuard<'_, Sampler> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every second from the sampler's start until `last` is cancelled: one `second` record;
+/// then one more, of the part of a second since the last one, so the seconds' deliveries add
+/// up to the run's.
+pub async fn sample(feed: Arc<Feed>, sampler: Arc<Mutex<Sampler>>, last: CancellationToken) {
+    let start = lock(&sampler).start;
     let mut tick = tokio::time::interval_at(
         tokio::time::Instant::from_std(start) + Duration::from_secs(1),
         Duration::from_secs(1),
     );
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    src.live.keep_seconds();
-    let mut prev = Prev {
-        level: None,
-        counts: Counts::default(),
-        part: SecondPart::default(),
-        spare: SecondPart::default(),
-        cpu_s: src.cpu.and_then(|c| (c.read)()),
-        at: start,
-        delivery: DeliveryPrev::default(),
-    };
     loop {
         let ended = tokio::select! {
             _ = tick.tick() => false,
             _ = last.cancelled() => true,
         };
-        feed.push_str("second", second(&mut src, start, &mut prev));
+        let record = lock(&sampler).second();
+        feed.push_str("second", record);
         if ended {
             return;
         }
@@ -192,11 +242,17 @@ fn second(src: &mut Sources, start: Instant, prev: &mut Prev) -> String {
         prev.level = index;
         prev.counts = Counts::default();
     }
+    // Stripes whose last part was taken are not read again: until the new level's are
+    // watched, nothing has ended in it.
+    let fresh = match (live.level(), &prev.ended) {
+        (Some(now), Some(ended)) => !now.is(ended),
+        _ => true,
+    };
     let (counts, inflight) = match index {
-        Some(_) => live.take_second(&mut prev.part, &mut prev.spare),
-        None => {
+        Some(_) if fresh => live.take_second(&mut prev.part, &mut prev.spare),
+        _ => {
             prev.part.reset();
-            (Counts::default(), 0)
+            (prev.counts, 0)
         }
     };
     let grown = |c: Class| counts.get(c).saturating_sub(prev.counts.get(c));
@@ -328,15 +384,7 @@ mod tests {
         // A 100 s "second", so the test's own delay (under 50 ms) cannot move the share's
         // first decimal.
         let start = Instant::now() - Duration::from_secs(100);
-        let mut prev = Prev {
-            level: None,
-            counts: Counts::default(),
-            part: SecondPart::default(),
-            spare: SecondPart::default(),
-            cpu_s: busy_cpu(),
-            at: start,
-            delivery: DeliveryPrev::default(),
-        };
+        let mut prev = Prev::new(busy_cpu(), start);
         let v: Value = serde_json::from_str(&second(&mut src, start, &mut prev)).unwrap();
         // 190 s of CPU in (just over) 100 s on 2 cores: 95 %, at or above the 90 % bound.
         assert_eq!(v["cpu_pct"], json!(95.0), "{v}");

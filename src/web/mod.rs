@@ -33,7 +33,7 @@ use crate::config::{RunConfig, WebConfig};
 use feed::Feed;
 use state::WebState;
 
-pub use delivery_feed::DeliverySlot;
+pub use delivery_feed::{take as take_delivery, DeliveryPrev, DeliverySlot};
 pub use feed::{offered, CpuGauge, Sources};
 
 /// The running server.
@@ -45,6 +45,8 @@ pub struct WebServer {
     /// The server's task, done once its connections have closed after `shutdown`.
     served: tokio::task::JoinHandle<()>,
     sampler: tokio::task::JoinHandle<()>,
+    /// What the sampler reads and remembers (`None` for a merge, which samples nothing).
+    sampling: Option<Arc<std::sync::Mutex<feed::Sampler>>>,
     /// Asks the sampler for its last record.
     last_second: CancellationToken,
     /// Where the fleet's view goes once there is one.
@@ -88,13 +90,15 @@ impl WebServer {
         });
         let delivery = sources.delivery.clone();
         let last_second = CancellationToken::new();
-        let sampler = tokio::spawn(feed::sample(feed, sources, started, last_second.clone()));
+        let sampling = Arc::new(std::sync::Mutex::new(feed::Sampler::new(sources, started)));
+        let sampler = tokio::spawn(feed::sample(feed, sampling.clone(), last_second.clone()));
         let served = serve(listener, state.clone(), shutdown.clone());
         Ok(WebServer {
             state,
             addr,
             served,
             sampler,
+            sampling: Some(sampling),
             last_second,
             delivery,
             shutdown,
@@ -141,6 +145,7 @@ impl WebServer {
             served,
             // A merge samples nothing: its seconds are the shards' ([`second`](Self::second)).
             sampler: tokio::spawn(async {}),
+            sampling: None,
             last_second: CancellationToken::new(),
             delivery: DeliverySlot::default(),
             shutdown,
@@ -158,6 +163,14 @@ impl WebServer {
     pub fn second(&self, s: &impl serde::Serialize) {
         let v = serde_json::to_value(s).unwrap_or(Value::Null);
         self.state.feed.push("second", &v);
+    }
+
+    /// The level running has ended (its stripes are final, the control still shows it): the
+    /// page gets its last part, the time since the last `second`, as a `second` of its own.
+    pub fn level_ended(&self) {
+        if let Some(s) = &self.sampling {
+            feed::lock(s).level_ended(&self.state.feed);
+        }
     }
 
     /// The run's subscriber fleet (one per target path), read every second from now on.
