@@ -14,6 +14,7 @@ mod soak_leak;
 mod times;
 mod topic;
 mod topic_churn;
+mod writers;
 
 pub use clock::Clock;
 pub use counts::{Counts, Reasons};
@@ -29,3 +30,4 @@ pub use shared::SharedLevel;
 pub use times::{AttemptNs, AttemptSpan, AttemptTimes, Stamp};
 pub use topic::{bucket_high, bucket_of, TopicStats, TopicTable, TOPIC_BUCKETS};
 pub use topic_churn::TopicChurnStats;
+pub use writers::Writers;
