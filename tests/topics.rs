@@ -47,6 +47,18 @@ async fn run_with(hub: &TestHub, topics: &str, out: &std::path::Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_tenant_channel_topics_sum_to_the_aggregate_row_and_the_hubs_counts() {
+    per_tenant_channel_topics_reconcile().await;
+}
+
+/// The same on one thread, as `--threads 1` runs (a current-thread runtime): there the
+/// level's shared counters (per topic, the tickets, the started attempts) are added to
+/// without atomic read-modify-writes, and must count exactly as well.
+#[tokio::test]
+async fn per_tenant_channel_topics_reconcile_on_a_current_thread_runtime() {
+    per_tenant_channel_topics_reconcile().await;
+}
+
+async fn per_tenant_channel_topics_reconcile() {
     let hub = hub_with(FaultConfig {
         fail_503_every: Some(5),
         ..FaultConfig::default()

@@ -1,7 +1,7 @@
 //! Hands out tickets (which event, and when it was meant to start) to the worker loop:
 //! at once for the closed model, on a schedule for the open model.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::control::{Control, Steer};
 use super::own_topics::{kept, OwnTopics};
 use super::pacer::{Arrivals, Schedule};
+use crate::stats::Writers;
 
 /// Permission to send one event.
 #[derive(Debug)]
@@ -49,13 +50,19 @@ impl Seqs {
         }
     }
 
-    /// The next number from the shared counter `issued` that `own` keeps (every one without).
-    fn next_kept(&self, issued: &AtomicU64, own: Option<&OwnTopics>) -> Option<u64> {
+    /// The next number from the shared counter `issued` that `own` keeps (every one without);
+    /// `writers`: how the workers add to the counter.
+    fn next_kept(
+        &self,
+        issued: &AtomicU64,
+        own: Option<&OwnTopics>,
+        writers: Writers,
+    ) -> Option<u64> {
         if own.is_some_and(|o| !o.owns_any()) {
             return None; // the search below would never end
         }
         loop {
-            let s = self.nth(issued.fetch_add(1, Ordering::Relaxed))?;
+            let s = self.nth(writers.add_u64(issued, 1))?;
             if kept(own, s) {
                 return Some(s);
             }
@@ -99,6 +106,8 @@ pub(crate) enum Driver {
         warm_seqs: Seqs,
         issued: AtomicU64,
         warm_issued: AtomicU64,
+        /// How the workers add to `issued` and `warm_issued`.
+        writers: Writers,
         /// Owner striping: only these topics' events (see `own_topics`).
         own: Option<OwnTopics>,
         /// `--web`: pause, end the level, lower the concurrency.
@@ -120,6 +129,7 @@ impl Driver {
                 warm_seqs,
                 issued,
                 warm_issued,
+                writers,
                 own,
                 control,
             } => {
@@ -143,7 +153,7 @@ impl Driver {
                 let now = Instant::now();
                 if now < window.measured_start {
                     return Some(Ticket {
-                        seq: warm_seqs.next_kept(warm_issued, own.as_ref())?,
+                        seq: warm_seqs.next_kept(warm_issued, own.as_ref(), *writers)?,
                         intended: now,
                         measured: false,
                         _permit: None,
@@ -152,7 +162,7 @@ impl Driver {
                 if window.deadline.is_some_and(|d| now >= d) {
                     return level_over(control);
                 }
-                let Some(seq) = seqs.next_kept(issued, own.as_ref()) else {
+                let Some(seq) = seqs.next_kept(issued, own.as_ref(), *writers) else {
                     return level_over(control);
                 };
                 Some(Ticket {

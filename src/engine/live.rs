@@ -231,7 +231,12 @@ mod tests {
     fn the_seconds_taken_add_up_to_the_level() {
         let live = Live::default();
         live.keep_seconds();
-        let stripes = super::super::stripe::stripes(3, 2, (1_000_000, 1_000_000));
+        let stripes = super::super::stripe::stripes(
+            3,
+            2,
+            (1_000_000, 1_000_000),
+            crate::stats::Writers::Threads,
+        );
         live.watch(stripes.clone());
         let (mut part, mut spare) = (SecondPart::default(), SecondPart::default());
         let (mut sum, mut prev) = (SecondPart::default(), Counts::default());

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::result::Attempt;
 use crate::stats::{
-    difference, histogram_up_to, new_histogram, record, AttemptSpan, Histogram, LevelStats,
+    difference, histogram_up_to, new_histogram, record, AttemptSpan, Histogram, LevelStats, Writers,
 };
 
 /// Where workers record: a fixed number of stripes, each behind its own mutex (the progress
@@ -165,19 +165,22 @@ impl Stripe {
 }
 
 /// One stripe and, beside its lock, the count of measured attempts its workers started: the
-/// live in-flight figure is started − recorded (`live.rs`). An atomic next to the mutex the
+/// live in-flight figure is started − recorded (`live.rs`). A counter next to the mutex the
 /// attempt locks at its end anyway, so the start adds one uncontended add on a line the
-/// worker is about to touch, and nothing else.
+/// worker is about to touch (an atomic one only when workers run on several threads), and
+/// nothing else.
 pub(crate) struct StripeCell {
     stripe: Mutex<Stripe>,
     started: AtomicU64,
+    writers: Writers,
 }
 
 impl StripeCell {
-    fn new(sizes: (u64, u64)) -> Self {
+    fn new(sizes: (u64, u64), writers: Writers) -> Self {
         StripeCell {
             stripe: Mutex::new(Stripe::new(sizes)),
             started: AtomicU64::new(0),
+            writers,
         }
     }
 
@@ -188,7 +191,7 @@ impl StripeCell {
 
     /// A measured attempt starts.
     pub fn start(&self) {
-        self.started.fetch_add(1, Ordering::Relaxed);
+        self.writers.add_u64(&self.started, 1);
     }
 
     /// Measured attempts started so far.
@@ -219,13 +222,19 @@ pub(crate) fn merged(stripes: &[StripeCell]) -> LevelStats {
 /// `sizes` sizes each stripe's per-attempt histograms ([`Stripe::new`]): 112 KB each for the
 /// default 5 s timeout, so 1.75 MB in the closed model and 3.5 MB in the open one (which fills
 /// `corrected` too) at the 16 stripes of a 2-thread runtime, whatever the number of tenants,
-/// topics or workers; 14 and 28 MB at 16 threads (128 stripes).
-pub(crate) fn stripes(workers: usize, threads: usize, sizes: (u64, u64)) -> Arc<[StripeCell]> {
+/// topics or workers; 14 and 28 MB at 16 threads (128 stripes). `writers`: how the workers
+/// add to the started counts.
+pub(crate) fn stripes(
+    workers: usize,
+    threads: usize,
+    sizes: (u64, u64),
+    writers: Writers,
+) -> Arc<[StripeCell]> {
     let n = match threads {
         0 | 1 => 1,
         t => workers.clamp(1, 8 * t),
     };
-    (0..n).map(|_| StripeCell::new(sizes)).collect()
+    (0..n).map(|_| StripeCell::new(sizes, writers)).collect()
 }
 
 #[cfg(test)]
@@ -242,8 +251,8 @@ mod tests {
         // Two stripes, merged as a level's are: one sized for 1 s (less than some latencies),
         // one growing.
         let stripes = [
-            StripeCell::new((1_000_000, 1_000_000)),
-            StripeCell::new((0, 0)),
+            StripeCell::new((1_000_000, 1_000_000), Writers::Threads),
+            StripeCell::new((0, 0), Writers::Threads),
         ];
         let mut rng = hubload_rng::SplitMix64::for_event(11, 0);
         let mut next = |n: u64| rng.below(n);

@@ -15,6 +15,7 @@ mod times;
 mod topic;
 mod topic_churn;
 pub mod topic_serde;
+mod writers;
 
 pub use clock::Clock;
 pub use counts::{Counts, Reasons};
@@ -30,3 +31,4 @@ pub use shared::SharedLevel;
 pub use times::{AttemptNs, AttemptSpan, AttemptTimes, Stamp};
 pub use topic::{bucket_high, bucket_of, TopicStats, TopicTable, TOPIC_BUCKETS};
 pub use topic_churn::TopicChurnStats;
+pub use writers::Writers;

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::{AttemptSpan, Clock, LevelStats, SecondsRecorder, TopicTable};
+use super::{AttemptSpan, Clock, LevelStats, SecondsRecorder, TopicTable, Writers};
 use crate::result::{Class, ServerTimings};
 
 /// The shared recorders of one level.
@@ -15,6 +15,7 @@ pub struct SharedLevel {
     seconds: SecondsRecorder,
     /// `--surge`: the quiet tenants' attempts per second (a table row per second).
     quiet: Option<Quiet>,
+    writers: Writers,
 }
 
 /// The quiet tenants' seconds: which topics are theirs, and a row per second.
@@ -27,12 +28,19 @@ struct Quiet {
 
 impl SharedLevel {
     /// Recorders for a level of `topics` topics whose measured time starts at `level_start`,
-    /// recorded into by workers on `threads` runtime threads.
-    pub fn new(topics: usize, clock: &Clock, level_start: Instant, threads: usize) -> Self {
+    /// recorded into by workers on `threads` runtime threads, as `writers` says.
+    pub fn new(
+        topics: usize,
+        clock: &Clock,
+        level_start: Instant,
+        threads: usize,
+        writers: Writers,
+    ) -> Self {
         SharedLevel {
-            topics: TopicTable::new(topics),
+            topics: TopicTable::new(topics, writers),
             seconds: SecondsRecorder::new(clock, level_start, SecondsRecorder::slots_for(threads)),
             quiet: None,
+            writers,
         }
     }
 
@@ -42,7 +50,7 @@ impl SharedLevel {
         let len = secs.max(1);
         self.quiet = Some(Quiet {
             topics: quiet,
-            seconds: TopicTable::new(len),
+            seconds: TopicTable::new(len, self.writers),
             len,
         });
         self

@@ -11,7 +11,7 @@ use std::ops::AddAssign;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
-use super::Counts;
+use super::{Counts, Writers};
 use crate::result::Class;
 
 /// Buckets per topic histogram.
@@ -206,21 +206,24 @@ impl Default for AtomicTopic {
     }
 }
 
-/// Per-topic statistics of one level, shared by all its workers: three relaxed atomic adds per
-/// attempt (class, bucket, and the max when it grows), exact, no lock but once every 65,536
-/// attempts of one topic's bucket.
+/// Per-topic statistics of one level, shared by all its workers: three relaxed adds per
+/// attempt (class, bucket, and the max when it grows; atomic read-modify-writes only when
+/// the workers run on several threads, see [`Writers`]), exact, no lock but once every
+/// 65,536 attempts of one topic's bucket.
 #[derive(Debug)]
 pub struct TopicTable {
     topics: Box<[AtomicTopic]>,
+    writers: Writers,
     /// What wrapped buckets carried: (topic, bucket) → attempts beyond their 16 bits.
     carries: Mutex<BTreeMap<(usize, usize), u64>>,
 }
 
 impl TopicTable {
-    /// A zeroed table for `topics` topics.
-    pub fn new(topics: usize) -> Self {
+    /// A zeroed table for `topics` topics, added to by `writers`.
+    pub fn new(topics: usize, writers: Writers) -> Self {
         TopicTable {
             topics: (0..topics).map(|_| AtomicTopic::default()).collect(),
+            writers,
             carries: Mutex::default(),
         }
     }
@@ -234,9 +237,9 @@ impl TopicTable {
     /// Record one attempt of topic index `topic` (below the table's size).
     pub fn record(&self, topic: usize, class: Class, us: u64) {
         let t = &self.topics[topic];
-        t.counts[class.index()].fetch_add(1, Relaxed);
+        self.writers.add_u64(&t.counts[class.index()], 1);
         let i = bucket_of(us);
-        if t.buckets[i].fetch_add(1, Relaxed) == u16::MAX {
+        if self.writers.add_u16(&t.buckets[i], 1) == u16::MAX {
             // The bucket wrapped to 0: carry its 65,536 (the same test as a saturating u32's,
             // so no more work per attempt than that).
             self.carry(topic, i);
@@ -351,7 +354,7 @@ mod tests {
         assert_eq!(TopicTable::bytes(1), per_topic);
         assert_eq!(TopicTable::bytes(5_000), 5_000 * per_topic);
         assert_eq!(TopicTable::bytes(5_000), 3_120_000);
-        let table = TopicTable::new(10);
+        let table = TopicTable::new(10, Writers::Threads);
         let mut plain = vec![TopicStats::default(); 7];
         std::thread::scope(|s| {
             for w in 0..4u64 {
@@ -375,7 +378,7 @@ mod tests {
         // 4 threads put 300,000 attempts (4.6 wraps' worth) into one bucket of topic 1 and
         // 70,000 spread over two buckets of topic 0: the snapshot counts each exactly, as
         // plain `TopicStats` do.
-        let table = TopicTable::new(2);
+        let table = TopicTable::new(2, Writers::Threads);
         std::thread::scope(|s| {
             for w in 0..4u64 {
                 let table = &table;

@@ -14,7 +14,7 @@ use super::plan::{LevelSpec, Load};
 use super::stripe::{merged, stripes};
 use super::surge_pacer::{run_surge_pacer, SurgeParams};
 use super::worker::worker_loop;
-use crate::stats::{LevelStats, SharedLevel};
+use crate::stats::{LevelStats, SharedLevel, Writers};
 use crate::targets::Target;
 use crate::workload::{surge_base, Workload};
 use tokio::sync::Semaphore;
@@ -74,6 +74,15 @@ pub async fn run_level<T: Target>(
     // Where this level's surge starts; `None`: no surge in this level.
     let surge_from =
         (ctx.workload.surge()).and_then(|s| s.surge().from_in(index as usize, spec.stop.duration));
+    // The runtime the workers are spawned on: its threads decide how many recorders avoid
+    // contention (1 on the current-thread runtime), and one thread running every worker
+    // adds to the shared counters without atomic read-modify-writes.
+    let runtime = tokio::runtime::Handle::current();
+    let threads = runtime.metrics().num_workers();
+    let writers = match runtime.runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::CurrentThread => Writers::OneThread,
+        _ => Writers::Threads,
+    };
     let (driver, workers) = match spec.load {
         Load::Closed { concurrency } => (
             Driver::Closed {
@@ -82,6 +91,7 @@ pub async fn run_level<T: Target>(
                 warm_seqs,
                 issued: AtomicU64::new(0),
                 warm_issued: AtomicU64::new(0),
+                writers,
                 own: ctx.own_topics.clone(),
                 control: ctx.control.clone(),
             },
@@ -142,15 +152,13 @@ pub async fn run_level<T: Target>(
         Load::Closed { .. } => spec.ramp_up,
         Load::Open { .. } => Duration::ZERO, // the pacer ramps the rate
     };
-    // The runtime's threads, which decide how many recorders avoid contention (1 on the
-    // current-thread runtime).
-    let threads = tokio::runtime::Handle::current().metrics().num_workers();
     // Sized for the timeout (at most an hour's: any longer value still fits, by growing).
     let high_us = ctx.attempt_timeout.as_micros().min(3_600_000_000) as u64;
     let corrected_us = if ctx.open_model { high_us } else { 0 };
-    let stripes = stripes(workers, threads, (high_us, corrected_us));
+    let stripes = stripes(workers, threads, (high_us, corrected_us), writers);
     let topics = ctx.workload.topics().len();
-    let mut shared = SharedLevel::new(topics, &ctx.clock, measured_start.into_std(), threads);
+    let start = measured_start.into_std();
+    let mut shared = SharedLevel::new(topics, &ctx.clock, start, threads, writers);
     if surge_from.is_some() {
         // The quiet tenants' seconds, for the isolation verdict: the level's and the tail of
         // attempts still in flight at its end (in the last second).

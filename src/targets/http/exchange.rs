@@ -1,4 +1,4 @@
-//! The pool's exchange as one hand-written future: the common case (a free permit, an idle
+//! The pool's exchange as one hand-written future: the common case (a free slot, an idle
 //! connection, the request written as the socket takes it, a response that arrives whole in
 //! one read) is a few small fields polled in place; everything else is handed to the general
 //! path, boxed, where it stands.
@@ -11,11 +11,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::sync::SemaphorePermit;
 use tokio::time::Instant;
 
 use super::conn::{Conn, Render, RenderFn, Resume};
-use super::{HttpPool, Response, TransportError};
+use super::slots::Slot;
+use super::{HttpPool, Response, Take, TransportError};
 use crate::result::TimeoutKind;
 
 /// The pool's two ways into an exchange (here, beside the future they return, so the pool
@@ -88,7 +88,7 @@ enum State<'a, R> {
 
 /// What the common case holds between its polls.
 struct Held<'a> {
-    _permit: SemaphorePermit<'a>,
+    slot: Slot<'a>,
     conn: Box<Conn>,
     resp: &'a mut Response,
     head_request: bool,
@@ -110,24 +110,25 @@ impl<'a, R: Render + Send + Sync + 'a> Exchange<'a, R> {
         }
     }
 
-    /// The common case's start, done at the first poll: a permit and an idle connection
-    /// without waiting, and the request rendered and written. The state it leaves.
+    /// The common case's start, done at the first poll: a slot and an idle connection
+    /// without waiting (one lock round trip), and the request rendered and written. The
+    /// state it leaves.
     fn start(&self, request: R, resp: &'a mut Response) -> State<'a, R> {
         let (pool, started, deadline) = (self.pool, self.started, self.deadline);
         // Before anything can fail: a pool wait or a connect that fails reads no byte.
         resp.reset();
-        let Ok(permit) = pool.permits.try_acquire() else {
+        let Some((slot, idle)) = pool.slots.try_take(started) else {
             return State::General(Box::pin(pool.wait_then_exchange(request, deadline, resp)));
         };
-        let Some(mut conn) = pool.pop_idle(started) else {
-            let new = pool.with_permit(permit, started, request, deadline, resp, false);
+        let Some(mut conn) = idle else {
+            let new = pool.with_slot(slot, started, Take::Idle(None), request, deadline, resp);
             return State::General(Box::pin(new));
         };
         pool.count_attempt(&conn);
         match conn.begin(&request, resp) {
             Ok(head_request) => State::Sending {
                 held: Held {
-                    _permit: permit,
+                    slot,
                     conn,
                     resp,
                     head_request,
@@ -136,10 +137,10 @@ impl<'a, R: Render + Send + Sync + 'a> Exchange<'a, R> {
                 written: false,
             },
             // Nothing reached the server through a connection it had closed while idle: once
-            // more on a fresh one (as `HttpPool::with_permit` does).
+            // more on a fresh one (as `HttpPool::with_slot` does).
             Err(_) => {
                 drop(conn);
-                let fresh = pool.with_permit(permit, started, request, deadline, resp, true);
+                let fresh = pool.with_slot(slot, started, Take::Retry, request, deadline, resp);
                 State::General(Box::pin(fresh))
             }
         }
@@ -171,7 +172,8 @@ impl<'a, R: Render + Send + Sync + Unpin + 'a> Future for Exchange<'a, R> {
                     match held.conn.poll_first(cx, held.head_request, held.resp) {
                         Poll::Ready(Ok(Some(keep_alive))) => {
                             if let State::Sending { held, .. } = this.take() {
-                                this.pool.finished(held.conn, keep_alive, this.started);
+                                let Held { slot, conn, .. } = held;
+                                this.pool.finished(slot, conn, keep_alive, this.started);
                             }
                             return Poll::Ready(Ok(()));
                         }
@@ -223,11 +225,11 @@ impl<'a, R: Render + Send + Sync + 'a> Exchange<'a, R> {
     /// The write failed: the request once more on a fresh connection, by the general path.
     fn retry(&mut self) {
         if let State::Sending { held, request, .. } = self.take() {
-            let Held { _permit, resp, .. } = held;
+            let Held { slot, resp, .. } = held;
             let (started, deadline) = (self.started, self.deadline);
             let fresh = self
                 .pool
-                .with_permit(_permit, started, request, deadline, resp, true);
+                .with_slot(slot, started, Take::Retry, request, deadline, resp);
             self.state = State::General(Box::pin(fresh));
         }
     }
@@ -236,7 +238,7 @@ impl<'a, R: Render + Send + Sync + 'a> Exchange<'a, R> {
     fn split(&mut self) {
         if let State::Sending { held, .. } = self.take() {
             let Held {
-                _permit,
+                slot,
                 conn,
                 resp,
                 head_request,
@@ -244,7 +246,7 @@ impl<'a, R: Render + Send + Sync + 'a> Exchange<'a, R> {
             let from = Resume::FirstRead { head_request };
             let rest = self
                 .pool
-                .finish_on(_permit, self.started, conn, from, self.deadline, resp);
+                .finish_on(slot, self.started, conn, from, self.deadline, resp);
             self.state = State::General(Box::pin(rest));
         }
     }

@@ -20,6 +20,7 @@ mod head_server_timing;
 #[cfg(test)]
 mod memo_tests;
 mod response;
+mod slots;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -29,16 +30,16 @@ mod tunnel;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
-use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::{timeout_at, Instant};
 
 use crate::result::{ConnErrorKind, TimeoutKind};
 use conn::{Conn, Render, Resume};
 pub use response::{Response, BODY_CAP};
+use slots::{Slot, Slots};
 use stream::Stream;
 pub use tls::{Tls, TlsError};
 pub use transport_error::TransportError;
@@ -54,6 +55,15 @@ pub(crate) use tls::handshake_error;
 /// and the 4 min after which Azure's load balancer drops idle flows without a reset (a
 /// silently dropped connection would turn into a response timeout, not a retry).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where [`HttpPool::with_slot`]'s connection comes from.
+enum Take {
+    /// The idle connection taken with the slot, if there was one; a new one otherwise.
+    Idle(Option<Box<Conn>>),
+    /// A new one, for a request a reused connection refused before any of it was acted on,
+    /// sent once more (see the module docs); its attempt was counted already.
+    Retry,
+}
 
 /// Limits of one host's pool.
 #[derive(Debug, Clone)]
@@ -87,14 +97,9 @@ pub struct HttpPool {
     /// Attempts per address and handshakes; may be shared by several pools of one host.
     counters: Arc<HostCounters>,
     cfg: PoolConfig,
-    /// One permit per exchange in flight, so at most `max_conns` connections are in use.
-    permits: Semaphore,
-    /// Idle keep-alive connections with the time each expires, most recently used
-    /// last (so oldest first). The lock is never held across an await: a push or a pop.
-    /// Boxed, so taking one and putting it back moves a pointer, not the connection, and an
-    /// exchange's state holds 8 bytes for it instead of the whole `Conn` (the send's state is
-    /// touched on every request, a cache line per 64 bytes).
-    idle: Mutex<Vec<(Option<Instant>, Box<Conn>)>>,
+    /// One slot per exchange in flight, so at most `max_conns` connections are in use, and
+    /// the idle keep-alive connections, under one lock never held across an await.
+    slots: Slots,
     /// Idle connections older than this are closed instead of reused.
     idle_timeout: Duration,
     /// `Some` for an `https://` host.
@@ -167,8 +172,7 @@ impl HttpPool {
             counters: HostCounters::new(addrs.len()),
             addrs,
             next_addr: AtomicUsize::new(0),
-            permits: Semaphore::new(max),
-            idle: Mutex::new(Vec::with_capacity(max)),
+            slots: Slots::new(max),
             cfg,
             tls: None,
             tunnel: None,
@@ -240,9 +244,9 @@ impl HttpPool {
         Ok(resp)
     }
 
-    /// The general path of an exchange when no permit was free (the exchange future, in
+    /// The general path of an exchange when no slot was free (the exchange future, in
     /// `exchange.rs`, tried first): the pool wait, then the rest. It and the functions after
-    /// it take over from the common case wherever that ends, holding the permit until the
+    /// it take over from the common case wherever that ends, holding the slot until the
     /// exchange is done. Not boxed here: the exchange future boxes every general path.
     async fn wait_then_exchange<R: Render + Send + Sync>(
         &self,
@@ -250,30 +254,29 @@ impl HttpPool {
         deadline: Instant,
         resp: &mut Response,
     ) -> Result<(), TransportError> {
-        let permit = self.acquire(deadline).await?;
+        let slot = self.acquire(deadline).await?;
         // When the exchange takes its connection: the end of the wait.
         let now = Instant::now();
-        self.with_permit(permit, now, request, deadline, resp, false)
+        let idle = self.slots.pop_idle(now);
+        self.with_slot(slot, now, Take::Idle(idle), request, deadline, resp)
             .await
     }
 
-    /// With a permit: an idle connection or a new one; `now` is when the exchange takes it.
-    /// `retry`: the request is one a reused connection refused before any of it was acted
-    /// on, sent once more on a fresh connection (see the module docs); its attempt was
-    /// counted already.
-    async fn with_permit<R: Render + Send + Sync>(
+    /// With a slot: the connection `take` says, or a new one; `now` is when the exchange
+    /// takes it.
+    async fn with_slot<R: Render + Send + Sync>(
         &self,
-        _permit: SemaphorePermit<'_>,
+        slot: Slot<'_>,
         now: Instant,
+        take: Take,
         request: R,
         deadline: Instant,
         resp: &mut Response,
-        retry: bool,
     ) -> Result<(), TransportError> {
-        let idle = if retry { None } else { self.pop_idle(now) };
-        let mut conn = match idle {
-            Some(conn) => conn,
-            None => self.connect_boxed(deadline).await?,
+        let retry = matches!(take, Take::Retry);
+        let mut conn = match take {
+            Take::Idle(Some(conn)) => conn,
+            Take::Idle(None) | Take::Retry => self.connect_boxed(deadline).await?,
         };
         if !retry {
             self.count_attempt(&conn);
@@ -284,7 +287,7 @@ impl HttpPool {
             match conn.exchange_by(deadline, &request, resp).await {
                 None => return Err(TransportError::Timeout(TimeoutKind::Response)),
                 Some(Ok(keep_alive)) => {
-                    self.finished(conn, keep_alive, now);
+                    self.finished(slot, conn, keep_alive, now);
                     return Ok(());
                 }
                 Some(Err(failure)) => {
@@ -302,7 +305,7 @@ impl HttpPool {
     /// is never resent).
     async fn finish_on(
         &self,
-        _permit: SemaphorePermit<'_>,
+        slot: Slot<'_>,
         now: Instant,
         mut conn: Box<Conn>,
         from: Resume,
@@ -312,19 +315,23 @@ impl HttpPool {
         match conn.finish_by(deadline, from, resp).await {
             None => Err(TransportError::Timeout(TimeoutKind::Response)),
             Some(Ok(keep_alive)) => {
-                self.finished(conn, keep_alive, now);
+                self.finished(slot, conn, keep_alive, now);
                 Ok(())
             }
             Some(Err(failure)) => Err(failure.error),
         }
     }
 
-    /// A finished exchange's connection: kept for reuse when it is clean (`now` as for
-    /// [`with_permit`](Self::with_permit)), closed otherwise.
-    fn finished(&self, mut conn: Box<Conn>, keep_alive: bool, now: Instant) {
+    /// A finished exchange's slot and connection: the connection kept for reuse when it is
+    /// clean (`now` as for [`with_slot`](Self::with_slot)), closed otherwise, and the slot
+    /// given back.
+    fn finished(&self, slot: Slot<'_>, mut conn: Box<Conn>, keep_alive: bool, now: Instant) {
         if keep_alive {
             conn.reused = true;
-            self.push_idle(conn, now);
+            slot.give_back(conn, now, self.idle_timeout);
+        } else {
+            drop(conn);
+            drop(slot);
         }
     }
 
@@ -337,7 +344,7 @@ impl HttpPool {
 
     /// Idle connections currently kept (for tests and diagnostics).
     pub fn idle_count(&self) -> usize {
-        self.lock_idle().len()
+        self.slots.idle_count()
     }
 
     /// Close every idle connection now: for a pool whose work is done for a long while (the
@@ -346,18 +353,16 @@ impl HttpPool {
     /// CLOSE-WAIT (no exchange runs through the pool to notice). Exchanges in flight are not
     /// touched, and later ones open connections as usual.
     pub fn close_idle(&self) {
-        let idle = std::mem::take(&mut *self.lock_idle());
-        drop(idle);
+        self.slots.close_idle();
     }
 
-    /// Wait for a permit (none was free), within `pool_timeout` and the deadline.
-    async fn acquire(&self, deadline: Instant) -> Result<SemaphorePermit<'_>, TransportError> {
+    /// Wait for a slot (none was free), within `pool_timeout` and the deadline.
+    async fn acquire(&self, deadline: Instant) -> Result<Slot<'_>, TransportError> {
         let limit = deadline.min(Instant::now() + self.cfg.pool_timeout);
-        match timeout_at(limit, self.permits.acquire()).await {
-            Ok(Ok(permit)) => Ok(permit),
-            // The semaphore is never closed; treat it like a wait that never ends.
-            Ok(Err(_)) | Err(_) => Err(TransportError::Timeout(TimeoutKind::PoolWait)),
-        }
+        self.slots
+            .take_by(limit)
+            .await
+            .ok_or(TransportError::Timeout(TimeoutKind::PoolWait))
     }
 
     /// [`connect`](Self::connect) on the heap, and the connection it makes boxed (two
@@ -421,54 +426,5 @@ impl HttpPool {
             }
         }
         Err(last)
-    }
-
-    /// The most recently used idle connection, unless it has been idle too long at `now`;
-    /// then it and every older one are closed (outside the lock).
-    fn pop_idle(&self, now: Instant) -> Option<Box<Conn>> {
-        let mut idle = self.lock_idle();
-        let (expires, conn) = loop {
-            let (expires, conn) = idle.pop()?;
-            // A connection the server closed while idle is dropped, never written to.
-            if !conn.is_stale() {
-                break (expires, conn);
-            }
-        };
-        // An instant compared, not a duration computed: the subtraction cost ~50
-        // instructions of every request.
-        if expires.is_none_or(|at| now <= at) {
-            return Some(conn);
-        }
-        let stale = std::mem::take(&mut *idle);
-        drop(idle);
-        drop((conn, stale));
-        None
-    }
-
-    /// Keep `conn` for reuse; `since` is when its last exchange took it. Kept with the
-    /// instant it expires at (`None`: an idle timeout beyond what an `Instant` holds).
-    ///
-    /// The stack is only ever looked at from the top, so after a burst the connections left
-    /// at the bottom would stay open (most of them closed by the server by then, held in
-    /// CLOSE-WAIT) for as long as the top ones keep being reused. The bottom is the oldest:
-    /// those idle too long at `since` are closed here (outside the lock), one compare per
-    /// push otherwise.
-    fn push_idle(&self, conn: Box<Conn>, since: Instant) {
-        let expires = since.checked_add(self.idle_timeout);
-        let expired = |e: &Option<Instant>| e.is_some_and(|at| at < since);
-        let mut idle = self.lock_idle();
-        let old = idle.first().is_some_and(|(e, _)| expired(e));
-        idle.push((expires, conn));
-        if old {
-            let n = idle.iter().take_while(|(e, _)| expired(e)).count();
-            let gone: Vec<_> = idle.drain(..n).collect();
-            drop(idle);
-            drop(gone);
-        }
-    }
-
-    fn lock_idle(&self) -> std::sync::MutexGuard<'_, Vec<(Option<Instant>, Box<Conn>)>> {
-        // A panic while holding this lock cannot leave the Vec inconsistent.
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
