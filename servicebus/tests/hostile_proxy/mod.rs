@@ -6,6 +6,7 @@
 // Shared by two test binaries, each using a part of it.
 #![allow(dead_code)]
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -59,6 +60,7 @@ pub struct Proxy {
     port: u16,
     fault: Arc<watch::Sender<Fault>>,
     ends: Ends,
+    sent: Arc<AtomicU64>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -80,8 +82,9 @@ impl Proxy {
         let (fault, rx) = watch::channel(Fault::None);
         let fault = Arc::new(fault);
         let ends = Ends::default();
+        let sent = Arc::new(AtomicU64::new(0));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let (once, client_ends) = (fault.clone(), ends.clone());
+        let (once, client_ends, client_sent) = (fault.clone(), ends.clone(), sent.clone());
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -106,6 +109,7 @@ impl Proxy {
                             addr: upstream,
                             once: once.clone(),
                             ends: client_ends.clone(),
+                            sent: client_sent.clone(),
                         };
                         conns.spawn(proxy_conn(client, up, rx));
                     }
@@ -120,6 +124,7 @@ impl Proxy {
             port,
             fault,
             ends,
+            sent,
             stop: Some(stop),
         }
     }
@@ -131,6 +136,12 @@ impl Proxy {
     /// The condition of each `end` the client sent so far, in order (`none`: no error).
     pub fn client_ends(&self) -> Vec<String> {
         self.ends.lock().unwrap().clone()
+    }
+
+    /// Transfers the client has sent on its topic links (`hubload-…`) so far, every one of
+    /// them forwarded to the broker.
+    pub fn client_transfers(&self) -> u64 {
+        self.sent.load(Ordering::SeqCst)
     }
 
     /// A connection string for the emulator behind the proxy, aimed at the proxy.
@@ -192,6 +203,30 @@ fn topic_link_handle(unit: &[u8]) -> Option<u32> {
     attach_handle(unit, |name| name.starts_with("hubload-"))
 }
 
+/// The handle of a transfer, if `unit` is one (an AMQP frame whose body is a transfer,
+/// descriptor 0x14): the first field of its list, read by hand, since the message follows
+/// the performative in the same frame.
+fn transfer_handle(unit: &[u8]) -> Option<u32> {
+    let body = unit.get(8..)?;
+    if unit.get(5) != Some(&0) || body.get(..3) != Some(&[0x00, 0x53, 0x14]) {
+        return None;
+    }
+    // list8 (size, count: a byte each) or list32 (four bytes each), then the handle, a uint.
+    let first = match *body.get(3)? {
+        0xc0 => 6,
+        0xd0 => 12,
+        _ => return None,
+    };
+    match *body.get(first)? {
+        0x43 => Some(0),
+        0x52 => body.get(first + 1).map(|b| u32::from(*b)),
+        0x70 => Some(u32::from_be_bytes(
+            body.get(first + 1..first + 5)?.try_into().ok()?,
+        )),
+        _ => None,
+    }
+}
+
 /// The condition of the client's `end`, if `unit` is one (an AMQP frame whose body is an
 /// end, descriptor 0x17).
 fn end_condition(unit: &[u8]) -> Option<String> {
@@ -240,16 +275,22 @@ struct Upstream {
     /// To put the fault back to `None` once a one-off fault is done.
     once: Arc<watch::Sender<Fault>>,
     ends: Ends,
+    /// Transfers the client sent on its topic links, once forwarded.
+    sent: Arc<AtomicU64>,
 }
 
-/// Forward the client's bytes to the broker as they come, noting each `end` the client sends.
+/// Forward the client's bytes to the broker as they come, noting each `end` the client sends
+/// and counting its transfers on topic links.
 async fn client_to_broker(
     mut client_r: tokio::net::tcp::OwnedReadHalf,
     mut up_w: tokio::net::tcp::OwnedWriteHalf,
     ends: Ends,
+    sent: Arc<AtomicU64>,
 ) {
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
+    // The client's handles of its topic links (`hubload-…`).
+    let mut topic_links: Vec<u32> = Vec::new();
     loop {
         let n = match client_r.read(&mut chunk).await {
             Ok(n) if n > 0 => n,
@@ -260,8 +301,13 @@ async fn client_to_broker(
         }
         buf.extend_from_slice(&chunk[..n]);
         while let Some(len) = next_unit(&buf) {
-            if let Some(c) = end_condition(&buf[..len]) {
+            let unit = &buf[..len];
+            if let Some(c) = end_condition(unit) {
                 ends.lock().unwrap().push(c);
+            }
+            topic_links.extend(topic_link_handle(unit));
+            if transfer_handle(unit).is_some_and(|h| topic_links.contains(&h)) {
+                sent.fetch_add(1, Ordering::SeqCst);
             }
             buf.drain(..len);
         }
@@ -303,7 +349,12 @@ async fn proxy_conn(client: TcpStream, upstream: Upstream, mut rx: watch::Receiv
     let _ = up.set_nodelay(true);
     let (client_r, mut client_w) = client.into_split();
     let (mut up_r, up_w) = up.into_split();
-    let to_broker = tokio::spawn(client_to_broker(client_r, up_w, upstream.ends.clone()));
+    let to_broker = tokio::spawn(client_to_broker(
+        client_r,
+        up_w,
+        upstream.ends.clone(),
+        upstream.sent.clone(),
+    ));
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     let mut cbs_handle = None;
