@@ -62,12 +62,13 @@ impl ReportWriter {
     }
 }
 
-/// Report sets being written now, in the whole process.
+/// Report sets being written, and lines being appended, now, in the whole process.
 static WRITING: AtomicU64 = AtomicU64::new(0);
 
-/// Wait (at most `limit`) until no report set is being written: an exit that cannot wait for
-/// the run (a second Ctrl-C, the stop grace) still leaves every file of the set from the same
-/// write, the last level's rather than the one before it. True when none was left.
+/// Wait (at most `limit`) until no report set is being written and no line appended: an exit
+/// that cannot wait for the run (a second Ctrl-C, the stop grace) still leaves every file of
+/// the set from the same write, the last level's rather than the one before it, and every
+/// `.jsonl` line whole. True when none was left.
 pub fn wait_for_writes(limit: std::time::Duration) -> bool {
     let until = std::time::Instant::now() + limit;
     while WRITING.load(Ordering::SeqCst) > 0 {
@@ -86,7 +87,18 @@ pub fn append_synced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// [`append_synced`] of what `write` writes, as it writes it (rows too many to hold first).
+/// While it runs, [`wait_for_writes`] waits for it: a second Ctrl-C does not cut a line in two.
 pub fn append_synced_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    WRITING.fetch_add(1, Ordering::SeqCst);
+    let appended = append_now(path, write);
+    WRITING.fetch_sub(1, Ordering::SeqCst);
+    appended
+}
+
+fn append_now(
     path: &Path,
     write: impl FnOnce(&mut std::fs::File) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
